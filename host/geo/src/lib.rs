@@ -1,0 +1,1 @@
+//! Road networks, routing and places from OpenStreetMap extracts.

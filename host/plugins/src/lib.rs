@@ -1,0 +1,1 @@
+//! The WebAssembly plugin engine.
