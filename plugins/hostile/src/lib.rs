@@ -1,0 +1,121 @@
+//! A hostile component for the host's tests, never for production.
+//!
+//! It implements both the price-book and the payload-shaper worlds, and
+//! misbehaves according to its input, so one component exercises every
+//! limit the host enforces:
+//!
+//! | price: merchant / validate: settings / shape: event name | behaviour |
+//! |---|---|
+//! | `spin`    | loops forever (CPU deadline) |
+//! | `balloon` | allocates without bound (memory cap) |
+//! | `trap`    | panics, which aborts: a wasm trap |
+//! | `flood`   | returns 100,000 lines / an 8 MiB body (output cap) |
+//! | `alias`   | returns 500,000 lines whose strings all alias one 1 MiB block: ~500 GB if a host copied every string (output cap, checked before copying) |
+//! | anything else | behaves: one `base_fare` line of 100 / a tiny body |
+
+#[cfg(target_family = "wasm")]
+mod component {
+    wit_bindgen::generate!({
+        inline: "
+            package courier:hostile;
+            world hostile {
+                include courier:pricing/price-book@1.0.0;
+                include courier:webhooks/payload-shaper@1.0.0;
+            }
+        ",
+        path: ["../../wit/pricing", "../../wit/webhooks"],
+        world: "courier:hostile/hostile",
+        generate_all,
+    });
+
+    use courier::pricing::types::{BookInfo, Line, PriceRequest, Refusal, Vehicle};
+    use courier::webhooks::types::{Event, Payload};
+
+    struct Component;
+
+    export!(Component);
+
+    fn misbehave(mode: &str) {
+        match mode {
+            "spin" => {
+                let mut n = 0u64;
+                loop {
+                    n = core::hint::black_box(n.wrapping_add(1));
+                }
+            }
+            "balloon" => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    // Touch every block so nothing can be elided.
+                    hoard.push(vec![core::hint::black_box(7u8); 1 << 20]);
+                }
+            }
+            "trap" => panic!("hostile component trapped on purpose"),
+            _ => {}
+        }
+    }
+
+    fn line(description: String) -> Line {
+        Line {
+            code: "base_fare".into(),
+            description,
+            amount_minor: 100,
+        }
+    }
+
+    impl exports::courier::pricing::book::Guest for Component {
+        fn price(request: PriceRequest, _settings: String) -> Result<Vec<Line>, Refusal> {
+            misbehave(&request.merchant);
+            match request.merchant.as_str() {
+                "flood" => Ok((0..100_000).map(|i| line(format!("line {i}"))).collect()),
+                "alias" => {
+                    // One 1 MiB block referenced by half a million lines:
+                    // the canonical ABI lets every returned string point at
+                    // the same bytes, so this is small in guest memory but
+                    // ~500 GB for a host that copies each string. The block
+                    // is never freed (the instance is discarded after the
+                    // call), so the aliasing owners are never dropped twice
+                    // inside this call.
+                    let big = core::mem::ManuallyDrop::new("x".repeat(1 << 20));
+                    Ok((0..500_000)
+                        .map(|_| {
+                            // SAFETY: test-only aliasing, see above.
+                            line(unsafe {
+                                String::from_raw_parts(
+                                    big.as_ptr().cast_mut(),
+                                    big.len(),
+                                    big.capacity(),
+                                )
+                            })
+                        })
+                        .collect())
+                }
+                _ => Ok(vec![line("well behaved".into())]),
+            }
+        }
+
+        fn validate_settings(settings: String) -> Result<BookInfo, String> {
+            misbehave(&settings);
+            Ok(BookInfo {
+                name: "hostile".into(),
+                version: "1.0.0".into(),
+                settings_schema: 1,
+                vehicles: vec![Vehicle::Bicycle],
+            })
+        }
+    }
+
+    impl exports::courier::webhooks::shaper::Guest for Component {
+        fn shape(event: Event) -> Result<Payload, String> {
+            misbehave(&event.name);
+            let body = match event.name.as_str() {
+                "flood" => vec![b'x'; 8 << 20],
+                _ => b"{}".to_vec(),
+            };
+            Ok(Payload {
+                content_type: "application/json".into(),
+                body,
+            })
+        }
+    }
+}

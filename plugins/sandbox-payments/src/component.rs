@@ -1,0 +1,72 @@
+//! The WIT boundary. The world imports `outbound-http` and `config`; this
+//! adapter uses neither, so they do not appear in the built component.
+
+wit_bindgen::generate!({
+    path: "../../wit/payments",
+    world: "payment-adapter",
+});
+
+use courier::payments::types as wit;
+use exports::courier::payments::adapter::Guest;
+
+struct Component;
+
+export!(Component);
+
+fn outcome(o: crate::Outcome) -> wit::Outcome {
+    match o {
+        crate::Outcome::Approved(r) => wit::Outcome::Approved(r),
+        crate::Outcome::Declined { code, finished } => wit::Outcome::Declined(wit::Decline {
+            code: code.into(),
+            card_finished: finished.map(|f| match f {
+                crate::Finished::Expired => wit::FinishReason::Expired,
+                crate::Finished::Lost => wit::FinishReason::Lost,
+            }),
+        }),
+        crate::Outcome::Unreachable(m) => wit::Outcome::Unreachable(m),
+    }
+}
+
+impl Guest for Component {
+    fn describe() -> wit::AdapterInfo {
+        wit::AdapterInfo {
+            name: "sandbox".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            allowed_hosts: Vec::new(),
+        }
+    }
+
+    fn setup_card_form(merchant: String) -> Result<wit::CardForm, String> {
+        let (client_secret, customer_id) = crate::setup_card_form(&merchant);
+        Ok(wit::CardForm {
+            client_secret,
+            customer_id,
+        })
+    }
+
+    fn attach_card(_customer_id: String, card_ref: String) -> Result<wit::Card, wit::AttachRefusal> {
+        let card = crate::card(&card_ref).map_err(wit::AttachRefusal::UnknownReference)?;
+        Ok(wit::Card {
+            brand: "visa".into(),
+            last_four: card.last_four().into(),
+            expiry_month: crate::EXPIRY_MONTH,
+            expiry_year: crate::EXPIRY_YEAR,
+        })
+    }
+
+    fn authorise(hold: wit::HoldRequest) -> wit::Outcome {
+        outcome(crate::authorise(&hold.card_ref, hold.amount_minor, &hold.idempotency_key))
+    }
+
+    fn capture(c: wit::CaptureRequest) -> wit::Outcome {
+        outcome(crate::capture(&c.authorisation, c.amount_minor, &c.idempotency_key))
+    }
+
+    fn void(r: wit::VoidRequest) -> wit::Outcome {
+        outcome(crate::void(&r.authorisation, &r.idempotency_key))
+    }
+
+    fn refund(r: wit::RefundRequest) -> wit::Outcome {
+        outcome(crate::refund(&r.payment, r.amount_minor, &r.idempotency_key))
+    }
+}
