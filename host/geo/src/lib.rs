@@ -1,1 +1,87 @@
 //! Road networks, routing and places from OpenStreetMap extracts.
+//!
+//! A [`RoadNetwork`] is loaded once from an `.osm.pbf` extract (a file or bytes) and then shared
+//! between threads (it is `Send + Sync`):
+//!
+//! ```no_run
+//! use courier_geo::{LatLon, RoadNetwork, Vehicle};
+//!
+//! let network = RoadNetwork::from_pbf_file("liechtenstein.osm.pbf".as_ref())?;
+//! let route = network.route(
+//!     Vehicle::Car,
+//!     LatLon::new(47.1410, 9.5209),
+//!     LatLon::new(47.1650, 9.5097),
+//! )?;
+//! println!("{} m, {} s", route.distance_metres, route.duration_seconds);
+//! let hits = network.places().search("Städtle 1 Vaduz", None, 5);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Public surface
+//!
+//! - [`LatLon`], [`Polygon`] (coverage areas; [`RoadNetwork::network_area`] is the convex hull
+//!   of the roads, markets may build their own with [`Polygon::from_lon_lat`]).
+//! - [`Vehicle`]: `bicycle`, `electric_bicycle`, `motorcycle`, `car`, `van`, ordered smallest
+//!   first. Which roads each may use, in which direction and how fast is documented in the
+//!   `profile` rules summarised on [`Vehicle`]'s module and in the crate README section below.
+//! - [`RoadNetwork::route`] → [`Route`] (metres, seconds, shape) or [`RouteError`]. Endpoints
+//!   are snapped to the nearest road the vehicle may use within [`MAX_SNAP_DISTANCE_METRES`];
+//!   farther away is [`RouteError::TooFarFromRoad`]. Routes start and end at the projections of
+//!   the endpoints onto their roads. [`RoadNetwork::route_reference`] answers the same query
+//!   with plain Dijkstra (slow; for verification).
+//! - [`PlaceIndex::search`] (free text) and [`PlaceIndex::reverse`] (nearest address within
+//!   [`REVERSE_ADDRESS_RADIUS_METRES`], else nearest named street within
+//!   [`REVERSE_STREET_RADIUS_METRES`]) → [`Place`].
+//! - [`demo_city_pbf`]: a generated fictional city in PBF format; [`grid_city_pbf`]: larger
+//!   plain grids for capacity measurements.
+//!
+//! # Vehicle rules (summary)
+//!
+//! Motor vehicles use public roads from motorways down to service roads, tracks and pedestrian
+//! streets only when tagged for them; bicycles use everything but motorways and `motorroad=yes`
+//! roads, plus cycleways and paths, and are pushed at walking pace on footways and pedestrian
+//! streets unless riding is allowed there. `access` tags refine this per vehicle (most specific
+//! key wins), one-way rules follow `oneway`, roundabouts and motorways with bicycle contraflow
+//! exceptions, and speeds come from `maxspeed` or class defaults, capped per vehicle. The full
+//! rules are in the source of the `profile` module.
+//!
+//! # How routing works
+//!
+//! Ways are cut at shared nodes into edges that keep every bend. Each vehicle gets travel-time
+//! weights (milliseconds) and a contraction hierarchy ([`fast_paths`]), prepared in parallel at
+//! load time. Only the largest strongly connected part of each vehicle's graph is used for
+//! snapping, so a point next to an isolated car park still gets a route.
+
+mod coords;
+mod demo_city;
+mod dijkstra;
+mod graph;
+mod network;
+mod osm;
+mod pbf_writer;
+mod places;
+mod polygon;
+mod profile;
+mod route;
+mod routing_graph;
+mod snap;
+mod vehicle;
+
+pub use coords::LatLon;
+pub use demo_city::{demo_city_pbf, grid_city_pbf};
+pub use network::{LoadError, LoadOptions, NetworkStats, ProfileStats, RoadNetwork};
+pub use places::{Place, PlaceIndex, REVERSE_ADDRESS_RADIUS_METRES, REVERSE_STREET_RADIUS_METRES};
+pub use polygon::{Polygon, PolygonError};
+pub use route::{Endpoint, Route, RouteError};
+pub use snap::MAX_SNAP_DISTANCE_METRES;
+pub use vehicle::{UnknownVehicle, Vehicle};
+
+#[cfg(test)]
+mod send_sync {
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn network_is_shareable_between_threads() {
+        assert_send_sync::<super::RoadNetwork>();
+    }
+}

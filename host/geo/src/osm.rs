@@ -1,0 +1,164 @@
+//! Reading the parts of an OpenStreetMap PBF extract that routing and places need.
+//!
+//! Everything downstream (graph build, places) consumes the in-memory [`OsmExtract`], so unit
+//! tests can build fixtures directly while real extracts go through [`read_pbf`].
+
+use std::collections::HashMap;
+use std::io::Read;
+
+use osmpbf::{Element, ElementReader};
+
+use crate::coords::LatLon;
+
+/// An element's tags, kept only for the elements that matter.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Tags(Vec<(String, String)>);
+
+impl Tags {
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub(crate) fn has(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// True when `key` has one of `values`.
+    pub(crate) fn is(&self, key: &str, values: &[&str]) -> bool {
+        self.get(key).is_some_and(|v| values.contains(&v))
+    }
+}
+
+impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Tags {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        Self(
+            iter.into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct OsmNode {
+    pub(crate) id: i64,
+    pub(crate) position: LatLon,
+    pub(crate) tags: Tags,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct OsmWay {
+    pub(crate) id: i64,
+    pub(crate) node_ids: Vec<i64>,
+    pub(crate) tags: Tags,
+}
+
+/// Highway ways, tagged nodes and ways of interest to the places index, plus the position of
+/// every node (ways reference nodes by id).
+#[derive(Debug, Default)]
+pub(crate) struct OsmExtract {
+    pub(crate) node_positions: HashMap<i64, LatLon>,
+    pub(crate) tagged_nodes: Vec<OsmNode>,
+    pub(crate) ways: Vec<OsmWay>,
+}
+
+impl OsmExtract {
+    pub(crate) fn position(&self, node_id: i64) -> Option<LatLon> {
+        self.node_positions.get(&node_id).copied()
+    }
+}
+
+/// Tags that make a node worth keeping for the places index.
+fn node_is_relevant(tags: &Tags) -> bool {
+    tags.has("addr:housenumber")
+        || (tags.has("name") && (tags.has("place") || is_point_of_interest(tags)))
+}
+
+/// Highways are routable; other ways only matter as addressed buildings or named POIs.
+fn way_is_relevant(tags: &Tags) -> bool {
+    tags.has("highway") || node_is_relevant(tags)
+}
+
+pub(crate) fn is_point_of_interest(tags: &Tags) -> bool {
+    tags.has("amenity") || tags.has("shop") || tags.has("tourism")
+}
+
+/// Reads a PBF stream, keeping what [`node_is_relevant`] and [`way_is_relevant`] select.
+pub(crate) fn read_pbf(input: impl Read + Send) -> Result<OsmExtract, osmpbf::Error> {
+    let mut extract = OsmExtract::default();
+    let collect_tags = |tags: &mut dyn Iterator<Item = (&str, &str)>| -> Tags { tags.collect() };
+    ElementReader::new(input).for_each(|element| match element {
+        Element::DenseNode(node) => {
+            let position = LatLon::new(node.lat(), node.lon());
+            extract.node_positions.insert(node.id(), position);
+            if node.raw_tags().next().is_some() {
+                let tags = collect_tags(&mut node.tags());
+                if node_is_relevant(&tags) {
+                    extract.tagged_nodes.push(OsmNode {
+                        id: node.id(),
+                        position,
+                        tags,
+                    });
+                }
+            }
+        }
+        Element::Node(node) => {
+            let position = LatLon::new(node.lat(), node.lon());
+            extract.node_positions.insert(node.id(), position);
+            let tags = collect_tags(&mut node.tags());
+            if node_is_relevant(&tags) {
+                extract.tagged_nodes.push(OsmNode {
+                    id: node.id(),
+                    position,
+                    tags,
+                });
+            }
+        }
+        Element::Way(way) => {
+            let tags = collect_tags(&mut way.tags());
+            if way_is_relevant(&tags) {
+                extract.ways.push(OsmWay {
+                    id: way.id(),
+                    node_ids: way.refs().collect(),
+                    tags,
+                });
+            }
+        }
+        Element::Relation(_) => {}
+    })?;
+    Ok(extract)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_lookup() {
+        let tags: Tags = [("highway", "residential"), ("oneway", "yes")]
+            .into_iter()
+            .collect();
+        assert_eq!(tags.get("highway"), Some("residential"));
+        assert!(tags.is("oneway", &["yes", "1"]));
+        assert!(!tags.is("oneway", &["-1"]));
+        assert!(!tags.has("name"));
+    }
+
+    #[test]
+    fn relevance_filters() {
+        let house: Tags = [("addr:housenumber", "3")].into_iter().collect();
+        let cafe: Tags = [("amenity", "cafe"), ("name", "Blue")]
+            .into_iter()
+            .collect();
+        let unnamed_cafe: Tags = [("amenity", "cafe")].into_iter().collect();
+        let road: Tags = [("highway", "service")].into_iter().collect();
+        let fence: Tags = [("barrier", "fence")].into_iter().collect();
+        assert!(node_is_relevant(&house) && node_is_relevant(&cafe));
+        assert!(!node_is_relevant(&unnamed_cafe));
+        assert!(way_is_relevant(&road) && way_is_relevant(&house));
+        assert!(!way_is_relevant(&fence));
+    }
+}

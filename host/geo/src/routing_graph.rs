@@ -1,0 +1,259 @@
+//! One vehicle's view of the road graph: travel-time weights, adjacency, the connected core it
+//! may snap to, and its contraction hierarchy.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use fast_paths::{FastGraph, InputGraph, PathCalculator};
+
+use crate::dijkstra;
+use crate::graph::{EdgeIndex, NodeIndex, RoadGraph};
+use crate::vehicle::Vehicle;
+
+/// Travel time in milliseconds.
+pub(crate) type Millis = u64;
+
+/// An edge traversal leaving a node.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Arc {
+    pub(crate) head: NodeIndex,
+    pub(crate) weight: Millis,
+    pub(crate) edge: EdgeIndex,
+    /// True when the edge is traversed in its drawing direction.
+    pub(crate) forward: bool,
+}
+
+/// Travel times of one edge; `None` where the direction is closed.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct EdgeWeights {
+    pub(crate) forward: Option<Millis>,
+    pub(crate) backward: Option<Millis>,
+}
+
+/// A shortest path over graph nodes, with its total weight (including start and end offsets).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NodePath {
+    pub(crate) weight: Millis,
+    pub(crate) nodes: Vec<NodeIndex>,
+}
+
+pub(crate) struct RoutingGraph {
+    pub(crate) vehicle: Vehicle,
+    weights: Vec<EdgeWeights>,
+    /// Compressed adjacency: arcs leaving node `n` are `arcs[offsets[n]..offsets[n + 1]]`.
+    offsets: Vec<u32>,
+    arcs: Vec<Arc>,
+    /// Edges inside the largest strongly connected component; only these are snap targets, so
+    /// every snapped pair is mutually reachable unless the input is disconnected on purpose.
+    snappable: Vec<bool>,
+    hierarchy: FastGraph,
+    calculators: Mutex<Vec<PathCalculator>>,
+    pub(crate) stats: RoutingGraphStats,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RoutingGraphStats {
+    /// Nodes with at least one usable edge.
+    pub(crate) nodes: usize,
+    /// Directed arcs (a two-way edge counts twice).
+    pub(crate) arcs: usize,
+    /// Nodes in the largest strongly connected component.
+    pub(crate) core_nodes: usize,
+    /// Arcs of the prepared hierarchy, shortcuts included.
+    pub(crate) hierarchy_arcs: usize,
+    pub(crate) preparation: Duration,
+}
+
+/// Converts a length and speed into milliseconds, never 0 (zero-weight arcs break the
+/// hierarchy's invariants).
+fn travel_millis(length_metres: f64, speed_kmh: f64) -> Millis {
+    ((length_metres * 3_600.0 / speed_kmh).round() as Millis).max(1)
+}
+
+impl RoutingGraph {
+    pub(crate) fn build(graph: &RoadGraph, vehicle: Vehicle) -> Self {
+        let started = Instant::now();
+        let node_count = graph.node_positions.len();
+        let weights: Vec<EdgeWeights> = (0..graph.edges.len())
+            .map(|edge| {
+                let length = graph.edges[edge].length_metres;
+                match graph.access(edge as EdgeIndex, vehicle) {
+                    None => EdgeWeights::default(),
+                    Some(access) => {
+                        let millis = travel_millis(length, access.speed_kmh);
+                        EdgeWeights {
+                            forward: access.forward.then_some(millis),
+                            backward: access.backward.then_some(millis),
+                        }
+                    }
+                }
+            })
+            .collect();
+
+        let mut degree = vec![0u32; node_count + 1];
+        let mut arcs_unordered = Vec::new();
+        for (edge, (road, w)) in graph.edges.iter().zip(&weights).enumerate() {
+            let edge = edge as EdgeIndex;
+            if let Some(weight) = w.forward {
+                arcs_unordered.push((
+                    road.from,
+                    Arc {
+                        head: road.to,
+                        weight,
+                        edge,
+                        forward: true,
+                    },
+                ));
+            }
+            if let Some(weight) = w.backward {
+                arcs_unordered.push((
+                    road.to,
+                    Arc {
+                        head: road.from,
+                        weight,
+                        edge,
+                        forward: false,
+                    },
+                ));
+            }
+        }
+        for (tail, _) in &arcs_unordered {
+            degree[*tail as usize + 1] += 1;
+        }
+        let mut offsets = degree;
+        for i in 1..offsets.len() {
+            offsets[i] += offsets[i - 1];
+        }
+        let mut cursor = offsets.clone();
+        let placeholder = Arc {
+            head: 0,
+            weight: 0,
+            edge: 0,
+            forward: true,
+        };
+        let mut arcs = vec![placeholder; arcs_unordered.len()];
+        for (tail, arc) in arcs_unordered {
+            arcs[cursor[tail as usize] as usize] = arc;
+            cursor[tail as usize] += 1;
+        }
+
+        let core = dijkstra::largest_strongly_connected_component(&offsets, &arcs);
+        let snappable = graph
+            .edges
+            .iter()
+            .zip(&weights)
+            .map(|(e, w)| {
+                (w.forward.is_some() || w.backward.is_some())
+                    && core[e.from as usize]
+                    && core[e.to as usize]
+            })
+            .collect();
+
+        let mut input = InputGraph::new();
+        for (tail, window) in offsets.windows(2).enumerate() {
+            for arc in &arcs[window[0] as usize..window[1] as usize] {
+                input.add_edge(tail, arc.head as usize, arc.weight as usize);
+            }
+        }
+        input.freeze();
+        let hierarchy = fast_paths::prepare(&input);
+
+        let stats = RoutingGraphStats {
+            nodes: count_touched_nodes(node_count, &arcs, &offsets),
+            arcs: arcs.len(),
+            core_nodes: core.iter().filter(|&&c| c).count(),
+            hierarchy_arcs: hierarchy.get_num_out_edges() + hierarchy.get_num_in_edges(),
+            preparation: started.elapsed(),
+        };
+        Self {
+            vehicle,
+            weights,
+            offsets,
+            arcs,
+            snappable,
+            hierarchy,
+            calculators: Mutex::new(Vec::new()),
+            stats,
+        }
+    }
+
+    pub(crate) fn weights(&self, edge: EdgeIndex) -> EdgeWeights {
+        self.weights[edge as usize]
+    }
+
+    pub(crate) fn is_snappable(&self, edge: EdgeIndex) -> bool {
+        self.snappable[edge as usize]
+    }
+
+    pub(crate) fn arcs_from(&self, node: NodeIndex) -> &[Arc] {
+        let n = node as usize;
+        &self.arcs[self.offsets[n] as usize..self.offsets[n + 1] as usize]
+    }
+
+    /// The cheapest arc from `tail` to `head` (parallel edges between two junctions exist).
+    pub(crate) fn cheapest_arc(&self, tail: NodeIndex, head: NodeIndex) -> Option<Arc> {
+        self.arcs_from(tail)
+            .iter()
+            .filter(|arc| arc.head == head)
+            .min_by_key(|arc| arc.weight)
+            .copied()
+    }
+
+    /// Shortest path over the contraction hierarchy from any source to any target, each given
+    /// with an initial weight.
+    pub(crate) fn hierarchy_path(
+        &self,
+        sources: &[(NodeIndex, Millis)],
+        targets: &[(NodeIndex, Millis)],
+    ) -> Option<NodePath> {
+        let in_range = |n: &&(NodeIndex, Millis)| (n.0 as usize) < self.hierarchy.get_num_nodes();
+        let to_fast = |list: &[(NodeIndex, Millis)]| -> Vec<(usize, usize)> {
+            list.iter()
+                .filter(in_range)
+                .map(|&(n, w)| (n as usize, w as usize))
+                .collect()
+        };
+        let (sources, targets) = (to_fast(sources), to_fast(targets));
+        if sources.is_empty() || targets.is_empty() {
+            return None;
+        }
+        let mut calculator = self
+            .calculators
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .pop()
+            .unwrap_or_else(|| fast_paths::create_calculator(&self.hierarchy));
+        let path =
+            calculator.calc_path_multiple_sources_and_targets(&self.hierarchy, sources, targets);
+        self.calculators
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(calculator);
+        path.map(|p| NodePath {
+            weight: p.get_weight() as Millis,
+            nodes: p.get_nodes().iter().map(|&n| n as NodeIndex).collect(),
+        })
+    }
+
+    /// The same search with plain Dijkstra, the reference the hierarchy is checked against.
+    pub(crate) fn dijkstra_path(
+        &self,
+        sources: &[(NodeIndex, Millis)],
+        targets: &[(NodeIndex, Millis)],
+    ) -> Option<NodePath> {
+        dijkstra::shortest_path(&self.offsets, &self.arcs, sources, targets)
+    }
+}
+
+fn count_touched_nodes(node_count: usize, arcs: &[Arc], offsets: &[u32]) -> usize {
+    let mut touched = vec![false; node_count];
+    for (tail, window) in offsets.windows(2).enumerate() {
+        if window[0] != window[1] {
+            touched[tail] = true;
+        }
+    }
+    for arc in arcs {
+        touched[arc.head as usize] = true;
+    }
+    touched.iter().filter(|&&t| t).count()
+}

@@ -1,0 +1,54 @@
+//! Locating and loading the shared OpenStreetMap extracts (read-only, outside the repository).
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use courier_geo::RoadNetwork;
+
+/// `COURIER_OSM_DIR`, else `shared/data/osm` next to the repository.
+pub fn osm_dir() -> PathBuf {
+    std::env::var_os("COURIER_OSM_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/osm"),
+        PathBuf::from,
+    )
+}
+
+/// Loads `<name>.osm.pbf` once per test binary; `None` (with a note) when the data is absent.
+pub fn extract(name: &str) -> Option<&'static RoadNetwork> {
+    static LIECHTENSTEIN: OnceLock<Option<RoadNetwork>> = OnceLock::new();
+    static BALTIMORE: OnceLock<Option<RoadNetwork>> = OnceLock::new();
+    static MONACO: OnceLock<Option<RoadNetwork>> = OnceLock::new();
+    static ANDORRA: OnceLock<Option<RoadNetwork>> = OnceLock::new();
+    let cell = match name {
+        "liechtenstein" => &LIECHTENSTEIN,
+        "baltimore" => &BALTIMORE,
+        "monaco" => &MONACO,
+        "andorra" => &ANDORRA,
+        other => panic!("no such test extract: {other}"),
+    };
+    cell.get_or_init(|| {
+        let path = osm_dir().join(format!("{name}.osm.pbf"));
+        if !path.exists() {
+            eprintln!(
+                "note: skipping, {} not found (set COURIER_OSM_DIR)",
+                path.display()
+            );
+            return None;
+        }
+        Some(RoadNetwork::from_pbf_file(&path).expect("extract loads"))
+    })
+    .as_ref()
+}
+
+/// A small deterministic generator (xorshift) for reproducible random samples.
+pub struct Xorshift(pub u64);
+
+impl Xorshift {
+    /// A uniform value in `[0, 1)`.
+    pub fn next_unit(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
