@@ -1,0 +1,202 @@
+//! HTTP routing: one module per resource, plus the shared error model and extractors.
+
+mod error;
+mod extract;
+mod middleware;
+pub mod num;
+mod ops;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, Request, Response};
+use axum::routing::get;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use tracing::Span;
+
+pub use error::{ApiError, RequestError};
+pub use extract::{ApiJson, ApiQuery};
+
+use crate::auth::Authenticator;
+use crate::config::Config;
+
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub pool: sqlx::PgPool,
+    pub authenticator: Authenticator,
+    pub config: Arc<Config>,
+}
+
+pub fn router(state: AppState) -> Router {
+    // Everything under /v1, unknown paths included, answers 401 before anything else.
+    let v1 = Router::new().fallback(middleware::route_not_found).layer(
+        axum::middleware::from_fn_with_state(state.clone(), middleware::require_merchant),
+    );
+    let routes = Router::new()
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .nest("/v1", v1);
+    with_edge_layers(routes, state.config.max_body_bytes).with_state(state)
+}
+
+/// What every request goes through, whatever its route: ids, logs, panics, error bodies,
+/// metrics, body limit.
+fn with_edge_layers(routes: Router<AppState>, max_body_bytes: usize) -> Router<AppState> {
+    let request_id = HeaderName::from_static(REQUEST_ID_HEADER);
+    routes
+        .fallback(middleware::route_not_found)
+        .method_not_allowed_fallback(middleware::method_not_allowed)
+        .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(axum::middleware::from_fn(middleware::record_metrics))
+        .layer(axum::middleware::from_fn(middleware::json_errors_only))
+        .layer(CatchPanicLayer::custom(middleware::panic_response))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(|request: &Request<_>| {
+                    let id = request
+                        .headers()
+                        .get(REQUEST_ID_HEADER)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("-");
+                    tracing::info_span!(
+                        "request",
+                        request_id = %id,
+                        method = %request.method(),
+                        path = %request.uri().path(),
+                    )
+                })
+                .on_response(|response: &Response<_>, latency: Duration, _: &Span| {
+                    tracing::info!(
+                        status = response.status().as_u16(),
+                        latency_ms = latency.as_secs_f64() * 1000.0,
+                        "response"
+                    );
+                }),
+        )
+        .layer(PropagateRequestIdLayer::new(request_id.clone()))
+        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The edge's refusals, through the real layer stack with routes made for the purpose.
+
+    use axum::body::{Body, to_bytes};
+    use axum::http::{Request, StatusCode, header};
+    use axum::routing::{get, post};
+    use serde_json::Value;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    #[derive(serde::Deserialize)]
+    struct Order {
+        #[allow(dead_code)]
+        quantity: num::Numeric<i32>,
+    }
+
+    fn test_router() -> Router {
+        let config = crate::config::Config::from_lookup(|_| None).unwrap();
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .connect_lazy("postgres://nobody@127.0.0.1:1/none")
+            .unwrap();
+        let key = crate::secrets::SecretKey::from_hex(&"00".repeat(32)).unwrap();
+        let state = AppState {
+            authenticator: Authenticator::new(pool.clone(), &key),
+            pool,
+            config: Arc::new(config),
+        };
+        let routes = Router::new()
+            .route("/order", post(|ApiJson(_): ApiJson<Order>| async { "ok" }))
+            .route(
+                "/panic",
+                get(|| async {
+                    if true {
+                        panic!("secret detail: password=hunter2");
+                    }
+                    "unreachable"
+                }),
+            );
+        with_edge_layers(routes, 64).with_state(state)
+    }
+
+    async fn send(request: Request<Body>) -> (StatusCode, Value) {
+        let response = test_router().oneshot(request).await.unwrap();
+        let status = response.status();
+        let bytes = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    fn post_order(content_type: Option<&str>, body: &str) -> Request<Body> {
+        let mut builder = Request::post("/order");
+        if let Some(content_type) = content_type {
+            builder = builder.header(header::CONTENT_TYPE, content_type);
+        }
+        builder.body(Body::from(body.to_owned())).unwrap()
+    }
+
+    #[tokio::test]
+    async fn well_formed_json_passes() {
+        let request = post_order(Some("application/json"), r#"{"quantity": "2"}"#);
+        let response = test_router().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn malformed_json_is_422_with_a_code() {
+        let (status, body) = send(post_order(Some("application/json"), "{not json")).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(body["code"], "request.malformed_json");
+    }
+
+    #[tokio::test]
+    async fn json_of_the_wrong_shape_is_422_with_a_code() {
+        let (status, body) =
+            send(post_order(Some("application/json"), r#"{"quantity": 1.5}"#)).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(body["code"], "request.invalid_body");
+    }
+
+    #[tokio::test]
+    async fn a_wrong_content_type_is_415_with_a_code() {
+        for content_type in [None, Some("text/plain")] {
+            let (status, body) = send(post_order(content_type, r#"{"quantity": 1}"#)).await;
+            assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+            assert_eq!(body["code"], "request.unsupported_media_type");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_limit_is_413_with_a_code() {
+        let big = format!(r#"{{"quantity": 1, "pad": "{}"}}"#, "x".repeat(200));
+        let (status, body) = send(post_order(Some("application/json"), &big)).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(body["code"], "request.body_too_large");
+    }
+
+    #[tokio::test]
+    async fn a_panic_is_500_internal_and_leaks_nothing() {
+        let (status, body) = send(Request::get("/panic").body(Body::empty()).unwrap()).await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(body["code"], "internal");
+        assert!(!body.to_string().contains("hunter2"));
+    }
+
+    #[tokio::test]
+    async fn a_wrong_method_is_405_with_a_code() {
+        let (status, body) = send(Request::get("/order").body(Body::empty()).unwrap()).await;
+        assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(body["code"], "request.method_not_allowed");
+    }
+}

@@ -1,0 +1,106 @@
+//! Service configuration, read from the environment (documented in the README).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("{name} is not valid: {reason}")]
+    Invalid { name: &'static str, reason: String },
+}
+
+/// Everything the service reads from its environment.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `COURIER_LISTEN`: address the HTTP server binds.
+    pub listen: SocketAddr,
+    /// `DATABASE_URL`: when unset, a private cluster under `data_dir/pg` is used.
+    pub database_url: Option<String>,
+    /// `COURIER_DATA_DIR`: embedded Postgres, the secret key file, caches.
+    pub data_dir: PathBuf,
+    /// `COURIER_ADMIN_TOKEN`: bearer token for the operator API.
+    pub admin_token: Option<String>,
+    /// `COURIER_SECRET_KEY`: 64 hex digits; keys the credential hashes. When unset, a key is
+    /// generated once and kept in `data_dir/secret.key`.
+    pub secret_key: Option<String>,
+    /// `COURIER_DB_POOL_SIZE`: connections per process.
+    pub db_pool_size: u32,
+    /// `COURIER_MAX_BODY_BYTES`: largest accepted request body.
+    pub max_body_bytes: usize,
+}
+
+impl Config {
+    pub const DEFAULT_LISTEN: &'static str = "127.0.0.1:8080";
+
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    }
+
+    /// Reads the configuration through `lookup`, so tests can supply their own values.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let listen = lookup("COURIER_LISTEN").unwrap_or_else(|| Self::DEFAULT_LISTEN.into());
+        let listen = listen.parse().map_err(|e| ConfigError::Invalid {
+            name: "COURIER_LISTEN",
+            reason: format!("{e}"),
+        })?;
+        Ok(Self {
+            listen,
+            database_url: lookup("DATABASE_URL"),
+            data_dir: lookup("COURIER_DATA_DIR")
+                .unwrap_or_else(|| "./var".into())
+                .into(),
+            admin_token: lookup("COURIER_ADMIN_TOKEN"),
+            secret_key: lookup("COURIER_SECRET_KEY"),
+            db_pool_size: parse_or(&lookup, "COURIER_DB_POOL_SIZE", 16)?,
+            max_body_bytes: parse_or(&lookup, "COURIER_MAX_BODY_BYTES", 256 * 1024)?,
+        })
+    }
+}
+
+fn parse_or<T: std::str::FromStr>(
+    lookup: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+    default: T,
+) -> Result<T, ConfigError>
+where
+    T::Err: std::fmt::Display,
+{
+    match lookup(name) {
+        None => Ok(default),
+        Some(raw) => raw
+            .trim()
+            .parse()
+            .map_err(|e: T::Err| ConfigError::Invalid {
+                name,
+                reason: e.to_string(),
+            }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_apply_when_nothing_is_set() {
+        let config = Config::from_lookup(|_| None).unwrap();
+        assert_eq!(config.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.data_dir, PathBuf::from("./var"));
+        assert!(config.database_url.is_none());
+        assert_eq!(config.db_pool_size, 16);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let err = Config::from_lookup(|n| (n == "COURIER_LISTEN").then(|| "nope".into()));
+        assert!(err.unwrap_err().to_string().contains("COURIER_LISTEN"));
+        let err = Config::from_lookup(|n| (n == "COURIER_DB_POOL_SIZE").then(|| "-1".into()));
+        assert!(
+            err.unwrap_err()
+                .to_string()
+                .contains("COURIER_DB_POOL_SIZE")
+        );
+    }
+}

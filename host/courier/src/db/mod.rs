@@ -1,0 +1,121 @@
+//! The system of record: connecting to Postgres (embedded or configured) and migrating it.
+
+mod embedded;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection, PgPool};
+use thiserror::Error;
+
+pub use embedded::{EmbeddedError, EmbeddedPostgres};
+
+/// The database every embedded cluster serves the application from.
+pub const EMBEDDED_DATABASE: &str = "courier";
+
+#[derive(Debug, Error)]
+pub enum DbError {
+    #[error(transparent)]
+    Embedded(#[from] EmbeddedError),
+    #[error("connecting to PostgreSQL: {0}")]
+    Connect(#[source] sqlx::Error),
+    #[error("applying migrations: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("the embedded cluster task failed: {0}")]
+    Join(#[from] tokio::task::JoinError),
+}
+
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+
+/// A connection pool plus, when no `DATABASE_URL` was given, the private cluster behind it.
+#[derive(Clone, Debug)]
+pub struct Database {
+    pub pool: PgPool,
+    embedded: Option<Arc<EmbeddedPostgres>>,
+}
+
+impl Database {
+    /// Connects to `database_url`, or starts (or joins) the embedded cluster under `data_dir`.
+    pub async fn open(
+        database_url: Option<&str>,
+        data_dir: &Path,
+        pool_size: u32,
+    ) -> Result<Self, DbError> {
+        let (url, embedded) = match database_url {
+            Some(url) => (url.to_owned(), None),
+            None => {
+                let root = data_dir.join("pg");
+                let cluster =
+                    tokio::task::spawn_blocking(move || EmbeddedPostgres::start(&root)).await??;
+                create_database_if_missing(&cluster, EMBEDDED_DATABASE).await?;
+                (cluster.url(EMBEDDED_DATABASE), Some(Arc::new(cluster)))
+            }
+        };
+        let pool = pool(&url, pool_size).await?;
+        Ok(Self { pool, embedded })
+    }
+
+    pub async fn migrate(&self) -> Result<(), DbError> {
+        MIGRATOR.run(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Closes the pool, then gives up this process's use of the embedded cluster.
+    pub async fn close(self) {
+        self.pool.close().await;
+        if let Some(cluster) = self.embedded {
+            let stopped = tokio::task::spawn_blocking(move || cluster.stop()).await;
+            if let Ok(Err(e)) = stopped {
+                tracing::warn!(error = %e, "stopping the embedded PostgreSQL failed");
+            }
+        }
+    }
+}
+
+/// A pool on `url` whose connections are checked on start.
+pub async fn pool(url: &str, size: u32) -> Result<PgPool, DbError> {
+    let options = PgConnectOptions::from_str(url)
+        .map_err(DbError::Connect)?
+        .log_statements(tracing::log::LevelFilter::Trace);
+    PgPoolOptions::new()
+        .max_connections(size)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect_with(options)
+        .await
+        .map_err(DbError::Connect)
+}
+
+/// Creates `database` on the embedded cluster unless it exists.
+pub async fn create_database_if_missing(
+    cluster: &EmbeddedPostgres,
+    database: &str,
+) -> Result<(), DbError> {
+    let mut admin = sqlx::PgConnection::connect(&cluster.url("postgres"))
+        .await
+        .map_err(DbError::Connect)?;
+    let exists: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+            .bind(database)
+            .fetch_one(&mut admin)
+            .await
+            .map_err(DbError::Connect)?;
+    if !exists {
+        // Identifiers cannot be bound; callers pass fixed or generated names only.
+        let quoted = database.replace('"', "\"\"");
+        let created = sqlx::query(&format!("CREATE DATABASE \"{quoted}\""))
+            .execute(&mut admin)
+            .await;
+        match created {
+            Ok(_) => {}
+            // Another process won the race: "already exists", or the catalogue's unique index.
+            Err(sqlx::Error::Database(e))
+                if matches!(e.code().as_deref(), Some("42P04") | Some("23505")) => {}
+            Err(e) => return Err(DbError::Connect(e)),
+        }
+    }
+    admin.close().await.ok();
+    Ok(())
+}

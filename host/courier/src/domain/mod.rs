@@ -1,0 +1,5 @@
+//! Business types and rules, free of I/O.
+
+mod environment;
+
+pub use environment::Environment;

@@ -1,0 +1,19 @@
+//! Courier: a courier delivery service for merchants, over a REST API.
+//!
+//! - `api`: HTTP routing, extractors and the one error model.
+//! - `auth`: merchant credentials (HTTP Basic), issued and verified.
+//! - `db`: the Postgres connection, the embedded cluster, migrations.
+//! - `domain`: business types and rules, free of I/O.
+//! - `store`: SQL queries.
+
+pub mod api;
+pub mod app;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod db;
+pub mod domain;
+pub mod merchants;
+pub mod secrets;
+pub mod store;
+pub mod telemetry;

@@ -1,0 +1,13 @@
+use clap::Parser;
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    courier::telemetry::init_logging();
+    match courier::cli::Cli::parse().run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

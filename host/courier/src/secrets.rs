@@ -1,0 +1,115 @@
+//! The service's own secret key and what is derived from it.
+//!
+//! One 32-byte key from `COURIER_SECRET_KEY`, or generated once into `data_dir/secret.key`.
+//! Each use gets its own subkey (HMAC of a purpose label), so one purpose can never be
+//! confused with another.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use thiserror::Error;
+
+type HmacSha256 = Hmac<Sha256>;
+
+#[derive(Debug, Error)]
+pub enum SecretKeyError {
+    #[error("COURIER_SECRET_KEY must be 64 hexadecimal digits (32 bytes)")]
+    Malformed,
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+#[derive(Clone)]
+pub struct SecretKey([u8; 32]);
+
+impl std::fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretKey(..)")
+    }
+}
+
+impl SecretKey {
+    pub fn from_hex(hex_key: &str) -> Result<Self, SecretKeyError> {
+        let bytes = hex::decode(hex_key.trim()).map_err(|_| SecretKeyError::Malformed)?;
+        bytes
+            .try_into()
+            .map(Self)
+            .map_err(|_| SecretKeyError::Malformed)
+    }
+
+    /// The configured key, or the one kept in `data_dir/secret.key` (made on first use).
+    pub fn load(configured: Option<&str>, data_dir: &Path) -> Result<Self, SecretKeyError> {
+        if let Some(hex_key) = configured {
+            return Self::from_hex(hex_key);
+        }
+        let path = data_dir.join("secret.key");
+        let io = |what: &str| {
+            let what = format!("{what} {}", path.display());
+            move |source| SecretKeyError::Io { what, source }
+        };
+        std::fs::create_dir_all(data_dir).map_err(io("creating the folder of"))?;
+        match OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(mut file) => {
+                let key: [u8; 32] = rand::random();
+                file.write_all(hex::encode(key).as_bytes())
+                    .map_err(io("writing"))?;
+                Ok(Self(key))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                Self::from_hex(&std::fs::read_to_string(&path).map_err(io("reading"))?)
+            }
+            Err(e) => Err(io("creating")(e)),
+        }
+    }
+
+    /// A subkey for one purpose.
+    pub fn derive(&self, purpose: &str) -> [u8; 32] {
+        self.mac(purpose.as_bytes())
+    }
+
+    /// HMAC-SHA256 of `message` under this key.
+    pub fn mac(&self, message: &[u8]) -> [u8; 32] {
+        hmac_sha256(&self.0, message)
+    }
+}
+
+pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    let mut mac = HmacSha256::new_from_slice(key).expect("HMAC takes keys of any length");
+    mac.update(message);
+    mac.finalize().into_bytes().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_generated_key_is_kept_and_reused() {
+        let dir = std::env::temp_dir().join(format!("courier-key-{}", uuid::Uuid::new_v4()));
+        let first = SecretKey::load(None, &dir).unwrap();
+        let second = SecretKey::load(None, &dir).unwrap();
+        assert_eq!(first.derive("x"), second.derive("x"));
+        assert_ne!(first.derive("x"), first.derive("y"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn configured_keys_must_be_32_bytes_of_hex() {
+        assert!(SecretKey::from_hex(&"ab".repeat(32)).is_ok());
+        assert!(SecretKey::from_hex("abcd").is_err());
+        assert!(SecretKey::from_hex(&"zz".repeat(32)).is_err());
+    }
+}

@@ -1,0 +1,236 @@
+//! The `courier` binary: merchant creation, migrations, and the embedded PostgreSQL default.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::support::{
+    Authed, Credential, TestApp, assert_refusal, fresh_database_url, status_and_json,
+};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_courier");
+
+fn courier(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(BINARY);
+    command
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command
+}
+
+fn succeed(output: Output) -> String {
+    assert!(
+        output.status.success(),
+        "courier failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// Parses `merchant create` output: exactly one JSON object with the documented fields.
+fn parse_created(stdout: &str) -> Value {
+    let created: Value = serde_json::from_str(stdout.trim()).expect("one JSON object on stdout");
+    let fields: Vec<&str> = created
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut expected = vec![
+        "live_key",
+        "live_secret",
+        "merchant_id",
+        "name",
+        "test_key",
+        "test_secret",
+    ];
+    expected.sort();
+    let mut fields = fields;
+    fields.sort();
+    assert_eq!(fields, expected);
+    created
+}
+
+fn credential(created: &Value, env: &str) -> Credential {
+    Credential {
+        key: created[format!("{env}_key")].as_str().unwrap().into(),
+        secret: created[format!("{env}_secret")].as_str().unwrap().into(),
+    }
+}
+
+#[tokio::test]
+async fn merchant_create_prints_credentials_that_authenticate() {
+    let database_url = fresh_database_url().await;
+    let secret_key = "5e".repeat(32);
+    let env = [
+        ("DATABASE_URL", database_url.as_str()),
+        ("COURIER_SECRET_KEY", secret_key.as_str()),
+    ];
+    succeed(courier(&["migrate"], &env).output().unwrap());
+    let stdout = succeed(
+        courier(&["merchant", "create", "--name", "Acme Deliveries"], &env)
+            .output()
+            .unwrap(),
+    );
+    let created = parse_created(&stdout);
+    assert_eq!(created["name"], "Acme Deliveries");
+    assert!(
+        created["test_key"]
+            .as_str()
+            .unwrap()
+            .starts_with("ck_test_")
+    );
+    assert!(
+        created["live_key"]
+            .as_str()
+            .unwrap()
+            .starts_with("ck_live_")
+    );
+
+    let url = database_url.clone();
+    let app = TestApp::spawn_with(move |name| (name == "DATABASE_URL").then(|| url.clone())).await;
+    for env in ["test", "live"] {
+        let response = app
+            .request(Method::GET, "/v1/unknown")
+            .auth(&credential(&created, env))
+            .send()
+            .await
+            .unwrap();
+        assert_refusal(response, 404, "not_found").await;
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn merchant_create_refuses_an_empty_name() {
+    let database_url = fresh_database_url().await;
+    let output = courier(
+        &["merchant", "create", "--name", "  "],
+        &[
+            ("DATABASE_URL", database_url.as_str()),
+            ("COURIER_SECRET_KEY", &"5e".repeat(32)),
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("non-empty name"));
+    assert!(output.stdout.is_empty());
+}
+
+fn wait_for_ready(base_url: &str, child: &mut Child) {
+    for _ in 0..400 {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("courier serve exited early: {status}");
+        }
+        if is_ready(base_url) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("courier serve did not become ready");
+}
+
+/// A synchronous readiness probe over a plain socket, for use outside any runtime.
+fn is_ready(base_url: &str) -> bool {
+    use std::io::{Read, Write};
+    let address = base_url.trim_start_matches("http://");
+    let Ok(mut stream) = std::net::TcpStream::connect(address) else {
+        return false;
+    };
+    let request = format!("GET /readyz HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response.starts_with("HTTP/1.1 200")
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn cluster_is_running(data_dir: &Path) -> bool {
+    data_dir.join("pg/data/postmaster.pid").exists()
+}
+
+/// The README's path on a fresh machine: no DATABASE_URL, so a private cluster is created in
+/// the data folder, shared by consecutive and concurrent commands, and stopped on exit.
+#[tokio::test]
+async fn the_embedded_cluster_is_created_shared_and_stopped() {
+    let data_dir = std::env::temp_dir().join(format!("courier-embedded-{}", uuid::Uuid::new_v4()));
+    let data = data_dir.to_string_lossy().into_owned();
+    let env = [("COURIER_DATA_DIR", data.as_str())];
+
+    // Two concurrent processes on a cluster that does not exist yet.
+    let first = courier(&["merchant", "create", "--name", "First"], &env)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let second = courier(&["merchant", "create", "--name", "Second"], &env)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first = parse_created(&succeed(first.wait_with_output().unwrap()));
+    let second = parse_created(&succeed(second.wait_with_output().unwrap()));
+    assert!(
+        !cluster_is_running(&data_dir),
+        "the last user stops the cluster"
+    );
+
+    // A later `serve` finds both merchants: the data survived.
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut serve = courier(
+        &["serve"],
+        &[("COURIER_DATA_DIR", &data), ("COURIER_LISTEN", &listen)],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::inherit())
+    .spawn()
+    .unwrap();
+    let base_url = format!("http://{listen}");
+    let probe_url = base_url.clone();
+    let mut child = tokio::task::spawn_blocking(move || {
+        wait_for_ready(&probe_url, &mut serve);
+        serve
+    })
+    .await
+    .unwrap();
+    let client = reqwest::Client::new();
+    for created in [&first, &second] {
+        let response = client
+            .get(format!("{base_url}/v1/unknown"))
+            .auth(&credential(created, "live"))
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = status_and_json(response).await;
+        assert_eq!((status, body["code"].as_str()), (404, Some("not_found")));
+    }
+    assert!(cluster_is_running(&data_dir));
+
+    // SIGTERM: a clean exit that also stops the cluster.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success(), "serve exits cleanly on SIGTERM: {status}");
+    assert!(!cluster_is_running(&data_dir));
+    let _ = std::fs::remove_dir_all(&data_dir);
+}

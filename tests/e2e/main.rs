@@ -1,0 +1,9 @@
+//! Black-box tests: each starts the real service on a free port against its own database in
+//! one private PostgreSQL cluster per test run, and talks to it over HTTP.
+
+mod support;
+
+mod auth;
+mod cli;
+mod errors;
+mod ops;

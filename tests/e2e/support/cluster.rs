@@ -1,0 +1,66 @@
+//! One private PostgreSQL cluster per test run (or `DATABASE_URL` when set), a fresh
+//! database per test.
+
+use std::sync::OnceLock;
+
+use sqlx::Connection;
+use uuid::Uuid;
+
+use courier::db::EmbeddedPostgres;
+
+enum Server {
+    External(String),
+    Embedded(EmbeddedPostgres),
+}
+
+static SERVER: OnceLock<Server> = OnceLock::new();
+
+fn server() -> &'static Server {
+    SERVER.get_or_init(|| match std::env::var("DATABASE_URL") {
+        Ok(url) if !url.is_empty() => Server::External(url),
+        _ => {
+            let root = std::env::temp_dir().join(format!("courier-tests-{}", std::process::id()));
+            // Started on a plain thread: the cluster outlives any one test's runtime.
+            let cluster = std::thread::spawn(move || EmbeddedPostgres::start(&root))
+                .join()
+                .unwrap()
+                .expect("starting the test cluster");
+            // Statics are never dropped: stop the cluster when the test binary exits.
+            unsafe { libc::atexit(stop_cluster_at_exit) };
+            Server::Embedded(cluster)
+        }
+    })
+}
+
+extern "C" fn stop_cluster_at_exit() {
+    if let Some(Server::Embedded(cluster)) = SERVER.get() {
+        let _ = cluster.stop();
+        let _ = std::fs::remove_dir_all(
+            std::env::temp_dir().join(format!("courier-tests-{}", std::process::id())),
+        );
+    }
+}
+
+fn url_for(database: &str) -> String {
+    match server() {
+        Server::External(url) => {
+            let mut url = url::Url::parse(url).expect("DATABASE_URL is a URL");
+            url.set_path(database);
+            url.to_string()
+        }
+        Server::Embedded(cluster) => cluster.url(database),
+    }
+}
+
+/// Creates an empty database for one test and returns its URL.
+pub async fn fresh_database_url() -> String {
+    let name = format!("test_{}", Uuid::new_v4().simple());
+    let admin_url = url_for("postgres");
+    let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    admin.close().await.unwrap();
+    url_for(&name)
+}

@@ -1,0 +1,187 @@
+//! The test harness: one cluster per test run, one database and one service per test.
+
+mod cluster;
+
+use std::net::SocketAddr;
+
+use reqwest::{Method, RequestBuilder, Response};
+use serde_json::Value;
+use sqlx::PgPool;
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use courier::config::Config;
+use courier::merchants::NewMerchant;
+
+pub use cluster::fresh_database_url;
+
+/// A running service on its own database.
+pub struct TestApp {
+    pub address: SocketAddr,
+    pub base_url: String,
+    pub database_url: String,
+    pub data_dir: std::path::PathBuf,
+    pub client: reqwest::Client,
+    stop: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl TestApp {
+    pub async fn spawn() -> Self {
+        Self::spawn_with(|_| None).await
+    }
+
+    /// Starts the service with extra environment (`COURIER_*` names) on top of the test's own.
+    pub async fn spawn_with(extra: impl Fn(&str) -> Option<String>) -> Self {
+        let database_url = match extra("DATABASE_URL") {
+            Some(url) => url,
+            None => fresh_database_url().await,
+        };
+        let data_dir = std::env::temp_dir().join(format!("courier-test-{}", Uuid::new_v4()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let config = {
+            let database_url = database_url.clone();
+            let data_dir = data_dir.to_string_lossy().into_owned();
+            Config::from_lookup(move |name| {
+                extra(name).or_else(|| match name {
+                    "DATABASE_URL" => Some(database_url.clone()),
+                    "COURIER_DATA_DIR" => Some(data_dir.clone()),
+                    "COURIER_SECRET_KEY" => Some("5e".repeat(32)),
+                    "COURIER_DB_POOL_SIZE" => Some("4".into()),
+                    _ => None,
+                })
+            })
+            .unwrap()
+        };
+        let (stop, stopped) = oneshot::channel::<()>();
+        let server = tokio::spawn(async move {
+            let shutdown = async {
+                let _ = stopped.await;
+            };
+            courier::app::run(config, listener, shutdown)
+                .await
+                .expect("the service ran");
+        });
+        let app = Self {
+            address,
+            base_url: format!("http://{address}"),
+            database_url,
+            data_dir,
+            client: reqwest::Client::new(),
+            stop: Some(stop),
+            server: Some(server),
+        };
+        app.wait_until_ready().await;
+        app
+    }
+
+    async fn wait_until_ready(&self) {
+        for _ in 0..200 {
+            if let Ok(response) = self.client.get(self.url("/readyz")).send().await
+                && response.status() == 200
+            {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        panic!("the service did not become ready");
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base_url, path)
+    }
+
+    /// A request without credentials.
+    pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
+        self.client.request(method, self.url(path))
+    }
+
+    /// A direct connection to the test's database, for checks the API cannot show.
+    pub async fn pool(&self) -> PgPool {
+        PgPool::connect(&self.database_url).await.unwrap()
+    }
+
+    /// Creates a merchant the way the CLI does and returns its credentials.
+    pub async fn create_merchant(&self, name: &str) -> NewMerchant {
+        let pool = self.pool().await;
+        let key = courier::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
+        let authenticator = courier::auth::Authenticator::new(pool.clone(), &key);
+        let merchant = courier::merchants::create(&pool, &authenticator, name)
+            .await
+            .unwrap();
+        pool.close().await;
+        merchant
+    }
+
+    /// Stops the service gracefully and waits for it.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(server) = self.server.take() {
+            server.await.unwrap();
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
+}
+
+/// Credentials of one environment of a merchant.
+pub struct Credential {
+    pub key: String,
+    pub secret: String,
+}
+
+pub trait MerchantCredentials {
+    fn test(&self) -> Credential;
+    fn live(&self) -> Credential;
+}
+
+impl MerchantCredentials for NewMerchant {
+    fn test(&self) -> Credential {
+        Credential {
+            key: self.test_key.clone(),
+            secret: self.test_secret.clone(),
+        }
+    }
+    fn live(&self) -> Credential {
+        Credential {
+            key: self.live_key.clone(),
+            secret: self.live_secret.clone(),
+        }
+    }
+}
+
+pub trait Authed {
+    fn auth(self, credential: &Credential) -> Self;
+}
+
+impl Authed for RequestBuilder {
+    fn auth(self, credential: &Credential) -> Self {
+        self.basic_auth(&credential.key, Some(&credential.secret))
+    }
+}
+
+/// The status and the JSON body of a response (Null when empty or not JSON).
+pub async fn status_and_json(response: Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let body = response.text().await.unwrap();
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+/// Asserts a refusal: status, the common body shape and its code.
+pub async fn assert_refusal(response: Response, status: u16, code: &str) -> Value {
+    let (actual, body) = status_and_json(response).await;
+    assert_eq!(actual, status, "unexpected status; body: {body}");
+    assert_eq!(body["code"], code, "unexpected code; body: {body}");
+    assert!(
+        body["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "refusals carry a message: {body}"
+    );
+    body
+}
