@@ -68,6 +68,13 @@ impl LocalProjection {
             p.lat * self.metres_per_degree_lat,
         ]
     }
+
+    pub(crate) fn to_lat_lon(self, xy: [f64; 2]) -> LatLon {
+        LatLon::new(
+            xy[1] / self.metres_per_degree_lat,
+            xy[0] / self.metres_per_degree_lon,
+        )
+    }
 }
 
 /// Closest point to `p` on segment `a`-`b` in the plane, as the fraction along the segment
@@ -123,6 +130,8 @@ mod tests {
         let planar = ((pa[0] - pb[0]).powi(2) + (pa[1] - pb[1]).powi(2)).sqrt();
         let great_circle = a.distance_metres(b);
         assert!((planar - great_circle).abs() / great_circle < 0.002);
+        let back = proj.to_lat_lon(pa);
+        assert!((back.lat - a.lat).abs() < 1e-9 && (back.lon - a.lon).abs() < 1e-9);
     }
 
     #[test]

@@ -217,6 +217,23 @@ pub(crate) mod fixtures {
             self
         }
 
+        /// A node with tags (an address, a place or a point of interest).
+        pub(crate) fn tagged_node(
+            mut self,
+            id: i64,
+            x: f64,
+            y: f64,
+            tags: &[(&str, &str)],
+        ) -> Self {
+            self = self.node(id, x, y);
+            self.extract.tagged_nodes.push(crate::osm::OsmNode {
+                id,
+                position: Self::at(x, y),
+                tags: tags.iter().copied().collect(),
+            });
+            self
+        }
+
         pub(crate) fn at(x: f64, y: f64) -> LatLon {
             LatLon::new(10.0 + y * CELL, 10.0 + x * CELL)
         }

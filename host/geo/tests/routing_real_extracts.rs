@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{Xorshift, extract};
+use common::extract;
 use courier_geo::{LatLon, RoadNetwork, RouteError, Vehicle};
 
 /// Random points inside the network's bounding box, usable as route endpoints for `vehicle`.
@@ -155,4 +155,17 @@ fn andorra_mountain_road_to_soldeu() {
         .unwrap();
     assert!((15_000..30_000).contains(&car.distance_metres), "{car:?}");
     assert!((900..3_600).contains(&car.duration_seconds), "{car:?}");
+}
+
+/// A small deterministic generator (xorshift) for reproducible random samples.
+pub struct Xorshift(pub u64);
+
+impl Xorshift {
+    /// A uniform value in `[0, 1)`.
+    pub fn next_unit(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
 }

@@ -161,9 +161,45 @@ fn grid_cities_scale_the_same_layout() {
     let small = RoadNetwork::from_pbf_bytes(&grid_city_pbf(30)).unwrap();
     let stats = small.stats();
     assert!((900..=1000).contains(&stats.junctions), "{stats:?}");
-    assert!(small.places().is_empty());
+    assert!(
+        small.places().search("D1001", None, 1).is_empty(),
+        "no addresses"
+    );
     let across = small
         .route(Vehicle::Car, junction(0, 0), junction(29, 29))
         .unwrap();
     assert!(across.distance_metres > 6_000);
+}
+
+#[test]
+fn generated_addresses_and_places_are_searchable() {
+    let places = demo().places();
+    let hits = places.search("41 4th Street", None, 3);
+    assert_eq!(hits[0].name, "41 4th Street, Demo City");
+    assert_eq!(hits[0].postcode.as_deref(), Some("D1001"));
+    let house = LatLon::new(hits[0].latitude, hits[0].longitude);
+    assert!(house.distance_metres(LatLon::new(20.00285, 50.0043)) < 0.5);
+    assert_eq!(
+        places.reverse(house).unwrap().name,
+        "41 4th Street, Demo City"
+    );
+
+    // A building address (second house on the north side of its block).
+    let hits = places.search("104 17th st", None, 1);
+    assert_eq!(hits[0].name, "104 17th Street, Demo City");
+    assert_eq!(hits[0].postcode.as_deref(), Some("D2002"));
+
+    assert_eq!(
+        places.search("Market Walk", None, 1)[0].name,
+        "Market Walk, Demo City"
+    );
+    assert_eq!(
+        places.search("riverside cafe", None, 1)[0].name,
+        "Riverside Café, Demo City"
+    );
+    assert_eq!(
+        places.search("Northbank", None, 1)[0].name,
+        "Northbank, Demo City"
+    );
+    assert_eq!(places.search("D2001", None, 1)[0].name, "D2001 Demo City");
 }

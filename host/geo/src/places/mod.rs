@@ -1,46 +1,220 @@
-//! Places search and reverse geocoding over an extract's streets, addresses and named places.
+//! Places search and reverse geocoding over an extract's streets, addresses, postcodes, named
+//! places and points of interest.
+//!
+//! # What is indexed
+//!
+//! - Addresses: nodes and buildings (at their centroid) with `addr:housenumber` and
+//!   `addr:street` (or `addr:place`); the name follows the local convention, house number
+//!   first ("2019 East Pratt Street, Baltimore") unless the address's country (its own
+//!   `addr:country`, else the extract's most common one) writes the street first ("Städtle 43,
+//!   Vaduz"). A missing city is taken from the nearest address within 500 m that has one, else
+//!   the nearest city, town or village within 5 km.
+//! - Streets: named highways, merged per name where their ways touch, placed at the street's
+//!   node nearest its centre and named "Street, City".
+//! - Postcodes: one entry per postcode at the centre of its addresses ("21231 Baltimore").
+//! - `place=*` nodes and areas (cities, towns, villages, suburbs, hamlets, localities) and named
+//!   `amenity`/`shop`/`tourism` points of interest.
+//!
+//! # Search
+//!
+//! Queries and names are tokenised the same way (accents transliterated, case folded, common
+//! abbreviations like "St" or "E" expanded). A query token matches a name token exactly, as a
+//! prefix when it is the last token (the user may still be typing), or with up to one typo from
+//! 4 letters and two from 8 (numbers must match exactly). Every query token must match; when
+//! nothing matches them all, results missing one token are still offered, ranked lower. Ranking
+//! is by match quality (exact before prefix before typo, how much of the entry's own name the
+//! query covers, a small preference for towns, postcodes and streets over single addresses),
+//! then by distance to `near`.
+//!
+//! # Reverse geocoding
+//!
+//! The nearest address within [`REVERSE_ADDRESS_RADIUS_METRES`], else the nearest point on a
+//! named street within [`REVERSE_STREET_RADIUS_METRES`], else nothing.
 
-use crate::coords::LatLon;
+mod collect;
+mod search;
+mod text;
+
+use rstar::RTree;
+use rstar::primitives::{GeomWithData, Line};
+
+use crate::coords::{LatLon, LocalProjection, interpolate, project_onto_segment};
 use crate::osm::OsmExtract;
+
+use collect::{Entry, Kind};
+
+/// Reverse geocoding prefers an address within this distance (metres): about a building's
+/// width plus a GPS error.
+pub const REVERSE_ADDRESS_RADIUS_METRES: f64 = 75.0;
+/// Failing an address, the nearest named street within this distance (metres).
+pub const REVERSE_STREET_RADIUS_METRES: f64 = 150.0;
 
 /// A search or reverse-geocoding result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Place {
+    /// As a person writes it: "2019 East Pratt Street, Baltimore", "Landstrasse, Schaan".
     pub name: String,
     pub latitude: f64,
     pub longitude: f64,
     pub postcode: Option<String>,
 }
 
-/// Searchable places of one extract.
-#[derive(Debug, Default)]
+impl Place {
+    fn from_entry(entry: &Entry, at: LatLon) -> Self {
+        Self {
+            name: entry.display.clone(),
+            latitude: at.lat,
+            longitude: at.lon,
+            postcode: entry.postcode.clone(),
+        }
+    }
+}
+
+/// Where a vocabulary term occurs.
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    entry: u32,
+    /// Index among the entry's name tokens, or [`CONTEXT_SLOT`] for city and postcode.
+    slot: u8,
+}
+
+/// Name tokens beyond this many share the last bit of the coverage mask.
+const CONTEXT_SLOT: u8 = 31;
+
+/// Searchable places of one extract. Built with the road network; see the module docs.
 pub struct PlaceIndex {
-    places: Vec<Place>,
+    entries: Vec<Entry>,
+    /// Sorted, unique normalised tokens.
+    vocabulary: Vec<String>,
+    postings: Vec<Vec<Posting>>,
+    /// Term ids by token length in bytes, for typo matching.
+    terms_by_length: Vec<Vec<u32>>,
+    projection: LocalProjection,
+    addresses: RTree<GeomWithData<[f64; 2], u32>>,
+    streets: RTree<GeomWithData<Line<[f64; 2]>, u32>>,
+}
+
+impl std::fmt::Debug for PlaceIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlaceIndex")
+            .field("entries", &self.entries.len())
+            .field("vocabulary", &self.vocabulary.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl PlaceIndex {
-    pub(crate) fn build(_extract: &OsmExtract) -> Self {
-        Self::default()
+    pub(crate) fn build(extract: &OsmExtract) -> Self {
+        let collected = collect::collect(extract);
+        let projection =
+            LocalProjection::fitting(collected.entries.iter().map(|entry| entry.position));
+
+        let mut vocabulary: Vec<String> = collected
+            .entries
+            .iter()
+            .flat_map(|e| e.name_tokens.iter().chain(&e.context_tokens).cloned())
+            .collect();
+        vocabulary.sort_unstable();
+        vocabulary.dedup();
+        let term = |token: &str| vocabulary.binary_search_by(|t| t.as_str().cmp(token));
+        let mut postings = vec![Vec::new(); vocabulary.len()];
+        for (entry, e) in collected.entries.iter().enumerate() {
+            let slots = e
+                .name_tokens
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t, (i as u8).min(CONTEXT_SLOT - 1)))
+                .chain(e.context_tokens.iter().map(|t| (t, CONTEXT_SLOT)));
+            for (token, slot) in slots {
+                let id = term(token).expect("every token is in the vocabulary");
+                postings[id].push(Posting {
+                    entry: entry as u32,
+                    slot,
+                });
+            }
+        }
+        let longest = vocabulary.iter().map(String::len).max().unwrap_or(0);
+        let mut terms_by_length = vec![Vec::new(); longest + 1];
+        for (id, token) in vocabulary.iter().enumerate() {
+            terms_by_length[token.len()].push(id as u32);
+        }
+
+        let addresses = RTree::bulk_load(
+            collected
+                .entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.kind == Kind::Address)
+                .map(|(i, e)| GeomWithData::new(projection.to_plane(e.position), i as u32))
+                .collect(),
+        );
+        let streets = RTree::bulk_load(
+            collected
+                .street_lines
+                .iter()
+                .flat_map(|line| {
+                    line.points.windows(2).map(move |pair| {
+                        let segment =
+                            Line::new(projection.to_plane(pair[0]), projection.to_plane(pair[1]));
+                        GeomWithData::new(segment, line.entry)
+                    })
+                })
+                .collect(),
+        );
+        Self {
+            entries: collected.entries,
+            vocabulary,
+            postings,
+            terms_by_length,
+            projection,
+            addresses,
+            streets,
+        }
     }
 
+    /// Number of searchable entries.
     pub fn len(&self) -> usize {
-        self.places.len()
+        self.entries.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.places.is_empty()
+        self.entries.is_empty()
     }
 
-    pub fn search(&self, _query: &str, _near: Option<LatLon>, _limit: usize) -> Vec<Place> {
-        Vec::new()
+    /// Free-text search, best first; see the module docs for matching and ranking.
+    pub fn search(&self, query: &str, near: Option<LatLon>, limit: usize) -> Vec<Place> {
+        search::search(self, query, near.filter(LatLon::is_valid), limit)
     }
 
-    pub fn reverse(&self, _at: LatLon) -> Option<Place> {
-        None
+    /// The address at `at`, else the street, else `None`; see the module docs.
+    pub fn reverse(&self, at: LatLon) -> Option<Place> {
+        if !at.is_valid() {
+            return None;
+        }
+        let query = self.projection.to_plane(at);
+        let nearest_address = self
+            .addresses
+            .nearest_neighbor(query)
+            .map(|hit| &self.entries[hit.data as usize])
+            .filter(|e| e.position.distance_metres(at) <= REVERSE_ADDRESS_RADIUS_METRES);
+        if let Some(entry) = nearest_address {
+            return Some(Place::from_entry(entry, entry.position));
+        }
+        let street = self.streets.nearest_neighbor(query)?;
+        let segment = street.geom();
+        let (t, _) = project_onto_segment(query, segment.from, segment.to);
+        let entry = &self.entries[street.data as usize];
+        let point = self.on_street(segment, t);
+        (point.distance_metres(at) <= REVERSE_STREET_RADIUS_METRES)
+            .then(|| Place::from_entry(entry, point))
+    }
+
+    /// The point a fraction `t` along a projected street segment, as a coordinate.
+    fn on_street(&self, segment: &Line<[f64; 2]>, t: f64) -> LatLon {
+        let to_lat_lon = |xy: [f64; 2]| self.projection.to_lat_lon(xy);
+        interpolate(to_lat_lon(segment.from), to_lat_lon(segment.to), t)
     }
 }
 
-/// Reverse geocoding prefers an address within this distance (metres).
-pub const REVERSE_ADDRESS_RADIUS_METRES: f64 = 75.0;
-/// Failing an address, the nearest named street within this distance (metres).
-pub const REVERSE_STREET_RADIUS_METRES: f64 = 150.0;
+#[cfg(test)]
+mod tests;

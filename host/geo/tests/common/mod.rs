@@ -39,16 +39,3 @@ pub fn extract(name: &str) -> Option<&'static RoadNetwork> {
     })
     .as_ref()
 }
-
-/// A small deterministic generator (xorshift) for reproducible random samples.
-pub struct Xorshift(pub u64);
-
-impl Xorshift {
-    /// A uniform value in `[0, 1)`.
-    pub fn next_unit(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
