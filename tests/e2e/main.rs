@@ -6,4 +6,5 @@ mod support;
 mod auth;
 mod cli;
 mod errors;
+mod lookups;
 mod ops;

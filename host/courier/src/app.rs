@@ -9,6 +9,7 @@ use crate::api::{self, AppState};
 use crate::auth::Authenticator;
 use crate::config::Config;
 use crate::db::{Database, DbError};
+use crate::markets::{Markets, MarketsError};
 use crate::secrets::{SecretKey, SecretKeyError};
 use crate::telemetry;
 
@@ -24,6 +25,8 @@ pub enum StartError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Markets(#[from] MarketsError),
     #[error("serving HTTP: {0}")]
     Serve(#[source] std::io::Error),
 }
@@ -69,11 +72,16 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
     telemetry::init_metrics();
+    let markets = Arc::new(Markets::from_file(config.markets_file.as_deref())?);
     let services = Services::open(&config).await?;
+    // Road networks load in the background; lookups answer 503 `lookup.not_ready` meanwhile.
+    let loading = Arc::clone(&markets);
+    tokio::task::spawn_blocking(move || loading.load_networks());
     let state = AppState {
         pool: services.db.pool.clone(),
         authenticator: services.authenticator.clone(),
         config: Arc::new(config),
+        markets,
     };
     let address = listener.local_addr().map_err(StartError::Serve)?;
     tracing::info!(%address, "courier is listening");

@@ -29,6 +29,8 @@ pub struct Config {
     pub db_pool_size: u32,
     /// `COURIER_MAX_BODY_BYTES`: largest accepted request body.
     pub max_body_bytes: usize,
+    /// `COURIER_MARKETS_FILE`: the markets (TOML); unset means the built-in demo market.
+    pub markets_file: Option<PathBuf>,
 }
 
 impl Config {
@@ -55,6 +57,7 @@ impl Config {
             secret_key: lookup("COURIER_SECRET_KEY"),
             db_pool_size: parse_or(&lookup, "COURIER_DB_POOL_SIZE", 16)?,
             max_body_bytes: parse_or(&lookup, "COURIER_MAX_BODY_BYTES", 256 * 1024)?,
+            markets_file: lookup("COURIER_MARKETS_FILE").map(PathBuf::from),
         })
     }
 }

@@ -4,6 +4,7 @@
 //! - `auth`: merchant credentials (HTTP Basic), issued and verified.
 //! - `db`: the Postgres connection, the embedded cluster, migrations.
 //! - `domain`: business types and rules, free of I/O.
+//! - `markets`: where the service operates; road networks and places per market.
 //! - `store`: SQL queries.
 
 pub mod api;
@@ -13,6 +14,7 @@ pub mod cli;
 pub mod config;
 pub mod db;
 pub mod domain;
+pub mod markets;
 pub mod merchants;
 pub mod secrets;
 pub mod store;

@@ -7,6 +7,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::auth::AuthError;
+use crate::markets::RoutingError;
 
 /// Problems with the request itself, independent of any resource.
 #[derive(Debug, Error)]
@@ -25,6 +26,16 @@ pub enum RequestError {
     BodyTooLarge,
     #[error("the query string is not valid: {0}")]
     InvalidQuery(String),
+    #[error("pickup: {0}")]
+    InvalidPickup(String),
+    #[error("drop-off: {0}")]
+    InvalidDropoff(String),
+    #[error("{0}")]
+    InvalidLocation(String),
+    #[error("{0:?} is not a vehicle; use bicycle, electric_bicycle, motorcycle, car or van")]
+    UnknownVehicle(String),
+    #[error("`limit` must be a whole number from 1 to {max}")]
+    InvalidLimit { max: usize },
 }
 
 #[derive(Debug, Error)]
@@ -33,6 +44,8 @@ pub enum ApiError {
     Auth(#[from] AuthError),
     #[error(transparent)]
     Request(#[from] RequestError),
+    #[error(transparent)]
+    Routing(#[from] RoutingError),
     #[error("the database is unavailable; try again shortly")]
     DatabaseUnavailable,
     #[error("internal error")]
@@ -92,8 +105,36 @@ impl ApiError {
             ApiError::Request(R::InvalidQuery(_)) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "request.invalid_query")
             }
+            ApiError::Request(R::InvalidPickup(_)) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "request.invalid_pickup")
+            }
+            ApiError::Request(R::InvalidDropoff(_)) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "request.invalid_dropoff")
+            }
+            ApiError::Request(R::InvalidLocation(_)) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "request.invalid_location")
+            }
+            ApiError::Request(R::UnknownVehicle(_)) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "request.unknown_vehicle")
+            }
+            ApiError::Request(R::InvalidLimit { .. }) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "request.invalid_limit")
+            }
+            ApiError::Routing(error) => routing_status_and_code(error),
             ApiError::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
+    }
+}
+
+fn routing_status_and_code(error: &RoutingError) -> (StatusCode, &'static str) {
+    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+    match error {
+        RoutingError::OriginNotCovered => (unprocessable, "pricing.origin_not_covered"),
+        RoutingError::DestinationNotCovered => (unprocessable, "pricing.destination_not_covered"),
+        RoutingError::VehicleNotAvailable(_) => (unprocessable, "pricing.vehicle_not_available"),
+        RoutingError::NoRoute(_) => (unprocessable, "pricing.no_route"),
+        RoutingError::NotReady => (StatusCode::SERVICE_UNAVAILABLE, "lookup.not_ready"),
+        RoutingError::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "lookup.unavailable"),
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod error;
 mod extract;
+mod lookups;
 mod middleware;
 pub mod num;
 mod ops;
@@ -23,6 +24,7 @@ pub use extract::{ApiJson, ApiQuery};
 
 use crate::auth::Authenticator;
 use crate::config::Config;
+use crate::markets::Markets;
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
@@ -32,13 +34,20 @@ pub struct AppState {
     pub pool: sqlx::PgPool,
     pub authenticator: Authenticator,
     pub config: Arc<Config>,
+    pub markets: Arc<Markets>,
 }
 
 pub fn router(state: AppState) -> Router {
     // Everything under /v1, unknown paths included, answers 401 before anything else.
-    let v1 = Router::new().fallback(middleware::route_not_found).layer(
-        axum::middleware::from_fn_with_state(state.clone(), middleware::require_merchant),
-    );
+    let v1 = Router::new()
+        .route("/routes", get(lookups::route))
+        .route("/places", get(lookups::search_places))
+        .route("/places/reverse", get(lookups::reverse_place))
+        .fallback(middleware::route_not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            middleware::require_merchant,
+        ));
     let routes = Router::new()
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
@@ -113,6 +122,7 @@ mod tests {
             authenticator: Authenticator::new(pool.clone(), &key),
             pool,
             config: Arc::new(config),
+            markets: Arc::new(Markets::from_file(None).unwrap()),
         };
         let routes = Router::new()
             .route("/order", post(|ApiJson(_): ApiJson<Order>| async { "ok" }))

@@ -67,7 +67,7 @@ macro_rules! whole_number {
     )*};
 }
 
-whole_number!(i32, i64, u32, u64);
+whole_number!(i32, i64, u32, u64, usize);
 
 impl<'de, T: NumericValue> Deserialize<'de> for Numeric<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

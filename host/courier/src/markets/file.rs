@@ -1,0 +1,237 @@
+//! The markets file (TOML), named by `COURIER_MARKETS_FILE`. Format in the README.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use courier_geo::{Polygon, Vehicle};
+use serde::Deserialize;
+
+use super::MarketsError;
+use crate::domain::Currency;
+
+/// Where a market's road network comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NetworkSource {
+    /// An `.osm.pbf` extract.
+    File(PathBuf),
+    /// The generated Demo City, loaded through the same PBF reader.
+    DemoCity,
+}
+
+/// `osm = "builtin:demo-city"` names the generated demo city instead of a file.
+const DEMO_CITY_SOURCE: &str = "builtin:demo-city";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MarketsFile {
+    #[serde(rename = "market", default)]
+    markets: Vec<RawMarket>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMarket {
+    id: String,
+    name: String,
+    currency: String,
+    timezone: String,
+    osm: String,
+    price_book: String,
+    vehicles: Vec<String>,
+    #[serde(default)]
+    coverage: Option<Vec<(f64, f64)>>,
+    #[serde(default)]
+    priced_by_postcode: bool,
+    #[serde(default)]
+    country: Option<String>,
+    #[serde(default)]
+    price_book_settings: Option<toml::Table>,
+    #[serde(default)]
+    price_book_settings_file: Option<PathBuf>,
+}
+
+/// One market as configured, validated.
+#[derive(Debug)]
+pub struct MarketDefinition {
+    pub id: String,
+    pub name: String,
+    pub currency: Currency,
+    pub timezone: chrono_tz::Tz,
+    pub source: NetworkSource,
+    pub price_book: String,
+    /// Offered vehicles, smallest first.
+    pub vehicles: Vec<Vehicle>,
+    pub coverage: Option<Polygon>,
+    pub priced_by_postcode: bool,
+    /// ISO 3166-1 alpha-2 country: the default region for phone numbers.
+    pub country: Option<String>,
+    /// The settings document handed to the market's default price book.
+    pub price_book_settings: serde_json::Value,
+}
+
+/// Parses a markets file; relative paths in it are relative to `base_dir`.
+pub fn parse(text: &str, base_dir: &Path) -> Result<Vec<MarketDefinition>, MarketsError> {
+    let file: MarketsFile =
+        toml::from_str(text).map_err(|e| MarketsError::Format(e.to_string()))?;
+    if file.markets.is_empty() {
+        return Err(MarketsError::Format("no [[market]] is defined".into()));
+    }
+    let mut seen = HashSet::new();
+    file.markets
+        .into_iter()
+        .map(|raw| {
+            if !seen.insert(raw.id.clone()) {
+                return Err(MarketsError::Format(format!(
+                    "market {:?} is defined twice",
+                    raw.id
+                )));
+            }
+            definition(raw, base_dir)
+        })
+        .collect()
+}
+
+fn definition(raw: RawMarket, base_dir: &Path) -> Result<MarketDefinition, MarketsError> {
+    let invalid = |reason: String| MarketsError::Market {
+        id: raw.id.clone(),
+        reason,
+    };
+    if raw.id.trim().is_empty() || raw.name.trim().is_empty() {
+        return Err(invalid("`id` and `name` must not be empty".into()));
+    }
+    let currency = Currency::from_code(&raw.currency).map_err(|e| invalid(e.to_string()))?;
+    let timezone = raw
+        .timezone
+        .parse()
+        .map_err(|_| invalid(format!("{:?} is not an IANA time zone", raw.timezone)))?;
+    let source = if raw.osm == DEMO_CITY_SOURCE {
+        NetworkSource::DemoCity
+    } else {
+        let path = base_dir.join(&raw.osm);
+        if !path.is_file() {
+            return Err(invalid(format!(
+                "extract {} does not exist",
+                path.display()
+            )));
+        }
+        NetworkSource::File(path)
+    };
+    let mut vehicles = raw
+        .vehicles
+        .iter()
+        .map(|v| v.parse::<Vehicle>().map_err(|e| invalid(e.to_string())))
+        .collect::<Result<Vec<_>, _>>()?;
+    vehicles.sort();
+    vehicles.dedup();
+    if vehicles.is_empty() {
+        return Err(invalid("`vehicles` must name at least one vehicle".into()));
+    }
+    let coverage = raw
+        .coverage
+        .as_deref()
+        .map(Polygon::from_lon_lat)
+        .transpose()
+        .map_err(|e| invalid(format!("coverage: {e}")))?;
+    let country = match raw.country {
+        Some(c) if c.len() == 2 && c.bytes().all(|b| b.is_ascii_uppercase()) => Some(c),
+        Some(c) => {
+            return Err(invalid(format!(
+                "country {c:?} is not an ISO 3166 alpha-2 code"
+            )));
+        }
+        None => None,
+    };
+    let price_book_settings = match (raw.price_book_settings, raw.price_book_settings_file) {
+        (Some(table), None) => serde_json::to_value(table).map_err(|e| invalid(e.to_string()))?,
+        (None, Some(file)) => {
+            let path = base_dir.join(file);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| invalid(format!("reading {}: {e}", path.display())))?;
+            serde_json::from_str(&text)
+                .map_err(|e| invalid(format!("{} is not JSON: {e}", path.display())))?
+        }
+        (None, None) => {
+            return Err(invalid(
+                "set `price_book_settings` or `price_book_settings_file`".into(),
+            ));
+        }
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "set only one of `price_book_settings` and `price_book_settings_file`".into(),
+            ));
+        }
+    };
+    Ok(MarketDefinition {
+        id: raw.id,
+        name: raw.name,
+        currency,
+        timezone,
+        source,
+        price_book: raw.price_book,
+        vehicles,
+        coverage,
+        priced_by_postcode: raw.priced_by_postcode,
+        country,
+        price_book_settings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+        [[market]]
+        id = "demo"
+        name = "Demo"
+        currency = "USD"
+        timezone = "Asia/Riyadh"
+        osm = "builtin:demo-city"
+        price_book = "standard-price-book"
+        vehicles = ["van", "bicycle", "car", "bicycle"]
+        country = "SA"
+        [market.price_book_settings]
+        schema = 1
+        tax_rate_bp = 1500
+    "#;
+
+    #[test]
+    fn parses_a_market_and_orders_its_vehicles() {
+        let markets = parse(MINIMAL, Path::new(".")).unwrap();
+        let market = &markets[0];
+        assert_eq!(market.source, NetworkSource::DemoCity);
+        assert_eq!(
+            market.vehicles,
+            vec![Vehicle::Bicycle, Vehicle::Car, Vehicle::Van]
+        );
+        assert_eq!(market.price_book_settings["tax_rate_bp"], 1500);
+        assert_eq!(market.timezone, chrono_tz::Asia::Riyadh);
+    }
+
+    #[test]
+    fn names_what_is_wrong() {
+        let cases = [
+            (MINIMAL.replace("\"USD\"", "\"XYZ\""), "ISO 4217"),
+            (MINIMAL.replace("Asia/Riyadh", "Mars/Base"), "IANA"),
+            (MINIMAL.replace("\"van\"", "\"truck\""), "truck"),
+            (
+                MINIMAL.replace("builtin:demo-city", "missing.osm.pbf"),
+                "does not exist",
+            ),
+            (MINIMAL.replace("\"SA\"", "\"sau\""), "alpha-2"),
+            (
+                MINIMAL.replace("[market.price_book_settings]", "[market.other]"),
+                "other",
+            ),
+            (format!("{MINIMAL}\n{MINIMAL}"), "defined twice"),
+            (String::new(), "no [[market]]"),
+        ];
+        for (text, expected) in cases {
+            let error = parse(&text, Path::new(".")).unwrap_err().to_string();
+            assert!(
+                error.contains(expected),
+                "{error:?} should mention {expected:?}"
+            );
+        }
+    }
+}
