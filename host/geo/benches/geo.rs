@@ -1,1 +1,362 @@
-fn main() {}
+//! Routing and places benchmarks: `cargo bench -p courier-geo`.
+//!
+//! Prints Markdown tables: load time and memory per extract, route query latency with the
+//! hierarchy and with plain Dijkstra, places search and reverse latency, and how preparation,
+//! memory and queries grow on generated grid cities. Real extracts are read from
+//! `COURIER_OSM_DIR` or `../shared/data/osm` beside the repository and skipped when absent.
+//! `GEO_BENCH_GRID_SIDES` (comma-separated street counts per side, default `100,317,1000`)
+//! chooses the grid cities.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use courier_geo::{LatLon, LoadOptions, RoadNetwork, RouteError, Vehicle};
+
+/// Counts live heap bytes and their peak, to report what a network really holds.
+struct CountingAllocator;
+
+static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
+static PEAK_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+fn record_growth(bytes: usize) {
+    let live = LIVE_BYTES.fetch_add(bytes, Ordering::Relaxed) + bytes;
+    PEAK_BYTES.fetch_max(live, Ordering::Relaxed);
+}
+
+// SAFETY: every call is forwarded unchanged to the system allocator; only counters are added.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: same contract as the caller's.
+        let pointer = unsafe { System.alloc(layout) };
+        if !pointer.is_null() {
+            record_growth(layout.size());
+        }
+        pointer
+    }
+
+    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(pointer, layout) };
+        LIVE_BYTES.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: same contract as the caller's.
+        let moved = unsafe { System.realloc(pointer, layout, new_size) };
+        if !moved.is_null() {
+            LIVE_BYTES.fetch_sub(layout.size(), Ordering::Relaxed);
+            record_growth(new_size);
+        }
+        moved
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+fn mebibytes(bytes: usize) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+fn kibibytes(bytes: usize) -> String {
+    format!("{:.0} KiB", bytes as f64 / 1024.0)
+}
+
+fn millis(d: Duration) -> String {
+    format!("{:.0} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn micros(d: Duration) -> String {
+    format!("{:.1} µs", d.as_secs_f64() * 1e6)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn osm_dir() -> PathBuf {
+    std::env::var_os("COURIER_OSM_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/osm"),
+        PathBuf::from,
+    )
+}
+
+/// A loaded network with what loading it cost.
+struct Loaded {
+    network: RoadNetwork,
+    wall: Duration,
+    retained_bytes: usize,
+    peak_bytes: usize,
+}
+
+fn load(load: impl FnOnce() -> RoadNetwork) -> Loaded {
+    let before = LIVE_BYTES.load(Ordering::Relaxed);
+    PEAK_BYTES.store(before, Ordering::Relaxed);
+    let started = Instant::now();
+    let network = load();
+    let wall = started.elapsed();
+    Loaded {
+        network,
+        wall,
+        retained_bytes: LIVE_BYTES.load(Ordering::Relaxed) - before,
+        peak_bytes: PEAK_BYTES.load(Ordering::Relaxed) - before,
+    }
+}
+
+struct Xorshift(u64);
+
+impl Xorshift {
+    fn next_unit(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// `count` random endpoint pairs inside the network's bounding box that snap to a road.
+fn routable_pairs(network: &RoadNetwork, vehicle: Vehicle, count: usize) -> Vec<(LatLon, LatLon)> {
+    let vertices = network.network_area().vertices();
+    let (mut south, mut north, mut west, mut east) = (90.0f64, -90.0f64, 180.0f64, -180.0f64);
+    for v in vertices {
+        (south, north) = (south.min(v.lat), north.max(v.lat));
+        (west, east) = (west.min(v.lon), east.max(v.lon));
+    }
+    let mut random = Xorshift(0x2545_f491_4f6c_dd1d);
+    let mut point = || {
+        LatLon::new(
+            south + (north - south) * random.next_unit(),
+            west + (east - west) * random.next_unit(),
+        )
+    };
+    let mut pairs = Vec::with_capacity(count);
+    while pairs.len() < count {
+        let (from, to) = (point(), point());
+        if !matches!(
+            network.route(vehicle, from, to),
+            Err(RouteError::TooFarFromRoad { .. })
+        ) {
+            pairs.push((from, to));
+        }
+    }
+    pairs
+}
+
+/// Sorted per-call latencies of `f` over `inputs`.
+fn latencies<T>(inputs: &[T], mut f: impl FnMut(&T)) -> Vec<Duration> {
+    let mut times: Vec<Duration> = inputs
+        .iter()
+        .map(|input| {
+            let started = Instant::now();
+            f(input);
+            started.elapsed()
+        })
+        .collect();
+    times.sort();
+    times
+}
+
+fn real_extracts() -> Vec<(String, Loaded)> {
+    let dir = osm_dir();
+    let mut loaded = Vec::new();
+    println!("## Loading (all five vehicles prepared)\n");
+    println!(
+        "| extract | junctions | car arcs | load total | parse | topology + places | CH preparation (parallel) | heap retained | heap peak |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for name in [
+        "liechtenstein",
+        "baltimore",
+        "monaco",
+        "andorra",
+        "demo city",
+    ] {
+        let result = if name == "demo city" {
+            let bytes = courier_geo::demo_city_pbf();
+            load(|| RoadNetwork::from_pbf_bytes(&bytes).expect("demo city loads"))
+        } else {
+            let path = dir.join(format!("{name}.osm.pbf"));
+            if !path.exists() {
+                println!("| {name} | skipped: {} not found |", path.display());
+                continue;
+            }
+            load(|| RoadNetwork::from_pbf_file(&path).expect("extract loads"))
+        };
+        let stats = result.network.stats();
+        let car = stats.profiles.iter().find(|p| p.vehicle == Vehicle::Car);
+        println!(
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            stats.junctions,
+            car.map_or(0, |p| p.arcs),
+            millis(result.wall),
+            millis(stats.parse_time),
+            millis(stats.build_time),
+            millis(stats.prepare_time),
+            mebibytes(result.retained_bytes),
+            mebibytes(result.peak_bytes),
+        );
+        loaded.push((name.to_owned(), result));
+    }
+    println!();
+    loaded
+}
+
+fn route_queries(name: &str, network: &RoadNetwork) {
+    println!("## Route queries on {name} (random routable pairs, shape built)\n");
+    println!(
+        "| vehicle | queries | CH p50 | CH p99 | Dijkstra p50 | Dijkstra p99 | speed-up (p50) |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for vehicle in [Vehicle::Car, Vehicle::Bicycle] {
+        let pairs = routable_pairs(network, vehicle, 2_000);
+        // Warm the calculator pool and caches.
+        for (from, to) in pairs.iter().take(50) {
+            black_box(network.route(vehicle, *from, *to).ok());
+        }
+        let hierarchy = latencies(&pairs, |(from, to)| {
+            black_box(network.route(vehicle, *from, *to).ok());
+        });
+        let reference_pairs = &pairs[..300];
+        let dijkstra = latencies(reference_pairs, |(from, to)| {
+            black_box(network.route_reference(vehicle, *from, *to).ok());
+        });
+        let (ch50, dj50) = (percentile(&hierarchy, 0.5), percentile(&dijkstra, 0.5));
+        println!(
+            "| {vehicle} | {} | {} | {} | {} | {} | {:.0}× |",
+            pairs.len(),
+            micros(ch50),
+            micros(percentile(&hierarchy, 0.99)),
+            micros(dj50),
+            micros(percentile(&dijkstra, 0.99)),
+            dj50.as_secs_f64() / ch50.as_secs_f64(),
+        );
+    }
+    println!();
+}
+
+fn places_queries(loaded: &[(String, Loaded)]) {
+    let queries: &[(&str, &[&str])] = &[
+        (
+            "liechtenstein",
+            &[
+                "Städtle 43 Vaduz",
+                "Landstrasse",
+                "landstr 97 schaan",
+                "Aeulestrasse",
+                "vaduz",
+                "9490",
+                "Kunstmuseum",
+                "Zollstrasse 16",
+                "Schellenbreg",
+                "triesenberg",
+            ],
+        ),
+        (
+            "baltimore",
+            &[
+                "2019 East Pratt Street",
+                "2019 East Prat Stret",
+                "21231",
+                "fells point",
+                "johns hopkins hospital",
+                "east fairmount ave",
+                "2120 E Fairmount",
+                "Albemarle Street",
+                "pratt",
+                "canton",
+            ],
+        ),
+    ];
+    println!("## Places\n");
+    println!("| extract | entries | search p50 | search p99 | reverse p50 | reverse p99 |");
+    println!("|---|---|---|---|---|---|");
+    for (name, texts) in queries {
+        let Some((_, loaded)) = loaded.iter().find(|(n, _)| n == name) else {
+            continue;
+        };
+        let places = loaded.network.places();
+        let repeated: Vec<&str> = texts.iter().copied().cycle().take(1_000).collect();
+        let search = latencies(&repeated, |q| {
+            black_box(places.search(q, None, 10));
+        });
+        let points: Vec<LatLon> = routable_pairs(&loaded.network, Vehicle::Car, 1_000)
+            .into_iter()
+            .map(|(from, _)| from)
+            .collect();
+        let reverse = latencies(&points, |p| {
+            black_box(places.reverse(*p));
+        });
+        println!(
+            "| {name} | {} | {} | {} | {} | {} |",
+            places.len(),
+            micros(percentile(&search, 0.5)),
+            micros(percentile(&search, 0.99)),
+            micros(percentile(&reverse, 0.5)),
+            micros(percentile(&reverse, 0.99)),
+        );
+    }
+    println!();
+}
+
+fn grid_growth() {
+    let sides: Vec<usize> = std::env::var("GEO_BENCH_GRID_SIDES")
+        .unwrap_or_else(|_| "100,317,1000".to_owned())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    println!("## Growth on generated grid cities (car only)\n");
+    println!(
+        "| streets per side | junctions | car arcs | PBF size | generate | parse | CH preparation | load total | heap retained | heap peak | CH arcs | query p50 | query p99 |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for side in sides {
+        let started = Instant::now();
+        let bytes = courier_geo::grid_city_pbf(side);
+        let generate = started.elapsed();
+        let pbf_size = bytes.len();
+        let options = LoadOptions {
+            vehicles: vec![Vehicle::Car],
+        };
+        let loaded =
+            load(|| RoadNetwork::from_pbf_bytes_with(&bytes, &options).expect("grid city loads"));
+        drop(bytes);
+        let stats = loaded.network.stats();
+        let car = &stats.profiles[0];
+        let pairs = routable_pairs(&loaded.network, Vehicle::Car, 1_000);
+        let queries = latencies(&pairs, |(from, to)| {
+            black_box(loaded.network.route(Vehicle::Car, *from, *to).ok());
+        });
+        println!(
+            "| {side} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            stats.junctions,
+            car.arcs,
+            kibibytes(pbf_size),
+            millis(generate),
+            millis(stats.parse_time),
+            millis(stats.prepare_time),
+            millis(loaded.wall),
+            mebibytes(loaded.retained_bytes),
+            mebibytes(loaded.peak_bytes),
+            car.hierarchy_arcs,
+            micros(percentile(&queries, 0.5)),
+            micros(percentile(&queries, 0.99)),
+        );
+    }
+    println!();
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a name filter is not supported, everything runs.
+    let loaded = real_extracts();
+    for (name, result) in &loaded {
+        if name == "liechtenstein" {
+            route_queries(name, &result.network);
+        }
+    }
+    places_queries(&loaded);
+    drop(loaded);
+    grid_growth();
+}

@@ -49,7 +49,7 @@ pub(crate) fn shortest_path(
         let start = offsets[node as usize] as usize;
         let end = offsets[node as usize + 1] as usize;
         for arc in &arcs[start..end] {
-            let candidate = d + arc.weight;
+            let candidate = d + Millis::from(arc.weight);
             if candidate < distance[arc.head as usize] {
                 distance[arc.head as usize] = candidate;
                 parent[arc.head as usize] = node;
@@ -143,7 +143,7 @@ mod tests {
     use super::*;
 
     /// Builds compressed adjacency from `(tail, head, weight)` triples.
-    fn adjacency(node_count: usize, edges: &[(u32, u32, Millis)]) -> (Vec<u32>, Vec<Arc>) {
+    fn adjacency(node_count: usize, edges: &[(u32, u32, u32)]) -> (Vec<u32>, Vec<Arc>) {
         let mut offsets = vec![0u32; node_count + 1];
         let mut sorted = edges.to_vec();
         sorted.sort_by_key(|e| e.0);
@@ -156,12 +156,7 @@ mod tests {
         let arcs = sorted
             .iter()
             .enumerate()
-            .map(|(i, &(_, head, weight))| Arc {
-                head,
-                weight,
-                edge: i as u32,
-                forward: true,
-            })
+            .map(|(i, &(_, head, weight))| Arc::new(head, weight, i as u32, true))
             .collect();
         (offsets, arcs)
     }

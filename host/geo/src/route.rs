@@ -206,13 +206,13 @@ fn network_route(
         let arc = routing
             .cheapest_arc(pair[0], pair[1])
             .expect("consecutive path nodes are joined by an arc");
-        let geometry = graph.geometry(arc.edge);
-        if arc.forward {
+        let geometry = graph.geometry(arc.edge());
+        if arc.is_forward() {
             shape.extend(&geometry[1..]);
         } else {
             shape.extend(geometry[..geometry.len() - 1].iter().rev());
         }
-        distance += graph.edges[arc.edge as usize].length_metres;
+        distance += graph.edges[arc.edge() as usize].length_metres;
     }
 
     // From the last node to the destination's projection.

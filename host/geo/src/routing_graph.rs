@@ -10,17 +10,43 @@ use crate::dijkstra;
 use crate::graph::{EdgeIndex, NodeIndex, RoadGraph};
 use crate::vehicle::Vehicle;
 
-/// Travel time in milliseconds.
+/// Travel time in milliseconds (path totals).
 pub(crate) type Millis = u64;
 
-/// An edge traversal leaving a node.
+/// One edge's travel time in milliseconds; 0 marks a closed direction. Kept at 32 bits
+/// because graphs hold millions of them (the limit is 49 days per edge).
+type EdgeMillis = u32;
+
+/// An edge traversal leaving a node, packed into 12 bytes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Arc {
     pub(crate) head: NodeIndex,
-    pub(crate) weight: Millis,
-    pub(crate) edge: EdgeIndex,
+    pub(crate) weight: EdgeMillis,
+    /// Edge index in the low 31 bits, direction in the top bit.
+    edge_and_direction: u32,
+}
+
+const BACKWARD_BIT: u32 = 1 << 31;
+
+impl Arc {
+    pub(crate) fn new(head: NodeIndex, weight: EdgeMillis, edge: EdgeIndex, forward: bool) -> Self {
+        debug_assert!(edge < BACKWARD_BIT, "edge indices fit in 31 bits");
+        let direction = if forward { 0 } else { BACKWARD_BIT };
+        Self {
+            head,
+            weight,
+            edge_and_direction: edge | direction,
+        }
+    }
+
+    pub(crate) fn edge(&self) -> EdgeIndex {
+        self.edge_and_direction & !BACKWARD_BIT
+    }
+
     /// True when the edge is traversed in its drawing direction.
-    pub(crate) forward: bool,
+    pub(crate) fn is_forward(&self) -> bool {
+        self.edge_and_direction & BACKWARD_BIT == 0
+    }
 }
 
 /// Travel times of one edge; `None` where the direction is closed.
@@ -28,6 +54,10 @@ pub(crate) struct Arc {
 pub(crate) struct EdgeWeights {
     pub(crate) forward: Option<Millis>,
     pub(crate) backward: Option<Millis>,
+}
+
+fn open(weight: EdgeMillis) -> Option<Millis> {
+    (weight > 0).then_some(Millis::from(weight))
 }
 
 /// A shortest path over graph nodes, with its total weight (including start and end offsets).
@@ -39,7 +69,8 @@ pub(crate) struct NodePath {
 
 pub(crate) struct RoutingGraph {
     pub(crate) vehicle: Vehicle,
-    weights: Vec<EdgeWeights>,
+    /// Forward and backward travel time per edge, 0 where closed.
+    weights: Vec<[EdgeMillis; 2]>,
     /// Compressed adjacency: arcs leaving node `n` are `arcs[offsets[n]..offsets[n + 1]]`.
     offsets: Vec<u32>,
     arcs: Vec<Arc>,
@@ -66,25 +97,25 @@ pub(crate) struct RoutingGraphStats {
 
 /// Converts a length and speed into milliseconds, never 0 (zero-weight arcs break the
 /// hierarchy's invariants).
-fn travel_millis(length_metres: f64, speed_kmh: f64) -> Millis {
-    ((length_metres * 3_600.0 / speed_kmh).round() as Millis).max(1)
+fn travel_millis(length_metres: f64, speed_kmh: f64) -> EdgeMillis {
+    ((length_metres * 3_600.0 / speed_kmh).round() as EdgeMillis).max(1)
 }
 
 impl RoutingGraph {
     pub(crate) fn build(graph: &RoadGraph, vehicle: Vehicle) -> Self {
         let started = Instant::now();
         let node_count = graph.node_positions.len();
-        let weights: Vec<EdgeWeights> = (0..graph.edges.len())
+        let weights: Vec<[EdgeMillis; 2]> = (0..graph.edges.len())
             .map(|edge| {
                 let length = graph.edges[edge].length_metres;
                 match graph.access(edge as EdgeIndex, vehicle) {
-                    None => EdgeWeights::default(),
+                    None => [0, 0],
                     Some(access) => {
                         let millis = travel_millis(length, access.speed_kmh);
-                        EdgeWeights {
-                            forward: access.forward.then_some(millis),
-                            backward: access.backward.then_some(millis),
-                        }
+                        [
+                            if access.forward { millis } else { 0 },
+                            if access.backward { millis } else { 0 },
+                        ]
                     }
                 }
             })
@@ -92,29 +123,13 @@ impl RoutingGraph {
 
         let mut degree = vec![0u32; node_count + 1];
         let mut arcs_unordered = Vec::new();
-        for (edge, (road, w)) in graph.edges.iter().zip(&weights).enumerate() {
+        for (edge, (road, &[forward, backward])) in graph.edges.iter().zip(&weights).enumerate() {
             let edge = edge as EdgeIndex;
-            if let Some(weight) = w.forward {
-                arcs_unordered.push((
-                    road.from,
-                    Arc {
-                        head: road.to,
-                        weight,
-                        edge,
-                        forward: true,
-                    },
-                ));
+            if forward > 0 {
+                arcs_unordered.push((road.from, Arc::new(road.to, forward, edge, true)));
             }
-            if let Some(weight) = w.backward {
-                arcs_unordered.push((
-                    road.to,
-                    Arc {
-                        head: road.from,
-                        weight,
-                        edge,
-                        forward: false,
-                    },
-                ));
+            if backward > 0 {
+                arcs_unordered.push((road.to, Arc::new(road.from, backward, edge, false)));
             }
         }
         for (tail, _) in &arcs_unordered {
@@ -125,13 +140,7 @@ impl RoutingGraph {
             offsets[i] += offsets[i - 1];
         }
         let mut cursor = offsets.clone();
-        let placeholder = Arc {
-            head: 0,
-            weight: 0,
-            edge: 0,
-            forward: true,
-        };
-        let mut arcs = vec![placeholder; arcs_unordered.len()];
+        let mut arcs = vec![Arc::new(0, 0, 0, true); arcs_unordered.len()];
         for (tail, arc) in arcs_unordered {
             arcs[cursor[tail as usize] as usize] = arc;
             cursor[tail as usize] += 1;
@@ -142,11 +151,7 @@ impl RoutingGraph {
             .edges
             .iter()
             .zip(&weights)
-            .map(|(e, w)| {
-                (w.forward.is_some() || w.backward.is_some())
-                    && core[e.from as usize]
-                    && core[e.to as usize]
-            })
+            .map(|(e, w)| (w[0] > 0 || w[1] > 0) && core[e.from as usize] && core[e.to as usize])
             .collect();
 
         let mut input = InputGraph::new();
@@ -178,7 +183,11 @@ impl RoutingGraph {
     }
 
     pub(crate) fn weights(&self, edge: EdgeIndex) -> EdgeWeights {
-        self.weights[edge as usize]
+        let [forward, backward] = self.weights[edge as usize];
+        EdgeWeights {
+            forward: open(forward),
+            backward: open(backward),
+        }
     }
 
     pub(crate) fn is_snappable(&self, edge: EdgeIndex) -> bool {

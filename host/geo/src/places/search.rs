@@ -134,7 +134,7 @@ pub(super) fn search(
             Some((bucket, distance, id))
         })
         .collect();
-    ranked.sort_by(|a, b| {
+    let order = |a: &(i64, f64, u32), b: &(i64, f64, u32)| {
         b.0.cmp(&a.0)
             .then(a.1.total_cmp(&b.1))
             .then_with(|| {
@@ -142,10 +142,28 @@ pub(super) fn search(
                 ea.display.cmp(&eb.display)
             })
             .then(a.2.cmp(&b.2))
-    });
+    };
+    // Common words match thousands of entries; order only enough of the best to fill `limit`
+    // after duplicates are dropped, and fall back to all of them when that is not enough.
+    let shortlist = limit.saturating_mul(4).max(limit + 16);
+    if ranked.len() > shortlist {
+        let mut best = ranked.clone();
+        best.select_nth_unstable_by(shortlist - 1, order);
+        best.truncate(shortlist);
+        best.sort_by(order);
+        let results = distinct_places(index, &best, limit);
+        if results.len() == limit {
+            return results;
+        }
+    }
+    ranked.sort_by(order);
+    distinct_places(index, &ranked, limit)
+}
 
+/// The first `limit` ranked entries, skipping repeats of a name already listed close by.
+fn distinct_places(index: &PlaceIndex, ranked: &[(i64, f64, u32)], limit: usize) -> Vec<Place> {
     let mut results: Vec<Place> = Vec::with_capacity(limit);
-    for (_, _, id) in ranked {
+    for &(_, _, id) in ranked {
         let entry = &index.entries[id as usize];
         let duplicate = results.iter().any(|p| {
             p.name == entry.display

@@ -70,17 +70,43 @@ pub(crate) fn typo_budget(token: &str) -> usize {
     }
 }
 
+/// Tokens longer than this (in bytes) are only matched exactly.
+const MAX_FUZZY_LEN: usize = 48;
+
 /// Optimal-string-alignment distance (insertions, deletions, substitutions, adjacent swaps),
-/// or `None` once it must exceed `limit`; cheap enough to run over a whole vocabulary bucket.
+/// or `None` once it must exceed `limit`. It runs over whole vocabulary buckets per query
+/// token, so it avoids allocation and first rejects pairs whose letter counts alone differ by
+/// more than `limit` (a lower bound of the distance).
 pub(crate) fn bounded_edit_distance(a: &str, b: &str, limit: usize) -> Option<usize> {
     let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len().abs_diff(b.len()) > limit {
+    if a.len().abs_diff(b.len()) > limit || a.len() > MAX_FUZZY_LEN || b.len() > MAX_FUZZY_LEN {
         return None;
     }
-    let width = b.len() + 1;
-    let mut before_previous = vec![0usize; width];
-    let mut previous: Vec<usize> = (0..width).collect();
-    let mut current = vec![0usize; width];
+    let mut balance = [0i16; 256];
+    for &c in a {
+        balance[usize::from(c)] += 1;
+    }
+    for &c in b {
+        balance[usize::from(c)] -= 1;
+    }
+    let (surplus, deficit) = balance.iter().fold((0usize, 0usize), |(s, d), &n| {
+        if n > 0 {
+            (s + n as usize, d)
+        } else {
+            (s, d + (-n) as usize)
+        }
+    });
+    if surplus.max(deficit) > limit {
+        return None;
+    }
+
+    const WIDTH: usize = MAX_FUZZY_LEN + 1;
+    let mut before_previous = [0usize; WIDTH];
+    let mut previous = [0usize; WIDTH];
+    let mut current = [0usize; WIDTH];
+    for (j, cell) in previous.iter_mut().enumerate().take(b.len() + 1) {
+        *cell = j;
+    }
     for i in 1..=a.len() {
         current[0] = i;
         let mut row_minimum = current[0];
@@ -98,8 +124,8 @@ pub(crate) fn bounded_edit_distance(a: &str, b: &str, limit: usize) -> Option<us
         if row_minimum > limit {
             return None;
         }
-        std::mem::swap(&mut before_previous, &mut previous);
-        std::mem::swap(&mut previous, &mut current);
+        before_previous = previous;
+        previous = current;
     }
     let distance = previous[b.len()];
     (distance <= limit).then_some(distance)
@@ -159,5 +185,8 @@ mod tests {
         assert_eq!(bounded_edit_distance("balzers", "schaan", 2), None);
         assert_eq!(bounded_edit_distance("ab", "abcd", 1), None);
         assert_eq!(bounded_edit_distance("kitten", "sitting", 3), Some(3));
+        assert_eq!(bounded_edit_distance("kitten", "sitting", 2), None);
+        let long = "x".repeat(MAX_FUZZY_LEN + 1);
+        assert_eq!(bounded_edit_distance(&long, &long, 2), None);
     }
 }
