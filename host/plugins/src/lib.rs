@@ -1,1 +1,46 @@
-//! The WebAssembly plugin engine.
+//! The WebAssembly plugin engine: runs price books, payment adapters and
+//! payload shapers as sandboxed wasmtime components.
+//!
+//! - [`PluginEngine`]: one per process. Pooled instances, epoch deadlines,
+//!   precompiled artifacts cached on disk by the component's sha256.
+//! - [`PriceBook`], [`PaymentAdapter`], [`PayloadShaper`]: a loaded plugin
+//!   version. Loading compiles (slow, keep it off the request path); every
+//!   call then gets a fresh instance in a fresh store with a CPU deadline,
+//!   a memory cap and caps on what goes in and out, and is thrown away
+//!   afterwards, so one hostile call fails alone.
+//! - [`Slot`]: hot swap of the active version under load.
+//! - [`inspect`]: what a component file is, without running it.
+//! - [`defaults`]: the default components' bytes.
+//!
+//! Every call is synchronous. Price books and shapers take microseconds:
+//! call them directly from async code. Payment adapters block on their
+//! outbound HTTP: call them via `spawn_blocking`.
+//!
+//! Components get no WASI. The only capabilities are what their world
+//! imports (`outbound-http` and `config` for payment adapters); any other
+//! import is linked to a trap.
+
+pub mod defaults;
+mod engine;
+mod error;
+mod inspect;
+mod limits;
+mod payments;
+mod pricing;
+mod slot;
+mod webhooks;
+
+pub use engine::{EngineConfig, PluginEngine};
+pub use error::PluginError;
+pub use inspect::{ComponentInfo, Import, World, inspect};
+pub use limits::Limits;
+pub use payments::{
+    AdapterConfig, AdapterInfo, AttachRefusal, CaptureRequest, Card, CardForm, Decline,
+    FinishReason, HoldRequest, Outcome, PaymentAdapter, RefundRequest, VoidRequest,
+};
+pub use pricing::{
+    BookInfo, LineCode, LocalDateTime, PriceBook, PriceLine, PriceRefusal, PriceRequest, Vehicle,
+    Weekday, total_minor,
+};
+pub use slot::Slot;
+pub use webhooks::{Environment, EventJob, Payload, PayloadShaper, Proof, WebhookEvent};

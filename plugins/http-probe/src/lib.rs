@@ -16,7 +16,8 @@ mod component {
 
     use courier::payments::outbound_http::{self, Method, Request};
     use courier::payments::types::{
-        AdapterInfo, AttachRefusal, Card, CardForm, CaptureRequest, HoldRequest, Outcome, RefundRequest, VoidRequest,
+        AdapterInfo, AttachRefusal, CaptureRequest, Card, CardForm, HoldRequest, Outcome,
+        RefundRequest, VoidRequest,
     };
 
     struct Component;

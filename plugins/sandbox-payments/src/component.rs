@@ -44,7 +44,10 @@ impl Guest for Component {
         })
     }
 
-    fn attach_card(_customer_id: String, card_ref: String) -> Result<wit::Card, wit::AttachRefusal> {
+    fn attach_card(
+        _customer_id: String,
+        card_ref: String,
+    ) -> Result<wit::Card, wit::AttachRefusal> {
         let card = crate::card(&card_ref).map_err(wit::AttachRefusal::UnknownReference)?;
         Ok(wit::Card {
             brand: "visa".into(),
@@ -55,11 +58,19 @@ impl Guest for Component {
     }
 
     fn authorise(hold: wit::HoldRequest) -> wit::Outcome {
-        outcome(crate::authorise(&hold.card_ref, hold.amount_minor, &hold.idempotency_key))
+        outcome(crate::authorise(
+            &hold.card_ref,
+            hold.amount_minor,
+            &hold.idempotency_key,
+        ))
     }
 
     fn capture(c: wit::CaptureRequest) -> wit::Outcome {
-        outcome(crate::capture(&c.authorisation, c.amount_minor, &c.idempotency_key))
+        outcome(crate::capture(
+            &c.authorisation,
+            c.amount_minor,
+            &c.idempotency_key,
+        ))
     }
 
     fn void(r: wit::VoidRequest) -> wit::Outcome {
@@ -67,6 +78,10 @@ impl Guest for Component {
     }
 
     fn refund(r: wit::RefundRequest) -> wit::Outcome {
-        outcome(crate::refund(&r.payment, r.amount_minor, &r.idempotency_key))
+        outcome(crate::refund(
+            &r.payment,
+            r.amount_minor,
+            &r.idempotency_key,
+        ))
     }
 }

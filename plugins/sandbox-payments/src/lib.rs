@@ -262,7 +262,10 @@ mod tests {
         };
         assert_eq!(capture(&hold, 1_251, "c"), declined("amount_too_large"));
         assert_eq!(capture(&hold, 0, "c"), declined("invalid_amount"));
-        assert_eq!(capture("auth_sandbox_5_xyz", 1, "c"), declined("unknown_authorisation"));
+        assert_eq!(
+            capture("auth_sandbox_5_xyz", 1, "c"),
+            declined("unknown_authorisation")
+        );
         let Outcome::Approved(payment) = capture(&hold, 1_000, "c") else {
             panic!("capture refused")
         };

@@ -6,8 +6,8 @@ wit_bindgen::generate!({
     world: "price-book",
 });
 
-use exports::courier::pricing::book::Guest;
 use courier::pricing::types as wit;
+use exports::courier::pricing::book::Guest;
 
 struct Component;
 
@@ -46,10 +46,7 @@ fn weekday_from(w: wit::Weekday) -> crate::Weekday {
 }
 
 impl Guest for Component {
-    fn price(
-        request: wit::PriceRequest,
-        settings: String,
-    ) -> Result<Vec<wit::Line>, wit::Refusal> {
+    fn price(request: wit::PriceRequest, settings: String) -> Result<Vec<wit::Line>, wit::Refusal> {
         let request = crate::Request {
             currency: request.currency,
             vehicle: vehicle_from(request.vehicle),

@@ -123,7 +123,10 @@ pub fn price(settings: &Settings, req: &Request) -> Result<Vec<Line>, Refusal> {
     );
     running += push(
         "distance",
-        format!("Distance ({:.1} km)", f64::from(req.distance_metres) / 1000.0),
+        format!(
+            "Distance ({:.1} km)",
+            f64::from(req.distance_metres) / 1000.0
+        ),
         div_round(
             i128::from(rates.per_km_minor) * i128::from(req.distance_metres),
             1000,

@@ -216,11 +216,23 @@ impl Settings {
             let name = v.name();
             check_amount(&format!("{name}.base_fare_minor"), r.base_fare_minor, false)?;
             check_amount(&format!("{name}.per_km_minor"), r.per_km_minor, false)?;
-            check_amount(&format!("{name}.per_minute_minor"), r.per_minute_minor, false)?;
-            check_amount(&format!("{name}.minimum_fare_minor"), r.minimum_fare_minor, false)?;
+            check_amount(
+                &format!("{name}.per_minute_minor"),
+                r.per_minute_minor,
+                false,
+            )?;
+            check_amount(
+                &format!("{name}.minimum_fare_minor"),
+                r.minimum_fare_minor,
+                false,
+            )?;
             let mut last = None;
             for b in &r.weight_brackets {
-                check_amount(&format!("{name} weight surcharge"), b.surcharge_minor, false)?;
+                check_amount(
+                    &format!("{name} weight surcharge"),
+                    b.surcharge_minor,
+                    false,
+                )?;
                 if last.is_some_and(|l| b.up_to_grams <= l) {
                     return Err(format!(
                         "{name}.weight_brackets must be in ascending order of up_to_grams"

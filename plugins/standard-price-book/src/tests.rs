@@ -22,7 +22,10 @@ fn request(vehicle: Vehicle) -> Request {
 }
 
 fn amount(lines: &[Line], code: &str) -> Option<i64> {
-    lines.iter().find(|l| l.code == code).map(|l| l.amount_minor)
+    lines
+        .iter()
+        .find(|l| l.code == code)
+        .map(|l| l.amount_minor)
 }
 
 fn codes(lines: &[Line]) -> Vec<&str> {
@@ -84,15 +87,24 @@ fn rounding_is_half_away_from_zero_per_line() {
     r.merchant = "m".into();
     r.distance_metres = 5_000;
     r.duration_seconds = 6; // 500 + 500 + 1 = 1001
-    assert_eq!(amount(&price(&s, &r).unwrap(), "merchant_adjustment"), Some(-150));
+    assert_eq!(
+        amount(&price(&s, &r).unwrap(), "merchant_adjustment"),
+        Some(-150)
+    );
     r.duration_seconds = 60; // 1010
-    assert_eq!(amount(&price(&s, &r).unwrap(), "merchant_adjustment"), Some(-152));
+    assert_eq!(
+        amount(&price(&s, &r).unwrap(), "merchant_adjustment"),
+        Some(-152)
+    );
 }
 
 #[test]
 fn vehicle_missing_from_settings_is_not_offered() {
     let s = simple("");
-    assert_eq!(price(&s, &request(Vehicle::Van)), Err(Refusal::VehicleNotOffered));
+    assert_eq!(
+        price(&s, &request(Vehicle::Van)),
+        Err(Refusal::VehicleNotOffered)
+    );
 }
 
 #[test]
@@ -152,7 +164,11 @@ fn demand_surge_is_the_ratio_above_threshold_up_to_the_cap() {
         (u32::MAX, Some(1_000)),
     ] {
         r.demand_permille = demand;
-        assert_eq!(amount(&price(&s, &r).unwrap(), "surge"), surge, "demand {demand}");
+        assert_eq!(
+            amount(&price(&s, &r).unwrap(), "surge"),
+            surge,
+            "demand {demand}"
+        );
     }
 }
 
@@ -189,14 +205,18 @@ fn postcode_zones_match_longest_prefix_per_stop() {
     let mut r = request(Vehicle::Car);
     r.pickup_postcode = Some("e14 5ab".into());
     r.dropoff_postcode = Some("E1 6AN".into());
-    assert_eq!(amount(&price(&s, &r).unwrap(), "base_fare"), Some(500 + 300 + 100));
+    assert_eq!(
+        amount(&price(&s, &r).unwrap(), "base_fare"),
+        Some(500 + 300 + 100)
+    );
     r.dropoff_postcode = Some("SW1A 1AA".into());
     assert_eq!(amount(&price(&s, &r).unwrap(), "base_fare"), Some(800));
 }
 
 #[test]
 fn required_zones_refuse_uncovered_postcodes() {
-    let s = simple(r#","postcode_zones":{"required":true,"zones":[{"prefix":"E1","amount_minor":0}]}"#);
+    let s =
+        simple(r#","postcode_zones":{"required":true,"zones":[{"prefix":"E1","amount_minor":0}]}"#);
     let mut r = request(Vehicle::Car);
     r.pickup_postcode = Some("E1 6AN".into());
     r.dropoff_postcode = None;
@@ -250,7 +270,10 @@ fn lines_always_sum_to_a_non_negative_total_with_known_codes() {
 fn currency_mismatch_is_a_settings_error() {
     let mut r = request(Vehicle::Car);
     r.currency = "EUR".into();
-    assert!(matches!(price(EXAMPLE, &r), Err(Refusal::InvalidSettings(_))));
+    assert!(matches!(
+        price(EXAMPLE, &r),
+        Err(Refusal::InvalidSettings(_))
+    ));
 }
 
 #[test]
@@ -262,9 +285,15 @@ fn invalid_settings_say_what_is_wrong() {
         (r#"{"schema":1,"vehicles":{"truck":{}}}"#, "truck"),
         (&simple(r#","tax_rate_bp":20000"#), "tax_rate_bp"),
         (&simple(r#","taxrate":5"#), "unknown field"),
-        (&simple(r#","time_of_day":[{"from":"25:00","until":"01:00","percent":5}]"#), "HH:MM"),
+        (
+            &simple(r#","time_of_day":[{"from":"25:00","until":"01:00","percent":5}]"#),
+            "HH:MM",
+        ),
         (&simple(r#","merchants":{"m":{}}"#), "exactly one"),
-        (&simple(r#","demand_surge":{"threshold_permille":1000,"cap_permille":900}"#), "cap"),
+        (
+            &simple(r#","demand_surge":{"threshold_permille":1000,"cap_permille":900}"#),
+            "cap",
+        ),
         (
             r#"{"schema":1,"vehicles":{"car":{"base_fare_minor":1,"per_km_minor":1,
                "per_minute_minor":1,"weight_brackets":[{"up_to_grams":5,"surcharge_minor":0},

@@ -121,8 +121,7 @@ fn opt(v: &Option<String>) -> Value {
 }
 
 fn required<'a>(event: &str, field: &str, v: &'a Option<String>) -> Result<&'a str, String> {
-    v.as_deref()
-        .ok_or_else(|| format!("{event} needs {field}"))
+    v.as_deref().ok_or_else(|| format!("{event} needs {field}"))
 }
 
 /// The JSON body for an event; Err names what is missing or unknown.

@@ -74,7 +74,13 @@ fn live_environment_is_code_one() {
 
 #[test]
 fn each_event_carries_exactly_the_spec_fields() {
-    const COMMON: [&str; 5] = ["occurredAt", "environment", "jobId", "reference", "merchant"];
+    const COMMON: [&str; 5] = [
+        "occurredAt",
+        "environment",
+        "jobId",
+        "reference",
+        "merchant",
+    ];
     let money = ["currency", "priceAmountMinor", "taxAmountMinor"];
     let mut cases: Vec<(Event, Vec<&str>)> = Vec::new();
     let mut e = event("job.courier_assigned");
@@ -93,7 +99,10 @@ fn each_event_carries_exactly_the_spec_fields() {
     cases.push((e, [&["market", "courier"][..], &money, &["proof"]].concat()));
     let mut e = event("job.returned");
     e.reason = Some("recipient_absent".into());
-    cases.push((e, [&["market", "courier"][..], &money, &["reason"]].concat()));
+    cases.push((
+        e,
+        [&["market", "courier"][..], &money, &["reason"]].concat(),
+    ));
     cases.push((event("job.cancelled"), vec!["reason"]));
     let mut e = event("job.cancelled");
     e.assigned_courier = Some("courier_9".into());
@@ -148,7 +157,11 @@ fn dead_card_has_no_job_id() {
 
 #[test]
 fn missing_or_unknown_things_are_errors() {
-    assert!(shape(&event("job.exploded")).unwrap_err().contains("unknown event"));
+    assert!(
+        shape(&event("job.exploded"))
+            .unwrap_err()
+            .contains("unknown event")
+    );
     let mut e = event("job.booked");
     e.job = None;
     assert!(shape(&e).is_err());

@@ -1,0 +1,274 @@
+//! The process-wide wasmtime engine: configuration, the epoch ticker,
+//! compilation with an on-disk cache of precompiled artifacts, and the
+//! per-call store every plugin call runs in.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, InstancePre, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap};
+
+use crate::PluginError;
+use crate::limits::{Limits, MemoryCap};
+
+/// How the engine is set up. One engine serves the whole process.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Where precompiled artifacts are kept, by sha256 of the component.
+    /// `None` compiles in memory every time a component is loaded.
+    pub cache_dir: Option<PathBuf>,
+    pub limits: Limits,
+    /// Instances that may exist at once (calls in flight, all plugins
+    /// together). Each reserves address space, not memory.
+    pub max_instances: u32,
+    /// Granularity of deadlines.
+    pub epoch_tick: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            cache_dir: None,
+            limits: Limits::default(),
+            max_instances: 1000,
+            epoch_tick: Duration::from_millis(1),
+        }
+    }
+}
+
+/// The plugin engine. Cheap to clone; clones share one wasmtime engine.
+#[derive(Clone)]
+pub struct PluginEngine {
+    pub(crate) runtime: Arc<Runtime>,
+}
+
+impl std::fmt::Debug for PluginEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginEngine")
+            .field("cache_dir", &self.runtime.cache_dir)
+            .field("limits", &self.runtime.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct Runtime {
+    pub(crate) engine: Engine,
+    pub(crate) limits: Limits,
+    cache_dir: Option<PathBuf>,
+    tick: Duration,
+}
+
+/// What every call's store holds.
+pub(crate) struct CallState {
+    memory: MemoryCap,
+    /// Only for payment adapters: what their imports are served from.
+    pub(crate) adapter: Option<Arc<crate::payments::AdapterHost>>,
+}
+
+impl PluginEngine {
+    pub fn new(config: EngineConfig) -> Result<Self, PluginError> {
+        let n = config.max_instances;
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(n)
+            // A Rust component is a few core instances (the program and the
+            // adapter shims wit-component adds) with one memory.
+            .total_core_instances(n.saturating_mul(4))
+            .total_tables(n.saturating_mul(4))
+            .total_memories(n)
+            .max_memory_size(config.limits.memory_bytes)
+            // Resetting a slot by zeroing the first pages it used is cheaper
+            // than returning them to the kernel and faulting them back in
+            // on the next call; a call uses about this much.
+            .linear_memory_keep_resident(1 << 20)
+            .table_keep_resident(64 << 10);
+        let mut wasm = Config::new();
+        wasm.wasm_component_model(true)
+            .epoch_interruption(true)
+            .memory_init_cow(true)
+            // Traps are reported by kind; collecting a backtrace for every
+            // hostile call would cost time and say nothing a caller can use.
+            .wasm_backtrace_max_frames(None)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&wasm).map_err(|e| PluginError::Engine(format!("{e:#}")))?;
+        if let Some(dir) = &config.cache_dir {
+            std::fs::create_dir_all(dir).map_err(|source| PluginError::Cache {
+                path: dir.clone(),
+                source,
+            })?;
+        }
+        let runtime = Arc::new(Runtime {
+            engine,
+            limits: config.limits,
+            cache_dir: config.cache_dir,
+            tick: config.epoch_tick,
+        });
+        spawn_ticker(Arc::downgrade(&runtime), config.epoch_tick)?;
+        Ok(PluginEngine { runtime })
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.runtime.limits
+    }
+}
+
+/// Advances the engine's epoch every `tick` until the engine is dropped.
+/// Deadlines are counted in epochs, so this thread is what interrupts a
+/// plugin that never returns.
+fn spawn_ticker(runtime: Weak<Runtime>, tick: Duration) -> Result<(), PluginError> {
+    std::thread::Builder::new()
+        .name("plugin-epoch".into())
+        .spawn(move || {
+            while let Some(rt) = runtime.upgrade() {
+                rt.engine.increment_epoch();
+                drop(rt);
+                std::thread::sleep(tick);
+            }
+        })
+        .map(drop)
+        .map_err(|e| PluginError::Engine(format!("cannot start the epoch thread: {e}")))
+}
+
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl Runtime {
+    /// Compiles a component, or loads its precompiled artifact.
+    pub(crate) fn component(&self, bytes: &[u8]) -> Result<Component, PluginError> {
+        let compile = |e: wasmtime::Error| PluginError::Compile(format!("{e:#}"));
+        let Some(dir) = &self.cache_dir else {
+            return Component::new(&self.engine, bytes).map_err(compile);
+        };
+        let path = dir.join(format!("{}.cwasm", sha256_hex(bytes)));
+        if let Some(component) = self.load_artifact(&path) {
+            return Ok(component);
+        }
+        let artifact = self.engine.precompile_component(bytes).map_err(compile)?;
+        write_atomically(&path, &artifact)?;
+        self.load_artifact(&path).ok_or_else(|| {
+            PluginError::Compile("a freshly precompiled artifact did not load".into())
+        })
+    }
+
+    /// The artifact at `path`, if there is one this engine can run.
+    fn load_artifact(&self, path: &Path) -> Option<Component> {
+        // Cheap header check first: it is a wasmtime component artifact.
+        if !matches!(
+            Engine::detect_precompiled_file(path),
+            Ok(Some(wasmtime::Precompiled::Component))
+        ) {
+            return None;
+        }
+        // SAFETY: deserializing runs native code from the file without
+        // verifying it. The cache directory is the host's own; the only files
+        // named `<sha256>.cwasm` in it are ones `component` wrote (atomically,
+        // so never half-written) from a component whose bytes hash to that
+        // name. Wasmtime itself refuses artifacts made by another wasmtime
+        // version or an incompatible engine configuration (that error is
+        // answered by recompiling), so a stale file is never run.
+        unsafe { Component::deserialize_file(&self.engine, path) }.ok()
+    }
+
+    /// A linker with the given host imports, every other import (the WASI
+    /// interfaces a toolchain's standard library pulls in) linked to a
+    /// trap, pre-instantiated for `component`.
+    pub(crate) fn instance_pre(
+        &self,
+        world: &'static str,
+        component: &Component,
+        add_imports: impl FnOnce(&mut Linker<CallState>) -> wasmtime::Result<()>,
+    ) -> Result<InstancePre<CallState>, PluginError> {
+        let incompatible = |e: wasmtime::Error| PluginError::Incompatible {
+            world,
+            reason: format!("{e:#}"),
+        };
+        let mut linker = Linker::new(&self.engine);
+        add_imports(&mut linker).map_err(incompatible)?;
+        linker
+            .define_unknown_imports_as_traps(component)
+            .map_err(incompatible)?;
+        linker.instantiate_pre(component).map_err(incompatible)
+    }
+
+    /// A fresh store for one call, with every limit set.
+    pub(crate) fn store(
+        &self,
+        deadline: Duration,
+        adapter: Option<Arc<crate::payments::AdapterHost>>,
+    ) -> Store<CallState> {
+        let mut store = Store::new(
+            &self.engine,
+            CallState {
+                memory: MemoryCap::new(self.limits.memory_bytes),
+                adapter,
+            },
+        );
+        store.limiter(|s| &mut s.memory);
+        // +1: the next tick may come at any moment, so a deadline of n ticks
+        // guarantees at least n-1 full ones.
+        let ticks = deadline.as_nanos().div_ceil(self.tick.as_nanos().max(1)) + 1;
+        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
+        store.set_hostcall_fuel(self.limits.output_budget());
+        store
+    }
+
+    /// Turns a failed instantiation or call into the error a caller can act
+    /// on.
+    pub(crate) fn classify(
+        &self,
+        store: &Store<CallState>,
+        deadline: Duration,
+        err: wasmtime::Error,
+    ) -> PluginError {
+        if matches!(err.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
+            return PluginError::Timeout(deadline);
+        }
+        if store.data().memory.hit {
+            return PluginError::MemoryExceeded(self.limits.memory_bytes);
+        }
+        if err
+            .downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+            .is_some()
+        {
+            return PluginError::Busy;
+        }
+        let mut text = format!("{err:#}");
+        // Wasmtime's "hostcall fuel" error type is private; its message is
+        // the only handle on it (the `alias` hostile test pins this down).
+        if text.contains("too much data is being copied") {
+            return PluginError::OutputTooLarge(text);
+        }
+        if text.len() > 1024 {
+            let mut end = 1024;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+        }
+        PluginError::Trapped(text)
+    }
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), PluginError> {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let tmp = path.with_extension(format!(
+        "{}.{}.tmp",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    let io = |source| PluginError::Cache {
+        path: path.to_path_buf(),
+        source,
+    };
+    std::fs::write(&tmp, bytes).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        io(e)
+    })
+}

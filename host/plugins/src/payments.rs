@@ -1,0 +1,454 @@
+//! Payment adapters (`courier:payments/payment-adapter@1.0.0`).
+//!
+//! Calls block for as long as the adapter's HTTP requests take (seconds at
+//! worst): from async code, call them through `spawn_blocking`.
+
+mod outbound;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::Store;
+use wasmtime::component::HasSelf;
+
+use crate::PluginError;
+use crate::engine::{CallState, PluginEngine, Runtime};
+use crate::limits::{check_input, check_output};
+use outbound::{HttpFailure, HttpPolicy, HttpRequest, Method};
+
+mod wit {
+    wasmtime::component::bindgen!({
+        path: "../../wit/payments",
+        world: "payment-adapter",
+    });
+}
+
+use wit::courier::payments::{config as wconfig, outbound_http as whttp, types as w};
+
+pub(crate) const WORLD: &str = "courier:payments/payment-adapter@1.0.0";
+
+/// Operator-set values the adapter reads through its `config` import
+/// (provider keys and account ids, per environment).
+#[derive(Debug, Clone, Default)]
+pub struct AdapterConfig {
+    pub values: BTreeMap<String, String>,
+    /// Timeout of each outbound HTTP request.
+    pub http_timeout: Duration,
+    /// Largest HTTP response body handed to the adapter.
+    pub max_response_bytes: usize,
+}
+
+impl AdapterConfig {
+    pub fn new(values: BTreeMap<String, String>) -> Self {
+        AdapterConfig {
+            values,
+            http_timeout: Duration::from_secs(10),
+            max_response_bytes: 1 << 20,
+        }
+    }
+}
+
+/// What the adapter declares about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdapterInfo {
+    pub name: String,
+    pub version: String,
+    /// The only hosts its outbound HTTP may reach.
+    pub allowed_hosts: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CardForm {
+    pub client_secret: String,
+    pub customer_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Card {
+    pub brand: String,
+    pub last_four: String,
+    pub expiry_month: u8,
+    pub expiry_year: u16,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FinishReason {
+    Expired,
+    Lost,
+    RefusedForGood,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decline {
+    pub code: String,
+    /// `Some` when the card will never work again.
+    pub card_finished: Option<FinishReason>,
+}
+
+/// The result of every money-moving operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The provider's reference for what was created.
+    Approved(String),
+    /// Refused; not to be retried.
+    Declined(Decline),
+    /// Nothing known to have happened; retry later with the same key.
+    Unreachable(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttachRefusal {
+    UnknownReference(String),
+    Declined(Decline),
+    Unreachable(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HoldRequest {
+    pub amount_minor: i64,
+    pub currency: String,
+    pub card_ref: String,
+    pub customer_id: String,
+    pub idempotency_key: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureRequest {
+    pub authorisation: String,
+    pub amount_minor: i64,
+    pub currency: String,
+    pub idempotency_key: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VoidRequest {
+    pub authorisation: String,
+    pub idempotency_key: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefundRequest {
+    pub payment: String,
+    pub amount_minor: i64,
+    pub currency: String,
+    pub idempotency_key: String,
+}
+
+/// What an adapter's imports are served from during its calls.
+pub(crate) struct AdapterHost {
+    http: HttpPolicy,
+    config: BTreeMap<String, String>,
+}
+
+impl whttp::Host for CallState {
+    fn send(&mut self, request: whttp::Request) -> Result<whttp::Response, whttp::Error> {
+        let Some(host) = self.adapter.clone() else {
+            return Err(whttp::Error::Forbidden("no network for this call".into()));
+        };
+        let request = HttpRequest {
+            method: match request.method {
+                whttp::Method::Get => Method::Get,
+                whttp::Method::Post => Method::Post,
+                whttp::Method::Put => Method::Put,
+                whttp::Method::Patch => Method::Patch,
+                whttp::Method::Delete => Method::Delete,
+            },
+            url: request.url,
+            headers: request.headers,
+            body: request.body,
+        };
+        match host.http.send(request) {
+            Ok(r) => Ok(whttp::Response {
+                status: r.status,
+                headers: r.headers,
+                body: r.body,
+            }),
+            Err(HttpFailure::Forbidden(m)) => Err(whttp::Error::Forbidden(m)),
+            Err(HttpFailure::Timeout) => Err(whttp::Error::Timeout),
+            Err(HttpFailure::Connection(m)) => Err(whttp::Error::Connection(m)),
+            Err(HttpFailure::TooLarge) => Err(whttp::Error::TooLarge),
+        }
+    }
+}
+
+impl w::Host for CallState {}
+
+impl wconfig::Host for CallState {
+    fn get(&mut self, key: String) -> Option<String> {
+        self.adapter.as_ref()?.config.get(&key).cloned()
+    }
+}
+
+/// A loaded payment adapter. Cheap to clone; fresh instance per call.
+#[derive(Clone)]
+pub struct PaymentAdapter {
+    inner: Arc<Loaded>,
+}
+
+struct Loaded {
+    runtime: Arc<Runtime>,
+    pre: wit::PaymentAdapterPre<CallState>,
+    host: Arc<AdapterHost>,
+    info: AdapterInfo,
+    sha256: String,
+}
+
+impl std::fmt::Debug for PaymentAdapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PaymentAdapter")
+            .field("info", &self.inner.info)
+            .field("sha256", &self.inner.sha256)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PaymentAdapter {
+    /// Compiles (or loads from the cache), links, and asks the adapter to
+    /// describe itself; its declared hosts become its HTTP allow-list.
+    pub fn load(
+        engine: &PluginEngine,
+        bytes: &[u8],
+        config: AdapterConfig,
+    ) -> Result<Self, PluginError> {
+        let runtime = engine.runtime.clone();
+        let component = runtime.component(bytes)?;
+        let pre = runtime.instance_pre(WORLD, &component, |linker| {
+            wit::PaymentAdapter::add_to_linker::<_, HasSelf<CallState>>(linker, |s| s)
+        })?;
+        let pre = wit::PaymentAdapterPre::new(pre).map_err(|e| PluginError::Incompatible {
+            world: WORLD,
+            reason: format!("{e:#}"),
+        })?;
+        // `describe` runs with no network and no config.
+        let info = run(&runtime, &pre, None, |a, s| a.call_describe(s))?;
+        let limits = &runtime.limits;
+        check_output("adapter name", &info.name, limits.max_text_bytes)?;
+        check_output("adapter version", &info.version, limits.max_text_bytes)?;
+        if info.allowed_hosts.len() > 64 {
+            return Err(PluginError::OutputTooLarge(
+                "more than 64 allowed hosts".into(),
+            ));
+        }
+        let http = HttpPolicy::new(
+            &info.allowed_hosts,
+            config.http_timeout,
+            config.max_response_bytes,
+        )
+        .map_err(|reason| PluginError::Incompatible {
+            world: WORLD,
+            reason: format!("allowed hosts: {reason}"),
+        })?;
+        Ok(PaymentAdapter {
+            inner: Arc::new(Loaded {
+                runtime,
+                pre,
+                host: Arc::new(AdapterHost {
+                    http,
+                    config: config.values,
+                }),
+                info: AdapterInfo {
+                    name: info.name,
+                    version: info.version,
+                    allowed_hosts: info.allowed_hosts,
+                },
+                sha256: crate::engine::sha256_hex(bytes),
+            }),
+        })
+    }
+
+    pub fn info(&self) -> &AdapterInfo {
+        &self.inner.info
+    }
+
+    pub fn sha256(&self) -> &str {
+        &self.inner.sha256
+    }
+
+    /// Starts a card form; `Ok(Err(message))` when the provider was not
+    /// reachable.
+    pub fn setup_card_form(&self, merchant: &str) -> Result<Result<CardForm, String>, PluginError> {
+        self.check_inputs(&[("merchant", merchant)])?;
+        match self.call(|a, s| a.call_setup_card_form(s, merchant))? {
+            Ok(f) => {
+                self.check_outputs(&[
+                    ("client secret", &f.client_secret),
+                    ("customer id", &f.customer_id),
+                ])?;
+                Ok(Ok(CardForm {
+                    client_secret: f.client_secret,
+                    customer_id: f.customer_id,
+                }))
+            }
+            Err(m) => {
+                self.check_outputs(&[("message", &m)])?;
+                Ok(Err(m))
+            }
+        }
+    }
+
+    pub fn attach_card(
+        &self,
+        customer_id: &str,
+        card_ref: &str,
+    ) -> Result<Result<Card, AttachRefusal>, PluginError> {
+        self.check_inputs(&[("customer id", customer_id), ("card reference", card_ref)])?;
+        match self.call(|a, s| a.call_attach_card(s, customer_id, card_ref))? {
+            Ok(c) => {
+                self.check_outputs(&[("brand", &c.brand), ("last four", &c.last_four)])?;
+                Ok(Ok(Card {
+                    brand: c.brand,
+                    last_four: c.last_four,
+                    expiry_month: c.expiry_month,
+                    expiry_year: c.expiry_year,
+                }))
+            }
+            Err(w::AttachRefusal::UnknownReference(m)) => {
+                self.check_outputs(&[("message", &m)])?;
+                Ok(Err(AttachRefusal::UnknownReference(m)))
+            }
+            Err(w::AttachRefusal::Declined(d)) => {
+                Ok(Err(AttachRefusal::Declined(self.decline(d)?)))
+            }
+            Err(w::AttachRefusal::Unreachable(m)) => {
+                self.check_outputs(&[("message", &m)])?;
+                Ok(Err(AttachRefusal::Unreachable(m)))
+            }
+        }
+    }
+
+    /// Holds money on a card.
+    pub fn authorise(&self, r: &HoldRequest) -> Result<Outcome, PluginError> {
+        self.check_inputs(&[
+            ("currency", &r.currency),
+            ("card reference", &r.card_ref),
+            ("customer id", &r.customer_id),
+            ("idempotency key", &r.idempotency_key),
+        ])?;
+        let wire = w::HoldRequest {
+            amount_minor: r.amount_minor,
+            currency: r.currency.clone(),
+            card_ref: r.card_ref.clone(),
+            customer_id: r.customer_id.clone(),
+            idempotency_key: r.idempotency_key.clone(),
+        };
+        let o = self.call(|a, s| a.call_authorise(s, &wire))?;
+        self.outcome(o)
+    }
+
+    /// Takes held money.
+    pub fn capture(&self, r: &CaptureRequest) -> Result<Outcome, PluginError> {
+        self.check_inputs(&[
+            ("authorisation", &r.authorisation),
+            ("currency", &r.currency),
+            ("idempotency key", &r.idempotency_key),
+        ])?;
+        let wire = w::CaptureRequest {
+            authorisation: r.authorisation.clone(),
+            amount_minor: r.amount_minor,
+            currency: r.currency.clone(),
+            idempotency_key: r.idempotency_key.clone(),
+        };
+        let o = self.call(|a, s| a.call_capture(s, &wire))?;
+        self.outcome(o)
+    }
+
+    /// Releases a hold.
+    pub fn void(&self, r: &VoidRequest) -> Result<Outcome, PluginError> {
+        self.check_inputs(&[
+            ("authorisation", &r.authorisation),
+            ("idempotency key", &r.idempotency_key),
+        ])?;
+        let wire = w::VoidRequest {
+            authorisation: r.authorisation.clone(),
+            idempotency_key: r.idempotency_key.clone(),
+        };
+        let o = self.call(|a, s| a.call_void(s, &wire))?;
+        self.outcome(o)
+    }
+
+    /// Gives captured money back.
+    pub fn refund(&self, r: &RefundRequest) -> Result<Outcome, PluginError> {
+        self.check_inputs(&[
+            ("payment", &r.payment),
+            ("currency", &r.currency),
+            ("idempotency key", &r.idempotency_key),
+        ])?;
+        let wire = w::RefundRequest {
+            payment: r.payment.clone(),
+            amount_minor: r.amount_minor,
+            currency: r.currency.clone(),
+            idempotency_key: r.idempotency_key.clone(),
+        };
+        let o = self.call(|a, s| a.call_refund(s, &wire))?;
+        self.outcome(o)
+    }
+
+    fn call<R>(
+        &self,
+        f: impl FnOnce(
+            &wit::exports::courier::payments::adapter::Guest,
+            &mut Store<CallState>,
+        ) -> wasmtime::Result<R>,
+    ) -> Result<R, PluginError> {
+        let inner = &self.inner;
+        run(&inner.runtime, &inner.pre, Some(inner.host.clone()), f)
+    }
+
+    fn check_inputs(&self, fields: &[(&'static str, &str)]) -> Result<(), PluginError> {
+        let limit = self.inner.runtime.limits.max_field_bytes;
+        fields
+            .iter()
+            .try_for_each(|(what, v)| check_input(what, v, limit))
+    }
+
+    fn check_outputs(&self, fields: &[(&str, &str)]) -> Result<(), PluginError> {
+        let limit = self.inner.runtime.limits.max_text_bytes;
+        fields
+            .iter()
+            .try_for_each(|(what, v)| check_output(what, v, limit))
+    }
+
+    fn decline(&self, d: w::Decline) -> Result<Decline, PluginError> {
+        self.check_outputs(&[("decline code", &d.code)])?;
+        Ok(Decline {
+            code: d.code,
+            card_finished: d.card_finished.map(|f| match f {
+                w::FinishReason::Expired => FinishReason::Expired,
+                w::FinishReason::Lost => FinishReason::Lost,
+                w::FinishReason::RefusedForGood => FinishReason::RefusedForGood,
+            }),
+        })
+    }
+
+    fn outcome(&self, o: w::Outcome) -> Result<Outcome, PluginError> {
+        Ok(match o {
+            w::Outcome::Approved(r) => {
+                self.check_outputs(&[("provider reference", &r)])?;
+                Outcome::Approved(r)
+            }
+            w::Outcome::Declined(d) => Outcome::Declined(self.decline(d)?),
+            w::Outcome::Unreachable(m) => {
+                self.check_outputs(&[("message", &m)])?;
+                Outcome::Unreachable(m)
+            }
+        })
+    }
+}
+
+fn run<R>(
+    runtime: &Runtime,
+    pre: &wit::PaymentAdapterPre<CallState>,
+    host: Option<Arc<AdapterHost>>,
+    f: impl FnOnce(
+        &wit::exports::courier::payments::adapter::Guest,
+        &mut Store<CallState>,
+    ) -> wasmtime::Result<R>,
+) -> Result<R, PluginError> {
+    let deadline = runtime.limits.adapter_deadline;
+    let mut store = runtime.store(deadline, host);
+    let result = pre
+        .instantiate(&mut store)
+        .and_then(|adapter| f(adapter.courier_payments_adapter(), &mut store));
+    result.map_err(|e| runtime.classify(&store, deadline, e))
+}

@@ -1,0 +1,376 @@
+//! The outbound HTTP a payment adapter gets: only https, only to the hosts
+//! the adapter declared, never to a private, loopback or link-local
+//! address. The address check runs on the resolved addresses, and the
+//! connection goes to exactly those addresses (no second lookup a DNS
+//! answer could change in between).
+
+use std::io::Read;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use url::{Host, Url};
+
+/// Why the host did not deliver a request (mirrors the WIT `error`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum HttpFailure {
+    Forbidden(String),
+    Timeout,
+    Connection(String),
+    TooLarge,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Method {
+    Get,
+    Post,
+    Put,
+    Patch,
+    Delete,
+}
+
+impl Method {
+    fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
+        }
+    }
+}
+
+pub(crate) struct HttpRequest {
+    pub method: Method,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+pub(crate) struct HttpResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// A host an adapter may call: exactly `api.example.com`, or with
+/// `*.example.com` any name below `example.com` (not `example.com` itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum HostPattern {
+    Exact(String),
+    Subdomains(String),
+}
+
+impl HostPattern {
+    fn parse(pattern: &str) -> Result<Self, String> {
+        let p = pattern.trim_end_matches('.').to_ascii_lowercase();
+        let (wild, name) = match p.strip_prefix("*.") {
+            Some(rest) => (true, rest.to_owned()),
+            None => (false, p),
+        };
+        let valid = !name.is_empty()
+            && name.bytes().all(|b| {
+                b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']')
+            });
+        if !valid {
+            return Err(format!("{pattern:?} is not a host name or *.domain"));
+        }
+        Ok(if wild {
+            HostPattern::Subdomains(name)
+        } else {
+            HostPattern::Exact(name)
+        })
+    }
+
+    fn matches(&self, host: &str) -> bool {
+        match self {
+            HostPattern::Exact(h) => h == host,
+            HostPattern::Subdomains(d) => host
+                .strip_suffix(d.as_str())
+                .is_some_and(|prefix| prefix.len() > 1 && prefix.ends_with('.')),
+        }
+    }
+}
+
+/// The rules one adapter's requests are held to.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpPolicy {
+    allowed: Vec<HostPattern>,
+    timeout: Duration,
+    max_response_bytes: usize,
+}
+
+impl HttpPolicy {
+    pub(crate) fn new(
+        allowed_hosts: &[String],
+        timeout: Duration,
+        max_response_bytes: usize,
+    ) -> Result<Self, String> {
+        Ok(HttpPolicy {
+            allowed: allowed_hosts
+                .iter()
+                .map(|h| HostPattern::parse(h))
+                .collect::<Result<_, _>>()?,
+            timeout,
+            max_response_bytes,
+        })
+    }
+
+    /// Checks a URL against the allow-list and resolves it; the addresses
+    /// returned are all public.
+    pub(crate) fn admit(&self, url: &str) -> Result<(Url, Vec<SocketAddr>), HttpFailure> {
+        let forbidden = |why: String| Err(HttpFailure::Forbidden(why));
+        let Ok(parsed) = Url::parse(url) else {
+            return forbidden(format!("{url:?} is not an absolute URL"));
+        };
+        if parsed.scheme() != "https" {
+            return forbidden("only https is allowed".into());
+        }
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return forbidden("credentials in the URL are not allowed".into());
+        }
+        let port = parsed.port_or_known_default().unwrap_or(443);
+        let (name, literal) = match parsed.host() {
+            Some(Host::Domain(d)) => (d.trim_end_matches('.').to_ascii_lowercase(), None),
+            Some(Host::Ipv4(ip)) => (ip.to_string(), Some(IpAddr::V4(ip))),
+            Some(Host::Ipv6(ip)) => (format!("[{ip}]"), Some(IpAddr::V6(ip))),
+            None => return forbidden("the URL has no host".into()),
+        };
+        if !self.allowed.iter().any(|p| p.matches(&name)) {
+            return forbidden(format!("{name} is not in the adapter's allowed hosts"));
+        }
+        let addrs: Vec<SocketAddr> = match literal {
+            Some(ip) => vec![SocketAddr::new(ip, port)],
+            None => (name.as_str(), port)
+                .to_socket_addrs()
+                .map_err(|e| HttpFailure::Connection(format!("cannot resolve {name}: {e}")))?
+                .collect(),
+        };
+        if addrs.is_empty() {
+            return Err(HttpFailure::Connection(format!("{name} has no addresses")));
+        }
+        if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
+            return forbidden(format!(
+                "{name} resolves to {}, which is not a public address",
+                bad.ip()
+            ));
+        }
+        Ok((parsed, addrs))
+    }
+
+    /// Sends a request that passed `admit`. Blocking.
+    pub(crate) fn send(&self, request: HttpRequest) -> Result<HttpResponse, HttpFailure> {
+        let (url, addrs) = self.admit(&request.url)?;
+        for (name, _) in &request.headers {
+            // Host decides which site a shared address serves; letting the
+            // adapter set it would step around the allow-list.
+            if name.eq_ignore_ascii_case("host") {
+                return Err(HttpFailure::Forbidden(
+                    "the Host header is set by the host".into(),
+                ));
+            }
+        }
+        let agent = ureq::AgentBuilder::new()
+            .timeout(self.timeout)
+            .redirects(0)
+            // Connect to the addresses that were checked, never re-resolve.
+            .resolver(move |_: &str| Ok(addrs.clone()))
+            .build();
+        let mut req = agent.request_url(request.method.as_str(), &url);
+        for (name, value) in &request.headers {
+            req = req.set(name, value);
+        }
+        let response = match req.send_bytes(&request.body) {
+            Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+            Err(ureq::Error::Transport(t)) => {
+                let text = t.to_string();
+                return Err(if text.contains("timed out") {
+                    HttpFailure::Timeout
+                } else {
+                    HttpFailure::Connection(text)
+                });
+            }
+        };
+        let status = response.status();
+        let headers = response
+            .headers_names()
+            .into_iter()
+            .filter_map(|n| response.header(&n).map(|v| (n.clone(), v.to_owned())))
+            .collect();
+        let mut body = Vec::new();
+        let limit = u64::try_from(self.max_response_bytes).unwrap_or(u64::MAX);
+        response
+            .into_reader()
+            .take(limit + 1)
+            .read_to_end(&mut body)
+            .map_err(|e| HttpFailure::Connection(e.to_string()))?;
+        if body.len() > self.max_response_bytes {
+            return Err(HttpFailure::TooLarge);
+        }
+        Ok(HttpResponse {
+            status,
+            headers,
+            body,
+        })
+    }
+}
+
+/// Whether an address is on the public internet: not loopback, private,
+/// link-local, shared (CGNAT), documentation, benchmarking, multicast,
+/// reserved or unspecified, including v4 addresses embedded in v6.
+pub(crate) fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_public_v4(v4),
+        IpAddr::V6(v6) => is_public_v6(v6),
+    }
+}
+
+fn is_public_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    !(ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_broadcast()
+        || ip.is_documentation()
+        || ip.is_multicast()
+        || a == 0
+        || (a == 100 && (64..128).contains(&b)) // shared address space
+        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
+        || (a == 198 && (b == 18 || b == 19)) // benchmarking
+        || a >= 240) // reserved
+}
+
+fn is_public_v6(ip: Ipv6Addr) -> bool {
+    if let Some(v4) = ip.to_ipv4_mapped() {
+        return is_public_v4(v4);
+    }
+    let s = ip.segments();
+    // NAT64 (64:ff9b::/96) carries a v4 address in its last 32 bits.
+    if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
+        return is_public_v4(Ipv4Addr::new(
+            (s[6] >> 8) as u8,
+            s[6] as u8,
+            (s[7] >> 8) as u8,
+            s[7] as u8,
+        ));
+    }
+    !(ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_multicast()
+        || (s[0] & 0xfe00) == 0xfc00 // unique local
+        || (s[0] & 0xffc0) == 0xfe80 // link-local
+        || (s[0] & 0xffc0) == 0xfec0 // site-local (deprecated)
+        || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+        || (s[0] == 0x0100 && s[1..4] == [0, 0, 0]) // discard
+        || s[0..6] == [0, 0, 0, 0, 0, 0]) // v4-compatible, deprecated
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(hosts: &[&str]) -> HttpPolicy {
+        let hosts: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
+        HttpPolicy::new(&hosts, Duration::from_secs(1), 1024).unwrap()
+    }
+
+    fn forbidden(p: &HttpPolicy, url: &str) -> String {
+        match p.admit(url) {
+            Err(HttpFailure::Forbidden(why)) => why,
+            other => panic!(
+                "{url}: expected forbidden, got {:?}",
+                other.map(|(u, a)| (u.to_string(), a))
+            ),
+        }
+    }
+
+    #[test]
+    fn private_and_special_addresses_are_not_public() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "224.0.0.1",
+            "192.0.2.1",
+            "198.18.0.1",
+            "240.0.0.1",
+            "::1",
+            "::",
+            "fc00::1",
+            "fd12::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "64:ff9b::a00:1",
+            "2001:db8::1",
+            "ff02::1",
+        ] {
+            assert!(!is_public(ip.parse().unwrap()), "{ip} counted as public");
+        }
+        for ip in [
+            "1.1.1.1",
+            "8.8.8.8",
+            "172.32.0.1",
+            "100.128.0.1",
+            "2606:4700::1111",
+            "64:ff9b::808:808",
+        ] {
+            assert!(is_public(ip.parse().unwrap()), "{ip} counted as private");
+        }
+    }
+
+    #[test]
+    fn patterns_match_exact_names_and_subdomains_only() {
+        let p = HostPattern::parse("*.Pay.Example.").unwrap();
+        assert!(p.matches("api.pay.example"));
+        assert!(p.matches("a.b.pay.example"));
+        assert!(!p.matches("pay.example"));
+        assert!(!p.matches("evilpay.example"));
+        let e = HostPattern::parse("api.pay.example").unwrap();
+        assert!(e.matches("api.pay.example"));
+        assert!(!e.matches("x.api.pay.example"));
+        assert!(HostPattern::parse("https://x").is_err());
+        assert!(HostPattern::parse("").is_err());
+    }
+
+    #[test]
+    fn only_https_to_allowed_hosts() {
+        let p = policy(&["api.pay.example"]);
+        assert!(forbidden(&p, "http://api.pay.example/x").contains("https"));
+        assert!(
+            forbidden(&p, "https://other.example/x").contains("not in the adapter's allowed hosts")
+        );
+        assert!(forbidden(&p, "https://user:pw@api.pay.example/").contains("credentials"));
+        assert!(forbidden(&p, "not a url").contains("absolute URL"));
+        // A suffix trick is still another host.
+        assert!(forbidden(&p, "https://api.pay.example.evil.example/").contains("not in"));
+    }
+
+    #[test]
+    fn allowed_names_resolving_to_private_addresses_are_refused() {
+        // `localhost` is allowed by name, but resolves to loopback.
+        let p = policy(&["localhost", "10.0.0.7", "[::1]"]);
+        assert!(forbidden(&p, "https://localhost:8443/").contains("not a public address"));
+        assert!(forbidden(&p, "https://10.0.0.7/").contains("not a public address"));
+        assert!(forbidden(&p, "https://[::1]/").contains("not a public address"));
+    }
+
+    #[test]
+    fn the_host_header_cannot_be_set() {
+        let p = policy(&["1.1.1.1"]);
+        let r = p.send(HttpRequest {
+            method: Method::Get,
+            url: "https://1.1.1.1/".into(),
+            headers: vec![("Host".into(), "internal".into())],
+            body: Vec::new(),
+        });
+        assert!(matches!(r, Err(HttpFailure::Forbidden(m)) if m.contains("Host")));
+    }
+}

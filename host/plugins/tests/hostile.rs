@@ -1,0 +1,200 @@
+//! Hostile components fail their own call, within its deadline, and
+//! nothing else.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use courier_plugins::defaults::{
+    STANDARD_PRICE_BOOK, STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS, STANDARD_SHAPER,
+};
+use courier_plugins::{
+    Environment, PayloadShaper, PluginEngine, PluginError, PriceBook, Vehicle, WebhookEvent,
+};
+
+use common::{DEADLINE, HOSTILE, engine, request};
+
+struct Books {
+    hostile: PriceBook,
+    good: PriceBook,
+}
+
+fn books(engine: &PluginEngine) -> Books {
+    Books {
+        hostile: PriceBook::load(engine, HOSTILE).unwrap(),
+        good: PriceBook::load(engine, STANDARD_PRICE_BOOK).unwrap(),
+    }
+}
+
+/// After a hostile call: the same component behaves when asked to, and a
+/// good book prices normally.
+fn assert_unharmed(b: &Books) {
+    let lines = b
+        .hostile
+        .price(&request(Vehicle::Car, "ok"), "")
+        .unwrap()
+        .unwrap();
+    assert_eq!(lines.len(), 1);
+    let lines = b
+        .good
+        .price(
+            &request(Vehicle::Car, "m"),
+            STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS,
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(lines.len(), 4);
+}
+
+fn hostile_price(b: &Books, mode: &str) -> (PluginError, Duration) {
+    let start = Instant::now();
+    let err = b
+        .hostile
+        .price(&request(Vehicle::Car, mode), "")
+        .expect_err("a hostile call succeeded");
+    (err, start.elapsed())
+}
+
+#[test]
+fn endless_loop_times_out_at_the_deadline() {
+    let b = books(&engine());
+    let (err, took) = hostile_price(&b, "spin");
+    assert!(
+        matches!(err, PluginError::Timeout(d) if d == DEADLINE),
+        "{err}"
+    );
+    assert!(took >= DEADLINE, "interrupted early: {took:?}");
+    assert!(took < DEADLINE * 10, "interrupted late: {took:?}");
+    assert_unharmed(&b);
+}
+
+#[test]
+fn unbounded_allocation_hits_the_memory_cap() {
+    let b = books(&engine());
+    let (err, _) = hostile_price(&b, "balloon");
+    assert!(
+        matches!(err, PluginError::MemoryExceeded(n) if n == 64 << 20),
+        "{err}"
+    );
+    assert_unharmed(&b);
+}
+
+#[test]
+fn a_panic_is_a_trap() {
+    let b = books(&engine());
+    let (err, _) = hostile_price(&b, "trap");
+    assert!(matches!(err, PluginError::Trapped(_)), "{err}");
+    assert_unharmed(&b);
+}
+
+#[test]
+fn too_many_lines_are_refused() {
+    let b = books(&engine());
+    let (err, _) = hostile_price(&b, "flood");
+    assert!(matches!(err, PluginError::OutputTooLarge(_)), "{err}");
+    assert_unharmed(&b);
+}
+
+#[test]
+fn aliased_strings_are_refused_before_the_host_copies_them() {
+    // 20,000 strings that all point at one 1 MiB block: copying each would
+    // take ~20 GB. The copy budget stops it after a few.
+    let b = books(&engine());
+    let (err, took) = hostile_price(&b, "alias");
+    assert!(matches!(err, PluginError::OutputTooLarge(_)), "{err}");
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert_unharmed(&b);
+}
+
+#[test]
+fn validation_is_held_to_the_same_limits() {
+    let b = books(&engine());
+    let err = b.hostile.validate("spin").unwrap_err();
+    assert!(matches!(err, PluginError::Timeout(_)), "{err}");
+    let err = b.hostile.validate("balloon").unwrap_err();
+    assert!(matches!(err, PluginError::MemoryExceeded(_)), "{err}");
+    assert!(b.hostile.validate("fine").unwrap().is_ok());
+    assert_unharmed(&b);
+}
+
+#[test]
+fn oversized_inputs_never_reach_the_plugin() {
+    let b = books(&engine());
+    let settings = " ".repeat((64 << 10) + 1);
+    let err = b
+        .good
+        .price(&request(Vehicle::Car, "m"), &settings)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PluginError::InputTooLarge {
+                what: "settings",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = b
+        .good
+        .price(&request(Vehicle::Car, &"m".repeat(2000)), "{}")
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PluginError::InputTooLarge {
+                what: "merchant",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn hostile_shapers_fail_alone() {
+    let engine = engine();
+    let hostile = PayloadShaper::load(&engine, HOSTILE).unwrap();
+    let good = PayloadShaper::load(&engine, STANDARD_SHAPER).unwrap();
+    let event =
+        |name: &str| WebhookEvent::new(name, "2026-11-21T10:00:00Z", Environment::Test, "m");
+    for (mode, check) in [
+        (
+            "spin",
+            (|e: &PluginError| matches!(e, PluginError::Timeout(_))) as fn(&PluginError) -> bool,
+        ),
+        ("balloon", |e| matches!(e, PluginError::MemoryExceeded(_))),
+        ("trap", |e| matches!(e, PluginError::Trapped(_))),
+        ("flood", |e| matches!(e, PluginError::OutputTooLarge(_))),
+    ] {
+        let err = hostile.shape(&event(mode)).unwrap_err();
+        assert!(check(&err), "{mode}: {err}");
+        assert_eq!(hostile.shape(&event("ok")).unwrap().unwrap().body, b"{}");
+        let mut dead = event("payment_method.dead");
+        dead.payment_method_id = Some("pm_1".into());
+        assert!(good.shape(&dead).unwrap().is_ok());
+    }
+}
+
+#[test]
+fn concurrent_hostile_and_good_calls_do_not_interfere() {
+    let b = books(&engine());
+    std::thread::scope(|s| {
+        let hostile = s.spawn(|| {
+            for mode in ["spin", "balloon", "trap", "flood", "spin"] {
+                hostile_price(&b, mode);
+            }
+        });
+        for _ in 0..200 {
+            b.good
+                .price(
+                    &request(Vehicle::Van, "m"),
+                    STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS,
+                )
+                .unwrap()
+                .unwrap();
+        }
+        hostile.join().unwrap();
+    });
+    assert_unharmed(&b);
+}

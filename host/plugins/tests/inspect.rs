@@ -1,0 +1,59 @@
+//! Reading a component file without running it.
+
+mod common;
+
+use courier_plugins::defaults::{SANDBOX_PAYMENTS, STANDARD_PRICE_BOOK, STANDARD_SHAPER};
+use courier_plugins::{PluginError, World, inspect};
+
+#[test]
+fn defaults_implement_their_worlds() {
+    for (bytes, world) in [
+        (STANDARD_PRICE_BOOK, World::PriceBook),
+        (SANDBOX_PAYMENTS, World::PaymentAdapter),
+        (STANDARD_SHAPER, World::PayloadShaper),
+    ] {
+        let info = inspect(bytes).unwrap();
+        assert_eq!(info.worlds, [world]);
+        assert_eq!(info.size, bytes.len());
+        assert_eq!(info.sha256.len(), 64);
+        // The standard library's WASI imports are there, and not granted.
+        assert!(
+            info.imports
+                .iter()
+                .any(|i| i.name.starts_with("wasi:") && !i.granted)
+        );
+        // The sandbox does not use the network, so it does not import it.
+        assert!(
+            !info
+                .imports
+                .iter()
+                .any(|i| i.name.contains("outbound-http"))
+        );
+    }
+    assert_eq!(World::PriceBook.name(), "courier:pricing/price-book@1.0.0");
+    assert_eq!(World::PriceBook.package(), "courier:pricing@1.0.0");
+}
+
+#[test]
+fn capabilities_and_multiple_worlds_are_reported() {
+    let probe = inspect(common::HTTP_PROBE).unwrap();
+    assert_eq!(probe.worlds, [World::PaymentAdapter]);
+    let http = probe
+        .imports
+        .iter()
+        .find(|i| i.name == "courier:payments/outbound-http@1.0.0")
+        .unwrap();
+    assert!(http.granted);
+    let hostile = inspect(common::HOSTILE).unwrap();
+    assert_eq!(hostile.worlds, [World::PriceBook, World::PayloadShaper]);
+}
+
+#[test]
+fn non_components_are_refused() {
+    assert!(matches!(inspect(b"not wasm"), Err(PluginError::Compile(_))));
+    // The smallest core module: magic and version only.
+    let module = b"\0asm\x01\0\0\0";
+    assert!(
+        matches!(inspect(module), Err(PluginError::Compile(m)) if m.contains("core wasm module"))
+    );
+}
