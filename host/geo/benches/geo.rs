@@ -309,9 +309,9 @@ fn grid_growth() {
         .collect();
     println!("## Growth on generated grid cities (car only)\n");
     println!(
-        "| streets per side | junctions | car arcs | PBF size | generate | parse | CH preparation | load total | heap retained | heap peak | CH arcs | query p50 | query p99 |"
+        "| streets per side | junctions | car arcs | PBF size | generate | parse | CH preparation | load total | heap retained | heap peak | CH arcs | query p50 | query p99 | Dijkstra p50 (20 queries) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for side in sides {
         let started = Instant::now();
         let bytes = courier_geo::grid_city_pbf(side);
@@ -329,8 +329,16 @@ fn grid_growth() {
         let queries = latencies(&pairs, |(from, to)| {
             black_box(loaded.network.route(Vehicle::Car, *from, *to).ok());
         });
+        let reference = latencies(&pairs[..20], |(from, to)| {
+            black_box(
+                loaded
+                    .network
+                    .route_reference(Vehicle::Car, *from, *to)
+                    .ok(),
+            );
+        });
         println!(
-            "| {side} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {side} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             stats.junctions,
             car.arcs,
             kibibytes(pbf_size),
@@ -343,6 +351,7 @@ fn grid_growth() {
             car.hierarchy_arcs,
             micros(percentile(&queries, 0.5)),
             micros(percentile(&queries, 0.99)),
+            micros(percentile(&reference, 0.5)),
         );
     }
     println!();

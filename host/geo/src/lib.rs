@@ -22,8 +22,10 @@
 //! - [`LatLon`], [`Polygon`] (coverage areas; [`RoadNetwork::network_area`] is the convex hull
 //!   of the roads, markets may build their own with [`Polygon::from_lon_lat`]).
 //! - [`Vehicle`]: `bicycle`, `electric_bicycle`, `motorcycle`, `car`, `van`, ordered smallest
-//!   first. Which roads each may use, in which direction and how fast is documented in the
-//!   `profile` rules summarised on [`Vehicle`]'s module and in the crate README section below.
+//!   first (see the vehicle rules below).
+//! - [`RoadNetwork::from_pbf_file`] / [`RoadNetwork::from_pbf_bytes`] (every vehicle) or the
+//!   `_with` variants taking [`LoadOptions`] (a subset of vehicles) → [`LoadError`];
+//!   [`RoadNetwork::stats`] → [`NetworkStats`] (sizes and build timings per vehicle).
 //! - [`RoadNetwork::route`] → [`Route`] (metres, seconds, shape) or [`RouteError`]. Endpoints
 //!   are snapped to the nearest road the vehicle may use within [`MAX_SNAP_DISTANCE_METRES`];
 //!   farther away is [`RouteError::TooFarFromRoad`]. Routes start and end at the projections of
@@ -43,7 +45,8 @@
 //! streets unless riding is allowed there. `access` tags refine this per vehicle (most specific
 //! key wins), one-way rules follow `oneway`, roundabouts and motorways with bicycle contraflow
 //! exceptions, and speeds come from `maxspeed` or class defaults, capped per vehicle. The full
-//! rules are in the source of the `profile` module.
+//! rules (tables of classes, access keys and values, speeds) are the module documentation of
+//! `src/profile.rs`.
 //!
 //! # How routing works
 //!

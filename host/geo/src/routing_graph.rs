@@ -266,3 +266,28 @@ fn count_touched_nodes(node_count: usize, arcs: &[Arc], offsets: &[u32]) -> usiz
     }
     touched.iter().filter(|&&t| t).count()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arcs_pack_edge_and_direction() {
+        assert_eq!(std::mem::size_of::<Arc>(), 12);
+        let backward = Arc::new(7, 1_500, BACKWARD_BIT - 1, false);
+        assert_eq!(
+            (backward.edge(), backward.is_forward()),
+            (BACKWARD_BIT - 1, false)
+        );
+        let forward = Arc::new(7, 1_500, 42, true);
+        assert_eq!((forward.edge(), forward.is_forward()), (42, true));
+    }
+
+    #[test]
+    fn travel_time_is_never_zero() {
+        assert_eq!(travel_millis(100.0, 36.0), 10_000);
+        assert_eq!(travel_millis(0.0, 36.0), 1);
+        assert_eq!(open(0), None);
+        assert_eq!(open(5), Some(5));
+    }
+}

@@ -70,6 +70,27 @@ pub(crate) fn typo_budget(token: &str) -> usize {
     }
 }
 
+/// Lower bound of the edit distance: the larger of the letters `a` has in excess and the
+/// letters it lacks, compared with `b` (tokens are lowercase ASCII letters and digits).
+fn letter_count_difference(a: &[u8], b: &[u8]) -> usize {
+    let slot = |c: u8| match c {
+        b'a'..=b'z' => usize::from(c - b'a'),
+        b'0'..=b'9' => 26 + usize::from(c - b'0'),
+        _ => 36,
+    };
+    let mut balance = [0i8; 37];
+    for &c in a {
+        balance[slot(c)] += 1;
+    }
+    for &c in b {
+        balance[slot(c)] -= 1;
+    }
+    let (excess, lack) = balance.iter().fold((0usize, 0usize), |(e, l), &n| {
+        (e + n.max(0) as usize, l + (-n).max(0) as usize)
+    });
+    excess.max(lack)
+}
+
 /// Tokens longer than this (in bytes) are only matched exactly.
 const MAX_FUZZY_LEN: usize = 48;
 
@@ -82,21 +103,7 @@ pub(crate) fn bounded_edit_distance(a: &str, b: &str, limit: usize) -> Option<us
     if a.len().abs_diff(b.len()) > limit || a.len() > MAX_FUZZY_LEN || b.len() > MAX_FUZZY_LEN {
         return None;
     }
-    let mut balance = [0i16; 256];
-    for &c in a {
-        balance[usize::from(c)] += 1;
-    }
-    for &c in b {
-        balance[usize::from(c)] -= 1;
-    }
-    let (surplus, deficit) = balance.iter().fold((0usize, 0usize), |(s, d), &n| {
-        if n > 0 {
-            (s + n as usize, d)
-        } else {
-            (s, d + (-n) as usize)
-        }
-    });
-    if surplus.max(deficit) > limit {
+    if letter_count_difference(a, b) > limit {
         return None;
     }
 
@@ -186,6 +193,8 @@ mod tests {
         assert_eq!(bounded_edit_distance("ab", "abcd", 1), None);
         assert_eq!(bounded_edit_distance("kitten", "sitting", 3), Some(3));
         assert_eq!(bounded_edit_distance("kitten", "sitting", 2), None);
+        assert_eq!(letter_count_difference(b"listen", b"silent"), 0);
+        assert_eq!(letter_count_difference(b"pratt", b"prat"), 1);
         let long = "x".repeat(MAX_FUZZY_LEN + 1);
         assert_eq!(bounded_edit_distance(&long, &long, 2), None);
     }
