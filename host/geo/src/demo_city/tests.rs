@@ -40,6 +40,10 @@ fn generation_is_deterministic_and_loads() {
     assert_eq!(stats.profiles.len(), 5);
     let area = demo().network_area();
     assert!(area.contains(junction(10, 10)));
+    // The documented bounding box holds every road.
+    for v in area.vertices() {
+        assert!((19.9998..=20.0202).contains(&v.lat) && (49.997..=50.021).contains(&v.lon));
+    }
     assert!(!area.contains(LatLon::new(20.05, 50.01)));
 }
 
