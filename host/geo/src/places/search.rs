@@ -112,13 +112,19 @@ pub(super) fn search(
         }
     }
 
-    // Every token must match; a query of several tokens may miss one, at a cost.
+    // Every token must match; a query of several tokens may miss one, at a cost, but numbers
+    // alone ("12", a postcode) never carry a match when the query also has words.
     let required = if count >= 2 { count - 1 } else { count };
+    let words: Vec<usize> = (0..count)
+        .filter(|&k| !text::is_numeric(&tokens[k]))
+        .collect();
     let mut ranked: Vec<(i64, f64, u32)> = candidates
         .into_iter()
         .filter_map(|(id, candidate)| {
             let matched = candidate.quality.iter().filter(|&&q| q > 0.0).count();
-            if matched < required {
+            let matched_a_word =
+                words.is_empty() || words.iter().any(|&k| candidate.quality[k] > 0.0);
+            if matched < required || !matched_a_word {
                 return None;
             }
             let entry = &index.entries[id as usize];
@@ -145,7 +151,7 @@ pub(super) fn search(
     };
     // Common words match thousands of entries; order only enough of the best to fill `limit`
     // after duplicates are dropped, and fall back to all of them when that is not enough.
-    let shortlist = limit.saturating_mul(4).max(limit + 16);
+    let shortlist = limit.saturating_mul(4).max(limit.saturating_add(16));
     if ranked.len() > shortlist {
         let mut best = ranked.clone();
         best.select_nth_unstable_by(shortlist - 1, order);
@@ -162,7 +168,7 @@ pub(super) fn search(
 
 /// The first `limit` ranked entries, skipping repeats of a name already listed close by.
 fn distinct_places(index: &PlaceIndex, ranked: &[(i64, f64, u32)], limit: usize) -> Vec<Place> {
-    let mut results: Vec<Place> = Vec::with_capacity(limit);
+    let mut results: Vec<Place> = Vec::with_capacity(limit.min(ranked.len()));
     for &(_, _, id) in ranked {
         let entry = &index.entries[id as usize];
         let duplicate = results.iter().any(|p| {

@@ -153,8 +153,11 @@ fn one_unknown_token_is_tolerated_but_ranked_lower() {
     let index = springfield();
     let results = index.search("12 Main Street Nowhere", None, 3);
     assert_eq!(results[0].name, "12 Main Street, Springfield");
-    // A single unknown word finds nothing.
+    // A single unknown word finds nothing, and neither does a number with an unknown word.
     assert!(index.search("Nowhere", None, 3).is_empty());
+    assert!(index.search("12 Nowhere", None, 3).is_empty());
+    // An unbounded limit lists every partial match: six Main Street addresses, two streets.
+    assert_eq!(index.search("12 Main Street", None, usize::MAX).len(), 8);
     assert!(index.search("", None, 3).is_empty());
     assert!(index.search("12 Main Street", None, 0).is_empty());
 }
