@@ -52,7 +52,8 @@
 //!
 //! Ways are cut at shared nodes into edges that keep every bend. Each vehicle gets travel-time
 //! weights (milliseconds) and a contraction hierarchy ([`fast_paths`]), prepared in parallel at
-//! load time. Only the largest strongly connected part of each vehicle's graph is used for
+//! load time; vehicles with identical weights share one, and a vehicle using the same roads as
+//! another with different speeds reuses its contraction order ([`Preparation`]). Only the largest strongly connected part of each vehicle's graph is used for
 //! snapping, so a point next to an isolated car park still gets a route.
 
 mod coords;
@@ -72,7 +73,7 @@ mod vehicle;
 
 pub use coords::LatLon;
 pub use demo_city::{demo_city_pbf, grid_city_pbf};
-pub use network::{LoadError, LoadOptions, NetworkStats, ProfileStats, RoadNetwork};
+pub use network::{LoadError, LoadOptions, NetworkStats, Preparation, ProfileStats, RoadNetwork};
 pub use places::{Place, PlaceIndex, REVERSE_ADDRESS_RADIUS_METRES, REVERSE_STREET_RADIUS_METRES};
 pub use polygon::{Polygon, PolygonError};
 pub use route::{Endpoint, Route, RouteError};

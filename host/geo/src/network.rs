@@ -3,6 +3,7 @@
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -12,8 +13,8 @@ use crate::graph::RoadGraph;
 use crate::osm::{self, OsmExtract};
 use crate::places::PlaceIndex;
 use crate::polygon::Polygon;
-use crate::route::{self, Engine, Route, RouteError};
-use crate::routing_graph::RoutingGraph;
+use crate::route::{self, Engine, Route, RouteError, RoutingContext};
+use crate::routing_graph::{EdgeTimes, RoutingGraph};
 use crate::snap::Snapper;
 use crate::vehicle::Vehicle;
 
@@ -79,7 +80,21 @@ pub struct ProfileStats {
     pub connected_nodes: usize,
     /// Arcs in the contraction hierarchy, shortcuts included.
     pub hierarchy_arcs: usize,
+    pub preparation: Preparation,
+    /// Time to prepare this vehicle's hierarchy (shared hierarchies report their owner's).
     pub prepare_time: Duration,
+}
+
+/// How a vehicle's contraction hierarchy was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preparation {
+    /// Contracted from scratch.
+    Contracted,
+    /// Contracted in the order computed for this vehicle, whose roads are the same but whose
+    /// travel times differ (electric bicycle after bicycle, van after car).
+    OrderOf(Vehicle),
+    /// The same hierarchy as this vehicle's: travel times are identical on every road.
+    SharedWith(Vehicle),
 }
 
 /// A routable road network with its places, built once from an extract and shared (it is
@@ -87,7 +102,8 @@ pub struct ProfileStats {
 pub struct RoadNetwork {
     graph: RoadGraph,
     snapper: Snapper,
-    routing: Vec<RoutingGraph>,
+    /// Per prepared vehicle, smallest first; vehicles with identical times share a graph.
+    routing: Vec<(Vehicle, Arc<RoutingGraph>)>,
     area: Polygon,
     places: PlaceIndex,
     stats: NetworkStats,
@@ -147,15 +163,10 @@ impl RoadNetwork {
         let mut build_time = build_started.elapsed();
 
         let prepare_started = Instant::now();
-        let ((routing, snapper), (places, places_time)) = rayon::join(
+        let ((prepared, snapper), (places, places_time)) = rayon::join(
             || {
                 rayon::join(
-                    || {
-                        vehicles
-                            .par_iter()
-                            .map(|&vehicle| RoutingGraph::build(&graph, vehicle))
-                            .collect::<Vec<_>>()
-                    },
+                    || prepare_vehicles(&graph, &vehicles),
                     || Snapper::new(&graph),
                 )
             },
@@ -175,22 +186,26 @@ impl RoadNetwork {
             parse_time,
             build_time,
             prepare_time,
-            profiles: routing
+            profiles: prepared
                 .iter()
-                .map(|r| ProfileStats {
-                    vehicle: r.vehicle,
-                    nodes: r.stats.nodes,
-                    arcs: r.stats.arcs,
-                    connected_nodes: r.stats.core_nodes,
-                    hierarchy_arcs: r.stats.hierarchy_arcs,
-                    prepare_time: r.stats.preparation,
+                .map(|(vehicle, routing, preparation)| ProfileStats {
+                    vehicle: *vehicle,
+                    nodes: routing.stats.nodes,
+                    arcs: routing.stats.arcs,
+                    connected_nodes: routing.stats.core_nodes,
+                    hierarchy_arcs: routing.stats.hierarchy_arcs,
+                    preparation: *preparation,
+                    prepare_time: routing.stats.preparation,
                 })
                 .collect(),
         };
         Ok(Self {
             graph,
             snapper,
-            routing,
+            routing: prepared
+                .into_iter()
+                .map(|(vehicle, routing, _)| (vehicle, routing))
+                .collect(),
             area,
             places,
             stats,
@@ -220,17 +235,23 @@ impl RoadNetwork {
         from: LatLon,
         to: LatLon,
     ) -> Result<Route, RouteError> {
-        let routing = self
+        let (_, routing) = self
             .routing
             .iter()
-            .find(|r| r.vehicle == vehicle)
+            .find(|(v, _)| *v == vehicle)
             .ok_or(RouteError::VehicleNotPrepared(vehicle))?;
-        route::route(&self.graph, &self.snapper, routing, engine, from, to)
+        let context = RoutingContext {
+            graph: &self.graph,
+            snapper: &self.snapper,
+            routing,
+            vehicle,
+        };
+        route::route(&context, engine, from, to)
     }
 
     /// Vehicles this network can route, smallest first.
     pub fn vehicles(&self) -> Vec<Vehicle> {
-        self.routing.iter().map(|r| r.vehicle).collect()
+        self.routing.iter().map(|(vehicle, _)| *vehicle).collect()
     }
 
     /// The convex hull of every road coordinate: a default coverage area. (A network whose
@@ -246,6 +267,84 @@ impl RoadNetwork {
     pub fn stats(&self) -> NetworkStats {
         self.stats.clone()
     }
+}
+
+/// How one vehicle's routing graph is obtained, by index into the prepared vehicles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    Contract,
+    ContractInOrderOf(usize),
+    ShareWith(usize),
+}
+
+/// Prepares routing for `vehicles` (sorted, distinct): vehicles with identical travel times
+/// share one graph, and a vehicle whose roads match an earlier one's reuses its contraction
+/// order. Graphs contracted from scratch are built in parallel first, the reordered ones after.
+fn prepare_vehicles(
+    graph: &RoadGraph,
+    vehicles: &[Vehicle],
+) -> Vec<(Vehicle, Arc<RoutingGraph>, Preparation)> {
+    let times: Vec<EdgeTimes> = vehicles
+        .par_iter()
+        .map(|&vehicle| EdgeTimes::for_vehicle(graph, vehicle))
+        .collect();
+    let mut plans: Vec<Plan> = Vec::with_capacity(vehicles.len());
+    for i in 0..vehicles.len() {
+        let identical = (0..i).find(|&j| times[j] == times[i]);
+        let same_roads =
+            (0..i).find(|&j| plans[j] == Plan::Contract && times[j].same_topology(&times[i]));
+        plans.push(match (identical, same_roads) {
+            (Some(j), _) => Plan::ShareWith(j),
+            (None, Some(j)) => Plan::ContractInOrderOf(j),
+            (None, None) => Plan::Contract,
+        });
+    }
+
+    let mut times: Vec<Option<EdgeTimes>> = times.into_iter().map(Some).collect();
+    let mut prepared: Vec<Option<Arc<RoutingGraph>>> = vec![None; vehicles.len()];
+    let stages: [fn(Plan) -> bool; 2] = [
+        |plan| plan == Plan::Contract,
+        |plan| matches!(plan, Plan::ContractInOrderOf(_)),
+    ];
+    for in_stage in stages {
+        let jobs: Vec<(usize, EdgeTimes, Option<Arc<RoutingGraph>>)> = (0..vehicles.len())
+            .filter(|&i| in_stage(plans[i]))
+            .map(|i| {
+                let donor = match plans[i] {
+                    Plan::ContractInOrderOf(j) => prepared[j].clone(),
+                    _ => None,
+                };
+                let edge_times = times[i].take().expect("each vehicle is prepared once");
+                (i, edge_times, donor)
+            })
+            .collect();
+        let done: Vec<(usize, RoutingGraph)> = jobs
+            .into_par_iter()
+            .map(|(i, edge_times, donor)| {
+                (
+                    i,
+                    RoutingGraph::prepare(graph, edge_times, donor.as_deref()),
+                )
+            })
+            .collect();
+        for (i, routing) in done {
+            prepared[i] = Some(Arc::new(routing));
+        }
+    }
+
+    plans
+        .iter()
+        .enumerate()
+        .map(|(i, plan)| {
+            let (owner, preparation) = match *plan {
+                Plan::Contract => (i, Preparation::Contracted),
+                Plan::ContractInOrderOf(j) => (i, Preparation::OrderOf(vehicles[j])),
+                Plan::ShareWith(j) => (j, Preparation::SharedWith(vehicles[j])),
+            };
+            let routing = prepared[owner].clone().expect("every plan was carried out");
+            (vehicles[i], routing, preparation)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -59,15 +59,26 @@ pub(crate) enum Engine {
     Dijkstra,
 }
 
+/// The road, snapping index and `vehicle`'s routing graph a query runs on.
+pub(crate) struct RoutingContext<'a> {
+    pub(crate) graph: &'a RoadGraph,
+    pub(crate) snapper: &'a Snapper,
+    pub(crate) routing: &'a RoutingGraph,
+    pub(crate) vehicle: Vehicle,
+}
+
 pub(crate) fn route(
-    graph: &RoadGraph,
-    snapper: &Snapper,
-    routing: &RoutingGraph,
+    context: &RoutingContext,
     engine: Engine,
     from: LatLon,
     to: LatLon,
 ) -> Result<Route, RouteError> {
-    let vehicle = routing.vehicle;
+    let RoutingContext {
+        graph,
+        snapper,
+        routing,
+        vehicle,
+    } = *context;
     let snap = |endpoint: Endpoint, at: LatLon| {
         if !at.is_valid() {
             return Err(RouteError::InvalidCoordinate {

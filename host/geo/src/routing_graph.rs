@@ -1,5 +1,5 @@
-//! One vehicle's view of the road graph: travel-time weights, adjacency, the connected core it
-//! may snap to, and its contraction hierarchy.
+//! A vehicle's view of the road graph: travel-time weights, adjacency, the connected core it
+//! may snap to, and its contraction hierarchy. Vehicles with identical travel times share one.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -67,8 +67,43 @@ pub(crate) struct NodePath {
     pub(crate) nodes: Vec<NodeIndex>,
 }
 
+/// One vehicle's forward and backward travel time per edge, 0 where closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EdgeTimes(Vec<[EdgeMillis; 2]>);
+
+impl EdgeTimes {
+    pub(crate) fn for_vehicle(graph: &RoadGraph, vehicle: Vehicle) -> Self {
+        let times = (0..graph.edges.len())
+            .map(|edge| {
+                let length = graph.edges[edge].length_metres;
+                match graph.access(edge as EdgeIndex, vehicle) {
+                    None => [0, 0],
+                    Some(access) => {
+                        let millis = travel_millis(length, access.speed_kmh);
+                        [
+                            if access.forward { millis } else { 0 },
+                            if access.backward { millis } else { 0 },
+                        ]
+                    }
+                }
+            })
+            .collect();
+        Self(times)
+    }
+
+    /// True when both open exactly the same edge directions (only the times differ), so a
+    /// contraction order computed for one suits the other.
+    pub(crate) fn same_topology(&self, other: &EdgeTimes) -> bool {
+        self.0.len() == other.0.len()
+            && self
+                .0
+                .iter()
+                .zip(&other.0)
+                .all(|(a, b)| (a[0] > 0) == (b[0] > 0) && (a[1] > 0) == (b[1] > 0))
+    }
+}
+
 pub(crate) struct RoutingGraph {
-    pub(crate) vehicle: Vehicle,
     /// Forward and backward travel time per edge, 0 where closed.
     weights: Vec<[EdgeMillis; 2]>,
     /// Compressed adjacency: arcs leaving node `n` are `arcs[offsets[n]..offsets[n + 1]]`.
@@ -93,6 +128,8 @@ pub(crate) struct RoutingGraphStats {
     /// Arcs of the prepared hierarchy, shortcuts included.
     pub(crate) hierarchy_arcs: usize,
     pub(crate) preparation: Duration,
+    /// The contraction order came from a graph of the same shape instead of being computed.
+    pub(crate) reused_order: bool,
 }
 
 /// Converts a length and speed into milliseconds, never 0 (zero-weight arcs break the
@@ -102,25 +139,17 @@ fn travel_millis(length_metres: f64, speed_kmh: f64) -> EdgeMillis {
 }
 
 impl RoutingGraph {
-    pub(crate) fn build(graph: &RoadGraph, vehicle: Vehicle) -> Self {
+    /// Prepares routing over `times`. With `order_from`, a graph of the same shape, its
+    /// contraction order is reused: contraction stays exact with any order, and skipping the
+    /// order search makes preparation several times faster.
+    pub(crate) fn prepare(
+        graph: &RoadGraph,
+        times: EdgeTimes,
+        order_from: Option<&RoutingGraph>,
+    ) -> Self {
         let started = Instant::now();
         let node_count = graph.node_positions.len();
-        let weights: Vec<[EdgeMillis; 2]> = (0..graph.edges.len())
-            .map(|edge| {
-                let length = graph.edges[edge].length_metres;
-                match graph.access(edge as EdgeIndex, vehicle) {
-                    None => [0, 0],
-                    Some(access) => {
-                        let millis = travel_millis(length, access.speed_kmh);
-                        [
-                            if access.forward { millis } else { 0 },
-                            if access.backward { millis } else { 0 },
-                        ]
-                    }
-                }
-            })
-            .collect();
-
+        let weights = times.0;
         let mut degree = vec![0u32; node_count + 1];
         let mut arcs_unordered = Vec::new();
         for (edge, (road, &[forward, backward])) in graph.edges.iter().zip(&weights).enumerate() {
@@ -161,7 +190,12 @@ impl RoutingGraph {
             }
         }
         input.freeze();
-        let hierarchy = fast_paths::prepare(&input);
+        let ordered = order_from.and_then(|template| {
+            let order = fast_paths::get_node_ordering(&template.hierarchy);
+            fast_paths::prepare_with_order(&input, &order).ok()
+        });
+        let reused_order = ordered.is_some();
+        let hierarchy = ordered.unwrap_or_else(|| fast_paths::prepare(&input));
 
         let stats = RoutingGraphStats {
             nodes: count_touched_nodes(node_count, &arcs, &offsets),
@@ -169,9 +203,9 @@ impl RoutingGraph {
             core_nodes: core.iter().filter(|&&c| c).count(),
             hierarchy_arcs: hierarchy.get_num_out_edges() + hierarchy.get_num_in_edges(),
             preparation: started.elapsed(),
+            reused_order,
         };
         Self {
-            vehicle,
             weights,
             offsets,
             arcs,

@@ -327,3 +327,36 @@ fn network_area_covers_the_roads() {
     assert!(!area.contains(at(1.0, 1.5)));
     assert!(!area.contains(at(-0.5, 0.5)));
 }
+
+#[test]
+fn identical_vehicles_share_and_similar_ones_reuse_the_contraction_order() {
+    // A cycleway gives bicycles roads that motor vehicles lack.
+    let network = load(
+        block(RESIDENTIAL)
+            .node(9, 1.0, -1.0)
+            .way(&[2, 9], &[("highway", "cycleway")]),
+    );
+    let preparations: Vec<(Vehicle, Preparation)> = network
+        .stats()
+        .profiles
+        .iter()
+        .map(|p| (p.vehicle, p.preparation))
+        .collect();
+    assert_eq!(
+        preparations,
+        [
+            (Vehicle::Bicycle, Preparation::Contracted),
+            (
+                Vehicle::ElectricBicycle,
+                Preparation::OrderOf(Vehicle::Bicycle)
+            ),
+            (Vehicle::Motorcycle, Preparation::Contracted),
+            (Vehicle::Car, Preparation::SharedWith(Vehicle::Motorcycle)),
+            (Vehicle::Van, Preparation::OrderOf(Vehicle::Motorcycle)),
+        ]
+    );
+    // A car-only restriction separates car and motorcycle.
+    let network = load(block(&[("highway", "residential"), ("motorcar", "no")]));
+    let car = network.stats().profiles[3].clone();
+    assert_eq!(car.preparation, Preparation::Contracted);
+}
