@@ -45,16 +45,16 @@
 //! streets unless riding is allowed there. `access` tags refine this per vehicle (most specific
 //! key wins), one-way rules follow `oneway`, roundabouts and motorways with bicycle contraflow
 //! exceptions, and speeds come from `maxspeed` or class defaults, capped per vehicle. The full
-//! rules (tables of classes, access keys and values, speeds) are the module documentation of
-//! `src/profile.rs`.
+//! rules (tables of classes, access keys and values, speeds) are on [`Vehicle`].
 //!
 //! # How routing works
 //!
 //! Ways are cut at shared nodes into edges that keep every bend. Each vehicle gets travel-time
 //! weights (milliseconds) and a contraction hierarchy ([`fast_paths`]), prepared in parallel at
 //! load time; vehicles with identical weights share one, and a vehicle using the same roads as
-//! another with different speeds reuses its contraction order ([`Preparation`]). Only the largest strongly connected part of each vehicle's graph is used for
-//! snapping, so a point next to an isolated car park still gets a route.
+//! another with different speeds reuses its contraction order ([`Preparation`]). Only the
+//! largest strongly connected part of each vehicle's graph is used for snapping, so a point
+//! next to an isolated car park still gets a route.
 
 mod coords;
 mod demo_city;

@@ -5,6 +5,10 @@ use std::str::FromStr;
 
 /// A courier vehicle, ordered from smallest to largest (markets use "the smallest vehicle the
 /// market offers", so the order is part of the contract).
+///
+/// # Road rules
+///
+#[doc = include_str!("vehicle_rules.md")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Vehicle {
     Bicycle,

@@ -1,35 +1,4 @@
-//! Places search and reverse geocoding over an extract's streets, addresses, postcodes, named
-//! places and points of interest.
-//!
-//! # What is indexed
-//!
-//! - Addresses: nodes and buildings (at their centroid) with `addr:housenumber` and
-//!   `addr:street` (or `addr:place`); the name follows the local convention, house number
-//!   first ("2019 East Pratt Street, Baltimore") unless the address's country (its own
-//!   `addr:country`, else the extract's most common one) writes the street first ("Städtle 43,
-//!   Vaduz"). A missing city is taken from the nearest address within 500 m that has one, else
-//!   the nearest city, town or village within 5 km.
-//! - Streets: named highways, merged per name where their ways touch, placed at the street's
-//!   node nearest its centre and named "Street, City".
-//! - Postcodes: one entry per postcode at the centre of its addresses ("21231 Baltimore").
-//! - `place=*` nodes and areas (cities, towns, villages, suburbs, hamlets, localities) and named
-//!   `amenity`/`shop`/`tourism` points of interest.
-//!
-//! # Search
-//!
-//! Queries and names are tokenised the same way (accents transliterated, case folded, common
-//! abbreviations like "St" or "E" expanded). A query token matches a name token exactly, as a
-//! prefix when it is the last token (the user may still be typing), or with up to one typo from
-//! 4 letters and two from 8 (numbers must match exactly). Every query token must match; when
-//! nothing matches them all, results missing one token are still offered, ranked lower. Ranking
-//! is by match quality (exact before prefix before typo, how much of the entry's own name the
-//! query covers, a small preference for towns, postcodes and streets over single addresses),
-//! then by distance to `near`.
-//!
-//! # Reverse geocoding
-//!
-//! The nearest address within [`REVERSE_ADDRESS_RADIUS_METRES`], else the nearest point on a
-//! named street within [`REVERSE_STREET_RADIUS_METRES`], else nothing.
+#![doc = include_str!("rules.md")]
 
 mod collect;
 mod search;
@@ -81,7 +50,9 @@ struct Posting {
 /// Name tokens beyond this many share the last bit of the coverage mask.
 const CONTEXT_SLOT: u8 = 31;
 
-/// Searchable places of one extract. Built with the road network; see the module docs.
+/// Searchable places of one extract, built with the road network.
+///
+#[doc = include_str!("rules.md")]
 pub struct PlaceIndex {
     entries: Vec<Entry>,
     /// Sorted, unique normalised tokens.
@@ -181,12 +152,12 @@ impl PlaceIndex {
         self.entries.is_empty()
     }
 
-    /// Free-text search, best first; see the module docs for matching and ranking.
+    /// Free-text search, best first; see the type docs for matching and ranking.
     pub fn search(&self, query: &str, near: Option<LatLon>, limit: usize) -> Vec<Place> {
         search::search(self, query, near.filter(LatLon::is_valid), limit)
     }
 
-    /// The address at `at`, else the street, else `None`; see the module docs.
+    /// The address at `at`, else the street, else `None`; see the type docs.
     pub fn reverse(&self, at: LatLon) -> Option<Place> {
         if !at.is_valid() {
             return None;
