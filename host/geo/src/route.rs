@@ -13,7 +13,7 @@ pub struct Route {
     pub distance_metres: u32,
     pub duration_seconds: u32,
     /// Every road bend in travel order, from the origin's projection onto its road to the
-    /// destination's projection onto its road.
+    /// destination's projection onto its road; always at least two points.
     pub shape: Vec<LatLon>,
 }
 
@@ -163,7 +163,11 @@ fn same_edge_millis(routing: &RoutingGraph, origin: &Snap, destination: &Snap) -
     }
 }
 
-fn to_route(distance_metres: f64, millis: Millis, shape: Vec<LatLon>) -> Route {
+fn to_route(distance_metres: f64, millis: Millis, mut shape: Vec<LatLon>) -> Route {
+    // A line needs two points even when origin and destination coincide.
+    if let [only] = shape[..] {
+        shape.push(only);
+    }
     Route {
         distance_metres: distance_metres.round() as u32,
         duration_seconds: (millis as f64 / 1000.0).round() as u32,

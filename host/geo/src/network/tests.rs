@@ -240,6 +240,7 @@ fn endpoints_on_the_same_edge() {
     // Identical endpoints give an empty route.
     let stay = route(&network, Vehicle::Car, a, a);
     assert_eq!((stay.distance_metres, stay.duration_seconds), (0, 0));
+    assert_eq!(stay.shape.len(), 2, "still a line");
 }
 
 #[test]
