@@ -62,9 +62,12 @@ pub struct NetworkStats {
     pub shape_points: usize,
     pub places: usize,
     pub parse_time: Duration,
-    /// Topology, snapping index, coverage and places.
+    /// Cutting ways into the road graph and computing the coverage area.
     pub build_time: Duration,
-    /// Wall-clock time of all contraction-hierarchy preparations (they run in parallel).
+    /// Building the places index (alongside the preparation, so included in `prepare_time`).
+    pub places_time: Duration,
+    /// Wall-clock time of the parallel phase: every vehicle's contraction hierarchy, the
+    /// snapping index and the places index.
     pub prepare_time: Duration,
     pub profiles: Vec<ProfileStats>,
 }
@@ -160,7 +163,7 @@ impl RoadNetwork {
         }
         let area = Polygon::covering(graph.points(), DEGENERATE_AREA_MARGIN_DEGREES)
             .ok_or(LoadError::NoRoads)?;
-        let mut build_time = build_started.elapsed();
+        let build_time = build_started.elapsed();
 
         let prepare_started = Instant::now();
         let ((prepared, snapper), (places, places_time)) = rayon::join(
@@ -176,7 +179,6 @@ impl RoadNetwork {
             },
         );
         let prepare_time = prepare_started.elapsed();
-        build_time += places_time;
 
         let stats = NetworkStats {
             junctions: graph.node_positions.len(),
@@ -185,6 +187,7 @@ impl RoadNetwork {
             places: places.len(),
             parse_time,
             build_time,
+            places_time,
             prepare_time,
             profiles: prepared
                 .iter()
