@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use courier_plugins::defaults::{STANDARD_PRICE_BOOK, STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS};
 use courier_plugins::{
-    EngineConfig, LocalDateTime, PluginEngine, PriceBook, PriceRequest, Slot, Vehicle, Weekday,
+    EngineConfig, LocalDateTime, PluginEngine, PreparedSettings, PriceBook, PriceRequest, Slot,
+    Vehicle, Weekday,
 };
 
 fn request() -> PriceRequest {
@@ -59,7 +60,7 @@ fn us(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)
 }
 
-fn single_calls(book: &PriceBook, settings: &str, n: usize) -> Stats {
+fn single_calls(book: &PriceBook, settings: &PreparedSettings, n: usize) -> Stats {
     let req = request();
     for _ in 0..2_000 {
         book.price(&req, settings).unwrap().unwrap();
@@ -76,7 +77,7 @@ fn single_calls(book: &PriceBook, settings: &str, n: usize) -> Stats {
 
 struct Active {
     book: PriceBook,
-    settings: String,
+    settings: PreparedSettings,
 }
 
 /// `threads` threads price for `run`; with `swap_every`, another thread
@@ -142,54 +143,71 @@ fn under_load(
 fn main() {
     let engine = PluginEngine::new(EngineConfig::default()).unwrap();
     let book = PriceBook::load(&engine, STANDARD_PRICE_BOOK).unwrap();
-    let settings = STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS;
-    let lines = book.price(&request(), settings).unwrap().unwrap();
+    let prepare = |book: &PriceBook, json: &str| book.prepare(json).unwrap().unwrap();
+    let example = prepare(&book, STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS);
+    let lines = book.price(&request(), &example).unwrap().unwrap();
     println!(
-        "price book: {} bytes, example settings {} bytes, {} lines",
+        "price book: {} bytes; example settings {} bytes of JSON; {} lines",
         STANDARD_PRICE_BOOK.len(),
-        settings.len(),
+        STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS.len(),
         lines.len()
     );
 
-    let s = single_calls(&book, settings, 20_000);
+    let s = single_calls(&book, &example, 20_000);
     println!(
-        "one call, fresh store + instance (example settings): p50 {}  p99 {}  mean {}",
+        "one call, fresh store + instance, example settings: p50 {}  p99 {}  mean {}",
         us(s.p50),
         us(s.p99),
         us(s.mean)
     );
-    let small = r#"{"schema":1,"vehicles":{"car":{"base_fare_minor":650,"per_km_minor":160,"per_minute_minor":18,"minimum_fare_minor":950}},"tax_rate_bp":2000}"#;
-    let s = single_calls(&book, small, 20_000);
+    let small = prepare(
+        &book,
+        r#"{"schema":1,"vehicles":{"car":{"base_fare_minor":650,"per_km_minor":160,"per_minute_minor":18,"minimum_fare_minor":950}},"tax_rate_bp":2000}"#,
+    );
+    let s = single_calls(&book, &small, 20_000);
     println!(
-        "one call, fresh store + instance (one-vehicle settings, {} bytes): p50 {}  p99 {}  mean {}",
-        small.len(),
+        "one call, fresh store + instance, one-vehicle settings: p50 {}  p99 {}  mean {}",
         us(s.p50),
         us(s.p99),
         us(s.mean)
+    );
+    let start = Instant::now();
+    for _ in 0..1_000 {
+        prepare(&book, STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS);
+    }
+    println!(
+        "prepare example settings (once per load/activation): {} per call",
+        us(start.elapsed() / 1_000)
     );
 
+    let v1 = PriceBook::load(&engine, STANDARD_PRICE_BOOK).unwrap();
+    let v2 = PriceBook::load(&engine, STANDARD_PRICE_BOOK).unwrap();
     let versions = [
         Active {
-            book: PriceBook::load(&engine, STANDARD_PRICE_BOOK).unwrap(),
-            settings: settings.to_owned(),
+            settings: prepare(&v1, STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS),
+            book: v1,
         },
         Active {
-            book: PriceBook::load(&engine, STANDARD_PRICE_BOOK).unwrap(),
-            settings: settings.replace("\"tax_rate_bp\": 2000", "\"tax_rate_bp\": 2100"),
+            settings: prepare(
+                &v2,
+                &STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS
+                    .replace("\"tax_rate_bp\": 2000", "\"tax_rate_bp\": 2100"),
+            ),
+            book: v2,
         },
     ];
     let run = Duration::from_secs(3);
     let threads = 2;
     let (rate, s, failed, _) = under_load(&versions, threads, run, None);
     println!(
-        "{threads} threads, no swapping:        {rate:>8.0} calls/s  p50 {}  p99 {}  failures {failed}",
+        "{threads} threads, no swapping:      {rate:>7.0} calls/s  p50 {}  p99 {}  failures {failed}",
         us(s.p50),
         us(s.p99)
     );
     let (rate, s, failed, swaps) =
         under_load(&versions, threads, run, Some(Duration::from_millis(1)));
     println!(
-        "{threads} threads, swap every 1 ms:    {rate:>8.0} calls/s  p50 {}  p99 {}  failures {failed}  ({swaps} swaps)",
+        "{threads} threads, swap every 1 ms:  {rate:>7.0} calls/s  p50 {}  p99 {}  failures {failed}  ({swaps} swaps)",
         us(s.p50),
         us(s.p99)
     );

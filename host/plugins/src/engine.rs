@@ -79,10 +79,12 @@ impl PluginEngine {
             .total_tables(n.saturating_mul(4))
             .total_memories(n)
             .max_memory_size(config.limits.memory_bytes)
-            // Resetting a slot by zeroing the first pages it used is cheaper
-            // than returning them to the kernel and faulting them back in
-            // on the next call; a call uses about this much.
-            .linear_memory_keep_resident(1 << 20)
+            // Resetting a slot by zeroing the pages a call used is cheaper
+            // than returning them to the kernel and taking a page fault for
+            // each one on the next call. The default components keep all
+            // they touch in the first 256 KiB (64 KiB stack, data, a small
+            // heap); see BENCHMARKS.md "Plugin engine".
+            .linear_memory_keep_resident(256 << 10)
             .table_keep_resident(64 << 10);
         let mut wasm = Config::new();
         wasm.wasm_component_model(true)

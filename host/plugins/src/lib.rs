@@ -39,8 +39,8 @@ pub use payments::{
     FinishReason, HoldRequest, Outcome, PaymentAdapter, RefundRequest, VoidRequest,
 };
 pub use pricing::{
-    BookInfo, LineCode, LocalDateTime, PriceBook, PriceLine, PriceRefusal, PriceRequest, Vehicle,
-    Weekday, total_minor,
+    BookInfo, LineCode, LocalDateTime, PreparedSettings, PriceBook, PriceLine, PriceRefusal,
+    PriceRequest, Vehicle, Weekday, total_minor,
 };
 pub use slot::Slot;
 pub use webhooks::{Environment, EventJob, Payload, PayloadShaper, Proof, WebhookEvent};

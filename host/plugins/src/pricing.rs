@@ -168,6 +168,23 @@ pub struct BookInfo {
     pub vehicles: Vec<Vehicle>,
 }
 
+/// A settings document a price book has checked and prepared. Only the book
+/// that prepared it (the same component bytes) can price with it. Build it
+/// when a book version is loaded or activated, never per quote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedSettings {
+    info: BookInfo,
+    compiled: Arc<[u8]>,
+    book_sha256: Arc<str>,
+}
+
+impl PreparedSettings {
+    /// What the book said about the document.
+    pub fn info(&self) -> &BookInfo {
+        &self.info
+    }
+}
+
 /// A loaded price book: compiled, linked, ready to instantiate. Cheap to
 /// clone; every call gets a fresh instance.
 #[derive(Clone)]
@@ -178,7 +195,7 @@ pub struct PriceBook {
 struct Loaded {
     runtime: Arc<Runtime>,
     pre: wit::PriceBookPre<CallState>,
-    sha256: String,
+    sha256: Arc<str>,
 }
 
 impl std::fmt::Debug for PriceBook {
@@ -204,7 +221,7 @@ impl PriceBook {
             inner: Arc::new(Loaded {
                 runtime,
                 pre,
-                sha256: crate::engine::sha256_hex(bytes),
+                sha256: crate::engine::sha256_hex(bytes).into(),
             }),
         })
     }
@@ -214,14 +231,61 @@ impl PriceBook {
         &self.inner.sha256
     }
 
-    /// Prices one journey with a settings document.
+    /// Checks a settings document and prepares it for `price`: at upload
+    /// (`Ok(Err(message))` tells the operator what is wrong) and whenever a
+    /// book version is loaded.
+    pub fn prepare(&self, settings: &str) -> Result<Result<PreparedSettings, String>, PluginError> {
+        let limits = &self.inner.runtime.limits;
+        check_input("settings", settings, limits.max_settings_bytes)?;
+        let answer = self.run(|book, store| {
+            book.courier_pricing_book()
+                .call_prepare_settings(store, settings)
+        })?;
+        let prepared = match answer {
+            Ok(p) => p,
+            Err(message) => {
+                check_output("settings error", &message, limits.max_text_bytes)?;
+                return Ok(Err(message));
+            }
+        };
+        let info = prepared.info;
+        check_output("book name", &info.name, limits.max_text_bytes)?;
+        check_output("book version", &info.version, limits.max_text_bytes)?;
+        if prepared.compiled.len() > limits.max_settings_bytes {
+            return Err(PluginError::OutputTooLarge(format!(
+                "prepared settings are {} bytes, over the limit of {}",
+                prepared.compiled.len(),
+                limits.max_settings_bytes
+            )));
+        }
+        let mut vehicles: Vec<Vehicle> = info.vehicles.into_iter().map(from_wire).collect();
+        vehicles.sort();
+        vehicles.dedup();
+        Ok(Ok(PreparedSettings {
+            info: BookInfo {
+                name: info.name,
+                version: info.version,
+                settings_schema: info.settings_schema,
+                vehicles,
+            },
+            compiled: prepared.compiled.into(),
+            book_sha256: self.inner.sha256.clone(),
+        }))
+    }
+
+    /// Prices one journey.
     pub fn price(
         &self,
         request: &PriceRequest,
-        settings: &str,
+        settings: &PreparedSettings,
     ) -> Result<Result<Vec<PriceLine>, PriceRefusal>, PluginError> {
+        if settings.book_sha256 != self.inner.sha256 {
+            return Err(PluginError::Incompatible {
+                world: WORLD,
+                reason: "the settings were prepared by another price book".into(),
+            });
+        }
         let limits = &self.inner.runtime.limits;
-        check_input("settings", settings, limits.max_settings_bytes)?;
         for (what, value) in [
             ("market", Some(&request.market)),
             ("currency", Some(&request.currency)),
@@ -234,40 +298,11 @@ impl PriceBook {
         let wire = to_wire(request);
         let answer = self.run(|book, store| {
             book.courier_pricing_book()
-                .call_price(store, &wire, settings)
+                .call_price(store, &wire, &settings.compiled)
         })?;
         match answer {
             Ok(lines) => self.lines(lines).map(Ok),
             Err(refusal) => self.refusal(refusal).map(Err),
-        }
-    }
-
-    /// Asks the book whether it accepts a settings document (at upload).
-    pub fn validate(&self, settings: &str) -> Result<Result<BookInfo, String>, PluginError> {
-        let limits = &self.inner.runtime.limits;
-        check_input("settings", settings, limits.max_settings_bytes)?;
-        let answer = self.run(|book, store| {
-            book.courier_pricing_book()
-                .call_validate_settings(store, settings)
-        })?;
-        match answer {
-            Ok(info) => {
-                check_output("book name", &info.name, limits.max_text_bytes)?;
-                check_output("book version", &info.version, limits.max_text_bytes)?;
-                let mut vehicles: Vec<Vehicle> = info.vehicles.into_iter().map(from_wire).collect();
-                vehicles.sort();
-                vehicles.dedup();
-                Ok(Ok(BookInfo {
-                    name: info.name,
-                    version: info.version,
-                    settings_schema: info.settings_schema,
-                    vehicles,
-                }))
-            }
-            Err(message) => {
-                check_output("settings error", &message, limits.max_text_bytes)?;
-                Ok(Err(message))
-            }
         }
     }
 

@@ -15,12 +15,10 @@ fn engine(dir: &std::path::Path) -> PluginEngine {
 }
 
 fn prices(book: &PriceBook) {
-    book.price(
-        &common::request(Vehicle::Car, "m"),
-        STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS,
-    )
-    .unwrap()
-    .unwrap();
+    let settings = common::prepare(book, STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS);
+    book.price(&common::request(Vehicle::Car, "m"), &settings)
+        .unwrap()
+        .unwrap();
 }
 
 #[test]

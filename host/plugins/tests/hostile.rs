@@ -9,20 +9,27 @@ use courier_plugins::defaults::{
     STANDARD_PRICE_BOOK, STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS, STANDARD_SHAPER,
 };
 use courier_plugins::{
-    Environment, PayloadShaper, PluginEngine, PluginError, PriceBook, Vehicle, WebhookEvent,
+    Environment, PayloadShaper, PluginEngine, PluginError, PreparedSettings, PriceBook, Vehicle,
+    WebhookEvent,
 };
 
-use common::{DEADLINE, HOSTILE, engine, request};
+use common::{DEADLINE, HOSTILE, engine, prepare, request};
 
 struct Books {
     hostile: PriceBook,
+    hostile_settings: PreparedSettings,
     good: PriceBook,
+    good_settings: PreparedSettings,
 }
 
 fn books(engine: &PluginEngine) -> Books {
+    let hostile = PriceBook::load(engine, HOSTILE).unwrap();
+    let good = PriceBook::load(engine, STANDARD_PRICE_BOOK).unwrap();
     Books {
-        hostile: PriceBook::load(engine, HOSTILE).unwrap(),
-        good: PriceBook::load(engine, STANDARD_PRICE_BOOK).unwrap(),
+        hostile_settings: prepare(&hostile, "fine"),
+        hostile,
+        good_settings: prepare(&good, STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS),
+        good,
     }
 }
 
@@ -31,16 +38,13 @@ fn books(engine: &PluginEngine) -> Books {
 fn assert_unharmed(b: &Books) {
     let lines = b
         .hostile
-        .price(&request(Vehicle::Car, "ok"), "")
+        .price(&request(Vehicle::Car, "ok"), &b.hostile_settings)
         .unwrap()
         .unwrap();
     assert_eq!(lines.len(), 1);
     let lines = b
         .good
-        .price(
-            &request(Vehicle::Car, "m"),
-            STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS,
-        )
+        .price(&request(Vehicle::Car, "m"), &b.good_settings)
         .unwrap()
         .unwrap();
     assert_eq!(lines.len(), 4);
@@ -50,7 +54,7 @@ fn hostile_price(b: &Books, mode: &str) -> (PluginError, Duration) {
     let start = Instant::now();
     let err = b
         .hostile
-        .price(&request(Vehicle::Car, mode), "")
+        .price(&request(Vehicle::Car, mode), &b.hostile_settings)
         .expect_err("a hostile call succeeded");
     (err, start.elapsed())
 }
@@ -107,13 +111,13 @@ fn aliased_strings_are_refused_before_the_host_copies_them() {
 }
 
 #[test]
-fn validation_is_held_to_the_same_limits() {
+fn preparing_settings_is_held_to_the_same_limits() {
     let b = books(&engine());
-    let err = b.hostile.validate("spin").unwrap_err();
+    let err = b.hostile.prepare("spin").unwrap_err();
     assert!(matches!(err, PluginError::Timeout(_)), "{err}");
-    let err = b.hostile.validate("balloon").unwrap_err();
+    let err = b.hostile.prepare("balloon").unwrap_err();
     assert!(matches!(err, PluginError::MemoryExceeded(_)), "{err}");
-    assert!(b.hostile.validate("fine").unwrap().is_ok());
+    assert!(b.hostile.prepare("fine").unwrap().is_ok());
     assert_unharmed(&b);
 }
 
@@ -121,10 +125,7 @@ fn validation_is_held_to_the_same_limits() {
 fn oversized_inputs_never_reach_the_plugin() {
     let b = books(&engine());
     let settings = " ".repeat((64 << 10) + 1);
-    let err = b
-        .good
-        .price(&request(Vehicle::Car, "m"), &settings)
-        .unwrap_err();
+    let err = b.good.prepare(&settings).unwrap_err();
     assert!(
         matches!(
             err,
@@ -137,7 +138,7 @@ fn oversized_inputs_never_reach_the_plugin() {
     );
     let err = b
         .good
-        .price(&request(Vehicle::Car, &"m".repeat(2000)), "{}")
+        .price(&request(Vehicle::Car, &"m".repeat(2000)), &b.good_settings)
         .unwrap_err();
     assert!(
         matches!(
@@ -187,10 +188,7 @@ fn concurrent_hostile_and_good_calls_do_not_interfere() {
         });
         for _ in 0..200 {
             b.good
-                .price(
-                    &request(Vehicle::Van, "m"),
-                    STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS,
-                )
+                .price(&request(Vehicle::Van, "m"), &b.good_settings)
                 .unwrap()
                 .unwrap();
         }

@@ -5,14 +5,14 @@ mod common;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use courier_plugins::defaults::STANDARD_PRICE_BOOK;
-use courier_plugins::{PriceBook, Slot, Vehicle, total_minor};
+use courier_plugins::{PreparedSettings, PriceBook, Slot, Vehicle, total_minor};
 
 /// One activated version: the book, its settings, and the total it must
 /// give for the test journey.
 struct Active {
     version: u64,
     book: PriceBook,
-    settings: String,
+    settings: PreparedSettings,
     expected_total: i64,
 }
 
@@ -20,8 +20,11 @@ fn version(engine: &courier_plugins::PluginEngine, version: u64, base: i64) -> A
     // Each version is loaded on its own, as a registry would, so a swap
     // also changes the compiled component behind the slot.
     let book = PriceBook::load(engine, STANDARD_PRICE_BOOK).unwrap();
-    let settings = format!(
-        r#"{{"schema":1,"vehicles":{{"car":{{"base_fare_minor":{base},"per_km_minor":100,"per_minute_minor":0}}}}}}"#
+    let settings = common::prepare(
+        &book,
+        &format!(
+            r#"{{"schema":1,"vehicles":{{"car":{{"base_fare_minor":{base},"per_km_minor":100,"per_minute_minor":0}}}}}}"#
+        ),
     );
     // 4.25 km at 100/km = 425.
     Active {

@@ -3,9 +3,9 @@
 mod common;
 
 use courier_plugins::defaults::{STANDARD_PRICE_BOOK, STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS};
-use courier_plugins::{LineCode, PriceBook, PriceRefusal, Vehicle, total_minor};
+use courier_plugins::{LineCode, PluginError, PriceBook, PriceRefusal, Vehicle, total_minor};
 
-use common::{engine, request};
+use common::{engine, prepare, request};
 
 fn book() -> PriceBook {
     PriceBook::load(&engine(), STANDARD_PRICE_BOOK).unwrap()
@@ -13,11 +13,10 @@ fn book() -> PriceBook {
 
 #[test]
 fn prices_a_plain_journey_with_the_example_settings() {
-    let lines = book()
-        .price(
-            &request(Vehicle::Car, "m"),
-            STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS,
-        )
+    let b = book();
+    let settings = prepare(&b, STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS);
+    let lines = b
+        .price(&request(Vehicle::Car, "m"), &settings)
         .unwrap()
         .unwrap();
     let got: Vec<(LineCode, i64)> = lines.iter().map(|l| (l.code, l.amount_minor)).collect();
@@ -41,10 +40,9 @@ fn surcharges_minimum_and_merchant_lines_come_through() {
     r.duration_seconds = 60;
     // Night window: 384 + 20% = 461, still under the bicycle's 550 minimum.
     r.local_time.hour = 23;
-    let lines = book()
-        .price(&r, STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS)
-        .unwrap()
-        .unwrap();
+    let b = book();
+    let settings = prepare(&b, STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS);
+    let lines = b.price(&r, &settings).unwrap().unwrap();
     let codes: Vec<LineCode> = lines.iter().map(|l| l.code).collect();
     assert_eq!(
         codes,
@@ -63,31 +61,46 @@ fn surcharges_minimum_and_merchant_lines_come_through() {
 #[test]
 fn refusals_are_answers_not_errors() {
     let b = book();
-    let settings = r#"{"schema":1,"vehicles":{"car":{"base_fare_minor":1,"per_km_minor":1,"per_minute_minor":1}}}"#;
+    let settings = prepare(
+        &b,
+        r#"{"schema":1,"vehicles":{"car":{"base_fare_minor":1,"per_km_minor":1,"per_minute_minor":1}}}"#,
+    );
     assert_eq!(
-        b.price(&request(Vehicle::Van, "m"), settings).unwrap(),
+        b.price(&request(Vehicle::Van, "m"), &settings).unwrap(),
         Err(PriceRefusal::VehicleNotOffered)
     );
-    let Err(PriceRefusal::InvalidSettings(why)) =
-        b.price(&request(Vehicle::Car, "m"), "{}").unwrap()
-    else {
-        panic!("bad settings were accepted")
+    let mut euros = request(Vehicle::Car, "m");
+    euros.currency = "EUR".into();
+    let gbp = prepare(&b, STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS);
+    let Err(PriceRefusal::InvalidSettings(why)) = b.price(&euros, &gbp).unwrap() else {
+        panic!("a GBP book priced in EUR")
     };
-    assert!(why.contains("schema"), "{why}");
+    assert!(why.contains("GBP"), "{why}");
 }
 
 #[test]
-fn validate_reports_the_book_and_its_vehicles() {
-    let info = book()
-        .validate(STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS)
-        .unwrap()
-        .unwrap();
+fn prepare_reports_the_book_and_its_vehicles() {
+    let b = book();
+    let prepared = prepare(&b, STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS);
+    let info = prepared.info();
     assert_eq!(info.name, "standard");
     assert_eq!(info.settings_schema, 1);
     assert_eq!(info.vehicles, Vehicle::ALL);
-    let err = book()
-        .validate(r#"{"schema":1,"vehicles":{}}"#)
+    let err = b
+        .prepare(r#"{"schema":1,"vehicles":{}}"#)
         .unwrap()
         .unwrap_err();
     assert!(err.contains("at least one vehicle"), "{err}");
+}
+
+#[test]
+fn settings_prepared_by_another_book_are_refused() {
+    let engine = engine();
+    let standard = PriceBook::load(&engine, STANDARD_PRICE_BOOK).unwrap();
+    let hostile = PriceBook::load(&engine, common::HOSTILE).unwrap();
+    let foreign = prepare(&hostile, "fine");
+    let err = standard
+        .price(&request(Vehicle::Car, "m"), &foreign)
+        .unwrap_err();
+    assert!(matches!(err, PluginError::Incompatible { .. }), "{err}");
 }

@@ -4,7 +4,7 @@
 //! misbehaves according to its input, so one component exercises every
 //! limit the host enforces:
 //!
-//! | price: merchant / validate: settings / shape: event name | behaviour |
+//! | price: merchant / prepare-settings: settings / shape: event name | behaviour |
 //! |---|---|
 //! | `spin`    | loops forever (CPU deadline) |
 //! | `balloon` | allocates without bound (memory cap) |
@@ -28,7 +28,9 @@ mod component {
         generate_all,
     });
 
-    use courier::pricing::types::{BookInfo, Line, PriceRequest, Refusal, Vehicle};
+    use courier::pricing::types::{
+        BookInfo, Line, PreparedSettings, PriceRequest, Refusal, Vehicle,
+    };
     use courier::webhooks::types::{Event, Payload};
 
     struct Component;
@@ -68,7 +70,7 @@ mod component {
     }
 
     impl exports::courier::pricing::book::Guest for Component {
-        fn price(request: PriceRequest, _settings: String) -> Result<Vec<Line>, Refusal> {
+        fn price(request: PriceRequest, _settings: Vec<u8>) -> Result<Vec<Line>, Refusal> {
             misbehave(&request.merchant);
             match request.merchant.as_str() {
                 "flood" => Ok((0..100_000).map(|i| line(format!("line {i}"))).collect()),
@@ -98,13 +100,16 @@ mod component {
             }
         }
 
-        fn validate_settings(settings: String) -> Result<BookInfo, String> {
+        fn prepare_settings(settings: String) -> Result<PreparedSettings, String> {
             misbehave(&settings);
-            Ok(BookInfo {
-                name: "hostile".into(),
-                version: "1.0.0".into(),
-                settings_schema: 1,
-                vehicles: vec![Vehicle::Bicycle],
+            Ok(PreparedSettings {
+                info: BookInfo {
+                    name: "hostile".into(),
+                    version: "1.0.0".into(),
+                    settings_schema: 1,
+                    vehicles: vec![Vehicle::Bicycle],
+                },
+                compiled: Vec::new(),
             })
         }
     }

@@ -46,7 +46,10 @@ fn weekday_from(w: wit::Weekday) -> crate::Weekday {
 }
 
 impl Guest for Component {
-    fn price(request: wit::PriceRequest, settings: String) -> Result<Vec<wit::Line>, wit::Refusal> {
+    fn price(
+        request: wit::PriceRequest,
+        settings: Vec<u8>,
+    ) -> Result<Vec<wit::Line>, wit::Refusal> {
         let request = crate::Request {
             currency: request.currency,
             vehicle: vehicle_from(request.vehicle),
@@ -78,13 +81,16 @@ impl Guest for Component {
         }
     }
 
-    fn validate_settings(settings: String) -> Result<wit::BookInfo, String> {
-        let s = crate::Settings::parse(&settings)?;
-        Ok(wit::BookInfo {
-            name: "standard".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            settings_schema: crate::SCHEMA,
-            vehicles: s.vehicles().into_iter().map(vehicle_to).collect(),
+    fn prepare_settings(settings: String) -> Result<wit::PreparedSettings, String> {
+        let prepared = crate::prepare(&settings)?;
+        Ok(wit::PreparedSettings {
+            info: wit::BookInfo {
+                name: "standard".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                settings_schema: crate::SCHEMA,
+                vehicles: prepared.vehicles.into_iter().map(vehicle_to).collect(),
+            },
+            compiled: prepared.compiled,
         })
     }
 }

@@ -1,23 +1,25 @@
 //! The standard price book: a `courier:pricing/book@1.0.0` component whose
 //! every rate, bracket and surcharge comes from its JSON settings document.
-//! See `settings.example.json` and the README for the schema, and
-//! `pricing.rs` for the order of the lines and the rounding.
+//! See `settings.example.json` and the README for the schema, `compiled.rs`
+//! for the prepared form `price` reads, and `pricing.rs` for the order of
+//! the lines and the rounding.
 //!
 //! The pricing logic is plain Rust over the types below so it is unit
 //! tested natively; only `component.rs` knows about the WIT bindings.
 
+mod compiled;
 mod pricing;
 mod settings;
 
 #[cfg(target_family = "wasm")]
 mod component;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub use settings::{SCHEMA, Settings};
 
 /// Declared smallest to largest: the derived ordering is "by size".
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Deserialize, Serialize, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum Vehicle {
     Bicycle,
@@ -39,6 +41,7 @@ impl Vehicle {
     }
 }
 
+/// Monday first: `as usize` indexes the prepared weekday table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Weekday {
     Monday,
@@ -85,10 +88,29 @@ pub enum Refusal {
     InvalidSettings(String),
 }
 
-/// Parses the settings and prices one journey.
-pub fn price(settings: &str, request: &Request) -> Result<Vec<Line>, Refusal> {
-    let settings = Settings::parse(settings).map_err(Refusal::InvalidSettings)?;
-    pricing::price(&settings, request)
+/// A checked settings document, prepared for `price`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared {
+    /// Offered vehicles, smallest first.
+    pub vehicles: Vec<Vehicle>,
+    /// The bytes `price` reads.
+    pub compiled: Vec<u8>,
+}
+
+/// Parses, validates and prepares a settings document; the error is for
+/// the operator.
+pub fn prepare(settings: &str) -> Result<Prepared, String> {
+    let settings = Settings::parse(settings)?;
+    Ok(Prepared {
+        vehicles: settings.vehicles(),
+        compiled: compiled::Book::new(&settings)?.encode(),
+    })
+}
+
+/// Prices one journey with prepared settings.
+pub fn price(compiled: &[u8], request: &Request) -> Result<Vec<Line>, Refusal> {
+    let book = compiled::Book::decode(compiled).map_err(Refusal::InvalidSettings)?;
+    pricing::price(&book, request)
 }
 
 #[cfg(test)]

@@ -22,7 +22,8 @@
 //! 7. `tax`: tax_rate_bp of the pre-tax total (sum of lines 1-6). Present
 //!    whenever the book has a non-zero rate.
 
-use crate::settings::{Settings, Weekday, normalise_postcode};
+use crate::compiled::{Adjustment, Book};
+use crate::settings::normalise_postcode;
 use crate::{Line, Refusal, Request};
 
 /// Divides rounding to nearest, halves away from zero.
@@ -43,41 +44,27 @@ fn to_i64(v: i128) -> i64 {
     v.clamp(i64::MIN as i128, i64::MAX as i128) as i64
 }
 
-fn weekday(w: crate::Weekday) -> Weekday {
-    use crate::Weekday as W;
-    match w {
-        W::Monday => Weekday::Monday,
-        W::Tuesday => Weekday::Tuesday,
-        W::Wednesday => Weekday::Wednesday,
-        W::Thursday => Weekday::Thursday,
-        W::Friday => Weekday::Friday,
-        W::Saturday => Weekday::Saturday,
-        W::Sunday => Weekday::Sunday,
-    }
-}
-
 /// The zone amount for one stop; `Err` when zones are required and the stop
 /// has none.
-fn zone_amount(settings: &Settings, postcode: Option<&str>) -> Result<i128, Refusal> {
-    let Some(zones) = &settings.postcode_zones else {
+fn zone_amount(book: &Book, postcode: Option<&str>) -> Result<i128, Refusal> {
+    if book.zones.is_empty() && !book.zones_required {
         return Ok(0);
-    };
+    }
+    // Zones are ordered longest prefix first: the first match is the best.
     let best = postcode.map(normalise_postcode).and_then(|pc| {
-        zones
-            .zones
+        book.zones
             .iter()
-            .filter(|z| pc.starts_with(&normalise_postcode(&z.prefix)))
-            .max_by_key(|z| normalise_postcode(&z.prefix).len())
+            .find(|(prefix, _)| pc.starts_with(prefix.as_str()))
     });
     match best {
-        Some(z) => Ok(i128::from(z.amount_minor)),
-        None if zones.required => Err(Refusal::NotCovered),
+        Some((_, amount)) => Ok(i128::from(*amount)),
+        None if book.zones_required => Err(Refusal::NotCovered),
         None => Ok(0),
     }
 }
 
-pub fn price(settings: &Settings, req: &Request) -> Result<Vec<Line>, Refusal> {
-    if let Some(c) = &settings.currency
+pub fn price(book: &Book, req: &Request) -> Result<Vec<Line>, Refusal> {
+    if let Some(c) = &book.currency
         && *c != req.currency
     {
         return Err(Refusal::InvalidSettings(format!(
@@ -85,10 +72,7 @@ pub fn price(settings: &Settings, req: &Request) -> Result<Vec<Line>, Refusal> {
             req.currency
         )));
     }
-    let rates = settings
-        .vehicles
-        .get(&req.vehicle)
-        .ok_or(Refusal::VehicleNotOffered)?;
+    let rates = book.rates(req.vehicle).ok_or(Refusal::VehicleNotOffered)?;
 
     let weight_surcharge = if rates.weight_brackets.is_empty() {
         0
@@ -96,12 +80,12 @@ pub fn price(settings: &Settings, req: &Request) -> Result<Vec<Line>, Refusal> {
         rates
             .weight_brackets
             .iter()
-            .find(|b| req.weight_grams <= b.up_to_grams)
-            .map(|b| i128::from(b.surcharge_minor))
+            .find(|(up_to, _)| req.weight_grams <= *up_to)
+            .map(|(_, surcharge)| i128::from(*surcharge))
             .ok_or(Refusal::VehicleNotOffered)?
     };
-    let zones = zone_amount(settings, req.pickup_postcode.as_deref())?
-        + zone_amount(settings, req.dropoff_postcode.as_deref())?;
+    let zones = zone_amount(book, req.pickup_postcode.as_deref())?
+        + zone_amount(book, req.dropoff_postcode.as_deref())?;
 
     let mut lines = Vec::with_capacity(7);
     let mut push = |code: &'static str, description: String, amount: i128| {
@@ -141,22 +125,17 @@ pub fn price(settings: &Settings, req: &Request) -> Result<Vec<Line>, Refusal> {
         ),
     );
 
-    // Windows were validated at parse time; a bad one cannot reach here.
-    let windows = settings.windows().map_err(Refusal::InvalidSettings)?;
     let minute = u16::from(req.local_time.hour) * 60 + u16::from(req.local_time.minute);
-    let time_pct = windows
+    let time_pct = book
+        .windows
         .iter()
         .filter(|w| w.contains(minute))
         .map(|w| w.percent)
         .max()
         .unwrap_or(0);
-    let day_pct = settings
-        .weekdays
-        .get(&weekday(req.local_time.weekday))
-        .copied()
-        .unwrap_or(0);
+    let day_pct = book.weekdays[req.local_time.weekday as usize];
     // Demand in permille; the surge is the multiplier above x1.0, in permille.
-    let demand_extra_permille = settings.demand_surge.as_ref().map_or(0, |d| {
+    let demand_extra_permille = book.demand.map_or(0, |d| {
         if req.demand_permille >= d.threshold_permille {
             i128::from(req.demand_permille.min(d.cap_permille)) - 1000
         } else {
@@ -180,11 +159,10 @@ pub fn price(settings: &Settings, req: &Request) -> Result<Vec<Line>, Refusal> {
         );
     }
 
-    if let Some(adj) = settings.merchants.get(&req.merchant) {
-        let amount = match (adj.percent, adj.amount_minor) {
-            (Some(p), _) => div_round(running * i128::from(p), 100),
-            (None, Some(a)) => i128::from(a),
-            (None, None) => 0,
+    if let Some(adj) = book.merchant(&req.merchant) {
+        let amount = match adj {
+            Adjustment::Percent(p) => div_round(running * i128::from(p), 100),
+            Adjustment::Amount(a) => i128::from(a),
         }
         .max(-running.max(0));
         if amount != 0 {
@@ -200,8 +178,8 @@ pub fn price(settings: &Settings, req: &Request) -> Result<Vec<Line>, Refusal> {
         }
     }
 
-    if settings.tax_rate_bp != 0 {
-        let bp = settings.tax_rate_bp;
+    if book.tax_rate_bp != 0 {
+        let bp = book.tax_rate_bp;
         push(
             "tax",
             format!("Tax ({}%)", bp as f64 / 100.0),

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::Vehicle;
+use crate::compiled::Window;
 
 /// The only schema this book understands.
 pub const SCHEMA: u32 = 1;
@@ -73,6 +74,7 @@ pub struct TimeWindow {
     pub label: Option<String>,
 }
 
+/// Declared Monday first: `as usize` is the index into `Book::weekdays`.
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum Weekday {
@@ -122,24 +124,6 @@ pub struct MerchantAdjustment {
     pub percent: Option<i64>,
     #[serde(default)]
     pub amount_minor: Option<i64>,
-}
-
-/// A time window with its bounds in minutes after midnight.
-#[derive(Debug, Clone, Copy)]
-pub struct Window {
-    pub from: u16,
-    pub until: u16,
-    pub percent: i64,
-}
-
-impl Window {
-    pub fn contains(&self, minute_of_day: u16) -> bool {
-        if self.from <= self.until {
-            (self.from..self.until).contains(&minute_of_day)
-        } else {
-            minute_of_day >= self.from || minute_of_day < self.until
-        }
-    }
 }
 
 /// Normalises a postcode or prefix for comparison.

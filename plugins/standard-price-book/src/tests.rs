@@ -21,6 +21,12 @@ fn request(vehicle: Vehicle) -> Request {
     }
 }
 
+/// Prepares the document and prices with it, as the host does.
+fn price(settings: &str, request: &Request) -> Result<Vec<Line>, Refusal> {
+    let prepared = prepare(settings).map_err(Refusal::InvalidSettings)?;
+    super::price(&prepared.compiled, request)
+}
+
 fn amount(lines: &[Line], code: &str) -> Option<i64> {
     lines
         .iter()
@@ -42,9 +48,8 @@ fn simple(extra: &str) -> String {
 
 #[test]
 fn example_settings_are_valid_and_offer_all_vehicles_smallest_first() {
-    let s = Settings::parse(EXAMPLE).unwrap();
     assert_eq!(
-        s.vehicles(),
+        prepare(EXAMPLE).unwrap().vehicles,
         vec![
             Vehicle::Bicycle,
             Vehicle::ElectricBicycle,
@@ -274,6 +279,28 @@ fn currency_mismatch_is_a_settings_error() {
         price(EXAMPLE, &r),
         Err(Refusal::InvalidSettings(_))
     ));
+}
+
+#[test]
+fn prepared_settings_round_trip_and_foreign_bytes_are_refused() {
+    let s = Settings::parse(EXAMPLE).unwrap();
+    let book = compiled::Book::new(&s).unwrap();
+    assert_eq!(compiled::Book::decode(&book.encode()).unwrap(), book);
+    // Longest prefix first.
+    assert_eq!(book.zones[0].0.len(), 3);
+    let r = request(Vehicle::Car);
+    for bad in [&b""[..], b"\x02abc", b"\x01\xff\xff\xff"] {
+        assert!(matches!(
+            super::price(bad, &r),
+            Err(Refusal::InvalidSettings(_))
+        ));
+    }
+    // The prepared form is much smaller than the document.
+    assert!(
+        book.encode().len() < EXAMPLE.len() / 3,
+        "{}",
+        book.encode().len()
+    );
 }
 
 #[test]

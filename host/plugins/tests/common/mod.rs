@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use courier_plugins::{
-    EngineConfig, Limits, LocalDateTime, PluginEngine, PriceRequest, Vehicle, Weekday,
+    EngineConfig, Limits, LocalDateTime, PluginEngine, PreparedSettings, PriceBook, PriceRequest,
+    Vehicle, Weekday,
 };
 
 /// Price books and shapers that misbehave on request (see
@@ -50,4 +51,9 @@ pub fn request(vehicle: Vehicle, merchant: &str) -> PriceRequest {
         demand_permille: 800,
         merchant: merchant.into(),
     }
+}
+
+/// Settings the book accepts, prepared.
+pub fn prepare(book: &PriceBook, settings: &str) -> PreparedSettings {
+    book.prepare(settings).unwrap().unwrap()
 }
