@@ -95,14 +95,9 @@ impl CityWriter {
     }
 
     fn way(&mut self, node_ids: &[i64], tags: &[(&str, &str)]) {
-        self.way_id_for(node_ids, tags);
-    }
-
-    fn way_id_for(&mut self, node_ids: &[i64], tags: &[(&str, &str)]) -> i64 {
         let id = self.next_way_id;
         self.next_way_id += 1;
         self.writer.add_way(id, node_ids, tags);
-        id
     }
 }
 
