@@ -30,7 +30,7 @@ fn prices_a_plain_journey_with_the_example_settings() {
         ]
     );
     assert_eq!(total_minor(&lines), 2003);
-    assert_eq!(lines[1].description, "Distance (4.2 km)");
+    assert_eq!(lines[1].description, "Distance (4.3 km)");
 }
 
 #[test]
@@ -103,4 +103,30 @@ fn settings_prepared_by_another_book_are_refused() {
         .price(&request(Vehicle::Car, "m"), &foreign)
         .unwrap_err();
     assert!(matches!(err, PluginError::Incompatible { .. }), "{err}");
+}
+
+#[test]
+fn large_settings_work_beyond_the_guest_arena() {
+    // ~1,500 postcode zones: preparing and pricing allocate well past the
+    // 64 KiB arena the guest starts with, so its memory has to grow.
+    let zones: Vec<String> = (0..1_500)
+        .map(|i| format!(r#"{{"prefix":"Z{i:04}","amount_minor":{i}}}"#))
+        .collect();
+    let settings = format!(
+        r#"{{"schema":1,"vehicles":{{"car":{{"base_fare_minor":100,"per_km_minor":0,"per_minute_minor":0}}}},"postcode_zones":{{"required":true,"zones":[{}]}}}}"#,
+        zones.join(",")
+    );
+    assert!(settings.len() > 50_000);
+    let b = book();
+    let prepared = prepare(&b, &settings);
+    let mut r = request(Vehicle::Car, "m");
+    r.pickup_postcode = Some("Z1234 9XX".into());
+    r.dropoff_postcode = Some("z0007".into());
+    let lines = b.price(&r, &prepared).unwrap().unwrap();
+    assert_eq!(lines[0].amount_minor, 100 + 1234 + 7);
+    r.dropoff_postcode = Some("Y1".into());
+    assert_eq!(
+        b.price(&r, &prepared).unwrap(),
+        Err(PriceRefusal::NotCovered)
+    );
 }

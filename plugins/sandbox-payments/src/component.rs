@@ -1,9 +1,18 @@
 //! The WIT boundary. The world imports `outbound-http` and `config`; this
 //! adapter uses neither, so they do not appear in the built component.
+//! `guest-rt` supplies what std would.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use guest_rt as _;
 
 wit_bindgen::generate!({
     path: "../../wit/payments",
     world: "payment-adapter",
+    // Gates the generated `std::error::Error` impls behind a `std` feature
+    // this crate does not have: it is no_std.
+    std_feature,
 });
 
 use courier::payments::types as wit;

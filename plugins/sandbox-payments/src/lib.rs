@@ -28,8 +28,15 @@
 //! keeps no state). Anything else is declined (`unknown_authorisation`,
 //! `unknown_payment`, `amount_too_large`, `invalid_amount`).
 
+#![cfg_attr(target_family = "wasm", no_std)]
+
+extern crate alloc;
+
 #[cfg(target_family = "wasm")]
 mod component;
+
+use alloc::format;
+use alloc::string::String;
 
 /// What the bank says when asked to hold money on a designated card.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

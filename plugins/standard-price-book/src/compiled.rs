@@ -5,6 +5,10 @@
 //! search. Encoded with postcard behind a format byte: decoding it is a
 //! fraction of the cost of parsing the JSON document.
 
+use alloc::string::String;
+use alloc::vec::Vec;
+use alloc::{format, vec};
+
 use serde::{Deserialize, Serialize};
 
 use crate::Vehicle;

@@ -1,9 +1,19 @@
 //! The WIT boundary: converts between the generated types and the plain
-//! ones the logic uses.
+//! ones the logic uses. `guest-rt` supplies what std would (allocator,
+//! panic handler, `cabi_realloc`).
+
+use alloc::borrow::ToOwned;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use guest_rt as _;
 
 wit_bindgen::generate!({
     path: "../../wit/pricing",
     world: "price-book",
+    // Gates the generated `std::error::Error` impls behind a `std` feature
+    // this crate does not have: it is no_std.
+    std_feature,
 });
 
 use courier::pricing::types as wit;

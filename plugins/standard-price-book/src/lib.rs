@@ -6,6 +6,18 @@
 //!
 //! The pricing logic is plain Rust over the types below so it is unit
 //! tested natively; only `component.rs` knows about the WIT bindings.
+//!
+//! On wasm the crate is `no_std` (alloc only): linking Rust's standard
+//! library would make the component import a dozen WASI interfaces it
+//! never calls, each of which costs the host a little on every
+//! instantiation.
+
+#![cfg_attr(target_family = "wasm", no_std)]
+
+extern crate alloc;
+
+use alloc::string::String;
+use alloc::vec::Vec;
 
 mod compiled;
 mod pricing;

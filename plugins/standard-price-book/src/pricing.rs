@@ -22,6 +22,10 @@
 //! 7. `tax`: tax_rate_bp of the pre-tax total (sum of lines 1-6). Present
 //!    whenever the book has a non-zero rate.
 
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
 use crate::compiled::{Adjustment, Book};
 use crate::settings::normalise_postcode;
 use crate::{Line, Refusal, Request};
@@ -35,6 +39,25 @@ fn div_round(num: i128, den: i128) -> i128 {
         q + num.signum()
     } else {
         q
+    }
+}
+
+/// `value / unit` to one decimal, rounded, without floating point (which
+/// would pull float formatting into the component): `tenths(4250, 100)` is
+/// "4.3", `tenths(350, 1)` is "35.0".
+fn tenths(value: i128, unit: i128) -> String {
+    let t = div_round(value, unit);
+    format!("{}.{}", t / 10, t % 10)
+}
+
+/// Basis points as a percent, dropping zero decimals: 2000 -> "20",
+/// 1750 -> "17.5", 1725 -> "17.25".
+pub(crate) fn hundredths(bp: i128) -> String {
+    let (whole, frac) = (bp / 100, bp % 100);
+    match frac {
+        0 => format!("{whole}"),
+        f if f % 10 == 0 => format!("{whole}.{}", f / 10),
+        f => format!("{whole}.{f:02}"),
     }
 }
 
@@ -108,8 +131,8 @@ pub fn price(book: &Book, req: &Request) -> Result<Vec<Line>, Refusal> {
     running += push(
         "distance",
         format!(
-            "Distance ({:.1} km)",
-            f64::from(req.distance_metres) / 1000.0
+            "Distance ({} km)",
+            tenths(i128::from(req.distance_metres), 100)
         ),
         div_round(
             i128::from(rates.per_km_minor) * i128::from(req.distance_metres),
@@ -146,8 +169,9 @@ pub fn price(book: &Book, req: &Request) -> Result<Vec<Line>, Refusal> {
     let surge_permille = i128::from(time_pct + day_pct) * 10 + demand_extra_permille.max(0);
     let surge = div_round(running * surge_permille, 1000).max(-running.max(0));
     if surge != 0 {
-        let pct = surge_permille as f64 / 10.0;
-        running += push("surge", format!("Surge ({pct:+}%)"), surge);
+        let sign = if surge_permille < 0 { "-" } else { "+" };
+        let pct = tenths(surge_permille.abs(), 1);
+        running += push("surge", format!("Surge ({sign}{pct}%)"), surge);
     }
 
     let minimum = i128::from(rates.minimum_fare_minor);
@@ -182,7 +206,7 @@ pub fn price(book: &Book, req: &Request) -> Result<Vec<Line>, Refusal> {
         let bp = book.tax_rate_bp;
         push(
             "tax",
-            format!("Tax ({}%)", bp as f64 / 100.0),
+            format!("Tax ({}%)", hundredths(i128::from(bp))),
             div_round(running * i128::from(bp), 10_000),
         );
     }

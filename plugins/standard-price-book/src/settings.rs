@@ -3,7 +3,10 @@
 //! Unknown fields are refused so that a misspelt key is an upload error
 //! rather than a silently ignored rate.
 
-use std::collections::BTreeMap;
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
 
 use serde::Deserialize;
 
@@ -150,7 +153,7 @@ fn parse_hhmm(s: &str) -> Result<u16, String> {
 
 /// Percentages are bounded so a typo cannot produce absurd prices; a
 /// discount can at most cancel the amount out.
-const PERCENT_RANGE: std::ops::RangeInclusive<i64> = -100..=1000;
+const PERCENT_RANGE: core::ops::RangeInclusive<i64> = -100..=1000;
 /// No single configured amount may exceed this (10^12 minor units), which
 /// keeps every intermediate product far inside i128.
 const AMOUNT_LIMIT: i64 = 1_000_000_000_000;

@@ -74,6 +74,28 @@ fn plain_journey_has_base_distance_duration_and_tax() {
 }
 
 #[test]
+fn descriptions_use_integer_formatting() {
+    let mut r = request(Vehicle::Car);
+    r.distance_metres = 4_250;
+    let s = simple(
+        r#","time_of_day":[{"from":"00:00","until":"23:59","percent":-5}],"tax_rate_bp":1750"#,
+    );
+    let lines = price(&s, &r).unwrap();
+    let text = |code: &str| {
+        lines
+            .iter()
+            .find(|l| l.code == code)
+            .unwrap()
+            .description
+            .clone()
+    };
+    assert_eq!(text("distance"), "Distance (4.3 km)");
+    assert_eq!(text("surge"), "Surge (-5.0%)");
+    assert_eq!(text("tax"), "Tax (17.5%)");
+    assert_eq!(pricing::hundredths(1725), "17.25");
+}
+
+#[test]
 fn rounding_is_half_away_from_zero_per_line() {
     let s = simple("");
     let mut r = request(Vehicle::Car);

@@ -1,8 +1,15 @@
-//! The WIT boundary.
+//! The WIT boundary. `guest-rt` supplies what std would.
+
+use alloc::string::String;
+
+use guest_rt as _;
 
 wit_bindgen::generate!({
     path: "../../wit/webhooks",
     world: "payload-shaper",
+    // Gates the generated `std::error::Error` impls behind a `std` feature
+    // this crate does not have: it is no_std.
+    std_feature,
 });
 
 use courier::webhooks::types as wit;

@@ -19,8 +19,16 @@
 //! has no value, except `assignedCourier` on `job.cancelled`, which the
 //! spec includes only when someone was on the way.
 
+#![cfg_attr(target_family = "wasm", no_std)]
+
+extern crate alloc;
+
 #[cfg(target_family = "wasm")]
 mod component;
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
