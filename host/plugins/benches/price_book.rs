@@ -107,8 +107,9 @@ fn under_load(
                         let active = slot.get();
                         match active.book.price(&req, &active.settings) {
                             Ok(Ok(_)) => {}
-                            _ => {
+                            other => {
                                 failures.fetch_add(1, Ordering::Relaxed);
+                                eprintln!("failed call after {:?}: {other:?}", start.elapsed());
                             }
                         }
                         samples.push(start.elapsed());

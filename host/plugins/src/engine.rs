@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, InstancePre, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap,
+    UpdateDeadline,
+};
 
 use crate::PluginError;
 use crate::limits::{Limits, MemoryCap};
@@ -198,12 +201,15 @@ impl Runtime {
         linker.instantiate_pre(component).map_err(incompatible)
     }
 
-    /// A fresh store for one call, with every limit set.
+    /// A fresh store for one call, with every limit set. Payment adapters
+    /// (`adapter` is `Some`) wait on the network, so their deadline is wall
+    /// time; for everything else it is CPU time (see below).
     pub(crate) fn store(
         &self,
         deadline: Duration,
         adapter: Option<Arc<crate::payments::AdapterHost>>,
     ) -> Store<CallState> {
+        let network = adapter.is_some();
         let mut store = Store::new(
             &self.engine,
             CallState {
@@ -215,7 +221,32 @@ impl Runtime {
         // +1: the next tick may come at any moment, so a deadline of n ticks
         // guarantees at least n-1 full ones.
         let ticks = deadline.as_nanos().div_ceil(self.tick.as_nanos().max(1)) + 1;
-        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
+        let ticks = u64::try_from(ticks).unwrap_or(u64::MAX);
+        store.set_epoch_deadline(ticks);
+        if !network {
+            // Epochs measure wall time, and on a busy machine a thread can
+            // be descheduled for longer than a whole deadline: a good call
+            // would then fail. So when the wall-clock deadline passes, look
+            // at the CPU time this thread has used since, and interrupt only
+            // once the call has burnt a full deadline of CPU after it. A
+            // runaway call is stopped after about twice the deadline when
+            // the machine is idle; a starved good call is not stopped. The
+            // clock is read only for calls that reach the deadline.
+            let mut mark: Option<Duration> = None;
+            store.epoch_deadline_callback(move |_| {
+                let now = thread_cpu_time();
+                match mark {
+                    Some(since) if now.saturating_sub(since) >= deadline => {
+                        Ok(UpdateDeadline::Interrupt)
+                    }
+                    Some(_) => Ok(UpdateDeadline::Continue(ticks)),
+                    None => {
+                        mark = Some(now);
+                        Ok(UpdateDeadline::Continue(ticks))
+                    }
+                }
+            });
+        }
         store.set_hostcall_fuel(self.limits.output_budget());
         store
     }
@@ -255,6 +286,26 @@ impl Runtime {
         }
         PluginError::Trapped(text)
     }
+}
+
+/// CPU time used by the calling thread.
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a
+    // constant every supported (Unix) platform defines.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        // No per-thread clock: report "a lot", so deadlines fall back to
+        // wall time rather than never firing.
+        return Duration::MAX;
+    }
+    Duration::new(
+        u64::try_from(ts.tv_sec).unwrap_or(0),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    )
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), PluginError> {

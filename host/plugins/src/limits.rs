@@ -6,9 +6,12 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct Limits {
     /// CPU deadline of a price-book or shaper call, instantiation included.
+    /// A call is guaranteed this much CPU time however busy the machine is;
+    /// a call that never returns is stopped after about twice this on an
+    /// idle machine.
     pub call_deadline: Duration,
-    /// Deadline of a payment-adapter call, which includes the adapter's
-    /// outbound HTTP requests (each also has its own timeout).
+    /// Wall-clock deadline of a payment-adapter call, which includes the
+    /// adapter's outbound HTTP requests (each also has its own timeout).
     pub adapter_deadline: Duration,
     /// Linear memory a call may use (also the pool's per-memory size).
     pub memory_bytes: usize,

@@ -67,8 +67,10 @@ fn endless_loop_times_out_at_the_deadline() {
         matches!(err, PluginError::Timeout(d) if d == DEADLINE),
         "{err}"
     );
-    assert!(took >= DEADLINE, "interrupted early: {took:?}");
-    assert!(took < DEADLINE * 10, "interrupted late: {took:?}");
+    // A full deadline of wall time, then a full deadline of CPU time: the
+    // engine never cuts a call short because the machine was busy.
+    assert!(took >= DEADLINE * 2, "interrupted early: {took:?}");
+    assert!(took < DEADLINE * 20, "interrupted late: {took:?}");
     assert_unharmed(&b);
 }
 
