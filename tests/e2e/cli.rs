@@ -15,8 +15,11 @@ const BINARY: &str = env!("CARGO_BIN_EXE_courier");
 
 fn courier(args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(BINARY);
+    // A data folder of its own unless the test names one: nothing lands in the source tree.
+    let scratch = std::env::temp_dir().join(format!("courier-cli-{}", uuid::Uuid::new_v4()));
     command
         .args(args)
+        .env("COURIER_DATA_DIR", scratch)
         .env_remove("DATABASE_URL")
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null());

@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use courier_plugins::{EngineConfig, PluginEngine};
 use tokio::net::TcpListener;
 
 use crate::api::{self, AppState};
@@ -10,6 +11,7 @@ use crate::auth::Authenticator;
 use crate::config::Config;
 use crate::db::{Database, DbError};
 use crate::markets::{Markets, MarketsError};
+use crate::pricing::{PriceBookError, PriceBooks};
 use crate::secrets::{SecretKey, SecretKeyError};
 use crate::telemetry;
 
@@ -27,6 +29,14 @@ pub enum StartError {
     },
     #[error(transparent)]
     Markets(#[from] MarketsError),
+    #[error(transparent)]
+    PriceBooks(#[from] PriceBookError),
+    #[error("starting the plugin engine: {0}")]
+    Plugins(#[from] courier_plugins::PluginError),
+    #[error("starting the webhook engine: {0}")]
+    Webhooks(#[from] crate::webhooks::WebhookStartError),
+    #[error("starting the payment adapters: {0}")]
+    Payments(#[from] crate::payments::GatewayError),
     #[error("serving HTTP: {0}")]
     Serve(#[source] std::io::Error),
 }
@@ -35,6 +45,12 @@ pub enum StartError {
 pub struct Services {
     pub db: Database,
     pub authenticator: Authenticator,
+    pub markets: Arc<Markets>,
+    pub price_books: Arc<PriceBooks>,
+    /// The one plugin engine of the process.
+    pub plugin_engine: PluginEngine,
+    pub webhooks: Arc<crate::webhooks::Webhooks>,
+    pub payments: Arc<crate::payments::Payments>,
 }
 
 impl Services {
@@ -49,7 +65,34 @@ impl Services {
         .await?;
         db.migrate().await?;
         let authenticator = Authenticator::new(db.pool.clone(), &secret_key);
-        Ok(Self { db, authenticator })
+        let markets = Arc::new(Markets::from_file(config.markets_file.as_deref())?);
+        let engine = plugin_engine(config)?;
+        let price_books =
+            PriceBooks::start(engine.clone(), db.pool.clone(), Arc::clone(&markets)).await?;
+        let webhooks = crate::webhooks::Webhooks::new(
+            db.pool.clone(),
+            &secret_key,
+            config.webhooks.clone(),
+        )?;
+        let gateways = crate::payments::Gateways::load(
+            &engine,
+            config.payments.live_adapter.as_deref(),
+            config.payments.live_config.as_deref(),
+        )?;
+        let payments = Arc::new(crate::payments::Payments::new(
+            db.pool.clone(),
+            gateways,
+            config.payments.retry,
+        ));
+        Ok(Self {
+            db,
+            authenticator,
+            markets,
+            price_books,
+            plugin_engine: engine,
+            webhooks,
+            payments,
+        })
     }
 }
 
@@ -72,16 +115,26 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
     telemetry::init_metrics();
-    let markets = Arc::new(Markets::from_file(config.markets_file.as_deref())?);
     let services = Services::open(&config).await?;
     // Road networks load in the background; lookups answer 503 `lookup.not_ready` meanwhile.
-    let loading = Arc::clone(&markets);
+    let loading = Arc::clone(&services.markets);
     tokio::task::spawn_blocking(move || loading.load_networks());
+    let follower = services.price_books.spawn_follower();
+    let webhook_workers = services
+        .webhooks
+        .start_workers(&services.plugin_engine)
+        .await?;
+    let scheduler =
+        crate::jobs::spawn_scheduler(services.db.pool.clone(), config.scheduler_interval);
+    let charge_retries = services.payments.spawn_retry_worker();
     let state = AppState {
         pool: services.db.pool.clone(),
         authenticator: services.authenticator.clone(),
         config: Arc::new(config),
-        markets,
+        markets: Arc::clone(&services.markets),
+        price_books: Arc::clone(&services.price_books),
+        webhooks: Arc::clone(&services.webhooks),
+        payments: Arc::clone(&services.payments),
     };
     let address = listener.local_addr().map_err(StartError::Serve)?;
     tracing::info!(%address, "courier is listening");
@@ -89,8 +142,21 @@ pub async fn run(
         .with_graceful_shutdown(shutdown)
         .await;
     tracing::info!("stopped accepting requests; shutting down");
+    follower.abort();
+    drop(webhook_workers);
+    scheduler.abort();
+    charge_retries.stop().await;
     services.db.close().await;
     served.map_err(StartError::Serve)
+}
+
+/// One plugin engine per process; compiled components are cached under the data folder.
+fn plugin_engine(config: &Config) -> Result<PluginEngine, courier_plugins::PluginError> {
+    PluginEngine::new(EngineConfig {
+        cache_dir: Some(config.data_dir.join("plugin-cache")),
+        max_instances: config.plugin_instances,
+        ..EngineConfig::default()
+    })
 }
 
 async fn shutdown_signal() {

@@ -1,6 +1,9 @@
 //! The `courier` command line.
 
+use std::path::PathBuf;
+
 use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
 
 use crate::app::{self, Services};
 use crate::config::Config;
@@ -24,6 +27,61 @@ enum Command {
         #[command(subcommand)]
         command: MerchantCommand,
     },
+    /// Manage the price books of markets.
+    PriceBook {
+        #[command(subcommand)]
+        command: PriceBookCommand,
+    },
+    /// Examine plugin components.
+    Plugin {
+        #[command(subcommand)]
+        command: PluginCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PriceBookCommand {
+    /// Validate a price book (component and settings) and keep it as the market's next upload.
+    Upload {
+        #[arg(long)]
+        market: String,
+        /// The component, a `.wasm` file.
+        #[arg(long)]
+        file: PathBuf,
+        /// The settings document, a JSON file.
+        #[arg(long)]
+        settings: PathBuf,
+        /// Who is uploading, for the records.
+        #[arg(long, env = "USER", default_value = "cli")]
+        operator: String,
+    },
+    /// List a market's uploads and which is active.
+    List {
+        #[arg(long)]
+        market: String,
+    },
+    /// Re-price the market's recent quotes under an upload: how many change, by how much.
+    Compare {
+        #[arg(long)]
+        market: String,
+        #[arg(long)]
+        version: i32,
+    },
+    /// Make an upload the market's active price book (a rollback is activating an older one).
+    Activate {
+        #[arg(long)]
+        market: String,
+        #[arg(long)]
+        version: i32,
+        #[arg(long, env = "USER", default_value = "cli")]
+        operator: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PluginCommand {
+    /// The world and version a component implements, its imports (capabilities) and size.
+    Inspect { file: PathBuf },
 }
 
 #[derive(Debug, Subcommand)]
@@ -45,6 +103,19 @@ impl Cli {
                 services.db.close().await;
                 eprintln!("migrations applied");
             }
+            Command::PriceBook { command } => {
+                let services = Services::open(&config).await?;
+                let result = price_book(&services, command).await;
+                services.db.close().await;
+                println!("{}", serde_json::to_string_pretty(&result?)?);
+            }
+            Command::Plugin {
+                command: PluginCommand::Inspect { file },
+            } => {
+                let bytes = std::fs::read(&file)
+                    .map_err(|e| anyhow::anyhow!("reading {}: {e}", file.display()))?;
+                println!("{}", serde_json::to_string_pretty(&inspect(&bytes)?)?);
+            }
             Command::Merchant {
                 command: MerchantCommand::Create { name },
             } => {
@@ -57,4 +128,52 @@ impl Cli {
         }
         Ok(())
     }
+}
+
+async fn price_book(services: &Services, command: PriceBookCommand) -> anyhow::Result<Value> {
+    let books = &services.price_books;
+    Ok(match command {
+        PriceBookCommand::Upload {
+            market,
+            file,
+            settings,
+            operator,
+        } => {
+            let component = std::fs::read(&file)
+                .map_err(|e| anyhow::anyhow!("reading {}: {e}", file.display()))?;
+            let settings_text = std::fs::read_to_string(&settings)
+                .map_err(|e| anyhow::anyhow!("reading {}: {e}", settings.display()))?;
+            let settings: Value = serde_json::from_str(&settings_text)
+                .map_err(|e| anyhow::anyhow!("{} is not JSON: {e}", settings.display()))?;
+            serde_json::to_value(
+                books
+                    .upload(&market, component, settings, &operator)
+                    .await?,
+            )?
+        }
+        PriceBookCommand::List { market } => serde_json::to_value(books.list(&market).await?)?,
+        PriceBookCommand::Compare { market, version } => {
+            serde_json::to_value(books.compare(&market, version).await?)?
+        }
+        PriceBookCommand::Activate {
+            market,
+            version,
+            operator,
+        } => serde_json::to_value(books.activate(&market, version, &operator).await?)?,
+    })
+}
+
+/// What `courier plugin inspect` prints.
+fn inspect(bytes: &[u8]) -> anyhow::Result<Value> {
+    let info = courier_plugins::inspect(bytes)?;
+    Ok(json!({
+        "size_bytes": info.size,
+        "sha256": info.sha256,
+        "worlds": info.worlds.iter().map(|w| w.name()).collect::<Vec<_>>(),
+        "imports": info.imports.iter().map(|i| json!({
+            "name": i.name,
+            "granted": i.granted,
+        })).collect::<Vec<_>>(),
+        "exports": info.exports,
+    }))
 }

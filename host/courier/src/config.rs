@@ -31,6 +31,18 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// `COURIER_MARKETS_FILE`: the markets (TOML); unset means the built-in demo market.
     pub markets_file: Option<PathBuf>,
+    /// `COURIER_PLUGIN_INSTANCES`: plugin calls that may run at once in this process.
+    pub plugin_instances: u32,
+    /// `COURIER_QUOTE_TTL_SECS`: how long a quote can be booked.
+    pub quote_lifetime: chrono::Duration,
+    /// `COURIER_WEBHOOK_*`: webhook delivery timings and safety switches.
+    pub webhooks: crate::webhooks::WebhookConfig,
+    /// `COURIER_LIVE_PAYMENT_*`, `COURIER_CHARGE_RETRY_*`: payment adapters and charge retries.
+    pub payments: crate::payments::PaymentsConfig,
+    /// `COURIER_PUBLIC_URL`: the service's public address, for tracking links.
+    pub public_url: String,
+    /// `COURIER_SCHEDULER_INTERVAL_MS`: how often due work (scheduled searches) is looked for.
+    pub scheduler_interval: std::time::Duration,
 }
 
 impl Config {
@@ -58,6 +70,23 @@ impl Config {
             db_pool_size: parse_or(&lookup, "COURIER_DB_POOL_SIZE", 16)?,
             max_body_bytes: parse_or(&lookup, "COURIER_MAX_BODY_BYTES", 256 * 1024)?,
             markets_file: lookup("COURIER_MARKETS_FILE").map(PathBuf::from),
+            plugin_instances: parse_or(&lookup, "COURIER_PLUGIN_INSTANCES", 256)?,
+            public_url: lookup("COURIER_PUBLIC_URL")
+                .unwrap_or_else(|| format!("http://{listen}"))
+                .trim_end_matches('/')
+                .to_owned(),
+            scheduler_interval: std::time::Duration::from_millis(parse_or(
+                &lookup,
+                "COURIER_SCHEDULER_INTERVAL_MS",
+                1000,
+            )?),
+            quote_lifetime: chrono::Duration::seconds(parse_or(
+                &lookup,
+                "COURIER_QUOTE_TTL_SECS",
+                600,
+            )?),
+            webhooks: crate::webhooks::WebhookConfig::from_lookup(&lookup)?,
+            payments: crate::payments::PaymentsConfig::from_lookup(&lookup)?,
         })
     }
 }

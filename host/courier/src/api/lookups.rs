@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Response};
 use courier_geo::{LatLon, Place, Route, Vehicle};
 use serde::Serialize;
 
-use super::num::NumericValue;
 use super::{ApiError, ApiQuery, AppState, RequestError};
+use crate::numeric::NumericValue;
 
 /// Largest `limit` of a place search.
 pub const MAX_PLACES_LIMIT: usize = 20;

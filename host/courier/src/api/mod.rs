@@ -1,11 +1,16 @@
 //! HTTP routing: one module per resource, plus the shared error model and extractors.
 
+mod admin;
+mod charges;
 mod error;
 mod extract;
+mod jobs;
 mod lookups;
 mod middleware;
-pub mod num;
 mod ops;
+mod payment_methods;
+mod quotes;
+mod webhooks;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +18,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
@@ -25,6 +30,7 @@ pub use extract::{ApiJson, ApiQuery};
 use crate::auth::Authenticator;
 use crate::config::Config;
 use crate::markets::Markets;
+use crate::pricing::PriceBooks;
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
@@ -35,14 +41,40 @@ pub struct AppState {
     pub authenticator: Authenticator,
     pub config: Arc<Config>,
     pub markets: Arc<Markets>,
+    pub price_books: Arc<PriceBooks>,
+    pub payments: Arc<crate::payments::Payments>,
+    pub webhooks: Arc<crate::webhooks::Webhooks>,
 }
 
 pub fn router(state: AppState) -> Router {
     // Everything under /v1, unknown paths included, answers 401 before anything else.
     let v1 = Router::new()
+        .route("/quotes", post(quotes::create))
+        .route("/jobs", post(jobs::create).get(jobs::list))
+        .route("/jobs/{id}", get(jobs::get))
+        .route("/jobs/{id}/courier-position", get(jobs::courier_position))
         .route("/routes", get(lookups::route))
         .route("/places", get(lookups::search_places))
         .route("/places/reverse", get(lookups::reverse_place))
+        .route("/payment-methods/setup", post(payment_methods::setup))
+        .route(
+            "/payment-methods",
+            post(payment_methods::attach).get(payment_methods::list),
+        )
+        .route(
+            "/payment-methods/{id}",
+            axum::routing::delete(payment_methods::remove),
+        )
+        .route(
+            "/payment-methods/{id}/default",
+            post(payment_methods::make_default),
+        )
+        .route("/charges", get(charges::list))
+        .route("/webhooks", post(webhooks::create).get(webhooks::list))
+        .route("/webhooks/{id}", axum::routing::delete(webhooks::delete))
+        .route("/webhooks/{id}/deliveries", get(webhooks::deliveries))
+        .route("/webhooks/{id}/resume", post(webhooks::resume))
+        .route("/webhooks/{id}/rotate-secret", post(webhooks::rotate_secret))
         .fallback(middleware::route_not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -52,13 +84,17 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
-        .nest("/v1", v1);
+        .nest("/v1", v1)
+        .nest("/admin/v1", admin::routes(state.clone()));
     with_edge_layers(routes, state.config.max_body_bytes).with_state(state)
 }
 
 /// What every request goes through, whatever its route: ids, logs, panics, error bodies,
 /// metrics, body limit.
-fn with_edge_layers(routes: Router<AppState>, max_body_bytes: usize) -> Router<AppState> {
+fn with_edge_layers<S>(routes: Router<S>, max_body_bytes: usize) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
     let request_id = HeaderName::from_static(REQUEST_ID_HEADER);
     routes
         .fallback(middleware::route_not_found)
@@ -109,21 +145,10 @@ mod tests {
     #[derive(serde::Deserialize)]
     struct Order {
         #[allow(dead_code)]
-        quantity: num::Numeric<i32>,
+        quantity: crate::numeric::Numeric<i32>,
     }
 
     fn test_router() -> Router {
-        let config = crate::config::Config::from_lookup(|_| None).unwrap();
-        let pool = sqlx::postgres::PgPoolOptions::new()
-            .connect_lazy("postgres://nobody@127.0.0.1:1/none")
-            .unwrap();
-        let key = crate::secrets::SecretKey::from_hex(&"00".repeat(32)).unwrap();
-        let state = AppState {
-            authenticator: Authenticator::new(pool.clone(), &key),
-            pool,
-            config: Arc::new(config),
-            markets: Arc::new(Markets::from_file(None).unwrap()),
-        };
         let routes = Router::new()
             .route("/order", post(|ApiJson(_): ApiJson<Order>| async { "ok" }))
             .route(
@@ -135,7 +160,7 @@ mod tests {
                     "unreachable"
                 }),
             );
-        with_edge_layers(routes, 64).with_state(state)
+        with_edge_layers(routes, 64)
     }
 
     async fn send(request: Request<Body>) -> (StatusCode, Value) {

@@ -1,3 +1,8 @@
 //! SQL, one module per table group. Queries only: rules live in `domain`.
 
+pub mod jobs;
 pub mod merchants;
+pub mod payments;
+pub mod price_books;
+pub mod quotes;
+pub mod webhooks;

@@ -1,0 +1,114 @@
+//! `/v1/payment-methods`: cards on file, per environment. Card numbers are refused wherever
+//! they appear, before anything reads, stores or echoes them.
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::{Extension, Json};
+use serde::Deserialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{ApiError, ApiJson, AppState, RequestError};
+use crate::auth::Merchant;
+use crate::payments::{
+    CardFormView, HoldError, PaymentError, PaymentMethodView, contains_card_number,
+    json_contains_card_number,
+};
+
+impl From<PaymentError> for ApiError {
+    fn from(error: PaymentError) -> Self {
+        match error {
+            PaymentError::Store(e) => e.into(),
+            other => ApiError::Payment(other),
+        }
+    }
+}
+
+impl From<HoldError> for ApiError {
+    fn from(error: HoldError) -> Self {
+        PaymentError::from(error).into()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AttachBody {
+    provider_ref: String,
+    #[serde(default)]
+    make_default: Option<bool>,
+}
+
+/// `POST /v1/payment-methods/setup`: no body is needed; one sent is still searched.
+pub async fn setup(
+    State(state): State<AppState>,
+    Extension(merchant): Extension<Merchant>,
+    body: Bytes,
+) -> Result<Json<CardFormView>, ApiError> {
+    if contains_card_number(&String::from_utf8_lossy(&body)) {
+        return Err(PaymentError::RawCardNumber.into());
+    }
+    Ok(Json(state.payments.setup(&merchant).await?))
+}
+
+/// `POST /v1/payment-methods`
+pub async fn attach(
+    State(state): State<AppState>,
+    Extension(merchant): Extension<Merchant>,
+    ApiJson(body): ApiJson<Value>,
+) -> Result<(StatusCode, Json<PaymentMethodView>), ApiError> {
+    // Before the shape is checked: a shape error's message could quote the number.
+    if json_contains_card_number(&body) {
+        return Err(PaymentError::RawCardNumber.into());
+    }
+    let body: AttachBody =
+        serde_json::from_value(body).map_err(|e| RequestError::InvalidBody(e.to_string()))?;
+    let card = state
+        .payments
+        .attach(
+            &merchant,
+            &body.provider_ref,
+            body.make_default.unwrap_or(false),
+        )
+        .await?;
+    Ok((StatusCode::CREATED, Json(card)))
+}
+
+/// `GET /v1/payment-methods`
+pub async fn list(
+    State(state): State<AppState>,
+    Extension(merchant): Extension<Merchant>,
+) -> Result<Json<Vec<PaymentMethodView>>, ApiError> {
+    Ok(Json(state.payments.cards(&merchant).await?))
+}
+
+/// `POST /v1/payment-methods/{id}/default`: 204.
+pub async fn make_default(
+    State(state): State<AppState>,
+    Extension(merchant): Extension<Merchant>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let id = card_id(&id)?;
+    state.payments.make_default(&merchant, id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `DELETE /v1/payment-methods/{id}`: 204.
+pub async fn remove(
+    State(state): State<AppState>,
+    Extension(merchant): Extension<Merchant>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let id = card_id(&id)?;
+    state.payments.remove(&merchant, id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A card id from the path: a card number there is refused like anywhere else; anything
+/// else that is not a UUID names no card.
+fn card_id(raw: &str) -> Result<Uuid, PaymentError> {
+    if contains_card_number(raw) {
+        return Err(PaymentError::RawCardNumber);
+    }
+    Uuid::parse_str(raw).map_err(|_| PaymentError::PaymentMethodNotFound)
+}

@@ -1,0 +1,59 @@
+//! Job states. The spec names `pending`, `searching`, `in_transit`, `delivered`, `returned`;
+//! this service adds `assigned` (a courier took it, not yet collected), `cancelled` and
+//! `failed` (no courier before the dispatch deadline).
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum JobStatus {
+    Pending,
+    Searching,
+    Assigned,
+    InTransit,
+    Delivered,
+    Returned,
+    Cancelled,
+    Failed,
+}
+
+impl JobStatus {
+    pub const ALL: [JobStatus; 8] = [
+        JobStatus::Pending,
+        JobStatus::Searching,
+        JobStatus::Assigned,
+        JobStatus::InTransit,
+        JobStatus::Delivered,
+        JobStatus::Returned,
+        JobStatus::Cancelled,
+        JobStatus::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Pending => "pending",
+            JobStatus::Searching => "searching",
+            JobStatus::Assigned => "assigned",
+            JobStatus::InTransit => "in_transit",
+            JobStatus::Delivered => "delivered",
+            JobStatus::Returned => "returned",
+            JobStatus::Cancelled => "cancelled",
+            JobStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for status in JobStatus::ALL {
+            assert_eq!(JobStatus::parse(status.as_str()), Some(status));
+        }
+        assert_eq!(JobStatus::parse("lost"), None);
+        assert_eq!(JobStatus::parse("Searching"), None);
+    }
+}

@@ -1,0 +1,170 @@
+//! Events: facts about state changes, recorded in the same transaction as the change (the
+//! transactional outbox), so an event exists exactly when its change committed. The webhook
+//! engine fans them out; nothing else reads them back.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::domain::Environment;
+
+/// Channel notified when events are recorded, so the fan-out wakes without polling.
+pub const EVENTS_CHANNEL: &str = "courier_events";
+
+/// The spec's event names (section 6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EventName {
+    #[serde(rename = "job.booked")]
+    JobBooked,
+    #[serde(rename = "job.courier_assigned")]
+    JobCourierAssigned,
+    #[serde(rename = "job.picked_up")]
+    JobPickedUp,
+    #[serde(rename = "job.delivered")]
+    JobDelivered,
+    #[serde(rename = "job.returned")]
+    JobReturned,
+    #[serde(rename = "job.cancelled")]
+    JobCancelled,
+    #[serde(rename = "job.failed")]
+    JobFailed,
+    #[serde(rename = "job.status_changed")]
+    JobStatusChanged,
+    #[serde(rename = "payment_method.dead")]
+    PaymentMethodDead,
+}
+
+impl EventName {
+    pub const ALL: [EventName; 9] = [
+        EventName::JobBooked,
+        EventName::JobCourierAssigned,
+        EventName::JobPickedUp,
+        EventName::JobDelivered,
+        EventName::JobReturned,
+        EventName::JobCancelled,
+        EventName::JobFailed,
+        EventName::JobStatusChanged,
+        EventName::PaymentMethodDead,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventName::JobBooked => "job.booked",
+            EventName::JobCourierAssigned => "job.courier_assigned",
+            EventName::JobPickedUp => "job.picked_up",
+            EventName::JobDelivered => "job.delivered",
+            EventName::JobReturned => "job.returned",
+            EventName::JobCancelled => "job.cancelled",
+            EventName::JobFailed => "job.failed",
+            EventName::JobStatusChanged => "job.status_changed",
+            EventName::PaymentMethodDead => "payment_method.dead",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.as_str() == name)
+    }
+}
+
+/// Facts about the job an event concerns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobFacts {
+    pub id: Uuid,
+    pub reference: String,
+    pub market: String,
+    pub currency: String,
+    pub price_amount_minor: i64,
+    pub tax_amount_minor: i64,
+    pub scheduled_for: Option<DateTime<Utc>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProofFacts {
+    pub outcome: String,
+    pub recipient_name: Option<String>,
+    pub has_photo: bool,
+    pub has_signature: bool,
+}
+
+/// Event-specific facts; each event fills the ones the spec lists for it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EventDetails {
+    /// An opaque courier id, never a name or phone number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub courier: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<ProofFacts>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assigned_courier: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payment_method_id: Option<Uuid>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brand: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_four: Option<String>,
+}
+
+/// An event to record.
+#[derive(Clone, Debug)]
+pub struct NewEvent {
+    pub name: EventName,
+    pub merchant_id: Uuid,
+    pub environment: Environment,
+    pub occurred_at: DateTime<Utc>,
+    pub job: Option<JobFacts>,
+    pub details: EventDetails,
+}
+
+/// Records `event` on `conn`, which must be the transaction of the change that raised it.
+pub async fn record(conn: &mut PgConnection, event: &NewEvent) -> Result<Uuid, sqlx::Error> {
+    let id = Uuid::new_v4();
+    let job = event
+        .job
+        .as_ref()
+        .map(|j| serde_json::to_value(j).expect("job facts serialise"));
+    let details = serde_json::to_value(&event.details).expect("event details serialise");
+    sqlx::query(
+        "INSERT INTO events (id, merchant_id, environment, name, job_id, occurred_at, job, details) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(id)
+    .bind(event.merchant_id)
+    .bind(event.environment.as_str())
+    .bind(event.name.as_str())
+    .bind(event.job.as_ref().map(|j| j.id))
+    .bind(event.occurred_at)
+    .bind(job)
+    .bind(details)
+    .execute(&mut *conn)
+    .await?;
+    // Delivered on commit only, like the row itself.
+    sqlx::query("SELECT pg_notify($1, '')")
+        .bind(EVENTS_CHANNEL)
+        .execute(&mut *conn)
+        .await?;
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for name in EventName::ALL {
+            assert_eq!(EventName::parse(name.as_str()), Some(name));
+            assert_eq!(
+                serde_json::to_value(name).unwrap(),
+                serde_json::json!(name.as_str())
+            );
+        }
+        assert_eq!(EventName::parse("job.exploded"), None);
+    }
+}

@@ -1,0 +1,43 @@
+//! Jobs: booking (once per quote, idempotent), reading and listing a merchant's own jobs,
+//! the courier's position, and the worker that opens the search of scheduled jobs.
+
+pub mod booking;
+mod reference;
+pub mod views;
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+
+use crate::store::jobs as store;
+
+/// How long an `Idempotency-Key` is remembered.
+pub const IDEMPOTENCY_RETENTION: chrono::Duration = chrono::Duration::hours(24);
+/// A courier position older than this is not "lately": the position endpoint answers 204.
+pub const POSITION_FRESHNESS: chrono::Duration = chrono::Duration::minutes(2);
+
+/// Moves pending jobs to searching when their time comes (twenty minutes before
+/// `scheduled_for`) and forgets old idempotency keys. Every instance may run it: each due
+/// job is moved by one statement that skips rows another instance holds.
+pub fn spawn_scheduler(pool: PgPool, every: Duration) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            if let Err(e) = run_due_work(&pool, Utc::now()).await {
+                tracing::warn!(error = %e, "scheduled job work failed; retrying");
+            }
+        }
+    })
+}
+
+async fn run_due_work(pool: &PgPool, now: DateTime<Utc>) -> Result<(), sqlx::Error> {
+    let opened = store::open_due_searches(pool, now).await?;
+    if opened > 0 {
+        tracing::info!(jobs = opened, "searches opened for scheduled jobs");
+    }
+    store::expire_keys(pool, now - IDEMPOTENCY_RETENTION).await?;
+    Ok(())
+}

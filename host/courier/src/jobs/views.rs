@@ -1,0 +1,132 @@
+//! How jobs read through the API: the booking response, the detail, the list item. The
+//! courier's name and phone and the offer history are in none of them.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::store::jobs::JobRow;
+
+/// The booking response (spec: "Job").
+#[derive(Debug, Serialize)]
+pub struct JobView {
+    pub id: Uuid,
+    pub reference: String,
+    pub status: String,
+    pub currency: String,
+    pub price_amount_minor: i64,
+    pub vehicle: String,
+    pub tracking_url: String,
+    pub booked_at: DateTime<Utc>,
+    pub scheduled_for: Option<DateTime<Utc>>,
+}
+
+impl JobView {
+    pub fn new(job: &JobRow, public_url: &str) -> Self {
+        Self {
+            id: job.id,
+            reference: job.reference.clone(),
+            status: job.status.clone(),
+            currency: job.currency.clone(),
+            price_amount_minor: job.price_amount_minor,
+            vehicle: job.vehicle.clone(),
+            tracking_url: tracking_url(public_url, &job.tracking_token),
+            booked_at: job.booked_at,
+            scheduled_for: job.scheduled_for,
+        }
+    }
+}
+
+pub fn tracking_url(public_url: &str, token: &str) -> String {
+    format!("{}/track/{token}", public_url.trim_end_matches('/'))
+}
+
+#[derive(Debug, Serialize)]
+pub struct ProofRequirement {
+    pub photo_required: bool,
+    pub signature_required: bool,
+}
+
+/// `GET /v1/jobs/{id}`.
+#[derive(Debug, Serialize)]
+pub struct JobDetail {
+    #[serde(flatten)]
+    pub job: JobView,
+    pub tax_amount_minor: i64,
+    pub pickup: Value,
+    pub dropoff: Value,
+    pub assigned_at: Option<DateTime<Utc>>,
+    pub completed_at: Option<DateTime<Utc>>,
+    pub cancellation_reason: Option<String>,
+    pub items: Value,
+    pub items_subtotal_minor: i64,
+    pub discount_minor: i64,
+    pub items_total_minor: i64,
+    pub proof_requirement: ProofRequirement,
+    pub proof: Option<Value>,
+    pub notify_customer: bool,
+    pub customer_notified_at: Option<DateTime<Utc>>,
+}
+
+impl JobDetail {
+    pub fn new(job: &JobRow, public_url: &str) -> Self {
+        Self {
+            job: JobView::new(job, public_url),
+            tax_amount_minor: job.tax_amount_minor,
+            pickup: job.pickup.clone(),
+            dropoff: job.dropoff.clone(),
+            assigned_at: job.assigned_at,
+            completed_at: job.completed_at,
+            cancellation_reason: job.cancellation_reason.clone(),
+            items: job.items.clone(),
+            items_subtotal_minor: job.items_subtotal_minor,
+            discount_minor: job.discount_minor,
+            items_total_minor: job.items_total_minor,
+            proof_requirement: ProofRequirement {
+                photo_required: job.proof_photo_required,
+                signature_required: job.proof_signature_required,
+            },
+            proof: job.proof.clone(),
+            notify_customer: job.notify_customer,
+            customer_notified_at: job.customer_notified_at,
+        }
+    }
+}
+
+/// An entry of `GET /v1/jobs`: no contact names or phones.
+#[derive(Debug, Serialize)]
+pub struct JobListItem {
+    pub id: Uuid,
+    pub reference: String,
+    pub status: String,
+    pub currency: String,
+    pub price_amount_minor: i64,
+    pub vehicle: String,
+    pub pickup_address: String,
+    pub dropoff_address: String,
+    pub booked_at: DateTime<Utc>,
+    pub scheduled_for: Option<DateTime<Utc>>,
+    pub assigned_at: Option<DateTime<Utc>>,
+    pub completed_at: Option<DateTime<Utc>>,
+}
+
+impl From<&JobRow> for JobListItem {
+    fn from(job: &JobRow) -> Self {
+        let address = |stop: &Value| stop["address"].as_str().unwrap_or_default().to_owned();
+        Self {
+            id: job.id,
+            reference: job.reference.clone(),
+            status: job.status.clone(),
+            currency: job.currency.clone(),
+            price_amount_minor: job.price_amount_minor,
+            vehicle: job.vehicle.clone(),
+            pickup_address: address(&job.pickup),
+            dropoff_address: address(&job.dropoff),
+            booked_at: job.booked_at,
+            scheduled_for: job.scheduled_for,
+            assigned_at: job.assigned_at,
+            completed_at: job.completed_at,
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! `COURIER_LIVE_PAYMENT_*` and `COURIER_CHARGE_RETRY_*` (documented in the README).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::config::ConfigError;
+
+use super::RetryPolicy;
+
+#[derive(Clone, Debug)]
+pub struct PaymentsConfig {
+    /// `COURIER_LIVE_PAYMENT_ADAPTER`: the live payment adapter component (`.wasm`). Unset:
+    /// live card operations are refused with `payment.live_unavailable`.
+    pub live_adapter: Option<PathBuf>,
+    /// `COURIER_LIVE_PAYMENT_CONFIG`: a JSON object of strings the live adapter reads through
+    /// its `config` import (provider keys, account ids).
+    pub live_config: Option<PathBuf>,
+    /// `COURIER_CHARGE_RETRY_BASE_MS` and `COURIER_CHARGE_RETRY_ATTEMPTS`.
+    pub retry: RetryPolicy,
+}
+
+impl Default for PaymentsConfig {
+    fn default() -> Self {
+        Self {
+            live_adapter: None,
+            live_config: None,
+            retry: RetryPolicy {
+                base: Duration::from_secs(5),
+                max_attempts: 8,
+                lease: Duration::from_secs(60),
+            },
+        }
+    }
+}
+
+impl PaymentsConfig {
+    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let defaults = Self::default();
+        let base = match positive(lookup, "COURIER_CHARGE_RETRY_BASE_MS")? {
+            Some(ms) => Duration::from_millis(ms),
+            None => defaults.retry.base,
+        };
+        let max_attempts = match positive(lookup, "COURIER_CHARGE_RETRY_ATTEMPTS")? {
+            Some(n) => u32::try_from(n).unwrap_or(u32::MAX),
+            None => defaults.retry.max_attempts,
+        };
+        Ok(Self {
+            live_adapter: lookup("COURIER_LIVE_PAYMENT_ADAPTER").map(PathBuf::from),
+            live_config: lookup("COURIER_LIVE_PAYMENT_CONFIG").map(PathBuf::from),
+            retry: RetryPolicy {
+                base,
+                max_attempts,
+                lease: defaults.retry.lease,
+            },
+        })
+    }
+}
+
+fn positive(
+    lookup: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+) -> Result<Option<u64>, ConfigError> {
+    let Some(raw) = lookup(name) else {
+        return Ok(None);
+    };
+    match raw.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(Some(n)),
+        _ => Err(ConfigError::Invalid {
+            name,
+            reason: format!("{raw:?} is not a whole number above zero"),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_overrides() {
+        let config = PaymentsConfig::from_lookup(&|_| None).unwrap();
+        assert_eq!(config.retry.base, Duration::from_secs(5));
+        assert_eq!(config.retry.max_attempts, 8);
+        assert!(config.live_adapter.is_none());
+        let config = PaymentsConfig::from_lookup(&|n| match n {
+            "COURIER_CHARGE_RETRY_BASE_MS" => Some("20".into()),
+            "COURIER_CHARGE_RETRY_ATTEMPTS" => Some("3".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(config.retry.base, Duration::from_millis(20));
+        assert_eq!(config.retry.max_attempts, 3);
+        let bad = PaymentsConfig::from_lookup(&|n| {
+            (n == "COURIER_CHARGE_RETRY_ATTEMPTS").then(|| "0".into())
+        });
+        assert!(
+            bad.unwrap_err()
+                .to_string()
+                .contains("COURIER_CHARGE_RETRY_ATTEMPTS")
+        );
+    }
+}

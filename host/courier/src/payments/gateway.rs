@@ -1,0 +1,148 @@
+//! The payment adapter of each environment: test always runs the sandbox component; live runs
+//! the component the operator configured, or nothing (live card operations are then refused
+//! with `payment.live_unavailable`). Live never runs the sandbox.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use courier_plugins::{
+    AttachRefusal, CaptureRequest, Card, CardForm, HoldRequest, Outcome, PaymentAdapter,
+    PluginEngine, PluginError, RefundRequest, VoidRequest,
+};
+use thiserror::Error;
+
+use crate::domain::Environment;
+
+/// The provider operations the service needs. Calls block (adapters make HTTP requests):
+/// the service calls them through `spawn_blocking`. A trait so that tests can stand a
+/// provider with a failure of their choosing in front of the sandbox.
+pub trait Gateway: Send + Sync + 'static {
+    fn setup_card_form(&self, merchant: &str) -> Result<Result<CardForm, String>, PluginError>;
+    fn attach_card(
+        &self,
+        customer_id: &str,
+        card_ref: &str,
+    ) -> Result<Result<Card, AttachRefusal>, PluginError>;
+    fn authorise(&self, request: &HoldRequest) -> Result<Outcome, PluginError>;
+    fn capture(&self, request: &CaptureRequest) -> Result<Outcome, PluginError>;
+    fn void(&self, request: &VoidRequest) -> Result<Outcome, PluginError>;
+    fn refund(&self, request: &RefundRequest) -> Result<Outcome, PluginError>;
+}
+
+impl Gateway for PaymentAdapter {
+    fn setup_card_form(&self, merchant: &str) -> Result<Result<CardForm, String>, PluginError> {
+        PaymentAdapter::setup_card_form(self, merchant)
+    }
+    fn attach_card(
+        &self,
+        customer_id: &str,
+        card_ref: &str,
+    ) -> Result<Result<Card, AttachRefusal>, PluginError> {
+        PaymentAdapter::attach_card(self, customer_id, card_ref)
+    }
+    fn authorise(&self, request: &HoldRequest) -> Result<Outcome, PluginError> {
+        PaymentAdapter::authorise(self, request)
+    }
+    fn capture(&self, request: &CaptureRequest) -> Result<Outcome, PluginError> {
+        PaymentAdapter::capture(self, request)
+    }
+    fn void(&self, request: &VoidRequest) -> Result<Outcome, PluginError> {
+        PaymentAdapter::void(self, request)
+    }
+    fn refund(&self, request: &RefundRequest) -> Result<Outcome, PluginError> {
+        PaymentAdapter::refund(self, request)
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum GatewayError {
+    #[error("loading the sandbox payment adapter: {0}")]
+    Sandbox(#[source] PluginError),
+    #[error("reading the live payment adapter {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "the live payment adapter's configuration {path} must be a JSON object of strings: {reason}"
+    )]
+    Config { path: PathBuf, reason: String },
+    #[error("loading the live payment adapter: {0}")]
+    Live(#[source] PluginError),
+    #[error("the live payment adapter is the sandbox adapter; live never takes sandbox cards")]
+    LiveIsSandbox,
+}
+
+/// One gateway per environment.
+#[derive(Clone)]
+pub struct Gateways {
+    test: Arc<dyn Gateway>,
+    live: Option<Arc<dyn Gateway>>,
+}
+
+impl Gateways {
+    pub fn new(test: Arc<dyn Gateway>, live: Option<Arc<dyn Gateway>>) -> Self {
+        Self { test, live }
+    }
+
+    /// The sandbox for test; for live, the component at `live_adapter` (with the string
+    /// values of the JSON object at `live_config` as its configuration), if any.
+    pub fn load(
+        engine: &PluginEngine,
+        live_adapter: Option<&Path>,
+        live_config: Option<&Path>,
+    ) -> Result<Self, GatewayError> {
+        let sandbox = PaymentAdapter::load(
+            engine,
+            courier_plugins::defaults::SANDBOX_PAYMENTS,
+            courier_plugins::AdapterConfig::new(BTreeMap::new()),
+        )
+        .map_err(GatewayError::Sandbox)?;
+        let live = match live_adapter {
+            None => None,
+            Some(path) => {
+                let bytes = std::fs::read(path).map_err(|source| GatewayError::Read {
+                    path: path.to_owned(),
+                    source,
+                })?;
+                let values = live_config
+                    .map(read_config)
+                    .transpose()?
+                    .unwrap_or_default();
+                let adapter = PaymentAdapter::load(
+                    engine,
+                    &bytes,
+                    courier_plugins::AdapterConfig::new(values),
+                )
+                .map_err(GatewayError::Live)?;
+                if adapter.sha256() == sandbox.sha256() {
+                    return Err(GatewayError::LiveIsSandbox);
+                }
+                tracing::info!(adapter = %adapter.info().name, version = %adapter.info().version, "live payment adapter loaded");
+                Some(Arc::new(adapter) as Arc<dyn Gateway>)
+            }
+        };
+        Ok(Self {
+            test: Arc::new(sandbox),
+            live,
+        })
+    }
+
+    pub fn get(&self, environment: Environment) -> Option<Arc<dyn Gateway>> {
+        match environment {
+            Environment::Test => Some(Arc::clone(&self.test)),
+            Environment::Live => self.live.clone(),
+        }
+    }
+}
+
+fn read_config(path: &Path) -> Result<BTreeMap<String, String>, GatewayError> {
+    let invalid = |reason: String| GatewayError::Config {
+        path: path.to_owned(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| invalid(e.to_string()))?;
+    serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))
+}

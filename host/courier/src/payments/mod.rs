@@ -1,0 +1,912 @@
+//! Cards on file and charges, through the payment adapter of each environment.
+//!
+//! A card on file is held for the price at booking ([`Payments::hold_for_job`]), captured on
+//! delivery or return ([`Payments::capture_for_job`]), released when the job is cancelled or
+//! fails ([`Payments::void_for_job`]), and can be refunded by an operator
+//! ([`Payments::refund`]). Which moves a charge may make is decided in one place, [`state`].
+//!
+//! Every provider call carries an idempotency key derived from the charge (and, for refunds,
+//! from what was refunded before), and runs while the charge row is locked: a retried or
+//! concurrent capture finds the charge captured and never reaches the provider twice, and a
+//! call cut short by a crash is repeated with the same key, which the provider answers with
+//! what it did the first time.
+
+mod card_number;
+mod config;
+mod gateway;
+mod retry;
+pub mod state;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use courier_plugins::{
+    AttachRefusal, CaptureRequest, Decline, FinishReason, HoldRequest, Outcome, PluginError,
+    RefundRequest, VoidRequest,
+};
+use serde::Serialize;
+use sqlx::{PgConnection, PgPool};
+use thiserror::Error;
+use uuid::Uuid;
+
+pub use card_number::{contains_card_number, json_contains_card_number};
+pub use config::PaymentsConfig;
+pub use gateway::{Gateway, GatewayError, Gateways};
+pub use retry::RetryWorker;
+pub use state::{ChargeStatus, Decision, InvalidMove, Move};
+
+use crate::auth::Merchant;
+use crate::domain::Environment;
+use crate::events::{self, EventDetails, EventName, NewEvent};
+use crate::store::payments::{self as store, CardRow, ChargeRow, NewMove};
+
+/// How many charges `GET /v1/charges` shows.
+pub const RECENT_CHARGES: i64 = 50;
+/// The status of a working card.
+pub const CARD_ACTIVE: &str = "active";
+/// The status of a card that stopped working for good (`dead_reason` says why).
+pub const CARD_DEAD: &str = "dead";
+/// Who made the moves nobody asked for by name.
+const SYSTEM: &str = "system";
+const SANDBOX_PREFIX: &str = "pm_sandbox_";
+
+/// Refusals of card and charge operations.
+#[derive(Debug, Error)]
+pub enum PaymentError {
+    #[error(
+        "a card number was sent; send the payment provider's reference for the card instead \
+         (card numbers are never accepted)"
+    )]
+    RawCardNumber,
+    #[error("{0}")]
+    WrongEnvironment(&'static str),
+    #[error("the payment provider does not know this card reference")]
+    UnknownReference,
+    #[error("live card payments are not available: no live payment provider is configured")]
+    LiveUnavailable,
+    #[error("no such payment method")]
+    PaymentMethodNotFound,
+    #[error("this card no longer works ({reason}); attach another card")]
+    CardDead { reason: String },
+    #[error("the card was declined: {decline_code}")]
+    CardDeclined { decline_code: String },
+    #[error("no usable card on file in this environment; attach a card first")]
+    NoPaymentMethod,
+    #[error("the payment provider cannot be reached; try again shortly")]
+    ProviderUnreachable,
+    #[error("no such charge")]
+    ChargeNotFound,
+    #[error("a {status} charge cannot be refunded; only captured money can be given back")]
+    NotRefundable { status: &'static str },
+    #[error("`amount_minor` must be a whole number of minor units above zero")]
+    InvalidRefundAmount,
+    #[error("the refund is more than is left to give back ({remaining_minor} minor units)")]
+    RefundExceedsCaptured { remaining_minor: i64 },
+    #[error(transparent)]
+    InvalidMove(#[from] InvalidMove),
+    #[error("the payment adapter failed: {0}")]
+    Adapter(#[from] PluginError),
+    #[error(transparent)]
+    Store(#[from] sqlx::Error),
+}
+
+/// Why a hold was not placed. On any of these the booking is rolled back, which leaves its
+/// quote unspent, so the merchant can try again (with another card after a decline).
+#[derive(Debug, Error)]
+pub enum HoldError {
+    #[error("no usable card on file")]
+    NoPaymentMethod,
+    #[error("the card was declined: {decline_code}")]
+    Declined { decline_code: String },
+    #[error("no live payment provider is configured")]
+    LiveUnavailable,
+    #[error("a hold needs an amount above zero")]
+    InvalidAmount,
+    #[error(transparent)]
+    Store(#[from] sqlx::Error),
+}
+
+impl From<HoldError> for PaymentError {
+    fn from(error: HoldError) -> Self {
+        match error {
+            HoldError::NoPaymentMethod => PaymentError::NoPaymentMethod,
+            HoldError::Declined { decline_code } => PaymentError::CardDeclined { decline_code },
+            HoldError::LiveUnavailable => PaymentError::LiveUnavailable,
+            HoldError::InvalidAmount => PaymentError::InvalidRefundAmount,
+            HoldError::Store(e) => PaymentError::Store(e),
+        }
+    }
+}
+
+/// A card on file as the API shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct PaymentMethodView {
+    pub id: Uuid,
+    pub brand: String,
+    pub last_four: String,
+    pub expiry_month: i32,
+    pub expiry_year: i32,
+    pub status: String,
+    pub is_default: bool,
+    pub attached_at: DateTime<Utc>,
+    pub dead_reason: Option<String>,
+}
+
+impl From<CardRow> for PaymentMethodView {
+    fn from(c: CardRow) -> Self {
+        Self {
+            id: c.id,
+            brand: c.brand,
+            last_four: c.last_four,
+            expiry_month: c.expiry_month,
+            expiry_year: c.expiry_year,
+            status: c.status,
+            is_default: c.is_default,
+            attached_at: c.attached_at,
+            dead_reason: c.dead_reason,
+        }
+    }
+}
+
+/// A charge as the API shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ChargeView {
+    pub id: Uuid,
+    pub job_id: Uuid,
+    pub status: ChargeStatus,
+    pub currency: String,
+    pub amount_minor: i64,
+    pub refunded_amount_minor: i64,
+    pub raised_at: DateTime<Utc>,
+    pub captured_at: Option<DateTime<Utc>>,
+    pub decline_code: Option<String>,
+    pub last_error: Option<String>,
+}
+
+impl From<&ChargeRow> for ChargeView {
+    fn from(c: &ChargeRow) -> Self {
+        Self {
+            id: c.id,
+            job_id: c.job_id,
+            status: status_of(c),
+            currency: c.currency.clone(),
+            amount_minor: c.amount_minor,
+            refunded_amount_minor: c.refunded_amount_minor,
+            raised_at: c.raised_at,
+            captured_at: c.captured_at,
+            decline_code: c.decline_code.clone(),
+            last_error: c.last_error.clone(),
+        }
+    }
+}
+
+/// What the provider's card form needs (`POST /v1/payment-methods/setup`).
+#[derive(Clone, Debug, Serialize)]
+pub struct CardFormView {
+    pub client_secret: String,
+    pub customer_id: String,
+}
+
+/// When unreachable providers are asked again: after `base`, doubling, `max_attempts` calls
+/// in all (the first included); then the charge is `failed` with `last_error`.
+#[derive(Clone, Copy, Debug)]
+pub struct RetryPolicy {
+    pub base: Duration,
+    pub max_attempts: u32,
+    /// How long a claimed retry is left to the instance that claimed it.
+    pub lease: Duration,
+}
+
+impl RetryPolicy {
+    /// The wait after the `attempts`-th failed call.
+    pub fn delay_after(&self, attempts: u32) -> Duration {
+        let doublings = attempts.saturating_sub(1).min(20);
+        self.base.saturating_mul(1 << doublings)
+    }
+}
+
+/// The card and charge service. Cheap to share (`Arc`).
+pub struct Payments {
+    pool: PgPool,
+    gateways: Gateways,
+    retry: RetryPolicy,
+}
+
+/// How the provider answered a call. An adapter fault counts as unreachable: nothing is
+/// known to have happened, and asking again with the same key is safe.
+enum Answer {
+    Approved(String),
+    Declined(Decline),
+    Unreachable(String),
+}
+
+impl From<Result<Outcome, PluginError>> for Answer {
+    fn from(result: Result<Outcome, PluginError>) -> Self {
+        match result {
+            Ok(Outcome::Approved(reference)) => Answer::Approved(reference),
+            Ok(Outcome::Declined(decline)) => Answer::Declined(decline),
+            Ok(Outcome::Unreachable(message)) => Answer::Unreachable(message),
+            Err(error) => {
+                tracing::error!(%error, "payment adapter failed");
+                Answer::Unreachable(format!("payment adapter failed: {error}"))
+            }
+        }
+    }
+}
+
+/// What an answer did to a charge.
+enum Settled {
+    Moved,
+    Declined(Decline),
+    WillRetry,
+    GaveUp,
+}
+
+impl Payments {
+    pub fn new(pool: PgPool, gateways: Gateways, retry: RetryPolicy) -> Self {
+        Self {
+            pool,
+            gateways,
+            retry,
+        }
+    }
+
+    fn gateway(&self, environment: Environment) -> Result<Arc<dyn Gateway>, PaymentError> {
+        self.gateways
+            .get(environment)
+            .ok_or(PaymentError::LiveUnavailable)
+    }
+
+    // ---- cards on file -----------------------------------------------------------------
+
+    /// Starts the provider's card form for the merchant and keeps its customer id.
+    pub async fn setup(&self, merchant: &Merchant) -> Result<CardFormView, PaymentError> {
+        let gateway = self.gateway(merchant.environment)?;
+        let name = merchant.merchant_id.to_string();
+        let form = blocking(gateway, move |g| g.setup_card_form(&name))
+            .await?
+            .map_err(|_| PaymentError::ProviderUnreachable)?;
+        let mut conn = self.pool.acquire().await?;
+        store::keep_customer(
+            &mut conn,
+            merchant.merchant_id,
+            merchant.environment,
+            &form.customer_id,
+        )
+        .await?;
+        Ok(CardFormView {
+            client_secret: form.client_secret,
+            customer_id: form.customer_id,
+        })
+    }
+
+    /// Attaches the card the provider knows as `provider_ref`. The first card of an
+    /// environment becomes its default, as does any card attached with `make_default`.
+    pub async fn attach(
+        &self,
+        merchant: &Merchant,
+        provider_ref: &str,
+        make_default: bool,
+    ) -> Result<PaymentMethodView, PaymentError> {
+        if contains_card_number(provider_ref) {
+            return Err(PaymentError::RawCardNumber);
+        }
+        let is_sandbox = provider_ref.starts_with(SANDBOX_PREFIX);
+        match merchant.environment {
+            Environment::Test if !is_sandbox => {
+                return Err(PaymentError::WrongEnvironment(
+                    "a test key takes only sandbox card references (`pm_sandbox_…`)",
+                ));
+            }
+            Environment::Live if is_sandbox => {
+                return Err(PaymentError::WrongEnvironment(
+                    "sandbox card references are not accepted with a live key",
+                ));
+            }
+            _ => {}
+        }
+        let gateway = self.gateway(merchant.environment)?;
+        let customer_id = self.customer(merchant, &gateway).await?;
+        let (customer, reference) = (customer_id.clone(), provider_ref.to_owned());
+        let card = match blocking(gateway, move |g| g.attach_card(&customer, &reference)).await? {
+            Ok(card) => card,
+            // The adapter's message may quote what was sent: it is not passed on.
+            Err(AttachRefusal::UnknownReference(_)) => return Err(PaymentError::UnknownReference),
+            Err(AttachRefusal::Declined(d)) => {
+                return Err(PaymentError::CardDeclined {
+                    decline_code: d.code,
+                });
+            }
+            Err(AttachRefusal::Unreachable(_)) => return Err(PaymentError::ProviderUnreachable),
+        };
+        let mut tx = self.pool.begin().await?;
+        store::lock_cards(&mut tx, merchant.merchant_id, merchant.environment).await?;
+        let has_default =
+            store::has_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
+        if make_default && has_default {
+            store::clear_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
+        }
+        let row = CardRow {
+            id: Uuid::new_v4(),
+            merchant_id: merchant.merchant_id,
+            environment: merchant.environment.as_str().to_owned(),
+            provider_ref: provider_ref.to_owned(),
+            customer_id,
+            brand: card.brand,
+            last_four: card.last_four,
+            expiry_month: i32::from(card.expiry_month),
+            expiry_year: i32::from(card.expiry_year),
+            status: CARD_ACTIVE.to_owned(),
+            is_default: make_default || !has_default,
+            attached_at: Utc::now(),
+            dead_reason: None,
+            died_at: None,
+            removed_at: None,
+        };
+        store::insert_card(&mut tx, &row).await?;
+        tx.commit().await?;
+        Ok(row.into())
+    }
+
+    /// The merchant's customer at the provider, made on first need.
+    async fn customer(
+        &self,
+        merchant: &Merchant,
+        gateway: &Arc<dyn Gateway>,
+    ) -> Result<String, PaymentError> {
+        let mut conn = self.pool.acquire().await?;
+        if let Some(id) =
+            store::customer(&mut conn, merchant.merchant_id, merchant.environment).await?
+        {
+            return Ok(id);
+        }
+        let name = merchant.merchant_id.to_string();
+        let form = blocking(Arc::clone(gateway), move |g| g.setup_card_form(&name))
+            .await?
+            .map_err(|_| PaymentError::ProviderUnreachable)?;
+        Ok(store::keep_customer(
+            &mut conn,
+            merchant.merchant_id,
+            merchant.environment,
+            &form.customer_id,
+        )
+        .await?)
+    }
+
+    /// The merchant's cards in the credential's environment (removed ones excluded).
+    pub async fn cards(&self, merchant: &Merchant) -> Result<Vec<PaymentMethodView>, PaymentError> {
+        let mut conn = self.pool.acquire().await?;
+        let rows = store::list_cards(&mut conn, merchant.merchant_id, merchant.environment).await?;
+        Ok(rows.into_iter().map(Into::into).collect())
+    }
+
+    /// Makes a working card the one deliveries are charged to.
+    pub async fn make_default(&self, merchant: &Merchant, id: Uuid) -> Result<(), PaymentError> {
+        let mut tx = self.pool.begin().await?;
+        store::lock_cards(&mut tx, merchant.merchant_id, merchant.environment).await?;
+        let card = store::card(&mut tx, merchant.merchant_id, merchant.environment, id)
+            .await?
+            .ok_or(PaymentError::PaymentMethodNotFound)?;
+        if card.status != CARD_ACTIVE {
+            return Err(PaymentError::CardDead {
+                reason: card.dead_reason.unwrap_or_default(),
+            });
+        }
+        if !card.is_default {
+            store::clear_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
+            store::set_default(&mut tx, id).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Removes a card: it disappears from the list and is never charged again, but a charge
+    /// already on it completes on it. Removing the default makes the most recently attached
+    /// working card the default (none left: bookings answer `payment.no_payment_method`).
+    pub async fn remove(&self, merchant: &Merchant, id: Uuid) -> Result<(), PaymentError> {
+        let mut tx = self.pool.begin().await?;
+        store::lock_cards(&mut tx, merchant.merchant_id, merchant.environment).await?;
+        let card = store::card(&mut tx, merchant.merchant_id, merchant.environment, id)
+            .await?
+            .ok_or(PaymentError::PaymentMethodNotFound)?;
+        store::remove_card(&mut tx, card.id, Utc::now()).await?;
+        if card.is_default {
+            store::promote_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Marks a card dead, hands its default on and records `payment_method.dead`, all on
+    /// `conn`'s transaction (once per card: a card already dead raises nothing).
+    async fn bury_card(
+        conn: &mut PgConnection,
+        card_id: Uuid,
+        finish: FinishReason,
+    ) -> Result<(), sqlx::Error> {
+        let now = Utc::now();
+        let Some(card) = store::mark_dead(conn, card_id, dead_reason(finish), now).await? else {
+            return Ok(());
+        };
+        let environment = Environment::parse(&card.environment).unwrap_or(Environment::Live);
+        store::lock_cards(conn, card.merchant_id, environment).await?;
+        store::promote_default(conn, card.merchant_id, environment).await?;
+        let event = NewEvent {
+            name: EventName::PaymentMethodDead,
+            merchant_id: card.merchant_id,
+            environment,
+            occurred_at: now,
+            job: None,
+            details: EventDetails {
+                payment_method_id: Some(card.id),
+                brand: Some(card.brand),
+                last_four: Some(card.last_four),
+                reason: card.dead_reason,
+                ..EventDetails::default()
+            },
+        };
+        events::record(conn, &event).await?;
+        Ok(())
+    }
+
+    // ---- charges -----------------------------------------------------------------------
+
+    /// Holds `amount_minor` on the merchant's default card for a job, on `conn`: the booking
+    /// transaction, after the job row is inserted. One charge per job: called again for the
+    /// same job, it answers the charge it made.
+    ///
+    /// - Approved: the charge is `authorised`.
+    /// - Unreachable provider: the charge stays `pending` with `last_error`, and a retry is
+    ///   scheduled (both commit with the booking); the booking goes ahead.
+    /// - Declined: [`HoldError::Declined`]; the caller rolls the booking back (the charge goes
+    ///   with it, and the quote stays usable). When the decline says the card is finished,
+    ///   the card is marked dead and `payment_method.dead` recorded on a separate
+    ///   transaction from the pool, committed before returning: the card's death is a fact
+    ///   about the card, not about this booking, and must survive the booking's rollback.
+    ///   (The booking transaction only holds a key-share lock on the card row, through the
+    ///   charge's foreign key, which the card's update does not wait for.)
+    pub async fn hold_for_job(
+        &self,
+        conn: &mut PgConnection,
+        merchant: &Merchant,
+        job_id: Uuid,
+        amount_minor: i64,
+        currency: &str,
+    ) -> Result<ChargeView, HoldError> {
+        if amount_minor <= 0 {
+            return Err(HoldError::InvalidAmount);
+        }
+        let gateway = self
+            .gateways
+            .get(merchant.environment)
+            .ok_or(HoldError::LiveUnavailable)?;
+        if let Some(existing) = store::charge_of_job(conn, job_id).await?
+            && existing.merchant_id == merchant.merchant_id
+        {
+            return Ok((&existing).into());
+        }
+        let card = store::usable_card(conn, merchant.merchant_id, merchant.environment)
+            .await?
+            .ok_or(HoldError::NoPaymentMethod)?;
+        let now = Utc::now();
+        let mut charge = ChargeRow {
+            id: Uuid::new_v4(),
+            merchant_id: merchant.merchant_id,
+            environment: merchant.environment.as_str().to_owned(),
+            job_id,
+            payment_method_id: card.id,
+            status: ChargeStatus::Pending.as_str().to_owned(),
+            currency: currency.to_owned(),
+            amount_minor,
+            refunded_amount_minor: 0,
+            authorisation_ref: None,
+            payment_ref: None,
+            after_hold: None,
+            decline_code: None,
+            last_error: None,
+            raised_at: now,
+            authorised_at: None,
+            captured_at: None,
+            voided_at: None,
+            failed_at: None,
+            refunded_at: None,
+            updated_at: now,
+        };
+        store::insert_charge(conn, &charge).await?;
+        store::record_move(
+            conn,
+            &NewMove {
+                charge_id: charge.id,
+                from_status: None,
+                to_status: ChargeStatus::Pending.as_str(),
+                amount_minor: Some(amount_minor),
+                provider_ref: None,
+                detail: Some("raised at booking"),
+                actor: SYSTEM,
+                at: now,
+            },
+        )
+        .await?;
+        let answer = self.call(gateway, &charge, &card, Move::Authorise).await;
+        match self
+            .settle(conn, &mut charge, Move::Authorise, answer, SYSTEM, 0)
+            .await?
+        {
+            Settled::Declined(decline) => {
+                if let Some(finish) = decline.card_finished {
+                    let mut apart = self.pool.begin().await?;
+                    Self::bury_card(&mut apart, card.id, finish).await?;
+                    apart.commit().await?;
+                }
+                Err(HoldError::Declined {
+                    decline_code: decline.code,
+                })
+            }
+            Settled::Moved | Settled::WillRetry | Settled::GaveUp => Ok((&charge).into()),
+        }
+    }
+
+    /// Takes the held money (job delivered or returned). Idempotent. A charge still
+    /// `pending` (its hold is being retried) is captured as soon as the hold is placed.
+    pub async fn capture_for_job(&self, job_id: Uuid) -> Result<ChargeView, PaymentError> {
+        self.finish_hold(job_id, Move::Capture).await
+    }
+
+    /// Releases the hold (job cancelled or failed). Idempotent. A charge still `pending` is
+    /// voided as soon as its hold is placed, or fails if the retries give up.
+    pub async fn void_for_job(&self, job_id: Uuid) -> Result<ChargeView, PaymentError> {
+        self.finish_hold(job_id, Move::Void).await
+    }
+
+    async fn finish_hold(&self, job_id: Uuid, requested: Move) -> Result<ChargeView, PaymentError> {
+        let mut tx = self.pool.begin().await?;
+        let mut charge = store::lock_charge_of_job(&mut tx, job_id)
+            .await?
+            .ok_or(PaymentError::ChargeNotFound)?;
+        if status_of(&charge) == ChargeStatus::Pending {
+            charge.after_hold = Some(requested.as_str().to_owned());
+            charge.updated_at = Utc::now();
+            store::update_charge(&mut tx, &charge).await?;
+            tx.commit().await?;
+            return Ok((&charge).into());
+        }
+        self.advance(&mut tx, &mut charge, requested, SYSTEM)
+            .await?;
+        tx.commit().await?;
+        Ok((&charge).into())
+    }
+
+    /// Makes `requested` happen to a locked charge, asking the provider when needed.
+    async fn advance(
+        &self,
+        tx: &mut PgConnection,
+        charge: &mut ChargeRow,
+        requested: Move,
+        actor: &str,
+    ) -> Result<(), PaymentError> {
+        match state::decide(status_of(charge), requested)? {
+            Decision::AlreadyDone => {
+                store::delete_retry(tx, charge.id).await?;
+                Ok(())
+            }
+            Decision::Apply(_) => {
+                let environment =
+                    Environment::parse(&charge.environment).unwrap_or(Environment::Live);
+                let gateway = self.gateway(environment)?;
+                let card = store::card_by_id(tx, charge.payment_method_id).await?;
+                let attempts = store::retry_of(tx, charge.id)
+                    .await?
+                    .map_or(0, |r| r.attempts);
+                let answer = self.call(gateway, charge, &card, requested).await;
+                if let Settled::Declined(Decline {
+                    card_finished: Some(finish),
+                    ..
+                }) = self
+                    .settle(tx, charge, requested, answer, actor, attempts)
+                    .await?
+                {
+                    Self::bury_card(tx, card.id, finish).await?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Gives back `amount_minor` of a captured charge (in part or in full, over one or more
+    /// refunds), on an operator's request. A refund repeated after a lost answer carries the
+    /// same idempotency key, so the provider does not pay out twice.
+    pub async fn refund(
+        &self,
+        charge_id: Uuid,
+        amount_minor: i64,
+        operator: &str,
+    ) -> Result<ChargeView, PaymentError> {
+        if amount_minor <= 0 {
+            return Err(PaymentError::InvalidRefundAmount);
+        }
+        let mut tx = self.pool.begin().await?;
+        let mut charge = store::lock_charge(&mut tx, charge_id)
+            .await?
+            .ok_or(PaymentError::ChargeNotFound)?;
+        let from = status_of(&charge);
+        if state::decide(from, Move::Refund).is_err() {
+            return Err(PaymentError::NotRefundable {
+                status: from.as_str(),
+            });
+        }
+        let remaining_minor = charge.amount_minor - charge.refunded_amount_minor;
+        if amount_minor > remaining_minor {
+            return Err(PaymentError::RefundExceedsCaptured { remaining_minor });
+        }
+        let environment = Environment::parse(&charge.environment).unwrap_or(Environment::Live);
+        let gateway = self.gateway(environment)?;
+        let request = RefundRequest {
+            payment: charge.payment_ref.clone().unwrap_or_default(),
+            amount_minor,
+            currency: charge.currency.clone(),
+            idempotency_key: format!(
+                "charge_{}_refund_{}_{}",
+                charge.id, charge.refunded_amount_minor, amount_minor
+            ),
+        };
+        let answer: Answer = blocking(gateway, move |g| g.refund(&request)).await.into();
+        let reference = match answer {
+            Answer::Approved(reference) => reference,
+            Answer::Declined(d) => {
+                return Err(PaymentError::CardDeclined {
+                    decline_code: d.code,
+                });
+            }
+            Answer::Unreachable(_) => return Err(PaymentError::ProviderUnreachable),
+        };
+        let now = Utc::now();
+        charge.status = ChargeStatus::Refunded.as_str().to_owned();
+        charge.refunded_amount_minor += amount_minor;
+        charge.refunded_at = Some(now);
+        charge.updated_at = now;
+        store::update_charge(&mut tx, &charge).await?;
+        store::record_move(
+            &mut tx,
+            &NewMove {
+                charge_id: charge.id,
+                from_status: Some(from.as_str()),
+                to_status: ChargeStatus::Refunded.as_str(),
+                amount_minor: Some(amount_minor),
+                provider_ref: Some(&reference),
+                detail: None,
+                actor: operator,
+                at: now,
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        Ok((&charge).into())
+    }
+
+    /// The merchant's last [`RECENT_CHARGES`] charges in the credential's environment.
+    pub async fn recent_charges(
+        &self,
+        merchant: &Merchant,
+    ) -> Result<Vec<ChargeView>, PaymentError> {
+        let mut conn = self.pool.acquire().await?;
+        let rows = store::recent_charges(
+            &mut conn,
+            merchant.merchant_id,
+            merchant.environment,
+            RECENT_CHARGES,
+        )
+        .await?;
+        Ok(rows.iter().map(Into::into).collect())
+    }
+
+    /// The charge of a job, if it has one.
+    pub async fn charge_of_job(&self, job_id: Uuid) -> Result<Option<ChargeView>, PaymentError> {
+        let mut conn = self.pool.acquire().await?;
+        Ok(store::charge_of_job(&mut conn, job_id)
+            .await?
+            .as_ref()
+            .map(Into::into))
+    }
+
+    // ---- provider calls and their results ---------------------------------------------
+
+    /// Asks the provider for `requested` on `charge`, keyed by the charge and the move.
+    async fn call(
+        &self,
+        gateway: Arc<dyn Gateway>,
+        charge: &ChargeRow,
+        card: &CardRow,
+        requested: Move,
+    ) -> Answer {
+        let idempotency_key = format!("charge_{}_{}", charge.id, requested.as_str());
+        let authorisation = charge.authorisation_ref.clone().unwrap_or_default();
+        let result = match requested {
+            Move::Authorise => {
+                let request = HoldRequest {
+                    amount_minor: charge.amount_minor,
+                    currency: charge.currency.clone(),
+                    card_ref: card.provider_ref.clone(),
+                    customer_id: card.customer_id.clone(),
+                    idempotency_key,
+                };
+                blocking(gateway, move |g| g.authorise(&request)).await
+            }
+            Move::Capture => {
+                let request = CaptureRequest {
+                    authorisation,
+                    amount_minor: charge.amount_minor,
+                    currency: charge.currency.clone(),
+                    idempotency_key,
+                };
+                blocking(gateway, move |g| g.capture(&request)).await
+            }
+            Move::Void => {
+                let request = VoidRequest {
+                    authorisation,
+                    idempotency_key,
+                };
+                blocking(gateway, move |g| g.void(&request)).await
+            }
+            Move::Fail | Move::Refund => unreachable!("not a call made through `call`"),
+        };
+        result.into()
+    }
+
+    /// Writes what the provider's answer to `requested` does to `charge`: the move, a
+    /// failure, or (unreachable) a retry after backoff; after `max_attempts` calls in all,
+    /// the charge fails with `last_error`. `attempts` is how many calls were made before.
+    async fn settle(
+        &self,
+        conn: &mut PgConnection,
+        charge: &mut ChargeRow,
+        requested: Move,
+        answer: Answer,
+        actor: &str,
+        attempts: i32,
+    ) -> Result<Settled, sqlx::Error> {
+        let from = status_of(charge);
+        let now = Utc::now();
+        charge.updated_at = now;
+        let (to, reference, detail, settled) = match answer {
+            Answer::Approved(reference) => {
+                let Ok(Decision::Apply(to)) = state::decide(from, requested) else {
+                    return Ok(Settled::Moved);
+                };
+                match to {
+                    ChargeStatus::Authorised => {
+                        charge.authorisation_ref = Some(reference.clone());
+                        charge.authorised_at = Some(now);
+                    }
+                    ChargeStatus::Captured => {
+                        charge.payment_ref = Some(reference.clone());
+                        charge.captured_at = Some(now);
+                        charge.after_hold = None;
+                    }
+                    ChargeStatus::Voided => {
+                        charge.voided_at = Some(now);
+                        charge.after_hold = None;
+                    }
+                    _ => {}
+                }
+                charge.last_error = None;
+                (to, Some(reference), None, Settled::Moved)
+            }
+            Answer::Declined(decline) => {
+                charge.decline_code = Some(decline.code.clone());
+                charge.failed_at = Some(now);
+                charge.after_hold = None;
+                let detail = format!("{} declined: {}", requested.as_str(), decline.code);
+                (
+                    ChargeStatus::Failed,
+                    None,
+                    Some(detail),
+                    Settled::Declined(decline),
+                )
+            }
+            Answer::Unreachable(message) => {
+                let attempts = attempts.saturating_add(1);
+                let max = i32::try_from(self.retry.max_attempts).unwrap_or(i32::MAX);
+                if attempts < max {
+                    let delay = self.retry.delay_after(attempts.unsigned_abs());
+                    let due = now + chrono::Duration::from_std(delay).unwrap_or_default();
+                    store::schedule_retry(
+                        conn,
+                        charge.id,
+                        requested.as_str(),
+                        attempts,
+                        due,
+                        &message,
+                    )
+                    .await?;
+                    charge.last_error = Some(message);
+                    store::update_charge(conn, charge).await?;
+                    return Ok(Settled::WillRetry);
+                }
+                charge.last_error = Some(format!(
+                    "gave up after {attempts} attempts to {}: {message}",
+                    requested.as_str()
+                ));
+                charge.failed_at = Some(now);
+                charge.after_hold = None;
+                let detail = charge.last_error.clone();
+                (ChargeStatus::Failed, None, detail, Settled::GaveUp)
+            }
+        };
+        if to == ChargeStatus::Failed && state::decide(from, Move::Fail).is_err() {
+            // Nothing can fail from here (a decline of a move already made): leave it be.
+            store::delete_retry(conn, charge.id).await?;
+            return Ok(settled);
+        }
+        charge.status = to.as_str().to_owned();
+        store::update_charge(conn, charge).await?;
+        store::delete_retry(conn, charge.id).await?;
+        store::record_move(
+            conn,
+            &NewMove {
+                charge_id: charge.id,
+                from_status: Some(from.as_str()),
+                to_status: to.as_str(),
+                amount_minor: Some(charge.amount_minor),
+                provider_ref: reference.as_deref(),
+                detail: detail.as_deref(),
+                actor,
+                at: now,
+            },
+        )
+        .await?;
+        Ok(settled)
+    }
+}
+
+fn status_of(charge: &ChargeRow) -> ChargeStatus {
+    ChargeStatus::parse(&charge.status).expect("the database allows only known statuses")
+}
+
+/// The `dead_reason` (and event `reason`) of a finished card.
+pub fn dead_reason(finish: FinishReason) -> &'static str {
+    match finish {
+        FinishReason::Expired => "expired",
+        FinishReason::Lost => "lost",
+        FinishReason::RefusedForGood => "refused_for_good",
+    }
+}
+
+/// Runs a provider call on the blocking pool (adapters block on HTTP).
+async fn blocking<T: Send + 'static>(
+    gateway: Arc<dyn Gateway>,
+    call: impl FnOnce(&dyn Gateway) -> T + Send + 'static,
+) -> T {
+    match tokio::task::spawn_blocking(move || call(gateway.as_ref())).await {
+        Ok(value) => value,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_the_base() {
+        let policy = RetryPolicy {
+            base: Duration::from_secs(5),
+            max_attempts: 8,
+            lease: Duration::from_secs(60),
+        };
+        let waits: Vec<u64> = (1..=4).map(|n| policy.delay_after(n).as_secs()).collect();
+        assert_eq!(waits, [5, 10, 20, 40]);
+        // Never overflows, however many attempts.
+        assert!(policy.delay_after(u32::MAX) >= policy.delay_after(20));
+    }
+
+    #[test]
+    fn dead_reasons_are_stable() {
+        assert_eq!(dead_reason(FinishReason::Expired), "expired");
+        assert_eq!(dead_reason(FinishReason::Lost), "lost");
+        assert_eq!(
+            dead_reason(FinishReason::RefusedForGood),
+            "refused_for_good"
+        );
+    }
+}

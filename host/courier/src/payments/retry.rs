@@ -1,0 +1,111 @@
+//! The retry worker: provider calls that found the provider unreachable are made again when
+//! due. Due rows are claimed with `FOR UPDATE SKIP LOCKED` and a lease, so every instance can
+//! run a worker: a row is worked on by one instance at a time, and a row whose instance died
+//! is taken up by another once the lease runs out. The charge row itself is locked during
+//! the call, so a retry and a capture asked for at the same moment never both reach the
+//! provider.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+use super::state::{ChargeStatus, Move};
+use super::{PaymentError, Payments, status_of};
+use crate::store::payments as store;
+
+/// Due retries taken per claim: small, so a shutdown waits for little.
+const CLAIM_BATCH: i64 = 5;
+const WORKER: &str = "retry worker";
+
+/// A running retry worker; [`RetryWorker::stop`] lets its current call finish.
+pub struct RetryWorker {
+    stop: watch::Sender<bool>,
+    handle: JoinHandle<()>,
+}
+
+impl RetryWorker {
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.handle.await;
+    }
+}
+
+impl Payments {
+    /// Starts the worker; it polls for due retries every `base` (at most every second).
+    pub fn spawn_retry_worker(self: &Arc<Self>) -> RetryWorker {
+        let (stop, mut stopped) = watch::channel(false);
+        let payments = Arc::clone(self);
+        let poll = self
+            .retry
+            .base
+            .clamp(Duration::from_millis(10), Duration::from_secs(1));
+        let handle = tokio::spawn(async move {
+            loop {
+                match payments.run_due_retries().await {
+                    // More may be due already.
+                    Ok(n) if n as i64 == CLAIM_BATCH => continue,
+                    Ok(_) => {}
+                    Err(error) => tracing::warn!(%error, "charge retries failed; trying again"),
+                }
+                tokio::select! {
+                    _ = stopped.changed() => break,
+                    () = tokio::time::sleep(poll) => {}
+                }
+                if *stopped.borrow() {
+                    break;
+                }
+            }
+        });
+        RetryWorker { stop, handle }
+    }
+
+    /// Claims the due retries and makes each call once; returns how many were claimed.
+    pub async fn run_due_retries(&self) -> Result<usize, PaymentError> {
+        let due = store::claim_due_retries(&self.pool, CLAIM_BATCH, self.retry.lease).await?;
+        for row in &due {
+            if let Err(error) = self.retry_charge(row.charge_id, &row.operation).await {
+                tracing::warn!(%error, charge_id = %row.charge_id, "charge retry failed");
+            }
+        }
+        Ok(due.len())
+    }
+
+    async fn retry_charge(&self, charge_id: Uuid, operation: &str) -> Result<(), PaymentError> {
+        let mut tx = self.pool.begin().await?;
+        let Some(mut charge) = store::lock_charge(&mut tx, charge_id).await? else {
+            store::delete_retry(&mut tx, charge_id).await?;
+            tx.commit().await?;
+            return Ok(());
+        };
+        let requested = match operation {
+            "authorise" => Move::Authorise,
+            "capture" => Move::Capture,
+            _ => Move::Void,
+        };
+        match self.advance(&mut tx, &mut charge, requested, WORKER).await {
+            Ok(()) => {}
+            Err(PaymentError::InvalidMove(invalid)) => {
+                // The charge moved on some other way: nothing is left to retry.
+                tracing::info!(%invalid, %charge_id, "dropping a retry that no longer applies");
+                store::delete_retry(&mut tx, charge_id).await?;
+            }
+            Err(other) => return Err(other),
+        }
+        // A capture or void asked for while the hold was pending follows the hold.
+        if status_of(&charge) == ChargeStatus::Authorised
+            && let Some(after) = charge.after_hold.clone()
+        {
+            let follow = if after == "capture" {
+                Move::Capture
+            } else {
+                Move::Void
+            };
+            self.advance(&mut tx, &mut charge, follow, WORKER).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}

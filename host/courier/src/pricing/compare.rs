@@ -1,0 +1,148 @@
+//! What a price book would change: re-price a market's recent quotes under an upload and
+//! report how many prices move and by how much, before the operator activates it.
+
+use serde::Serialize;
+use sqlx::PgPool;
+
+use super::{PriceBookError, PriceBooks, PricingError, convert, price_with};
+use crate::markets::Market;
+use crate::store::quotes::{self, QuoteRow};
+
+/// How many recent quotes a comparison re-prices.
+pub const COMPARE_SAMPLE: i64 = 1000;
+
+#[derive(Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Comparison {
+    pub market: String,
+    pub version: i32,
+    pub quotes_compared: u64,
+    pub changed: u64,
+    pub increased: u64,
+    pub decreased: u64,
+    /// Quotes the new book refuses to price (vehicle not offered, not covered).
+    pub refused: u64,
+    pub total_before_minor: i64,
+    pub total_after_minor: i64,
+    pub largest_increase_minor: i64,
+    pub largest_decrease_minor: i64,
+    /// Mean change over the re-priced quotes, in minor units, rounded toward zero.
+    pub mean_change_minor: i64,
+}
+
+impl Comparison {
+    fn record(&mut self, before: i64, after: Option<i64>) {
+        self.quotes_compared += 1;
+        let Some(after) = after else {
+            self.refused += 1;
+            return;
+        };
+        self.total_before_minor += before;
+        self.total_after_minor += after;
+        let change = after - before;
+        if change != 0 {
+            self.changed += 1;
+        }
+        if change > 0 {
+            self.increased += 1;
+            self.largest_increase_minor = self.largest_increase_minor.max(change);
+        } else if change < 0 {
+            self.decreased += 1;
+            self.largest_decrease_minor = self.largest_decrease_minor.max(-change);
+        }
+    }
+
+    fn finish(mut self) -> Self {
+        let priced = self.quotes_compared - self.refused;
+        if priced > 0 {
+            self.mean_change_minor =
+                (self.total_after_minor - self.total_before_minor) / priced as i64;
+        }
+        self
+    }
+}
+
+/// Re-prices the market's most recent quotes under upload `version`.
+pub async fn compare(
+    books: &PriceBooks,
+    pool: &PgPool,
+    market: &Market,
+    version: i32,
+) -> Result<Comparison, PriceBookError> {
+    let candidate = books.upload_book(market.id(), version).await?;
+    let recent = quotes::recent_in_market(pool, market.id(), COMPARE_SAMPLE).await?;
+    let timezone = market.definition.timezone;
+    let mut comparison = Comparison {
+        market: market.id().to_owned(),
+        version,
+        ..Comparison::default()
+    };
+    let comparison = tokio::task::spawn_blocking(move || {
+        for quote in &recent {
+            let after = match reprice(&candidate, quote, timezone) {
+                Ok(total) => Some(total),
+                Err(PricingError::VehicleNotOffered | PricingError::NotCovered) => None,
+                Err(e) => return Err(PriceBookError::Rejected(format!("re-pricing failed: {e}"))),
+            };
+            comparison.record(quote.total_amount_minor, after);
+        }
+        Ok(comparison.finish())
+    })
+    .await
+    .map_err(|e| PriceBookError::Rejected(format!("comparison stopped: {e}")))??;
+    Ok(comparison)
+}
+
+fn reprice(
+    book: &super::ActiveBook,
+    quote: &QuoteRow,
+    timezone: chrono_tz::Tz,
+) -> Result<i64, PricingError> {
+    let vehicle: courier_geo::Vehicle = quote
+        .vehicle
+        .parse()
+        .map_err(|_| PricingError::VehicleNotOffered)?;
+    let request = courier_plugins::PriceRequest {
+        market: quote.market_id.clone(),
+        currency: quote.currency.clone(),
+        vehicle: convert::vehicle(vehicle),
+        distance_metres: u32::try_from(quote.distance_metres).unwrap_or(0),
+        duration_seconds: u32::try_from(quote.duration_seconds).unwrap_or(0),
+        weight_grams: u32::try_from(quote.weight_grams).unwrap_or(0),
+        pickup_postcode: quote.pickup_postcode.clone(),
+        dropoff_postcode: quote.dropoff_postcode.clone(),
+        local_time: convert::local_time(quote.priced_for, timezone),
+        demand_permille: u32::try_from(quote.demand_permille).unwrap_or(u32::MAX),
+        merchant: quote.merchant_id.to_string(),
+    };
+    price_with(book, &request).map(|lines| courier_plugins::total_minor(&lines))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_comparison_counts_moves_in_each_direction() {
+        let mut comparison = Comparison::default();
+        comparison.record(1000, Some(1100));
+        comparison.record(1000, Some(1000));
+        comparison.record(2000, Some(1700));
+        comparison.record(500, None);
+        let comparison = comparison.finish();
+        assert_eq!(comparison.quotes_compared, 4);
+        assert_eq!(comparison.refused, 1);
+        assert_eq!(
+            (
+                comparison.changed,
+                comparison.increased,
+                comparison.decreased
+            ),
+            (2, 1, 1)
+        );
+        assert_eq!(comparison.largest_increase_minor, 100);
+        assert_eq!(comparison.largest_decrease_minor, 300);
+        assert_eq!(comparison.total_before_minor, 4000);
+        assert_eq!(comparison.total_after_minor, 3800);
+        assert_eq!(comparison.mean_change_minor, -66);
+    }
+}

@@ -1,0 +1,291 @@
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
+use uuid::Uuid;
+
+use crate::domain::Environment;
+
+/// A job as stored.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct JobRow {
+    pub id: Uuid,
+    pub merchant_id: Uuid,
+    pub environment: String,
+    pub quote_id: Uuid,
+    pub reference: String,
+    pub tracking_token: String,
+    pub status: String,
+    pub market_id: String,
+    pub currency: String,
+    pub price_amount_minor: i64,
+    pub tax_amount_minor: i64,
+    pub vehicle: String,
+    pub pickup: serde_json::Value,
+    pub dropoff: serde_json::Value,
+    pub items: serde_json::Value,
+    pub items_subtotal_minor: i64,
+    pub discount_minor: i64,
+    pub items_total_minor: i64,
+    pub notify_customer: bool,
+    pub customer_notified_at: Option<DateTime<Utc>>,
+    pub proof_photo_required: bool,
+    pub proof_signature_required: bool,
+    pub proof: Option<serde_json::Value>,
+    pub courier_id: Option<Uuid>,
+    pub booked_at: DateTime<Utc>,
+    pub scheduled_for: Option<DateTime<Utc>>,
+    pub search_opens_at: Option<DateTime<Utc>>,
+    pub assigned_at: Option<DateTime<Utc>>,
+    pub completed_at: Option<DateTime<Utc>>,
+    pub cancellation_reason: Option<String>,
+}
+
+pub async fn insert(conn: &mut PgConnection, job: &JobRow) -> Result<(), sqlx::Error> {
+    let mut query: QueryBuilder<Postgres> = QueryBuilder::new(
+        "INSERT INTO jobs (id, merchant_id, environment, quote_id, reference, tracking_token, \
+         status, market_id, currency, price_amount_minor, tax_amount_minor, vehicle, pickup, \
+         dropoff, items, items_subtotal_minor, discount_minor, items_total_minor, \
+         notify_customer, proof_photo_required, proof_signature_required, booked_at, \
+         scheduled_for, search_opens_at) ",
+    );
+    query.push_values([job], |mut row, j| {
+        row.push_bind(j.id)
+            .push_bind(j.merchant_id)
+            .push_bind(&j.environment)
+            .push_bind(j.quote_id)
+            .push_bind(&j.reference)
+            .push_bind(&j.tracking_token)
+            .push_bind(&j.status)
+            .push_bind(&j.market_id)
+            .push_bind(&j.currency)
+            .push_bind(j.price_amount_minor)
+            .push_bind(j.tax_amount_minor)
+            .push_bind(&j.vehicle)
+            .push_bind(&j.pickup)
+            .push_bind(&j.dropoff)
+            .push_bind(&j.items)
+            .push_bind(j.items_subtotal_minor)
+            .push_bind(j.discount_minor)
+            .push_bind(j.items_total_minor)
+            .push_bind(j.notify_customer)
+            .push_bind(j.proof_photo_required)
+            .push_bind(j.proof_signature_required)
+            .push_bind(j.booked_at)
+            .push_bind(j.scheduled_for)
+            .push_bind(j.search_opens_at);
+    });
+    query.build().execute(conn).await?;
+    Ok(())
+}
+
+/// The merchant's own job in that environment; another merchant's job is not found.
+pub async fn find(
+    pool: &PgPool,
+    merchant_id: Uuid,
+    environment: Environment,
+    id: Uuid,
+) -> Result<Option<JobRow>, sqlx::Error> {
+    sqlx::query_as("SELECT * FROM jobs WHERE id = $1 AND merchant_id = $2 AND environment = $3")
+        .bind(id)
+        .bind(merchant_id)
+        .bind(environment.as_str())
+        .fetch_optional(pool)
+        .await
+}
+
+pub struct ListFilter<'a> {
+    pub merchant_id: Uuid,
+    pub environment: Environment,
+    pub statuses: &'a [&'a str],
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+fn push_filter<'a>(query: &mut QueryBuilder<'a, Postgres>, filter: &'a ListFilter<'a>) {
+    query
+        .push(" WHERE merchant_id = ")
+        .push_bind(filter.merchant_id)
+        .push(" AND environment = ")
+        .push_bind(filter.environment.as_str());
+    if !filter.statuses.is_empty() {
+        query.push(" AND status = ANY(").push_bind(filter.statuses).push(")");
+    }
+    if let Some(from) = filter.from {
+        query.push(" AND booked_at >= ").push_bind(from);
+    }
+    if let Some(to) = filter.to {
+        query.push(" AND booked_at < ").push_bind(to);
+    }
+}
+
+/// One page of the merchant's jobs, newest first, and how many match in all.
+pub async fn list(pool: &PgPool, filter: &ListFilter<'_>) -> Result<(Vec<JobRow>, i64), sqlx::Error> {
+    let mut query = QueryBuilder::new("SELECT * FROM jobs");
+    push_filter(&mut query, filter);
+    query
+        .push(" ORDER BY booked_at DESC, id DESC LIMIT ")
+        .push_bind(filter.limit)
+        .push(" OFFSET ")
+        .push_bind(filter.offset);
+    let rows = query.build_query_as().fetch_all(pool).await?;
+    let mut count = QueryBuilder::new("SELECT count(*) FROM jobs");
+    push_filter(&mut count, filter);
+    let total: i64 = count.build_query_scalar().fetch_one(pool).await?;
+    Ok((rows, total))
+}
+
+/// Opens the search of pending jobs whose time has come; returns how many moved. One
+/// statement, so concurrent workers on several instances never move a job twice.
+pub async fn open_due_searches(pool: &PgPool, now: DateTime<Utc>) -> Result<u64, sqlx::Error> {
+    let moved = sqlx::query(
+        "UPDATE jobs SET status = 'searching' WHERE id IN ( \
+             SELECT id FROM jobs WHERE status = 'pending' AND search_opens_at <= $1 \
+             ORDER BY search_opens_at LIMIT 500 FOR UPDATE SKIP LOCKED)",
+    )
+    .bind(now)
+    .execute(pool)
+    .await?;
+    Ok(moved.rows_affected())
+}
+
+/// Account settings a booking reads.
+#[derive(sqlx::FromRow)]
+pub struct BookingSettings {
+    pub notify_customer_default: bool,
+    pub proof_photo_required: bool,
+    pub proof_signature_required: bool,
+}
+
+pub async fn booking_settings(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+) -> Result<BookingSettings, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT notify_customer_default, proof_photo_required, proof_signature_required \
+         FROM merchants WHERE id = $1",
+    )
+    .bind(merchant_id)
+    .fetch_one(conn)
+    .await
+}
+
+/// The quote, locked for this transaction.
+pub async fn lock_quote(
+    conn: &mut PgConnection,
+    id: Uuid,
+) -> Result<Option<crate::store::quotes::QuoteRow>, sqlx::Error> {
+    sqlx::query_as("SELECT * FROM quotes WHERE id = $1 FOR UPDATE")
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
+pub async fn mark_quote_used(
+    conn: &mut PgConnection,
+    id: Uuid,
+    at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE quotes SET used_at = $2 WHERE id = $1")
+        .bind(id)
+        .bind(at)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// The latest position of a courier, if seen since `fresh_since`.
+pub async fn courier_position(
+    pool: &PgPool,
+    courier_id: Uuid,
+    fresh_since: DateTime<Utc>,
+) -> Result<Option<(f64, f64, DateTime<Utc>)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT latitude, longitude, seen_at FROM courier_positions \
+         WHERE courier_id = $1 AND seen_at >= $2",
+    )
+    .bind(courier_id)
+    .bind(fresh_since)
+    .fetch_optional(pool)
+    .await
+}
+
+/// What claiming an idempotency key found.
+pub enum KeyClaim {
+    /// This request owns the key; its response is stored before the transaction commits.
+    Claimed,
+    /// An earlier request with this key committed.
+    Taken {
+        request_hash: Vec<u8>,
+        response: Option<(i32, serde_json::Value)>,
+    },
+}
+
+/// Inserts the key in the request's transaction. A concurrent twin's insert waits on the
+/// unique index until this transaction ends, then finds the stored response.
+pub async fn claim_key(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+    environment: Environment,
+    key: &str,
+    request_hash: &[u8],
+) -> Result<KeyClaim, sqlx::Error> {
+    let inserted = sqlx::query(
+        "INSERT INTO idempotency_keys (merchant_id, environment, key, request_hash) \
+         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+    )
+    .bind(merchant_id)
+    .bind(environment.as_str())
+    .bind(key)
+    .bind(request_hash)
+    .execute(&mut *conn)
+    .await?;
+    if inserted.rows_affected() == 1 {
+        return Ok(KeyClaim::Claimed);
+    }
+    let (request_hash, status, body): (Vec<u8>, Option<i32>, Option<serde_json::Value>) =
+        sqlx::query_as(
+            "SELECT request_hash, response_status, response_body FROM idempotency_keys \
+             WHERE merchant_id = $1 AND environment = $2 AND key = $3",
+        )
+        .bind(merchant_id)
+        .bind(environment.as_str())
+        .bind(key)
+        .fetch_one(&mut *conn)
+        .await?;
+    Ok(KeyClaim::Taken {
+        request_hash,
+        response: status.zip(body),
+    })
+}
+
+pub async fn store_response(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+    environment: Environment,
+    key: &str,
+    status: i32,
+    body: &serde_json::Value,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE idempotency_keys SET response_status = $4, response_body = $5 \
+         WHERE merchant_id = $1 AND environment = $2 AND key = $3",
+    )
+    .bind(merchant_id)
+    .bind(environment.as_str())
+    .bind(key)
+    .bind(status)
+    .bind(body)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Forgets keys older than `before`.
+pub async fn expire_keys(pool: &PgPool, before: DateTime<Utc>) -> Result<u64, sqlx::Error> {
+    Ok(sqlx::query("DELETE FROM idempotency_keys WHERE created_at < $1")
+        .bind(before)
+        .execute(pool)
+        .await?
+        .rows_affected())
+}

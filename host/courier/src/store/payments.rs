@@ -1,0 +1,495 @@
+//! Cards on file, charges, their moves and retries.
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+use crate::domain::Environment;
+
+/// A card on file as stored (the provider's reference, never the number).
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct CardRow {
+    pub id: Uuid,
+    pub merchant_id: Uuid,
+    pub environment: String,
+    pub provider_ref: String,
+    pub customer_id: String,
+    pub brand: String,
+    pub last_four: String,
+    pub expiry_month: i32,
+    pub expiry_year: i32,
+    pub status: String,
+    pub is_default: bool,
+    pub attached_at: DateTime<Utc>,
+    pub dead_reason: Option<String>,
+    pub died_at: Option<DateTime<Utc>>,
+    pub removed_at: Option<DateTime<Utc>>,
+}
+
+/// A charge as stored.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct ChargeRow {
+    pub id: Uuid,
+    pub merchant_id: Uuid,
+    pub environment: String,
+    pub job_id: Uuid,
+    pub payment_method_id: Uuid,
+    pub status: String,
+    pub currency: String,
+    pub amount_minor: i64,
+    pub refunded_amount_minor: i64,
+    pub authorisation_ref: Option<String>,
+    pub payment_ref: Option<String>,
+    pub after_hold: Option<String>,
+    pub decline_code: Option<String>,
+    pub last_error: Option<String>,
+    pub raised_at: DateTime<Utc>,
+    pub authorised_at: Option<DateTime<Utc>>,
+    pub captured_at: Option<DateTime<Utc>>,
+    pub voided_at: Option<DateTime<Utc>>,
+    pub failed_at: Option<DateTime<Utc>>,
+    pub refunded_at: Option<DateTime<Utc>>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A provider call to try again.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct RetryRow {
+    pub charge_id: Uuid,
+    pub operation: String,
+    pub attempts: i32,
+    pub due_at: DateTime<Utc>,
+}
+
+// ---- customers -------------------------------------------------------------------------
+
+pub async fn customer(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+    environment: Environment,
+) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT customer_id FROM payment_customers WHERE merchant_id = $1 AND environment = $2",
+    )
+    .bind(merchant_id)
+    .bind(environment.as_str())
+    .fetch_optional(conn)
+    .await
+}
+
+/// Keeps the first customer id a merchant was given in an environment; returns the kept one.
+pub async fn keep_customer(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+    environment: Environment,
+    customer_id: &str,
+) -> Result<String, sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO payment_customers (merchant_id, environment, customer_id) \
+         VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+    )
+    .bind(merchant_id)
+    .bind(environment.as_str())
+    .bind(customer_id)
+    .execute(&mut *conn)
+    .await?;
+    Ok(customer(conn, merchant_id, environment)
+        .await?
+        .unwrap_or_else(|| customer_id.to_owned()))
+}
+
+// ---- cards -----------------------------------------------------------------------------
+
+/// Serialises changes to one merchant's cards in one environment (default and first card).
+pub async fn lock_cards(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+    environment: Environment,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(format!(
+            "payment_methods:{merchant_id}:{}",
+            environment.as_str()
+        ))
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+pub async fn insert_card(conn: &mut PgConnection, card: &CardRow) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO payment_methods (id, merchant_id, environment, provider_ref, customer_id, \
+         brand, last_four, expiry_month, expiry_year, status, is_default, attached_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+    )
+    .bind(card.id)
+    .bind(card.merchant_id)
+    .bind(&card.environment)
+    .bind(&card.provider_ref)
+    .bind(&card.customer_id)
+    .bind(&card.brand)
+    .bind(&card.last_four)
+    .bind(card.expiry_month)
+    .bind(card.expiry_year)
+    .bind(&card.status)
+    .bind(card.is_default)
+    .bind(card.attached_at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The merchant's cards in an environment, not removed, newest first.
+pub async fn list_cards(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+    environment: Environment,
+) -> Result<Vec<CardRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT * FROM payment_methods \
+         WHERE merchant_id = $1 AND environment = $2 AND removed_at IS NULL \
+         ORDER BY attached_at DESC, id",
+    )
+    .bind(merchant_id)
+    .bind(environment.as_str())
+    .fetch_all(conn)
+    .await
+}
+
+/// One of the merchant's cards in an environment, not removed.
+pub async fn card(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+    environment: Environment,
+    id: Uuid,
+) -> Result<Option<CardRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT * FROM payment_methods \
+         WHERE id = $1 AND merchant_id = $2 AND environment = $3 AND removed_at IS NULL",
+    )
+    .bind(id)
+    .bind(merchant_id)
+    .bind(environment.as_str())
+    .fetch_optional(conn)
+    .await
+}
+
+/// A card by id whatever its state: an open charge keeps using its card.
+pub async fn card_by_id(conn: &mut PgConnection, id: Uuid) -> Result<CardRow, sqlx::Error> {
+    sqlx::query_as("SELECT * FROM payment_methods WHERE id = $1")
+        .bind(id)
+        .fetch_one(conn)
+        .await
+}
+
+pub async fn has_default(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+    environment: Environment,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM payment_methods \
+         WHERE merchant_id = $1 AND environment = $2 AND is_default)",
+    )
+    .bind(merchant_id)
+    .bind(environment.as_str())
+    .fetch_one(conn)
+    .await
+}
+
+pub async fn clear_default(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+    environment: Environment,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE payment_methods SET is_default = false \
+         WHERE merchant_id = $1 AND environment = $2 AND is_default",
+    )
+    .bind(merchant_id)
+    .bind(environment.as_str())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Makes `id` the default; the caller has cleared the previous one.
+pub async fn set_default(conn: &mut PgConnection, id: Uuid) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE payment_methods SET is_default = true WHERE id = $1")
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// With no default left, the most recently attached usable card becomes the default.
+pub async fn promote_default(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+    environment: Environment,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE payment_methods SET is_default = true WHERE id = ( \
+           SELECT id FROM payment_methods \
+           WHERE merchant_id = $1 AND environment = $2 AND status = 'active' \
+             AND removed_at IS NULL \
+             AND NOT EXISTS (SELECT 1 FROM payment_methods d \
+                             WHERE d.merchant_id = $1 AND d.environment = $2 AND d.is_default) \
+           ORDER BY attached_at DESC, id LIMIT 1)",
+    )
+    .bind(merchant_id)
+    .bind(environment.as_str())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+pub async fn remove_card(
+    conn: &mut PgConnection,
+    id: Uuid,
+    at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE payment_methods SET removed_at = $2, is_default = false WHERE id = $1")
+        .bind(id)
+        .bind(at)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Marks an active card dead; `None` when it was dead already (so the event is raised once).
+pub async fn mark_dead(
+    conn: &mut PgConnection,
+    id: Uuid,
+    reason: &str,
+    at: DateTime<Utc>,
+) -> Result<Option<CardRow>, sqlx::Error> {
+    sqlx::query_as(
+        "UPDATE payment_methods \
+         SET status = 'dead', dead_reason = $2, died_at = $3, is_default = false \
+         WHERE id = $1 AND status = 'active' RETURNING *",
+    )
+    .bind(id)
+    .bind(reason)
+    .bind(at)
+    .fetch_optional(conn)
+    .await
+}
+
+/// The card a new charge goes on: the default, else the most recent usable card.
+pub async fn usable_card(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+    environment: Environment,
+) -> Result<Option<CardRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT * FROM payment_methods \
+         WHERE merchant_id = $1 AND environment = $2 AND status = 'active' \
+           AND removed_at IS NULL \
+         ORDER BY is_default DESC, attached_at DESC, id LIMIT 1",
+    )
+    .bind(merchant_id)
+    .bind(environment.as_str())
+    .fetch_optional(conn)
+    .await
+}
+
+// ---- charges ---------------------------------------------------------------------------
+
+pub async fn insert_charge(conn: &mut PgConnection, c: &ChargeRow) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO charges (id, merchant_id, environment, job_id, payment_method_id, status, \
+         currency, amount_minor, refunded_amount_minor, raised_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+    )
+    .bind(c.id)
+    .bind(c.merchant_id)
+    .bind(&c.environment)
+    .bind(c.job_id)
+    .bind(c.payment_method_id)
+    .bind(&c.status)
+    .bind(&c.currency)
+    .bind(c.amount_minor)
+    .bind(c.refunded_amount_minor)
+    .bind(c.raised_at)
+    .bind(c.updated_at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Writes every field a move can change.
+pub async fn update_charge(conn: &mut PgConnection, c: &ChargeRow) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE charges SET status = $2, refunded_amount_minor = $3, authorisation_ref = $4, \
+         payment_ref = $5, after_hold = $6, decline_code = $7, last_error = $8, \
+         authorised_at = $9, captured_at = $10, voided_at = $11, failed_at = $12, \
+         refunded_at = $13, updated_at = $14 WHERE id = $1",
+    )
+    .bind(c.id)
+    .bind(&c.status)
+    .bind(c.refunded_amount_minor)
+    .bind(&c.authorisation_ref)
+    .bind(&c.payment_ref)
+    .bind(&c.after_hold)
+    .bind(&c.decline_code)
+    .bind(&c.last_error)
+    .bind(c.authorised_at)
+    .bind(c.captured_at)
+    .bind(c.voided_at)
+    .bind(c.failed_at)
+    .bind(c.refunded_at)
+    .bind(c.updated_at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The charge of a job, locked for the rest of the transaction.
+pub async fn lock_charge_of_job(
+    conn: &mut PgConnection,
+    job_id: Uuid,
+) -> Result<Option<ChargeRow>, sqlx::Error> {
+    sqlx::query_as("SELECT * FROM charges WHERE job_id = $1 FOR UPDATE")
+        .bind(job_id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// A charge, locked for the rest of the transaction.
+pub async fn lock_charge(
+    conn: &mut PgConnection,
+    id: Uuid,
+) -> Result<Option<ChargeRow>, sqlx::Error> {
+    sqlx::query_as("SELECT * FROM charges WHERE id = $1 FOR UPDATE")
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
+pub async fn charge_of_job(
+    conn: &mut PgConnection,
+    job_id: Uuid,
+) -> Result<Option<ChargeRow>, sqlx::Error> {
+    sqlx::query_as("SELECT * FROM charges WHERE job_id = $1")
+        .bind(job_id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// The merchant's most recent charges in an environment, newest first.
+pub async fn recent_charges(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+    environment: Environment,
+    limit: i64,
+) -> Result<Vec<ChargeRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT * FROM charges WHERE merchant_id = $1 AND environment = $2 \
+         ORDER BY raised_at DESC, id DESC LIMIT $3",
+    )
+    .bind(merchant_id)
+    .bind(environment.as_str())
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}
+
+/// One recorded move of a charge.
+pub struct NewMove<'a> {
+    pub charge_id: Uuid,
+    pub from_status: Option<&'a str>,
+    pub to_status: &'a str,
+    pub amount_minor: Option<i64>,
+    pub provider_ref: Option<&'a str>,
+    pub detail: Option<&'a str>,
+    pub actor: &'a str,
+    pub at: DateTime<Utc>,
+}
+
+pub async fn record_move(conn: &mut PgConnection, m: &NewMove<'_>) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO charge_moves (charge_id, from_status, to_status, amount_minor, \
+         provider_ref, detail, actor, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(m.charge_id)
+    .bind(m.from_status)
+    .bind(m.to_status)
+    .bind(m.amount_minor)
+    .bind(m.provider_ref)
+    .bind(m.detail)
+    .bind(m.actor)
+    .bind(m.at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+// ---- retries ---------------------------------------------------------------------------
+
+pub async fn retry_of(
+    conn: &mut PgConnection,
+    charge_id: Uuid,
+) -> Result<Option<RetryRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT charge_id, operation, attempts, due_at FROM charge_retries WHERE charge_id = $1",
+    )
+    .bind(charge_id)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Schedules (or reschedules) the charge's next attempt and releases any lease on it.
+pub async fn schedule_retry(
+    conn: &mut PgConnection,
+    charge_id: Uuid,
+    operation: &str,
+    attempts: i32,
+    due_at: DateTime<Utc>,
+    last_error: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO charge_retries (charge_id, operation, attempts, due_at, last_error) \
+         VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (charge_id) DO UPDATE SET operation = $2, attempts = $3, due_at = $4, \
+         last_error = $5, leased_until = NULL",
+    )
+    .bind(charge_id)
+    .bind(operation)
+    .bind(attempts)
+    .bind(due_at)
+    .bind(last_error)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+pub async fn delete_retry(conn: &mut PgConnection, charge_id: Uuid) -> Result<(), sqlx::Error> {
+    sqlx::query("DELETE FROM charge_retries WHERE charge_id = $1")
+        .bind(charge_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Claims up to `limit` due retries for `lease`: rows another instance is claiming are
+/// skipped, and a claimed row is not due again until its lease runs out (so an instance
+/// that dies mid-call leaves it to the others).
+pub async fn claim_due_retries(
+    pool: &PgPool,
+    limit: i64,
+    lease: std::time::Duration,
+) -> Result<Vec<RetryRow>, sqlx::Error> {
+    sqlx::query_as(
+        "UPDATE charge_retries SET leased_until = now() + make_interval(secs => $2) \
+         WHERE charge_id IN ( \
+           SELECT charge_id FROM charge_retries \
+           WHERE due_at <= now() AND (leased_until IS NULL OR leased_until < now()) \
+           ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED) \
+         RETURNING charge_id, operation, attempts, due_at",
+    )
+    .bind(limit)
+    .bind(lease.as_secs_f64())
+    .fetch_all(pool)
+    .await
+}

@@ -1,0 +1,492 @@
+//! Webhook endpoints, delivery records and the claims of the delivery workers.
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+const ENDPOINT_COLUMNS: &str = "id, url, status, events, created_at, last_succeeded_at, \
+     last_failed_at, consecutive_failures, suspension_reason";
+
+/// An endpoint as the API shows it (never the secret).
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct EndpointRow {
+    pub id: Uuid,
+    pub url: String,
+    pub status: String,
+    pub events: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub last_succeeded_at: Option<DateTime<Utc>>,
+    pub last_failed_at: Option<DateTime<Utc>>,
+    pub consecutive_failures: i32,
+    pub suspension_reason: Option<String>,
+}
+
+/// Whose endpoint: a merchant in one environment.
+#[derive(Clone, Copy, Debug)]
+pub struct Owner<'a> {
+    pub merchant_id: Uuid,
+    pub environment: &'a str,
+}
+
+pub struct NewEndpoint<'a> {
+    pub id: Uuid,
+    pub owner: Owner<'a>,
+    pub url: &'a str,
+    pub events: &'a [String],
+    pub secret_ciphertext: &'a [u8],
+}
+
+pub async fn insert_endpoint(
+    pool: &PgPool,
+    endpoint: &NewEndpoint<'_>,
+) -> Result<EndpointRow, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "INSERT INTO webhook_endpoints (id, merchant_id, environment, url, events, \
+         secret_ciphertext) VALUES ($1, $2, $3, $4, $5, $6) RETURNING {ENDPOINT_COLUMNS}"
+    ))
+    .bind(endpoint.id)
+    .bind(endpoint.owner.merchant_id)
+    .bind(endpoint.owner.environment)
+    .bind(endpoint.url)
+    .bind(endpoint.events)
+    .bind(endpoint.secret_ciphertext)
+    .fetch_one(pool)
+    .await
+}
+
+pub async fn list_endpoints(
+    pool: &PgPool,
+    owner: Owner<'_>,
+) -> Result<Vec<EndpointRow>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints \
+         WHERE merchant_id = $1 AND environment = $2 ORDER BY created_at, id"
+    ))
+    .bind(owner.merchant_id)
+    .bind(owner.environment)
+    .fetch_all(pool)
+    .await
+}
+
+pub async fn endpoint_exists(
+    pool: &PgPool,
+    id: Uuid,
+    owner: Owner<'_>,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM webhook_endpoints \
+         WHERE id = $1 AND merchant_id = $2 AND environment = $3)",
+    )
+    .bind(id)
+    .bind(owner.merchant_id)
+    .bind(owner.environment)
+    .fetch_one(pool)
+    .await
+}
+
+/// Reactivates an endpoint; events recorded from now on are sent to it again.
+pub async fn resume(
+    pool: &PgPool,
+    id: Uuid,
+    owner: Owner<'_>,
+) -> Result<Option<EndpointRow>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "UPDATE webhook_endpoints SET \
+           active_since = CASE WHEN status = 'active' THEN active_since ELSE now() END, \
+           status = 'active', consecutive_failures = 0, suspension_reason = NULL \
+         WHERE id = $1 AND merchant_id = $2 AND environment = $3 RETURNING {ENDPOINT_COLUMNS}"
+    ))
+    .bind(id)
+    .bind(owner.merchant_id)
+    .bind(owner.environment)
+    .fetch_optional(pool)
+    .await
+}
+
+pub async fn replace_secret(
+    pool: &PgPool,
+    id: Uuid,
+    owner: Owner<'_>,
+    secret_ciphertext: &[u8],
+) -> Result<Option<EndpointRow>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "UPDATE webhook_endpoints SET secret_ciphertext = $4 \
+         WHERE id = $1 AND merchant_id = $2 AND environment = $3 RETURNING {ENDPOINT_COLUMNS}"
+    ))
+    .bind(id)
+    .bind(owner.merchant_id)
+    .bind(owner.environment)
+    .bind(secret_ciphertext)
+    .fetch_optional(pool)
+    .await
+}
+
+/// Deletes the endpoint and its delivery records; true when it existed.
+pub async fn delete(pool: &PgPool, id: Uuid, owner: Owner<'_>) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "DELETE FROM webhook_endpoints WHERE id = $1 AND merchant_id = $2 AND environment = $3",
+    )
+    .bind(id)
+    .bind(owner.merchant_id)
+    .bind(owner.environment)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// A delivery record as the API shows it.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct DeliveryRow {
+    pub id: Uuid,
+    pub event_name: String,
+    pub status: String,
+    pub attempts: i32,
+    pub occurred_at: DateTime<Utc>,
+    pub delivered_at: Option<DateTime<Utc>>,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub response_status_code: Option<i32>,
+    pub last_error: Option<String>,
+}
+
+pub async fn recent_deliveries(
+    pool: &PgPool,
+    endpoint_id: Uuid,
+    limit: i64,
+) -> Result<Vec<DeliveryRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT id, event_name, status, attempts, occurred_at, delivered_at, next_attempt_at, \
+         response_status_code, last_error FROM webhook_deliveries WHERE endpoint_id = $1 \
+         ORDER BY created_at DESC, occurred_at DESC LIMIT $2",
+    )
+    .bind(endpoint_id)
+    .bind(limit)
+    .fetch_all(pool)
+    .await
+}
+
+// ---- Fan-out -------------------------------------------------------------------------------
+
+/// An event waiting to be fanned out.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct EventRow {
+    pub id: Uuid,
+    pub merchant_id: Uuid,
+    pub environment: String,
+    pub name: String,
+    pub occurred_at: DateTime<Utc>,
+    pub recorded_at: DateTime<Utc>,
+    pub job: Option<serde_json::Value>,
+    pub details: serde_json::Value,
+}
+
+/// Locks up to `limit` events not yet fanned out; other workers skip them.
+pub async fn claim_events(
+    conn: &mut PgConnection,
+    limit: i64,
+) -> Result<Vec<EventRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT id, merchant_id, environment, name, occurred_at, recorded_at, job, details \
+         FROM events WHERE fanned_out_at IS NULL ORDER BY recorded_at LIMIT $1 \
+         FOR UPDATE SKIP LOCKED",
+    )
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}
+
+/// An active endpoint of one of the merchants, with what fan-out needs to choose it.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct SubscriberRow {
+    pub id: Uuid,
+    pub merchant_id: Uuid,
+    pub environment: String,
+    pub events: Vec<String>,
+    pub active_since: DateTime<Utc>,
+}
+
+pub async fn active_endpoints_of(
+    conn: &mut PgConnection,
+    merchant_ids: &[Uuid],
+) -> Result<Vec<SubscriberRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT id, merchant_id, environment, events, active_since FROM webhook_endpoints \
+         WHERE merchant_id = ANY($1) AND status = 'active'",
+    )
+    .bind(merchant_ids)
+    .fetch_all(conn)
+    .await
+}
+
+/// A delivery to create, already claimed by the worker that creates it.
+pub struct NewDelivery {
+    pub id: Uuid,
+    pub endpoint_id: Uuid,
+    pub event_id: Uuid,
+    pub event_name: String,
+    pub occurred_at: DateTime<Utc>,
+    pub body: Vec<u8>,
+}
+
+pub async fn insert_claimed_deliveries(
+    conn: &mut PgConnection,
+    deliveries: &[NewDelivery],
+    lease_ms: i64,
+    token: Uuid,
+) -> Result<(), sqlx::Error> {
+    if deliveries.is_empty() {
+        return Ok(());
+    }
+    let column = |f: fn(&NewDelivery) -> Uuid| deliveries.iter().map(f).collect::<Vec<_>>();
+    let names: Vec<&str> = deliveries.iter().map(|d| d.event_name.as_str()).collect();
+    let occurred: Vec<DateTime<Utc>> = deliveries.iter().map(|d| d.occurred_at).collect();
+    let bodies: Vec<&[u8]> = deliveries.iter().map(|d| d.body.as_slice()).collect();
+    sqlx::query(
+        "INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_name, occurred_at, \
+           body, next_attempt_at, lease_until, lease_token) \
+         SELECT d.id, d.endpoint_id, d.event_id, d.event_name, d.occurred_at, d.body, now(), \
+           now() + make_interval(secs => $7::float8 / 1000), $8 \
+         FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::timestamptz[], \
+           $6::bytea[]) AS d (id, endpoint_id, event_id, event_name, occurred_at, body) \
+         ON CONFLICT (endpoint_id, event_id) DO NOTHING",
+    )
+    .bind(column(|d| d.id))
+    .bind(column(|d| d.endpoint_id))
+    .bind(column(|d| d.event_id))
+    .bind(names)
+    .bind(occurred)
+    .bind(bodies)
+    .bind(lease_ms)
+    .bind(token)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+pub async fn mark_fanned_out(
+    conn: &mut PgConnection,
+    event_ids: &[Uuid],
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE events SET fanned_out_at = now() WHERE id = ANY($1)")
+        .bind(event_ids)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+// ---- Delivery workers ----------------------------------------------------------------------
+
+/// A claimed delivery: only the holder of `token` may attempt it.
+#[derive(Clone, Copy, Debug, sqlx::FromRow)]
+pub struct ClaimRow {
+    pub id: Uuid,
+    pub endpoint_id: Uuid,
+}
+
+/// Claims due deliveries nobody holds (or whose holder's lease ran out).
+pub async fn claim_due(
+    pool: &PgPool,
+    limit: i64,
+    lease_ms: i64,
+    token: Uuid,
+    skip_endpoints: &[Uuid],
+) -> Result<Vec<ClaimRow>, sqlx::Error> {
+    sqlx::query_as(
+        "WITH due AS ( \
+           SELECT id FROM webhook_deliveries \
+           WHERE status = 'pending' AND next_attempt_at <= now() \
+             AND (lease_until IS NULL OR lease_until < now()) \
+             AND endpoint_id <> ALL($4) \
+           ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED) \
+         UPDATE webhook_deliveries d \
+         SET lease_until = now() + make_interval(secs => $2::float8 / 1000), lease_token = $3 \
+         FROM due WHERE d.id = due.id RETURNING d.id, d.endpoint_id",
+    )
+    .bind(limit)
+    .bind(lease_ms)
+    .bind(token)
+    .bind(skip_endpoints)
+    .fetch_all(pool)
+    .await
+}
+
+/// When the next pending delivery falls due, if any.
+pub async fn next_due(pool: &PgPool) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT min(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending'",
+    )
+    .fetch_one(pool)
+    .await
+}
+
+/// Everything one attempt needs, read as the claim is renewed.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct AttemptRow {
+    pub event_name: String,
+    pub body: Vec<u8>,
+    pub url: String,
+    pub secret_ciphertext: Vec<u8>,
+    pub endpoint_status: String,
+}
+
+/// Renews the claim and reads the delivery with its endpoint's current URL and secret; None
+/// when the claim was lost, the delivery is finished, or the endpoint is gone.
+pub async fn begin_attempt(
+    pool: &PgPool,
+    id: Uuid,
+    token: Uuid,
+    lease_ms: i64,
+) -> Result<Option<AttemptRow>, sqlx::Error> {
+    sqlx::query_as(
+        "UPDATE webhook_deliveries d \
+         SET lease_until = now() + make_interval(secs => $3::float8 / 1000) \
+         FROM webhook_endpoints e \
+         WHERE d.id = $1 AND d.lease_token = $2 AND d.status = 'pending' AND e.id = d.endpoint_id \
+         RETURNING d.event_name, d.body, e.url, e.secret_ciphertext, e.status AS endpoint_status",
+    )
+    .bind(id)
+    .bind(token)
+    .bind(lease_ms)
+    .fetch_optional(pool)
+    .await
+}
+
+/// Records a 2xx. The endpoint's `last_succeeded_at` is refreshed at most once a second per
+/// endpoint, so a busy endpoint's row is not a point of contention.
+pub async fn record_success(
+    pool: &PgPool,
+    id: Uuid,
+    token: Uuid,
+    status_code: i32,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "WITH d AS ( \
+           UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, \
+             delivered_at = now(), next_attempt_at = NULL, lease_until = NULL, \
+             lease_token = NULL, response_status_code = $3, last_error = NULL \
+           WHERE id = $1 AND lease_token = $2 AND status = 'pending' RETURNING endpoint_id) \
+         UPDATE webhook_endpoints e SET last_succeeded_at = now(), consecutive_failures = 0 \
+         FROM d WHERE e.id = d.endpoint_id AND (e.consecutive_failures <> 0 \
+           OR e.last_succeeded_at IS NULL OR e.last_succeeded_at < now() - interval '1 second')",
+    )
+    .bind(id)
+    .bind(token)
+    .bind(status_code)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// A failed attempt to record.
+pub struct Failure<'a> {
+    pub status_code: Option<i32>,
+    pub error: &'a str,
+    /// No further attempt whatever the count (a 410).
+    pub final_now: bool,
+    pub max_attempts: i32,
+    pub retry_base_ms: i64,
+    pub suspend_after: i32,
+}
+
+/// What recording a failure led to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FailureRecorded {
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub suspended: bool,
+}
+
+/// Records a failed attempt, schedules the retry (or gives up), counts the endpoint's
+/// consecutive failures and suspends it at the threshold. The endpoint row is locked first so
+/// concurrent recorders cannot deadlock with the cancellation below.
+pub async fn record_failure(
+    pool: &PgPool,
+    id: Uuid,
+    endpoint_id: Uuid,
+    token: Uuid,
+    failure: &Failure<'_>,
+) -> Result<Option<FailureRecorded>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR UPDATE")
+        .bind(endpoint_id)
+        .execute(&mut *tx)
+        .await?;
+    let next: Option<(Option<DateTime<Utc>>,)> = sqlx::query_as(
+        "UPDATE webhook_deliveries SET attempts = attempts + 1, \
+           status = CASE WHEN $3 OR attempts + 1 >= $4 THEN 'failed' ELSE 'pending' END, \
+           next_attempt_at = CASE WHEN $3 OR attempts + 1 >= $4 THEN NULL \
+             ELSE now() + make_interval(secs => $5::float8 / 1000 * power(2, attempts)) END, \
+           lease_until = NULL, lease_token = NULL, response_status_code = $6, last_error = $7 \
+         WHERE id = $1 AND lease_token = $2 AND status = 'pending' RETURNING next_attempt_at",
+    )
+    .bind(id)
+    .bind(token)
+    .bind(failure.final_now)
+    .bind(failure.max_attempts)
+    .bind(failure.retry_base_ms)
+    .bind(failure.status_code)
+    .bind(failure.error)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((next_attempt_at,)) = next else {
+        // The claim was lost or the delivery cancelled meanwhile: nothing to count.
+        return Ok(None);
+    };
+    let status: Option<String> = sqlx::query_scalar(
+        "UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1, \
+           last_failed_at = now(), \
+           suspension_reason = CASE WHEN status = 'active' AND consecutive_failures + 1 >= $2 \
+             THEN format('%s consecutive failed deliveries; the last: %s', \
+               consecutive_failures + 1, $3::text) \
+             ELSE suspension_reason END, \
+           status = CASE WHEN consecutive_failures + 1 >= $2 THEN 'suspended' ELSE status END \
+         WHERE id = $1 RETURNING status",
+    )
+    .bind(endpoint_id)
+    .bind(failure.suspend_after)
+    .bind(failure.error)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let suspended = status.as_deref() == Some("suspended");
+    if suspended {
+        cancel_pending(&mut tx, endpoint_id, "the endpoint was suspended").await?;
+    }
+    tx.commit().await?;
+    Ok(Some(FailureRecorded {
+        next_attempt_at: if suspended { None } else { next_attempt_at },
+        suspended,
+    }))
+}
+
+/// Cancels an endpoint's unfinished deliveries. Rows another worker is recording right now are
+/// skipped: their next attempt finds the endpoint inactive and cancels itself.
+pub async fn cancel_pending(
+    conn: &mut PgConnection,
+    endpoint_id: Uuid,
+    reason: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, \
+           lease_until = NULL, lease_token = NULL, last_error = coalesce(last_error, $2) \
+         WHERE id IN (SELECT id FROM webhook_deliveries \
+           WHERE endpoint_id = $1 AND status = 'pending' FOR UPDATE SKIP LOCKED)",
+    )
+    .bind(endpoint_id)
+    .bind(reason)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Cancels one delivery whose endpoint stopped taking deliveries.
+pub async fn cancel(pool: &PgPool, id: Uuid, token: Uuid, reason: &str) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, \
+           lease_until = NULL, lease_token = NULL, last_error = coalesce(last_error, $3) \
+         WHERE id = $1 AND lease_token = $2 AND status = 'pending'",
+    )
+    .bind(id)
+    .bind(token)
+    .bind(reason)
+    .execute(pool)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,194 @@
+//! The outbound HTTP client: rustls, no proxies, no redirects, a deadline per request, and a
+//! resolver that hands the connector only vetted public addresses (so the address checked is
+//! the address connected to).
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use reqwest::{Client, Url};
+use thiserror::Error;
+
+use super::address::is_public;
+use super::config::WebhookConfig;
+
+/// The most of a receiver's answer that is read (then the connection is given up).
+const MAX_RESPONSE_BYTES: usize = 64 * 1024;
+
+#[derive(Debug, Error)]
+pub enum ClientError {
+    #[error("reading COURIER_WEBHOOK_EXTRA_CA {path}: {reason}")]
+    ExtraCa { path: String, reason: String },
+    #[error("building the webhook HTTP client: {0}")]
+    Build(#[source] reqwest::Error),
+}
+
+/// What one attempt came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Any 2xx.
+    Succeeded { status: u16 },
+    /// Another status, a timeout, a connection error or a refused address.
+    Failed { status: Option<u16>, error: String },
+}
+
+/// One outbound request.
+pub struct Request<'a> {
+    pub url: &'a str,
+    pub event: &'a str,
+    pub delivery_id: &'a str,
+    pub signature: &'a str,
+    pub body: Vec<u8>,
+}
+
+#[derive(Clone, Debug)]
+pub struct WebhookClient {
+    http: Client,
+    timeout: Duration,
+    allow_private: bool,
+}
+
+impl WebhookClient {
+    pub fn new(config: &WebhookConfig) -> Result<Self, ClientError> {
+        let mut builder = Client::builder()
+            .use_rustls_tls()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(config.timeout)
+            .connect_timeout(config.timeout)
+            .pool_idle_timeout(Duration::from_secs(30))
+            .user_agent("Courier-Webhooks/1")
+            .dns_resolver(Arc::new(VettingResolver {
+                allow_private: config.allow_private,
+            }));
+        if let Some(path) = &config.extra_ca {
+            let extra = |reason: String| ClientError::ExtraCa {
+                path: path.display().to_string(),
+                reason,
+            };
+            let pem = std::fs::read(path).map_err(|e| extra(e.to_string()))?;
+            let roots =
+                reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| extra(e.to_string()))?;
+            if roots.is_empty() {
+                return Err(extra("no certificate in the file".into()));
+            }
+            for root in roots {
+                builder = builder.add_root_certificate(root);
+            }
+        }
+        Ok(Self {
+            http: builder.build().map_err(ClientError::Build)?,
+            timeout: config.timeout,
+            allow_private: config.allow_private,
+        })
+    }
+
+    pub async fn send(&self, request: Request<'_>) -> Outcome {
+        let failed = |error: String| Outcome::Failed {
+            status: None,
+            error,
+        };
+        let url = match Url::parse(request.url) {
+            Ok(url) => url,
+            Err(e) => return failed(format!("the endpoint URL cannot be used: {e}")),
+        };
+        // Literal addresses never reach the resolver; vet them here.
+        let literal = url
+            .host_str()
+            .map(|host| host.trim_start_matches('[').trim_end_matches(']'))
+            .and_then(|host| host.parse::<IpAddr>().ok());
+        if let Some(ip) = literal
+            && !self.allow_private
+            && !is_public(ip)
+        {
+            return failed(format!("refused: {ip} is not a public address"));
+        }
+        let sent = self
+            .http
+            .post(url)
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .header("Courier-Event", request.event)
+            .header("Courier-Delivery", request.delivery_id)
+            .header("Courier-Signature", request.signature)
+            .body(request.body)
+            .send()
+            .await;
+        let mut response = match sent {
+            Ok(response) => response,
+            Err(e) => return failed(describe(&e, self.timeout)),
+        };
+        let status = response.status();
+        // Read a little of the answer so the connection can be reused.
+        let mut read = 0;
+        while read < MAX_RESPONSE_BYTES {
+            match response.chunk().await {
+                Ok(Some(chunk)) => read += chunk.len(),
+                Ok(None) => break,
+                Err(e) if e.is_timeout() && !status.is_success() => break,
+                Err(e) => {
+                    return Outcome::Failed {
+                        status: Some(status.as_u16()),
+                        error: describe(&e, self.timeout),
+                    };
+                }
+            }
+        }
+        if status.is_success() {
+            Outcome::Succeeded {
+                status: status.as_u16(),
+            }
+        } else {
+            Outcome::Failed {
+                status: Some(status.as_u16()),
+                error: format!("the receiver answered {status}"),
+            }
+        }
+    }
+}
+
+/// A short, caller-safe account of a transport error.
+fn describe(error: &reqwest::Error, timeout: Duration) -> String {
+    if error.is_timeout() {
+        return format!("no answer within {} ms", timeout.as_millis());
+    }
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    if error.is_connect() {
+        format!("connection failed ({text})")
+    } else {
+        text
+    }
+}
+
+#[derive(Debug, Error)]
+#[error("refused: {0} resolves to no public address")]
+struct NotPublic(String);
+
+/// Resolves with the system resolver, then keeps only public addresses.
+struct VettingResolver {
+    allow_private: bool,
+}
+
+impl Resolve for VettingResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let allow_private = self.allow_private;
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
+                .await?
+                .filter(|addr| allow_private || is_public(addr.ip()))
+                .collect();
+            if found.is_empty() {
+                return Err(Box::new(NotPublic(host)) as Box<dyn std::error::Error + Send + Sync>);
+            }
+            Ok(Box::new(found.into_iter()) as Addrs)
+        })
+    }
+}

@@ -1,0 +1,283 @@
+//! The delivery workers: claimed deliveries are attempted with bounded concurrency per
+//! endpoint (a slow or dead endpoint occupies only its own lane) and a global bound shared
+//! first-come first-served across lanes; results, retries and suspensions are recorded.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::Utc;
+use sqlx::PgPool;
+use tokio::sync::{Notify, Semaphore};
+use uuid::Uuid;
+
+use super::client::{Outcome, Request, WebhookClient};
+use super::config::WebhookConfig;
+use super::secret::SecretCipher;
+use super::signer;
+use crate::store::webhooks::{self as store, Failure};
+
+/// Requests in flight at once in this process, all endpoints together.
+const GLOBAL_CONCURRENCY: usize = 256;
+/// Due deliveries claimed per poll.
+const CLAIM_BATCH: i64 = 256;
+/// How often due retries are looked for when no timer or notification says so.
+pub const POLL_EVERY: Duration = Duration::from_secs(1);
+
+/// A claimed delivery; only the holder of `token` may attempt it.
+#[derive(Clone, Copy, Debug)]
+pub struct Job {
+    pub id: Uuid,
+    pub endpoint_id: Uuid,
+    pub token: Uuid,
+}
+
+#[derive(Default)]
+struct Lane {
+    in_flight: usize,
+    waiting: VecDeque<Job>,
+}
+
+#[derive(Clone)]
+pub struct Dispatcher {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: PgPool,
+    client: WebhookClient,
+    cipher: SecretCipher,
+    config: WebhookConfig,
+    lanes: Mutex<HashMap<Uuid, Lane>>,
+    global: Semaphore,
+    /// Wakes the poller of due retries.
+    due: Notify,
+}
+
+impl Dispatcher {
+    pub fn new(
+        pool: PgPool,
+        client: WebhookClient,
+        cipher: SecretCipher,
+        config: WebhookConfig,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                pool,
+                client,
+                cipher,
+                config,
+                lanes: Mutex::new(HashMap::new()),
+                global: Semaphore::new(GLOBAL_CONCURRENCY),
+                due: Notify::new(),
+            }),
+        }
+    }
+
+    fn lease_ms(&self) -> i64 {
+        self.inner.config.lease().as_millis() as i64
+    }
+
+    /// Most jobs a lane holds in memory; beyond that a claim is left to expire and be claimed
+    /// again once the lane drains, so a dead endpoint cannot grow this process's memory.
+    fn backlog_cap(&self) -> usize {
+        self.inner.config.endpoint_concurrency * 4
+    }
+
+    /// Starts `job` in its endpoint's lane, or queues it behind the lane's requests.
+    pub fn submit(&self, job: Job) {
+        let cap = self.inner.config.endpoint_concurrency;
+        let start = {
+            let mut lanes = self.inner.lanes.lock().expect("lanes lock");
+            let lane = lanes.entry(job.endpoint_id).or_default();
+            if lane.in_flight < cap {
+                lane.in_flight += 1;
+                true
+            } else {
+                if lane.waiting.len() < self.backlog_cap() {
+                    lane.waiting.push_back(job);
+                }
+                false
+            }
+        };
+        if start {
+            let this = self.clone();
+            tokio::spawn(async move { this.run_lane(job).await });
+        }
+    }
+
+    /// Endpoints whose lanes are full: the poller leaves their deliveries alone for now.
+    fn saturated(&self) -> Vec<Uuid> {
+        let lanes = self.inner.lanes.lock().expect("lanes lock");
+        lanes
+            .iter()
+            .filter(|(_, lane)| lane.waiting.len() >= self.backlog_cap())
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    async fn run_lane(self, first: Job) {
+        let mut job = first;
+        loop {
+            {
+                let _permit = self.inner.global.acquire().await.expect("never closed");
+                self.attempt(job).await;
+            }
+            let next = {
+                let mut lanes = self.inner.lanes.lock().expect("lanes lock");
+                let lane = lanes.entry(job.endpoint_id).or_default();
+                match lane.waiting.pop_front() {
+                    Some(next) => Some(next),
+                    None => {
+                        lane.in_flight -= 1;
+                        if lane.in_flight == 0 {
+                            lanes.remove(&job.endpoint_id);
+                        }
+                        None
+                    }
+                }
+            };
+            match next {
+                Some(next) => job = next,
+                None => return,
+            }
+        }
+    }
+
+    /// One attempt. Database errors leave the claim to expire, so the attempt is made again
+    /// (with the same `Courier-Delivery`) rather than lost.
+    async fn attempt(&self, job: Job) {
+        let inner = &self.inner;
+        let pool = &inner.pool;
+        let row = match store::begin_attempt(pool, job.id, job.token, self.lease_ms()).await {
+            Ok(Some(row)) => row,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(delivery = %job.id, error = %e, "cannot start a webhook attempt");
+                return;
+            }
+        };
+        if row.endpoint_status != "active" {
+            let reason = "the endpoint was suspended";
+            if let Err(e) = store::cancel(pool, job.id, job.token, reason).await {
+                tracing::warn!(delivery = %job.id, error = %e, "cannot cancel a delivery");
+            }
+            return;
+        }
+        let outcome = match inner.cipher.open(job.endpoint_id, &row.secret_ciphertext) {
+            Ok(secret) => {
+                let signature = signer::signature(&secret, Utc::now().timestamp(), &row.body);
+                let delivery_id = job.id.to_string();
+                inner
+                    .client
+                    .send(Request {
+                        url: &row.url,
+                        event: &row.event_name,
+                        delivery_id: &delivery_id,
+                        signature: &signature,
+                        body: row.body,
+                    })
+                    .await
+            }
+            Err(e) => {
+                tracing::error!(endpoint = %job.endpoint_id, error = %e, "cannot sign a webhook");
+                Outcome::Failed {
+                    status: None,
+                    error: "the service could not sign the request".into(),
+                }
+            }
+        };
+        if let Err(e) = self.record(job, outcome).await {
+            tracing::warn!(delivery = %job.id, error = %e, "cannot record a webhook attempt");
+        }
+    }
+
+    async fn record(&self, job: Job, outcome: Outcome) -> Result<(), sqlx::Error> {
+        let inner = &self.inner;
+        match outcome {
+            Outcome::Succeeded { status } => {
+                store::record_success(&inner.pool, job.id, job.token, status.into()).await
+            }
+            Outcome::Failed { status, error } => {
+                let failure = Failure {
+                    status_code: status.map(i32::from),
+                    error: &error,
+                    final_now: status == Some(410),
+                    max_attempts: inner.config.max_attempts,
+                    retry_base_ms: inner.config.retry_base.as_millis() as i64,
+                    suspend_after: inner.config.suspend_after,
+                };
+                let recorded = store::record_failure(
+                    &inner.pool,
+                    job.id,
+                    job.endpoint_id,
+                    job.token,
+                    &failure,
+                )
+                .await?;
+                if let Some(at) = recorded.and_then(|r| r.next_attempt_at) {
+                    self.wake_at(at);
+                }
+                if recorded.is_some_and(|r| r.suspended) {
+                    tracing::warn!(endpoint = %job.endpoint_id, "webhook endpoint suspended");
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Wakes the poller when a retry falls due. The row holds the due time, so a lost timer
+    /// (a restart) only defers the retry to the next poll.
+    fn wake_at(&self, at: chrono::DateTime<Utc>) {
+        let wait = (at - Utc::now()).to_std().unwrap_or_default();
+        let this = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            this.inner.due.notify_one();
+        });
+    }
+
+    /// Claims due deliveries (retries, and those whose holder's lease ran out) forever.
+    pub async fn poll_due(self) {
+        loop {
+            let token = Uuid::new_v4();
+            let claimed = async {
+                let saturated = self.saturated();
+                store::claim_due(
+                    &self.inner.pool,
+                    CLAIM_BATCH,
+                    self.lease_ms(),
+                    token,
+                    &saturated,
+                )
+                .await
+            };
+            match claimed.await {
+                Ok(rows) => {
+                    let full = rows.len() as i64 == CLAIM_BATCH;
+                    for row in rows {
+                        self.submit(Job {
+                            id: row.id,
+                            endpoint_id: row.endpoint_id,
+                            token,
+                        });
+                    }
+                    if full {
+                        tokio::task::yield_now().await;
+                        continue;
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot claim due webhook deliveries"),
+            }
+            tokio::select! {
+                _ = self.inner.due.notified() => {}
+                _ = tokio::time::sleep(self.poll_interval()) => {}
+            }
+        }
+    }
+
+    /// The regular poll: once a second, or sooner when retries are configured to be faster.
+    fn poll_interval(&self) -> Duration {
+        POLL_EVERY.min(self.inner.config.retry_base.max(Duration::from_millis(50)))
+    }
+}

@@ -1,0 +1,252 @@
+//! The merchant-facing operations on webhook endpoints.
+
+use chrono::{DateTime, Utc};
+use reqwest::Url;
+use serde::Serialize;
+use serde_json::Value;
+use thiserror::Error;
+use uuid::Uuid;
+
+use super::Webhooks;
+use super::address::is_public;
+use super::secret;
+use crate::events::EventName;
+use crate::store::webhooks::{self as store, DeliveryRow, EndpointRow, NewEndpoint, Owner};
+
+/// Delivery records listed per endpoint (spec section 8).
+pub const DELIVERIES_LISTED: i64 = 50;
+/// Longest endpoint URL accepted.
+const MAX_URL_LENGTH: usize = 2048;
+
+#[derive(Debug, Error)]
+pub enum WebhookError {
+    #[error("`url` {0}")]
+    InvalidUrl(String),
+    #[error("{0:?} is not an event name")]
+    UnknownEvent(String),
+    #[error("`events` must be null or an array of event names")]
+    InvalidEvents,
+    #[error("no such webhook endpoint")]
+    NotFound,
+    #[error(transparent)]
+    Store(#[from] sqlx::Error),
+}
+
+/// A webhook endpoint as the API shows it (spec section 2).
+#[derive(Debug, Serialize)]
+pub struct Endpoint {
+    pub id: Uuid,
+    pub url: String,
+    pub status: String,
+    /// Subscribed event names; empty means every event.
+    pub events: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub last_succeeded_at: Option<DateTime<Utc>>,
+    pub last_failed_at: Option<DateTime<Utc>>,
+    pub consecutive_failures: i32,
+    pub suspension_reason: Option<String>,
+    /// Only in the response that created or rotated it.
+    pub signing_secret: Option<String>,
+}
+
+impl Endpoint {
+    fn from_row(row: EndpointRow, signing_secret: Option<String>) -> Self {
+        Self {
+            id: row.id,
+            url: row.url,
+            status: row.status,
+            events: row.events,
+            created_at: row.created_at,
+            last_succeeded_at: row.last_succeeded_at,
+            last_failed_at: row.last_failed_at,
+            consecutive_failures: row.consecutive_failures,
+            suspension_reason: row.suspension_reason,
+            signing_secret,
+        }
+    }
+}
+
+/// A delivery record (spec section 2). `status`: `pending` (an attempt is due or in progress),
+/// `delivered` (a 2xx came back), `failed` (ten attempts failed, or the receiver answered 410),
+/// `cancelled` (the endpoint was suspended before it could be delivered).
+#[derive(Debug, Serialize)]
+pub struct DeliveryRecord {
+    pub id: Uuid,
+    pub event: String,
+    pub status: String,
+    pub attempts: i32,
+    pub occurred_at: DateTime<Utc>,
+    pub delivered_at: Option<DateTime<Utc>>,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub response_status_code: Option<i32>,
+    pub last_error: Option<String>,
+}
+
+impl From<DeliveryRow> for DeliveryRecord {
+    fn from(row: DeliveryRow) -> Self {
+        Self {
+            id: row.id,
+            event: row.event_name,
+            status: row.status,
+            attempts: row.attempts,
+            occurred_at: row.occurred_at,
+            delivered_at: row.delivered_at,
+            next_attempt_at: row.next_attempt_at,
+            response_status_code: row.response_status_code,
+            last_error: row.last_error,
+        }
+    }
+}
+
+impl Webhooks {
+    /// Registers an endpoint from the request body `{url, events}`.
+    pub async fn create(&self, owner: Owner<'_>, body: &Value) -> Result<Endpoint, WebhookError> {
+        let url = self.valid_url(body.get("url"))?;
+        let events = valid_events(body.get("events"))?;
+        let id = Uuid::new_v4();
+        let signing_secret = secret::generate();
+        let sealed = self.cipher.seal(id, &signing_secret);
+        let row = store::insert_endpoint(
+            &self.pool,
+            &NewEndpoint {
+                id,
+                owner,
+                url: url.as_str(),
+                events: &events,
+                secret_ciphertext: &sealed,
+            },
+        )
+        .await?;
+        Ok(Endpoint::from_row(row, Some(signing_secret)))
+    }
+
+    pub async fn list(&self, owner: Owner<'_>) -> Result<Vec<Endpoint>, WebhookError> {
+        let rows = store::list_endpoints(&self.pool, owner).await?;
+        Ok(rows
+            .into_iter()
+            .map(|row| Endpoint::from_row(row, None))
+            .collect())
+    }
+
+    pub async fn deliveries(
+        &self,
+        owner: Owner<'_>,
+        id: Uuid,
+    ) -> Result<Vec<DeliveryRecord>, WebhookError> {
+        if !store::endpoint_exists(&self.pool, id, owner).await? {
+            return Err(WebhookError::NotFound);
+        }
+        let rows = store::recent_deliveries(&self.pool, id, DELIVERIES_LISTED).await?;
+        Ok(rows.into_iter().map(DeliveryRecord::from).collect())
+    }
+
+    pub async fn resume(&self, owner: Owner<'_>, id: Uuid) -> Result<Endpoint, WebhookError> {
+        let row = store::resume(&self.pool, id, owner).await?;
+        row.map(|row| Endpoint::from_row(row, None))
+            .ok_or(WebhookError::NotFound)
+    }
+
+    /// A new secret; the old one signs nothing from the moment this commits.
+    pub async fn rotate_secret(
+        &self,
+        owner: Owner<'_>,
+        id: Uuid,
+    ) -> Result<Endpoint, WebhookError> {
+        let signing_secret = secret::generate();
+        let sealed = self.cipher.seal(id, &signing_secret);
+        let row = store::replace_secret(&self.pool, id, owner, &sealed).await?;
+        row.map(|row| Endpoint::from_row(row, Some(signing_secret)))
+            .ok_or(WebhookError::NotFound)
+    }
+
+    /// Deletes the endpoint; attempts not yet started find it gone and are not made.
+    pub async fn delete(&self, owner: Owner<'_>, id: Uuid) -> Result<(), WebhookError> {
+        if store::delete(&self.pool, id, owner).await? {
+            Ok(())
+        } else {
+            Err(WebhookError::NotFound)
+        }
+    }
+
+    fn valid_url(&self, value: Option<&Value>) -> Result<Url, WebhookError> {
+        let invalid = |why: &str| WebhookError::InvalidUrl(why.to_owned());
+        let text = match value {
+            Some(Value::String(text)) => text.trim(),
+            Some(Value::Null) | None => return Err(invalid("is required")),
+            Some(_) => return Err(invalid("must be a string")),
+        };
+        if text.len() > MAX_URL_LENGTH {
+            return Err(invalid("is longer than 2048 characters"));
+        }
+        let url =
+            Url::parse(text).map_err(|e| invalid(&format!("is not an absolute URL ({e})")))?;
+        if url.scheme() != "https" {
+            return Err(invalid("must be an https URL"));
+        }
+        let Some(host) = url.host_str().filter(|h| !h.is_empty()) else {
+            return Err(invalid("must name a host"));
+        };
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(invalid("must not carry credentials"));
+        }
+        let literal = host.trim_start_matches('[').trim_end_matches(']');
+        if let Ok(ip) = literal.parse()
+            && !self.config.allow_private
+            && !is_public(ip)
+        {
+            return Err(invalid("must not point at a private or local address"));
+        }
+        Ok(url)
+    }
+}
+
+/// The subscribed names, each known, without repeats; empty (or null) means every event.
+fn valid_events(value: Option<&Value>) -> Result<Vec<String>, WebhookError> {
+    let items = match value {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(_) => return Err(WebhookError::InvalidEvents),
+    };
+    let mut names: Vec<String> = Vec::with_capacity(items.len());
+    for item in items {
+        let Value::String(name) = item else {
+            return Err(WebhookError::InvalidEvents);
+        };
+        let known =
+            EventName::parse(name).ok_or_else(|| WebhookError::UnknownEvent(name.clone()))?;
+        if !names.iter().any(|n| n == known.as_str()) {
+            names.push(known.as_str().to_owned());
+        }
+    }
+    Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn events_are_checked_and_deduplicated() {
+        assert!(valid_events(None).unwrap().is_empty());
+        assert!(valid_events(Some(&json!(null))).unwrap().is_empty());
+        assert!(valid_events(Some(&json!([]))).unwrap().is_empty());
+        assert_eq!(
+            valid_events(Some(&json!([
+                "job.booked",
+                "job.booked",
+                "payment_method.dead"
+            ])))
+            .unwrap(),
+            vec!["job.booked", "payment_method.dead"]
+        );
+        assert!(matches!(
+            valid_events(Some(&json!(["job.exploded"]))),
+            Err(WebhookError::UnknownEvent(name)) if name == "job.exploded"
+        ));
+        assert!(matches!(
+            valid_events(Some(&json!("job.booked"))),
+            Err(WebhookError::InvalidEvents)
+        ));
+    }
+}

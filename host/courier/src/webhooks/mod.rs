@@ -1,0 +1,174 @@
+//! The webhook engine (spec sections 4 "Webhooks" and 6): endpoints, the fan-out of the events
+//! outbox into delivery records, and the workers that sign, send, retry and suspend.
+//!
+//! - `endpoints`: the merchant-facing operations (register, list, rotate, resume, delete).
+//! - `fanout`: events → one delivery per subscribed active endpoint, body shaped once.
+//! - `delivery`: claimed deliveries attempted in per-endpoint lanes; retries and suspension.
+//! - `client`: the outbound HTTP client that only connects to vetted public addresses.
+//! - `signer`, `secret`, `address`: signatures, encrypted secrets, address rules.
+
+mod address;
+mod client;
+mod config;
+mod delivery;
+mod endpoints;
+mod fanout;
+mod secret;
+mod signer;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use courier_plugins::{PayloadShaper, PluginEngine};
+use sqlx::PgPool;
+use sqlx::postgres::PgListener;
+use thiserror::Error;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+pub use address::is_public;
+pub use client::ClientError;
+pub use config::WebhookConfig;
+pub use endpoints::{DeliveryRecord, Endpoint, WebhookError};
+pub use signer::signature;
+
+use crate::events::EVENTS_CHANNEL;
+use crate::secrets::SecretKey;
+use delivery::{Dispatcher, Job};
+use secret::SecretCipher;
+
+#[derive(Debug, Error)]
+pub enum WebhookStartError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error("loading the payload shaper: {0}")]
+    Shaper(#[from] courier_plugins::PluginError),
+}
+
+/// The webhook engine of one process.
+pub struct Webhooks {
+    pool: PgPool,
+    cipher: SecretCipher,
+    config: WebhookConfig,
+    client: client::WebhookClient,
+}
+
+impl std::fmt::Debug for Webhooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Webhooks")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The running workers; stopped when dropped.
+pub struct Workers {
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Webhooks {
+    pub fn new(
+        pool: PgPool,
+        key: &SecretKey,
+        config: WebhookConfig,
+    ) -> Result<Arc<Self>, WebhookStartError> {
+        Ok(Arc::new(Self {
+            client: client::WebhookClient::new(&config)?,
+            cipher: SecretCipher::new(key),
+            pool,
+            config,
+        }))
+    }
+
+    /// Loads the payload shaper and starts the fan-out, its wake-ups and the delivery workers.
+    pub async fn start_workers(&self, engine: &PluginEngine) -> Result<Workers, WebhookStartError> {
+        let engine = engine.clone();
+        let shaper = tokio::task::spawn_blocking(move || {
+            PayloadShaper::load(&engine, courier_plugins::defaults::STANDARD_SHAPER)
+        })
+        .await
+        .expect("loading the shaper does not panic")?;
+        let dispatcher = Dispatcher::new(
+            self.pool.clone(),
+            self.client.clone(),
+            self.cipher.clone(),
+            self.config.clone(),
+        );
+        let recorded = Arc::new(Notify::new());
+        let lease_ms = self.config.lease().as_millis() as i64;
+        let tasks = vec![
+            tokio::spawn(listen(self.pool.clone(), Arc::clone(&recorded))),
+            tokio::spawn(fan_out(
+                self.pool.clone(),
+                shaper,
+                dispatcher.clone(),
+                recorded,
+                lease_ms,
+            )),
+            tokio::spawn(dispatcher.poll_due()),
+        ];
+        Ok(Workers { tasks })
+    }
+}
+
+/// Turns notifications on the events channel into fan-out wake-ups.
+async fn listen(pool: PgPool, recorded: Arc<Notify>) {
+    loop {
+        let listened = async {
+            let mut listener = PgListener::connect_with(&pool).await?;
+            listener.listen(EVENTS_CHANNEL).await?;
+            // Anything recorded while not listening.
+            recorded.notify_one();
+            loop {
+                // `None` means the connection was re-established and notifications may have
+                // been lost: a fan-out round catches up either way.
+                listener.try_recv().await?;
+                recorded.notify_one();
+            }
+        };
+        let result: Result<(), sqlx::Error> = listened.await;
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "listening for events failed; retrying");
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Fans events out as they are recorded (and every second, in case a wake-up was missed).
+async fn fan_out(
+    pool: PgPool,
+    shaper: PayloadShaper,
+    dispatcher: Dispatcher,
+    recorded: Arc<Notify>,
+    lease_ms: i64,
+) {
+    loop {
+        match fanout::fan_out_batch(&pool, &shaper, lease_ms).await {
+            Ok((token, made, more)) => {
+                for made in made {
+                    dispatcher.submit(Job {
+                        id: made.id,
+                        endpoint_id: made.endpoint_id,
+                        token,
+                    });
+                }
+                if more {
+                    continue;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "fanning out events failed; retrying"),
+        }
+        tokio::select! {
+            _ = recorded.notified() => {}
+            _ = tokio::time::sleep(delivery::POLL_EVERY) => {}
+        }
+    }
+}

@@ -1,0 +1,421 @@
+//! `POST /v1/jobs`, `GET /v1/jobs`, `GET /v1/jobs/{id}`: book once, read back, list.
+
+use std::sync::Arc;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::quotes::{Quoting, journey};
+use crate::support::{Authed, Credential, MerchantCredentials, assert_refusal, status_and_json};
+
+/// A merchant ready to book in the demo market.
+struct Booking {
+    quoting: Quoting,
+}
+
+impl Booking {
+    async fn start() -> Self {
+        Self::start_with(|_| None).await
+    }
+
+    async fn start_with(extra: impl Fn(&str) -> Option<String>) -> Self {
+        let quoting = Quoting::start_with(extra).await;
+        crate::support::attach_working_card(&quoting.app, &quoting.credential).await;
+        Self { quoting }
+    }
+
+    fn credential(&self) -> &Credential {
+        &self.quoting.credential
+    }
+
+    async fn quote(&self, body: Value) -> Value {
+        let (status, quote) = self.quoting.quote(&body).await;
+        assert_eq!(status, 201, "{quote}");
+        quote
+    }
+
+    async fn book_with(&self, credential: &Credential, key: Option<&str>, body: &Value) -> (u16, Value) {
+        let mut request = self
+            .quoting
+            .app
+            .request(Method::POST, "/v1/jobs")
+            .auth(credential)
+            .json(body);
+        if let Some(key) = key {
+            request = request.header("Idempotency-Key", key);
+        }
+        status_and_json(request.send().await.unwrap()).await
+    }
+
+    async fn book(&self, key: &str, body: &Value) -> (u16, Value) {
+        self.book_with(self.credential(), Some(key), body).await
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        status_and_json(
+            self.quoting
+                .app
+                .request(Method::GET, path)
+                .auth(self.credential())
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+}
+
+fn stop(quote_point: (f64, f64), name: &str) -> Value {
+    json!({
+        "latitude": quote_point.0,
+        "longitude": quote_point.1,
+        "address": format!("{name}'s door, Demo City"),
+        "contact_name": name,
+        "contact_phone": "+966 11 463 5555",
+        "notes": null,
+    })
+}
+
+/// A booking body for `quote` of the standard demo journey.
+fn booking_body(quote: &Value) -> Value {
+    let journey = journey(None);
+    let point = |stop: &str| {
+        (
+            journey[stop]["latitude"].as_f64().unwrap(),
+            journey[stop]["longitude"].as_f64().unwrap(),
+        )
+    };
+    json!({
+        "quote_id": quote["id"],
+        "pickup": stop(point("pickup"), "Pat Pickup"),
+        "dropoff": stop(point("dropoff"), "Dana Dropoff"),
+    })
+}
+
+fn key() -> String {
+    format!("key-{}", uuid::Uuid::new_v4())
+}
+
+#[tokio::test]
+async fn a_booking_is_created_and_read_back() {
+    let booking = Booking::start().await;
+    let quote = booking.quote(journey(Some("car"))).await;
+    let mut body = booking_body(&quote);
+    body["items"] = json!([
+        {"name": "Flowers", "unit_price_minor": 2500, "quantity": 1},
+        {"name": "Card", "unit_price_minor": "300", "quantity": "2"},
+    ]);
+    body["discount_minor"] = json!(500);
+    body["dropoff"]["contact_phone"] = json!("011 463 5555");
+    let (status, job) = booking.book(&key(), &body).await;
+    assert_eq!(status, 201, "{job}");
+    assert_eq!(job["status"], "searching");
+    assert_eq!(job["price_amount_minor"], quote["total_amount_minor"]);
+    assert_eq!(job["currency"], "USD");
+    assert_eq!(job["vehicle"], "car");
+    assert_eq!(job["scheduled_for"], Value::Null);
+    let reference = job["reference"].as_str().unwrap();
+    assert!(reference.starts_with("CR-") && reference.len() == 12, "{reference}");
+    let id = job["id"].as_str().unwrap();
+    let tracking = job["tracking_url"].as_str().unwrap();
+    assert!(tracking.contains("/track/") && !tracking.contains(id), "{tracking}");
+
+    let (status, detail) = booking.get(&format!("/v1/jobs/{id}")).await;
+    assert_eq!(status, 200, "{detail}");
+    for field in ["id", "reference", "status", "tracking_url", "booked_at", "price_amount_minor"] {
+        assert_eq!(detail[field], job[field], "{field}");
+    }
+    let tax: i64 = quote["breakdown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["code"] == "tax")
+        .map(|l| l["amount_minor"].as_i64().unwrap())
+        .sum();
+    assert_eq!(detail["tax_amount_minor"], tax);
+    assert_eq!(detail["pickup"]["contact_name"], "Pat Pickup");
+    assert_eq!(detail["dropoff"]["contact_phone"], "+966114635555", "national number read in the market's country");
+    assert_eq!(detail["dropoff"]["notes"], Value::Null);
+    assert_eq!(detail["items"][1]["line_total_minor"], 600);
+    assert_eq!(detail["items_subtotal_minor"], 3100);
+    assert_eq!(detail["discount_minor"], 500);
+    assert_eq!(detail["items_total_minor"], 2600);
+    assert_eq!(detail["proof_requirement"], json!({"photo_required": false, "signature_required": false}));
+    assert_eq!(detail["notify_customer"], false);
+    for absent in ["assigned_at", "completed_at", "cancellation_reason", "proof", "customer_notified_at"] {
+        assert_eq!(detail[absent], Value::Null, "{absent}");
+    }
+    assert!(detail.get("courier").is_none() && detail.get("offers").is_none());
+
+    let (status, position) = status_and_json(
+        booking
+            .quoting
+            .app
+            .request(Method::GET, &format!("/v1/jobs/{id}/courier-position"))
+            .auth(booking.credential())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((status, position), (204, Value::Null), "nobody is on the job yet");
+
+    // job.booked was recorded with the booking.
+    let pool = booking.quoting.app.pool().await;
+    let (name, facts): (String, Value) =
+        sqlx::query_as("SELECT name, job FROM events WHERE job_id = $1::uuid")
+            .bind(id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(name, "job.booked");
+    assert_eq!(facts["reference"], job["reference"]);
+    booking.quoting.app.stop().await;
+}
+
+#[tokio::test]
+async fn the_same_key_replays_and_a_different_body_conflicts() {
+    let booking = Booking::start().await;
+    let quote = booking.quote(journey(None)).await;
+    let body = booking_body(&quote);
+    let key = key();
+    let (status, first) = booking.book(&key, &body).await;
+    assert_eq!(status, 201, "{first}");
+    let (status, again) = booking.book(&key, &body).await;
+    assert_eq!((status, &again), (201, &first), "the stored response, status included");
+    let mut different = body.clone();
+    different["dropoff"]["notes"] = json!("ring twice");
+    let (status, conflict) = booking.book(&key, &different).await;
+    assert_eq!((status, conflict["code"].as_str()), (409, Some("idempotency.key_reused")));
+    let (status, missing) = booking.book_with(booking.credential(), None, &body).await;
+    assert_eq!((status, missing["code"].as_str()), (422, Some("request.missing_idempotency_key")));
+    let (status, invalid) = booking.book(&"k".repeat(300), &body).await;
+    assert_eq!((status, invalid["code"].as_str()), (422, Some("request.invalid_idempotency_key")));
+    let pool = booking.quoting.app.pool().await;
+    let (jobs,): (i64,) = sqlx::query_as("SELECT count(*) FROM jobs").fetch_one(&pool).await.unwrap();
+    assert_eq!(jobs, 1);
+    booking.quoting.app.stop().await;
+}
+
+#[tokio::test]
+async fn fifty_parallel_bookings_with_one_key_make_one_job() {
+    let booking = Arc::new(Booking::start().await);
+    let quote = booking.quote(journey(None)).await;
+    let body = Arc::new(booking_body(&quote));
+    let key = Arc::new(key());
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            let (booking, body, key) = (Arc::clone(&booking), Arc::clone(&body), Arc::clone(&key));
+            tokio::spawn(async move { booking.book(&key, &body).await })
+        })
+        .collect();
+    let mut responses = Vec::new();
+    for task in tasks {
+        responses.push(task.await.unwrap());
+    }
+    let first = &responses[0];
+    assert_eq!(first.0, 201, "{}", first.1);
+    assert!(responses.iter().all(|r| r == first), "identical responses");
+    let pool = booking.quoting.app.pool().await;
+    let (jobs,): (i64,) = sqlx::query_as("SELECT count(*) FROM jobs").fetch_one(&pool).await.unwrap();
+    assert_eq!(jobs, 1);
+}
+
+#[tokio::test]
+async fn fifty_parallel_bookings_of_one_quote_book_it_once() {
+    let booking = Arc::new(Booking::start().await);
+    let quote = booking.quote(journey(None)).await;
+    let body = Arc::new(booking_body(&quote));
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            let (booking, body) = (Arc::clone(&booking), Arc::clone(&body));
+            tokio::spawn(async move { booking.book(&key(), &body).await })
+        })
+        .collect();
+    let (mut booked, mut refused) = (0, 0);
+    for task in tasks {
+        let (status, body) = task.await.unwrap();
+        match status {
+            201 => booked += 1,
+            422 => {
+                assert_eq!(body["code"], "quote.already_used");
+                refused += 1;
+            }
+            other => panic!("{other}: {body}"),
+        }
+    }
+    assert_eq!((booked, refused), (1, 49));
+}
+
+#[tokio::test]
+async fn an_expired_quote_cannot_be_booked() {
+    let booking = Booking::start_with(|name| (name == "COURIER_QUOTE_TTL_SECS").then(|| "1".into())).await;
+    let quote = booking.quote(journey(None)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let (status, body) = booking.book(&key(), &booking_body(&quote)).await;
+    assert_eq!((status, body["code"].as_str()), (422, Some("quote.expired")), "{body}");
+    booking.quoting.app.stop().await;
+}
+
+#[tokio::test]
+async fn booking_refusals_have_their_codes() {
+    let booking = Booking::start().await;
+    let quote = booking.quote(journey(None)).await;
+    let good = booking_body(&quote);
+    let with = |edit: &dyn Fn(&mut Value)| {
+        let mut body = good.clone();
+        edit(&mut body);
+        body
+    };
+    let other = booking.quoting.app.create_merchant("Other Ltd").await;
+    let cases: Vec<(Value, &str)> = vec![
+        (with(&|b| b["quote_id"] = json!(uuid::Uuid::new_v4())), "quote.not_found"),
+        (with(&|b| b["quote_id"] = json!("not-an-id")), "quote.not_found"),
+        (with(&|b| b["pickup"].as_object_mut().unwrap().remove("contact_name").map(|_| ()).unwrap()), "request.invalid_stop"),
+        (with(&|b| b["dropoff"]["address"] = json!("  ")), "request.invalid_stop"),
+        (with(&|b| b["dropoff"]["contact_phone"] = json!("12345")), "request.invalid_stop"),
+        (with(&|b| b["items"] = json!([{"name": "x", "unit_price_minor": -1, "quantity": 1}])), "order.item_invalid"),
+        (with(&|b| b["items"] = json!([{"name": "", "unit_price_minor": 1, "quantity": 1}])), "order.item_invalid"),
+        (with(&|b| b["items"] = json!([{"name": "x", "unit_price_minor": 1, "quantity": 0}])), "order.item_invalid"),
+        (with(&|b| { b["items"] = json!([{"name": "x", "unit_price_minor": 100, "quantity": 1}]); b["discount_minor"] = json!(101); }), "order.discount_exceeds_items"),
+        (with(&|b| b["scheduled_for"] = json!("2020-01-01T00:00:00Z")), "job.scheduled_in_past"),
+        (with(&|b| b["scheduled_for"] = json!((chrono::Utc::now() + chrono::Duration::hours(3)).to_rfc3339())), "quote.schedule_mismatch"),
+        (with(&|b| b["dropoff"]["latitude"] = json!(20.0151)), "quote.stop_mismatch"),
+        (with(&|b| b["notify_customer"] = json!("yes")), "request.invalid_notify_customer"),
+    ];
+    for (body, code) in cases {
+        let (status, refusal) = booking.book(&key(), &body).await;
+        assert_eq!((status, refusal["code"].as_str()), (422, Some(code)), "{refusal}");
+        assert!(!refusal["message"].as_str().unwrap().is_empty());
+    }
+    // Stop messages say which stop and which field.
+    let (_, refusal) = booking.book(&key(), &with(&|b| b["dropoff"]["contact_phone"] = json!("12345"))).await;
+    assert!(refusal["message"].as_str().unwrap().contains("dropoff: contact_phone"), "{refusal}");
+    // Another merchant's quote, or this merchant's live key on a test quote, finds nothing.
+    let (status, refusal) = booking.book_with(&other.test(), Some(&key()), &good).await;
+    assert_eq!((status, refusal["code"].as_str()), (422, Some("quote.not_found")));
+    // Refusals keep the quote usable.
+    let (status, job) = booking.book(&key(), &good).await;
+    assert_eq!(status, 201, "{job}");
+    let (status, refusal) = booking.book(&key(), &good).await;
+    assert_eq!((status, refusal["code"].as_str()), (422, Some("quote.already_used")));
+    booking.quoting.app.stop().await;
+}
+
+#[tokio::test]
+async fn scheduled_jobs_wait_then_open_their_search() {
+    let booking =
+        Booking::start_with(|name| (name == "COURIER_SCHEDULER_INTERVAL_MS").then(|| "50".into())).await;
+    // Far ahead: pending.
+    let later = (chrono::Utc::now() + chrono::Duration::hours(3)).to_rfc3339();
+    let mut far = journey(None);
+    far["scheduled_for"] = json!(later);
+    let quote = booking.quote(far).await;
+    let mut body = booking_body(&quote);
+    body["scheduled_for"] = json!(later);
+    let (status, far_job) = booking.book(&key(), &body).await;
+    assert_eq!((status, far_job["status"].as_str()), (201, Some("pending")), "{far_job}");
+    assert!(far_job["scheduled_for"].is_string());
+
+    // Within twenty minutes: pending at booking, searching once the scheduler runs.
+    let soon = (chrono::Utc::now() + chrono::Duration::minutes(10)).to_rfc3339();
+    let mut near = journey(None);
+    near["scheduled_for"] = json!(soon);
+    let quote = booking.quote(near).await;
+    let mut body = booking_body(&quote);
+    body["scheduled_for"] = json!(soon);
+    let (_, near_job) = booking.book(&key(), &body).await;
+    assert_eq!(near_job["status"], "pending");
+    let path = format!("/v1/jobs/{}", near_job["id"].as_str().unwrap());
+    let started = std::time::Instant::now();
+    loop {
+        let (_, detail) = booking.get(&path).await;
+        if detail["status"] == "searching" {
+            break;
+        }
+        assert!(started.elapsed().as_secs() < 3, "the search did not open");
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let (_, far_detail) = booking.get(&format!("/v1/jobs/{}", far_job["id"].as_str().unwrap())).await;
+    assert_eq!(far_detail["status"], "pending");
+    booking.quoting.app.stop().await;
+}
+
+#[tokio::test]
+async fn the_list_shows_own_jobs_newest_first_with_filters_and_pages() {
+    let booking = Booking::start().await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let quote = booking.quote(journey(None)).await;
+        let (status, job) = booking.book(&key(), &booking_body(&quote)).await;
+        assert_eq!(status, 201);
+        ids.push(job["id"].as_str().unwrap().to_owned());
+    }
+    let later = (chrono::Utc::now() + chrono::Duration::hours(2)).to_rfc3339();
+    let mut scheduled = journey(None);
+    scheduled["scheduled_for"] = json!(later);
+    let quote = booking.quote(scheduled).await;
+    let mut body = booking_body(&quote);
+    body["scheduled_for"] = json!(later);
+    let (_, pending) = booking.book(&key(), &body).await;
+
+    let (status, page) = booking.get("/v1/jobs").await;
+    assert_eq!(status, 200);
+    assert_eq!((page["total"].as_i64(), page["page"].as_i64(), page["size"].as_i64()), (Some(4), Some(1), Some(50)));
+    let listed: Vec<&str> = page["items"].as_array().unwrap().iter().map(|j| j["id"].as_str().unwrap()).collect();
+    assert_eq!(listed[0], pending["id"].as_str().unwrap(), "newest first");
+    assert_eq!(&listed[1..], &[ids[2].as_str(), ids[1].as_str(), ids[0].as_str()]);
+    let item = &page["items"][0];
+    assert!(item["pickup_address"].as_str().unwrap().contains("Pat Pickup"));
+    let text = page.to_string();
+    assert!(!text.contains("contact_name") && !text.contains("contact_phone") && !text.contains("+966"));
+
+    let (_, searching) = booking.get("/v1/jobs?status=searching").await;
+    assert_eq!(searching["total"], 3);
+    let (_, both) = booking.get("/v1/jobs?status=pending,searching").await;
+    assert_eq!(both["total"], 4);
+    let (_, second) = booking.get("/v1/jobs?size=3&page=2").await;
+    assert_eq!(second["items"].as_array().unwrap().len(), 1);
+    assert_eq!(second["items"][0]["id"].as_str().unwrap(), ids[0]);
+    let future = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339().replace('+', "%2B");
+    let (_, none) = booking.get(&format!("/v1/jobs?from={future}")).await;
+    assert_eq!(none["total"], 0);
+    let (_, all) = booking.get(&format!("/v1/jobs?to={future}")).await;
+    assert_eq!(all["total"], 4);
+
+    for (path, code) in [
+        ("/v1/jobs?status=searching,lost", "request.unknown_status"),
+        ("/v1/jobs?size=201", "request.invalid_page_size"),
+        ("/v1/jobs?size=0", "request.invalid_page_size"),
+        ("/v1/jobs?page=0", "request.invalid_page"),
+        ("/v1/jobs?page=two", "request.invalid_page"),
+        ("/v1/jobs?from=yesterday", "request.invalid_query"),
+    ] {
+        let response = booking.quoting.app.request(Method::GET, path).auth(booking.credential()).send().await.unwrap();
+        assert_refusal(response, 422, code).await;
+    }
+
+    // Another merchant, and the live key of the same merchant, see none of these.
+    let other = booking.quoting.app.create_merchant("Other Ltd").await;
+    let (_, others) = status_and_json(
+        booking.quoting.app.request(Method::GET, "/v1/jobs").auth(&other.test()).send().await.unwrap(),
+    )
+    .await;
+    assert_eq!(others["total"], 0);
+    let foreign = format!("/v1/jobs/{}", ids[0]);
+    let response = booking.quoting.app.request(Method::GET, &foreign).auth(&other.test()).send().await.unwrap();
+    let foreign_body = assert_refusal(response, 404, "job.not_found").await;
+    let response = booking
+        .quoting
+        .app
+        .request(Method::GET, &format!("/v1/jobs/{}", uuid::Uuid::new_v4()))
+        .auth(booking.credential())
+        .send()
+        .await
+        .unwrap();
+    let unknown_body = assert_refusal(response, 404, "job.not_found").await;
+    assert_eq!(foreign_body, unknown_body, "the same answer for both");
+    let response = booking.quoting.app.request(Method::GET, "/v1/jobs/not-a-uuid").auth(booking.credential()).send().await.unwrap();
+    assert_refusal(response, 404, "job.not_found").await;
+    booking.quoting.app.stop().await;
+}

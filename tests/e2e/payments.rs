@@ -1,0 +1,988 @@
+//! Cards on file (`/v1/payment-methods`), charges (`/v1/charges`), operator refunds, and the
+//! charge functions bookings and fulfilment call (`courier::payments::Payments`), run against
+//! the test's database and observed through the API.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use courier::api::ApiError;
+use courier::auth::Merchant;
+use courier::domain::Environment;
+use courier::merchants::NewMerchant;
+use courier::payments::{
+    ChargeStatus, ChargeView, Gateway, GatewayError, Gateways, HoldError, PaymentError, Payments,
+    RetryPolicy,
+};
+use courier_plugins::{
+    AdapterConfig, AttachRefusal, CaptureRequest, Card, CardForm, EngineConfig, HoldRequest,
+    Outcome, PaymentAdapter, PluginEngine, PluginError, RefundRequest, VoidRequest,
+};
+use reqwest::Method;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::support::{
+    Authed, Credential, MerchantCredentials, TestApp, assert_refusal, status_and_json,
+};
+
+const WORKS: &str = "4242424242424242";
+const DECLINED: &str = "4000000000000002";
+const INSUFFICIENT: &str = "4000000000009995";
+const EXPIRED: &str = "4000000000000069";
+const LOST: &str = "4000000000009987";
+const UNREACHABLE: &str = "4000000000000119";
+const ALL_CARDS: [&str; 6] = [WORKS, DECLINED, INSUFFICIENT, EXPIRED, LOST, UNREACHABLE];
+
+fn sandbox(number: &str) -> String {
+    format!("pm_sandbox_{number}")
+}
+
+// ---- harness ---------------------------------------------------------------------------
+
+/// The sandbox adapter, compiled once for every test.
+fn sandbox_adapter() -> PaymentAdapter {
+    static ADAPTER: OnceLock<PaymentAdapter> = OnceLock::new();
+    ADAPTER
+        .get_or_init(|| {
+            let engine = PluginEngine::new(EngineConfig::default()).unwrap();
+            PaymentAdapter::load(
+                &engine,
+                courier_plugins::defaults::SANDBOX_PAYMENTS,
+                AdapterConfig::new(BTreeMap::new()),
+            )
+            .unwrap()
+        })
+        .clone()
+}
+
+fn quick_retries(max_attempts: u32) -> RetryPolicy {
+    RetryPolicy {
+        base: Duration::from_millis(20),
+        max_attempts,
+        lease: Duration::from_secs(60),
+    }
+}
+
+/// A merchant with one service, and the charge functions on the same database.
+struct Shop {
+    app: TestApp,
+    merchant: NewMerchant,
+    test: Credential,
+    live: Credential,
+    pool: PgPool,
+    payments: Payments,
+}
+
+impl Shop {
+    async fn open() -> Self {
+        Self::open_with(|_| None, None).await
+    }
+
+    async fn open_with(
+        extra: impl Fn(&str) -> Option<String>,
+        gateway: Option<Arc<dyn Gateway>>,
+    ) -> Self {
+        let app = TestApp::spawn_with(extra).await;
+        let merchant = app.create_merchant("Card Shop").await;
+        let pool = app.pool().await;
+        let gateway = gateway.unwrap_or_else(|| Arc::new(sandbox_adapter()));
+        let payments = Payments::new(pool.clone(), Gateways::new(gateway, None), quick_retries(5));
+        Self {
+            test: merchant.test(),
+            live: merchant.live(),
+            app,
+            merchant,
+            pool,
+            payments,
+        }
+    }
+
+    fn caller(&self, environment: Environment) -> Merchant {
+        Merchant {
+            merchant_id: self.merchant.merchant_id,
+            environment,
+            key_id: Uuid::nil(),
+        }
+    }
+
+    async fn attach(&self, credential: &Credential, body: Value) -> (u16, Value) {
+        status_and_json(
+            self.app
+                .request(Method::POST, "/v1/payment-methods")
+                .auth(credential)
+                .json(&body)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+
+    /// Attaches a sandbox card with the test key; answers the payment method.
+    async fn card(&self, number: &str, make_default: bool) -> Value {
+        let body = json!({"provider_ref": sandbox(number), "make_default": make_default});
+        let (status, card) = self.attach(&self.test, body).await;
+        assert_eq!(status, 201, "{card}");
+        card
+    }
+
+    async fn get(&self, credential: &Credential, path: &str) -> Value {
+        let (status, body) = status_and_json(
+            self.app
+                .request(Method::GET, path)
+                .auth(credential)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    async fn cards(&self, credential: &Credential) -> Vec<Value> {
+        let body = self.get(credential, "/v1/payment-methods").await;
+        body.as_array().unwrap().clone()
+    }
+
+    async fn charges(&self, credential: &Credential) -> Vec<Value> {
+        let body = self.get(credential, "/v1/charges").await;
+        body.as_array().unwrap().clone()
+    }
+
+    async fn send(&self, credential: &Credential, method: Method, path: &str) -> reqwest::Response {
+        self.app
+            .request(method, path)
+            .auth(credential)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Holds `amount` for a new job the way a booking does: inside a transaction that is
+    /// committed when the hold is placed (or pending) and rolled back when it is refused.
+    async fn hold(&self, amount: i64) -> (Uuid, Result<ChargeView, HoldError>) {
+        let caller = self.caller(Environment::Test);
+        hold(&self.payments, &self.pool, &caller, amount).await
+    }
+
+    async fn refund(&self, charge_id: &str, amount: Value) -> reqwest::Response {
+        self.app
+            .admin(Method::POST, &format!("/charges/{charge_id}/refund"))
+            .json(&json!({"amount_minor": amount}))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn moves_to(&self, charge_id: Uuid, status: &str) -> i64 {
+        sqlx::query_scalar(
+            "SELECT count(*) FROM charge_moves WHERE charge_id = $1 AND to_status = $2",
+        )
+        .bind(charge_id)
+        .bind(status)
+        .fetch_one(&self.pool)
+        .await
+        .unwrap()
+    }
+
+    async fn dead_events(&self) -> Vec<Value> {
+        sqlx::query_scalar(
+            "SELECT details FROM events WHERE merchant_id = $1 AND name = 'payment_method.dead' \
+             ORDER BY recorded_at",
+        )
+        .bind(self.merchant.merchant_id)
+        .fetch_all(&self.pool)
+        .await
+        .unwrap()
+    }
+}
+
+/// Holds `amount` for a new job the way a booking does: inside a transaction that is
+/// committed when the hold is placed (or pending) and rolled back when it is refused.
+async fn hold(
+    payments: &Payments,
+    pool: &PgPool,
+    caller: &Merchant,
+    amount: i64,
+) -> (Uuid, Result<ChargeView, HoldError>) {
+    let job_id = Uuid::new_v4();
+    let mut tx = pool.begin().await.unwrap();
+    let held = payments
+        .hold_for_job(&mut tx, caller, job_id, amount, "USD")
+        .await;
+    if held.is_ok() {
+        tx.commit().await.unwrap();
+    } else {
+        tx.rollback().await.unwrap();
+    }
+    (job_id, held)
+}
+
+/// The status and code the API gives an error the HTTP surface cannot provoke yet
+/// (bookings are not built yet; the sandbox's capture and refund never fail).
+fn api_code(error: impl Into<ApiError>) -> (u16, &'static str) {
+    let (status, code) = error.into().status_and_code();
+    (status.as_u16(), code)
+}
+
+/// The sandbox behind a provider that is down for the first `outages` authorisations (and
+/// for every refund when `refunds_down`), counting the calls and keeping their keys. Once
+/// up, the unreachable card's hold goes through as the working card's would.
+struct Flaky {
+    sandbox: PaymentAdapter,
+    outages: AtomicUsize,
+    refunds_down: bool,
+    authorisations: Mutex<Vec<String>>,
+    captures: AtomicUsize,
+}
+
+impl Flaky {
+    fn new(outages: usize, refunds_down: bool) -> Arc<Self> {
+        Arc::new(Self {
+            sandbox: sandbox_adapter(),
+            outages: AtomicUsize::new(outages),
+            refunds_down,
+            authorisations: Mutex::new(Vec::new()),
+            captures: AtomicUsize::new(0),
+        })
+    }
+}
+
+impl Gateway for Flaky {
+    fn setup_card_form(&self, merchant: &str) -> Result<Result<CardForm, String>, PluginError> {
+        self.sandbox.setup_card_form(merchant)
+    }
+    fn attach_card(
+        &self,
+        customer_id: &str,
+        card_ref: &str,
+    ) -> Result<Result<Card, AttachRefusal>, PluginError> {
+        self.sandbox.attach_card(customer_id, card_ref)
+    }
+    fn authorise(&self, request: &HoldRequest) -> Result<Outcome, PluginError> {
+        self.authorisations
+            .lock()
+            .unwrap()
+            .push(request.idempotency_key.clone());
+        let down = self
+            .outages
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if down {
+            return Ok(Outcome::Unreachable("provider is down".into()));
+        }
+        let mut request = request.clone();
+        request.card_ref = request.card_ref.replace(UNREACHABLE, WORKS);
+        self.sandbox.authorise(&request)
+    }
+    fn capture(&self, request: &CaptureRequest) -> Result<Outcome, PluginError> {
+        self.captures.fetch_add(1, Ordering::SeqCst);
+        // Slow enough for two concurrent captures to overlap.
+        std::thread::sleep(Duration::from_millis(50));
+        self.sandbox.capture(request)
+    }
+    fn void(&self, request: &VoidRequest) -> Result<Outcome, PluginError> {
+        self.sandbox.void(request)
+    }
+    fn refund(&self, request: &RefundRequest) -> Result<Outcome, PluginError> {
+        if self.refunds_down {
+            return Ok(Outcome::Unreachable("provider is down".into()));
+        }
+        self.sandbox.refund(request)
+    }
+}
+
+// ---- cards on file ---------------------------------------------------------------------
+
+#[tokio::test]
+async fn setup_answers_the_providers_client_secret_and_customer() {
+    let shop = Shop::open().await;
+    let (status, body) = status_and_json(
+        shop.send(&shop.test, Method::POST, "/v1/payment-methods/setup")
+            .await,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["client_secret"]
+            .as_str()
+            .unwrap()
+            .starts_with("seti_sandbox_")
+    );
+    assert!(
+        body["customer_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("cus_sandbox_")
+    );
+}
+
+#[tokio::test]
+async fn every_sandbox_card_attaches_and_the_first_becomes_the_default() {
+    let shop = Shop::open().await;
+    for (i, number) in ALL_CARDS.iter().enumerate() {
+        let card = shop.card(number, false).await;
+        assert_eq!(card["brand"], "visa");
+        assert_eq!(card["last_four"], number[12..]);
+        assert_eq!(card["expiry_month"], 12);
+        assert_eq!(card["expiry_year"], 2034);
+        assert_eq!(card["status"], "active");
+        assert_eq!(card["dead_reason"], Value::Null);
+        assert!(card["attached_at"].is_string());
+        assert_eq!(card["is_default"], i == 0, "only the first card: {card}");
+    }
+    let cards = shop.cards(&shop.test).await;
+    assert_eq!(cards.len(), 6);
+    let defaults: Vec<&Value> = cards.iter().filter(|c| c["is_default"] == true).collect();
+    assert_eq!(defaults.len(), 1);
+    assert_eq!(defaults[0]["last_four"], "4242");
+}
+
+#[tokio::test]
+async fn the_default_card_can_be_chosen() {
+    let shop = Shop::open().await;
+    let first = shop.card(WORKS, false).await;
+    let second = shop.card(INSUFFICIENT, true).await;
+    assert_eq!(second["is_default"], true);
+    let default_of = |cards: Vec<Value>| {
+        cards
+            .into_iter()
+            .filter(|c| c["is_default"] == true)
+            .map(|c| c["id"].clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        default_of(shop.cards(&shop.test).await),
+        [second["id"].clone()]
+    );
+    let path = format!(
+        "/v1/payment-methods/{}/default",
+        first["id"].as_str().unwrap()
+    );
+    let response = shop.send(&shop.test, Method::POST, &path).await;
+    assert_eq!(response.status(), 204);
+    assert_eq!(
+        default_of(shop.cards(&shop.test).await),
+        [first["id"].clone()]
+    );
+    // Deliveries are charged to the default.
+    let (_, held) = shop.hold(700).await;
+    let held = held.unwrap();
+    assert_eq!(held.status, ChargeStatus::Authorised);
+
+    for unknown in [Uuid::new_v4().to_string(), "not-a-uuid".to_owned()] {
+        let path = format!("/v1/payment-methods/{unknown}/default");
+        let response = shop.send(&shop.test, Method::POST, &path).await;
+        assert_refusal(response, 404, "payment_method.not_found").await;
+    }
+}
+
+#[tokio::test]
+async fn raw_card_numbers_are_refused_in_every_field_in_both_environments() {
+    let shop = Shop::open().await;
+    let bodies = [
+        json!({"provider_ref": "4242424242424242"}),
+        json!({"provider_ref": "4242 4242 4242 4242"}),
+        json!({"provider_ref": "4242-4242-4242-4242"}),
+        json!({"provider_ref": "pm_live_5555555555554444"}),
+        json!({"provider_ref": "pm_sandbox_4111111111111111"}),
+        json!({"provider_ref": "pm_sandbox_4242424242424242", "make_default": "4111111111111111"}),
+        json!({"provider_ref": "pm_sandbox_4242424242424242", "note": "card 4111 1111 1111 1111"}),
+        json!({"provider_ref": "pm_sandbox_4242424242424242", "extra": {"deep": [4242424242424242_u64]}}),
+        json!({"provider_ref": "pm_sandbox_4242424242424242", "4111111111111111": true}),
+    ];
+    for credential in [&shop.test, &shop.live] {
+        for body in &bodies {
+            let (status, refusal) = shop.attach(credential, body.clone()).await;
+            assert_eq!(status, 422, "{body}: {refusal}");
+            assert_eq!(refusal["code"], "payment.raw_card_number", "{body}");
+            let text = refusal.to_string();
+            for digits in ["4242424242424242", "4111", "5555", "4242 4242"] {
+                assert!(!text.contains(digits), "the number is echoed: {text}");
+            }
+        }
+        let response = shop
+            .app
+            .request(Method::POST, "/v1/payment-methods/setup")
+            .auth(credential)
+            .json(&json!({"card": "4242424242424242"}))
+            .send()
+            .await
+            .unwrap();
+        assert_refusal(response, 422, "payment.raw_card_number").await;
+        for path in [
+            "/v1/payment-methods/4242424242424242/default",
+            "/v1/payment-methods/4242-4242-4242-4242",
+        ] {
+            let method = if path.ends_with("default") {
+                Method::POST
+            } else {
+                Method::DELETE
+            };
+            let response = shop.send(credential, method, path).await;
+            let body = assert_refusal(response, 422, "payment.raw_card_number").await;
+            assert!(!body.to_string().contains("4242"));
+        }
+        assert!(shop.cards(credential).await.is_empty());
+    }
+}
+
+#[tokio::test]
+async fn references_must_belong_to_the_environment() {
+    let shop = Shop::open().await;
+    let (status, body) = shop
+        .attach(&shop.test, json!({"provider_ref": "pm_live_abc"}))
+        .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("payment.reference_wrong_environment"))
+    );
+    let (status, body) = shop
+        .attach(&shop.live, json!({"provider_ref": sandbox(WORKS)}))
+        .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("payment.reference_wrong_environment"))
+    );
+    let (status, body) = shop
+        .attach(&shop.test, json!({"provider_ref": "pm_sandbox_1234"}))
+        .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("payment.unknown_reference"))
+    );
+    assert!(
+        !body.to_string().contains("1234"),
+        "the reference is not echoed: {body}"
+    );
+    let (status, body) = shop.attach(&shop.test, json!({"make_default": true})).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("request.invalid_body"))
+    );
+    assert!(shop.cards(&shop.test).await.is_empty());
+}
+
+#[tokio::test]
+async fn live_is_refused_until_a_live_provider_is_configured() {
+    let shop = Shop::open().await;
+    let (status, body) = shop
+        .attach(&shop.live, json!({"provider_ref": "pm_live_abc"}))
+        .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("payment.live_unavailable")),
+        "{body}"
+    );
+    let response = shop
+        .send(&shop.live, Method::POST, "/v1/payment-methods/setup")
+        .await;
+    assert_refusal(response, 422, "payment.live_unavailable").await;
+    // A live hold is refused the same way (a booking answers the same code).
+    let mut tx = shop.pool.begin().await.unwrap();
+    let refused = shop
+        .payments
+        .hold_for_job(
+            &mut tx,
+            &shop.caller(Environment::Live),
+            Uuid::new_v4(),
+            100,
+            "USD",
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, HoldError::LiveUnavailable));
+    assert_eq!(api_code(refused), (422, "payment.live_unavailable"));
+}
+
+#[tokio::test]
+async fn a_configured_live_adapter_is_used_for_live_and_never_the_sandbox() {
+    let dir = std::env::temp_dir().join(format!("courier-live-{}", Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let probe = dir.join("probe.wasm");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    std::fs::copy(repo.join("plugins/dist/http-probe.wasm"), &probe).unwrap();
+    let config = dir.join("live.json");
+    std::fs::write(&config, r#"{"unused": "value"}"#).unwrap();
+    let (adapter, settings) = (probe.clone(), config.clone());
+    let shop = Shop::open_with(
+        move |name| match name {
+            "COURIER_LIVE_PAYMENT_ADAPTER" => Some(adapter.to_string_lossy().into_owned()),
+            "COURIER_LIVE_PAYMENT_CONFIG" => Some(settings.to_string_lossy().into_owned()),
+            _ => None,
+        },
+        None,
+    )
+    .await;
+    // The test adapter's card form needs a configured key this merchant has not got: it
+    // answers as a provider that cannot be reached (the sandbox would have answered).
+    let response = shop
+        .send(&shop.live, Method::POST, "/v1/payment-methods/setup")
+        .await;
+    assert_refusal(response, 503, "payment.provider_unreachable").await;
+    let (status, body) = shop
+        .attach(&shop.live, json!({"provider_ref": "pm_live_abc"}))
+        .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (503, Some("payment.provider_unreachable")),
+        "{body}"
+    );
+    // Sandbox cards still attach with the test key.
+    shop.card(WORKS, false).await;
+
+    // The sandbox itself is refused as the live adapter.
+    let sandbox_file = dir.join("sandbox.wasm");
+    std::fs::write(&sandbox_file, courier_plugins::defaults::SANDBOX_PAYMENTS).unwrap();
+    let engine = PluginEngine::new(EngineConfig::default()).unwrap();
+    let refused = Gateways::load(&engine, Some(&sandbox_file), None);
+    assert!(matches!(refused, Err(GatewayError::LiveIsSandbox)));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn each_environment_sees_only_its_own_cards_and_charges() {
+    let shop = Shop::open().await;
+    let test_card = shop.card(WORKS, false).await;
+    // No live provider exists in tests: a live card is put on file the way attach would.
+    let live_id = Uuid::new_v4();
+    sqlx::query(
+        "INSERT INTO payment_methods (id, merchant_id, environment, provider_ref, customer_id, \
+         brand, last_four, expiry_month, expiry_year, status, is_default, attached_at) \
+         VALUES ($1, $2, 'live', 'pm_live_x', 'cus_live', 'mastercard', '4444', 1, 2030, \
+         'active', true, now())",
+    )
+    .bind(live_id)
+    .bind(shop.merchant.merchant_id)
+    .execute(&shop.pool)
+    .await
+    .unwrap();
+    let test_cards = shop.cards(&shop.test).await;
+    assert_eq!(test_cards.len(), 1);
+    assert_eq!(test_cards[0]["id"], test_card["id"]);
+    let live_cards = shop.cards(&shop.live).await;
+    assert_eq!(live_cards.len(), 1);
+    assert_eq!(live_cards[0]["id"], live_id.to_string());
+    assert_eq!(live_cards[0]["is_default"], true);
+
+    // Neither key can touch the other's card.
+    let test_id = test_card["id"].as_str().unwrap();
+    for (credential, id) in [
+        (&shop.live, test_id.to_owned()),
+        (&shop.test, live_id.to_string()),
+    ] {
+        let path = format!("/v1/payment-methods/{id}/default");
+        let response = shop.send(credential, Method::POST, &path).await;
+        assert_refusal(response, 404, "payment_method.not_found").await;
+        let path = format!("/v1/payment-methods/{id}");
+        let response = shop.send(credential, Method::DELETE, &path).await;
+        assert_refusal(response, 404, "payment_method.not_found").await;
+    }
+    // Charges too.
+    let (_, held) = shop.hold(900).await;
+    held.unwrap();
+    assert_eq!(shop.charges(&shop.test).await.len(), 1);
+    assert!(shop.charges(&shop.live).await.is_empty());
+}
+
+#[tokio::test]
+async fn removing_cards_hands_the_default_on_and_open_charges_complete() {
+    let shop = Shop::open().await;
+    let first = shop.card(WORKS, false).await;
+    let second = shop.card(INSUFFICIENT, false).await;
+    let third = shop.card(WORKS, false).await;
+    // Removing the default: the most recently attached working card takes over.
+    let path = format!("/v1/payment-methods/{}", first["id"].as_str().unwrap());
+    assert_eq!(
+        shop.send(&shop.test, Method::DELETE, &path).await.status(),
+        204
+    );
+    let cards = shop.cards(&shop.test).await;
+    assert_eq!(cards.len(), 2);
+    let default: Vec<&Value> = cards.iter().filter(|c| c["is_default"] == true).collect();
+    assert_eq!(default.len(), 1);
+    assert_eq!(default[0]["id"], third["id"]);
+    // Removed twice: gone.
+    assert_refusal(
+        shop.send(&shop.test, Method::DELETE, &path).await,
+        404,
+        "payment_method.not_found",
+    )
+    .await;
+
+    // A card with an open charge is removed; the charge still completes on it.
+    let (job_id, held) = shop.hold(1_000).await;
+    assert_eq!(held.unwrap().status, ChargeStatus::Authorised);
+    let path = format!("/v1/payment-methods/{}", third["id"].as_str().unwrap());
+    assert_eq!(
+        shop.send(&shop.test, Method::DELETE, &path).await.status(),
+        204
+    );
+    let captured = shop.payments.capture_for_job(job_id).await.unwrap();
+    assert_eq!(captured.status, ChargeStatus::Captured);
+
+    // Removing the last card leaves none to charge.
+    let path = format!("/v1/payment-methods/{}", second["id"].as_str().unwrap());
+    assert_eq!(
+        shop.send(&shop.test, Method::DELETE, &path).await.status(),
+        204
+    );
+    assert!(shop.cards(&shop.test).await.is_empty());
+    let (_, held) = shop.hold(1_000).await;
+    let refused = held.unwrap_err();
+    assert!(matches!(refused, HoldError::NoPaymentMethod), "{refused:?}");
+    assert_eq!(api_code(refused), (422, "payment.no_payment_method"));
+}
+
+// ---- holds, by sandbox card ---------------------------------------------------------------
+
+#[tokio::test]
+async fn the_working_card_is_held_captured_once_and_refunded() {
+    let shop = Shop::open().await;
+    shop.card(WORKS, false).await;
+    let (job_id, held) = shop.hold(1_250).await;
+    let held = held.unwrap();
+    assert_eq!(held.status, ChargeStatus::Authorised);
+    assert_eq!((held.amount_minor, held.currency.as_str()), (1_250, "USD"));
+    // Holding again for the same job answers the same charge.
+    let mut tx = shop.pool.begin().await.unwrap();
+    let again = shop
+        .payments
+        .hold_for_job(
+            &mut tx,
+            &shop.caller(Environment::Test),
+            job_id,
+            1_250,
+            "USD",
+        )
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(again.id, held.id);
+
+    let captured = shop.payments.capture_for_job(job_id).await.unwrap();
+    assert_eq!(captured.status, ChargeStatus::Captured);
+    let captured_at = captured.captured_at.unwrap();
+    let again = shop.payments.capture_for_job(job_id).await.unwrap();
+    assert_eq!(
+        (again.status, again.captured_at),
+        (ChargeStatus::Captured, Some(captured_at))
+    );
+    assert_eq!(shop.moves_to(held.id, "captured").await, 1);
+    // A captured charge is not released.
+    let refused = shop.payments.void_for_job(job_id).await.unwrap_err();
+    assert!(matches!(refused, PaymentError::InvalidMove(_)));
+    assert_eq!(api_code(refused), (409, "charge.invalid_state"));
+
+    let charges = shop.charges(&shop.test).await;
+    assert_eq!(charges.len(), 1);
+    let charge = &charges[0];
+    assert_eq!(charge["id"], held.id.to_string());
+    assert_eq!(charge["job_id"], job_id.to_string());
+    assert_eq!(charge["status"], "captured");
+    assert_eq!(charge["amount_minor"], 1_250);
+    assert_eq!(charge["refunded_amount_minor"], 0);
+    assert!(charge["raised_at"].is_string() && charge["captured_at"].is_string());
+    assert_eq!(charge["decline_code"], Value::Null);
+    assert_eq!(charge["last_error"], Value::Null);
+
+    // Operator refunds: in part, then the rest; never more than was taken.
+    let id = held.id.to_string();
+    let (status, body) = status_and_json(shop.refund(&id, json!(500)).await).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (
+            body["status"].as_str(),
+            body["refunded_amount_minor"].as_i64()
+        ),
+        (Some("refunded"), Some(500))
+    );
+    assert_refusal(
+        shop.refund(&id, json!(751)).await,
+        422,
+        "charge.refund_exceeds_captured",
+    )
+    .await;
+    assert_refusal(
+        shop.refund(&id, json!(0)).await,
+        422,
+        "charge.invalid_amount",
+    )
+    .await;
+    let (status, body) = status_and_json(shop.refund(&id, json!("750")).await).await;
+    assert_eq!(
+        (status, body["refunded_amount_minor"].as_i64()),
+        (200, Some(1_250)),
+        "{body}"
+    );
+    assert_refusal(
+        shop.refund(&id, json!(1)).await,
+        422,
+        "charge.refund_exceeds_captured",
+    )
+    .await;
+    assert_eq!(shop.moves_to(held.id, "refunded").await, 2);
+    let operator: Vec<String> = sqlx::query_scalar(
+        "SELECT actor FROM charge_moves WHERE charge_id = $1 AND to_status = 'refunded'",
+    )
+    .bind(held.id)
+    .fetch_all(&shop.pool)
+    .await
+    .unwrap();
+    assert_eq!(operator, ["admin", "admin"]);
+    assert_refusal(
+        shop.refund(&Uuid::new_v4().to_string(), json!(1)).await,
+        404,
+        "charge.not_found",
+    )
+    .await;
+    let unauthenticated = shop
+        .app
+        .request(Method::POST, &format!("/admin/v1/charges/{id}/refund"))
+        .json(&json!({"amount_minor": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unauthenticated.status(), 401);
+}
+
+#[tokio::test]
+async fn a_held_charge_is_voided_once_and_cannot_be_refunded() {
+    let shop = Shop::open().await;
+    shop.card(WORKS, false).await;
+    let (job_id, held) = shop.hold(800).await;
+    let held = held.unwrap();
+    assert_refusal(
+        shop.refund(&held.id.to_string(), json!(100)).await,
+        409,
+        "charge.not_refundable",
+    )
+    .await;
+    let voided = shop.payments.void_for_job(job_id).await.unwrap();
+    assert_eq!(voided.status, ChargeStatus::Voided);
+    assert_eq!(
+        shop.payments.void_for_job(job_id).await.unwrap().status,
+        ChargeStatus::Voided
+    );
+    assert_eq!(shop.moves_to(held.id, "voided").await, 1);
+    let refused = shop.payments.capture_for_job(job_id).await.unwrap_err();
+    assert_eq!(api_code(refused), (409, "charge.invalid_state"));
+    let refused = shop
+        .payments
+        .capture_for_job(Uuid::new_v4())
+        .await
+        .unwrap_err();
+    assert_eq!(api_code(refused), (404, "charge.not_found"));
+    assert_eq!(shop.charges(&shop.test).await[0]["status"], "voided");
+}
+
+/// A decline refuses the hold; the booking rolls back, so no charge is left behind.
+async fn declined(shop: &Shop, number: &str) -> String {
+    shop.card(number, true).await;
+    let (job_id, held) = shop.hold(1_000).await;
+    let refused = held.unwrap_err();
+    let HoldError::Declined { decline_code } = &refused else {
+        panic!("{number}: {refused:?}");
+    };
+    let decline_code = decline_code.clone();
+    let (status, code) = api_code(refused);
+    assert_eq!((status, code), (422, "payment.card_declined"));
+    assert!(shop.payments.charge_of_job(job_id).await.unwrap().is_none());
+    assert!(shop.charges(&shop.test).await.is_empty());
+    decline_code
+}
+
+#[tokio::test]
+async fn declined_and_insufficient_funds_leave_the_card_active() {
+    for (number, code) in [
+        (DECLINED, "card_declined"),
+        (INSUFFICIENT, "insufficient_funds"),
+    ] {
+        let shop = Shop::open().await;
+        assert_eq!(declined(&shop, number).await, code);
+        let cards = shop.cards(&shop.test).await;
+        assert_eq!(cards[0]["status"], "active", "{number}");
+        assert_eq!(cards[0]["is_default"], true);
+        assert_eq!(cards[0]["dead_reason"], Value::Null);
+        assert!(shop.dead_events().await.is_empty());
+        // Never retried: nothing is queued.
+        let queued: i64 = sqlx::query_scalar("SELECT count(*) FROM charge_retries")
+            .fetch_one(&shop.pool)
+            .await
+            .unwrap();
+        assert_eq!(queued, 0);
+        // The moment passes: the same card is tried again on the next booking.
+        let (_, again) = shop.hold(1_000).await;
+        assert!(matches!(again, Err(HoldError::Declined { .. })));
+    }
+}
+
+#[tokio::test]
+async fn expired_and_lost_cards_die_and_raise_payment_method_dead() {
+    for (number, code, reason) in [
+        (EXPIRED, "expired_card", "expired"),
+        (LOST, "lost_card", "lost"),
+    ] {
+        let shop = Shop::open().await;
+        let spare = shop.card(WORKS, false).await;
+        assert_eq!(declined(&shop, number).await, code);
+        let cards = shop.cards(&shop.test).await;
+        let dead = cards
+            .iter()
+            .find(|c| c["last_four"] == number[12..])
+            .unwrap();
+        assert_eq!(dead["status"], "dead", "{number}");
+        assert_eq!(dead["dead_reason"], reason);
+        assert_eq!(dead["is_default"], false);
+        // The working card took over as the default.
+        let spare_now = cards.iter().find(|c| c["id"] == spare["id"]).unwrap();
+        assert_eq!(spare_now["is_default"], true);
+        // The event survived the booking's rollback.
+        let events = shop.dead_events().await;
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0]["payment_method_id"], dead["id"]);
+        assert_eq!(events[0]["brand"], "visa");
+        assert_eq!(events[0]["last_four"], number[12..]);
+        assert_eq!(events[0]["reason"], reason);
+        // A dead card is not made the default again, and is not charged.
+        let path = format!(
+            "/v1/payment-methods/{}/default",
+            dead["id"].as_str().unwrap()
+        );
+        assert_refusal(
+            shop.send(&shop.test, Method::POST, &path).await,
+            422,
+            "payment.card_dead",
+        )
+        .await;
+        let (_, held) = shop.hold(1_000).await;
+        assert_eq!(held.unwrap().status, ChargeStatus::Authorised);
+        // With the spare removed, nothing usable is left.
+        let path = format!("/v1/payment-methods/{}", spare["id"].as_str().unwrap());
+        assert_eq!(
+            shop.send(&shop.test, Method::DELETE, &path).await.status(),
+            204
+        );
+        let (_, held) = shop.hold(1_000).await;
+        assert!(matches!(held, Err(HoldError::NoPaymentMethod)));
+        assert_eq!(shop.dead_events().await.len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn the_unreachable_card_stays_pending_and_the_service_worker_gives_up() {
+    let shop = Shop::open_with(
+        |name| match name {
+            "COURIER_CHARGE_RETRY_BASE_MS" => Some("20".into()),
+            "COURIER_CHARGE_RETRY_ATTEMPTS" => Some("3".into()),
+            _ => None,
+        },
+        None,
+    )
+    .await;
+    shop.card(UNREACHABLE, false).await;
+    let (job_id, held) = shop.hold(1_000).await;
+    let held = held.unwrap();
+    assert_eq!(held.status, ChargeStatus::Pending);
+    assert!(held.last_error.as_deref().unwrap().contains("0119"));
+    // Released while pending: done once the hold resolves (here, never).
+    assert_eq!(
+        shop.payments.void_for_job(job_id).await.unwrap().status,
+        ChargeStatus::Pending
+    );
+    // The service's own worker retries and gives up after the third attempt.
+    let mut charge = Value::Null;
+    for _ in 0..200 {
+        charge = shop.charges(&shop.test).await[0].clone();
+        if charge["status"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(charge["status"], "failed", "{charge}");
+    let last_error = charge["last_error"].as_str().unwrap();
+    assert!(
+        last_error.contains("gave up after 3 attempts"),
+        "{last_error}"
+    );
+    assert_eq!(charge["decline_code"], Value::Null);
+    assert_eq!(shop.cards(&shop.test).await[0]["status"], "active");
+    assert_eq!(shop.moves_to(held.id, "failed").await, 1);
+}
+
+#[tokio::test]
+async fn the_unreachable_card_recovers_when_the_provider_answers() {
+    let flaky = Flaky::new(2, true);
+    let shop = Shop::open_with(|_| None, Some(flaky.clone())).await;
+    shop.card(UNREACHABLE, false).await;
+    // The service's own worker would retry against the real sandbox: stop it, so that only
+    // this test's worker (in front of the recovering provider) runs.
+    let caller = shop.caller(Environment::Test);
+    let Shop {
+        app,
+        pool,
+        payments,
+        ..
+    } = shop;
+    app.stop().await;
+    let (job_id, held) = hold(&payments, &pool, &caller, 1_000).await;
+    let held = held.unwrap();
+    assert_eq!(held.status, ChargeStatus::Pending);
+    assert_eq!(held.last_error.as_deref(), Some("provider is down"));
+    // Delivered before the hold was placed: captured as soon as it is.
+    assert_eq!(
+        payments.capture_for_job(job_id).await.unwrap().status,
+        ChargeStatus::Pending
+    );
+    let mut charge = None;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        payments.run_due_retries().await.unwrap();
+        charge = payments.charge_of_job(job_id).await.unwrap();
+        if charge
+            .as_ref()
+            .is_some_and(|c| c.status == ChargeStatus::Captured)
+        {
+            break;
+        }
+    }
+    let charge = charge.unwrap();
+    assert_eq!(charge.status, ChargeStatus::Captured, "{charge:?}");
+    assert_eq!(charge.last_error, None);
+    // Three calls (two outages, then the answer), all with the charge's one key.
+    let keys = flaky.authorisations.lock().unwrap().clone();
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert!(keys.iter().all(|k| *k == keys[0]));
+    assert_eq!(flaky.captures.load(Ordering::SeqCst), 1);
+    // A refund with the provider down is refused; nothing is given back.
+    let refused = payments.refund(charge.id, 100, "ops").await.unwrap_err();
+    assert!(matches!(refused, PaymentError::ProviderUnreachable));
+    assert_eq!(api_code(refused), (503, "payment.provider_unreachable"));
+    let after = payments.charge_of_job(job_id).await.unwrap().unwrap();
+    assert_eq!(
+        (after.status, after.refunded_amount_minor),
+        (ChargeStatus::Captured, 0)
+    );
+}
+
+#[tokio::test]
+async fn concurrent_and_repeated_captures_capture_once() {
+    let flaky = Flaky::new(0, false);
+    let shop = Shop::open_with(|_| None, Some(flaky.clone())).await;
+    shop.card(WORKS, false).await;
+    let (job_id, held) = shop.hold(2_000).await;
+    let held = held.unwrap();
+    let (a, b) = tokio::join!(
+        shop.payments.capture_for_job(job_id),
+        shop.payments.capture_for_job(job_id)
+    );
+    assert_eq!(a.unwrap().status, ChargeStatus::Captured);
+    assert_eq!(b.unwrap().status, ChargeStatus::Captured);
+    shop.payments.capture_for_job(job_id).await.unwrap();
+    assert_eq!(flaky.captures.load(Ordering::SeqCst), 1);
+    assert_eq!(shop.moves_to(held.id, "captured").await, 1);
+}

@@ -1,0 +1,250 @@
+//! A real HTTPS webhook receiver for the tests: its own certificate authority (written to a PEM
+//! file for `COURIER_WEBHOOK_EXTRA_CA`), scripted answers per path, and a record of every
+//! request with the signature check of the spec's section 6.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hmac::{Hmac, Mac};
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use sha2::Sha256;
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio_rustls::TlsAcceptor;
+
+/// One request as it arrived.
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub path: String,
+    pub content_type: String,
+    pub event: String,
+    pub delivery: String,
+    pub signature: String,
+    pub body: Vec<u8>,
+    pub at: Instant,
+}
+
+impl Received {
+    /// The receiver-side check of spec section 6: split the header into `t` and `v1`, HMAC-SHA256
+    /// over `{t}.{raw body}` with the secret, constant-time compare, and `t` within 300 s.
+    pub fn verifies_with(&self, secret: &str) -> bool {
+        let mut t = None;
+        let mut v1 = None;
+        for part in self.signature.split(',') {
+            match part.split_once('=') {
+                Some(("t", value)) => t = value.parse::<i64>().ok(),
+                Some(("v1", value)) => v1 = hex::decode(value).ok(),
+                _ => {}
+            }
+        }
+        let (Some(t), Some(v1)) = (t, v1) else {
+            return false;
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        if (now - t).abs() > 300 {
+            return false;
+        }
+        let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+        mac.update(format!("{t}.").as_bytes());
+        mac.update(&self.body);
+        // `verify_slice` compares in constant time.
+        mac.verify_slice(&v1).is_ok()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("webhook bodies are JSON")
+    }
+}
+
+/// How the receiver answers one request.
+#[derive(Clone, Copy, Debug)]
+pub enum Reply {
+    Status(u16),
+    /// Answer after a pause (to exceed the service's deadline).
+    Slow(Duration, u16),
+}
+
+/// Chooses the reply to the `n`th request (from 0) on a path.
+type Script = Arc<dyn Fn(usize) -> Reply + Send + Sync>;
+
+#[derive(Default)]
+struct State {
+    received: Mutex<Vec<Received>>,
+    scripts: Mutex<HashMap<String, Script>>,
+    arrived: Notify,
+}
+
+pub struct Receiver {
+    pub port: u16,
+    /// PEM of the certificate authority that issued the receiver's certificate.
+    pub ca_path: PathBuf,
+    state: Arc<State>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Receiver {
+    pub async fn start() -> Self {
+        let (acceptor, ca_pem) = tls();
+        let ca_path = std::env::temp_dir().join(format!("courier-ca-{}.pem", uuid::Uuid::new_v4()));
+        std::fs::write(&ca_path, ca_pem).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let state = Arc::new(State::default());
+        let serving = Arc::clone(&state);
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let acceptor = acceptor.clone();
+                let state = Arc::clone(&serving);
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(stream).await else {
+                        return;
+                    };
+                    let service = service_fn(move |request| handle(Arc::clone(&state), request));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tls), service)
+                        .await;
+                });
+            }
+        });
+        Self {
+            port,
+            ca_path,
+            state,
+            task,
+        }
+    }
+
+    /// The https URL of `path` (by host name, so the service's resolver is used).
+    pub fn url(&self, path: &str) -> String {
+        format!("https://localhost:{}{path}", self.port)
+    }
+
+    /// Answers on `path` from now on (the default is 200).
+    pub fn script(&self, path: &str, script: impl Fn(usize) -> Reply + Send + Sync + 'static) {
+        self.state
+            .scripts
+            .lock()
+            .unwrap()
+            .insert(path.to_owned(), Arc::new(script));
+    }
+
+    pub fn received(&self, path: &str) -> Vec<Received> {
+        let all = self.state.received.lock().unwrap();
+        all.iter().filter(|r| r.path == path).cloned().collect()
+    }
+
+    pub fn total(&self) -> usize {
+        self.state.received.lock().unwrap().len()
+    }
+
+    /// Waits until `path` has had at least `count` requests; panics after `within`.
+    pub async fn wait_for(&self, path: &str, count: usize, within: Duration) -> Vec<Received> {
+        let deadline = Instant::now() + within;
+        loop {
+            let arrived = self.state.arrived.notified();
+            let got = self.received(path);
+            if got.len() >= count {
+                return got;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "{path}: {} of {count} requests arrived in {within:?}",
+                got.len()
+            );
+            let _ = tokio::time::timeout(left.min(Duration::from_millis(100)), arrived).await;
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_file(&self.ca_path);
+    }
+}
+
+async fn handle(
+    state: Arc<State>,
+    request: hyper::Request<Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, hyper::Error> {
+    let (parts, body) = request.into_parts();
+    let body = body.collect().await?.to_bytes().to_vec();
+    let header = |name: &str| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let path = parts.uri.path().to_owned();
+    let received = Received {
+        path: path.clone(),
+        content_type: header("content-type"),
+        event: header("courier-event"),
+        delivery: header("courier-delivery"),
+        signature: header("courier-signature"),
+        body,
+        at: Instant::now(),
+    };
+    let nth = {
+        let mut all = state.received.lock().unwrap();
+        let nth = all.iter().filter(|r| r.path == path).count();
+        all.push(received);
+        nth
+    };
+    state.arrived.notify_waiters();
+    let script = state.scripts.lock().unwrap().get(&path).cloned();
+    let reply = script.map_or(Reply::Status(200), |script| script(nth));
+    let status = match reply {
+        Reply::Status(status) => status,
+        Reply::Slow(pause, status) => {
+            tokio::time::sleep(pause).await;
+            status
+        }
+    };
+    Ok(hyper::Response::builder()
+        .status(status)
+        .body(Full::new(Bytes::from_static(b"ok")))
+        .unwrap())
+}
+
+/// A certificate authority and a `localhost` certificate it issued.
+fn tls() -> (TlsAcceptor, String) {
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "Courier test receivers");
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+        .unwrap()
+        .signed_by(&leaf_key, &ca)
+        .unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![leaf.der().clone()],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der())),
+        )
+        .unwrap();
+    (TlsAcceptor::from(Arc::new(config)), ca.pem())
+}

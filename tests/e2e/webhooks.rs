@@ -1,0 +1,738 @@
+//! `/v1/webhooks` and webhook delivery: endpoints, signed and shaped bodies, the event filter,
+//! environments, retries, 410, suspension and resume, rotation, address rules, and a service
+//! killed mid-load. Every request arrives at a real HTTPS receiver that checks signatures as
+//! the spec's section 6 tells receivers to.
+
+use std::collections::{HashMap, HashSet};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use courier::domain::Environment;
+use courier::events::{EventDetails, EventName, JobFacts, NewEvent};
+use courier::merchants::NewMerchant;
+
+use crate::support::receiver::{Receiver, Reply};
+use crate::support::{
+    Authed, Credential, MerchantCredentials, TestApp, assert_refusal, fresh_database_url,
+    status_and_json,
+};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+struct Hooks {
+    app: TestApp,
+    merchant: NewMerchant,
+    receiver: Receiver,
+    pool: PgPool,
+}
+
+impl Hooks {
+    /// A service trusting the receiver's certificate authority, allowed to deliver to it on
+    /// loopback unless `settings` say otherwise.
+    async fn start(settings: &[(&str, &str)]) -> Self {
+        let receiver = Receiver::start().await;
+        let mut env: HashMap<String, String> = HashMap::from([
+            (
+                "COURIER_WEBHOOK_EXTRA_CA".to_owned(),
+                receiver.ca_path.to_string_lossy().into_owned(),
+            ),
+            (
+                "COURIER_WEBHOOK_ALLOW_PRIVATE".to_owned(),
+                "true".to_owned(),
+            ),
+        ]);
+        for (name, value) in settings {
+            env.insert((*name).to_owned(), (*value).to_owned());
+        }
+        let app = TestApp::spawn_with(move |name| env.get(name).cloned()).await;
+        let merchant = app.create_merchant("Hooked Ltd").await;
+        let pool = app.pool().await;
+        Self {
+            app,
+            merchant,
+            receiver,
+            pool,
+        }
+    }
+
+    /// Registers `path` of the receiver; returns the endpoint (with its secret).
+    async fn register(&self, credential: &Credential, path: &str, events: Value) -> Value {
+        let response = self
+            .app
+            .request(Method::POST, "/v1/webhooks")
+            .auth(credential)
+            .json(&json!({"url": self.receiver.url(path), "events": events}))
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = status_and_json(response).await;
+        assert_eq!(status, 201, "{body}");
+        body
+    }
+
+    /// Records an event the way state changes do; returns its job id (or card id).
+    async fn raise(&self, environment: Environment, name: EventName) -> Uuid {
+        raise_for(&self.pool, self.merchant.merchant_id, environment, name).await
+    }
+
+    async fn call(&self, method: Method, path: &str, credential: &Credential) -> (u16, Value) {
+        let response = self
+            .app
+            .request(method, path)
+            .auth(credential)
+            .send()
+            .await
+            .unwrap();
+        status_and_json(response).await
+    }
+
+    async fn deliveries(&self, credential: &Credential, endpoint: &Value) -> Vec<Value> {
+        let path = format!(
+            "/v1/webhooks/{}/deliveries",
+            endpoint["id"].as_str().unwrap()
+        );
+        let (status, body) = self.call(Method::GET, &path, credential).await;
+        assert_eq!(status, 200, "{body}");
+        body.as_array().unwrap().clone()
+    }
+
+    /// Waits until the endpoint's records satisfy `done`.
+    async fn deliveries_until(
+        &self,
+        credential: &Credential,
+        endpoint: &Value,
+        done: impl Fn(&[Value]) -> bool,
+    ) -> Vec<Value> {
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let records = self.deliveries(credential, endpoint).await;
+            if done(&records) {
+                return records;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "delivery records never reached the expected state: {records:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    async fn endpoint(&self, credential: &Credential, id: &str) -> Value {
+        let (status, list) = self.call(Method::GET, "/v1/webhooks", credential).await;
+        assert_eq!(status, 200);
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["id"] == id)
+            .cloned()
+            .expect("the endpoint is listed")
+    }
+}
+
+async fn raise_for(
+    pool: &PgPool,
+    merchant_id: Uuid,
+    environment: Environment,
+    name: EventName,
+) -> Uuid {
+    let subject = Uuid::new_v4();
+    let is_card = name == EventName::PaymentMethodDead;
+    let job = (!is_card).then(|| JobFacts {
+        id: subject,
+        reference: format!("CR-{}", &subject.to_string()[..8]),
+        market: "demo".into(),
+        currency: "USD".into(),
+        price_amount_minor: 1250,
+        tax_amount_minor: 250,
+        scheduled_for: None,
+    });
+    let mut details = EventDetails {
+        courier: Some("courier-7".into()),
+        reason: Some("test".into()),
+        ..EventDetails::default()
+    };
+    if name == EventName::JobStatusChanged {
+        details.from = Some("searching".into());
+        details.to = Some("assigned".into());
+    }
+    if is_card {
+        details.courier = None;
+        details.payment_method_id = Some(subject);
+        details.brand = Some("visa".into());
+        details.last_four = Some("4242".into());
+    }
+    let event = NewEvent {
+        name,
+        merchant_id,
+        environment,
+        occurred_at: chrono::Utc::now(),
+        job,
+        details,
+    };
+    let mut tx = pool.begin().await.unwrap();
+    courier::events::record(&mut tx, &event).await.unwrap();
+    tx.commit().await.unwrap();
+    subject
+}
+
+fn secret(endpoint: &Value) -> String {
+    endpoint["signing_secret"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn endpoints_are_registered_listed_and_kept_to_their_owner() {
+    let hooks = Hooks::start(&[]).await;
+    let (test, live) = (hooks.merchant.test(), hooks.merchant.live());
+    let post = |body: Value| {
+        hooks
+            .app
+            .request(Method::POST, "/v1/webhooks")
+            .auth(&test)
+            .json(&body)
+            .send()
+    };
+    for url in [
+        json!("http://example.com/hook"),
+        json!("/relative/hook"),
+        json!("ftp://example.com/hook"),
+        json!("https://user:pw@example.com/hook"),
+        json!(null),
+        json!(42),
+    ] {
+        let response = post(json!({"url": url})).await.unwrap();
+        assert_refusal(response, 422, "webhook.invalid_url").await;
+    }
+    let response = post(json!({"url": "https://example.com/h", "events": ["job.exploded"]}));
+    assert_refusal(response.await.unwrap(), 422, "webhook.unknown_event").await;
+
+    let created = hooks.register(&test, "/a", Value::Null).await;
+    let signing_secret = secret(&created);
+    assert!(signing_secret.starts_with("whsec_") && signing_secret.len() >= 64);
+    assert_eq!(created["status"], "active");
+    assert_eq!(created["events"], json!([]));
+    assert_eq!(created["consecutive_failures"], 0);
+    assert!(created["last_succeeded_at"].is_null() && created["suspension_reason"].is_null());
+    let id = created["id"].as_str().unwrap();
+    let live_endpoint = hooks.register(&live, "/b", json!(["job.booked"])).await;
+    assert_eq!(live_endpoint["events"], json!(["job.booked"]));
+
+    // Each environment lists its own, never with the secret.
+    let (_, listed) = hooks.call(Method::GET, "/v1/webhooks", &test).await;
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(listed[0]["id"], id);
+    assert!(listed[0]["signing_secret"].is_null());
+    let (_, listed) = hooks.call(Method::GET, "/v1/webhooks", &live).await;
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(listed[0]["id"], live_endpoint["id"]);
+
+    // The secret is kept encrypted.
+    let stored: Vec<u8> =
+        sqlx::query_scalar("SELECT secret_ciphertext FROM webhook_endpoints WHERE id = $1")
+            .bind(Uuid::parse_str(id).unwrap())
+            .fetch_one(&hooks.pool)
+            .await
+            .unwrap();
+    assert!(
+        !stored
+            .windows(16)
+            .any(|w| signing_secret.as_bytes().starts_with(w))
+    );
+
+    // Other merchants, the other environment and unknown ids all get 404.
+    let other = hooks.app.create_merchant("Other Ltd").await.test();
+    let actions = [
+        (Method::GET, "deliveries"),
+        (Method::POST, "resume"),
+        (Method::POST, "rotate-secret"),
+        (Method::DELETE, ""),
+    ];
+    for (credential, target) in [
+        (&other, id.to_owned()),
+        (&live, id.to_owned()),
+        (&test, Uuid::new_v4().to_string()),
+        (&test, "not-an-id".to_owned()),
+    ] {
+        for (method, action) in &actions {
+            let path = format!("/v1/webhooks/{target}/{action}");
+            let path = path.trim_end_matches('/');
+            let response = hooks
+                .app
+                .request(method.clone(), path)
+                .auth(credential)
+                .send()
+                .await
+                .unwrap();
+            assert_refusal(response, 404, "webhook.not_found").await;
+        }
+    }
+    let response = hooks.app.request(Method::GET, "/v1/webhooks").send().await;
+    assert_refusal(response.unwrap(), 401, "auth.missing_credentials").await;
+
+    let path = format!("/v1/webhooks/{id}");
+    assert_eq!(hooks.call(Method::DELETE, &path, &test).await.0, 204);
+    assert_eq!(hooks.call(Method::DELETE, &path, &test).await.0, 404);
+    let (_, listed) = hooks.call(Method::GET, "/v1/webhooks", &test).await;
+    assert_eq!(listed, json!([]));
+}
+
+#[tokio::test]
+async fn events_arrive_signed_shaped_filtered_and_in_their_environment() {
+    let hooks = Hooks::start(&[]).await;
+    let (test, live) = (hooks.merchant.test(), hooks.merchant.live());
+    let all = hooks.register(&test, "/all", Value::Null).await;
+    let booked_only = hooks
+        .register(&test, "/booked", json!(["job.booked"]))
+        .await;
+    let live_all = hooks.register(&live, "/live", json!([])).await;
+    let other = hooks.app.create_merchant("Other Ltd").await;
+
+    let booked = hooks.raise(Environment::Test, EventName::JobBooked).await;
+    let picked_up = hooks.raise(Environment::Test, EventName::JobPickedUp).await;
+    let card = hooks
+        .raise(Environment::Live, EventName::PaymentMethodDead)
+        .await;
+    raise_for(
+        &hooks.pool,
+        other.merchant_id,
+        Environment::Test,
+        EventName::JobBooked,
+    )
+    .await;
+
+    let at_all = hooks.receiver.wait_for("/all", 2, WAIT).await;
+    let at_booked = hooks.receiver.wait_for("/booked", 1, WAIT).await;
+    let at_live = hooks.receiver.wait_for("/live", 1, WAIT).await;
+    // Nothing else is on its way.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(hooks.receiver.total(), 4);
+
+    for (requests, endpoint) in [
+        (&at_all, &all),
+        (&at_booked, &booked_only),
+        (&at_live, &live_all),
+    ] {
+        for request in requests.iter() {
+            assert!(request.verifies_with(&secret(endpoint)));
+            assert!(!request.verifies_with(&secret(&all)) || std::ptr::eq(endpoint, &all));
+            assert_eq!(request.content_type, "application/json");
+            assert_eq!(request.event, request.json()["type"]);
+            Uuid::parse_str(&request.delivery).expect("Courier-Delivery is an id");
+        }
+    }
+    let by_type = |requests: &[crate::support::receiver::Received], name: &str| {
+        requests
+            .iter()
+            .find(|r| r.event == name)
+            .unwrap_or_else(|| panic!("{name} arrived"))
+            .json()
+    };
+    let body = by_type(&at_all, "job.booked");
+    assert_eq!(body["type"], "job.booked");
+    assert_eq!(body["environment"], "test");
+    assert_eq!(body["data"]["occurredAt"], body["occurred_at"]);
+    let data = &body["data"];
+    let mut keys: Vec<&str> = data
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str())
+        .collect();
+    keys.sort_unstable();
+    let mut expected = vec![
+        "occurredAt",
+        "environment",
+        "jobId",
+        "reference",
+        "merchant",
+        "market",
+        "currency",
+        "priceAmountMinor",
+        "taxAmountMinor",
+        "scheduledFor",
+    ];
+    expected.sort_unstable();
+    assert_eq!(keys, expected);
+    assert_eq!(data["environment"], 0);
+    assert_eq!(data["jobId"], booked.to_string());
+    assert_eq!(data["merchant"], hooks.merchant.merchant_id.to_string());
+    assert_eq!(data["priceAmountMinor"], 1250);
+    assert_eq!(data["scheduledFor"], Value::Null);
+    let body = by_type(&at_all, "job.picked_up");
+    assert_eq!(body["data"]["jobId"], picked_up.to_string());
+    assert_eq!(body["data"]["courier"], "courier-7");
+    assert_eq!(at_booked[0].event, "job.booked");
+    let body = by_type(&at_live, "payment_method.dead");
+    assert_eq!(body["environment"], "live");
+    assert_eq!(body["data"]["environment"], 1);
+    assert_eq!(body["data"]["paymentMethodId"], card.to_string());
+    assert!(body["data"].get("jobId").is_none());
+
+    let records = hooks
+        .deliveries_until(&test, &all, |r| {
+            r.len() == 2 && r.iter().all(|d| d["status"] == "delivered")
+        })
+        .await;
+    for record in &records {
+        assert_eq!(record["attempts"], 1);
+        assert_eq!(record["response_status_code"], 200);
+        assert!(record["delivered_at"].is_string() && record["next_attempt_at"].is_null());
+        assert!(at_all.iter().any(|r| r.delivery == record["id"]));
+    }
+    let listed = hooks.endpoint(&test, all["id"].as_str().unwrap()).await;
+    assert!(listed["last_succeeded_at"].is_string());
+    assert_eq!(listed["consecutive_failures"], 0);
+}
+
+#[tokio::test]
+async fn failures_are_retried_identically_until_a_2xx_a_410_or_ten_attempts() {
+    let hooks = Hooks::start(&[
+        ("COURIER_WEBHOOK_RETRY_BASE_MS", "5"),
+        ("COURIER_WEBHOOK_TIMEOUT_MS", "400"),
+    ])
+    .await;
+    let test = hooks.merchant.test();
+    hooks.receiver.script("/flaky", |n| match n {
+        0 => Reply::Status(500),
+        1 => Reply::Status(404),
+        2 => Reply::Slow(Duration::from_millis(1000), 200),
+        3 => Reply::Status(302),
+        _ => Reply::Status(204),
+    });
+    hooks.receiver.script("/gone", |_| Reply::Status(410));
+    hooks.receiver.script("/down", |_| Reply::Status(503));
+    hooks.receiver.script("/deleted", |_| Reply::Status(500));
+    let flaky = hooks.register(&test, "/flaky", Value::Null).await;
+    let gone = hooks.register(&test, "/gone", Value::Null).await;
+    let down = hooks.register(&test, "/down", Value::Null).await;
+    let deleted = hooks.register(&test, "/deleted", Value::Null).await;
+    hooks
+        .raise(Environment::Test, EventName::JobDelivered)
+        .await;
+
+    hooks.receiver.wait_for("/deleted", 1, WAIT).await;
+    let path = format!("/v1/webhooks/{}", deleted["id"].as_str().unwrap());
+    assert_eq!(hooks.call(Method::DELETE, &path, &test).await.0, 204);
+
+    // 500, 404, a timeout and a redirect are failures; the 2xx after them ends it.
+    let requests = hooks.receiver.wait_for("/flaky", 5, WAIT).await;
+    let first = &requests[0];
+    for (i, request) in requests.iter().enumerate() {
+        assert_eq!(
+            request.delivery, first.delivery,
+            "one Courier-Delivery for every retry"
+        );
+        assert_eq!(request.body, first.body, "the same body on every retry");
+        assert!(request.verifies_with(&secret(&flaky)));
+        if i > 0 {
+            // The wait doubles from the base (5 ms): at least 5, 10, 20, 40 ms.
+            let gap = request.at - requests[i - 1].at;
+            assert!(
+                gap >= Duration::from_millis(5 << (i - 1)),
+                "gap {i}: {gap:?}"
+            );
+        }
+    }
+    let records = hooks
+        .deliveries_until(&test, &flaky, |r| r[0]["status"] == "delivered")
+        .await;
+    assert_eq!(records[0]["attempts"], 5);
+    assert_eq!(records[0]["response_status_code"], 204);
+    assert_eq!(records[0]["id"], first.delivery);
+
+    // 410: no retry at all.
+    let records = hooks
+        .deliveries_until(&test, &gone, |r| r[0]["status"] == "failed")
+        .await;
+    assert_eq!(records[0]["attempts"], 1);
+    assert_eq!(records[0]["response_status_code"], 410);
+    assert!(records[0]["next_attempt_at"].is_null());
+
+    // Ten attempts in all, then it stops.
+    let records = hooks
+        .deliveries_until(&test, &down, |r| r[0]["status"] == "failed")
+        .await;
+    assert_eq!(records[0]["attempts"], 10);
+    assert_eq!(records[0]["response_status_code"], 503);
+    assert!(records[0]["last_error"].as_str().unwrap().contains("503"));
+    let listed = hooks.endpoint(&test, down["id"].as_str().unwrap()).await;
+    assert_eq!(listed["consecutive_failures"], 10);
+    assert!(listed["last_failed_at"].is_string());
+    assert_eq!(listed["status"], "active");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(hooks.receiver.received("/down").len(), 10);
+    assert_eq!(hooks.receiver.received("/gone").len(), 1);
+    // A deleted endpoint gets nothing more.
+    assert_eq!(hooks.receiver.received("/deleted").len(), 1);
+    let flaky_listed = hooks.endpoint(&test, flaky["id"].as_str().unwrap()).await;
+    assert_eq!(flaky_listed["consecutive_failures"], 0);
+}
+
+#[tokio::test]
+async fn twenty_failures_suspend_and_resuming_sends_only_new_events() {
+    let hooks = Hooks::start(&[
+        ("COURIER_WEBHOOK_RETRY_BASE_MS", "5"),
+        ("COURIER_WEBHOOK_ENDPOINT_CONCURRENCY", "1"),
+    ])
+    .await;
+    let test = hooks.merchant.test();
+    hooks.receiver.script("/s", |_| Reply::Status(500));
+    let endpoint = hooks.register(&test, "/s", Value::Null).await;
+    let id = endpoint["id"].as_str().unwrap().to_owned();
+    for _ in 0..5 {
+        hooks.raise(Environment::Test, EventName::JobBooked).await;
+    }
+    let deadline = std::time::Instant::now() + WAIT;
+    let suspended = loop {
+        let listed = hooks.endpoint(&test, &id).await;
+        if listed["status"] == "suspended" {
+            break listed;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never suspended: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(suspended["consecutive_failures"], 20);
+    assert!(
+        suspended["suspension_reason"]
+            .as_str()
+            .unwrap()
+            .contains("20")
+    );
+    // Nothing more is sent: not the pending retries, not events raised while suspended.
+    hooks.receiver.script("/s", |_| Reply::Status(200));
+    let while_suspended = hooks.raise(Environment::Test, EventName::JobBooked).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(hooks.receiver.received("/s").len(), 20);
+    let records = hooks.deliveries(&test, &endpoint).await;
+    assert_eq!(records.len(), 5);
+    assert!(
+        records.iter().all(|r| r["status"] == "cancelled"),
+        "{records:?}"
+    );
+
+    let (status, resumed) = hooks
+        .call(Method::POST, &format!("/v1/webhooks/{id}/resume"), &test)
+        .await;
+    assert_eq!(status, 200, "{resumed}");
+    assert_eq!(resumed["status"], "active");
+    assert_eq!(resumed["consecutive_failures"], 0);
+    assert!(resumed["suspension_reason"].is_null() && resumed["signing_secret"].is_null());
+    let after = hooks.raise(Environment::Test, EventName::JobBooked).await;
+    let requests = hooks.receiver.wait_for("/s", 21, WAIT).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(hooks.receiver.received("/s").len(), 21);
+    let job = requests[20].json()["data"]["jobId"].clone();
+    assert_eq!(job, after.to_string());
+    assert_ne!(job, while_suspended.to_string());
+}
+
+#[tokio::test]
+async fn a_rotated_secret_signs_from_the_moment_it_is_issued() {
+    let hooks = Hooks::start(&[]).await;
+    let test = hooks.merchant.test();
+    let endpoint = hooks.register(&test, "/r", Value::Null).await;
+    let old = secret(&endpoint);
+    hooks
+        .raise(Environment::Test, EventName::JobCancelled)
+        .await;
+    let first = hooks.receiver.wait_for("/r", 1, WAIT).await;
+    assert!(first[0].verifies_with(&old));
+
+    let path = format!(
+        "/v1/webhooks/{}/rotate-secret",
+        endpoint["id"].as_str().unwrap()
+    );
+    let (status, rotated) = hooks.call(Method::POST, &path, &test).await;
+    assert_eq!(status, 200, "{rotated}");
+    let new = secret(&rotated);
+    assert!(new.starts_with("whsec_"));
+    assert_ne!(new, old);
+    let listed = hooks
+        .endpoint(&test, endpoint["id"].as_str().unwrap())
+        .await;
+    assert!(listed["signing_secret"].is_null());
+
+    hooks.raise(Environment::Test, EventName::JobFailed).await;
+    let requests = hooks.receiver.wait_for("/r", 2, WAIT).await;
+    assert!(requests[1].verifies_with(&new));
+    assert!(!requests[1].verifies_with(&old));
+}
+
+#[tokio::test]
+async fn private_addresses_are_refused_unless_allowed() {
+    let hooks = Hooks::start(&[("COURIER_WEBHOOK_ALLOW_PRIVATE", "false")]).await;
+    let test = hooks.merchant.test();
+    for url in [
+        format!("https://127.0.0.1:{}/x", hooks.receiver.port),
+        "https://[::ffff:10.0.0.1]/x".to_owned(),
+        "https://169.254.169.254/latest".to_owned(),
+    ] {
+        let response = hooks
+            .app
+            .request(Method::POST, "/v1/webhooks")
+            .auth(&test)
+            .json(&json!({ "url": url }))
+            .send()
+            .await
+            .unwrap();
+        assert_refusal(response, 422, "webhook.invalid_url").await;
+    }
+    // A host name is checked where it resolves: `localhost` is loopback.
+    let endpoint = hooks.register(&test, "/x", Value::Null).await;
+    hooks.raise(Environment::Test, EventName::JobBooked).await;
+    let records = hooks
+        .deliveries_until(&test, &endpoint, |r| {
+            r.first().is_some_and(|d| d["attempts"] == 1)
+        })
+        .await;
+    assert_eq!(records[0]["status"], "pending");
+    let error = records[0]["last_error"].as_str().unwrap();
+    assert!(error.contains("no public address"), "{error}");
+    assert_eq!(hooks.receiver.total(), 0);
+}
+
+// ---- A service killed mid-load -----------------------------------------------------------
+
+const BINARY: &str = env!("CARGO_BIN_EXE_courier");
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn spawn_service(env: &[(String, String)]) -> Child {
+    let mut command = Command::new(BINARY);
+    command
+        .arg("serve")
+        .env_remove("DATABASE_URL")
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.spawn().unwrap()
+}
+
+async fn wait_until_ready(client: &reqwest::Client, base_url: &str) {
+    for _ in 0..400 {
+        if let Ok(response) = client.get(format!("{base_url}/readyz")).send().await
+            && response.status() == 200
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the service did not become ready");
+}
+
+#[tokio::test]
+async fn a_service_killed_mid_load_loses_no_event() {
+    const EVENTS: usize = 300;
+    let receiver = Receiver::start().await;
+    receiver.script("/load", |_| Reply::Slow(Duration::from_millis(5), 200));
+    let database_url = fresh_database_url().await;
+    let data_dir = std::env::temp_dir().join(format!("courier-kill-{}", Uuid::new_v4()));
+    let port = free_port();
+    let base_url = format!("http://127.0.0.1:{port}");
+    let env: Vec<(String, String)> = [
+        ("DATABASE_URL", database_url.clone()),
+        ("COURIER_LISTEN", format!("127.0.0.1:{port}")),
+        ("COURIER_DATA_DIR", data_dir.to_string_lossy().into_owned()),
+        ("COURIER_SECRET_KEY", "5e".repeat(32)),
+        ("COURIER_DB_POOL_SIZE", "6".into()),
+        ("COURIER_PLUGIN_INSTANCES", "16".into()),
+        ("COURIER_WEBHOOK_TIMEOUT_MS", "1000".into()),
+        ("COURIER_WEBHOOK_RETRY_BASE_MS", "50".into()),
+        ("COURIER_WEBHOOK_ALLOW_PRIVATE", "true".into()),
+        (
+            "COURIER_WEBHOOK_EXTRA_CA",
+            receiver.ca_path.to_string_lossy().into_owned(),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let client = reqwest::Client::new();
+    let mut service = spawn_service(&env);
+    wait_until_ready(&client, &base_url).await;
+
+    let pool = PgPool::connect(&database_url).await.unwrap();
+    let key = courier::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
+    let authenticator = courier::auth::Authenticator::new(pool.clone(), &key);
+    let merchant = courier::merchants::create(&pool, &authenticator, "Crashy Ltd")
+        .await
+        .unwrap();
+    let test = merchant.test();
+    let response = client
+        .post(format!("{base_url}/v1/webhooks"))
+        .auth(&test)
+        .json(&json!({"url": receiver.url("/load")}))
+        .send()
+        .await
+        .unwrap();
+    let (status, endpoint) = status_and_json(response).await;
+    assert_eq!(status, 201, "{endpoint}");
+    let signing_secret = secret(&endpoint);
+
+    // Events keep coming while the service dies and comes back.
+    let raising = {
+        let pool = pool.clone();
+        let merchant_id = merchant.merchant_id;
+        tokio::spawn(async move {
+            let mut jobs = Vec::with_capacity(EVENTS);
+            for _ in 0..EVENTS {
+                jobs.push(
+                    raise_for(&pool, merchant_id, Environment::Test, EventName::JobBooked).await,
+                );
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            jobs
+        })
+    };
+    receiver.wait_for("/load", 40, WAIT).await;
+    service.kill().unwrap(); // SIGKILL
+    service.wait().unwrap();
+    let at_kill = receiver.total();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut service = spawn_service(&env);
+    wait_until_ready(&client, &base_url).await;
+    let jobs: HashSet<String> = raising.await.unwrap().iter().map(Uuid::to_string).collect();
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut delivery_of: HashMap<String, String> = HashMap::new();
+    loop {
+        for request in receiver.received("/load") {
+            assert!(request.verifies_with(&signing_secret));
+            let job = request.json()["data"]["jobId"].as_str().unwrap().to_owned();
+            // A duplicate is only ever a retry of the same delivery.
+            let known = delivery_of.entry(job).or_insert(request.delivery.clone());
+            assert_eq!(*known, request.delivery);
+        }
+        if delivery_of.len() >= EVENTS {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} of {EVENTS} events arrived ({at_kill} before the kill)",
+            delivery_of.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let arrived: HashSet<String> = delivery_of.keys().cloned().collect();
+    assert_eq!(arrived, jobs);
+    assert!(at_kill < EVENTS, "the kill came mid-load");
+    service.kill().unwrap();
+    service.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&data_dir);
+}
