@@ -30,7 +30,7 @@ pub(crate) const WORLD: &str = "courier:payments/payment-adapter@1.0.0";
 
 /// Operator-set values the adapter reads through its `config` import
 /// (provider keys and account ids, per environment).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct AdapterConfig {
     pub values: BTreeMap<String, String>,
     /// Timeout of each outbound HTTP request.
@@ -39,7 +39,15 @@ pub struct AdapterConfig {
     pub max_response_bytes: usize,
 }
 
+impl Default for AdapterConfig {
+    /// No values, 10 s per HTTP request, 1 MiB responses.
+    fn default() -> Self {
+        AdapterConfig::new(BTreeMap::new())
+    }
+}
+
 impl AdapterConfig {
+    /// The given values with the default HTTP limits.
     pub fn new(values: BTreeMap<String, String>) -> Self {
         AdapterConfig {
             values,
