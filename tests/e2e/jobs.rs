@@ -419,3 +419,58 @@ async fn the_list_shows_own_jobs_newest_first_with_filters_and_pages() {
     assert_refusal(response, 404, "job.not_found").await;
     booking.quoting.app.stop().await;
 }
+
+async fn attach(booking: &Booking, number: &str, make_default: bool) -> Value {
+    let (status, card) = status_and_json(
+        booking
+            .quoting
+            .app
+            .request(Method::POST, "/v1/payment-methods")
+            .auth(booking.credential())
+            .json(&json!({"provider_ref": format!("pm_sandbox_{number}"), "make_default": make_default}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{card}");
+    card
+}
+
+#[tokio::test]
+async fn a_booking_holds_the_price_on_the_default_card() {
+    let booking = Booking::start().await;
+    let quote = booking.quote(journey(None)).await;
+    let (status, job) = booking.book(&key(), &booking_body(&quote)).await;
+    assert_eq!(status, 201, "{job}");
+    let (status, charges) = booking.get("/v1/charges").await;
+    assert_eq!(status, 200);
+    let charge = &charges.as_array().unwrap()[0];
+    assert_eq!(charge["job_id"], job["id"]);
+    assert_eq!(charge["status"], "authorised");
+    assert_eq!(charge["amount_minor"], job["price_amount_minor"]);
+    assert_eq!(charge["currency"], "USD");
+    booking.quoting.app.stop().await;
+}
+
+#[tokio::test]
+async fn without_a_usable_card_or_with_a_declined_one_nothing_is_booked() {
+    let quoting = Quoting::start().await;
+    let booking = Booking { quoting };
+    let quote = booking.quote(journey(None)).await;
+    let body = booking_body(&quote);
+    let (status, refusal) = booking.book(&key(), &body).await;
+    assert_eq!((status, refusal["code"].as_str()), (422, Some("payment.no_payment_method")), "{refusal}");
+
+    attach(&booking, "4000000000000002", true).await;
+    let (status, refusal) = booking.book(&key(), &body).await;
+    assert_eq!((status, refusal["code"].as_str()), (422, Some("payment.card_declined")), "{refusal}");
+    let (_, jobs) = booking.get("/v1/jobs").await;
+    assert_eq!(jobs["total"], 0, "a declined hold books nothing");
+
+    // The quote is still usable: retry with a working card.
+    attach(&booking, "4242424242424242", true).await;
+    let (status, job) = booking.book(&key(), &body).await;
+    assert_eq!(status, 201, "{job}");
+    booking.quoting.app.stop().await;
+}

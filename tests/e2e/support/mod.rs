@@ -199,5 +199,14 @@ pub async fn assert_refusal(response: Response, status: u16, code: &str) -> Valu
     body
 }
 
-/// Gives the merchant a working card so bookings can place their hold.
-pub async fn attach_working_card(_app: &TestApp, _credential: &Credential) {}
+/// Gives the merchant a working sandbox card (the default) so bookings can place their hold.
+pub async fn attach_working_card(app: &TestApp, credential: &Credential) {
+    let response = app
+        .request(Method::POST, "/v1/payment-methods")
+        .auth(credential)
+        .json(&serde_json::json!({"provider_ref": "pm_sandbox_4242424242424242"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
+}

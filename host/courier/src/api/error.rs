@@ -93,6 +93,8 @@ impl From<BookingError> for ApiError {
     fn from(error: BookingError) -> Self {
         match error {
             BookingError::Store(e) => e.into(),
+            // Hold refusals are the card's: the payment codes.
+            BookingError::Hold(e) => crate::payments::PaymentError::from(e).into(),
             other => ApiError::Booking(other),
         }
     }
@@ -248,7 +250,9 @@ fn booking_status_and_code(error: &BookingError) -> (StatusCode, &'static str) {
             (unprocessable, "request.invalid_notify_customer")
         }
         BookingError::Request(B::NotAnObject) => (unprocessable, "request.invalid_body"),
-        BookingError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        BookingError::Store(_) | BookingError::Hold(_) => {
+            (StatusCode::INTERNAL_SERVER_ERROR, "internal")
+        }
     }
 }
 

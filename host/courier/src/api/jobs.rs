@@ -37,6 +37,7 @@ pub async fn create(
     let key = booking::check_key(key)?;
     let context = BookingContext {
         pool: &state.pool,
+        payments: &state.payments,
         markets: &state.markets,
         public_url: &state.config.public_url,
     };

@@ -20,6 +20,7 @@ use crate::domain::JobStatus;
 use crate::domain::booking::{BookingRequest, BookingRequestError, Contact, StopRole, normalise_phone};
 use crate::events::{self, EventDetails, EventName, JobFacts, NewEvent};
 use crate::markets::Markets;
+use crate::payments::{HoldError, Payments};
 use crate::store::jobs::{self as store, JobRow, KeyClaim};
 use crate::store::quotes::QuoteRow;
 
@@ -52,6 +53,8 @@ pub enum BookingError {
     #[error("scheduled_for must be what the quote was priced for")]
     ScheduleMismatch,
     #[error(transparent)]
+    Hold(#[from] HoldError),
+    #[error(transparent)]
     Store(#[from] sqlx::Error),
 }
 
@@ -63,6 +66,7 @@ pub struct BookingResponse {
 
 pub struct BookingContext<'a> {
     pub pool: &'a PgPool,
+    pub payments: &'a Payments,
     pub markets: &'a Markets,
     pub public_url: &'a str,
 }
@@ -170,6 +174,11 @@ pub async fn book(
     store::insert(&mut tx, &job).await?;
     store::mark_quote_used(&mut tx, quote.id, now).await?;
     events::record(&mut tx, &booked_event(&job, merchant, now)).await?;
+    // Last before commit: a refusal anywhere above never reaches the card.
+    context
+        .payments
+        .hold_for_job(&mut tx, merchant, job.id, job.price_amount_minor, &job.currency)
+        .await?;
     let body = serde_json::to_value(JobView::new(&job, context.public_url)).expect("jobs serialise");
     store::store_response(&mut tx, merchant.merchant_id, merchant.environment, key, 201, &body).await?;
     tx.commit().await?;

@@ -339,7 +339,7 @@ impl Payments {
             expiry_year: i32::from(card.expiry_year),
             status: CARD_ACTIVE.to_owned(),
             is_default: make_default || !has_default,
-            attached_at: Utc::now(),
+            attached_at: now(),
             dead_reason: None,
             died_at: None,
             removed_at: None,
@@ -410,7 +410,7 @@ impl Payments {
         let card = store::card(&mut tx, merchant.merchant_id, merchant.environment, id)
             .await?
             .ok_or(PaymentError::PaymentMethodNotFound)?;
-        store::remove_card(&mut tx, card.id, Utc::now()).await?;
+        store::remove_card(&mut tx, card.id, now()).await?;
         if card.is_default {
             store::promote_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
         }
@@ -425,7 +425,7 @@ impl Payments {
         card_id: Uuid,
         finish: FinishReason,
     ) -> Result<(), sqlx::Error> {
-        let now = Utc::now();
+        let now = now();
         let Some(card) = store::mark_dead(conn, card_id, dead_reason(finish), now).await? else {
             return Ok(());
         };
@@ -489,7 +489,7 @@ impl Payments {
         let card = store::usable_card(conn, merchant.merchant_id, merchant.environment)
             .await?
             .ok_or(HoldError::NoPaymentMethod)?;
-        let now = Utc::now();
+        let now = now();
         let mut charge = ChargeRow {
             id: Uuid::new_v4(),
             merchant_id: merchant.merchant_id,
@@ -566,7 +566,7 @@ impl Payments {
             .ok_or(PaymentError::ChargeNotFound)?;
         if status_of(&charge) == ChargeStatus::Pending {
             charge.after_hold = Some(requested.as_str().to_owned());
-            charge.updated_at = Utc::now();
+            charge.updated_at = now();
             store::update_charge(&mut tx, &charge).await?;
             tx.commit().await?;
             return Ok((&charge).into());
@@ -660,7 +660,7 @@ impl Payments {
             }
             Answer::Unreachable(_) => return Err(PaymentError::ProviderUnreachable),
         };
-        let now = Utc::now();
+        let now = now();
         charge.status = ChargeStatus::Refunded.as_str().to_owned();
         charge.refunded_amount_minor += amount_minor;
         charge.refunded_at = Some(now);
@@ -766,7 +766,7 @@ impl Payments {
         attempts: i32,
     ) -> Result<Settled, sqlx::Error> {
         let from = status_of(charge);
-        let now = Utc::now();
+        let now = now();
         charge.updated_at = now;
         let (to, reference, detail, settled) = match answer {
             Answer::Approved(reference) => {
@@ -857,6 +857,13 @@ impl Payments {
         .await?;
         Ok(settled)
     }
+}
+
+/// The time, to the microsecond the database keeps, so a view answered now equals the same
+/// record read back later.
+fn now() -> DateTime<Utc> {
+    use chrono::SubsecRound;
+    Utc::now().trunc_subsecs(6)
 }
 
 fn status_of(charge: &ChargeRow) -> ChargeStatus {

@@ -121,8 +121,21 @@ pub async fn replace_secret(
     .await
 }
 
-/// Deletes the endpoint and its delivery records; true when it existed.
+/// Deletes the endpoint and its delivery records; true when it existed. A worker recording a
+/// success locks its delivery, then the endpoint, while the cascade here goes the other way; the
+/// rare deadlock that can cause is resolved by Postgres aborting one side, and retried here.
 pub async fn delete(pool: &PgPool, id: Uuid, owner: Owner<'_>) -> Result<bool, sqlx::Error> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match delete_once(pool, id, owner).await {
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("40P01") && tries < 3 => {}
+            other => return other,
+        }
+    }
+}
+
+async fn delete_once(pool: &PgPool, id: Uuid, owner: Owner<'_>) -> Result<bool, sqlx::Error> {
     let done = sqlx::query(
         "DELETE FROM webhook_endpoints WHERE id = $1 AND merchant_id = $2 AND environment = $3",
     )
@@ -306,15 +319,6 @@ pub async fn claim_due(
     .bind(token)
     .bind(skip_endpoints)
     .fetch_all(pool)
-    .await
-}
-
-/// When the next pending delivery falls due, if any.
-pub async fn next_due(pool: &PgPool) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT min(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending'",
-    )
-    .fetch_one(pool)
     .await
 }
 

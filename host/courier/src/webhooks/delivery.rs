@@ -125,7 +125,9 @@ impl Dispatcher {
             }
             let next = {
                 let mut lanes = self.inner.lanes.lock().expect("lanes lock");
-                let lane = lanes.entry(job.endpoint_id).or_default();
+                let Some(lane) = lanes.get_mut(&job.endpoint_id) else {
+                    return;
+                };
                 match lane.waiting.pop_front() {
                     Some(next) => Some(next),
                     None => {
