@@ -474,3 +474,47 @@ async fn without_a_usable_card_or_with_a_declined_one_nothing_is_booked() {
     assert_eq!(status, 201, "{job}");
     booking.quoting.app.stop().await;
 }
+
+#[tokio::test]
+async fn account_settings_decide_what_a_booking_leaves_unsaid() {
+    let booking = Booking::start().await;
+    let app = &booking.quoting.app;
+    let pool = app.pool().await;
+    let (merchant_id,): (uuid::Uuid,) = sqlx::query_as("SELECT id FROM merchants LIMIT 1")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let path = format!("/merchants/{merchant_id}/settings");
+    let (status, settings) = status_and_json(app.admin(Method::GET, &path).send().await.unwrap()).await;
+    assert_eq!(status, 200);
+    assert_eq!(settings, json!({"notify_customer": false, "proof_photo_required": false, "proof_signature_required": false}));
+    let (status, settings) = status_and_json(
+        app.admin(Method::PATCH, &path)
+            .json(&json!({"notify_customer": true, "proof_photo_required": true}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{settings}");
+    assert_eq!(settings, json!({"notify_customer": true, "proof_photo_required": true, "proof_signature_required": false}));
+
+    let quote = booking.quote(journey(None)).await;
+    let (_, job) = booking.book(&key(), &booking_body(&quote)).await;
+    let (_, detail) = booking.get(&format!("/v1/jobs/{}", job["id"].as_str().unwrap())).await;
+    assert_eq!(detail["notify_customer"], true);
+    assert_eq!(detail["proof_requirement"], json!({"photo_required": true, "signature_required": false}));
+    // A booking that says otherwise wins.
+    let quote = booking.quote(journey(None)).await;
+    let mut body = booking_body(&quote);
+    body["notify_customer"] = json!(false);
+    let (_, job) = booking.book(&key(), &body).await;
+    let (_, detail) = booking.get(&format!("/v1/jobs/{}", job["id"].as_str().unwrap())).await;
+    assert_eq!(detail["notify_customer"], false);
+
+    let unknown = format!("/merchants/{}/settings", uuid::Uuid::new_v4());
+    assert_refusal(app.admin(Method::GET, &unknown).send().await.unwrap(), 404, "merchant.not_found").await;
+    let response = app.admin(Method::PATCH, &path).json(&json!({"colour": "red"})).send().await.unwrap();
+    assert_refusal(response, 422, "request.invalid_body").await;
+    booking.quoting.app.stop().await;
+}

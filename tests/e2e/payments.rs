@@ -369,6 +369,19 @@ async fn the_default_card_can_be_chosen() {
         default_of(shop.cards(&shop.test).await),
         [first["id"].clone()]
     );
+    // The same card attached again is the card on file, not a second one.
+    let again = shop.card(WORKS, false).await;
+    assert_eq!(again["id"], first["id"]);
+    let again = shop.card(INSUFFICIENT, true).await;
+    assert_eq!(again["id"], second["id"]);
+    assert_eq!(again["is_default"], true);
+    assert_eq!(shop.cards(&shop.test).await.len(), 2);
+    assert_eq!(
+        default_of(shop.cards(&shop.test).await),
+        [second["id"].clone()]
+    );
+    let response = shop.send(&shop.test, Method::POST, &path).await;
+    assert_eq!(response.status(), 204);
     // Deliveries are charged to the default.
     let (_, held) = shop.hold(700).await;
     let held = held.unwrap();

@@ -400,7 +400,7 @@ async fn failures_are_retried_identically_until_a_2xx_a_410_or_ten_attempts() {
         0 => Reply::Status(500),
         1 => Reply::Status(404),
         2 => Reply::Slow(Duration::from_millis(1000), 200),
-        3 => Reply::Status(302),
+        3 => Reply::Redirect("/elsewhere"),
         _ => Reply::Status(204),
     });
     hooks.receiver.script("/gone", |_| Reply::Status(410));
@@ -466,6 +466,8 @@ async fn failures_are_retried_identically_until_a_2xx_a_410_or_ten_attempts() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(hooks.receiver.received("/down").len(), 10);
     assert_eq!(hooks.receiver.received("/gone").len(), 1);
+    // Redirects are not followed.
+    assert!(hooks.receiver.received("/elsewhere").is_empty());
     // A deleted endpoint gets nothing more.
     assert_eq!(hooks.receiver.received("/deleted").len(), 1);
     let flaky_listed = hooks.endpoint(&test, flaky["id"].as_str().unwrap()).await;
@@ -531,6 +533,42 @@ async fn twenty_failures_suspend_and_resuming_sends_only_new_events() {
     let job = requests[20].json()["data"]["jobId"].clone();
     assert_eq!(job, after.to_string());
     assert_ne!(job, while_suspended.to_string());
+}
+
+#[tokio::test]
+async fn a_slow_endpoint_does_not_hold_up_other_merchants() {
+    let hooks = Hooks::start(&[
+        ("COURIER_WEBHOOK_TIMEOUT_MS", "5000"),
+        ("COURIER_WEBHOOK_ENDPOINT_CONCURRENCY", "4"),
+    ])
+    .await;
+    hooks
+        .receiver
+        .script("/slow", |_| Reply::Slow(Duration::from_secs(3), 200));
+    hooks
+        .register(&hooks.merchant.test(), "/slow", Value::Null)
+        .await;
+    let other = hooks.app.create_merchant("Prompt Ltd").await;
+    hooks.register(&other.test(), "/fast", Value::Null).await;
+    for _ in 0..30 {
+        hooks.raise(Environment::Test, EventName::JobBooked).await;
+    }
+    hooks.receiver.wait_for("/slow", 4, WAIT).await;
+    let raised = std::time::Instant::now();
+    raise_for(
+        &hooks.pool,
+        other.merchant_id,
+        Environment::Test,
+        EventName::JobBooked,
+    )
+    .await;
+    hooks
+        .receiver
+        .wait_for("/fast", 1, Duration::from_secs(1))
+        .await;
+    assert!(raised.elapsed() < Duration::from_secs(1));
+    // The slow endpoint has only its own lane's worth in flight.
+    assert_eq!(hooks.receiver.received("/slow").len(), 4);
 }
 
 #[tokio::test]

@@ -91,6 +91,18 @@ enum MerchantCommand {
         #[arg(long)]
         name: String,
     },
+    /// Show, or change, a merchant's account settings; prints them as JSON.
+    Settings {
+        #[arg(long)]
+        merchant: uuid::Uuid,
+        /// Whether bookings that do not say text the customer the tracking link.
+        #[arg(long)]
+        notify_customer: Option<bool>,
+        #[arg(long)]
+        proof_photo_required: Option<bool>,
+        #[arg(long)]
+        proof_signature_required: Option<bool>,
+    },
 }
 
 impl Cli {
@@ -115,6 +127,28 @@ impl Cli {
                 let bytes = std::fs::read(&file)
                     .map_err(|e| anyhow::anyhow!("reading {}: {e}", file.display()))?;
                 println!("{}", serde_json::to_string_pretty(&inspect(&bytes)?)?);
+            }
+            Command::Merchant {
+                command:
+                    MerchantCommand::Settings {
+                        merchant,
+                        notify_customer,
+                        proof_photo_required,
+                        proof_signature_required,
+                    },
+            } => {
+                let services = Services::open(&config).await?;
+                let change = merchants::SettingsChange {
+                    notify_customer,
+                    proof_photo_required,
+                    proof_signature_required,
+                };
+                let settings =
+                    merchants::change_settings(&services.db.pool, merchant, &change).await;
+                services.db.close().await;
+                let settings =
+                    settings?.ok_or_else(|| anyhow::anyhow!("there is no merchant {merchant}"))?;
+                println!("{}", serde_json::to_string_pretty(&settings)?);
             }
             Command::Merchant {
                 command: MerchantCommand::Create { name },

@@ -55,3 +55,36 @@ pub async fn create(
         live_secret: live.secret,
     })
 }
+
+/// Account settings bookings read (the spec's "account setting" for `notify_customer`, and
+/// which proof a delivery needs).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct AccountSettings {
+    /// `notify_customer` of bookings that do not say.
+    pub notify_customer: bool,
+    pub proof_photo_required: bool,
+    pub proof_signature_required: bool,
+}
+
+/// A change to some account settings; what is absent stays as it is.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsChange {
+    pub notify_customer: Option<bool>,
+    pub proof_photo_required: Option<bool>,
+    pub proof_signature_required: Option<bool>,
+}
+
+/// The merchant's settings, None when there is no such merchant.
+pub async fn settings(pool: &PgPool, merchant_id: Uuid) -> Result<Option<AccountSettings>, sqlx::Error> {
+    store::merchants::settings(pool, merchant_id).await
+}
+
+/// Applies `change`; returns the settings after it, None when there is no such merchant.
+pub async fn change_settings(
+    pool: &PgPool,
+    merchant_id: Uuid,
+    change: &SettingsChange,
+) -> Result<Option<AccountSettings>, sqlx::Error> {
+    store::merchants::change_settings(pool, merchant_id, change).await
+}

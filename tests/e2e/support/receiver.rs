@@ -72,6 +72,8 @@ pub enum Reply {
     Status(u16),
     /// Answer after a pause (to exceed the service's deadline).
     Slow(Duration, u16),
+    /// 302 to another path.
+    Redirect(&'static str),
 }
 
 /// Chooses the reply to the `n`th request (from 0) on a path.
@@ -210,17 +212,16 @@ async fn handle(
     state.arrived.notify_waiters();
     let script = state.scripts.lock().unwrap().get(&path).cloned();
     let reply = script.map_or(Reply::Status(200), |script| script(nth));
-    let status = match reply {
-        Reply::Status(status) => status,
+    let response = hyper::Response::builder();
+    let response = match reply {
+        Reply::Status(status) => response.status(status),
         Reply::Slow(pause, status) => {
             tokio::time::sleep(pause).await;
-            status
+            response.status(status)
         }
+        Reply::Redirect(to) => response.status(302).header("location", to),
     };
-    Ok(hyper::Response::builder()
-        .status(status)
-        .body(Full::new(Bytes::from_static(b"ok")))
-        .unwrap())
+    Ok(response.body(Full::new(Bytes::from_static(b"ok"))).unwrap())
 }
 
 /// A certificate authority and a `localhost` certificate it issued.

@@ -68,6 +68,8 @@ pub enum ApiError {
     Booking(BookingError),
     #[error("no such job")]
     JobNotFound,
+    #[error("no such merchant")]
+    MerchantNotFound,
     #[error(transparent)]
     Pricing(#[from] PricingError),
     #[error(transparent)]
@@ -140,6 +142,7 @@ impl ApiError {
             ApiError::QuoteRequest(error) => quote_request_status_and_code(error),
             ApiError::Booking(error) => booking_status_and_code(error),
             ApiError::JobNotFound => (StatusCode::NOT_FOUND, "job.not_found"),
+            ApiError::MerchantNotFound => (StatusCode::NOT_FOUND, "merchant.not_found"),
             ApiError::Request(R::UnknownStatus(_)) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "request.unknown_status")
             }

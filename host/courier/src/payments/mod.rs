@@ -322,6 +322,23 @@ impl Payments {
         };
         let mut tx = self.pool.begin().await?;
         store::lock_cards(&mut tx, merchant.merchant_id, merchant.environment).await?;
+        // The same working card attached again is the card already on file.
+        if let Some(mut existing) = store::working_card_by_reference(
+            &mut tx,
+            merchant.merchant_id,
+            merchant.environment,
+            provider_ref,
+        )
+        .await?
+        {
+            if make_default && !existing.is_default {
+                store::clear_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
+                store::set_default(&mut tx, existing.id).await?;
+                existing.is_default = true;
+            }
+            tx.commit().await?;
+            return Ok(existing.into());
+        }
         let has_default =
             store::has_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
         if make_default && has_default {
@@ -426,11 +443,13 @@ impl Payments {
         finish: FinishReason,
     ) -> Result<(), sqlx::Error> {
         let now = now();
+        // The merchant's card lock first, as every change to its cards takes it first.
+        let known = store::card_by_id(conn, card_id).await?;
+        let environment = Environment::parse(&known.environment).unwrap_or(Environment::Live);
+        store::lock_cards(conn, known.merchant_id, environment).await?;
         let Some(card) = store::mark_dead(conn, card_id, dead_reason(finish), now).await? else {
             return Ok(());
         };
-        let environment = Environment::parse(&card.environment).unwrap_or(Environment::Live);
-        store::lock_cards(conn, card.merchant_id, environment).await?;
         store::promote_default(conn, card.merchant_id, environment).await?;
         let event = NewEvent {
             name: EventName::PaymentMethodDead,

@@ -43,7 +43,7 @@ impl Payments {
             .base
             .clamp(Duration::from_millis(10), Duration::from_secs(1));
         let handle = tokio::spawn(async move {
-            loop {
+            while !*stopped.borrow() {
                 match payments.run_due_retries().await {
                     // More may be due already.
                     Ok(n) if n as i64 == CLAIM_BATCH => continue,
@@ -53,9 +53,6 @@ impl Payments {
                 tokio::select! {
                     _ = stopped.changed() => break,
                     () = tokio::time::sleep(poll) => {}
-                }
-                if *stopped.borrow() {
-                    break;
                 }
             }
         });

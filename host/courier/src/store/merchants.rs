@@ -72,3 +72,36 @@ pub async fn find_api_key(pool: &PgPool, key: &str) -> Result<Option<StoredApiKe
         }),
     )
 }
+
+const SETTINGS_COLUMNS: &str = "notify_customer_default AS notify_customer, \
+     proof_photo_required, proof_signature_required";
+
+pub async fn settings(
+    pool: &PgPool,
+    merchant_id: Uuid,
+) -> Result<Option<crate::merchants::AccountSettings>, sqlx::Error> {
+    sqlx::query_as(&format!("SELECT {SETTINGS_COLUMNS} FROM merchants WHERE id = $1"))
+        .bind(merchant_id)
+        .fetch_optional(pool)
+        .await
+}
+
+pub async fn change_settings(
+    pool: &PgPool,
+    merchant_id: Uuid,
+    change: &crate::merchants::SettingsChange,
+) -> Result<Option<crate::merchants::AccountSettings>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "UPDATE merchants SET \
+             notify_customer_default = COALESCE($2, notify_customer_default), \
+             proof_photo_required = COALESCE($3, proof_photo_required), \
+             proof_signature_required = COALESCE($4, proof_signature_required) \
+         WHERE id = $1 RETURNING {SETTINGS_COLUMNS}"
+    ))
+    .bind(merchant_id)
+    .bind(change.notify_customer)
+    .bind(change.proof_photo_required)
+    .bind(change.proof_signature_required)
+    .fetch_optional(pool)
+    .await
+}

@@ -174,6 +174,26 @@ pub async fn card(
     .await
 }
 
+/// A working card on file with this provider reference, if any.
+pub async fn working_card_by_reference(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+    environment: Environment,
+    provider_ref: &str,
+) -> Result<Option<CardRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT * FROM payment_methods \
+         WHERE merchant_id = $1 AND environment = $2 AND provider_ref = $3 \
+           AND status = 'active' AND removed_at IS NULL \
+         ORDER BY attached_at DESC LIMIT 1",
+    )
+    .bind(merchant_id)
+    .bind(environment.as_str())
+    .bind(provider_ref)
+    .fetch_optional(conn)
+    .await
+}
+
 /// A card by id whatever its state: an open charge keeps using its card.
 pub async fn card_by_id(conn: &mut PgConnection, id: Uuid) -> Result<CardRow, sqlx::Error> {
     sqlx::query_as("SELECT * FROM payment_methods WHERE id = $1")

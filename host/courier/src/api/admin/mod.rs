@@ -1,5 +1,6 @@
 //! The operator API under `/admin/v1`, authenticated with a bearer token.
 
+mod merchants;
 mod price_books;
 
 use axum::Router;
@@ -39,6 +40,10 @@ pub fn routes(state: AppState) -> Router<AppState> {
             get(price_books::compare),
         )
         .route("/charges/{id}/refund", post(super::charges::refund))
+        .route(
+            "/merchants/{id}/settings",
+            get(merchants::settings).patch(merchants::change_settings),
+        )
         .fallback(super::middleware::route_not_found)
         .layer(axum::middleware::from_fn_with_state(
             state,
