@@ -182,39 +182,9 @@ async fn route_refusals_have_their_codes() {
     lookups.app.stop().await;
 }
 
-/// A market offering only cars, whose coverage reaches well past its roads.
-fn car_only_market_file() -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!("markets-{}.toml", uuid::Uuid::new_v4()));
-    let settings = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/markets/settings/eur.json"
-    ))
-    .unwrap();
-    let text = format!(
-        r#"
-[[market]]
-id = "wide"
-name = "Wide"
-currency = "EUR"
-timezone = "Asia/Riyadh"
-osm = "builtin:demo-city"
-price_book = "standard-price-book"
-vehicles = ["car"]
-coverage = [[49.90, 19.90], [50.12, 19.90], [50.12, 20.12], [49.90, 20.12]]
-price_book_settings_file = "{}"
-"#,
-        std::env::temp_dir()
-            .join("eur-settings.json")
-            .to_string_lossy()
-    );
-    std::fs::write(std::env::temp_dir().join("eur-settings.json"), settings).unwrap();
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 #[tokio::test]
 async fn vehicles_not_offered_and_points_far_from_roads_are_refused() {
-    let file = car_only_market_file();
+    let file = crate::support::car_only_market_file();
     let file_name = file.to_string_lossy().into_owned();
     let lookups = Lookups::start_with(move |name| {
         (name == "COURIER_MARKETS_FILE").then(|| file_name.clone())

@@ -605,8 +605,8 @@ async fn each_environment_sees_only_its_own_cards_and_charges() {
 #[tokio::test]
 async fn removing_cards_hands_the_default_on_and_open_charges_complete() {
     let shop = Shop::open().await;
-    let first = shop.card(WORKS, false).await;
-    let second = shop.card(INSUFFICIENT, false).await;
+    let first = shop.card(INSUFFICIENT, false).await;
+    let second = shop.card(DECLINED, false).await;
     let third = shop.card(WORKS, false).await;
     // Removing the default: the most recently attached working card takes over.
     let path = format!("/v1/payment-methods/{}", first["id"].as_str().unwrap());

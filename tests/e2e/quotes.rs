@@ -203,26 +203,7 @@ async fn quote_refusals_have_their_codes() {
 
 #[tokio::test]
 async fn vehicles_not_offered_and_unroutable_points_are_refused() {
-    let path = std::env::temp_dir().join(format!("markets-{}.toml", uuid::Uuid::new_v4()));
-    let settings = concat!(env!("CARGO_MANIFEST_DIR"), "/markets/settings/eur.json");
-    std::fs::write(
-        &path,
-        format!(
-            r#"
-[[market]]
-id = "wide"
-name = "Wide"
-currency = "EUR"
-timezone = "Asia/Riyadh"
-osm = "builtin:demo-city"
-price_book = "standard-price-book"
-vehicles = ["car"]
-coverage = [[49.90, 19.90], [50.12, 19.90], [50.12, 20.12], [49.90, 20.12]]
-price_book_settings_file = "{settings}"
-"#
-        ),
-    )
-    .unwrap();
+    let path = crate::support::car_only_market_file();
     let file = path.to_string_lossy().into_owned();
     let quoting =
         Quoting::start_with(move |name| (name == "COURIER_MARKETS_FILE").then(|| file.clone()))

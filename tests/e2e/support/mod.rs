@@ -210,3 +210,29 @@ pub async fn attach_working_card(app: &TestApp, credential: &Credential) {
         .unwrap();
     assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
 }
+
+/// A markets file with one market on Demo City that offers only cars, in EUR, with a coverage
+/// polygon reaching kilometres past its roads (so a covered point can have no road near it).
+pub fn car_only_market_file() -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("markets-{}.toml", Uuid::new_v4()));
+    let settings = concat!(env!("CARGO_MANIFEST_DIR"), "/markets/settings/eur.json");
+    std::fs::write(
+        &path,
+        format!(
+            r#"
+[[market]]
+id = "wide"
+name = "Wide"
+currency = "EUR"
+timezone = "Asia/Riyadh"
+osm = "builtin:demo-city"
+price_book = "standard-price-book"
+vehicles = ["car"]
+coverage = [[49.90, 19.90], [50.12, 19.90], [50.12, 20.12], [49.90, 20.12]]
+price_book_settings_file = "{settings}"
+"#
+        ),
+    )
+    .unwrap();
+    path
+}

@@ -300,7 +300,7 @@ fn free_port() -> Result<u16, EmbeddedError> {
 }
 
 /// A folder holding `initdb` and `pg_ctl`: from PATH first, then the newest Debian install.
-fn find_server_binaries() -> Option<PathBuf> {
+pub fn find_server_binaries() -> Option<PathBuf> {
     let has_both = |dir: &Path| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file();
     if let Some(path) = std::env::var_os("PATH") {
         for dir in std::env::split_paths(&path) {

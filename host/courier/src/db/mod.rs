@@ -11,7 +11,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool};
 use thiserror::Error;
 
-pub use embedded::{EmbeddedError, EmbeddedPostgres};
+pub use embedded::{EmbeddedError, EmbeddedPostgres, find_server_binaries};
 
 /// The database every embedded cluster serves the application from.
 pub const EMBEDDED_DATABASE: &str = "courier";

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use courier_geo::{LatLon, Place, RoadNetwork, Route, RouteError, Vehicle};
+use courier_geo::{LatLon, LoadOptions, Place, RoadNetwork, Route, RouteError, Vehicle};
 use thiserror::Error;
 
 pub use file::{MarketDefinition, NetworkSource};
@@ -120,9 +120,15 @@ impl Market {
 
     fn load(&self) {
         let started = Instant::now();
+        // Only the vehicles the market offers: each profile costs load time and memory.
+        let options = LoadOptions {
+            vehicles: self.definition.vehicles.clone(),
+        };
         let loaded = match &self.definition.source {
-            NetworkSource::File(path) => RoadNetwork::from_pbf_file(path),
-            NetworkSource::DemoCity => RoadNetwork::from_pbf_bytes(&courier_geo::demo_city_pbf()),
+            NetworkSource::File(path) => RoadNetwork::from_pbf_file_with(path, &options),
+            NetworkSource::DemoCity => {
+                RoadNetwork::from_pbf_bytes_with(&courier_geo::demo_city_pbf(), &options)
+            }
         };
         let outcome = match loaded {
             Ok(network) => {

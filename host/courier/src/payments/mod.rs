@@ -206,7 +206,8 @@ impl RetryPolicy {
     }
 }
 
-/// The card and charge service. Cheap to share (`Arc`).
+/// The card and charge service. Cheap to clone or share (`Arc`).
+#[derive(Clone)]
 pub struct Payments {
     pool: PgPool,
     gateways: Gateways,

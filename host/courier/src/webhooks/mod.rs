@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use courier_plugins::{PayloadShaper, PluginEngine};
 use sqlx::PgPool;
-use sqlx::postgres::PgListener;
+use sqlx::postgres::{PgListener, PgPoolOptions};
 use thiserror::Error;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -36,6 +36,9 @@ use crate::events::EVENTS_CHANNEL;
 use crate::secrets::SecretKey;
 use delivery::{Dispatcher, Job};
 use secret::SecretCipher;
+
+/// Database connections of the delivery workers, per process.
+const ATTEMPT_CONNECTIONS: u32 = 8;
 
 #[derive(Debug, Error)]
 pub enum WebhookStartError {
@@ -97,7 +100,7 @@ impl Webhooks {
         .await
         .expect("loading the shaper does not panic")?;
         let dispatcher = Dispatcher::new(
-            self.pool.clone(),
+            attempts_pool(&self.pool),
             self.client.clone(),
             self.cipher.clone(),
             self.config.clone(),
@@ -117,6 +120,22 @@ impl Webhooks {
         ];
         Ok(Workers { tasks })
     }
+}
+
+/// Connections for recording attempts (claims, lease renewals, results), committed without
+/// waiting for the disk. Only a database crash can lose such a commit, and every loss repeats an
+/// attempt with the same `Courier-Delivery` (at least once) rather than dropping one. The
+/// fan-out, which creates deliveries and their ids, stays on the durable pool.
+fn attempts_pool(pool: &PgPool) -> PgPool {
+    let options = pool
+        .connect_options()
+        .as_ref()
+        .clone()
+        .options([("synchronous_commit", "off")]);
+    PgPoolOptions::new()
+        .max_connections(ATTEMPT_CONNECTIONS)
+        .min_connections(0)
+        .connect_lazy_with(options)
 }
 
 /// Turns notifications on the events channel into fan-out wake-ups.
