@@ -166,3 +166,65 @@ async fn keys_have_their_environment_prefix_and_secrets_are_not_stored() {
     assert!(hashes.iter().all(|(h,)| h.len() == 32));
     app.stop().await;
 }
+
+/// Verified credentials are trusted briefly from memory; a revocation reaches every request
+/// once that bound (`COURIER_AUTH_CACHE_MS`) has passed.
+#[tokio::test]
+async fn a_revocation_takes_effect_within_the_cache_bound() {
+    let app =
+        TestApp::spawn_with(|name| (name == "COURIER_AUTH_CACHE_MS").then(|| "400".into())).await;
+    let merchant = app.create_merchant("Revoked Later Ltd").await;
+    let ask = || {
+        app.request(Method::GET, ANY_V1_PATH)
+            .auth(&merchant.test())
+            .send()
+    };
+    assert_refusal(ask().await.unwrap(), 404, "not_found").await;
+    let pool = app.pool().await;
+    sqlx::query("UPDATE api_keys SET revoked_at = now() WHERE key = $1")
+        .bind(&merchant.test_key)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let revoked_at = std::time::Instant::now();
+    loop {
+        let response = ask().await.unwrap();
+        if response.status() == 401 {
+            assert_refusal(response, 401, "auth.invalid_credentials").await;
+            break;
+        }
+        assert!(
+            revoked_at.elapsed() < std::time::Duration::from_millis(1000),
+            "still accepted well past the bound"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // A wrong secret is refused at once even while the right one is cached.
+    let other = app.create_merchant("Cached Ltd").await;
+    let right = other.live();
+    assert_refusal(
+        app.request(Method::GET, ANY_V1_PATH)
+            .auth(&right)
+            .send()
+            .await
+            .unwrap(),
+        404,
+        "not_found",
+    )
+    .await;
+    let wrong = crate::support::Credential {
+        key: right.key.clone(),
+        secret: "guess".into(),
+    };
+    assert_refusal(
+        app.request(Method::GET, ANY_V1_PATH)
+            .auth(&wrong)
+            .send()
+            .await
+            .unwrap(),
+        401,
+        "auth.invalid_credentials",
+    )
+    .await;
+    app.stop().await;
+}

@@ -34,7 +34,12 @@ impl Booking {
         quote
     }
 
-    async fn book_with(&self, credential: &Credential, key: Option<&str>, body: &Value) -> (u16, Value) {
+    async fn book_with(
+        &self,
+        credential: &Credential,
+        key: Option<&str>,
+        body: &Value,
+    ) -> (u16, Value) {
         let mut request = self
             .quoting
             .app
@@ -115,14 +120,27 @@ async fn a_booking_is_created_and_read_back() {
     assert_eq!(job["vehicle"], "car");
     assert_eq!(job["scheduled_for"], Value::Null);
     let reference = job["reference"].as_str().unwrap();
-    assert!(reference.starts_with("CR-") && reference.len() == 12, "{reference}");
+    assert!(
+        reference.starts_with("CR-") && reference.len() == 12,
+        "{reference}"
+    );
     let id = job["id"].as_str().unwrap();
     let tracking = job["tracking_url"].as_str().unwrap();
-    assert!(tracking.contains("/track/") && !tracking.contains(id), "{tracking}");
+    assert!(
+        tracking.contains("/track/") && !tracking.contains(id),
+        "{tracking}"
+    );
 
     let (status, detail) = booking.get(&format!("/v1/jobs/{id}")).await;
     assert_eq!(status, 200, "{detail}");
-    for field in ["id", "reference", "status", "tracking_url", "booked_at", "price_amount_minor"] {
+    for field in [
+        "id",
+        "reference",
+        "status",
+        "tracking_url",
+        "booked_at",
+        "price_amount_minor",
+    ] {
         assert_eq!(detail[field], job[field], "{field}");
     }
     let tax: i64 = quote["breakdown"]
@@ -134,15 +152,27 @@ async fn a_booking_is_created_and_read_back() {
         .sum();
     assert_eq!(detail["tax_amount_minor"], tax);
     assert_eq!(detail["pickup"]["contact_name"], "Pat Pickup");
-    assert_eq!(detail["dropoff"]["contact_phone"], "+966114635555", "national number read in the market's country");
+    assert_eq!(
+        detail["dropoff"]["contact_phone"], "+966114635555",
+        "national number read in the market's country"
+    );
     assert_eq!(detail["dropoff"]["notes"], Value::Null);
     assert_eq!(detail["items"][1]["line_total_minor"], 600);
     assert_eq!(detail["items_subtotal_minor"], 3100);
     assert_eq!(detail["discount_minor"], 500);
     assert_eq!(detail["items_total_minor"], 2600);
-    assert_eq!(detail["proof_requirement"], json!({"photo_required": false, "signature_required": false}));
+    assert_eq!(
+        detail["proof_requirement"],
+        json!({"photo_required": false, "signature_required": false})
+    );
     assert_eq!(detail["notify_customer"], false);
-    for absent in ["assigned_at", "completed_at", "cancellation_reason", "proof", "customer_notified_at"] {
+    for absent in [
+        "assigned_at",
+        "completed_at",
+        "cancellation_reason",
+        "proof",
+        "customer_notified_at",
+    ] {
         assert_eq!(detail[absent], Value::Null, "{absent}");
     }
     assert!(detail.get("courier").is_none() && detail.get("offers").is_none());
@@ -158,7 +188,11 @@ async fn a_booking_is_created_and_read_back() {
             .unwrap(),
     )
     .await;
-    assert_eq!((status, position), (204, Value::Null), "nobody is on the job yet");
+    assert_eq!(
+        (status, position),
+        (204, Value::Null),
+        "nobody is on the job yet"
+    );
 
     // job.booked was recorded with the booking.
     let pool = booking.quoting.app.pool().await;
@@ -182,17 +216,33 @@ async fn the_same_key_replays_and_a_different_body_conflicts() {
     let (status, first) = booking.book(&key, &body).await;
     assert_eq!(status, 201, "{first}");
     let (status, again) = booking.book(&key, &body).await;
-    assert_eq!((status, &again), (201, &first), "the stored response, status included");
+    assert_eq!(
+        (status, &again),
+        (201, &first),
+        "the stored response, status included"
+    );
     let mut different = body.clone();
     different["dropoff"]["notes"] = json!("ring twice");
     let (status, conflict) = booking.book(&key, &different).await;
-    assert_eq!((status, conflict["code"].as_str()), (409, Some("idempotency.key_reused")));
+    assert_eq!(
+        (status, conflict["code"].as_str()),
+        (409, Some("idempotency.key_reused"))
+    );
     let (status, missing) = booking.book_with(booking.credential(), None, &body).await;
-    assert_eq!((status, missing["code"].as_str()), (422, Some("request.missing_idempotency_key")));
+    assert_eq!(
+        (status, missing["code"].as_str()),
+        (422, Some("request.missing_idempotency_key"))
+    );
     let (status, invalid) = booking.book(&"k".repeat(300), &body).await;
-    assert_eq!((status, invalid["code"].as_str()), (422, Some("request.invalid_idempotency_key")));
+    assert_eq!(
+        (status, invalid["code"].as_str()),
+        (422, Some("request.invalid_idempotency_key"))
+    );
     let pool = booking.quoting.app.pool().await;
-    let (jobs,): (i64,) = sqlx::query_as("SELECT count(*) FROM jobs").fetch_one(&pool).await.unwrap();
+    let (jobs,): (i64,) = sqlx::query_as("SELECT count(*) FROM jobs")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
     assert_eq!(jobs, 1);
     booking.quoting.app.stop().await;
 }
@@ -217,7 +267,10 @@ async fn fifty_parallel_bookings_with_one_key_make_one_job() {
     assert_eq!(first.0, 201, "{}", first.1);
     assert!(responses.iter().all(|r| r == first), "identical responses");
     let pool = booking.quoting.app.pool().await;
-    let (jobs,): (i64,) = sqlx::query_as("SELECT count(*) FROM jobs").fetch_one(&pool).await.unwrap();
+    let (jobs,): (i64,) = sqlx::query_as("SELECT count(*) FROM jobs")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
     assert_eq!(jobs, 1);
 }
 
@@ -249,11 +302,16 @@ async fn fifty_parallel_bookings_of_one_quote_book_it_once() {
 
 #[tokio::test]
 async fn an_expired_quote_cannot_be_booked() {
-    let booking = Booking::start_with(|name| (name == "COURIER_QUOTE_TTL_SECS").then(|| "1".into())).await;
+    let booking =
+        Booking::start_with(|name| (name == "COURIER_QUOTE_TTL_SECS").then(|| "1".into())).await;
     let quote = booking.quote(journey(None)).await;
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let (status, body) = booking.book(&key(), &booking_body(&quote)).await;
-    assert_eq!((status, body["code"].as_str()), (422, Some("quote.expired")), "{body}");
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("quote.expired")),
+        "{body}"
+    );
     booking.quoting.app.stop().await;
 }
 
@@ -269,43 +327,117 @@ async fn booking_refusals_have_their_codes() {
     };
     let other = booking.quoting.app.create_merchant("Other Ltd").await;
     let cases: Vec<(Value, &str)> = vec![
-        (with(&|b| b["quote_id"] = json!(uuid::Uuid::new_v4())), "quote.not_found"),
-        (with(&|b| b["quote_id"] = json!("not-an-id")), "quote.not_found"),
-        (with(&|b| b["pickup"].as_object_mut().unwrap().remove("contact_name").map(|_| ()).unwrap()), "request.invalid_stop"),
-        (with(&|b| b["dropoff"]["address"] = json!("  ")), "request.invalid_stop"),
-        (with(&|b| b["dropoff"]["contact_phone"] = json!("12345")), "request.invalid_stop"),
-        (with(&|b| b["items"] = json!([{"name": "x", "unit_price_minor": -1, "quantity": 1}])), "order.item_invalid"),
-        (with(&|b| b["items"] = json!([{"name": "", "unit_price_minor": 1, "quantity": 1}])), "order.item_invalid"),
-        (with(&|b| b["items"] = json!([{"name": "x", "unit_price_minor": 1, "quantity": 0}])), "order.item_invalid"),
-        (with(&|b| { b["items"] = json!([{"name": "x", "unit_price_minor": 100, "quantity": 1}]); b["discount_minor"] = json!(101); }), "order.discount_exceeds_items"),
-        (with(&|b| b["scheduled_for"] = json!("2020-01-01T00:00:00Z")), "job.scheduled_in_past"),
-        (with(&|b| b["scheduled_for"] = json!((chrono::Utc::now() + chrono::Duration::hours(3)).to_rfc3339())), "quote.schedule_mismatch"),
-        (with(&|b| b["dropoff"]["latitude"] = json!(20.0151)), "quote.stop_mismatch"),
-        (with(&|b| b["notify_customer"] = json!("yes")), "request.invalid_notify_customer"),
+        (
+            with(&|b| b["quote_id"] = json!(uuid::Uuid::new_v4())),
+            "quote.not_found",
+        ),
+        (
+            with(&|b| b["quote_id"] = json!("not-an-id")),
+            "quote.not_found",
+        ),
+        (
+            with(&|b| {
+                b["pickup"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("contact_name")
+                    .map(|_| ())
+                    .unwrap()
+            }),
+            "request.invalid_stop",
+        ),
+        (
+            with(&|b| b["dropoff"]["address"] = json!("  ")),
+            "request.invalid_stop",
+        ),
+        (
+            with(&|b| b["dropoff"]["contact_phone"] = json!("12345")),
+            "request.invalid_stop",
+        ),
+        (
+            with(&|b| b["items"] = json!([{"name": "x", "unit_price_minor": -1, "quantity": 1}])),
+            "order.item_invalid",
+        ),
+        (
+            with(&|b| b["items"] = json!([{"name": "", "unit_price_minor": 1, "quantity": 1}])),
+            "order.item_invalid",
+        ),
+        (
+            with(&|b| b["items"] = json!([{"name": "x", "unit_price_minor": 1, "quantity": 0}])),
+            "order.item_invalid",
+        ),
+        (
+            with(&|b| {
+                b["items"] = json!([{"name": "x", "unit_price_minor": 100, "quantity": 1}]);
+                b["discount_minor"] = json!(101);
+            }),
+            "order.discount_exceeds_items",
+        ),
+        (
+            with(&|b| b["scheduled_for"] = json!("2020-01-01T00:00:00Z")),
+            "job.scheduled_in_past",
+        ),
+        (
+            with(&|b| {
+                b["scheduled_for"] =
+                    json!((chrono::Utc::now() + chrono::Duration::hours(3)).to_rfc3339())
+            }),
+            "quote.schedule_mismatch",
+        ),
+        (
+            with(&|b| b["dropoff"]["latitude"] = json!(20.0151)),
+            "quote.stop_mismatch",
+        ),
+        (
+            with(&|b| b["notify_customer"] = json!("yes")),
+            "request.invalid_notify_customer",
+        ),
     ];
     for (body, code) in cases {
         let (status, refusal) = booking.book(&key(), &body).await;
-        assert_eq!((status, refusal["code"].as_str()), (422, Some(code)), "{refusal}");
+        assert_eq!(
+            (status, refusal["code"].as_str()),
+            (422, Some(code)),
+            "{refusal}"
+        );
         assert!(!refusal["message"].as_str().unwrap().is_empty());
     }
     // Stop messages say which stop and which field.
-    let (_, refusal) = booking.book(&key(), &with(&|b| b["dropoff"]["contact_phone"] = json!("12345"))).await;
-    assert!(refusal["message"].as_str().unwrap().contains("dropoff: contact_phone"), "{refusal}");
+    let (_, refusal) = booking
+        .book(
+            &key(),
+            &with(&|b| b["dropoff"]["contact_phone"] = json!("12345")),
+        )
+        .await;
+    assert!(
+        refusal["message"]
+            .as_str()
+            .unwrap()
+            .contains("dropoff: contact_phone"),
+        "{refusal}"
+    );
     // Another merchant's quote, or this merchant's live key on a test quote, finds nothing.
     let (status, refusal) = booking.book_with(&other.test(), Some(&key()), &good).await;
-    assert_eq!((status, refusal["code"].as_str()), (422, Some("quote.not_found")));
+    assert_eq!(
+        (status, refusal["code"].as_str()),
+        (422, Some("quote.not_found"))
+    );
     // Refusals keep the quote usable.
     let (status, job) = booking.book(&key(), &good).await;
     assert_eq!(status, 201, "{job}");
     let (status, refusal) = booking.book(&key(), &good).await;
-    assert_eq!((status, refusal["code"].as_str()), (422, Some("quote.already_used")));
+    assert_eq!(
+        (status, refusal["code"].as_str()),
+        (422, Some("quote.already_used"))
+    );
     booking.quoting.app.stop().await;
 }
 
 #[tokio::test]
 async fn scheduled_jobs_wait_then_open_their_search() {
     let booking =
-        Booking::start_with(|name| (name == "COURIER_SCHEDULER_INTERVAL_MS").then(|| "50".into())).await;
+        Booking::start_with(|name| (name == "COURIER_SCHEDULER_INTERVAL_MS").then(|| "50".into()))
+            .await;
     // Far ahead: pending.
     let later = (chrono::Utc::now() + chrono::Duration::hours(3)).to_rfc3339();
     let mut far = journey(None);
@@ -314,7 +446,11 @@ async fn scheduled_jobs_wait_then_open_their_search() {
     let mut body = booking_body(&quote);
     body["scheduled_for"] = json!(later);
     let (status, far_job) = booking.book(&key(), &body).await;
-    assert_eq!((status, far_job["status"].as_str()), (201, Some("pending")), "{far_job}");
+    assert_eq!(
+        (status, far_job["status"].as_str()),
+        (201, Some("pending")),
+        "{far_job}"
+    );
     assert!(far_job["scheduled_for"].is_string());
 
     // Within twenty minutes: pending at booking, searching once the scheduler runs.
@@ -336,7 +472,9 @@ async fn scheduled_jobs_wait_then_open_their_search() {
         assert!(started.elapsed().as_secs() < 3, "the search did not open");
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
-    let (_, far_detail) = booking.get(&format!("/v1/jobs/{}", far_job["id"].as_str().unwrap())).await;
+    let (_, far_detail) = booking
+        .get(&format!("/v1/jobs/{}", far_job["id"].as_str().unwrap()))
+        .await;
     assert_eq!(far_detail["status"], "pending");
     booking.quoting.app.stop().await;
 }
@@ -361,14 +499,36 @@ async fn the_list_shows_own_jobs_newest_first_with_filters_and_pages() {
 
     let (status, page) = booking.get("/v1/jobs").await;
     assert_eq!(status, 200);
-    assert_eq!((page["total"].as_i64(), page["page"].as_i64(), page["size"].as_i64()), (Some(4), Some(1), Some(50)));
-    let listed: Vec<&str> = page["items"].as_array().unwrap().iter().map(|j| j["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        (
+            page["total"].as_i64(),
+            page["page"].as_i64(),
+            page["size"].as_i64()
+        ),
+        (Some(4), Some(1), Some(50))
+    );
+    let listed: Vec<&str> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_str().unwrap())
+        .collect();
     assert_eq!(listed[0], pending["id"].as_str().unwrap(), "newest first");
-    assert_eq!(&listed[1..], &[ids[2].as_str(), ids[1].as_str(), ids[0].as_str()]);
+    assert_eq!(
+        &listed[1..],
+        &[ids[2].as_str(), ids[1].as_str(), ids[0].as_str()]
+    );
     let item = &page["items"][0];
-    assert!(item["pickup_address"].as_str().unwrap().contains("Pat Pickup"));
+    assert!(
+        item["pickup_address"]
+            .as_str()
+            .unwrap()
+            .contains("Pat Pickup")
+    );
     let text = page.to_string();
-    assert!(!text.contains("contact_name") && !text.contains("contact_phone") && !text.contains("+966"));
+    assert!(
+        !text.contains("contact_name") && !text.contains("contact_phone") && !text.contains("+966")
+    );
 
     let (_, searching) = booking.get("/v1/jobs?status=searching").await;
     assert_eq!(searching["total"], 3);
@@ -377,7 +537,9 @@ async fn the_list_shows_own_jobs_newest_first_with_filters_and_pages() {
     let (_, second) = booking.get("/v1/jobs?size=3&page=2").await;
     assert_eq!(second["items"].as_array().unwrap().len(), 1);
     assert_eq!(second["items"][0]["id"].as_str().unwrap(), ids[0]);
-    let future = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339().replace('+', "%2B");
+    let future = (chrono::Utc::now() + chrono::Duration::hours(1))
+        .to_rfc3339()
+        .replace('+', "%2B");
     let (_, none) = booking.get(&format!("/v1/jobs?from={future}")).await;
     assert_eq!(none["total"], 0);
     let (_, all) = booking.get(&format!("/v1/jobs?to={future}")).await;
@@ -391,19 +553,40 @@ async fn the_list_shows_own_jobs_newest_first_with_filters_and_pages() {
         ("/v1/jobs?page=two", "request.invalid_page"),
         ("/v1/jobs?from=yesterday", "request.invalid_query"),
     ] {
-        let response = booking.quoting.app.request(Method::GET, path).auth(booking.credential()).send().await.unwrap();
+        let response = booking
+            .quoting
+            .app
+            .request(Method::GET, path)
+            .auth(booking.credential())
+            .send()
+            .await
+            .unwrap();
         assert_refusal(response, 422, code).await;
     }
 
     // Another merchant, and the live key of the same merchant, see none of these.
     let other = booking.quoting.app.create_merchant("Other Ltd").await;
     let (_, others) = status_and_json(
-        booking.quoting.app.request(Method::GET, "/v1/jobs").auth(&other.test()).send().await.unwrap(),
+        booking
+            .quoting
+            .app
+            .request(Method::GET, "/v1/jobs")
+            .auth(&other.test())
+            .send()
+            .await
+            .unwrap(),
     )
     .await;
     assert_eq!(others["total"], 0);
     let foreign = format!("/v1/jobs/{}", ids[0]);
-    let response = booking.quoting.app.request(Method::GET, &foreign).auth(&other.test()).send().await.unwrap();
+    let response = booking
+        .quoting
+        .app
+        .request(Method::GET, &foreign)
+        .auth(&other.test())
+        .send()
+        .await
+        .unwrap();
     let foreign_body = assert_refusal(response, 404, "job.not_found").await;
     let response = booking
         .quoting
@@ -415,7 +598,14 @@ async fn the_list_shows_own_jobs_newest_first_with_filters_and_pages() {
         .unwrap();
     let unknown_body = assert_refusal(response, 404, "job.not_found").await;
     assert_eq!(foreign_body, unknown_body, "the same answer for both");
-    let response = booking.quoting.app.request(Method::GET, "/v1/jobs/not-a-uuid").auth(booking.credential()).send().await.unwrap();
+    let response = booking
+        .quoting
+        .app
+        .request(Method::GET, "/v1/jobs/not-a-uuid")
+        .auth(booking.credential())
+        .send()
+        .await
+        .unwrap();
     assert_refusal(response, 404, "job.not_found").await;
     booking.quoting.app.stop().await;
 }
@@ -460,11 +650,19 @@ async fn without_a_usable_card_or_with_a_declined_one_nothing_is_booked() {
     let quote = booking.quote(journey(None)).await;
     let body = booking_body(&quote);
     let (status, refusal) = booking.book(&key(), &body).await;
-    assert_eq!((status, refusal["code"].as_str()), (422, Some("payment.no_payment_method")), "{refusal}");
+    assert_eq!(
+        (status, refusal["code"].as_str()),
+        (422, Some("payment.no_payment_method")),
+        "{refusal}"
+    );
 
     attach(&booking, "4000000000000002", true).await;
     let (status, refusal) = booking.book(&key(), &body).await;
-    assert_eq!((status, refusal["code"].as_str()), (422, Some("payment.card_declined")), "{refusal}");
+    assert_eq!(
+        (status, refusal["code"].as_str()),
+        (422, Some("payment.card_declined")),
+        "{refusal}"
+    );
     let (_, jobs) = booking.get("/v1/jobs").await;
     assert_eq!(jobs["total"], 0, "a declined hold books nothing");
 
@@ -485,9 +683,13 @@ async fn account_settings_decide_what_a_booking_leaves_unsaid() {
         .await
         .unwrap();
     let path = format!("/merchants/{merchant_id}/settings");
-    let (status, settings) = status_and_json(app.admin(Method::GET, &path).send().await.unwrap()).await;
+    let (status, settings) =
+        status_and_json(app.admin(Method::GET, &path).send().await.unwrap()).await;
     assert_eq!(status, 200);
-    assert_eq!(settings, json!({"notify_customer": false, "proof_photo_required": false, "proof_signature_required": false}));
+    assert_eq!(
+        settings,
+        json!({"notify_customer": false, "proof_photo_required": false, "proof_signature_required": false})
+    );
     let (status, settings) = status_and_json(
         app.admin(Method::PATCH, &path)
             .json(&json!({"notify_customer": true, "proof_photo_required": true}))
@@ -497,24 +699,103 @@ async fn account_settings_decide_what_a_booking_leaves_unsaid() {
     )
     .await;
     assert_eq!(status, 200, "{settings}");
-    assert_eq!(settings, json!({"notify_customer": true, "proof_photo_required": true, "proof_signature_required": false}));
+    assert_eq!(
+        settings,
+        json!({"notify_customer": true, "proof_photo_required": true, "proof_signature_required": false})
+    );
 
     let quote = booking.quote(journey(None)).await;
     let (_, job) = booking.book(&key(), &booking_body(&quote)).await;
-    let (_, detail) = booking.get(&format!("/v1/jobs/{}", job["id"].as_str().unwrap())).await;
+    let (_, detail) = booking
+        .get(&format!("/v1/jobs/{}", job["id"].as_str().unwrap()))
+        .await;
     assert_eq!(detail["notify_customer"], true);
-    assert_eq!(detail["proof_requirement"], json!({"photo_required": true, "signature_required": false}));
+    assert_eq!(
+        detail["proof_requirement"],
+        json!({"photo_required": true, "signature_required": false})
+    );
     // A booking that says otherwise wins.
     let quote = booking.quote(journey(None)).await;
     let mut body = booking_body(&quote);
     body["notify_customer"] = json!(false);
     let (_, job) = booking.book(&key(), &body).await;
-    let (_, detail) = booking.get(&format!("/v1/jobs/{}", job["id"].as_str().unwrap())).await;
+    let (_, detail) = booking
+        .get(&format!("/v1/jobs/{}", job["id"].as_str().unwrap()))
+        .await;
     assert_eq!(detail["notify_customer"], false);
 
     let unknown = format!("/merchants/{}/settings", uuid::Uuid::new_v4());
-    assert_refusal(app.admin(Method::GET, &unknown).send().await.unwrap(), 404, "merchant.not_found").await;
-    let response = app.admin(Method::PATCH, &path).json(&json!({"colour": "red"})).send().await.unwrap();
+    assert_refusal(
+        app.admin(Method::GET, &unknown).send().await.unwrap(),
+        404,
+        "merchant.not_found",
+    )
+    .await;
+    let response = app
+        .admin(Method::PATCH, &path)
+        .json(&json!({"colour": "red"}))
+        .send()
+        .await
+        .unwrap();
     assert_refusal(response, 422, "request.invalid_body").await;
+    booking.quoting.app.stop().await;
+}
+
+/// Booking raises `job.booked`, and the merchant's endpoint receives it signed, with exactly
+/// the spec's `data` fields.
+#[tokio::test]
+async fn a_booking_is_announced_to_the_merchants_webhook() {
+    let receiver = crate::support::receiver::Receiver::start().await;
+    let ca = receiver.ca_path.to_string_lossy().into_owned();
+    let booking = Booking::start_with(move |name| match name {
+        "COURIER_WEBHOOK_EXTRA_CA" => Some(ca.clone()),
+        "COURIER_WEBHOOK_ALLOW_PRIVATE" => Some("true".into()),
+        _ => None,
+    })
+    .await;
+    let (status, endpoint) = status_and_json(
+        booking
+            .quoting
+            .app
+            .request(Method::POST, "/v1/webhooks")
+            .auth(booking.credential())
+            .json(&json!({"url": receiver.url("/hooks"), "events": ["job.booked"]}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{endpoint}");
+    let secret = endpoint["signing_secret"].as_str().unwrap().to_owned();
+
+    let quote = booking.quote(journey(Some("car"))).await;
+    let (status, job) = booking.book(&key(), &booking_body(&quote)).await;
+    assert_eq!(status, 201, "{job}");
+    let received = receiver
+        .wait_for("/hooks", 1, std::time::Duration::from_secs(10))
+        .await;
+    let delivery = &received[0];
+    assert!(delivery.verifies_with(&secret), "the signature verifies");
+    assert_eq!(delivery.event, "job.booked");
+    let body = delivery.json();
+    assert_eq!(body["type"], "job.booked");
+    assert_eq!(body["environment"], "test");
+    let data = &body["data"];
+    let mut keys: Vec<&str> = data.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "currency", "environment", "jobId", "market", "merchant", "occurredAt",
+            "priceAmountMinor", "reference", "scheduledFor", "taxAmountMinor",
+        ]
+    );
+    assert_eq!(data["jobId"], job["id"]);
+    assert_eq!(data["reference"], job["reference"]);
+    assert_eq!(data["market"], "demo");
+    assert_eq!(data["currency"], "USD");
+    assert_eq!(data["priceAmountMinor"], job["price_amount_minor"]);
+    assert_eq!(data["scheduledFor"], Value::Null);
+    assert_eq!(data["environment"], 0, "test is 0");
     booking.quoting.app.stop().await;
 }

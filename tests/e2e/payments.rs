@@ -999,3 +999,43 @@ async fn concurrent_and_repeated_captures_capture_once() {
     assert_eq!(flaky.captures.load(Ordering::SeqCst), 1);
     assert_eq!(shop.moves_to(held.id, "captured").await, 1);
 }
+
+#[tokio::test]
+async fn two_instances_share_due_retries_without_doing_any_twice() {
+    let first = Flaky::new(usize::MAX, false);
+    let shop = Shop::open_with(|_| None, Some(first.clone())).await;
+    shop.card(UNREACHABLE, false).await;
+    let caller = shop.caller(Environment::Test);
+    let Shop {
+        app,
+        pool,
+        payments,
+        ..
+    } = shop;
+    // Only the two instances of this test work on the retries.
+    app.stop().await;
+    let second = Flaky::new(usize::MAX, false);
+    let other = Payments::new(
+        pool.clone(),
+        Gateways::new(second.clone(), None),
+        quick_retries(5),
+    );
+    for _ in 0..5 {
+        let (_, held) = hold(&payments, &pool, &caller, 1_000).await;
+        assert_eq!(held.unwrap().status, ChargeStatus::Pending);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (a, b) = tokio::join!(payments.run_due_retries(), other.run_due_retries());
+    assert_eq!(a.unwrap() + b.unwrap(), 5);
+    let calls = |flaky: &Flaky| flaky.authorisations.lock().unwrap().len();
+    assert_eq!(
+        calls(&first) - 5 + calls(&second),
+        5,
+        "each retry made once"
+    );
+    let attempts: Vec<i32> = sqlx::query_scalar("SELECT attempts FROM charge_retries")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(attempts, [2; 5]);
+}

@@ -255,3 +255,95 @@ async fn broken_components_and_settings_are_refused_with_a_reason() {
     assert_eq!(count, 1);
     app.stop().await;
 }
+
+fn courier_cli(app: &TestApp, args: &[&str]) -> Value {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_courier"))
+        .args(args)
+        .env("DATABASE_URL", &app.database_url)
+        .env("COURIER_SECRET_KEY", "5e".repeat(32))
+        .env("COURIER_DATA_DIR", &app.data_dir)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "courier {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// The operator's command line: the same logic as the operator API.
+#[tokio::test]
+async fn the_cli_uploads_lists_compares_and_inspects() {
+    let app = TestApp::spawn().await;
+    let mut settings = demo_settings(&app).await;
+    settings["vehicles"]["van"]["per_km_minor"] = json!(999);
+    let settings_file = app.data_dir.join("settings.json");
+    std::fs::write(&settings_file, settings.to_string()).unwrap();
+    let component = format!("{DIST}/standard-price-book.wasm");
+    let uploaded = courier_cli(
+        &app,
+        &[
+            "price-book",
+            "upload",
+            "--market",
+            "demo",
+            "--file",
+            &component,
+            "--settings",
+            settings_file.to_str().unwrap(),
+            "--operator",
+            "ops-alice",
+        ],
+    );
+    assert_eq!(uploaded["version"], 2);
+    assert_eq!(uploaded["uploaded_by"], "ops-alice");
+    let listed = courier_cli(&app, &["price-book", "list", "--market", "demo"]);
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    assert_eq!(listed[0]["active"], true);
+    let comparison = courier_cli(
+        &app,
+        &[
+            "price-book",
+            "compare",
+            "--market",
+            "demo",
+            "--version",
+            "2",
+        ],
+    );
+    assert_eq!(comparison["version"], 2);
+    assert!(comparison["quotes_compared"].is_u64());
+
+    let inspected = courier_cli(&app, &["plugin", "inspect", &component]);
+    assert_eq!(
+        inspected["worlds"],
+        json!(["courier:pricing/price-book@1.0.0"])
+    );
+    assert_eq!(inspected["sha256"], uploaded["sha256"]);
+    assert!(inspected["size_bytes"].as_u64().unwrap() > 1000);
+    let adapter = courier_cli(
+        &app,
+        &[
+            "plugin",
+            "inspect",
+            &format!("{DIST}/sandbox-payments.wasm"),
+        ],
+    );
+    assert_eq!(
+        adapter["worlds"],
+        json!(["courier:payments/payment-adapter@1.0.0"])
+    );
+    let imports: Vec<&str> = adapter["imports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        imports.iter().all(|i| i.starts_with("courier:payments/")),
+        "{imports:?}"
+    );
+    app.stop().await;
+}

@@ -93,10 +93,16 @@ async fn a_quote_prices_the_route_with_the_active_book() {
     assert_eq!(quote["price_book_version"], 1);
     let lines = quote["breakdown"].as_array().unwrap();
     assert!(!lines.is_empty());
-    let sum: i64 = lines.iter().map(|l| l["amount_minor"].as_i64().unwrap()).sum();
+    let sum: i64 = lines
+        .iter()
+        .map(|l| l["amount_minor"].as_i64().unwrap())
+        .sum();
     assert_eq!(sum, total(&quote), "the lines sum to the total");
     for line in lines {
-        assert!(KNOWN_CODES.contains(&line["code"].as_str().unwrap()), "{line}");
+        assert!(
+            KNOWN_CODES.contains(&line["code"].as_str().unwrap()),
+            "{line}"
+        );
         assert!(!line["description"].as_str().unwrap().is_empty());
     }
     assert!(lines.iter().any(|l| l["code"] == "base_fare"));
@@ -125,7 +131,10 @@ async fn a_quote_prices_the_route_with_the_active_book() {
     )
     .await;
     assert_eq!(quote["distance_metres"], route["distance_metres"]);
-    assert_eq!(quote["estimated_duration_seconds"], route["duration_seconds"]);
+    assert_eq!(
+        quote["estimated_duration_seconds"],
+        route["duration_seconds"]
+    );
     quoting.app.stop().await;
 }
 
@@ -158,7 +167,10 @@ async fn weight_and_local_time_change_the_price() {
     let (status, night) = quoting.quote(&night).await;
     assert_eq!(status, 201, "{night}");
     assert!(total(&heavy) > total(&light), "{heavy} vs {light}");
-    assert!(total(&night) > total(&light), "night surcharge: {night} vs {light}");
+    assert!(
+        total(&night) > total(&light),
+        "night surcharge: {night} vs {light}"
+    );
     quoting.app.stop().await;
 }
 
@@ -175,15 +187,36 @@ async fn quote_refusals_have_their_codes() {
         body
     };
     let cases = [
-        (with(&["pickup", "latitude"], json!(95)), "request.invalid_pickup"),
+        (
+            with(&["pickup", "latitude"], json!(95)),
+            "request.invalid_pickup",
+        ),
         (with(&["pickup"], json!("here")), "request.invalid_pickup"),
-        (with(&["dropoff", "longitude"], json!("east")), "request.invalid_dropoff"),
-        (with(&["vehicle"], json!("truck")), "request.unknown_vehicle"),
+        (
+            with(&["dropoff", "longitude"], json!("east")),
+            "request.invalid_dropoff",
+        ),
+        (
+            with(&["vehicle"], json!("truck")),
+            "request.unknown_vehicle",
+        ),
         (with(&["weight_grams"], json!(-5)), "request.invalid_weight"),
-        (with(&["scheduled_for"], json!("2020-01-01T10:00:00Z")), "job.scheduled_in_past"),
-        (with(&["scheduled_for"], json!("next tuesday")), "request.invalid_scheduled_for"),
-        (with(&["pickup"], json!({"latitude": 47.14, "longitude": 9.52})), "pricing.origin_not_covered"),
-        (with(&["dropoff"], json!({"latitude": 47.14, "longitude": 9.52})), "pricing.destination_not_covered"),
+        (
+            with(&["scheduled_for"], json!("2020-01-01T10:00:00Z")),
+            "job.scheduled_in_past",
+        ),
+        (
+            with(&["scheduled_for"], json!("next tuesday")),
+            "request.invalid_scheduled_for",
+        ),
+        (
+            with(&["pickup"], json!({"latitude": 47.14, "longitude": 9.52})),
+            "pricing.origin_not_covered",
+        ),
+        (
+            with(&["dropoff"], json!({"latitude": 47.14, "longitude": 9.52})),
+            "pricing.destination_not_covered",
+        ),
     ];
     for (body, code) in cases {
         let response = quoting
@@ -196,7 +229,13 @@ async fn quote_refusals_have_their_codes() {
             .unwrap();
         assert_refusal(response, 422, code).await;
     }
-    let response = quoting.app.request(Method::POST, "/v1/quotes").json(&journey(None)).send().await.unwrap();
+    let response = quoting
+        .app
+        .request(Method::POST, "/v1/quotes")
+        .json(&journey(None))
+        .send()
+        .await
+        .unwrap();
     assert_refusal(response, 401, "auth.missing_credentials").await;
     quoting.app.stop().await;
 }
@@ -209,11 +248,17 @@ async fn vehicles_not_offered_and_unroutable_points_are_refused() {
         Quoting::start_with(move |name| (name == "COURIER_MARKETS_FILE").then(|| file.clone()))
             .await;
     let (status, body) = quoting.quote(&journey(Some("bicycle"))).await;
-    assert_eq!((status, body["code"].as_str()), (422, Some("pricing.vehicle_not_available")));
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("pricing.vehicle_not_available"))
+    );
     let mut far = journey(Some("car"));
     far["dropoff"] = json!({"latitude": 20.10, "longitude": 50.10});
     let (status, body) = quoting.quote(&far).await;
-    assert_eq!((status, body["code"].as_str()), (422, Some("pricing.no_route")));
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("pricing.no_route"))
+    );
     let (status, quote) = quoting.quote(&journey(None)).await;
     assert_eq!((status, quote["currency"].as_str()), (201, Some("EUR")));
     quoting.app.stop().await;
@@ -229,7 +274,9 @@ pub async fn upload_dearer_book(app: &TestApp, raise: i64) -> i64 {
     .fetch_one(&pool)
     .await
     .unwrap();
-    let fare = settings["vehicles"]["car"]["base_fare_minor"].as_i64().unwrap();
+    let fare = settings["vehicles"]["car"]["base_fare_minor"]
+        .as_i64()
+        .unwrap();
     settings["vehicles"]["car"]["base_fare_minor"] = json!(fare + raise);
     let component = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -273,7 +320,10 @@ async fn quotes_carry_the_version_of_the_book_that_priced_them() {
     let (_, before) = quoting.quote(&journey(Some("car"))).await;
     let upload = upload_dearer_book(&quoting.app, 500).await;
     let (_, still) = quoting.quote(&journey(Some("car"))).await;
-    assert_eq!(still["price_book_version"], 1, "uploading does not activate");
+    assert_eq!(
+        still["price_book_version"], 1,
+        "uploading does not activate"
+    );
     assert_eq!(activate(&quoting.app, upload).await, 2);
     let (_, after) = quoting.quote(&journey(Some("car"))).await;
     assert_eq!(after["price_book_version"], 2);
@@ -324,7 +374,10 @@ async fn a_comparison_reprices_recent_quotes() {
             .unwrap(),
     )
     .await;
-    assert_eq!((status, body["code"].as_str()), (404, Some("price_book.version_not_found")));
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (404, Some("price_book.version_not_found"))
+    );
     quoting.app.stop().await;
 }
 
@@ -342,7 +395,11 @@ async fn an_activation_by_another_process_reaches_the_service() {
         .env("RUST_LOG", "warn")
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(printed["price_book_version"], 2);
     let started = std::time::Instant::now();
@@ -351,7 +408,10 @@ async fn an_activation_by_another_process_reaches_the_service() {
         if quote["price_book_version"] == 2 {
             break;
         }
-        assert!(started.elapsed().as_secs() < 2, "the activation did not arrive");
+        assert!(
+            started.elapsed().as_secs() < 2,
+            "the activation did not arrive"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     quoting.app.stop().await;
@@ -364,7 +424,8 @@ async fn hot_swaps_under_load_fail_nothing_and_never_mix_versions() {
     let quoting = Quoting::start().await;
     let dearer = upload_dearer_book(&quoting.app, 700).await;
     let (_, cheap) = quoting.quote(&journey(Some("car"))).await;
-    let (cheap_total, base_version) = (total(&cheap), cheap["price_book_version"].as_i64().unwrap());
+    let (cheap_total, base_version) =
+        (total(&cheap), cheap["price_book_version"].as_i64().unwrap());
     assert_eq!(base_version, 1);
 
     let quoting = std::sync::Arc::new(quoting);
@@ -402,8 +463,17 @@ async fn hot_swaps_under_load_fail_nothing_and_never_mix_versions() {
         "every quote under upload 1 has upload 1's price"
     );
     if let Some(dear) = totals_by_upload.get(&dearer) {
-        assert_eq!(dear.len(), 1, "every quote under the dearer upload has one price");
+        assert_eq!(
+            dear.len(),
+            1,
+            "every quote under the dearer upload has one price"
+        );
         assert!(dear.iter().all(|t| *t > cheap_total));
     }
-    std::sync::Arc::try_unwrap(quoting).ok().unwrap().app.stop().await;
+    std::sync::Arc::try_unwrap(quoting)
+        .ok()
+        .unwrap()
+        .app
+        .stop()
+        .await;
 }

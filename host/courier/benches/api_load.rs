@@ -141,17 +141,26 @@ fn main() {
         .unwrap();
         tokio::spawn(courier::app::run(config, listener, std::future::pending()));
         let base = format!("http://{address}");
-        let http = reqwest::Client::builder().pool_max_idle_per_host(clients).build().unwrap();
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(clients)
+            .build()
+            .unwrap();
         for _ in 0..400 {
-            if http.get(format!("{base}/readyz")).send().await.is_ok_and(|r| r.status() == 200) {
+            if http
+                .get(format!("{base}/readyz"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == 200)
+            {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         let key = SecretKey::from_hex(&"be".repeat(32)).unwrap();
-        let merchant = courier::merchants::create(&pool, &Authenticator::new(pool.clone(), &key), "Bench")
-            .await
-            .unwrap();
+        let merchant =
+            courier::merchants::create(&pool, &Authenticator::new(pool.clone(), &key), "Bench")
+                .await
+                .unwrap();
         let (api_key, api_secret) = (merchant.test_key.clone(), merchant.test_secret.clone());
         http.post(format!("{base}/v1/payment-methods"))
             .basic_auth(&api_key, Some(&api_secret))
@@ -171,13 +180,31 @@ fn main() {
             (response.status() == 201).then_some(())?;
             response.json::<Value>().await.ok()
         };
-        while quote(http.clone(), base.clone(), api_key.clone(), api_secret.clone()).await.is_none() {
+        while quote(
+            http.clone(),
+            base.clone(),
+            api_key.clone(),
+            api_secret.clone(),
+        )
+        .await
+        .is_none()
+        {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
 
-        let (q_http, q_base, q_key, q_secret) = (http.clone(), base.clone(), api_key.clone(), api_secret.clone());
+        let (q_http, q_base, q_key, q_secret) = (
+            http.clone(),
+            base.clone(),
+            api_key.clone(),
+            api_secret.clone(),
+        );
         let (quotes, mut quote_latency, quote_time) = drive(clients, seconds, move |_| {
-            let (http, base, k, s) = (q_http.clone(), q_base.clone(), q_key.clone(), q_secret.clone());
+            let (http, base, k, s) = (
+                q_http.clone(),
+                q_base.clone(),
+                q_key.clone(),
+                q_secret.clone(),
+            );
             async move { quote(http, base, k, s).await.is_some() }
         })
         .await;
@@ -186,17 +213,32 @@ fn main() {
         let wanted = (quotes as f64 / seconds as f64 * 0.6 * seconds as f64) as usize + 1000;
         let stock = Arc::new(tokio::sync::Mutex::new(Vec::with_capacity(wanted)));
         {
-            let (m_http, m_base, m_key, m_secret, m_stock) =
-                (http.clone(), base.clone(), api_key.clone(), api_secret.clone(), Arc::clone(&stock));
+            let (m_http, m_base, m_key, m_secret, m_stock) = (
+                http.clone(),
+                base.clone(),
+                api_key.clone(),
+                api_secret.clone(),
+                Arc::clone(&stock),
+            );
             let per_client = wanted / clients + 1;
             let tasks: Vec<_> = (0..clients)
                 .map(|_| {
-                    let (http, base, k, s, stock) =
-                        (m_http.clone(), m_base.clone(), m_key.clone(), m_secret.clone(), Arc::clone(&m_stock));
+                    let (http, base, k, s, stock) = (
+                        m_http.clone(),
+                        m_base.clone(),
+                        m_key.clone(),
+                        m_secret.clone(),
+                        Arc::clone(&m_stock),
+                    );
                     tokio::spawn(async move {
                         for _ in 0..per_client {
-                            if let Some(q) = quote(http.clone(), base.clone(), k.clone(), s.clone()).await {
-                                stock.lock().await.push(q["id"].as_str().unwrap().to_owned());
+                            if let Some(q) =
+                                quote(http.clone(), base.clone(), k.clone(), s.clone()).await
+                            {
+                                stock
+                                    .lock()
+                                    .await
+                                    .push(q["id"].as_str().unwrap().to_owned());
                             }
                         }
                     })
@@ -206,11 +248,21 @@ fn main() {
                 task.await.unwrap();
             }
         }
-        let (b_http, b_base, b_key, b_secret, b_stock) =
-            (http.clone(), base.clone(), api_key.clone(), api_secret.clone(), Arc::clone(&stock));
+        let (b_http, b_base, b_key, b_secret, b_stock) = (
+            http.clone(),
+            base.clone(),
+            api_key.clone(),
+            api_secret.clone(),
+            Arc::clone(&stock),
+        );
         let (bookings, mut booking_latency, booking_time) = drive(clients, seconds, move |n| {
-            let (http, base, k, s, stock) =
-                (b_http.clone(), b_base.clone(), b_key.clone(), b_secret.clone(), Arc::clone(&b_stock));
+            let (http, base, k, s, stock) = (
+                b_http.clone(),
+                b_base.clone(),
+                b_key.clone(),
+                b_secret.clone(),
+                Arc::clone(&b_stock),
+            );
             async move {
                 let Some(quote_id) = stock.lock().await.pop() else {
                     return false;
@@ -240,13 +292,19 @@ fn main() {
         }
         println!(
             "| quotes | {quote_rate:.0}/s ({}), p50 {:.2} ms, p99 {:.2} ms |",
-            ceiling.map_or("-".into(), |c| format!("{:.0}% of the ceiling", quote_rate / c * 100.0)),
+            ceiling.map_or("-".into(), |c| format!(
+                "{:.0}% of the ceiling",
+                quote_rate / c * 100.0
+            )),
             ms(quote_latency.percentile(0.5)),
             ms(quote_latency.percentile(0.99)),
         );
         println!(
             "| bookings | {booking_rate:.0}/s ({}), p50 {:.2} ms, p99 {:.2} ms |",
-            ceiling.map_or("-".into(), |c| format!("{:.0}% of the ceiling", booking_rate / c * 100.0)),
+            ceiling.map_or("-".into(), |c| format!(
+                "{:.0}% of the ceiling",
+                booking_rate / c * 100.0
+            )),
             ms(booking_latency.percentile(0.5)),
             ms(booking_latency.percentile(0.99)),
         );

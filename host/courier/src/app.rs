@@ -64,7 +64,8 @@ impl Services {
         )
         .await?;
         db.migrate().await?;
-        let authenticator = Authenticator::new(db.pool.clone(), &secret_key);
+        let authenticator =
+            Authenticator::with_cache(db.pool.clone(), &secret_key, config.auth_cache);
         let markets = Arc::new(Markets::from_file(config.markets_file.as_deref())?);
         let engine = plugin_engine(config)?;
         let price_books =

@@ -39,6 +39,9 @@ pub struct Config {
     pub webhooks: crate::webhooks::WebhookConfig,
     /// `COURIER_LIVE_PAYMENT_*`, `COURIER_CHARGE_RETRY_*`: payment adapters and charge retries.
     pub payments: crate::payments::PaymentsConfig,
+    /// `COURIER_AUTH_CACHE_MS`: how long a verified credential is trusted without a database
+    /// look-up; the bound on how long a revoked key keeps working.
+    pub auth_cache: std::time::Duration,
     /// `COURIER_PUBLIC_URL`: the service's public address, for tracking links.
     pub public_url: String,
     /// `COURIER_SCHEDULER_INTERVAL_MS`: how often due work (scheduled searches) is looked for.
@@ -71,6 +74,11 @@ impl Config {
             max_body_bytes: parse_or(&lookup, "COURIER_MAX_BODY_BYTES", 256 * 1024)?,
             markets_file: lookup("COURIER_MARKETS_FILE").map(PathBuf::from),
             plugin_instances: parse_or(&lookup, "COURIER_PLUGIN_INSTANCES", 256)?,
+            auth_cache: std::time::Duration::from_millis(parse_or(
+                &lookup,
+                "COURIER_AUTH_CACHE_MS",
+                5000,
+            )?),
             public_url: lookup("COURIER_PUBLIC_URL")
                 .unwrap_or_else(|| format!("http://{listen}"))
                 .trim_end_matches('/')

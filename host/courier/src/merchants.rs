@@ -76,7 +76,10 @@ pub struct SettingsChange {
 }
 
 /// The merchant's settings, None when there is no such merchant.
-pub async fn settings(pool: &PgPool, merchant_id: Uuid) -> Result<Option<AccountSettings>, sqlx::Error> {
+pub async fn settings(
+    pool: &PgPool,
+    merchant_id: Uuid,
+) -> Result<Option<AccountSettings>, sqlx::Error> {
     store::merchants::settings(pool, merchant_id).await
 }
 

@@ -82,6 +82,8 @@ type Script = Arc<dyn Fn(usize) -> Reply + Send + Sync>;
 #[derive(Default)]
 struct State {
     received: Mutex<Vec<Received>>,
+    /// Requests per path so far (the benchmark sends tens of thousands).
+    counts: Mutex<HashMap<String, usize>>,
     scripts: Mutex<HashMap<String, Script>>,
     arrived: Notify,
 }
@@ -108,6 +110,8 @@ impl Receiver {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
+                // Small answers go out at once, not after a delayed acknowledgement.
+                let _ = stream.set_nodelay(true);
                 let acceptor = acceptor.clone();
                 let state = Arc::clone(&serving);
                 tokio::spawn(async move {
@@ -204,10 +208,11 @@ async fn handle(
         at: Instant::now(),
     };
     let nth = {
-        let mut all = state.received.lock().unwrap();
-        let nth = all.iter().filter(|r| r.path == path).count();
-        all.push(received);
-        nth
+        let mut counts = state.counts.lock().unwrap();
+        let count = counts.entry(path.clone()).or_default();
+        *count += 1;
+        state.received.lock().unwrap().push(received);
+        *count - 1
     };
     state.arrived.notify_waiters();
     let script = state.scripts.lock().unwrap().get(&path).cloned();

@@ -15,9 +15,9 @@ use super::lookups::PointBody;
 use super::{ApiError, ApiJson, ApiQuery, AppState, RequestError};
 use crate::auth::Merchant;
 use crate::domain::JobStatus;
+use crate::jobs::POSITION_FRESHNESS;
 use crate::jobs::booking::{self, BookingContext};
 use crate::jobs::views::{JobDetail, JobListItem};
-use crate::jobs::POSITION_FRESHNESS;
 use crate::numeric::NumericValue;
 use crate::store::jobs::{self as store, ListFilter};
 
@@ -56,9 +56,14 @@ pub async fn get(
     Extension(merchant): Extension<Merchant>,
     Path(id): Path<String>,
 ) -> Result<Json<JobDetail>, ApiError> {
-    let job = store::find(&state.pool, merchant.merchant_id, merchant.environment, job_id(&id)?)
-        .await?
-        .ok_or(ApiError::JobNotFound)?;
+    let job = store::find(
+        &state.pool,
+        merchant.merchant_id,
+        merchant.environment,
+        job_id(&id)?,
+    )
+    .await?
+    .ok_or(ApiError::JobNotFound)?;
     Ok(Json(JobDetail::new(&job, &state.config.public_url)))
 }
 
@@ -88,11 +93,15 @@ pub async fn list(
             })
             .collect::<Result<_, _>>()?,
     };
-    let page = whole_parameter(&query, "page", 1).filter(|p| *p >= 1).ok_or(RequestError::InvalidPage)?;
+    let page = whole_parameter(&query, "page", 1)
+        .filter(|p| *p >= 1)
+        .ok_or(RequestError::InvalidPage)?;
     let size = whole_parameter(&query, "size", DEFAULT_PAGE_SIZE)
         .filter(|s| (1..=MAX_PAGE_SIZE).contains(s))
         .ok_or(RequestError::InvalidPageSize { max: MAX_PAGE_SIZE })?;
-    let offset = (page - 1).checked_mul(size).ok_or(RequestError::InvalidPage)?;
+    let offset = (page - 1)
+        .checked_mul(size)
+        .ok_or(RequestError::InvalidPage)?;
     let filter = ListFilter {
         merchant_id: merchant.merchant_id,
         environment: merchant.environment,
@@ -123,21 +132,31 @@ pub async fn courier_position(
     Extension(merchant): Extension<Merchant>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let job = store::find(&state.pool, merchant.merchant_id, merchant.environment, job_id(&id)?)
-        .await?
-        .ok_or(ApiError::JobNotFound)?;
+    let job = store::find(
+        &state.pool,
+        merchant.merchant_id,
+        merchant.environment,
+        job_id(&id)?,
+    )
+    .await?
+    .ok_or(ApiError::JobNotFound)?;
     let Some(courier_id) = job.courier_id else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
     let fresh_since = Utc::now() - POSITION_FRESHNESS;
-    Ok(match store::courier_position(&state.pool, courier_id, fresh_since).await? {
-        Some((latitude, longitude, seen_at)) => Json(CourierPosition {
-            point: PointBody { latitude, longitude },
-            seen_at,
-        })
-        .into_response(),
-        None => StatusCode::NO_CONTENT.into_response(),
-    })
+    Ok(
+        match store::courier_position(&state.pool, courier_id, fresh_since).await? {
+            Some((latitude, longitude, seen_at)) => Json(CourierPosition {
+                point: PointBody {
+                    latitude,
+                    longitude,
+                },
+                seen_at,
+            })
+            .into_response(),
+            None => StatusCode::NO_CONTENT.into_response(),
+        },
+    )
 }
 
 fn whole_parameter(query: &HashMap<String, String>, name: &str, default: i64) -> Option<i64> {

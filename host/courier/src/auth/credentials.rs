@@ -1,5 +1,9 @@
 //! Issuing and verifying API credentials. Secrets are kept only as a keyed hash.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
 use rand::distr::{Alphanumeric, SampleString};
 use sqlx::PgPool;
 use subtle::ConstantTimeEq;
@@ -40,17 +44,40 @@ pub struct IssuedKey {
     pub secret: String,
 }
 
+/// Most verified credentials kept in memory; past this the cache starts over.
+const CACHE_CAPACITY: usize = 100_000;
+
+/// A credential verified against the database, trusted until `until`.
+struct Verified {
+    secret_hash: [u8; 32],
+    merchant: Merchant,
+    until: Instant,
+}
+
 #[derive(Clone)]
 pub struct Authenticator {
     pool: PgPool,
     hash_key: [u8; 32],
+    /// Verified credentials by key, so a busy key is not looked up on every request. A
+    /// revoked key is refused everywhere once its entries expire: within `cache_for`.
+    verified: Arc<Mutex<HashMap<String, Verified>>>,
+    cache_for: Duration,
 }
 
 impl Authenticator {
+    /// Checks every request against the database.
     pub fn new(pool: PgPool, secret_key: &SecretKey) -> Self {
+        Self::with_cache(pool, secret_key, Duration::ZERO)
+    }
+
+    /// Trusts a verified credential for `cache_for`, which bounds how long a revoked key may
+    /// still be accepted by this process.
+    pub fn with_cache(pool: PgPool, secret_key: &SecretKey, cache_for: Duration) -> Self {
         Self {
             pool,
             hash_key: secret_key.derive("api-key-secret-hash"),
+            verified: Arc::new(Mutex::new(HashMap::new())),
+            cache_for,
         }
     }
 
@@ -87,6 +114,9 @@ impl Authenticator {
         let credentials = parse_basic(header.ok_or(AuthError::Missing)?)?;
         let environment = Environment::of_key(&credentials.key).ok_or(AuthError::Invalid)?;
         let expected = self.hash(&credentials.key, &credentials.secret);
+        if let Some(merchant) = self.cached(&credentials.key, &expected) {
+            return Ok(merchant);
+        }
         let stored = store::merchants::find_api_key(&self.pool, &credentials.key)
             .await
             .map_err(|e| {
@@ -100,11 +130,39 @@ impl Authenticator {
         if !matches || stored.environment != environment || stored.revoked {
             return Err(AuthError::Invalid);
         }
-        Ok(Merchant {
+        let merchant = Merchant {
             merchant_id: stored.merchant_id,
             environment,
             key_id: stored.id,
-        })
+        };
+        self.remember(credentials.key, expected, merchant);
+        Ok(merchant)
+    }
+
+    fn cached(&self, key: &str, secret_hash: &[u8; 32]) -> Option<Merchant> {
+        let verified = self.verified.lock().expect("lock poisoned");
+        let entry = verified.get(key)?;
+        let same: bool = entry.secret_hash.ct_eq(secret_hash).into();
+        (same && entry.until > Instant::now()).then_some(entry.merchant)
+    }
+
+    fn remember(&self, key: String, secret_hash: [u8; 32], merchant: Merchant) {
+        if self.cache_for.is_zero() {
+            return;
+        }
+        let mut verified = self.verified.lock().expect("lock poisoned");
+        if verified.len() >= CACHE_CAPACITY {
+            verified.clear();
+        }
+        let until = Instant::now() + self.cache_for;
+        verified.insert(
+            key,
+            Verified {
+                secret_hash,
+                merchant,
+                until,
+            },
+        );
     }
 
     /// The keyed hash binds the secret to its key, so hashes cannot be swapped between keys.

@@ -109,7 +109,10 @@ impl BookingRequest {
         let scheduled_for = scheduled_for(body.get("scheduled_for"), now).map_err(|e| match e {
             QuoteRequestError::ScheduledInPast => BookingRequestError::ScheduledInPast,
             other => BookingRequestError::InvalidScheduledFor(
-                other.to_string().trim_start_matches("scheduled_for: ").to_owned(),
+                other
+                    .to_string()
+                    .trim_start_matches("scheduled_for: ")
+                    .to_owned(),
             ),
         })?;
         let items = items(body.get("items"))?;
@@ -119,15 +122,17 @@ impl BookingRequest {
             .ok_or_else(|| {
                 BookingRequestError::ItemInvalid("the items together come to too much".into())
             })?;
-        let discount_minor = optional_amount(body.get("discount_minor"), "discount_minor")?.unwrap_or(0);
+        let discount_minor =
+            optional_amount(body.get("discount_minor"), "discount_minor")?.unwrap_or(0);
         if discount_minor > items_subtotal_minor {
             return Err(BookingRequestError::DiscountExceedsItems {
                 discount: discount_minor,
                 subtotal: items_subtotal_minor,
             });
         }
-        let items_total_minor = optional_amount(body.get("items_total_minor"), "items_total_minor")?
-            .unwrap_or(items_subtotal_minor - discount_minor);
+        let items_total_minor =
+            optional_amount(body.get("items_total_minor"), "items_total_minor")?
+                .unwrap_or(items_subtotal_minor - discount_minor);
         let notify_customer = match body.get("notify_customer") {
             None | Some(Value::Null) => None,
             Some(Value::Bool(b)) => Some(*b),
@@ -171,13 +176,17 @@ fn contact(value: Option<&Value>, role: StopRole) -> Result<Contact, BookingRequ
     };
     let (latitude, longitude) = (coordinate("latitude")?, coordinate("longitude")?);
     if !LatLon::new(latitude, longitude).is_valid() {
-        return Err(invalid("latitude and longitude must be a point on Earth".into()));
+        return Err(invalid(
+            "latitude and longitude must be a point on Earth".into(),
+        ));
     }
     let required = |name: &str| -> Result<String, BookingRequestError> {
         match object.get(name) {
             Some(Value::String(text)) if !text.trim().is_empty() => {
                 if text.chars().count() > MAX_TEXT_CHARS {
-                    Err(invalid(format!("{name} is longer than {MAX_TEXT_CHARS} characters")))
+                    Err(invalid(format!(
+                        "{name} is longer than {MAX_TEXT_CHARS} characters"
+                    )))
                 } else {
                     Ok(text.trim().to_owned())
                 }
@@ -211,7 +220,11 @@ fn items(value: Option<&Value>) -> Result<Vec<Item>, BookingRequestError> {
     let list = match value {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(list)) => list,
-        Some(_) => return Err(BookingRequestError::ItemInvalid("items must be an array".into())),
+        Some(_) => {
+            return Err(BookingRequestError::ItemInvalid(
+                "items must be an array".into(),
+            ));
+        }
     };
     if list.len() > MAX_ITEMS {
         return Err(BookingRequestError::ItemInvalid(format!(
@@ -221,21 +234,22 @@ fn items(value: Option<&Value>) -> Result<Vec<Item>, BookingRequestError> {
     list.iter()
         .enumerate()
         .map(|(index, item)| {
-            let invalid = |what: &str| BookingRequestError::ItemInvalid(format!("items[{index}]: {what}"));
+            let invalid =
+                |what: &str| BookingRequestError::ItemInvalid(format!("items[{index}]: {what}"));
             let name = match item.get("name") {
                 Some(Value::String(name)) if !name.trim().is_empty() => name.trim().to_owned(),
                 _ => return Err(invalid("name is required")),
             };
             let unit_price_minor = item
                 .get("unit_price_minor")
-                .and_then(|v| whole::<i64>(v))
+                .and_then(whole::<i64>)
                 .ok_or_else(|| invalid("unit_price_minor must be a whole number"))?;
             if unit_price_minor < 0 {
                 return Err(invalid("unit_price_minor must not be negative"));
             }
             let quantity = item
                 .get("quantity")
-                .and_then(|v| whole::<i32>(v))
+                .and_then(whole::<i32>)
                 .ok_or_else(|| invalid("quantity must be a whole number"))?;
             if quantity < 1 {
                 return Err(invalid("quantity must be at least 1"));
@@ -266,7 +280,9 @@ fn optional_amount(value: Option<&Value>, name: &str) -> Result<Option<i64>, Boo
 }
 
 fn whole<T: NumericValue>(value: &Value) -> Option<T> {
-    serde_json::from_value::<Numeric<T>>(value.clone()).ok().map(|n| n.0)
+    serde_json::from_value::<Numeric<T>>(value.clone())
+        .ok()
+        .map(|n| n.0)
 }
 
 #[cfg(test)]
@@ -302,7 +318,14 @@ mod tests {
     fn a_parcel_booking_has_no_items() {
         let request = parse(body()).unwrap();
         assert!(request.items.is_empty());
-        assert_eq!((request.items_subtotal_minor, request.discount_minor, request.items_total_minor), (0, 0, 0));
+        assert_eq!(
+            (
+                request.items_subtotal_minor,
+                request.discount_minor,
+                request.items_total_minor
+            ),
+            (0, 0, 0)
+        );
         assert_eq!(request.pickup.address, "Städtle 1, Vaduz");
         assert_eq!(request.notify_customer, None);
     }
@@ -326,12 +349,30 @@ mod tests {
     #[test]
     fn bad_items_name_the_item_and_field() {
         for (item, expected) in [
-            (json!({"unit_price_minor": 1, "quantity": 1}), "items[0]: name"),
-            (json!({"name": " ", "unit_price_minor": 1, "quantity": 1}), "items[0]: name"),
-            (json!({"name": "x", "unit_price_minor": -1, "quantity": 1}), "negative"),
-            (json!({"name": "x", "unit_price_minor": 1, "quantity": 0}), "at least 1"),
-            (json!({"name": "x", "unit_price_minor": 1, "quantity": 1.5}), "quantity"),
-            (json!({"name": "x", "unit_price_minor": i64::MAX, "quantity": 2}), "too much"),
+            (
+                json!({"unit_price_minor": 1, "quantity": 1}),
+                "items[0]: name",
+            ),
+            (
+                json!({"name": " ", "unit_price_minor": 1, "quantity": 1}),
+                "items[0]: name",
+            ),
+            (
+                json!({"name": "x", "unit_price_minor": -1, "quantity": 1}),
+                "negative",
+            ),
+            (
+                json!({"name": "x", "unit_price_minor": 1, "quantity": 0}),
+                "at least 1",
+            ),
+            (
+                json!({"name": "x", "unit_price_minor": 1, "quantity": 1.5}),
+                "quantity",
+            ),
+            (
+                json!({"name": "x", "unit_price_minor": i64::MAX, "quantity": 2}),
+                "too much",
+            ),
         ] {
             let mut request = body();
             request["items"] = json!([item]);
@@ -347,7 +388,10 @@ mod tests {
             {"name": "a", "unit_price_minor": i64::MAX, "quantity": 1},
             {"name": "b", "unit_price_minor": 1, "quantity": 1},
         ]);
-        assert!(matches!(parse(overflow), Err(BookingRequestError::ItemInvalid(_))));
+        assert!(matches!(
+            parse(overflow),
+            Err(BookingRequestError::ItemInvalid(_))
+        ));
     }
 
     #[test]
@@ -357,13 +401,22 @@ mod tests {
         request["discount_minor"] = json!(301);
         assert_eq!(
             parse(request.clone()),
-            Err(BookingRequestError::DiscountExceedsItems { discount: 301, subtotal: 300 })
+            Err(BookingRequestError::DiscountExceedsItems {
+                discount: 301,
+                subtotal: 300
+            })
         );
         request["discount_minor"] = json!(-1);
-        assert!(matches!(parse(request), Err(BookingRequestError::InvalidAmount(_))));
+        assert!(matches!(
+            parse(request),
+            Err(BookingRequestError::InvalidAmount(_))
+        ));
         let mut no_items = body();
         no_items["discount_minor"] = json!(1);
-        assert!(matches!(parse(no_items), Err(BookingRequestError::DiscountExceedsItems { .. })));
+        assert!(matches!(
+            parse(no_items),
+            Err(BookingRequestError::DiscountExceedsItems { .. })
+        ));
     }
 
     #[test]
@@ -373,24 +426,42 @@ mod tests {
             request["dropoff"].as_object_mut().unwrap().remove(field);
             match parse(request) {
                 Err(BookingRequestError::InvalidStop(message)) => {
-                    assert!(message.starts_with("dropoff: ") && message.contains(field), "{message}")
+                    assert!(
+                        message.starts_with("dropoff: ") && message.contains(field),
+                        "{message}"
+                    )
                 }
                 other => panic!("{other:?}"),
             }
         }
         let mut request = body();
         request["pickup"]["latitude"] = json!("north");
-        assert!(matches!(parse(request), Err(BookingRequestError::InvalidStop(m)) if m.starts_with("pickup")));
+        assert!(
+            matches!(parse(request), Err(BookingRequestError::InvalidStop(m)) if m.starts_with("pickup"))
+        );
     }
 
     #[test]
     fn phones_must_be_real_numbers() {
-        assert_eq!(normalise_phone("+423 236 60 00", None).as_deref(), Some("+4232366000"));
-        assert_eq!(normalise_phone("236 60 00", Some("LI")).as_deref(), Some("+4232366000"));
-        assert_eq!(normalise_phone("410 396 3100", Some("US")).as_deref(), Some("+14103963100"));
+        assert_eq!(
+            normalise_phone("+423 236 60 00", None).as_deref(),
+            Some("+4232366000")
+        );
+        assert_eq!(
+            normalise_phone("236 60 00", Some("LI")).as_deref(),
+            Some("+4232366000")
+        );
+        assert_eq!(
+            normalise_phone("410 396 3100", Some("US")).as_deref(),
+            Some("+14103963100")
+        );
         assert_eq!(normalise_phone("12", Some("US")), None);
         assert_eq!(normalise_phone("call me", Some("US")), None);
-        assert_eq!(normalise_phone("236 60 00", None), None, "no country code, no region");
+        assert_eq!(
+            normalise_phone("236 60 00", None),
+            None,
+            "no country code, no region"
+        );
     }
 
     #[test]
@@ -403,7 +474,13 @@ mod tests {
         assert_eq!(parse(request), Err(BookingRequestError::ScheduledInPast));
         let mut request = body();
         request["notify_customer"] = json!("yes");
-        assert_eq!(parse(request), Err(BookingRequestError::InvalidNotifyCustomer));
-        assert_eq!(BookingRequest::parse(&json!(null), now()), Err(BookingRequestError::NotAnObject));
+        assert_eq!(
+            parse(request),
+            Err(BookingRequestError::InvalidNotifyCustomer)
+        );
+        assert_eq!(
+            BookingRequest::parse(&json!(null), now()),
+            Err(BookingRequestError::NotAnObject)
+        );
     }
 }

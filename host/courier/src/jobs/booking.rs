@@ -17,7 +17,9 @@ use super::reference::{new_reference, new_tracking_token};
 use super::views::JobView;
 use crate::auth::Merchant;
 use crate::domain::JobStatus;
-use crate::domain::booking::{BookingRequest, BookingRequestError, Contact, StopRole, normalise_phone};
+use crate::domain::booking::{
+    BookingRequest, BookingRequestError, Contact, StopRole, normalise_phone,
+};
 use crate::events::{self, EventDetails, EventName, JobFacts, NewEvent};
 use crate::markets::Markets;
 use crate::payments::{HoldError, Payments};
@@ -92,7 +94,15 @@ pub async fn book(
     let request_hash = Sha256::digest(body.to_string().as_bytes()).to_vec();
     let request = BookingRequest::parse(body, now);
     let mut tx = context.pool.begin().await?;
-    match store::claim_key(&mut tx, merchant.merchant_id, merchant.environment, key, &request_hash).await? {
+    match store::claim_key(
+        &mut tx,
+        merchant.merchant_id,
+        merchant.environment,
+        key,
+        &request_hash,
+    )
+    .await?
+    {
         KeyClaim::Claimed => {}
         KeyClaim::Taken {
             request_hash: earlier,
@@ -112,7 +122,9 @@ pub async fn book(
     let mut request = request?;
     let quote = store::lock_quote(&mut tx, request.quote_id)
         .await?
-        .filter(|q| q.merchant_id == merchant.merchant_id && q.environment == merchant.environment.as_str())
+        .filter(|q| {
+            q.merchant_id == merchant.merchant_id && q.environment == merchant.environment.as_str()
+        })
         .ok_or(BookingError::QuoteNotFound)?;
     if quote.used_at.is_some() {
         return Err(BookingError::QuoteAlreadyUsed);
@@ -125,13 +137,17 @@ pub async fn book(
         .markets
         .get(&quote.market_id)
         .and_then(|m| m.definition.country.clone());
-    for (role, contact) in [(StopRole::Pickup, &mut request.pickup), (StopRole::Dropoff, &mut request.dropoff)] {
-        contact.contact_phone = normalise_phone(&contact.contact_phone, country.as_deref()).ok_or_else(|| {
-            BookingRequestError::InvalidStop(format!(
-                "{}: contact_phone is not a usable phone number",
-                role.as_str()
-            ))
-        })?;
+    for (role, contact) in [
+        (StopRole::Pickup, &mut request.pickup),
+        (StopRole::Dropoff, &mut request.dropoff),
+    ] {
+        contact.contact_phone = normalise_phone(&contact.contact_phone, country.as_deref())
+            .ok_or_else(|| {
+                BookingRequestError::InvalidStop(format!(
+                    "{}: contact_phone is not a usable phone number",
+                    role.as_str()
+                ))
+            })?;
     }
     let settings = store::booking_settings(&mut tx, merchant.merchant_id).await?;
     let job = JobRow {
@@ -158,7 +174,9 @@ pub async fn book(
         items_subtotal_minor: request.items_subtotal_minor,
         discount_minor: request.discount_minor,
         items_total_minor: request.items_total_minor,
-        notify_customer: request.notify_customer.unwrap_or(settings.notify_customer_default),
+        notify_customer: request
+            .notify_customer
+            .unwrap_or(settings.notify_customer_default),
         customer_notified_at: None,
         proof_photo_required: settings.proof_photo_required,
         proof_signature_required: settings.proof_signature_required,
@@ -177,10 +195,25 @@ pub async fn book(
     // Last before commit: a refusal anywhere above never reaches the card.
     context
         .payments
-        .hold_for_job(&mut tx, merchant, job.id, job.price_amount_minor, &job.currency)
+        .hold_for_job(
+            &mut tx,
+            merchant,
+            job.id,
+            job.price_amount_minor,
+            &job.currency,
+        )
         .await?;
-    let body = serde_json::to_value(JobView::new(&job, context.public_url)).expect("jobs serialise");
-    store::store_response(&mut tx, merchant.merchant_id, merchant.environment, key, 201, &body).await?;
+    let body =
+        serde_json::to_value(JobView::new(&job, context.public_url)).expect("jobs serialise");
+    store::store_response(
+        &mut tx,
+        merchant.merchant_id,
+        merchant.environment,
+        key,
+        201,
+        &body,
+    )
+    .await?;
     tx.commit().await?;
     Ok(BookingResponse { status: 201, body })
 }
@@ -190,10 +223,18 @@ fn check_against_quote(request: &BookingRequest, quote: &QuoteRow) -> Result<(),
         (contact.latitude - lat).abs() <= SAME_POINT_DEGREES
             && (contact.longitude - lon).abs() <= SAME_POINT_DEGREES
     };
-    if !same(&request.pickup, quote.pickup_latitude, quote.pickup_longitude) {
+    if !same(
+        &request.pickup,
+        quote.pickup_latitude,
+        quote.pickup_longitude,
+    ) {
         return Err(BookingError::StopMismatch("pickup"));
     }
-    if !same(&request.dropoff, quote.dropoff_latitude, quote.dropoff_longitude) {
+    if !same(
+        &request.dropoff,
+        quote.dropoff_latitude,
+        quote.dropoff_longitude,
+    ) {
         return Err(BookingError::StopMismatch("dropoff"));
     }
     if request.scheduled_for != quote.scheduled_for {
@@ -245,8 +286,14 @@ mod tests {
     fn idempotency_keys_are_checked() {
         assert!(matches!(check_key(None), Err(BookingError::MissingKey)));
         assert!(matches!(check_key(Some("")), Err(BookingError::InvalidKey)));
-        assert!(matches!(check_key(Some("has space")), Err(BookingError::InvalidKey)));
-        assert!(matches!(check_key(Some(&"k".repeat(256))), Err(BookingError::InvalidKey)));
+        assert!(matches!(
+            check_key(Some("has space")),
+            Err(BookingError::InvalidKey)
+        ));
+        assert!(matches!(
+            check_key(Some(&"k".repeat(256))),
+            Err(BookingError::InvalidKey)
+        ));
         assert_eq!(check_key(Some("order-1234_ab")).unwrap(), "order-1234_ab");
     }
 }

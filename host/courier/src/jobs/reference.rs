@@ -31,7 +31,11 @@ mod tests {
             let reference = new_reference();
             assert_eq!(reference.len(), 12);
             assert!(reference.starts_with("CR-"));
-            assert!(reference[3..].chars().all(|c| c == '-' || ALPHABET.contains(&(c as u8))));
+            assert!(
+                reference[3..]
+                    .chars()
+                    .all(|c| c == '-' || ALPHABET.contains(&(c as u8)))
+            );
         }
         assert_ne!(new_reference(), new_reference());
     }
@@ -40,6 +44,10 @@ mod tests {
     fn tracking_tokens_are_long_and_url_safe() {
         let token = new_tracking_token();
         assert_eq!(token.len(), 43);
-        assert!(token.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+        assert!(
+            token
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        );
     }
 }

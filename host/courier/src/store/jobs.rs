@@ -109,7 +109,10 @@ fn push_filter<'a>(query: &mut QueryBuilder<'a, Postgres>, filter: &'a ListFilte
         .push(" AND environment = ")
         .push_bind(filter.environment.as_str());
     if !filter.statuses.is_empty() {
-        query.push(" AND status = ANY(").push_bind(filter.statuses).push(")");
+        query
+            .push(" AND status = ANY(")
+            .push_bind(filter.statuses)
+            .push(")");
     }
     if let Some(from) = filter.from {
         query.push(" AND booked_at >= ").push_bind(from);
@@ -120,7 +123,10 @@ fn push_filter<'a>(query: &mut QueryBuilder<'a, Postgres>, filter: &'a ListFilte
 }
 
 /// One page of the merchant's jobs, newest first, and how many match in all.
-pub async fn list(pool: &PgPool, filter: &ListFilter<'_>) -> Result<(Vec<JobRow>, i64), sqlx::Error> {
+pub async fn list(
+    pool: &PgPool,
+    filter: &ListFilter<'_>,
+) -> Result<(Vec<JobRow>, i64), sqlx::Error> {
     let mut query = QueryBuilder::new("SELECT * FROM jobs");
     push_filter(&mut query, filter);
     query
@@ -283,9 +289,11 @@ pub async fn store_response(
 
 /// Forgets keys older than `before`.
 pub async fn expire_keys(pool: &PgPool, before: DateTime<Utc>) -> Result<u64, sqlx::Error> {
-    Ok(sqlx::query("DELETE FROM idempotency_keys WHERE created_at < $1")
-        .bind(before)
-        .execute(pool)
-        .await?
-        .rows_affected())
+    Ok(
+        sqlx::query("DELETE FROM idempotency_keys WHERE created_at < $1")
+            .bind(before)
+            .execute(pool)
+            .await?
+            .rows_affected(),
+    )
 }

@@ -80,10 +80,12 @@ pub async fn settings(
     pool: &PgPool,
     merchant_id: Uuid,
 ) -> Result<Option<crate::merchants::AccountSettings>, sqlx::Error> {
-    sqlx::query_as(&format!("SELECT {SETTINGS_COLUMNS} FROM merchants WHERE id = $1"))
-        .bind(merchant_id)
-        .fetch_optional(pool)
-        .await
+    sqlx::query_as(&format!(
+        "SELECT {SETTINGS_COLUMNS} FROM merchants WHERE id = $1"
+    ))
+    .bind(merchant_id)
+    .fetch_optional(pool)
+    .await
 }
 
 pub async fn change_settings(

@@ -37,7 +37,7 @@ use crate::secrets::SecretKey;
 use delivery::{Dispatcher, Job};
 use secret::SecretCipher;
 
-/// Database connections of the delivery workers, per process.
+/// Database connections of the delivery workers and the events listener, per process.
 const ATTEMPT_CONNECTIONS: u32 = 8;
 
 #[derive(Debug, Error)]
@@ -99,8 +99,9 @@ impl Webhooks {
         })
         .await
         .expect("loading the shaper does not panic")?;
+        let workers_pool = attempts_pool(&self.pool);
         let dispatcher = Dispatcher::new(
-            attempts_pool(&self.pool),
+            workers_pool.clone(),
             self.client.clone(),
             self.cipher.clone(),
             self.config.clone(),
@@ -108,7 +109,8 @@ impl Webhooks {
         let recorded = Arc::new(Notify::new());
         let lease_ms = self.config.lease().as_millis() as i64;
         let tasks = vec![
-            tokio::spawn(listen(self.pool.clone(), Arc::clone(&recorded))),
+            // The listener holds one connection for good: not one of the API's.
+            tokio::spawn(listen(workers_pool, Arc::clone(&recorded))),
             tokio::spawn(fan_out(
                 self.pool.clone(),
                 shaper,
