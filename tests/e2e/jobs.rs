@@ -781,13 +781,26 @@ async fn a_booking_is_announced_to_the_merchants_webhook() {
     assert_eq!(body["type"], "job.booked");
     assert_eq!(body["environment"], "test");
     let data = &body["data"];
-    let mut keys: Vec<&str> = data.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut keys: Vec<&str> = data
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     keys.sort();
     assert_eq!(
         keys,
         [
-            "currency", "environment", "jobId", "market", "merchant", "occurredAt",
-            "priceAmountMinor", "reference", "scheduledFor", "taxAmountMinor",
+            "currency",
+            "environment",
+            "jobId",
+            "market",
+            "merchant",
+            "occurredAt",
+            "priceAmountMinor",
+            "reference",
+            "scheduledFor",
+            "taxAmountMinor",
         ]
     );
     assert_eq!(data["jobId"], job["id"]);

@@ -70,11 +70,8 @@ impl Services {
         let engine = plugin_engine(config)?;
         let price_books =
             PriceBooks::start(engine.clone(), db.pool.clone(), Arc::clone(&markets)).await?;
-        let webhooks = crate::webhooks::Webhooks::new(
-            db.pool.clone(),
-            &secret_key,
-            config.webhooks.clone(),
-        )?;
+        let webhooks =
+            crate::webhooks::Webhooks::new(db.pool.clone(), &secret_key, config.webhooks.clone())?;
         let gateways = crate::payments::Gateways::load(
             &engine,
             config.payments.live_adapter.as_deref(),

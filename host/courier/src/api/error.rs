@@ -149,9 +149,10 @@ impl ApiError {
             ApiError::Request(R::InvalidPage) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "request.invalid_page")
             }
-            ApiError::Request(R::InvalidPageSize { .. }) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "request.invalid_page_size")
-            }
+            ApiError::Request(R::InvalidPageSize { .. }) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "request.invalid_page_size",
+            ),
             ApiError::Pricing(error) => pricing_status_and_code(error),
             ApiError::Payment(error) => payment_status_and_code(error),
             ApiError::Request(R::RouteNotFound) => (StatusCode::NOT_FOUND, "not_found"),

@@ -74,7 +74,10 @@ pub fn router(state: AppState) -> Router {
         .route("/webhooks/{id}", axum::routing::delete(webhooks::delete))
         .route("/webhooks/{id}/deliveries", get(webhooks::deliveries))
         .route("/webhooks/{id}/resume", post(webhooks::resume))
-        .route("/webhooks/{id}/rotate-secret", post(webhooks::rotate_secret))
+        .route(
+            "/webhooks/{id}/rotate-secret",
+            post(webhooks::rotate_secret),
+        )
         .fallback(middleware::route_not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -1,9 +1,9 @@
 //! Business types and rules, free of I/O.
 
-mod environment;
-mod money;
 pub mod booking;
+mod environment;
 pub mod job;
+mod money;
 pub mod quote;
 
 pub use environment::Environment;

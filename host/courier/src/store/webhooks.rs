@@ -322,6 +322,19 @@ pub async fn claim_due(
     .await
 }
 
+/// Gives back claims this worker cannot start soon, for any worker to take.
+pub async fn release_claims(pool: &PgPool, ids: &[Uuid], token: Uuid) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE webhook_deliveries SET lease_until = NULL, lease_token = NULL \
+         WHERE id = ANY($1) AND lease_token = $2",
+    )
+    .bind(ids)
+    .bind(token)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
 /// Everything one attempt needs, read as the claim is renewed.
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct AttemptRow {

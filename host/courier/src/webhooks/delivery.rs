@@ -36,6 +36,8 @@ pub struct Job {
 struct Lane {
     in_flight: usize,
     waiting: VecDeque<Job>,
+    /// Jobs were turned away: wake the poller once there is room again.
+    overflowed: bool,
 }
 
 #[derive(Clone)]
@@ -78,14 +80,38 @@ impl Dispatcher {
         self.inner.config.lease().as_millis() as i64
     }
 
-    /// Most jobs a lane holds in memory; beyond that a claim is left to expire and be claimed
-    /// again once the lane drains, so a dead endpoint cannot grow this process's memory.
+    /// Most jobs a lane queues in memory. Beyond that claims are given back and taken again
+    /// by the poller once the lane has drained, so a dead endpoint cannot grow this process's
+    /// memory, and nothing waits for a lease to lapse.
     fn backlog_cap(&self) -> usize {
-        self.inner.config.endpoint_concurrency * 4
+        self.inner.config.endpoint_concurrency * 64
     }
 
-    /// Starts `job` in its endpoint's lane, or queues it behind the lane's requests.
-    pub fn submit(&self, job: Job) {
+    /// Starts each job in its endpoint's lane or queues it there; gives back the claims of
+    /// those a full lane cannot take.
+    pub async fn submit_all(&self, token: Uuid, jobs: impl IntoIterator<Item = (Uuid, Uuid)>) {
+        let mut refused = Vec::new();
+        for (id, endpoint_id) in jobs {
+            let job = Job {
+                id,
+                endpoint_id,
+                token,
+            };
+            if !self.submit(job) {
+                refused.push(id);
+            }
+        }
+        if !refused.is_empty()
+            && let Err(e) = store::release_claims(&self.inner.pool, &refused, token).await
+        {
+            // Their leases lapse on their own.
+            tracing::warn!(error = %e, "cannot give back webhook deliveries");
+        }
+    }
+
+    /// Starts `job` in its endpoint's lane or queues it behind the lane's requests; false when
+    /// the lane is full.
+    fn submit(&self, job: Job) -> bool {
         let cap = self.inner.config.endpoint_concurrency;
         let start = {
             let mut lanes = self.inner.lanes.lock().expect("lanes lock");
@@ -93,17 +119,19 @@ impl Dispatcher {
             if lane.in_flight < cap {
                 lane.in_flight += 1;
                 true
-            } else {
-                if lane.waiting.len() < self.backlog_cap() {
-                    lane.waiting.push_back(job);
-                }
+            } else if lane.waiting.len() < self.backlog_cap() {
+                lane.waiting.push_back(job);
                 false
+            } else {
+                lane.overflowed = true;
+                return false;
             }
         };
         if start {
             let this = self.clone();
             tokio::spawn(async move { this.run_lane(job).await });
         }
+        true
     }
 
     /// Endpoints whose lanes are full: the poller leaves their deliveries alone for now.
@@ -128,6 +156,10 @@ impl Dispatcher {
                 let Some(lane) = lanes.get_mut(&job.endpoint_id) else {
                     return;
                 };
+                if lane.overflowed && lane.waiting.len() <= self.backlog_cap() / 2 {
+                    lane.overflowed = false;
+                    self.inner.due.notify_one();
+                }
                 match lane.waiting.pop_front() {
                     Some(next) => Some(next),
                     None => {
@@ -257,13 +289,8 @@ impl Dispatcher {
             match claimed.await {
                 Ok(rows) => {
                     let full = rows.len() as i64 == CLAIM_BATCH;
-                    for row in rows {
-                        self.submit(Job {
-                            id: row.id,
-                            endpoint_id: row.endpoint_id,
-                            token,
-                        });
-                    }
+                    self.submit_all(token, rows.into_iter().map(|r| (r.id, r.endpoint_id)))
+                        .await;
                     if full {
                         tokio::task::yield_now().await;
                         continue;

@@ -3,6 +3,7 @@
 
 use chrono::SecondsFormat;
 use courier_plugins::{EventJob, PayloadShaper, Proof, WebhookEvent};
+use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -27,6 +28,12 @@ pub async fn fan_out_batch(
     lease_ms: i64,
 ) -> Result<(Uuid, Vec<Made>, bool), sqlx::Error> {
     let mut tx = pool.begin().await?;
+    // Committed without waiting for the disk: if a database crash loses this transaction, the
+    // events are fanned out again into the same delivery ids and the same bodies, so a
+    // receiver that already had one sees a duplicate it can recognise, never a new delivery.
+    sqlx::query("SET LOCAL synchronous_commit = off")
+        .execute(&mut *tx)
+        .await?;
     let events = store::claim_events(&mut tx, BATCH).await?;
     let full = events.len() as i64 == BATCH;
     if events.is_empty() {
@@ -63,7 +70,7 @@ pub async fn fan_out_batch(
         };
         for endpoint in targets {
             deliveries.push(NewDelivery {
-                id: Uuid::new_v4(),
+                id: delivery_id(event.id, endpoint.id),
                 endpoint_id: endpoint.id,
                 event_id: event.id,
                 event_name: event.name.clone(),
@@ -85,6 +92,18 @@ pub async fn fan_out_batch(
         })
         .collect();
     Ok((token, made, full))
+}
+
+/// The delivery of an event to an endpoint has one id, however often it is fanned out.
+fn delivery_id(event_id: Uuid, endpoint_id: Uuid) -> Uuid {
+    let digest = Sha256::new()
+        .chain_update(b"courier-webhook-delivery")
+        .chain_update(event_id.as_bytes())
+        .chain_update(endpoint_id.as_bytes())
+        .finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_random_bytes(bytes).into_uuid()
 }
 
 /// Same merchant and environment, active since before the event was recorded, and subscribed
@@ -156,4 +175,21 @@ fn to_webhook_event(event: &EventRow) -> Result<WebhookEvent, String> {
     shaped.brand = details.brand;
     shaped.last_four = details.last_four;
     Ok(shaped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_delivery_id_depends_on_event_and_endpoint_only() {
+        let (event, endpoint) = (Uuid::new_v4(), Uuid::new_v4());
+        assert_eq!(delivery_id(event, endpoint), delivery_id(event, endpoint));
+        assert_ne!(delivery_id(event, endpoint), delivery_id(endpoint, event));
+        assert_ne!(
+            delivery_id(event, endpoint),
+            delivery_id(event, Uuid::new_v4())
+        );
+        assert_eq!(delivery_id(event, endpoint).get_version_num(), 4);
+    }
 }

@@ -34,7 +34,7 @@ pub use signer::signature;
 
 use crate::events::EVENTS_CHANNEL;
 use crate::secrets::SecretKey;
-use delivery::{Dispatcher, Job};
+use delivery::Dispatcher;
 use secret::SecretCipher;
 
 /// Database connections of the delivery workers and the events listener, per process.
@@ -174,13 +174,9 @@ async fn fan_out(
     loop {
         match fanout::fan_out_batch(&pool, &shaper, lease_ms).await {
             Ok((token, made, more)) => {
-                for made in made {
-                    dispatcher.submit(Job {
-                        id: made.id,
-                        endpoint_id: made.endpoint_id,
-                        token,
-                    });
-                }
+                dispatcher
+                    .submit_all(token, made.into_iter().map(|m| (m.id, m.endpoint_id)))
+                    .await;
                 if more {
                     continue;
                 }
