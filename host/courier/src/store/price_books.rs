@@ -154,7 +154,12 @@ pub struct UploadRow {
     pub activations: Vec<i32>,
 }
 
-pub async fn uploads(pool: &PgPool, market_id: &str) -> Result<Vec<UploadRow>, sqlx::Error> {
+/// The uploads of a market (all, or only `version`), oldest first, with their activations.
+async fn uploads_where(
+    pool: &PgPool,
+    market_id: &str,
+    version: Option<i32>,
+) -> Result<Vec<UploadRow>, sqlx::Error> {
     sqlx::query_as(
         "SELECT u.version, u.sha256, u.name, u.version_label, u.settings, u.uploaded_by, \
                 u.uploaded_at, \
@@ -163,11 +168,17 @@ pub async fn uploads(pool: &PgPool, market_id: &str) -> Result<Vec<UploadRow>, s
          FROM price_book_uploads u \
          LEFT JOIN price_book_activations a \
              ON a.market_id = u.market_id AND a.upload_version = u.version \
-         WHERE u.market_id = $1 GROUP BY u.market_id, u.version ORDER BY u.version",
+         WHERE u.market_id = $1 AND ($2::integer IS NULL OR u.version = $2) \
+         GROUP BY u.market_id, u.version ORDER BY u.version",
     )
     .bind(market_id)
+    .bind(version)
     .fetch_all(pool)
     .await
+}
+
+pub async fn uploads(pool: &PgPool, market_id: &str) -> Result<Vec<UploadRow>, sqlx::Error> {
+    uploads_where(pool, market_id, None).await
 }
 
 pub async fn upload(
@@ -175,8 +186,5 @@ pub async fn upload(
     market_id: &str,
     version: i32,
 ) -> Result<Option<UploadRow>, sqlx::Error> {
-    Ok(uploads(pool, market_id)
-        .await?
-        .into_iter()
-        .find(|u| u.version == version))
+    Ok(uploads_where(pool, market_id, Some(version)).await?.pop())
 }
