@@ -1,6 +1,7 @@
 //! Courier: a courier delivery service for merchants, over a REST API.
 //!
 //! - `api`: HTTP routing, extractors and the one error model.
+//! - `audit`: the operator audit trail.
 //! - `auth`: merchant credentials (HTTP Basic), issued and verified.
 //! - `db`: the Postgres connection, the embedded cluster, migrations.
 //! - `domain`: business types and rules, free of I/O.
@@ -10,6 +11,7 @@
 
 pub mod api;
 pub mod app;
+pub mod audit;
 pub mod auth;
 pub mod cli;
 pub mod clock;
