@@ -12,4 +12,6 @@ mod ops;
 mod payments;
 mod price_books;
 mod quotes;
+mod tracking;
+mod tracking_browser;
 mod webhooks;

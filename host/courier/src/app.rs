@@ -125,6 +125,11 @@ pub async fn run(
     let scheduler =
         crate::jobs::spawn_scheduler(services.db.pool.clone(), config.scheduler_interval);
     let charge_retries = services.payments.spawn_retry_worker();
+    let tracking = Arc::new(crate::tracking::Tracking::new(
+        services.db.pool.clone(),
+        Arc::clone(&services.markets),
+        config.tracking,
+    ));
     let state = AppState {
         pool: services.db.pool.clone(),
         authenticator: services.authenticator.clone(),
@@ -133,6 +138,7 @@ pub async fn run(
         price_books: Arc::clone(&services.price_books),
         webhooks: Arc::clone(&services.webhooks),
         payments: Arc::clone(&services.payments),
+        tracking,
     };
     let address = listener.local_addr().map_err(StartError::Serve)?;
     tracing::info!(%address, "courier is listening");

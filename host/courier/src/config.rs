@@ -46,6 +46,8 @@ pub struct Config {
     pub public_url: String,
     /// `COURIER_SCHEDULER_INTERVAL_MS`: how often due work (scheduled searches) is looked for.
     pub scheduler_interval: std::time::Duration,
+    /// `COURIER_TRACKING_TTL_SECS`, `COURIER_TRACKING_POLL_MS`: the public tracking page.
+    pub tracking: crate::tracking::TrackingConfig,
 }
 
 impl Config {
@@ -95,8 +97,42 @@ impl Config {
             )?),
             webhooks: crate::webhooks::WebhookConfig::from_lookup(&lookup)?,
             payments: crate::payments::PaymentsConfig::from_lookup(&lookup)?,
+            tracking: tracking_config(&lookup)?,
         })
     }
+}
+
+fn tracking_config(
+    lookup: &impl Fn(&str) -> Option<String>,
+) -> Result<crate::tracking::TrackingConfig, ConfigError> {
+    let defaults = crate::tracking::TrackingConfig::default();
+    let ttl_secs: i64 = parse_or(
+        lookup,
+        "COURIER_TRACKING_TTL_SECS",
+        defaults.ttl.num_seconds(),
+    )?;
+    if ttl_secs < 0 {
+        return Err(ConfigError::Invalid {
+            name: "COURIER_TRACKING_TTL_SECS",
+            reason: "must not be negative".into(),
+        });
+    }
+    let poll_ms: u64 = parse_or(
+        lookup,
+        "COURIER_TRACKING_POLL_MS",
+        u64::try_from(defaults.poll_interval.as_millis()).unwrap_or(5000),
+    )?;
+    // Faster than this, open pages would load the service more than they help anyone.
+    if poll_ms < 250 {
+        return Err(ConfigError::Invalid {
+            name: "COURIER_TRACKING_POLL_MS",
+            reason: "must be at least 250".into(),
+        });
+    }
+    Ok(crate::tracking::TrackingConfig {
+        ttl: chrono::Duration::seconds(ttl_secs),
+        poll_interval: std::time::Duration::from_millis(poll_ms),
+    })
 }
 
 fn parse_or<T: std::str::FromStr>(
@@ -130,6 +166,32 @@ mod tests {
         assert_eq!(config.data_dir, PathBuf::from("./var"));
         assert!(config.database_url.is_none());
         assert_eq!(config.db_pool_size, 16);
+        assert_eq!(config.tracking.ttl, chrono::Duration::days(7));
+        assert_eq!(config.tracking.poll_interval.as_millis(), 5000);
+    }
+
+    #[test]
+    fn tracking_settings_are_read_and_checked() {
+        let config = Config::from_lookup(|n| match n {
+            "COURIER_TRACKING_TTL_SECS" => Some("60".into()),
+            "COURIER_TRACKING_POLL_MS" => Some("500".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(config.tracking.ttl, chrono::Duration::seconds(60));
+        assert_eq!(config.tracking.poll_interval.as_millis(), 500);
+        let err = Config::from_lookup(|n| (n == "COURIER_TRACKING_POLL_MS").then(|| "10".into()));
+        assert!(
+            err.unwrap_err()
+                .to_string()
+                .contains("COURIER_TRACKING_POLL_MS")
+        );
+        let err = Config::from_lookup(|n| (n == "COURIER_TRACKING_TTL_SECS").then(|| "-1".into()));
+        assert!(
+            err.unwrap_err()
+                .to_string()
+                .contains("COURIER_TRACKING_TTL_SECS")
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! - `markets`: where the service operates; road networks and places per market.
 //! - `pricing`: price books per market: uploads, activation (hot swap), pricing.
 //! - `store`: SQL queries.
+//! - `tracking`: the public tracking page of a job.
 
 pub mod api;
 pub mod app;
@@ -29,4 +30,5 @@ pub mod quotes;
 pub mod secrets;
 pub mod store;
 pub mod telemetry;
+pub mod tracking;
 pub mod webhooks;

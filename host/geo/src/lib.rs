@@ -33,7 +33,8 @@
 //!   with plain Dijkstra (slow; for verification).
 //! - [`PlaceIndex::search`] (free text) and [`PlaceIndex::reverse`] (nearest address within
 //!   [`REVERSE_ADDRESS_RADIUS_METRES`], else nearest named street within
-//!   [`REVERSE_STREET_RADIUS_METRES`]) → [`Place`].
+//!   [`REVERSE_STREET_RADIUS_METRES`]) → [`Place`]; [`PlaceIndex::street_at`] (the street
+//!   only, never the door).
 //! - [`demo_city_pbf`]: a generated fictional city in PBF format; [`grid_city_pbf`]: larger
 //!   plain grids for capacity measurements.
 //!

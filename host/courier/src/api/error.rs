@@ -70,6 +70,8 @@ pub enum ApiError {
     JobNotFound,
     #[error("no such merchant")]
     MerchantNotFound,
+    #[error("no such tracking page (unknown link, or the delivery ended a while ago)")]
+    TrackingNotFound,
     #[error(transparent)]
     Pricing(#[from] PricingError),
     #[error(transparent)]
@@ -143,6 +145,7 @@ impl ApiError {
             ApiError::Booking(error) => booking_status_and_code(error),
             ApiError::JobNotFound => (StatusCode::NOT_FOUND, "job.not_found"),
             ApiError::MerchantNotFound => (StatusCode::NOT_FOUND, "merchant.not_found"),
+            ApiError::TrackingNotFound => (StatusCode::NOT_FOUND, "tracking.not_found"),
             ApiError::Request(R::UnknownStatus(_)) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "request.unknown_status")
             }

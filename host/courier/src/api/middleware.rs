@@ -54,6 +54,11 @@ pub async fn record_metrics(request: Request, next: Next) -> Response {
     response
 }
 
+/// Marks a response whose body is a page for people (the tracking page's "not found"):
+/// [`json_errors_only`] leaves it as it is.
+#[derive(Clone, Copy, Debug)]
+pub struct PageForPeople;
+
 /// A safety net: any refusal produced below the handlers (by a layer or the router) without
 /// the common JSON body gets one, so clients can always branch on `code`.
 pub async fn json_errors_only(request: Request, next: Next) -> Response {
@@ -63,7 +68,8 @@ pub async fn json_errors_only(request: Request, next: Next) -> Response {
         .headers()
         .get(CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if status.as_u16() < 400 || is_json {
+    let is_page = response.extensions().get::<PageForPeople>().is_some();
+    if status.as_u16() < 400 || is_json || is_page {
         return response;
     }
     let error: ApiError = match status {

@@ -10,6 +10,7 @@ mod middleware;
 mod ops;
 mod payment_methods;
 mod quotes;
+mod tracking;
 mod webhooks;
 
 use std::sync::Arc;
@@ -44,6 +45,7 @@ pub struct AppState {
     pub price_books: Arc<PriceBooks>,
     pub payments: Arc<crate::payments::Payments>,
     pub webhooks: Arc<crate::webhooks::Webhooks>,
+    pub tracking: Arc<crate::tracking::Tracking>,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -87,6 +89,9 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
+        // The public tracking page: no credentials, the token is the key.
+        .route("/track/{token}", get(tracking::page))
+        .route("/track/{token}/state", get(tracking::state))
         .nest("/v1", v1)
         .nest("/admin/v1", admin::routes(state.clone()));
     with_edge_layers(routes, state.config.max_body_bytes).with_state(state)
@@ -118,7 +123,7 @@ where
                         "request",
                         request_id = %id,
                         method = %request.method(),
-                        path = %request.uri().path(),
+                        path = %tracking::loggable_path(request.uri().path()),
                     )
                 })
                 .on_response(|response: &Response<_>, latency: Duration, _: &Span| {
@@ -139,6 +144,7 @@ mod tests {
 
     use axum::body::{Body, to_bytes};
     use axum::http::{Request, StatusCode, header};
+    use axum::response::IntoResponse;
     use axum::routing::{get, post};
     use serde_json::Value;
     use tower::ServiceExt;
@@ -153,6 +159,18 @@ mod tests {
 
     fn test_router() -> Router {
         let routes = Router::new()
+            .route(
+                "/page",
+                get(|| async {
+                    let mut response = (
+                        StatusCode::NOT_FOUND,
+                        axum::response::Html("<h1>Not here</h1>"),
+                    )
+                        .into_response();
+                    response.extensions_mut().insert(middleware::PageForPeople);
+                    response
+                }),
+            )
             .route("/order", post(|ApiJson(_): ApiJson<Order>| async { "ok" }))
             .route(
                 "/panic",
@@ -229,6 +247,19 @@ mod tests {
         assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
         assert_eq!(body["code"], "internal");
         assert!(!body.to_string().contains("hunter2"));
+    }
+
+    #[tokio::test]
+    async fn a_page_for_people_keeps_its_html_body() {
+        let request = Request::get("/page").body(Body::empty()).unwrap();
+        let response = test_router().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        let bytes = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        assert_eq!(&bytes[..], b"<h1>Not here</h1>");
+        // Without the mark, a 404 still gets the JSON body.
+        let (status, body) = send(Request::get("/nowhere").body(Body::empty()).unwrap()).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert_eq!(body["code"], "not_found");
     }
 
     #[tokio::test]

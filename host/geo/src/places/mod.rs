@@ -171,6 +171,16 @@ impl PlaceIndex {
         if let Some(entry) = nearest_address {
             return Some(Place::from_entry(entry, entry.position));
         }
+        self.street_at(at)
+    }
+
+    /// The nearest named street within [`REVERSE_STREET_RADIUS_METRES`], ignoring addresses:
+    /// where a point is without saying which door ("Oak Lane, Springfield").
+    pub fn street_at(&self, at: LatLon) -> Option<Place> {
+        if !at.is_valid() {
+            return None;
+        }
+        let query = self.projection.to_plane(at);
         let street = self.streets.nearest_neighbor(query)?;
         let segment = street.geom();
         let (t, _) = project_onto_segment(query, segment.from, segment.to);

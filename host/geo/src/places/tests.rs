@@ -219,6 +219,16 @@ fn reverse_prefers_addresses_then_streets() {
 }
 
 #[test]
+fn street_at_names_the_street_even_beside_a_house() {
+    let index = springfield();
+    // 10 m from "14 Main Street": the street, not the address.
+    let place = index.street_at(ExtractBuilder::at(1.5, 0.24)).unwrap();
+    assert_eq!(place.name, "Main Street, Springfield");
+    assert_eq!(index.street_at(ExtractBuilder::at(6.0, 2.0)), None);
+    assert_eq!(index.street_at(LatLon::new(f64::NAN, 0.0)), None);
+}
+
+#[test]
 fn street_first_countries_write_the_number_after_the_street() {
     let extract = ExtractBuilder::default()
         .node(1, 0.0, 0.0)

@@ -1,0 +1,96 @@
+//! The public tracking page: `GET /track/{token}` (HTML) and `GET /track/{token}/state`
+//! (the JSON the page polls). No credentials: the unguessable token is the key. Unknown and
+//! expired tokens answer alike: a 404 page, or 404 `tracking.not_found`.
+
+use axum::Json;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+
+use super::middleware::PageForPeople;
+use super::{ApiError, AppState};
+use crate::tracking;
+
+pub async fn page(
+    State(state): State<AppState>,
+    token: Result<Path<String>, PathRejection>,
+) -> Response {
+    let found = match token {
+        Ok(Path(token)) => state.tracking.state(&token, crate::clock::now()).await,
+        Err(_) => Ok(None),
+    };
+    let (status, html) = match found {
+        Ok(Some(view)) => (StatusCode::OK, tracking::render_page(&view)),
+        Ok(None) => (StatusCode::NOT_FOUND, tracking::render_not_found()),
+        Err(e) => (
+            ApiError::from(e).status_and_code().0,
+            tracking::render_unavailable(),
+        ),
+    };
+    let mut response = (status, page_headers(), Html(html)).into_response();
+    response.extensions_mut().insert(PageForPeople);
+    response
+}
+
+pub async fn state(
+    State(state): State<AppState>,
+    token: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
+    let Ok(Path(token)) = token else {
+        return Err(ApiError::TrackingNotFound);
+    };
+    let view = state
+        .tracking
+        .state(&token, crate::clock::now())
+        .await?
+        .ok_or(ApiError::TrackingNotFound)?;
+    Ok((page_headers(), Json(view)).into_response())
+}
+
+/// A request path for the log: a tracking token is a key, so it is left out.
+pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
+    match path.strip_prefix("/track/") {
+        Some(rest) => {
+            let after_token = rest.find('/').map_or("", |i| &rest[i..]);
+            format!("/track/…{after_token}").into()
+        }
+        None => path.into(),
+    }
+}
+
+/// The token in the address is the key: never cached, never sent on as a referrer, never
+/// indexed; and nothing loads from anywhere.
+fn page_headers() -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(tracking::content_security_policy()),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        "x-robots-tag",
+        HeaderValue::from_static("noindex, nofollow"),
+    );
+    headers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_stay_out_of_the_log() {
+        assert_eq!(loggable_path("/track/abcDEF_-123"), "/track/…");
+        assert_eq!(loggable_path("/track/abcDEF_-123/state"), "/track/…/state");
+        assert_eq!(loggable_path("/v1/jobs"), "/v1/jobs");
+    }
+}

@@ -1,0 +1,244 @@
+//! The map: the service's own road geometry drawn as SVG, no tiles and nothing from other
+//! hosts. Coordinates are projected onto a fixed-width view box (equirectangular, scaled by
+//! the cosine of the middle latitude, which is true enough at city scale).
+
+use courier_geo::LatLon;
+use serde::Serialize;
+
+/// View box width; the height follows the journey's shape within the bounds below.
+pub const WIDTH: f64 = 1000.0;
+const MIN_HEIGHT: f64 = 560.0;
+/// Taller would push the rest of the page off a phone's screen.
+const MAX_HEIGHT: f64 = 800.0;
+/// Room around the drawing, as a share of each side.
+const PADDING: f64 = 0.08;
+/// The smallest area drawn (degrees of latitude, ~330 m), so a short journey is not a blur.
+const MIN_SPAN: f64 = 0.003;
+
+/// A point in view-box units, to a tenth.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Point {
+    pub x: f64,
+    pub y: f64,
+}
+
+impl Point {
+    fn new(x: f64, y: f64) -> Self {
+        Self {
+            x: (x * 10.0).round() / 10.0,
+            y: (y * 10.0).round() / 10.0,
+        }
+    }
+}
+
+/// From coordinates to view-box units.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Projection {
+    cos_lat: f64,
+    left: f64,
+    top: f64,
+    scale: f64,
+    height: f64,
+}
+
+impl Projection {
+    /// The projection that shows every point, with padding, north up.
+    pub fn fit(points: &[LatLon]) -> Self {
+        let (mut south, mut north, mut west, mut east) = (90.0f64, -90.0f64, 180.0f64, -180.0f64);
+        for p in points.iter().filter(|p| p.is_valid()) {
+            south = south.min(p.lat);
+            north = north.max(p.lat);
+            west = west.min(p.lon);
+            east = east.max(p.lon);
+        }
+        if south > north {
+            (south, north, west, east) = (0.0, 0.0, 0.0, 0.0);
+        }
+        let middle_lat = (south + north) / 2.0;
+        let cos_lat = middle_lat.to_radians().cos().max(0.01);
+        let mut span_x = ((east - west) * cos_lat).max(MIN_SPAN) * (1.0 + 2.0 * PADDING);
+        let mut span_y = (north - south).max(MIN_SPAN) * (1.0 + 2.0 * PADDING);
+        let mut height = (WIDTH * span_y / span_x).round();
+        if height < MIN_HEIGHT {
+            height = MIN_HEIGHT;
+            span_y = span_x * MIN_HEIGHT / WIDTH;
+        } else if height > MAX_HEIGHT {
+            height = MAX_HEIGHT;
+            span_x = span_y * WIDTH / MAX_HEIGHT;
+        }
+        let centre_x = (west + east) / 2.0 * cos_lat;
+        Self {
+            cos_lat,
+            left: centre_x - span_x / 2.0,
+            top: middle_lat + span_y / 2.0,
+            scale: WIDTH / span_x,
+            height,
+        }
+    }
+
+    pub fn project(&self, p: LatLon) -> Point {
+        Point::new(
+            (p.lon * self.cos_lat - self.left) * self.scale,
+            (self.top - p.lat) * self.scale,
+        )
+    }
+
+    pub fn view_box(&self) -> String {
+        format!("0 0 {WIDTH} {}", self.height)
+    }
+
+    /// An SVG path through `points` ("M x y L x y …"), dropping points that project onto
+    /// the one before.
+    pub fn path(&self, points: &[LatLon]) -> String {
+        let mut d = String::new();
+        let mut last: Option<Point> = None;
+        for &p in points {
+            let q = self.project(p);
+            if last == Some(q) {
+                continue;
+            }
+            let command = if last.is_none() { 'M' } else { 'L' };
+            if !d.is_empty() {
+                d.push(' ');
+            }
+            d.push_str(&format!("{command}{} {}", q.x, q.y));
+            last = Some(q);
+        }
+        d
+    }
+}
+
+/// What the map shows, in view-box units.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MapView {
+    pub view_box: String,
+    /// Pickup to drop-off by road (a straight line when no road route is known).
+    pub route: String,
+    /// The courier's way to the next stop, when the courier is seen.
+    pub courier_leg: String,
+    pub pickup: Point,
+    pub dropoff: Point,
+    pub courier: Option<Point>,
+    /// The map in words (its text alternative).
+    pub description: String,
+}
+
+/// What to draw, in coordinates.
+pub struct MapInput<'a> {
+    pub pickup: LatLon,
+    pub dropoff: LatLon,
+    pub route: Option<&'a [LatLon]>,
+    pub courier_leg: Option<&'a [LatLon]>,
+    pub courier: Option<LatLon>,
+}
+
+pub fn draw(input: &MapInput<'_>, description: String) -> MapView {
+    let straight = [input.pickup, input.dropoff];
+    let route = input.route.unwrap_or(&straight);
+    let leg = input.courier_leg.unwrap_or(&[]);
+    let mut all: Vec<LatLon> = Vec::with_capacity(route.len() + leg.len() + 3);
+    all.extend_from_slice(route);
+    all.extend_from_slice(leg);
+    all.extend([input.pickup, input.dropoff]);
+    all.extend(input.courier);
+    let projection = Projection::fit(&all);
+    MapView {
+        view_box: projection.view_box(),
+        route: projection.path(route),
+        courier_leg: projection.path(leg),
+        pickup: projection.project(input.pickup),
+        dropoff: projection.project(input.dropoff),
+        courier: input.courier.map(|c| projection.project(c)),
+        description,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn north_is_up_and_east_is_right_inside_the_view_box() {
+        let (south_west, north_east) = (LatLon::new(20.000, 50.000), LatLon::new(20.010, 50.020));
+        let projection = Projection::fit(&[south_west, north_east]);
+        let (a, b) = (
+            projection.project(south_west),
+            projection.project(north_east),
+        );
+        assert!(a.x < b.x && a.y > b.y, "{a:?} {b:?}");
+        let height: f64 = projection
+            .view_box()
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        for p in [a, b] {
+            assert!(
+                p.x > 0.0 && p.x < WIDTH && p.y > 0.0 && p.y < height,
+                "{p:?}"
+            );
+        }
+        // Padding on both sides, equal: the drawing is centred.
+        assert!((a.x - (WIDTH - b.x)).abs() < 0.2, "{a:?} {b:?}");
+    }
+
+    #[test]
+    fn distances_keep_their_proportions() {
+        // 0.01° of longitude at 60° N is half as long as 0.01° of latitude.
+        let origin = LatLon::new(60.0, 10.0);
+        let east = LatLon::new(60.0, 10.01);
+        let north = LatLon::new(60.01, 10.0);
+        let projection = Projection::fit(&[origin, east, north]);
+        let (o, e, n) = (
+            projection.project(origin),
+            projection.project(east),
+            projection.project(north),
+        );
+        let ratio = (e.x - o.x) / (o.y - n.y);
+        assert!((ratio - 0.5).abs() < 0.01, "{ratio}");
+    }
+
+    #[test]
+    fn tall_and_tiny_journeys_stay_within_the_height_bounds() {
+        let tall = Projection::fit(&[LatLon::new(20.0, 50.0), LatLon::new(20.1, 50.0)]);
+        assert_eq!(tall.view_box(), "0 0 1000 800");
+        let wide = Projection::fit(&[LatLon::new(20.0, 50.0), LatLon::new(20.0, 50.1)]);
+        assert_eq!(wide.view_box(), "0 0 1000 560");
+        // A single point: the smallest area, as tall as allowed, the point in the middle.
+        let tiny = Projection::fit(&[LatLon::new(20.0, 50.0)]);
+        assert_eq!(tiny.view_box(), "0 0 1000 800");
+        let centre = tiny.project(LatLon::new(20.0, 50.0));
+        assert_eq!(centre, Point::new(500.0, 400.0));
+    }
+
+    #[test]
+    fn paths_skip_points_that_land_on_the_same_spot() {
+        let projection = Projection::fit(&[LatLon::new(20.0, 50.0), LatLon::new(20.01, 50.01)]);
+        let d = projection.path(&[
+            LatLon::new(20.0, 50.0),
+            LatLon::new(20.0, 50.0000001),
+            LatLon::new(20.01, 50.01),
+        ]);
+        assert_eq!(d.matches('M').count(), 1);
+        assert_eq!(d.matches('L').count(), 1, "{d}");
+        assert_eq!(projection.path(&[]), "");
+    }
+
+    #[test]
+    fn without_a_road_route_the_map_draws_a_straight_line() {
+        let view = draw(
+            &MapInput {
+                pickup: LatLon::new(20.0, 50.0),
+                dropoff: LatLon::new(20.01, 50.01),
+                route: None,
+                courier_leg: None,
+                courier: None,
+            },
+            "a map".into(),
+        );
+        assert!(view.route.starts_with('M') && view.route.contains('L'));
+        assert_eq!(view.courier_leg, "");
+        assert_eq!(view.courier, None);
+    }
+}

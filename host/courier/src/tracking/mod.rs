@@ -1,0 +1,311 @@
+//! The public tracking page: what a merchant's customer sees at `tracking_url`, without
+//! signing in. It shows the status in words with a timeline, the pickup and drop-off areas
+//! (never contact names, phones or the courier), an estimated arrival from the market's road
+//! routing, and a map drawn from the service's own route geometry; the page polls its state
+//! until the job ends. A token is unknown, or expired once its job ended more than
+//! `COURIER_TRACKING_TTL_SECS` ago: both read as "not found", alike.
+
+mod eta;
+pub mod map;
+mod page;
+mod timeline;
+mod view;
+mod wording;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use courier_geo::{LatLon, Route, Vehicle};
+use serde_json::Value;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+pub use page::{content_security_policy, render_not_found, render_page, render_unavailable};
+pub use view::TrackingState;
+
+use crate::domain::JobStatus;
+use crate::jobs::POSITION_FRESHNESS;
+use crate::markets::{Market, Markets};
+use crate::store::jobs::{self as jobs_store, JobRow};
+use crate::store::tracking as store;
+use eta::TravelTimes;
+use map::MapInput;
+use timeline::Milestones;
+
+/// `COURIER_TRACKING_*`.
+#[derive(Clone, Copy, Debug)]
+pub struct TrackingConfig {
+    /// How long the page stays up after its job ended.
+    pub ttl: chrono::Duration,
+    /// How often an open page asks for the state.
+    pub poll_interval: std::time::Duration,
+}
+
+impl Default for TrackingConfig {
+    fn default() -> Self {
+        Self {
+            ttl: chrono::Duration::days(7),
+            poll_interval: std::time::Duration::from_secs(5),
+        }
+    }
+}
+
+/// Journeys kept in memory; past this, the cache starts afresh (it only saves routing work).
+const JOURNEY_CACHE_CAPACITY: usize = 4096;
+
+/// What never changes for a job: the pickup to drop-off route and the two areas.
+struct Journey {
+    route: Option<Route>,
+    pickup_area: String,
+    dropoff_area: String,
+}
+
+pub struct Tracking {
+    pool: PgPool,
+    markets: Arc<Markets>,
+    config: TrackingConfig,
+    journeys: Mutex<HashMap<Uuid, Arc<Journey>>>,
+}
+
+impl Tracking {
+    pub fn new(pool: PgPool, markets: Arc<Markets>, config: TrackingConfig) -> Self {
+        Self {
+            pool,
+            markets,
+            config,
+            journeys: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The state of the job tracked by `token`; `None` for an unknown or expired token.
+    pub async fn state(
+        &self,
+        token: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<TrackingState>, sqlx::Error> {
+        if !is_token_shaped(token) {
+            return Ok(None);
+        }
+        let Some(job) = store::find_by_token(&self.pool, token).await? else {
+            return Ok(None);
+        };
+        let events = store::job_events(&self.pool, job.id).await?;
+        let status = JobStatus::parse(&job.status);
+        let milestones = milestones(&job, &events);
+        if view::is_ended(status) {
+            let ended_at = milestones.ended_at.unwrap_or(job.booked_at);
+            if ended_at + self.config.ttl <= now {
+                return Ok(None);
+            }
+        }
+        let market = self.markets.get(&job.market_id).map(Arc::as_ref);
+        let journey = self.journey(&job, market);
+        let courier = match (status, job.courier_id) {
+            (Some(JobStatus::Assigned | JobStatus::InTransit), Some(courier_id)) => {
+                jobs_store::courier_position(&self.pool, courier_id, now - POSITION_FRESHNESS)
+                    .await?
+                    .map(|(lat, lon, _)| LatLon::new(lat, lon))
+            }
+            _ => None,
+        };
+        let (pickup, dropoff) = (stop_point(&job.pickup), stop_point(&job.dropoff));
+        let next_stop = match status {
+            Some(JobStatus::Assigned) => pickup,
+            _ => dropoff,
+        };
+        let vehicle = job.vehicle.parse::<Vehicle>().ok();
+        let courier_leg = match (market, vehicle, courier, next_stop) {
+            (Some(market), Some(vehicle), Some(from), Some(to)) => {
+                market.route(vehicle, from, to).ok()
+            }
+            _ => None,
+        };
+        let description = map_description(status, &journey, courier, courier_leg.as_ref());
+        let map = map::draw(
+            &MapInput {
+                pickup: pickup.unwrap_or(LatLon::new(0.0, 0.0)),
+                dropoff: dropoff.unwrap_or(LatLon::new(0.0, 0.0)),
+                route: journey.route.as_ref().map(|r| r.shape.as_slice()),
+                courier_leg: courier_leg.as_ref().map(|r| r.shape.as_slice()),
+                courier,
+            },
+            description,
+        );
+        let facts = view::Facts {
+            reference: job.reference.clone(),
+            status_name: job.status.clone(),
+            status,
+            milestones,
+            scheduled_for: job.scheduled_for,
+            pickup_area: journey.pickup_area.clone(),
+            dropoff_area: journey.dropoff_area.clone(),
+            travel: TravelTimes {
+                journey: journey.route.as_ref().map(|r| r.duration_seconds),
+                courier_to_next_stop: courier_leg.as_ref().map(|r| r.duration_seconds),
+            },
+            proof_outcome: job
+                .proof
+                .as_ref()
+                .and_then(|proof| proof["outcome"].as_str())
+                .map(wording::proof_outcome),
+            zone: market.map_or(chrono_tz::UTC, |m| m.definition.timezone),
+        };
+        let poll_ms = u64::try_from(self.config.poll_interval.as_millis()).unwrap_or(u64::MAX);
+        Ok(Some(view::build(facts, map, poll_ms, now)))
+    }
+
+    /// The job's journey, routed once per job while its market's network is loaded.
+    fn journey(&self, job: &JobRow, market: Option<&Market>) -> Arc<Journey> {
+        if let Some(known) = self.cached(job.id) {
+            return known;
+        }
+        let (pickup, dropoff) = (stop_point(&job.pickup), stop_point(&job.dropoff));
+        let route = match (market, job.vehicle.parse::<Vehicle>().ok(), pickup, dropoff) {
+            (Some(market), Some(vehicle), Some(from), Some(to)) => {
+                market.route(vehicle, from, to).ok()
+            }
+            _ => None,
+        };
+        let journey = Arc::new(Journey {
+            route,
+            pickup_area: area(market, pickup, &job.pickup),
+            dropoff_area: area(market, dropoff, &job.dropoff),
+        });
+        // Not kept while the network is loading: the next poll finds the road route.
+        if market.is_some_and(|m| m.network().is_ok()) {
+            let mut journeys = self.journeys.lock().expect("journey cache lock");
+            if journeys.len() >= JOURNEY_CACHE_CAPACITY {
+                journeys.clear();
+            }
+            journeys.insert(job.id, Arc::clone(&journey));
+        }
+        journey
+    }
+
+    fn cached(&self, job_id: Uuid) -> Option<Arc<Journey>> {
+        self.journeys
+            .lock()
+            .expect("journey cache lock")
+            .get(&job_id)
+            .cloned()
+    }
+}
+
+/// Tokens are 43 URL-safe base64 characters (256 bits); anything else is not looked up.
+fn is_token_shaped(token: &str) -> bool {
+    token.len() == 43
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+fn stop_point(stop: &Value) -> Option<LatLon> {
+    let point = LatLon::new(stop["latitude"].as_f64()?, stop["longitude"].as_f64()?);
+    point.is_valid().then_some(point)
+}
+
+/// A stop's area: the street (never the house number) and the postcode, from the market's
+/// own map; the market's name when neither is known.
+fn area(market: Option<&Market>, point: Option<LatLon>, stop: &Value) -> String {
+    let places = market
+        .and_then(|m| m.network().ok())
+        .map(|network| network.places());
+    let street = places
+        .zip(point)
+        .and_then(|(places, at)| places.street_at(at))
+        .map(|place| place.name);
+    let postcode = stop["postcode"]
+        .as_str()
+        .map(str::trim)
+        .filter(|p| !p.is_empty() && p.len() <= 16)
+        .map(str::to_owned)
+        .or_else(|| {
+            places
+                .zip(point)
+                .and_then(|(places, at)| places.reverse(at))
+                .and_then(|place| place.postcode)
+        });
+    match (street, postcode) {
+        (Some(street), Some(postcode)) => format!("{street}, {postcode}"),
+        (Some(street), None) => street,
+        (None, Some(postcode)) => postcode,
+        (None, None) => {
+            market.map_or_else(|| "Not known".to_owned(), |m| m.definition.name.clone())
+        }
+    }
+}
+
+/// When each step happened: the job's own timestamps, else its latest event of the kind.
+fn milestones(job: &JobRow, events: &[(String, DateTime<Utc>)]) -> Milestones {
+    let last = |names: &[&str]| {
+        events
+            .iter()
+            .rev()
+            .find(|(name, _)| names.contains(&name.as_str()))
+            .map(|(_, at)| *at)
+    };
+    Milestones {
+        booked_at: Some(job.booked_at),
+        assigned_at: job.assigned_at.or_else(|| last(&["job.courier_assigned"])),
+        picked_up_at: last(&["job.picked_up"]),
+        ended_at: job.completed_at.or_else(|| {
+            last(&[
+                "job.delivered",
+                "job.returned",
+                "job.cancelled",
+                "job.failed",
+            ])
+        }),
+    }
+}
+
+/// The map in words: its text alternative.
+fn map_description(
+    status: Option<JobStatus>,
+    journey: &Journey,
+    courier: Option<LatLon>,
+    courier_leg: Option<&Route>,
+) -> String {
+    let mut words = match &journey.route {
+        Some(route) => format!(
+            "Map of the route from {} to {}, {} by road.",
+            journey.pickup_area,
+            journey.dropoff_area,
+            wording::distance(route.distance_metres)
+        ),
+        None => format!(
+            "Map from {} to {}, drawn as a straight line.",
+            journey.pickup_area, journey.dropoff_area
+        ),
+    };
+    let next_stop = match status {
+        Some(JobStatus::Assigned) => "the pickup",
+        Some(JobStatus::InTransit) => "the drop-off",
+        _ => return words,
+    };
+    words.push(' ');
+    match (courier, courier_leg) {
+        (Some(_), Some(leg)) => words.push_str(&format!(
+            "The courier is {} from {next_stop} by road.",
+            wording::distance(leg.distance_metres)
+        )),
+        (Some(_), None) => words.push_str("The courier's position is marked."),
+        (None, _) => words.push_str("The courier's position is not known right now."),
+    }
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_token_shaped_strings_are_looked_up() {
+        let token = format!("{}abc", "A-_z".repeat(10));
+        assert!(is_token_shaped(&token));
+        assert!(!is_token_shaped(&token[1..]));
+        assert!(!is_token_shaped(&format!("{}%", &token[1..])));
+        assert!(!is_token_shaped(""));
+    }
+}

@@ -1,0 +1,180 @@
+//! Headless Chromium driven over WebDriver: Debian's `chromium` and `chromium-driver`
+//! packages (`.ci/run` installs them). Each browser gets its own chromedriver on a free port
+//! and a fresh profile, both gone when it is dropped.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::json;
+
+/// Only what the test needs; no network chatter of the browser's own.
+const CHROMIUM_FLAGS: [&str; 8] = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+];
+
+pub struct Browser {
+    pub client: Client,
+    driver: Child,
+    profile: PathBuf,
+}
+
+fn program(env: &str, default: &str) -> String {
+    std::env::var(env).unwrap_or_else(|_| default.to_owned())
+}
+
+impl Browser {
+    /// A phone-sized browser: a viewport of `width` × `height` CSS pixels at twice the
+    /// pixel density (desktop windows have a minimum width; device metrics do not).
+    pub async fn start(width: u32, height: u32) -> Self {
+        let chromedriver = program("COURIER_TEST_CHROMEDRIVER", "/usr/bin/chromedriver");
+        let chromium = program("COURIER_TEST_CHROMIUM", "/usr/bin/chromium");
+        assert!(
+            Path::new(&chromedriver).exists() && Path::new(&chromium).exists(),
+            "the browser test needs {chromium} and {chromedriver}: \
+             apt-get install chromium chromium-driver (as .ci/run does)"
+        );
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let driver = Command::new(&chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let profile =
+            std::env::temp_dir().join(format!("chromium-profile-{}", uuid::Uuid::new_v4()));
+        let mut args: Vec<String> = CHROMIUM_FLAGS.iter().map(|f| (*f).to_owned()).collect();
+        args.push(format!("--user-data-dir={}", profile.display()));
+        args.push(format!("--window-size={width},{height}"));
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert(
+            "goog:chromeOptions".into(),
+            json!({
+                "binary": chromium,
+                "args": args,
+                "mobileEmulation": {
+                    "deviceMetrics": {"width": width, "height": height, "pixelRatio": 2.0, "touch": true}
+                },
+            }),
+        );
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        let url = format!("http://127.0.0.1:{port}");
+        let started = Instant::now();
+        let client = loop {
+            match ClientBuilder::new(connector.clone())
+                .capabilities(capabilities.clone())
+                .connect(&url)
+                .await
+            {
+                Ok(client) => break client,
+                Err(e) if started.elapsed() < Duration::from_secs(20) => {
+                    let _ = e;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("no WebDriver session: {e}"),
+            }
+        };
+        Self {
+            client,
+            driver,
+            profile,
+        }
+    }
+
+    /// The text of the element with `id`.
+    pub async fn text(&self, id: &str) -> String {
+        self.client
+            .find(Locator::Id(id))
+            .await
+            .unwrap_or_else(|e| panic!("#{id}: {e}"))
+            .text()
+            .await
+            .unwrap()
+    }
+
+    pub async fn attr(&self, id: &str, name: &str) -> Option<String> {
+        self.client
+            .find(Locator::Id(id))
+            .await
+            .unwrap_or_else(|e| panic!("#{id}: {e}"))
+            .attr(name)
+            .await
+            .unwrap()
+    }
+
+    /// Waits (up to 15 s) until `check` holds, asking every 100 ms.
+    pub async fn wait_until<F, Fut>(&self, what: &str, mut check: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let started = Instant::now();
+        while !check().await {
+            assert!(
+                started.elapsed() < Duration::from_secs(15),
+                "timed out waiting for {what}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Saves a PNG of the viewport under the test artifacts folder; returns its path.
+    pub async fn screenshot(&self, name: &str) -> PathBuf {
+        save_artifact(name, self.client.screenshot().await.unwrap())
+    }
+
+    /// Saves a PNG of the element with `id`.
+    pub async fn screenshot_of(&self, id: &str, name: &str) -> PathBuf {
+        let element = self.client.find(Locator::Id(id)).await.unwrap();
+        save_artifact(name, element.screenshot().await.unwrap())
+    }
+
+    pub async fn close(mut self) {
+        let client = self.client.clone();
+        let _ = client.close().await;
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+fn save_artifact(name: &str, png: Vec<u8>) -> PathBuf {
+    assert!(png.starts_with(b"\x89PNG"), "a PNG");
+    let folder = artifacts_dir();
+    std::fs::create_dir_all(&folder).unwrap();
+    let path = folder.join(name);
+    std::fs::write(&path, png).unwrap();
+    eprintln!("screenshot: {}", path.display());
+    path
+}
+
+/// `COURIER_TEST_ARTIFACTS`, else `test-artifacts` in the target folder.
+pub fn artifacts_dir() -> PathBuf {
+    match std::env::var_os("COURIER_TEST_ARTIFACTS") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .parent()
+            .expect("the target folder")
+            .join("test-artifacts"),
+    }
+}

@@ -1,0 +1,470 @@
+//! The public tracking page over plain HTTP: the page and its state, what they never show,
+//! the Content-Security-Policy, and the friendly 404 for unknown and expired tokens.
+
+use chrono::{DateTime, Utc};
+use reqwest::Method;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::quotes::{Quoting, journey};
+use crate::support::{Authed, assert_refusal, attach_working_card, status_and_json};
+
+/// What must never appear on the page or in its state: contact names, phones (as sent and as
+/// stored), the free-text addresses, the recipient's name from the proof.
+pub const PRIVATE: [&str; 6] = [
+    "Pat Pickup",
+    "Dana Dropoff",
+    "463 5555",
+    "+966114635555",
+    "door, Demo City",
+    "0114635555",
+];
+
+/// A merchant with a card who booked one job in Demo City (41 4th Street → 102 17th Street).
+pub struct Tracked {
+    pub quoting: Quoting,
+    pub job: Value,
+}
+
+impl Tracked {
+    pub async fn book(extra: impl Fn(&str) -> Option<String>) -> Self {
+        let quoting = Quoting::start_with(extra).await;
+        attach_working_card(&quoting.app, &quoting.credential).await;
+        let job = book_one(&quoting).await;
+        Self { quoting, job }
+    }
+
+    pub fn job_id(&self) -> Uuid {
+        self.job["id"].as_str().unwrap().parse().unwrap()
+    }
+
+    /// The job's `tracking_url`, on the test service's address (the path carries the token).
+    pub fn tracking_url(&self) -> String {
+        self.quoting.app.url(&tracking_path(&self.job))
+    }
+
+    pub async fn pool(&self) -> PgPool {
+        self.quoting.app.pool().await
+    }
+}
+
+pub fn tracking_path(job: &Value) -> String {
+    let url = url::Url::parse(job["tracking_url"].as_str().unwrap()).unwrap();
+    assert!(url.path().starts_with("/track/"), "{url}");
+    url.path().to_owned()
+}
+
+pub async fn book_one(quoting: &Quoting) -> Value {
+    let (status, quote) = quoting.quote(&journey(Some("car"))).await;
+    assert_eq!(status, 201, "{quote}");
+    let stop = |point: &Value, name: &str| {
+        json!({
+            "latitude": point["latitude"],
+            "longitude": point["longitude"],
+            "address": format!("{name}'s door, Demo City"),
+            "contact_name": name,
+            "contact_phone": "+966 11 463 5555",
+        })
+    };
+    let trip = journey(None);
+    let body = json!({
+        "quote_id": quote["id"],
+        "pickup": stop(&trip["pickup"], "Pat Pickup"),
+        "dropoff": stop(&trip["dropoff"], "Dana Dropoff"),
+    });
+    let (status, job) = status_and_json(
+        quoting
+            .app
+            .request(Method::POST, "/v1/jobs")
+            .auth(&quoting.credential)
+            .header("Idempotency-Key", Uuid::new_v4().to_string())
+            .json(&body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{job}");
+    job
+}
+
+/// What the courier side does to a job.
+pub enum CourierStep {
+    Assign {
+        courier: Uuid,
+    },
+    Position {
+        courier: Uuid,
+        latitude: f64,
+        longitude: f64,
+    },
+    Collect,
+    Deliver {
+        at: DateTime<Utc>,
+    },
+}
+
+/// Stand-in for the courier API (couriers and dispatch are built on another branch): writes
+/// the rows that API writes (the job's status, courier, times and proof, the job's events,
+/// the courier's last position). Once that API exists, each step becomes its call.
+pub async fn stand_in_for_courier_api(pool: &PgPool, job_id: Uuid, step: CourierStep) {
+    let now = courier::clock::now();
+    let (event, at) = match step {
+        CourierStep::Assign { courier } => {
+            sqlx::query(
+                "UPDATE jobs SET status = 'assigned', courier_id = $2, assigned_at = $3 WHERE id = $1",
+            )
+            .bind(job_id)
+            .bind(courier)
+            .bind(now)
+            .execute(pool)
+            .await
+            .unwrap();
+            ("job.courier_assigned", now)
+        }
+        CourierStep::Position {
+            courier,
+            latitude,
+            longitude,
+        } => {
+            sqlx::query(
+                "INSERT INTO courier_positions (courier_id, latitude, longitude, seen_at) \
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (courier_id) DO UPDATE \
+                 SET latitude = $2, longitude = $3, seen_at = $4",
+            )
+            .bind(courier)
+            .bind(latitude)
+            .bind(longitude)
+            .bind(now)
+            .execute(pool)
+            .await
+            .unwrap();
+            return;
+        }
+        CourierStep::Collect => {
+            sqlx::query("UPDATE jobs SET status = 'in_transit' WHERE id = $1")
+                .bind(job_id)
+                .execute(pool)
+                .await
+                .unwrap();
+            ("job.picked_up", now)
+        }
+        CourierStep::Deliver { at } => {
+            let proof = json!({
+                "outcome": "handed_to_recipient",
+                "recipient_name": "Dana Dropoff",
+                "note": null,
+                "recorded_at": at,
+                "photo_url": null,
+                "signature_url": null,
+            });
+            sqlx::query(
+                "UPDATE jobs SET status = 'delivered', completed_at = $2, proof = $3 WHERE id = $1",
+            )
+            .bind(job_id)
+            .bind(at)
+            .bind(proof)
+            .execute(pool)
+            .await
+            .unwrap();
+            ("job.delivered", at)
+        }
+    };
+    sqlx::query(
+        "INSERT INTO events (id, merchant_id, environment, name, job_id, occurred_at) \
+         SELECT $2, merchant_id, environment, $3, id, $4 FROM jobs WHERE id = $1",
+    )
+    .bind(job_id)
+    .bind(Uuid::new_v4())
+    .bind(event)
+    .bind(at)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+pub fn assert_private(text: &str) {
+    for private in PRIVATE {
+        assert!(!text.contains(private), "{private:?} is shown: {text}");
+    }
+}
+
+async fn get(tracked: &Tracked, url: &str) -> reqwest::Response {
+    tracked.quoting.app.client.get(url).send().await.unwrap()
+}
+
+async fn state(tracked: &Tracked) -> Value {
+    let response = get(tracked, &format!("{}/state", tracked.tracking_url())).await;
+    assert_eq!(
+        response.headers()["cache-control"],
+        "no-store",
+        "state is never cached"
+    );
+    let (status, body) = status_and_json(response).await;
+    assert_eq!(status, 200, "{body}");
+    assert_private(&body.to_string());
+    body
+}
+
+/// The inline script and style, as sent, must be what the policy's hashes allow.
+fn assert_policy_allows_the_page(policy: &str, page: &str) {
+    use base64::Engine;
+    use sha2::Digest;
+    let hash = |source: &str| {
+        format!(
+            "'sha256-{}'",
+            base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(source))
+        )
+    };
+    let between = |open: &str, close: &str| {
+        let start = page.find(open).expect(open) + open.len();
+        let end = start + page[start..].find(close).expect(close);
+        page[start..end].to_owned()
+    };
+    assert!(
+        policy.contains(&hash(&between("<style>", "</style>"))),
+        "{policy}"
+    );
+    if page.contains("<script>") {
+        assert!(
+            policy.contains(&hash(&between("<script>", "</script>"))),
+            "{policy}"
+        );
+    }
+}
+
+fn assert_page_headers(response: &reqwest::Response) -> String {
+    let headers = response.headers();
+    assert!(
+        headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html"),
+        "{headers:?}"
+    );
+    assert_eq!(headers["referrer-policy"], "no-referrer");
+    assert_eq!(headers["cache-control"], "no-store");
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    let policy = headers["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(policy.starts_with("default-src 'none';"), "{policy}");
+    assert!(policy.contains("connect-src 'self'"), "{policy}");
+    assert!(
+        !policy.contains("unsafe-inline") && !policy.contains("http") && !policy.contains('*'),
+        "no host and no inline allowance beyond the hashes: {policy}"
+    );
+    policy
+}
+
+#[tokio::test]
+async fn the_page_shows_status_areas_estimate_and_map_but_no_contact_details() {
+    let tracked =
+        Tracked::book(|name| (name == "COURIER_TRACKING_POLL_MS").then(|| "700".into())).await;
+    let response = get(&tracked, &tracked.tracking_url()).await;
+    assert_eq!(response.status(), 200);
+    let policy = assert_page_headers(&response);
+    let page = response.text().await.unwrap();
+    assert_policy_allows_the_page(&policy, &page);
+    assert_private(&page);
+    assert!(!page.contains(tracked.job["id"].as_str().unwrap()));
+    for shown in [
+        "Finding a courier",
+        "4th Street",
+        "17th Street",
+        "Estimated arrival",
+        "<svg id=\"map\"",
+        "aria-live=\"polite\"",
+        "<main",
+        "<h1>",
+        tracked.job["reference"].as_str().unwrap(),
+    ] {
+        assert!(page.contains(shown), "{shown:?} missing");
+    }
+    assert!(
+        !page.contains("http://") && !page.contains("https://") && !page.contains("src="),
+        "nothing is loaded from anywhere"
+    );
+
+    let searching = state(&tracked).await;
+    assert_eq!(searching["status"], "searching");
+    assert_eq!(searching["headline"], "Finding a courier");
+    assert_eq!(searching["ended"], false);
+    assert_eq!(searching["poll_after_ms"], 700);
+    assert!(
+        searching["pickup_area"]
+            .as_str()
+            .unwrap()
+            .starts_with("4th Street"),
+        "{searching}"
+    );
+    assert!(
+        !searching["pickup_area"].as_str().unwrap().contains("41 "),
+        "the area, not the door: {searching}"
+    );
+    assert!(
+        searching["dropoff_area"]
+            .as_str()
+            .unwrap()
+            .starts_with("17th Street")
+    );
+    assert!(
+        searching["map"]["route"]
+            .as_str()
+            .unwrap()
+            .matches('L')
+            .count()
+            > 2
+    );
+    assert_eq!(searching["map"]["courier"], Value::Null);
+    let booked_estimate: DateTime<Utc> =
+        serde_json::from_value(searching["estimate"]["arrive_at"].clone()).unwrap();
+    assert_eq!(searching["timeline"][0]["key"], "booked");
+    assert_eq!(searching["timeline"][1]["state"], "current");
+
+    // A courier takes the job, seen 1.5 km from the pickup.
+    let pool = tracked.pool().await;
+    let courier = Uuid::new_v4();
+    let job_id = tracked.job_id();
+    stand_in_for_courier_api(&pool, job_id, CourierStep::Assign { courier }).await;
+    stand_in_for_courier_api(
+        &pool,
+        job_id,
+        CourierStep::Position {
+            courier,
+            latitude: 20.0150,
+            longitude: 50.0020,
+        },
+    )
+    .await;
+    let assigned = state(&tracked).await;
+    assert!(!assigned.to_string().contains(&courier.to_string()));
+    assert_eq!(assigned["headline"], "Courier on the way to pickup");
+    assert!(assigned["map"]["courier"]["x"].is_number(), "{assigned}");
+    assert!(
+        assigned["map"]["courier_leg"]
+            .as_str()
+            .unwrap()
+            .starts_with('M')
+    );
+    assert!(
+        assigned["map"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("from the pickup by road"),
+        "{assigned}"
+    );
+    let assigned_estimate: DateTime<Utc> =
+        serde_json::from_value(assigned["estimate"]["arrive_at"].clone()).unwrap();
+    assert!(
+        assigned_estimate > booked_estimate,
+        "the way to the pickup counts: {booked_estimate} → {assigned_estimate}"
+    );
+    assert_eq!(assigned["timeline"][1]["state"], "done");
+    assert!(assigned["timeline"][1]["at_text"].is_string());
+
+    // Collected and delivered: the page ends with the outcome only.
+    stand_in_for_courier_api(&pool, job_id, CourierStep::Collect).await;
+    let in_transit = state(&tracked).await;
+    assert_eq!(in_transit["headline"], "On the way to you");
+    stand_in_for_courier_api(
+        &pool,
+        job_id,
+        CourierStep::Deliver {
+            at: courier::clock::now(),
+        },
+    )
+    .await;
+    let delivered = state(&tracked).await;
+    assert_eq!(delivered["headline"], "Delivered");
+    assert_eq!(delivered["ended"], true);
+    assert_eq!(delivered["poll_after_ms"], Value::Null);
+    assert_eq!(delivered["estimate"], Value::Null);
+    assert_eq!(delivered["proof_outcome"], "Handed to the recipient");
+    assert_eq!(delivered["map"]["courier"], Value::Null);
+    assert!(
+        delivered["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|step| step["state"] == "done")
+    );
+    let page = get(&tracked, &tracked.tracking_url())
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert_private(&page);
+    assert!(page.contains("Handed to the recipient") && page.contains("data-live=\"false\""));
+}
+
+#[tokio::test]
+async fn unknown_and_expired_tokens_get_the_same_friendly_404() {
+    let tracked =
+        Tracked::book(|name| (name == "COURIER_TRACKING_TTL_SECS").then(|| "3600".into())).await;
+    let app = &tracked.quoting.app;
+    // A second job of the same merchant, delivered two hours ago: past the hour it stays up.
+    let expired = book_one(&tracked.quoting).await;
+    let expired_id: Uuid = expired["id"].as_str().unwrap().parse().unwrap();
+    let pool = tracked.pool().await;
+    stand_in_for_courier_api(
+        &pool,
+        expired_id,
+        CourierStep::Deliver {
+            at: courier::clock::now() - chrono::Duration::hours(2),
+        },
+    )
+    .await;
+    // The first, delivered just now, is still shown.
+    stand_in_for_courier_api(
+        &pool,
+        tracked.job_id(),
+        CourierStep::Deliver {
+            at: courier::clock::now(),
+        },
+    )
+    .await;
+    let response = get(&tracked, &tracked.tracking_url()).await;
+    assert_eq!(response.status(), 200);
+
+    let unknown_token = "A".repeat(43);
+    let mut bodies = Vec::new();
+    for path in [
+        format!("/track/{unknown_token}"),
+        "/track/short".to_owned(),
+        "/track/%FF%FE".to_owned(),
+        tracking_path(&expired),
+    ] {
+        let response = app.request(Method::GET, &path).send().await.unwrap();
+        assert_eq!(response.status(), 404, "{path}");
+        let policy = assert_page_headers(&response);
+        let body = response.text().await.unwrap();
+        assert_policy_allows_the_page(&policy, &body);
+        assert!(body.contains("We can’t find this delivery"), "{body}");
+        assert!(body.contains("<main") && body.contains("<h1>"));
+        bodies.push(body);
+    }
+    assert!(
+        bodies.windows(2).all(|pair| pair[0] == pair[1]),
+        "unknown and expired read alike"
+    );
+
+    for path in [
+        format!("/track/{unknown_token}/state"),
+        format!("{}/state", tracking_path(&expired)),
+    ] {
+        let response = app.request(Method::GET, &path).send().await.unwrap();
+        assert_refusal(response, 404, "tracking.not_found").await;
+    }
+
+    // No credentials are needed, and merchant credentials change nothing.
+    let response = app
+        .request(Method::GET, &format!("/track/{unknown_token}"))
+        .auth(&tracked.quoting.credential)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+}

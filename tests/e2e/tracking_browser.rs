@@ -1,0 +1,129 @@
+//! The tracking page in a real browser (headless Chromium on a phone-sized window): it shows
+//! the delivery, updates on its own when the courier moves, and ends with the outcome.
+//! Screenshots go to the test artifacts folder (`target/test-artifacts/`).
+
+use uuid::Uuid;
+
+use crate::support::browser::Browser;
+use crate::tracking::{CourierStep, Tracked, assert_private, stand_in_for_courier_api};
+
+#[tokio::test]
+async fn the_page_follows_the_courier_without_reloading() {
+    let tracked =
+        Tracked::book(|name| (name == "COURIER_TRACKING_POLL_MS").then(|| "400".into())).await;
+    let browser = Browser::start(390, 844).await;
+    browser.client.goto(&tracked.tracking_url()).await.unwrap();
+
+    assert_eq!(browser.text("status-headline").await, "Finding a courier");
+    assert!(browser.text("pickup-area").await.starts_with("4th Street"));
+    assert!(
+        browser
+            .text("dropoff-area")
+            .await
+            .starts_with("17th Street")
+    );
+    assert!(browser.text("eta-text").await.starts_with("Around "));
+    assert_eq!(
+        browser.attr("map-courier", "visibility").await.as_deref(),
+        Some("hidden")
+    );
+    assert_private(&browser.client.source().await.unwrap());
+    // Set on this document only: still there later means the page was never reloaded.
+    browser
+        .client
+        .execute("window.loadedOnce = true;", vec![])
+        .await
+        .unwrap();
+
+    let pool = tracked.pool().await;
+    let courier = Uuid::new_v4();
+    let job_id = tracked.job_id();
+    stand_in_for_courier_api(&pool, job_id, CourierStep::Assign { courier }).await;
+    let report = |latitude, longitude| CourierStep::Position {
+        courier,
+        latitude,
+        longitude,
+    };
+    stand_in_for_courier_api(&pool, job_id, report(20.0120, 50.0015)).await;
+    browser
+        .wait_until("the courier on the map", || async {
+            browser.text("status-headline").await == "Courier on the way to pickup"
+                && browser.attr("map-courier", "visibility").await.as_deref() == Some("visible")
+        })
+        .await;
+    let first = (
+        browser.attr("map-courier", "cx").await,
+        browser.attr("map-courier", "cy").await,
+    );
+
+    // The courier moves toward the pickup: the marker follows.
+    stand_in_for_courier_api(&pool, job_id, report(20.0045, 50.0035)).await;
+    browser
+        .wait_until("the marker to move", || async {
+            let now = (
+                browser.attr("map-courier", "cx").await,
+                browser.attr("map-courier", "cy").await,
+            );
+            now != first
+        })
+        .await;
+    let description = browser
+        .client
+        .execute(
+            "return document.getElementById('map-desc').textContent;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        description
+            .as_str()
+            .unwrap()
+            .contains("from the pickup by road"),
+        "the map's text alternative follows too: {description}"
+    );
+    let loaded_once = browser
+        .client
+        .execute("return window.loadedOnce === true;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(
+        loaded_once,
+        serde_json::json!(true),
+        "updated without reload"
+    );
+    let screenshot = browser.screenshot("tracking-page.png").await;
+    let png = std::fs::read(&screenshot).unwrap();
+    let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+    assert_eq!(width, 390 * 2, "a phone's width at twice the density");
+    browser.screenshot_of("map", "tracking-page-map.png").await;
+
+    // Collected, then delivered: the page ends with the outcome and stops asking.
+    stand_in_for_courier_api(&pool, job_id, CourierStep::Collect).await;
+    browser
+        .wait_until("in transit", || async {
+            browser.text("status-headline").await == "On the way to you"
+        })
+        .await;
+    stand_in_for_courier_api(
+        &pool,
+        job_id,
+        CourierStep::Deliver {
+            at: courier::clock::now(),
+        },
+    )
+    .await;
+    browser
+        .wait_until("delivered", || async {
+            browser.text("status-headline").await == "Delivered"
+        })
+        .await;
+    assert_eq!(
+        browser.text("proof-outcome").await,
+        "Handed to the recipient"
+    );
+    assert_eq!(browser.text("live-note").await, "This delivery has ended.");
+    assert_private(&browser.client.source().await.unwrap());
+    browser.screenshot("tracking-page-delivered.png").await;
+    browser.close().await;
+}
