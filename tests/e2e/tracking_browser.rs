@@ -97,6 +97,15 @@ async fn the_page_follows_the_courier_without_reloading() {
     let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
     assert_eq!(width, 390 * 2, "a phone's width at twice the density");
     browser.screenshot_of("map", "tracking-page-map.png").await;
+    browser
+        .client
+        .execute(
+            "document.getElementById('stops-heading').scrollIntoView();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    browser.screenshot("tracking-page-timeline.png").await;
 
     // Collected, then delivered: the page ends with the outcome and stops asking.
     stand_in_for_courier_api(&pool, job_id, CourierStep::Collect).await;

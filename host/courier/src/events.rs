@@ -1,6 +1,7 @@
 //! Events: facts about state changes, recorded in the same transaction as the change (the
 //! transactional outbox), so an event exists exactly when its change committed. The webhook
-//! engine fans them out; nothing else reads them back.
+//! engine fans them out; the tracking page reads a job's events (names and times) for its
+//! timeline.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
