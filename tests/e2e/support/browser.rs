@@ -1,8 +1,10 @@
 //! Headless Chromium driven over WebDriver: Debian's `chromium` and `chromium-driver`
-//! packages (`.ci/run` installs them). Each browser gets its own chromedriver on a free port
-//! and a fresh profile, both gone when it is dropped.
+//! packages (`.ci/run` installs them). Each browser gets its own chromedriver on a free port,
+//! in a process group of its own with the browser it starts, and a fresh profile: all gone
+//! when it is dropped, even when a test fails half-way.
 
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -50,6 +52,7 @@ impl Browser {
             .port();
         let driver = Command::new(&chromedriver)
             .arg(format!("--port={port}"))
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -142,17 +145,21 @@ impl Browser {
         save_artifact(name, element.screenshot().await.unwrap())
     }
 
-    pub async fn close(mut self) {
-        let client = self.client.clone();
-        let _ = client.close().await;
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
+    /// Ends the WebDriver session (the browser quits); the drop does the rest.
+    pub async fn close(self) {
+        let _ = self.client.clone().close().await;
     }
 }
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        let _ = self.driver.kill();
+        // The whole group: chromedriver and every Chromium process it started.
+        if let Ok(group) = i32::try_from(self.driver.id()) {
+            // SAFETY: kill(2) with a negative pid signals only that process group, ours.
+            unsafe {
+                libc::kill(-group, libc::SIGKILL);
+            }
+        }
         let _ = self.driver.wait();
         let _ = std::fs::remove_dir_all(&self.profile);
     }
