@@ -12,4 +12,5 @@ mod ops;
 mod payments;
 mod price_books;
 mod quotes;
+mod texts;
 mod webhooks;

@@ -46,6 +46,8 @@ pub struct Config {
     pub public_url: String,
     /// `COURIER_SCHEDULER_INTERVAL_MS`: how often due work (scheduled searches) is looked for.
     pub scheduler_interval: std::time::Duration,
+    /// `COURIER_SMS_*`: the SMS gateway and the customer texts' wording and retries.
+    pub texts: crate::texts::TextsConfig,
 }
 
 impl Config {
@@ -95,6 +97,7 @@ impl Config {
             )?),
             webhooks: crate::webhooks::WebhookConfig::from_lookup(&lookup)?,
             payments: crate::payments::PaymentsConfig::from_lookup(&lookup)?,
+            texts: crate::texts::TextsConfig::from_lookup(&lookup)?,
         })
     }
 }

@@ -29,4 +29,5 @@ pub mod quotes;
 pub mod secrets;
 pub mod store;
 pub mod telemetry;
+pub mod texts;
 pub mod webhooks;

@@ -44,6 +44,7 @@ pub struct AppState {
     pub price_books: Arc<PriceBooks>,
     pub payments: Arc<crate::payments::Payments>,
     pub webhooks: Arc<crate::webhooks::Webhooks>,
+    pub texts: Arc<crate::texts::CustomerTexts>,
 }
 
 pub fn router(state: AppState) -> Router {

@@ -5,4 +5,5 @@ pub mod merchants;
 pub mod payments;
 pub mod price_books;
 pub mod quotes;
+pub mod texts;
 pub mod webhooks;
