@@ -12,5 +12,6 @@ mod ops;
 mod payments;
 mod price_books;
 mod quotes;
+mod resilience;
 mod texts;
 mod webhooks;

@@ -1,6 +1,7 @@
 //! The test harness: one cluster per test run, one database and one service per test.
 
 mod cluster;
+pub mod process;
 pub mod receiver;
 
 use std::net::SocketAddr;
@@ -145,6 +146,7 @@ impl Drop for TestApp {
 }
 
 /// Credentials of one environment of a merchant.
+#[derive(Clone, Debug)]
 pub struct Credential {
     pub key: String,
     pub secret: String,
