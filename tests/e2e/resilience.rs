@@ -384,8 +384,8 @@ async fn a_database_restart_mid_load_answers_503_then_recovers() {
         .expect("quoting recovered")
         .unwrap();
 
-    let answers = answers.lock().unwrap();
-    for (_, status, code) in answers.iter() {
+    let answers = std::mem::take(&mut *answers.lock().unwrap());
+    for (_, status, code) in &answers {
         assert!(
             *status == 201 || (*status == 503 && code == "service.database_unavailable"),
             "{status} {code}"
