@@ -525,3 +525,38 @@ async fn hostile_input_gets_clear_refusals_and_the_service_keeps_serving() {
         .unwrap();
     assert_eq!(tables, 1);
 }
+
+#[tokio::test]
+async fn a_slow_client_is_cut_off_and_others_are_served() {
+    let app = TestApp::spawn_with(|name| {
+        (name == "COURIER_HEADER_READ_TIMEOUT_MS").then(|| "500".to_owned())
+    })
+    .await;
+    // Headers trickling in a byte at a time, never finished.
+    let mut slow = TcpStream::connect(app.address).await.unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let cut_off = loop {
+        if slow.write_all(b"X").await.is_err() {
+            break true;
+        }
+        let mut byte = [0u8; 1];
+        match tokio::time::timeout(Duration::from_millis(100), slow.read(&mut byte)).await {
+            // Closed (or answered with an error status and closed).
+            Ok(Ok(0) | Err(_)) => break true,
+            Ok(Ok(_)) => {
+                let mut rest = Vec::new();
+                let _ = slow.read_to_end(&mut rest).await;
+                break true;
+            }
+            Err(_) if started.elapsed() > Duration::from_secs(5) => break false,
+            Err(_) => {}
+        }
+    };
+    assert!(cut_off, "the slow client was still connected after 5 s");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let response = app.request(Method::GET, "/healthz").send().await.unwrap();
+    assert_eq!(response.status(), 200);
+}

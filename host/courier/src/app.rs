@@ -134,6 +134,7 @@ pub async fn run(
         crate::jobs::spawn_scheduler(services.db.pool.clone(), config.scheduler_interval);
     let charge_retries = services.payments.spawn_retry_worker();
     let text_sender = services.texts.spawn_sender(config.scheduler_interval);
+    let header_read_timeout = config.header_read_timeout;
     let state = AppState {
         pool: services.db.pool.clone(),
         authenticator: services.authenticator.clone(),
@@ -146,9 +147,7 @@ pub async fn run(
     };
     let address = listener.local_addr().map_err(StartError::Serve)?;
     tracing::info!(%address, "courier is listening");
-    let served = axum::serve(listener, api::router(state))
-        .with_graceful_shutdown(shutdown)
-        .await;
+    crate::server::serve(listener, api::router(state), header_read_timeout, shutdown).await;
     tracing::info!("stopped accepting requests; shutting down");
     follower.abort();
     drop(webhook_workers);
@@ -156,7 +155,7 @@ pub async fn run(
     charge_retries.stop().await;
     text_sender.stop().await;
     services.db.close().await;
-    served.map_err(StartError::Serve)
+    Ok(())
 }
 
 /// One plugin engine per process; compiled components are cached under the data folder.

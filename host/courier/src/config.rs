@@ -46,6 +46,8 @@ pub struct Config {
     pub public_url: String,
     /// `COURIER_SCHEDULER_INTERVAL_MS`: how often due work (scheduled searches) is looked for.
     pub scheduler_interval: std::time::Duration,
+    /// `COURIER_HEADER_READ_TIMEOUT_MS`: how long a client has to send a request's headers.
+    pub header_read_timeout: std::time::Duration,
     /// `COURIER_SMS_*`: the SMS gateway and the customer texts' wording and retries.
     pub texts: crate::texts::TextsConfig,
 }
@@ -97,6 +99,11 @@ impl Config {
             )?),
             webhooks: crate::webhooks::WebhookConfig::from_lookup(&lookup)?,
             payments: crate::payments::PaymentsConfig::from_lookup(&lookup)?,
+            header_read_timeout: std::time::Duration::from_millis(parse_or(
+                &lookup,
+                "COURIER_HEADER_READ_TIMEOUT_MS",
+                10_000,
+            )?),
             texts: crate::texts::TextsConfig::from_lookup(&lookup)?,
         })
     }

@@ -27,6 +27,7 @@ pub mod payments;
 pub mod pricing;
 pub mod quotes;
 pub mod secrets;
+pub mod server;
 pub mod store;
 pub mod telemetry;
 pub mod texts;
