@@ -9,12 +9,12 @@ use crate::quotes::{Quoting, journey};
 use crate::support::{Authed, Credential, MerchantCredentials, assert_refusal, status_and_json};
 
 /// A merchant ready to book in the demo market.
-struct Booking {
-    quoting: Quoting,
+pub(crate) struct Booking {
+    pub(crate) quoting: Quoting,
 }
 
 impl Booking {
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         Self::start_with(|_| None).await
     }
 
@@ -28,7 +28,7 @@ impl Booking {
         &self.quoting.credential
     }
 
-    async fn quote(&self, body: Value) -> Value {
+    pub(crate) async fn quote(&self, body: Value) -> Value {
         let (status, quote) = self.quoting.quote(&body).await;
         assert_eq!(status, 201, "{quote}");
         quote
@@ -52,11 +52,11 @@ impl Booking {
         status_and_json(request.send().await.unwrap()).await
     }
 
-    async fn book(&self, key: &str, body: &Value) -> (u16, Value) {
+    pub(crate) async fn book(&self, key: &str, body: &Value) -> (u16, Value) {
         self.book_with(self.credential(), Some(key), body).await
     }
 
-    async fn get(&self, path: &str) -> (u16, Value) {
+    pub(crate) async fn get(&self, path: &str) -> (u16, Value) {
         status_and_json(
             self.quoting
                 .app
@@ -82,7 +82,7 @@ fn stop(quote_point: (f64, f64), name: &str) -> Value {
 }
 
 /// A booking body for `quote` of the standard demo journey.
-fn booking_body(quote: &Value) -> Value {
+pub(crate) fn booking_body(quote: &Value) -> Value {
     let journey = journey(None);
     let point = |stop: &str| {
         (
@@ -97,7 +97,7 @@ fn booking_body(quote: &Value) -> Value {
     })
 }
 
-fn key() -> String {
+pub(crate) fn key() -> String {
     format!("key-{}", uuid::Uuid::new_v4())
 }
 

@@ -14,4 +14,6 @@ mod price_books;
 mod quotes;
 mod tracking;
 mod tracking_browser;
+mod resilience;
+mod texts;
 mod webhooks;

@@ -4,7 +4,6 @@
 //! the spec's section 6 tells receivers to.
 
 use std::collections::{HashMap, HashSet};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use reqwest::Method;
@@ -16,6 +15,7 @@ use courier::domain::Environment;
 use courier::events::{EventDetails, EventName, JobFacts, NewEvent};
 use courier::merchants::NewMerchant;
 
+use crate::support::process::{free_port, spawn_service, wait_until_ready};
 use crate::support::receiver::{Receiver, Reply};
 use crate::support::{
     Authed, Credential, MerchantCredentials, TestApp, assert_refusal, fresh_database_url,
@@ -637,42 +637,6 @@ async fn private_addresses_are_refused_unless_allowed() {
 }
 
 // ---- A service killed mid-load -----------------------------------------------------------
-
-const BINARY: &str = env!("CARGO_BIN_EXE_courier");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn spawn_service(env: &[(String, String)]) -> Child {
-    let mut command = Command::new(BINARY);
-    command
-        .arg("serve")
-        .env_remove("DATABASE_URL")
-        .env("RUST_LOG", "error")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null());
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    command.spawn().unwrap()
-}
-
-async fn wait_until_ready(client: &reqwest::Client, base_url: &str) {
-    for _ in 0..400 {
-        if let Ok(response) = client.get(format!("{base_url}/readyz")).send().await
-            && response.status() == 200
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("the service did not become ready");
-}
 
 #[tokio::test]
 async fn a_service_killed_mid_load_loses_no_event() {

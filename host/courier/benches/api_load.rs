@@ -8,52 +8,13 @@
 //!
 //! cargo bench -p courier --bench api_load
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use courier::auth::Authenticator;
-use courier::config::Config;
+use common::{Bench, Latencies, env_or};
 use courier::db::{EmbeddedPostgres, create_database_if_missing, find_server_binaries};
-use courier::secrets::SecretKey;
-use serde_json::{Value, json};
-
-const PICKUP: (f64, f64) = (20.00285, 50.0043);
-const DROPOFF: (f64, f64) = (20.01615, 50.0103);
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-struct Latencies(Vec<Duration>);
-
-impl Latencies {
-    fn percentile(&mut self, p: f64) -> Duration {
-        self.0.sort();
-        let index = ((self.0.len() as f64 - 1.0) * p).round() as usize;
-        self.0[index]
-    }
-}
-
-fn quote_body() -> Value {
-    json!({
-        "pickup": {"latitude": PICKUP.0, "longitude": PICKUP.1},
-        "dropoff": {"latitude": DROPOFF.0, "longitude": DROPOFF.1},
-        "vehicle": "car",
-    })
-}
-
-fn booking_body(quote_id: &str) -> Value {
-    let stop = |(lat, lon): (f64, f64)| {
-        json!({
-            "latitude": lat, "longitude": lon, "address": "1 Bench Street",
-            "contact_name": "Bench", "contact_phone": "+966 11 463 5555",
-        })
-    };
-    json!({"quote_id": quote_id, "pickup": stop(PICKUP), "dropoff": stop(DROPOFF)})
-}
 
 /// Runs `request` from `clients` tasks until `seconds` pass; returns (completed, latencies).
 async fn drive<F, Fut>(clients: usize, seconds: u64, request: F) -> (usize, Latencies, Duration)
@@ -97,7 +58,7 @@ fn pgbench_ceiling(cluster: &EmbeddedPostgres, seconds: u64) -> Option<f64> {
     let output = std::process::Command::new(pgbench)
         .args(["-n", "-c", "8", "-j", "2", "-T", &seconds.to_string(), "-f"])
         .arg(&script)
-        .arg(cluster.url("bench"))
+        .arg(cluster.url("ceiling"))
         .output()
         .ok()?;
     let text = String::from_utf8_lossy(&output.stdout);
@@ -109,172 +70,64 @@ fn pgbench_ceiling(cluster: &EmbeddedPostgres, seconds: u64) -> Option<f64> {
 fn main() {
     let clients: usize = env_or("BENCH_CLIENTS", 32);
     let seconds: u64 = env_or("BENCH_SECONDS", 10);
-    let root = std::env::temp_dir().join(format!("courier-bench-{}", std::process::id()));
-    let cluster = Arc::new(EmbeddedPostgres::start(&root).expect("a private PostgreSQL cluster"));
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        create_database_if_missing(&cluster, "bench").await.unwrap();
-        let pool = sqlx::PgPool::connect(&cluster.url("bench")).await.unwrap();
-        sqlx::query("CREATE TABLE ceiling (id bigserial PRIMARY KEY, payload text)")
-            .execute(&pool)
+        let bench = Arc::new(Bench::start("api-load", clients, |_| None).await);
+        create_database_if_missing(&bench.cluster, "ceiling")
             .await
             .unwrap();
+        let ceiling_pool = sqlx::PgPool::connect(&bench.cluster.url("ceiling"))
+            .await
+            .unwrap();
+        sqlx::query("CREATE TABLE ceiling (id bigserial PRIMARY KEY, payload text)")
+            .execute(&ceiling_pool)
+            .await
+            .unwrap();
+        ceiling_pool.close().await;
         let ceiling = {
-            let cluster = Arc::clone(&cluster);
+            let cluster = Arc::clone(&bench.cluster);
             tokio::task::spawn_blocking(move || pgbench_ceiling(&cluster, seconds))
                 .await
                 .unwrap()
         };
 
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        let data_dir = root.join("data");
-        let url = cluster.url("bench");
-        let secret = "be".repeat(32);
-        let config = Config::from_lookup(|name| match name {
-            "DATABASE_URL" => Some(url.clone()),
-            "COURIER_DATA_DIR" => Some(data_dir.to_string_lossy().into_owned()),
-            "COURIER_SECRET_KEY" => Some(secret.clone()),
-            "COURIER_DB_POOL_SIZE" => Some("32".into()),
-            _ => None,
-        })
-        .unwrap();
-        tokio::spawn(courier::app::run(config, listener, std::future::pending()));
-        let base = format!("http://{address}");
-        let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(clients)
-            .build()
-            .unwrap();
-        for _ in 0..400 {
-            if http
-                .get(format!("{base}/readyz"))
-                .send()
-                .await
-                .is_ok_and(|r| r.status() == 200)
-            {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        let key = SecretKey::from_hex(&"be".repeat(32)).unwrap();
-        let merchant =
-            courier::merchants::create(&pool, &Authenticator::new(pool.clone(), &key), "Bench")
-                .await
-                .unwrap();
-        let (api_key, api_secret) = (merchant.test_key.clone(), merchant.test_secret.clone());
-        http.post(format!("{base}/v1/payment-methods"))
-            .basic_auth(&api_key, Some(&api_secret))
-            .json(&json!({"provider_ref": "pm_sandbox_4242424242424242"}))
-            .send()
-            .await
-            .unwrap();
-        // The demo city loads in the background: wait for the first quote.
-        let quote = |http: reqwest::Client, base: String, k: String, s: String| async move {
-            let response = http
-                .post(format!("{base}/v1/quotes"))
-                .basic_auth(&k, Some(&s))
-                .json(&quote_body())
-                .send()
-                .await
-                .ok()?;
-            (response.status() == 201).then_some(())?;
-            response.json::<Value>().await.ok()
-        };
-        while quote(
-            http.clone(),
-            base.clone(),
-            api_key.clone(),
-            api_secret.clone(),
-        )
-        .await
-        .is_none()
-        {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-
-        let (q_http, q_base, q_key, q_secret) = (
-            http.clone(),
-            base.clone(),
-            api_key.clone(),
-            api_secret.clone(),
-        );
+        let b = Arc::clone(&bench);
         let (quotes, mut quote_latency, quote_time) = drive(clients, seconds, move |_| {
-            let (http, base, k, s) = (
-                q_http.clone(),
-                q_base.clone(),
-                q_key.clone(),
-                q_secret.clone(),
-            );
-            async move { quote(http, base, k, s).await.is_some() }
+            let b = Arc::clone(&b);
+            async move { b.quote().await.is_some() }
         })
         .await;
 
         // Quotes to book, made beforehand so the booking phase measures bookings alone.
-        let wanted = (quotes as f64 / seconds as f64 * 0.6 * seconds as f64) as usize + 1000;
+        let wanted = (quotes as f64 * 0.6) as usize + 1000;
         let stock = Arc::new(tokio::sync::Mutex::new(Vec::with_capacity(wanted)));
-        {
-            let (m_http, m_base, m_key, m_secret, m_stock) = (
-                http.clone(),
-                base.clone(),
-                api_key.clone(),
-                api_secret.clone(),
-                Arc::clone(&stock),
-            );
-            let per_client = wanted / clients + 1;
-            let tasks: Vec<_> = (0..clients)
-                .map(|_| {
-                    let (http, base, k, s, stock) = (
-                        m_http.clone(),
-                        m_base.clone(),
-                        m_key.clone(),
-                        m_secret.clone(),
-                        Arc::clone(&m_stock),
-                    );
-                    tokio::spawn(async move {
-                        for _ in 0..per_client {
-                            if let Some(q) =
-                                quote(http.clone(), base.clone(), k.clone(), s.clone()).await
-                            {
-                                stock
-                                    .lock()
-                                    .await
-                                    .push(q["id"].as_str().unwrap().to_owned());
-                            }
+        let per_client = wanted / clients + 1;
+        let tasks: Vec<_> = (0..clients)
+            .map(|_| {
+                let (b, stock) = (Arc::clone(&bench), Arc::clone(&stock));
+                tokio::spawn(async move {
+                    for _ in 0..per_client {
+                        if let Some(q) = b.quote().await {
+                            stock
+                                .lock()
+                                .await
+                                .push(q["id"].as_str().unwrap().to_owned());
                         }
-                    })
+                    }
                 })
-                .collect();
-            for task in tasks {
-                task.await.unwrap();
-            }
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
         }
-        let (b_http, b_base, b_key, b_secret, b_stock) = (
-            http.clone(),
-            base.clone(),
-            api_key.clone(),
-            api_secret.clone(),
-            Arc::clone(&stock),
-        );
+        let (b, b_stock) = (Arc::clone(&bench), Arc::clone(&stock));
         let (bookings, mut booking_latency, booking_time) = drive(clients, seconds, move |n| {
-            let (http, base, k, s, stock) = (
-                b_http.clone(),
-                b_base.clone(),
-                b_key.clone(),
-                b_secret.clone(),
-                Arc::clone(&b_stock),
-            );
+            let (b, stock) = (Arc::clone(&b), Arc::clone(&b_stock));
             async move {
                 let Some(quote_id) = stock.lock().await.pop() else {
                     return false;
                 };
-                let response = http
-                    .post(format!("{base}/v1/jobs"))
-                    .basic_auth(&k, Some(&s))
-                    .header("Idempotency-Key", format!("bench-{n}"))
-                    .json(&booking_body(&quote_id))
-                    .send()
-                    .await;
-                response.is_ok_and(|r| r.status() == 201)
+                b.book(&quote_id, &format!("bench-{n}")).await
             }
         })
         .await;
@@ -308,9 +161,9 @@ fn main() {
             ms(booking_latency.percentile(0.5)),
             ms(booking_latency.percentile(0.99)),
         );
-        pool.close().await;
+        match Arc::try_unwrap(bench) {
+            Ok(bench) => bench.finish().await,
+            Err(_) => eprintln!("bench still shared at the end"),
+        }
     });
-    drop(runtime);
-    let _ = cluster.stop();
-    let _ = std::fs::remove_dir_all(&root);
 }

@@ -37,6 +37,8 @@ pub enum StartError {
     Webhooks(#[from] crate::webhooks::WebhookStartError),
     #[error("starting the payment adapters: {0}")]
     Payments(#[from] crate::payments::GatewayError),
+    #[error("starting the SMS gateway client: {0}")]
+    Texts(#[source] reqwest::Error),
     #[error("serving HTTP: {0}")]
     Serve(#[source] std::io::Error),
 }
@@ -51,6 +53,7 @@ pub struct Services {
     pub plugin_engine: PluginEngine,
     pub webhooks: Arc<crate::webhooks::Webhooks>,
     pub payments: Arc<crate::payments::Payments>,
+    pub texts: Arc<crate::texts::CustomerTexts>,
 }
 
 impl Services {
@@ -82,6 +85,10 @@ impl Services {
             gateways,
             config.payments.retry,
         ));
+        let texts = Arc::new(
+            crate::texts::CustomerTexts::new(db.pool.clone(), config.texts.clone())
+                .map_err(StartError::Texts)?,
+        );
         Ok(Self {
             db,
             authenticator,
@@ -90,6 +97,7 @@ impl Services {
             plugin_engine: engine,
             webhooks,
             payments,
+            texts,
         })
     }
 }
@@ -130,6 +138,8 @@ pub async fn run(
         Arc::clone(&services.markets),
         config.tracking,
     ));
+    let text_sender = services.texts.spawn_sender(config.scheduler_interval);
+    let header_read_timeout = config.header_read_timeout;
     let state = AppState {
         pool: services.db.pool.clone(),
         authenticator: services.authenticator.clone(),
@@ -139,19 +149,19 @@ pub async fn run(
         webhooks: Arc::clone(&services.webhooks),
         payments: Arc::clone(&services.payments),
         tracking,
+        texts: Arc::clone(&services.texts),
     };
     let address = listener.local_addr().map_err(StartError::Serve)?;
     tracing::info!(%address, "courier is listening");
-    let served = axum::serve(listener, api::router(state))
-        .with_graceful_shutdown(shutdown)
-        .await;
+    crate::server::serve(listener, api::router(state), header_read_timeout, shutdown).await;
     tracing::info!("stopped accepting requests; shutting down");
     follower.abort();
     drop(webhook_workers);
     scheduler.abort();
     charge_retries.stop().await;
+    text_sender.stop().await;
     services.db.close().await;
-    served.map_err(StartError::Serve)
+    Ok(())
 }
 
 /// One plugin engine per process; compiled components are cached under the data folder.

@@ -48,6 +48,10 @@ pub struct Config {
     pub scheduler_interval: std::time::Duration,
     /// `COURIER_TRACKING_TTL_SECS`, `COURIER_TRACKING_POLL_MS`: the public tracking page.
     pub tracking: crate::tracking::TrackingConfig,
+    /// `COURIER_HEADER_READ_TIMEOUT_MS`: how long a client has to send a request's headers.
+    pub header_read_timeout: std::time::Duration,
+    /// `COURIER_SMS_*`: the SMS gateway and the customer texts' wording and retries.
+    pub texts: crate::texts::TextsConfig,
 }
 
 impl Config {
@@ -98,6 +102,12 @@ impl Config {
             webhooks: crate::webhooks::WebhookConfig::from_lookup(&lookup)?,
             payments: crate::payments::PaymentsConfig::from_lookup(&lookup)?,
             tracking: tracking_config(&lookup)?,
+            header_read_timeout: std::time::Duration::from_millis(parse_or(
+                &lookup,
+                "COURIER_HEADER_READ_TIMEOUT_MS",
+                10_000,
+            )?),
+            texts: crate::texts::TextsConfig::from_lookup(&lookup)?,
         })
     }
 }

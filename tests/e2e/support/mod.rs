@@ -2,6 +2,7 @@
 
 pub mod browser;
 mod cluster;
+pub mod process;
 pub mod receiver;
 
 use std::net::SocketAddr;
@@ -146,6 +147,7 @@ impl Drop for TestApp {
 }
 
 /// Credentials of one environment of a merchant.
+#[derive(Clone, Debug)]
 pub struct Credential {
     pub key: String,
     pub secret: String,

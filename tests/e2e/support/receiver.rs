@@ -27,6 +27,8 @@ pub struct Received {
     pub event: String,
     pub delivery: String,
     pub signature: String,
+    pub authorization: String,
+    pub idempotency_key: String,
     pub body: Vec<u8>,
     pub at: Instant,
 }
@@ -90,6 +92,8 @@ struct State {
 
 pub struct Receiver {
     pub port: u16,
+    /// `https`, or `http` for a receiver started with [`Receiver::start_plain`].
+    scheme: &'static str,
     /// PEM of the certificate authority that issued the receiver's certificate.
     pub ca_path: PathBuf,
     state: Arc<State>,
@@ -98,6 +102,16 @@ pub struct Receiver {
 
 impl Receiver {
     pub async fn start() -> Self {
+        Self::start_serving(true).await
+    }
+
+    /// A plain-HTTP receiver, standing in for services the operator configures (an SMS
+    /// gateway), which are not subject to the webhooks' https rule.
+    pub async fn start_plain() -> Self {
+        Self::start_serving(false).await
+    }
+
+    async fn start_serving(with_tls: bool) -> Self {
         let (acceptor, ca_pem) = tls();
         let ca_path = std::env::temp_dir().join(format!("courier-ca-{}.pem", uuid::Uuid::new_v4()));
         std::fs::write(&ca_path, ca_pem).unwrap();
@@ -115,27 +129,31 @@ impl Receiver {
                 let acceptor = acceptor.clone();
                 let state = Arc::clone(&serving);
                 tokio::spawn(async move {
+                    let service = service_fn(move |request| handle(Arc::clone(&state), request));
+                    let http = hyper::server::conn::http1::Builder::new();
+                    if !with_tls {
+                        let _ = http.serve_connection(TokioIo::new(stream), service).await;
+                        return;
+                    }
                     let Ok(tls) = acceptor.accept(stream).await else {
                         return;
                     };
-                    let service = service_fn(move |request| handle(Arc::clone(&state), request));
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(tls), service)
-                        .await;
+                    let _ = http.serve_connection(TokioIo::new(tls), service).await;
                 });
             }
         });
         Self {
             port,
+            scheme: if with_tls { "https" } else { "http" },
             ca_path,
             state,
             task,
         }
     }
 
-    /// The https URL of `path` (by host name, so the service's resolver is used).
+    /// The URL of `path` (by host name, so the service's resolver is used).
     pub fn url(&self, path: &str) -> String {
-        format!("https://localhost:{}{path}", self.port)
+        format!("{}://localhost:{}{path}", self.scheme, self.port)
     }
 
     /// Answers on `path` from now on (the default is 200).
@@ -204,6 +222,8 @@ async fn handle(
         event: header("courier-event"),
         delivery: header("courier-delivery"),
         signature: header("courier-signature"),
+        authorization: header("authorization"),
+        idempotency_key: header("idempotency-key"),
         body,
         at: Instant::now(),
     };

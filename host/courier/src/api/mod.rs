@@ -46,6 +46,7 @@ pub struct AppState {
     pub payments: Arc<crate::payments::Payments>,
     pub webhooks: Arc<crate::webhooks::Webhooks>,
     pub tracking: Arc<crate::tracking::Tracking>,
+    pub texts: Arc<crate::texts::CustomerTexts>,
 }
 
 pub fn router(state: AppState) -> Router {

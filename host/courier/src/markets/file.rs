@@ -45,6 +45,8 @@ struct RawMarket {
     #[serde(default)]
     country: Option<String>,
     #[serde(default)]
+    text_countries: Option<Vec<String>>,
+    #[serde(default)]
     price_book_settings: Option<toml::Table>,
     #[serde(default)]
     price_book_settings_file: Option<PathBuf>,
@@ -65,6 +67,9 @@ pub struct MarketDefinition {
     pub priced_by_postcode: bool,
     /// ISO 3166-1 alpha-2 country: the default region for phone numbers.
     pub country: Option<String>,
+    /// Countries (alpha-2) whose phone numbers customer texts may go to; by default the
+    /// market's `country` alone, and none when the market has no country.
+    pub text_countries: Vec<String>,
     /// The settings document handed to the market's default price book.
     pub price_book_settings: serde_json::Value,
 }
@@ -132,14 +137,22 @@ fn definition(raw: RawMarket, base_dir: &Path) -> Result<MarketDefinition, Marke
         .map(Polygon::from_lon_lat)
         .transpose()
         .map_err(|e| invalid(format!("coverage: {e}")))?;
-    let country = match raw.country {
-        Some(c) if c.len() == 2 && c.bytes().all(|b| b.is_ascii_uppercase()) => Some(c),
-        Some(c) => {
-            return Err(invalid(format!(
+    let alpha2 = |c: String| {
+        if c.len() == 2 && c.bytes().all(|b| b.is_ascii_uppercase()) {
+            Ok(c)
+        } else {
+            Err(invalid(format!(
                 "country {c:?} is not an ISO 3166 alpha-2 code"
-            )));
+            )))
         }
-        None => None,
+    };
+    let country = raw.country.map(alpha2).transpose()?;
+    let text_countries = match raw.text_countries {
+        Some(countries) => countries
+            .into_iter()
+            .map(alpha2)
+            .collect::<Result<Vec<_>, _>>()?,
+        None => country.iter().cloned().collect(),
     };
     let price_book_settings = match (raw.price_book_settings, raw.price_book_settings_file) {
         (Some(table), None) => serde_json::to_value(table).map_err(|e| invalid(e.to_string()))?,
@@ -172,6 +185,7 @@ fn definition(raw: RawMarket, base_dir: &Path) -> Result<MarketDefinition, Marke
         coverage,
         priced_by_postcode: raw.priced_by_postcode,
         country,
+        text_countries,
         price_book_settings,
     })
 }
@@ -206,6 +220,20 @@ mod tests {
         );
         assert_eq!(market.price_book_settings["tax_rate_bp"], 1500);
         assert_eq!(market.timezone, chrono_tz::Asia::Riyadh);
+        assert_eq!(market.text_countries, vec!["SA".to_owned()]);
+    }
+
+    #[test]
+    fn text_countries_can_be_listed() {
+        let text = MINIMAL.replace(
+            "country = \"SA\"",
+            "country = \"SA\"\ntext_countries = [\"SA\", \"AE\"]",
+        );
+        let markets = parse(&text, Path::new(".")).unwrap();
+        assert_eq!(markets[0].text_countries, vec!["SA", "AE"]);
+        let text = MINIMAL.replace("country = \"SA\"", "text_countries = [\"uae\"]");
+        let error = parse(&text, Path::new(".")).unwrap_err().to_string();
+        assert!(error.contains("alpha-2"), "{error}");
     }
 
     #[test]

@@ -6,4 +6,5 @@ pub mod payments;
 pub mod price_books;
 pub mod quotes;
 pub mod tracking;
+pub mod texts;
 pub mod webhooks;

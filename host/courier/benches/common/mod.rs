@@ -1,0 +1,193 @@
+//! What the HTTP benchmarks share: a private PostgreSQL cluster, the real service on it in
+//! this process, a merchant with a working card, request bodies and percentiles.
+// Each benchmark uses a part of this module.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use courier::auth::Authenticator;
+use courier::config::Config;
+use courier::db::{EmbeddedPostgres, create_database_if_missing};
+use courier::secrets::SecretKey;
+use serde_json::{Value, json};
+
+pub const PICKUP: (f64, f64) = (20.00285, 50.0043);
+pub const DROPOFF: (f64, f64) = (20.01615, 50.0103);
+const SECRET_HEX: &str = "bebebebebebebebebebebebebebebebebebebebebebebebebebebebebebebebe";
+
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+pub struct Latencies(pub Vec<Duration>);
+
+impl Latencies {
+    pub fn percentile(&mut self, p: f64) -> Duration {
+        if self.0.is_empty() {
+            return Duration::ZERO;
+        }
+        self.0.sort();
+        let index = ((self.0.len() as f64 - 1.0) * p).round() as usize;
+        self.0[index]
+    }
+}
+
+pub fn quote_body() -> Value {
+    json!({
+        "pickup": {"latitude": PICKUP.0, "longitude": PICKUP.1},
+        "dropoff": {"latitude": DROPOFF.0, "longitude": DROPOFF.1},
+        "vehicle": "car",
+    })
+}
+
+pub fn booking_body(quote_id: &str) -> Value {
+    let stop = |(lat, lon): (f64, f64)| {
+        json!({
+            "latitude": lat, "longitude": lon, "address": "1 Bench Street",
+            "contact_name": "Bench", "contact_phone": "+966 11 463 5555",
+        })
+    };
+    json!({"quote_id": quote_id, "pickup": stop(PICKUP), "dropoff": stop(DROPOFF)})
+}
+
+/// The service under measurement and a merchant's test credentials.
+pub struct Bench {
+    pub cluster: Arc<EmbeddedPostgres>,
+    pub root: std::path::PathBuf,
+    pub pool: sqlx::PgPool,
+    pub http: reqwest::Client,
+    pub base: String,
+    pub key: String,
+    pub secret: String,
+}
+
+impl Bench {
+    /// Starts a cluster, the service (with `extra` configuration) and a merchant with a card;
+    /// returns once the demo city answers quotes.
+    pub async fn start(
+        name: &str,
+        clients: usize,
+        extra: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        let root = std::env::temp_dir().join(format!("courier-{name}-{}", std::process::id()));
+        let cluster = {
+            let root = root.clone();
+            Arc::new(
+                tokio::task::spawn_blocking(move || EmbeddedPostgres::start(&root))
+                    .await
+                    .unwrap()
+                    .expect("a private PostgreSQL cluster"),
+            )
+        };
+        create_database_if_missing(&cluster, "bench").await.unwrap();
+        let pool = sqlx::PgPool::connect(&cluster.url("bench")).await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let data_dir = root.join("data");
+        let url = cluster.url("bench");
+        let config = Config::from_lookup(move |name| {
+            extra(name).or_else(|| match name {
+                "DATABASE_URL" => Some(url.clone()),
+                "COURIER_DATA_DIR" => Some(data_dir.to_string_lossy().into_owned()),
+                "COURIER_SECRET_KEY" => Some(SECRET_HEX.into()),
+                "COURIER_DB_POOL_SIZE" => Some("32".into()),
+                _ => None,
+            })
+        })
+        .unwrap();
+        tokio::spawn(courier::app::run(config, listener, std::future::pending()));
+        let base = format!("http://{address}");
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(clients)
+            .build()
+            .unwrap();
+        for _ in 0..400 {
+            if http
+                .get(format!("{base}/readyz"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == 200)
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        let hash_key = SecretKey::from_hex(SECRET_HEX).unwrap();
+        let merchant = courier::merchants::create(
+            &pool,
+            &Authenticator::new(pool.clone(), &hash_key),
+            "Bench",
+        )
+        .await
+        .unwrap();
+        let bench = Self {
+            cluster,
+            root,
+            pool,
+            http,
+            base,
+            key: merchant.test_key.clone(),
+            secret: merchant.test_secret.clone(),
+        };
+        bench
+            .http
+            .post(format!("{}/v1/payment-methods", bench.base))
+            .basic_auth(&bench.key, Some(&bench.secret))
+            .json(&json!({"provider_ref": "pm_sandbox_4242424242424242"}))
+            .send()
+            .await
+            .unwrap();
+        // The demo city loads in the background: wait for the first quote.
+        while bench.quote().await.is_none() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        bench
+    }
+
+    /// A quote, or None when it was not made.
+    pub async fn quote(&self) -> Option<Value> {
+        let response = self
+            .http
+            .post(format!("{}/v1/quotes", self.base))
+            .basic_auth(&self.key, Some(&self.secret))
+            .json(&quote_body())
+            .send()
+            .await
+            .ok()?;
+        (response.status() == 201).then_some(())?;
+        response.json::<Value>().await.ok()
+    }
+
+    /// Books `quote_id`; true on 201.
+    pub async fn book(&self, quote_id: &str, idempotency_key: &str) -> bool {
+        self.http
+            .post(format!("{}/v1/jobs", self.base))
+            .basic_auth(&self.key, Some(&self.secret))
+            .header("Idempotency-Key", idempotency_key)
+            .json(&booking_body(quote_id))
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == 201)
+    }
+
+    /// GETs `path`; true on 200.
+    pub async fn read(&self, path: &str) -> bool {
+        self.http
+            .get(format!("{}{path}", self.base))
+            .basic_auth(&self.key, Some(&self.secret))
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == 200)
+    }
+
+    pub async fn finish(self) {
+        self.pool.close().await;
+        let cluster = Arc::clone(&self.cluster);
+        let _ = tokio::task::spawn_blocking(move || cluster.stop()).await;
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}

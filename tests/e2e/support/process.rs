@@ -1,0 +1,41 @@
+//! The service as a separate process (`courier serve`), for tests that kill it.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub const BINARY: &str = env!("CARGO_BIN_EXE_courier");
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts `courier serve` with `env` (and no inherited `DATABASE_URL`).
+pub fn spawn_service(env: &[(String, String)]) -> Child {
+    let mut command = Command::new(BINARY);
+    command
+        .arg("serve")
+        .env_remove("DATABASE_URL")
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.spawn().unwrap()
+}
+
+pub async fn wait_until_ready(client: &reqwest::Client, base_url: &str) {
+    for _ in 0..400 {
+        if let Ok(response) = client.get(format!("{base_url}/readyz")).send().await
+            && response.status() == 200
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the service did not become ready");
+}
