@@ -51,6 +51,8 @@ pub struct Services {
     pub plugin_engine: PluginEngine,
     pub webhooks: Arc<crate::webhooks::Webhooks>,
     pub payments: Arc<crate::payments::Payments>,
+    pub couriers: crate::couriers::Couriers,
+    pub fulfilment: crate::jobs::fulfilment::Fulfilment,
 }
 
 impl Services {
@@ -82,7 +84,16 @@ impl Services {
             gateways,
             config.payments.retry,
         ));
+        let couriers = crate::couriers::Couriers::new(
+            db.pool.clone(),
+            Arc::clone(&markets),
+            crate::couriers::CourierCredentials::new(db.pool.clone(), &secret_key),
+        );
+        let fulfilment =
+            crate::jobs::fulfilment::Fulfilment::new(db.pool.clone(), Arc::clone(&payments));
         Ok(Self {
+            couriers,
+            fulfilment,
             db,
             authenticator,
             markets,
@@ -125,6 +136,13 @@ pub async fn run(
     let scheduler =
         crate::jobs::spawn_scheduler(services.db.pool.clone(), config.scheduler_interval);
     let charge_retries = services.payments.spawn_retry_worker();
+    let dispatcher = Arc::new(crate::dispatch::Dispatcher::new(
+        services.db.pool.clone(),
+        Arc::clone(&services.markets),
+        services.fulfilment.clone(),
+        config.dispatch.clone(),
+    ))
+    .spawn();
     let state = AppState {
         pool: services.db.pool.clone(),
         authenticator: services.authenticator.clone(),
@@ -133,6 +151,8 @@ pub async fn run(
         price_books: Arc::clone(&services.price_books),
         webhooks: Arc::clone(&services.webhooks),
         payments: Arc::clone(&services.payments),
+        couriers: services.couriers.clone(),
+        fulfilment: services.fulfilment.clone(),
     };
     let address = listener.local_addr().map_err(StartError::Serve)?;
     tracing::info!(%address, "courier is listening");
@@ -143,6 +163,7 @@ pub async fn run(
     follower.abort();
     drop(webhook_workers);
     scheduler.abort();
+    dispatcher.abort();
     charge_retries.stop().await;
     services.db.close().await;
     served.map_err(StartError::Serve)

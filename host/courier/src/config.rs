@@ -46,6 +46,8 @@ pub struct Config {
     pub public_url: String,
     /// `COURIER_SCHEDULER_INTERVAL_MS`: how often due work (scheduled searches) is looked for.
     pub scheduler_interval: std::time::Duration,
+    /// `COURIER_OFFER_TIMEOUT_MS`, `COURIER_DISPATCH_*`, `COURIER_PROOF_MAX_BYTES`: dispatch.
+    pub dispatch: crate::dispatch::DispatchConfig,
 }
 
 impl Config {
@@ -95,6 +97,7 @@ impl Config {
             )?),
             webhooks: crate::webhooks::WebhookConfig::from_lookup(&lookup)?,
             payments: crate::payments::PaymentsConfig::from_lookup(&lookup)?,
+            dispatch: crate::dispatch::DispatchConfig::from_lookup(&lookup)?,
         })
     }
 }
