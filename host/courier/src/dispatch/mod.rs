@@ -31,7 +31,7 @@ use crate::store::jobs::JobRow;
 /// Couriers routed per job: the nearest in a straight line.
 const CANDIDATES: i64 = 10;
 /// Jobs offered per pass.
-const JOBS_PER_PASS: i64 = 50;
+const JOBS_PER_PASS: usize = 50;
 const KM_PER_DEGREE_OF_LATITUDE: f64 = 111.2;
 
 pub struct Dispatcher {
@@ -84,15 +84,22 @@ impl Dispatcher {
         Ok(())
     }
 
+    /// One transaction per job, so a transaction holds at most one new offer and two
+    /// instances offering at once can only wait on each other, never in a circle.
     async fn offer_searching_jobs(&self) -> Result<(), sqlx::Error> {
-        let mut tx = self.pool.begin().await?;
-        let jobs = store::claim_unoffered_searches(&mut tx, JOBS_PER_PASS).await?;
-        for job in &jobs {
-            if let Some(offer) = self.offer(&mut tx, job).await? {
+        let mut passed = Vec::new();
+        while passed.len() < JOBS_PER_PASS {
+            let mut tx = self.pool.begin().await?;
+            let Some(job) = store::claim_unoffered_search(&mut tx, &passed).await? else {
+                break;
+            };
+            if let Some(offer) = self.offer(&mut tx, &job).await? {
                 tracing::debug!(job_id = %job.id, courier_id = %offer.courier_id, "job offered");
             }
+            tx.commit().await?;
+            passed.push(job.id);
         }
-        tx.commit().await
+        Ok(())
     }
 
     /// Offers `job` (locked) to the best available courier, if there is one.

@@ -157,20 +157,21 @@ pub async fn claim_overdue_searches(
     .await
 }
 
-/// Searching jobs with no open offer, oldest search first, locked; others' locked rows are
-/// skipped, so each is dispatched by one instance at a time.
-pub async fn claim_unoffered_searches(
+/// The searching job with no open offer that has searched longest, except those in
+/// `passed`, locked; others' locked rows are skipped, so each job is dispatched by one
+/// instance at a time.
+pub async fn claim_unoffered_search(
     conn: &mut PgConnection,
-    limit: i64,
-) -> Result<Vec<JobRow>, sqlx::Error> {
+    passed: &[Uuid],
+) -> Result<Option<JobRow>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT * FROM jobs j WHERE status = 'searching' \
+        "SELECT * FROM jobs j WHERE status = 'searching' AND id <> ALL($1) \
          AND NOT EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
                          AND o.status = 'open') \
          ORDER BY coalesce(search_opened_at, search_opens_at, booked_at) \
-         LIMIT $1 FOR UPDATE SKIP LOCKED",
+         LIMIT 1 FOR UPDATE SKIP LOCKED",
     )
-    .bind(limit)
-    .fetch_all(conn)
+    .bind(passed)
+    .fetch_optional(conn)
     .await
 }
