@@ -5,7 +5,9 @@ mod support;
 
 mod auth;
 mod cli;
+mod dispatch;
 mod errors;
+mod fulfilment;
 mod jobs;
 mod lookups;
 mod ops;

@@ -54,6 +54,8 @@ pub struct Services {
     pub webhooks: Arc<crate::webhooks::Webhooks>,
     pub payments: Arc<crate::payments::Payments>,
     pub texts: Arc<crate::texts::CustomerTexts>,
+    pub couriers: crate::couriers::Couriers,
+    pub fulfilment: crate::jobs::fulfilment::Fulfilment,
 }
 
 impl Services {
@@ -89,7 +91,16 @@ impl Services {
             crate::texts::CustomerTexts::new(db.pool.clone(), config.texts.clone())
                 .map_err(StartError::Texts)?,
         );
+        let couriers = crate::couriers::Couriers::new(
+            db.pool.clone(),
+            Arc::clone(&markets),
+            crate::couriers::CourierCredentials::new(db.pool.clone(), &secret_key),
+        );
+        let fulfilment =
+            crate::jobs::fulfilment::Fulfilment::new(db.pool.clone(), Arc::clone(&payments));
         Ok(Self {
+            couriers,
+            fulfilment,
             db,
             authenticator,
             markets,
@@ -140,6 +151,13 @@ pub async fn run(
     ));
     let text_sender = services.texts.spawn_sender(config.scheduler_interval);
     let header_read_timeout = config.header_read_timeout;
+    let dispatcher = Arc::new(crate::dispatch::Dispatcher::new(
+        services.db.pool.clone(),
+        Arc::clone(&services.markets),
+        services.fulfilment.clone(),
+        config.dispatch.clone(),
+    ))
+    .spawn();
     let state = AppState {
         pool: services.db.pool.clone(),
         authenticator: services.authenticator.clone(),
@@ -150,6 +168,8 @@ pub async fn run(
         payments: Arc::clone(&services.payments),
         tracking,
         texts: Arc::clone(&services.texts),
+        couriers: services.couriers.clone(),
+        fulfilment: services.fulfilment.clone(),
     };
     let address = listener.local_addr().map_err(StartError::Serve)?;
     tracing::info!(%address, "courier is listening");
@@ -158,6 +178,7 @@ pub async fn run(
     follower.abort();
     drop(webhook_workers);
     scheduler.abort();
+    dispatcher.abort();
     charge_retries.stop().await;
     text_sender.stop().await;
     services.db.close().await;

@@ -32,6 +32,11 @@ enum Command {
         #[command(subcommand)]
         command: PriceBookCommand,
     },
+    /// Manage couriers.
+    Courier {
+        #[command(subcommand)]
+        command: CourierCommand,
+    },
     /// Examine plugin components.
     Plugin {
         #[command(subcommand)]
@@ -79,6 +84,46 @@ enum PriceBookCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum CourierCommand {
+    /// Create a courier; prints it as JSON with its courier API credential (shown only once).
+    Create {
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        phone: String,
+        /// bicycle, electric_bicycle, motorcycle, car or van.
+        #[arg(long)]
+        vehicle: String,
+        #[arg(long)]
+        market: String,
+        /// Who is acting, for the audit trail.
+        #[arg(long, env = "USER", default_value = "cli")]
+        operator: String,
+    },
+    /// Suspend a courier: refused by the courier API, offered nothing.
+    Suspend {
+        #[arg(long)]
+        id: uuid::Uuid,
+        #[arg(long)]
+        reason: Option<String>,
+        #[arg(long, env = "USER", default_value = "cli")]
+        operator: String,
+    },
+    /// Reinstate a suspended courier.
+    Reinstate {
+        #[arg(long)]
+        id: uuid::Uuid,
+        #[arg(long, env = "USER", default_value = "cli")]
+        operator: String,
+    },
+    /// List couriers, newest first.
+    List {
+        #[arg(long)]
+        market: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum PluginCommand {
     /// The world and version a component implements, its imports (capabilities) and size.
     Inspect { file: PathBuf },
@@ -118,6 +163,12 @@ impl Cli {
             Command::PriceBook { command } => {
                 let services = Services::open(&config).await?;
                 let result = price_book(&services, command).await;
+                services.db.close().await;
+                println!("{}", serde_json::to_string_pretty(&result?)?);
+            }
+            Command::Courier { command } => {
+                let services = Services::open(&config).await?;
+                let result = courier(&services, command).await;
                 services.db.close().await;
                 println!("{}", serde_json::to_string_pretty(&result?)?);
             }
@@ -194,6 +245,38 @@ async fn price_book(services: &Services, command: PriceBookCommand) -> anyhow::R
             version,
             operator,
         } => serde_json::to_value(books.activate(&market, version, &operator).await?)?,
+    })
+}
+
+async fn courier(services: &Services, command: CourierCommand) -> anyhow::Result<Value> {
+    let couriers = &services.couriers;
+    Ok(match command {
+        CourierCommand::Create {
+            name,
+            phone,
+            vehicle,
+            market,
+            operator,
+        } => {
+            let request = crate::couriers::NewCourier {
+                name: Some(name),
+                phone: Some(phone),
+                vehicle: Some(vehicle),
+                market: Some(market),
+            };
+            serde_json::to_value(couriers.create(&operator, &request).await?)?
+        }
+        CourierCommand::Suspend {
+            id,
+            reason,
+            operator,
+        } => serde_json::to_value(couriers.suspend(&operator, id, reason.as_deref()).await?)?,
+        CourierCommand::Reinstate { id, operator } => {
+            serde_json::to_value(couriers.reinstate(&operator, id).await?)?
+        }
+        CourierCommand::List { market } => {
+            serde_json::to_value(couriers.list(market.as_deref()).await?)?
+        }
     })
 }
 

@@ -52,6 +52,8 @@ pub struct Config {
     pub header_read_timeout: std::time::Duration,
     /// `COURIER_SMS_*`: the SMS gateway and the customer texts' wording and retries.
     pub texts: crate::texts::TextsConfig,
+    /// `COURIER_OFFER_TIMEOUT_MS`, `COURIER_DISPATCH_*`, `COURIER_PROOF_MAX_BYTES`: dispatch.
+    pub dispatch: crate::dispatch::DispatchConfig,
 }
 
 impl Config {
@@ -108,6 +110,7 @@ impl Config {
                 10_000,
             )?),
             texts: crate::texts::TextsConfig::from_lookup(&lookup)?,
+            dispatch: crate::dispatch::DispatchConfig::from_lookup(&lookup)?,
         })
     }
 }

@@ -3,7 +3,9 @@
 //! - `api`: HTTP routing, extractors and the one error model.
 //! - `audit`: the operator audit trail.
 //! - `auth`: merchant credentials (HTTP Basic), issued and verified.
+//! - `couriers`: couriers and their credentials for the courier API.
 //! - `db`: the Postgres connection, the embedded cluster, migrations.
+//! - `dispatch`: offers of searching jobs to couriers, deadlines, the due-work worker.
 //! - `domain`: business types and rules, free of I/O.
 //! - `markets`: where the service operates; road networks and places per market.
 //! - `pricing`: price books per market: uploads, activation (hot swap), pricing.
@@ -17,7 +19,9 @@ pub mod auth;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod couriers;
 pub mod db;
+pub mod dispatch;
 pub mod domain;
 pub mod events;
 pub mod jobs;

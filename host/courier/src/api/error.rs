@@ -7,9 +7,12 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::auth::AuthError;
+use crate::couriers::{CourierAuthError, CourierError};
 use crate::domain::booking::BookingRequestError;
 use crate::domain::quote::QuoteRequestError;
 use crate::jobs::booking::BookingError;
+use crate::jobs::fulfilment::FulfilmentError;
+use crate::jobs::proof::ProofError;
 use crate::markets::RoutingError;
 use crate::pricing::{PriceBookError, PricingError};
 use crate::quotes::QuoteError;
@@ -82,6 +85,36 @@ pub enum ApiError {
     Internal,
     #[error(transparent)]
     Webhook(WebhookError),
+    #[error(transparent)]
+    Courier(CourierError),
+    #[error(transparent)]
+    CourierAuth(CourierAuthError),
+    #[error(transparent)]
+    Fulfilment(FulfilmentError),
+    #[error("this job has no such proof file")]
+    ProofFileNotFound,
+}
+
+impl From<CourierError> for ApiError {
+    fn from(error: CourierError) -> Self {
+        match error {
+            CourierError::Store(e) => e.into(),
+            other => ApiError::Courier(other),
+        }
+    }
+}
+
+impl From<FulfilmentError> for ApiError {
+    fn from(error: FulfilmentError) -> Self {
+        match error {
+            FulfilmentError::Store(e) => e.into(),
+            FulfilmentError::JobNotFound => ApiError::JobNotFound,
+            FulfilmentError::Proof(ProofError::InvalidText(message)) => {
+                RequestError::InvalidBody(message.to_owned()).into()
+            }
+            other => ApiError::Fulfilment(other),
+        }
+    }
 }
 
 impl From<WebhookError> for ApiError {
@@ -196,6 +229,15 @@ impl ApiError {
             ApiError::Routing(error) => routing_status_and_code(error),
             ApiError::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
             ApiError::Webhook(error) => webhook_status_and_code(error),
+            ApiError::Courier(error) => courier_status_and_code(error),
+            ApiError::CourierAuth(CourierAuthError::Credential(error)) => {
+                auth_status_and_code(error)
+            }
+            ApiError::CourierAuth(CourierAuthError::Suspended) => {
+                (StatusCode::FORBIDDEN, "courier.suspended")
+            }
+            ApiError::Fulfilment(error) => fulfilment_status_and_code(error),
+            ApiError::ProofFileNotFound => (StatusCode::NOT_FOUND, "proof.not_found"),
         }
     }
 }
@@ -329,6 +371,50 @@ fn payment_status_and_code(error: &crate::payments::PaymentError) -> (StatusCode
     }
 }
 
+fn courier_status_and_code(error: &CourierError) -> (StatusCode, &'static str) {
+    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+    match error {
+        CourierError::InvalidName => (unprocessable, "courier.invalid_name"),
+        CourierError::InvalidPhone => (unprocessable, "courier.invalid_phone"),
+        CourierError::UnknownVehicle(_) => (unprocessable, "request.unknown_vehicle"),
+        CourierError::UnknownMarket(_) => (unprocessable, "courier.unknown_market"),
+        CourierError::VehicleNotOffered { .. } => (unprocessable, "courier.vehicle_not_offered"),
+        CourierError::InvalidReason => (unprocessable, "courier.invalid_reason"),
+        CourierError::NotFound => (StatusCode::NOT_FOUND, "courier.not_found"),
+        CourierError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+    }
+}
+
+fn fulfilment_status_and_code(error: &FulfilmentError) -> (StatusCode, &'static str) {
+    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+    match error {
+        FulfilmentError::JobNotFound => (StatusCode::NOT_FOUND, "job.not_found"),
+        FulfilmentError::InvalidTransition(_) => (StatusCode::CONFLICT, "job.invalid_transition"),
+        FulfilmentError::NotCancellable(_) => (StatusCode::CONFLICT, "job.not_cancellable"),
+        FulfilmentError::OfferNotFound => (StatusCode::NOT_FOUND, "offer.not_found"),
+        FulfilmentError::OfferExpired => (StatusCode::CONFLICT, "offer.expired"),
+        FulfilmentError::OfferNotOpen => (StatusCode::CONFLICT, "offer.not_open"),
+        FulfilmentError::CourierNotFound => (StatusCode::NOT_FOUND, "courier.not_found"),
+        FulfilmentError::CourierNotAvailable(_) => (unprocessable, "courier.not_available"),
+        FulfilmentError::ReasonRequired => (unprocessable, "job.reason_required"),
+        FulfilmentError::Proof(error) => (unprocessable, proof_code(error)),
+        FulfilmentError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+    }
+}
+
+fn proof_code(error: &ProofError) -> &'static str {
+    match error {
+        ProofError::InvalidOutcome => "proof.invalid_outcome",
+        ProofError::RecipientNameRequired => "proof.recipient_name_required",
+        ProofError::PhotoRequired => "proof.photo_required",
+        ProofError::SignatureRequired => "proof.signature_required",
+        ProofError::FileTooLarge { .. } => "proof.file_too_large",
+        ProofError::UnsupportedContentType(_) => "proof.unsupported_content_type",
+        ProofError::InvalidFile(_) => "proof.invalid_file",
+        ProofError::InvalidText(_) => "request.invalid_body",
+    }
+}
+
 fn routing_status_and_code(error: &RoutingError) -> (StatusCode, &'static str) {
     let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
     match error {
@@ -369,6 +455,7 @@ impl IntoResponse for ApiError {
         let challenge = match self {
             ApiError::Auth(_) => "Basic realm=\"courier\", charset=\"UTF-8\"",
             ApiError::AdminAuth(_) => "Bearer realm=\"courier-admin\"",
+            ApiError::CourierAuth(_) => "Bearer realm=\"courier-couriers\"",
             _ => return response,
         };
         if status == StatusCode::UNAUTHORIZED {

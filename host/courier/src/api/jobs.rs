@@ -1,4 +1,5 @@
-//! Jobs: `POST /v1/jobs`, `GET /v1/jobs`, `GET /v1/jobs/{id}`, `GET /v1/jobs/{id}/courier-position`.
+//! Jobs: `POST /v1/jobs`, `GET /v1/jobs`, `GET /v1/jobs/{id}`, `GET /v1/jobs/{id}/courier-position`,
+//! `POST /v1/jobs/{id}/cancel`, `GET /v1/jobs/{id}/proof/{photo|signature}`.
 
 use std::collections::HashMap;
 
@@ -7,7 +8,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -140,7 +141,12 @@ pub async fn courier_position(
     )
     .await?
     .ok_or(ApiError::JobNotFound)?;
-    let Some(courier_id) = job.courier_id else {
+    // Only while someone is on the job: after it ends, where its courier is concerns nobody.
+    let under_way = matches!(
+        JobStatus::parse(&job.status),
+        Some(JobStatus::Assigned | JobStatus::InTransit)
+    );
+    let Some(courier_id) = job.courier_id.filter(|_| under_way) else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
     let fresh_since = Utc::now() - POSITION_FRESHNESS;
@@ -157,6 +163,73 @@ pub async fn courier_position(
             None => StatusCode::NO_CONTENT.into_response(),
         },
     )
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelBody {
+    reason: Option<String>,
+}
+
+/// `POST /v1/jobs/{id}/cancel` `{reason}` (optional; the body may be empty): until the job is
+/// collected. Cancelling a cancelled job answers it again.
+pub async fn cancel(
+    State(state): State<AppState>,
+    Extension(merchant): Extension<Merchant>,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Json<JobDetail>, ApiError> {
+    let reason = if body.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        serde_json::from_slice::<CancelBody>(&body)
+            .map_err(|e| RequestError::InvalidBody(e.to_string()))?
+            .reason
+    };
+    let job = state
+        .fulfilment
+        .cancel_by_merchant(&merchant, job_id(&id)?, reason.as_deref())
+        .await?;
+    Ok(Json(JobDetail::new(&job, &state.config.public_url)))
+}
+
+/// `GET /v1/jobs/{id}/proof/{photo|signature}`: the file, to the job's merchant only.
+pub async fn proof_file(
+    State(state): State<AppState>,
+    Extension(merchant): Extension<Merchant>,
+    Path((id, kind)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let job = store::find(
+        &state.pool,
+        merchant.merchant_id,
+        merchant.environment,
+        job_id(&id)?,
+    )
+    .await?
+    .ok_or(ApiError::JobNotFound)?;
+    if kind != "photo" && kind != "signature" {
+        return Err(ApiError::ProofFileNotFound);
+    }
+    let file = crate::store::fulfilment::proof_file(&state.pool, job.id, &kind)
+        .await?
+        .ok_or(ApiError::ProofFileNotFound)?;
+    let content_type =
+        axum::http::HeaderValue::from_str(&file.content_type).map_err(|_| ApiError::Internal)?;
+    Ok((
+        [
+            (axum::http::header::CONTENT_TYPE, content_type),
+            (
+                axum::http::header::CACHE_CONTROL,
+                axum::http::HeaderValue::from_static("private, max-age=3600"),
+            ),
+            (
+                axum::http::header::X_CONTENT_TYPE_OPTIONS,
+                axum::http::HeaderValue::from_static("nosniff"),
+            ),
+        ],
+        file.bytes,
+    )
+        .into_response())
 }
 
 fn whole_parameter(query: &HashMap<String, String>, name: &str, default: i64) -> Option<i64> {

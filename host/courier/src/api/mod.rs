@@ -2,6 +2,7 @@
 
 mod admin;
 mod charges;
+mod courier;
 mod error;
 mod extract;
 mod jobs;
@@ -47,6 +48,8 @@ pub struct AppState {
     pub webhooks: Arc<crate::webhooks::Webhooks>,
     pub tracking: Arc<crate::tracking::Tracking>,
     pub texts: Arc<crate::texts::CustomerTexts>,
+    pub couriers: crate::couriers::Couriers,
+    pub fulfilment: crate::jobs::fulfilment::Fulfilment,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -56,6 +59,8 @@ pub fn router(state: AppState) -> Router {
         .route("/jobs", post(jobs::create).get(jobs::list))
         .route("/jobs/{id}", get(jobs::get))
         .route("/jobs/{id}/courier-position", get(jobs::courier_position))
+        .route("/jobs/{id}/cancel", post(jobs::cancel))
+        .route("/jobs/{id}/proof/{kind}", get(jobs::proof_file))
         .route("/routes", get(lookups::route))
         .route("/places", get(lookups::search_places))
         .route("/places/reverse", get(lookups::reverse_place))
@@ -94,7 +99,8 @@ pub fn router(state: AppState) -> Router {
         .route("/track/{token}", get(tracking::page))
         .route("/track/{token}/state", get(tracking::state))
         .nest("/v1", v1)
-        .nest("/admin/v1", admin::routes(state.clone()));
+        .nest("/admin/v1", admin::routes(state.clone()))
+        .nest("/courier/v1", courier::routes(state.clone()));
     with_edge_layers(routes, state.config.max_body_bytes).with_state(state)
 }
 

@@ -188,6 +188,7 @@ pub async fn book(
         assigned_at: None,
         completed_at: None,
         cancellation_reason: None,
+        search_opened_at: None,
     };
     store::insert(&mut tx, &job).await?;
     store::mark_quote_used(&mut tx, quote.id, now).await?;

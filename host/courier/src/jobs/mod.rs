@@ -1,8 +1,12 @@
 //! Jobs: booking (once per quote, idempotent), reading and listing a merchant's own jobs,
-//! the courier's position, and the worker that opens the search of scheduled jobs.
+//! the courier's position, the worker that opens the search of scheduled jobs, and every
+//! move after booking (`transitions`, `fulfilment`, `proof`).
 
 pub mod booking;
+pub mod fulfilment;
+pub mod proof;
 mod reference;
+pub mod transitions;
 pub mod views;
 
 use std::time::Duration;

@@ -87,7 +87,10 @@ impl JobDetail {
                 photo_required: job.proof_photo_required,
                 signature_required: job.proof_signature_required,
             },
-            proof: job.proof.clone(),
+            proof: job
+                .proof
+                .as_ref()
+                .map(|stored| super::proof::view(stored, job.id, public_url)),
             notify_customer: job.notify_customer,
             customer_notified_at: job.customer_notified_at,
         }

@@ -37,6 +37,8 @@ pub struct JobRow {
     pub assigned_at: Option<DateTime<Utc>>,
     pub completed_at: Option<DateTime<Utc>>,
     pub cancellation_reason: Option<String>,
+    /// When the job last entered `searching`, when it did after booking.
+    pub search_opened_at: Option<DateTime<Utc>>,
 }
 
 pub async fn insert(conn: &mut PgConnection, job: &JobRow) -> Result<(), sqlx::Error> {
@@ -145,7 +147,7 @@ pub async fn list(
 /// statement, so concurrent workers on several instances never move a job twice.
 pub async fn open_due_searches(pool: &PgPool, now: DateTime<Utc>) -> Result<u64, sqlx::Error> {
     let moved = sqlx::query(
-        "UPDATE jobs SET status = 'searching' WHERE id IN ( \
+        "UPDATE jobs SET status = 'searching', search_opened_at = $1 WHERE id IN ( \
              SELECT id FROM jobs WHERE status = 'pending' AND search_opens_at <= $1 \
              ORDER BY search_opens_at LIMIT 500 FOR UPDATE SKIP LOCKED)",
     )

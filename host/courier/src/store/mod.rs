@@ -1,5 +1,8 @@
 //! SQL, one module per table group. Queries only: rules live in `domain`.
 
+pub mod couriers;
+pub mod dispatch;
+pub mod fulfilment;
 pub mod jobs;
 pub mod merchants;
 pub mod payments;

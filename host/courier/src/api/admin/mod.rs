@@ -1,5 +1,7 @@
 //! The operator API under `/admin/v1`, authenticated with a bearer token.
 
+mod couriers;
+mod jobs;
 mod merchants;
 mod price_books;
 
@@ -40,6 +42,12 @@ pub fn routes(state: AppState) -> Router<AppState> {
             get(price_books::compare),
         )
         .route("/charges/{id}/refund", post(super::charges::refund))
+        .route("/couriers", post(couriers::create).get(couriers::list))
+        .route("/couriers/{id}", get(couriers::get))
+        .route("/couriers/{id}/suspend", post(couriers::suspend))
+        .route("/couriers/{id}/reinstate", post(couriers::reinstate))
+        .route("/jobs/{id}/status", post(jobs::set_status))
+        .route("/jobs/{id}/reassign", post(jobs::reassign))
         .route(
             "/merchants/{id}/settings",
             get(merchants::settings).patch(merchants::change_settings),

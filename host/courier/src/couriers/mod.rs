@@ -1,0 +1,292 @@
+//! Couriers: created, suspended and reinstated by operators, each with a credential for the
+//! courier API. A courier's identity outside operations is its id (a UUID): its name and
+//! phone number are shown to operators and to the courier only.
+
+mod credential;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
+use thiserror::Error;
+use uuid::Uuid;
+
+pub use credential::{CourierAuthError, CourierCredentials, CourierIdentity};
+
+use crate::audit::{self, AuditAction, AuditRecord};
+use crate::clock::now;
+use crate::domain::booking::normalise_phone;
+use crate::markets::Markets;
+use crate::store::couriers::{self as store, CourierRow};
+use crate::store::dispatch as offers;
+
+pub const ACTIVE: &str = "active";
+pub const SUSPENDED: &str = "suspended";
+const MAX_NAME_CHARS: usize = 200;
+const MAX_REASON_CHARS: usize = 500;
+
+#[derive(Debug, Error)]
+pub enum CourierError {
+    #[error("`name` must be 1 to {MAX_NAME_CHARS} characters")]
+    InvalidName,
+    #[error("`phone` must be a usable phone number")]
+    InvalidPhone,
+    #[error("{0:?} is not a vehicle; use bicycle, electric_bicycle, motorcycle, car or van")]
+    UnknownVehicle(String),
+    #[error("there is no market {0:?}")]
+    UnknownMarket(String),
+    #[error("the {vehicle} vehicle is not offered in market {market:?}")]
+    VehicleNotOffered { vehicle: String, market: String },
+    #[error("`reason` must be at most {MAX_REASON_CHARS} characters")]
+    InvalidReason,
+    #[error("no such courier")]
+    NotFound,
+    #[error(transparent)]
+    Store(#[from] sqlx::Error),
+}
+
+/// `POST /admin/v1/couriers`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewCourier {
+    pub name: Option<String>,
+    pub phone: Option<String>,
+    pub vehicle: Option<String>,
+    pub market: Option<String>,
+}
+
+/// A courier as operators (and the courier) see it.
+#[derive(Clone, Debug, Serialize)]
+pub struct CourierView {
+    pub id: Uuid,
+    pub name: String,
+    pub phone: String,
+    pub vehicle: String,
+    pub market: String,
+    pub status: String,
+    pub online: bool,
+    pub created_at: DateTime<Utc>,
+    pub suspended_at: Option<DateTime<Utc>>,
+    pub suspension_reason: Option<String>,
+}
+
+impl From<&CourierRow> for CourierView {
+    fn from(c: &CourierRow) -> Self {
+        Self {
+            id: c.id,
+            name: c.name.clone(),
+            phone: c.phone.clone(),
+            vehicle: c.vehicle.clone(),
+            market: c.market_id.clone(),
+            status: c.status.clone(),
+            online: c.online,
+            created_at: c.created_at,
+            suspended_at: c.suspended_at,
+            suspension_reason: c.suspension_reason.clone(),
+        }
+    }
+}
+
+/// The answer to creating a courier: the only time its credential is shown.
+#[derive(Debug, Serialize)]
+pub struct CreatedCourier {
+    #[serde(flatten)]
+    pub courier: CourierView,
+    /// `Authorization: Bearer <credential>` on the courier API.
+    pub credential: String,
+}
+
+/// The courier service. Cheap to clone.
+#[derive(Clone)]
+pub struct Couriers {
+    pool: PgPool,
+    markets: Arc<Markets>,
+    credentials: CourierCredentials,
+}
+
+impl Couriers {
+    pub fn new(pool: PgPool, markets: Arc<Markets>, credentials: CourierCredentials) -> Self {
+        Self {
+            pool,
+            markets,
+            credentials,
+        }
+    }
+
+    pub fn credentials(&self) -> &CourierCredentials {
+        &self.credentials
+    }
+
+    pub async fn create(
+        &self,
+        operator: &str,
+        request: &NewCourier,
+    ) -> Result<CreatedCourier, CourierError> {
+        let name = request.name.as_deref().map(str::trim).unwrap_or_default();
+        if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
+            return Err(CourierError::InvalidName);
+        }
+        let vehicle_name = request.vehicle.as_deref().unwrap_or_default();
+        let vehicle: courier_geo::Vehicle = vehicle_name
+            .parse()
+            .map_err(|_| CourierError::UnknownVehicle(vehicle_name.to_owned()))?;
+        let market_id = request.market.as_deref().unwrap_or_default();
+        let market = self
+            .markets
+            .get(market_id)
+            .ok_or_else(|| CourierError::UnknownMarket(market_id.to_owned()))?;
+        if !market.offers(vehicle) {
+            return Err(CourierError::VehicleNotOffered {
+                vehicle: vehicle.as_str().to_owned(),
+                market: market_id.to_owned(),
+            });
+        }
+        let phone = normalise_phone(
+            request.phone.as_deref().unwrap_or_default(),
+            market.definition.country.as_deref(),
+        )
+        .ok_or(CourierError::InvalidPhone)?;
+        let issued = self.credentials.issue();
+        let row = CourierRow {
+            id: Uuid::new_v4(),
+            name: name.to_owned(),
+            phone,
+            vehicle: vehicle.as_str().to_owned(),
+            market_id: market_id.to_owned(),
+            status: ACTIVE.to_owned(),
+            online: false,
+            credential_key: issued.key,
+            secret_hash: issued.secret_hash.to_vec(),
+            created_at: now(),
+            suspended_at: None,
+            suspension_reason: None,
+        };
+        let view = CourierView::from(&row);
+        let mut tx = self.pool.begin().await?;
+        store::insert(&mut tx, &row).await?;
+        audit::record(
+            &mut tx,
+            &AuditRecord {
+                operator,
+                action: AuditAction::CourierCreated,
+                target_type: "courier",
+                target_id: row.id.to_string(),
+                merchant_id: None,
+                before: None,
+                after: Some(serde_json::to_value(&view).expect("couriers serialise")),
+                occurred_at: row.created_at,
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(CreatedCourier {
+            courier: view,
+            credential: issued.token,
+        })
+    }
+
+    pub async fn get(&self, id: Uuid) -> Result<CourierView, CourierError> {
+        store::find(&self.pool, id)
+            .await?
+            .as_ref()
+            .map(CourierView::from)
+            .ok_or(CourierError::NotFound)
+    }
+
+    pub async fn list(&self, market: Option<&str>) -> Result<Vec<CourierView>, CourierError> {
+        Ok(store::list(&self.pool, market)
+            .await?
+            .iter()
+            .map(CourierView::from)
+            .collect())
+    }
+
+    /// Suspends a courier: refused by the courier API from now on, offline, its open offer
+    /// withdrawn. A job already under way stays with it until an operator reassigns it.
+    /// Suspending a suspended courier changes nothing.
+    pub async fn suspend(
+        &self,
+        operator: &str,
+        id: Uuid,
+        reason: Option<&str>,
+    ) -> Result<CourierView, CourierError> {
+        let reason = reason.map(str::trim).filter(|r| !r.is_empty());
+        if reason.is_some_and(|r| r.chars().count() > MAX_REASON_CHARS) {
+            return Err(CourierError::InvalidReason);
+        }
+        self.change_status(operator, id, SUSPENDED, reason).await
+    }
+
+    /// Reinstates a suspended courier (offline until it goes online).
+    pub async fn reinstate(&self, operator: &str, id: Uuid) -> Result<CourierView, CourierError> {
+        self.change_status(operator, id, ACTIVE, None).await
+    }
+
+    async fn change_status(
+        &self,
+        operator: &str,
+        id: Uuid,
+        status: &str,
+        reason: Option<&str>,
+    ) -> Result<CourierView, CourierError> {
+        let mut tx = self.pool.begin().await?;
+        let before = store::lock(&mut tx, id)
+            .await?
+            .ok_or(CourierError::NotFound)?;
+        if before.status == status {
+            return Ok(CourierView::from(&before));
+        }
+        let now = now();
+        let suspended = status == SUSPENDED;
+        let after =
+            store::set_status(&mut tx, id, status, suspended.then_some(now), reason).await?;
+        if suspended {
+            offers::withdraw_courier_offers(&mut tx, id, now).await?;
+        }
+        let (before, after) = (CourierView::from(&before), CourierView::from(&after));
+        audit::record(
+            &mut tx,
+            &AuditRecord {
+                operator,
+                action: if suspended {
+                    AuditAction::CourierSuspended
+                } else {
+                    AuditAction::CourierReinstated
+                },
+                target_type: "courier",
+                target_id: id.to_string(),
+                merchant_id: None,
+                before: Some(serde_json::to_value(&before).expect("couriers serialise")),
+                after: Some(serde_json::to_value(&after).expect("couriers serialise")),
+                occurred_at: now,
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(after)
+    }
+
+    /// Online couriers can be offered jobs; going offline withdraws the open offer.
+    pub async fn set_online(&self, id: Uuid, online: bool) -> Result<CourierView, CourierError> {
+        let mut tx = self.pool.begin().await?;
+        let row = crate::store::couriers::set_online(&mut tx, id, online).await?;
+        if !online {
+            offers::withdraw_courier_offers(&mut tx, id, now()).await?;
+        }
+        tx.commit().await?;
+        Ok(CourierView::from(&row))
+    }
+
+    /// Keeps where the courier is now.
+    pub async fn report_position(
+        &self,
+        id: Uuid,
+        latitude: f64,
+        longitude: f64,
+    ) -> Result<DateTime<Utc>, CourierError> {
+        let seen_at = now();
+        store::report_position(&self.pool, id, latitude, longitude, seen_at).await?;
+        Ok(seen_at)
+    }
+}

@@ -1,0 +1,172 @@
+//! Dispatch: searching jobs are offered, one courier at a time, to the available courier
+//! with the shortest road trip to the pickup; offers run out and move on; searches that find
+//! nobody before the deadline fail.
+//!
+//! All of it is due work in Postgres, done by a worker every instance runs: each pass
+//! expires offers, fails overdue searches, offers jobs that have no open offer, and finishes
+//! settlements left behind. Rows are claimed with `FOR UPDATE SKIP LOCKED`, and the unique
+//! indexes on open offers (one per job, one per courier) make a second dispatcher's offer
+//! lose, so any number of instances can run side by side and a crash loses nothing.
+
+mod choice;
+mod config;
+
+use std::sync::Arc;
+
+use courier_geo::{LatLon, Vehicle};
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+pub use choice::{Reachable, choose};
+pub use config::DispatchConfig;
+
+use crate::clock::now;
+use crate::jobs::POSITION_FRESHNESS;
+use crate::jobs::fulfilment::Fulfilment;
+use crate::markets::Markets;
+use crate::store::couriers::{self as couriers_store, CandidateSearch};
+use crate::store::dispatch::{self as store, OfferRow};
+use crate::store::jobs::JobRow;
+
+/// Couriers routed per job: the nearest in a straight line.
+const CANDIDATES: i64 = 10;
+/// Jobs offered per pass.
+const JOBS_PER_PASS: usize = 50;
+const KM_PER_DEGREE_OF_LATITUDE: f64 = 111.2;
+
+pub struct Dispatcher {
+    pool: PgPool,
+    markets: Arc<Markets>,
+    fulfilment: Fulfilment,
+    config: DispatchConfig,
+}
+
+impl Dispatcher {
+    pub fn new(
+        pool: PgPool,
+        markets: Arc<Markets>,
+        fulfilment: Fulfilment,
+        config: DispatchConfig,
+    ) -> Self {
+        Self {
+            pool,
+            markets,
+            fulfilment,
+            config,
+        }
+    }
+
+    /// Runs a pass every `COURIER_DISPATCH_INTERVAL_MS` until aborted.
+    pub fn spawn(self: Arc<Self>) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(self.config.interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                if let Err(error) = self.run_pass().await {
+                    tracing::warn!(%error, "dispatch work failed; retrying");
+                }
+            }
+        })
+    }
+
+    pub async fn run_pass(&self) -> Result<(), crate::jobs::fulfilment::FulfilmentError> {
+        store::expire_offers(&self.pool, now()).await?;
+        let failed = self
+            .fulfilment
+            .fail_overdue_searches(self.config.deadline)
+            .await?;
+        if failed > 0 {
+            tracing::info!(jobs = failed, "searches failed at the dispatch deadline");
+        }
+        self.offer_searching_jobs().await?;
+        self.fulfilment.run_due_settlements().await?;
+        Ok(())
+    }
+
+    /// One transaction per job, so a transaction holds at most one new offer and two
+    /// instances offering at once can only wait on each other, never in a circle.
+    async fn offer_searching_jobs(&self) -> Result<(), sqlx::Error> {
+        let mut passed = Vec::new();
+        while passed.len() < JOBS_PER_PASS {
+            let mut tx = self.pool.begin().await?;
+            let Some(job) = store::claim_unoffered_search(&mut tx, &passed).await? else {
+                break;
+            };
+            if let Some(offer) = self.offer(&mut tx, &job).await? {
+                tracing::debug!(job_id = %job.id, courier_id = %offer.courier_id, "job offered");
+            }
+            tx.commit().await?;
+            passed.push(job.id);
+        }
+        Ok(())
+    }
+
+    /// Offers `job` (locked) to the best available courier, if there is one.
+    async fn offer(
+        &self,
+        conn: &mut PgConnection,
+        job: &JobRow,
+    ) -> Result<Option<OfferRow>, sqlx::Error> {
+        let (Some(market), Ok(vehicle), Some(pickup)) = (
+            self.markets.get(&job.market_id),
+            job.vehicle.parse::<Vehicle>(),
+            point(&job.pickup),
+        ) else {
+            tracing::error!(job_id = %job.id, "a searching job has no market, vehicle or pickup");
+            return Ok(None);
+        };
+        let now = now();
+        let search = CandidateSearch {
+            job_id: job.id,
+            market_id: &job.market_id,
+            vehicle: vehicle.as_str(),
+            latitude: pickup.lat,
+            longitude: pickup.lon,
+            box_degrees: self.config.radius_km / KM_PER_DEGREE_OF_LATITUDE,
+            fresh_since: now - POSITION_FRESHNESS,
+            limit: CANDIDATES,
+        };
+        let nearby = couriers_store::candidates(conn, &search).await?;
+        let mut reachable: Vec<Reachable> = nearby
+            .iter()
+            .enumerate()
+            .map(|(rank, c)| Reachable {
+                courier_id: c.id,
+                travel_seconds: market
+                    .route(vehicle, LatLon::new(c.latitude, c.longitude), pickup)
+                    .ok()
+                    .map(|route| route.duration_seconds),
+                rank,
+            })
+            .collect();
+        while let Some(best) = choose(&reachable) {
+            let offer = OfferRow {
+                id: Uuid::new_v4(),
+                job_id: job.id,
+                courier_id: best.courier_id,
+                travel_seconds: best
+                    .travel_seconds
+                    .map_or(i32::MAX, |s| i32::try_from(s).unwrap_or(i32::MAX)),
+                status: "open".to_owned(),
+                offered_at: now,
+                expires_at: now + self.config.offer_timeout,
+                answered_at: None,
+            };
+            if store::insert_offer(conn, &offer).await? {
+                return Ok(Some(offer));
+            }
+            // Another instance offered that courier a job meanwhile: the next best, then.
+            reachable.retain(|c| c.courier_id != best.courier_id);
+        }
+        Ok(None)
+    }
+}
+
+/// A stop's point as booked.
+pub fn point(stop: &serde_json::Value) -> Option<LatLon> {
+    Some(LatLon::new(
+        stop["latitude"].as_f64()?,
+        stop["longitude"].as_f64()?,
+    ))
+}

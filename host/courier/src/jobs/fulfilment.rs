@@ -1,0 +1,637 @@
+//! Applying job moves: each one updates the job (only if it is still in the state it was
+//! read in), withdraws open offers when a search ends, records its event, and records what
+//! the ending owes the charge, in one transaction. The charge is settled right after commit;
+//! a settlement cut short by a crash is found by the dispatch worker and done then
+//! ([`Fulfilment::run_due_settlements`]). Capture and void are idempotent, so doing one
+//! twice is harmless.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+use sqlx::{PgConnection, PgPool};
+use thiserror::Error;
+use uuid::Uuid;
+
+use super::proof::{Proof, ProofError};
+use super::transitions::{self, Actor, InvalidTransition, Settlement};
+use crate::audit::{self, AuditAction, AuditRecord};
+use crate::auth::Merchant;
+use crate::clock::now;
+use crate::couriers::ACTIVE;
+use crate::domain::{Environment, JobStatus};
+use crate::events::{self, EventDetails, EventName, JobFacts, NewEvent};
+use crate::payments::{PaymentError, Payments};
+use crate::store::couriers as couriers_store;
+use crate::store::dispatch as offers;
+use crate::store::fulfilment::{self as store, ProofFileRow};
+use crate::store::jobs::JobRow;
+
+/// `reason` of `job.failed` when nobody took the job in time.
+pub const NO_COURIER_REASON: &str = "no_courier_before_deadline";
+/// `reason` (and `cancellation_reason`) of a merchant's cancellation that gives none.
+pub const MERCHANT_CANCELLED_REASON: &str = "cancelled_by_merchant";
+const MAX_REASON_CHARS: usize = 500;
+/// How long after an ending its settlement is left to the request that made it before the
+/// worker takes it up (the request settles at once; this only covers a crash).
+const SETTLEMENT_GRACE: chrono::Duration = chrono::Duration::seconds(30);
+/// How long a claimed settlement is left to the worker that claimed it.
+const SETTLEMENT_LEASE: std::time::Duration = std::time::Duration::from_secs(60);
+const SETTLEMENT_BATCH: i64 = 20;
+
+#[derive(Debug, Error)]
+pub enum FulfilmentError {
+    #[error("no such job")]
+    JobNotFound,
+    #[error(transparent)]
+    InvalidTransition(#[from] InvalidTransition),
+    #[error("a {} job can no longer be cancelled: it has been collected or has ended", .0.as_str())]
+    NotCancellable(JobStatus),
+    #[error("no such offer")]
+    OfferNotFound,
+    #[error("this offer has expired")]
+    OfferExpired,
+    #[error("this offer is no longer open (already answered, withdrawn, or the job moved on)")]
+    OfferNotOpen,
+    #[error("no such courier")]
+    CourierNotFound,
+    #[error("{0}")]
+    CourierNotAvailable(&'static str),
+    #[error("`reason` is required (1 to {MAX_REASON_CHARS} characters)")]
+    ReasonRequired,
+    #[error(transparent)]
+    Proof(#[from] ProofError),
+    #[error(transparent)]
+    Store(#[from] sqlx::Error),
+}
+
+/// One move of a job.
+struct Move<'a> {
+    actor: Actor,
+    to: JobStatus,
+    courier: Option<Uuid>,
+    reason: Option<&'a str>,
+    proof: Option<&'a Proof>,
+}
+
+/// The job service for everything after booking. Cheap to clone.
+#[derive(Clone)]
+pub struct Fulfilment {
+    pool: PgPool,
+    payments: Arc<Payments>,
+}
+
+impl Fulfilment {
+    pub fn new(pool: PgPool, payments: Arc<Payments>) -> Self {
+        Self { pool, payments }
+    }
+
+    /// `POST /v1/jobs/{id}/cancel`: until collection. Cancelling a cancelled job answers it
+    /// as it is (its first reason kept).
+    pub async fn cancel_by_merchant(
+        &self,
+        merchant: &Merchant,
+        job_id: Uuid,
+        reason: Option<&str>,
+    ) -> Result<JobRow, FulfilmentError> {
+        let reason = optional_reason(reason)?.unwrap_or(MERCHANT_CANCELLED_REASON);
+        let mut tx = self.pool.begin().await?;
+        let job = store::lock_job(&mut tx, job_id)
+            .await?
+            .filter(|j| {
+                j.merchant_id == merchant.merchant_id
+                    && j.environment == merchant.environment.as_str()
+            })
+            .ok_or(FulfilmentError::JobNotFound)?;
+        let from = status(&job);
+        if from == JobStatus::Cancelled {
+            return Ok(job);
+        }
+        if transitions::check(Actor::Merchant, from, JobStatus::Cancelled).is_err() {
+            return Err(FulfilmentError::NotCancellable(from));
+        }
+        let moved = apply(
+            &mut tx,
+            &job,
+            &Move {
+                actor: Actor::Merchant,
+                to: JobStatus::Cancelled,
+                courier: None,
+                reason: Some(reason),
+                proof: None,
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        self.settle_now(&moved).await;
+        Ok(moved)
+    }
+
+    /// A courier accepts its open offer: the job is assigned to it, if the job is still
+    /// searching. Of two accepts racing, only the first to lock the job assigns it.
+    pub async fn accept_offer(
+        &self,
+        courier_id: Uuid,
+        offer_id: Uuid,
+    ) -> Result<JobRow, FulfilmentError> {
+        let mut tx = self.pool.begin().await?;
+        // Job first, then offer: the order every job move takes its locks in.
+        let job_id: Uuid = sqlx::query_scalar(
+            "SELECT job_id FROM courier_offers WHERE id = $1 AND courier_id = $2",
+        )
+        .bind(offer_id)
+        .bind(courier_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(FulfilmentError::OfferNotFound)?;
+        let job = store::lock_job(&mut tx, job_id)
+            .await?
+            .ok_or(FulfilmentError::OfferNotFound)?;
+        let offer = offers::lock_offer(&mut tx, offer_id, courier_id)
+            .await?
+            .ok_or(FulfilmentError::OfferNotFound)?;
+        let now = now();
+        if offer.status == "open" && offer.expires_at <= now {
+            offers::answer_offer(&mut tx, offer.id, "expired", now).await?;
+            tx.commit().await?;
+            return Err(FulfilmentError::OfferExpired);
+        }
+        if offer.status == "expired" {
+            return Err(FulfilmentError::OfferExpired);
+        }
+        if offer.status != "open" || status(&job) != JobStatus::Searching {
+            return Err(FulfilmentError::OfferNotOpen);
+        }
+        let moved = apply(
+            &mut tx,
+            &job,
+            &Move {
+                actor: Actor::Courier,
+                to: JobStatus::Assigned,
+                courier: Some(courier_id),
+                reason: None,
+                proof: None,
+            },
+        )
+        .await?;
+        offers::answer_offer(&mut tx, offer.id, "accepted", now).await?;
+        tx.commit().await?;
+        Ok(moved)
+    }
+
+    /// A courier declines its open offer; the job goes to the next courier.
+    pub async fn decline_offer(
+        &self,
+        courier_id: Uuid,
+        offer_id: Uuid,
+    ) -> Result<(), FulfilmentError> {
+        let mut tx = self.pool.begin().await?;
+        let offer = offers::lock_offer(&mut tx, offer_id, courier_id)
+            .await?
+            .ok_or(FulfilmentError::OfferNotFound)?;
+        let now = now();
+        match offer.status.as_str() {
+            "open" if offer.expires_at > now => {
+                offers::answer_offer(&mut tx, offer.id, "declined", now).await?;
+                tx.commit().await?;
+                Ok(())
+            }
+            "open" | "expired" => Err(FulfilmentError::OfferExpired),
+            _ => Err(FulfilmentError::OfferNotOpen),
+        }
+    }
+
+    /// The courier collected the job: `in_transit`, `job.picked_up`.
+    pub async fn collected(
+        &self,
+        courier_id: Uuid,
+        job_id: Uuid,
+    ) -> Result<JobRow, FulfilmentError> {
+        self.courier_move(courier_id, job_id, JobStatus::InTransit, None, None)
+            .await
+    }
+
+    /// The courier brought the job back: `returned`, `job.returned` with the reason, capture.
+    pub async fn returned(
+        &self,
+        courier_id: Uuid,
+        job_id: Uuid,
+        reason: Option<&str>,
+    ) -> Result<JobRow, FulfilmentError> {
+        let reason = required_reason(reason)?;
+        self.courier_move(courier_id, job_id, JobStatus::Returned, Some(reason), None)
+            .await
+    }
+
+    /// The courier handed the job over with `proof`, which `check` builds from the job's proof
+    /// requirement: `delivered`, `job.delivered` with the proof, capture.
+    pub async fn delivered(
+        &self,
+        courier_id: Uuid,
+        job_id: Uuid,
+        check: impl FnOnce(&JobRow) -> Result<Proof, ProofError>,
+    ) -> Result<JobRow, FulfilmentError> {
+        let mut tx = self.pool.begin().await?;
+        let job = courier_job(&mut tx, courier_id, job_id).await?;
+        transitions::check(Actor::Courier, status(&job), JobStatus::Delivered)?;
+        let proof = check(&job)?;
+        for file in &proof.files {
+            store::insert_proof_file(
+                &mut tx,
+                &ProofFileRow {
+                    job_id,
+                    kind: file.kind.to_owned(),
+                    content_type: file.content_type.clone(),
+                    size_bytes: i32::try_from(file.bytes.len()).unwrap_or(i32::MAX),
+                    bytes: file.bytes.clone(),
+                    created_at: proof.recorded_at,
+                },
+            )
+            .await?;
+        }
+        let moved = apply(
+            &mut tx,
+            &job,
+            &Move {
+                actor: Actor::Courier,
+                to: JobStatus::Delivered,
+                courier: None,
+                reason: None,
+                proof: Some(&proof),
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        self.settle_now(&moved).await;
+        Ok(moved)
+    }
+
+    async fn courier_move(
+        &self,
+        courier_id: Uuid,
+        job_id: Uuid,
+        to: JobStatus,
+        reason: Option<&str>,
+        proof: Option<&Proof>,
+    ) -> Result<JobRow, FulfilmentError> {
+        let mut tx = self.pool.begin().await?;
+        let job = courier_job(&mut tx, courier_id, job_id).await?;
+        let moved = apply(
+            &mut tx,
+            &job,
+            &Move {
+                actor: Actor::Courier,
+                to,
+                courier: None,
+                reason,
+                proof,
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        self.settle_now(&moved).await;
+        Ok(moved)
+    }
+
+    /// `POST /admin/v1/jobs/{id}/status`: an operator sets the status by hand, with a reason.
+    /// Raises `job.status_changed`; the money follows the new status as for any other move.
+    pub async fn set_status_by_hand(
+        &self,
+        operator: &str,
+        job_id: Uuid,
+        to: JobStatus,
+        reason: Option<&str>,
+    ) -> Result<JobRow, FulfilmentError> {
+        let reason = required_reason(reason)?;
+        let mut tx = self.pool.begin().await?;
+        let job = store::lock_job(&mut tx, job_id)
+            .await?
+            .ok_or(FulfilmentError::JobNotFound)?;
+        let moved = apply(
+            &mut tx,
+            &job,
+            &Move {
+                actor: Actor::Operator,
+                to,
+                courier: None,
+                reason: Some(reason),
+                proof: None,
+            },
+        )
+        .await?;
+        audit::record(
+            &mut tx,
+            &AuditRecord {
+                operator,
+                action: AuditAction::JobStatusSet,
+                target_type: "job",
+                target_id: job_id.to_string(),
+                merchant_id: Some(job.merchant_id),
+                before: Some(json!({"status": job.status})),
+                after: Some(json!({"status": moved.status, "reason": reason})),
+                occurred_at: now(),
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        self.settle_now(&moved).await;
+        Ok(moved)
+    }
+
+    /// `POST /admin/v1/jobs/{id}/reassign`: puts `courier_id` on a searching, assigned or
+    /// in-transit job (a searching job becomes `assigned`); `job.courier_assigned` again.
+    pub async fn reassign(
+        &self,
+        operator: &str,
+        job_id: Uuid,
+        courier_id: Uuid,
+    ) -> Result<JobRow, FulfilmentError> {
+        let mut tx = self.pool.begin().await?;
+        let job = store::lock_job(&mut tx, job_id)
+            .await?
+            .ok_or(FulfilmentError::JobNotFound)?;
+        let from = status(&job);
+        if !transitions::can_reassign(from) {
+            return Err(InvalidTransition {
+                from,
+                to: JobStatus::Assigned,
+            }
+            .into());
+        }
+        let courier = couriers_store::lock(&mut tx, courier_id)
+            .await?
+            .ok_or(FulfilmentError::CourierNotFound)?;
+        if courier.status != ACTIVE {
+            return Err(FulfilmentError::CourierNotAvailable(
+                "the courier is suspended",
+            ));
+        }
+        if courier.market_id != job.market_id {
+            return Err(FulfilmentError::CourierNotAvailable(
+                "the courier works in another market",
+            ));
+        }
+        let now = now();
+        let mut next = job.clone();
+        next.courier_id = Some(courier_id);
+        next.assigned_at = Some(now);
+        if from == JobStatus::Searching {
+            next.status = JobStatus::Assigned.as_str().to_owned();
+            offers::withdraw_job_offers(&mut tx, job_id, now).await?;
+        }
+        let moved =
+            store::move_job(&mut tx, &next, &job.status)
+                .await?
+                .ok_or(InvalidTransition {
+                    from,
+                    to: JobStatus::Assigned,
+                })?;
+        record_event(
+            &mut tx,
+            &moved,
+            EventName::JobCourierAssigned,
+            EventDetails {
+                courier: Some(courier_id.to_string()),
+                ..EventDetails::default()
+            },
+            now,
+        )
+        .await?;
+        audit::record(
+            &mut tx,
+            &AuditRecord {
+                operator,
+                action: AuditAction::JobCourierReassigned,
+                target_type: "job",
+                target_id: job_id.to_string(),
+                merchant_id: Some(job.merchant_id),
+                before: Some(json!({"status": job.status, "courier_id": job.courier_id})),
+                after: Some(json!({"status": moved.status, "courier_id": courier_id})),
+                occurred_at: now,
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(moved)
+    }
+
+    /// Fails searching jobs past the dispatch deadline (`job.failed`, hold voided); returns
+    /// how many. Claimed with `SKIP LOCKED`, so instances share the work.
+    pub async fn fail_overdue_searches(
+        &self,
+        deadline: chrono::Duration,
+    ) -> Result<usize, FulfilmentError> {
+        let mut tx = self.pool.begin().await?;
+        let due = offers::claim_overdue_searches(&mut tx, deadline, now(), 50).await?;
+        let mut failed = Vec::with_capacity(due.len());
+        for job in &due {
+            let moved = apply(
+                &mut tx,
+                job,
+                &Move {
+                    actor: Actor::Dispatch,
+                    to: JobStatus::Failed,
+                    courier: None,
+                    reason: Some(NO_COURIER_REASON),
+                    proof: None,
+                },
+            )
+            .await?;
+            failed.push(moved);
+        }
+        tx.commit().await?;
+        for job in &failed {
+            self.settle_now(job).await;
+        }
+        Ok(failed.len())
+    }
+
+    /// Settles the charge of a job that just reached an ending. Failures are left to the
+    /// worker: the settlement row stays.
+    async fn settle_now(&self, job: &JobRow) {
+        if let Some(settlement) = transitions::settlement(status(job)) {
+            self.settle(job.id, settlement).await;
+        }
+    }
+
+    async fn settle(&self, job_id: Uuid, settlement: Settlement) {
+        let result = match settlement {
+            Settlement::Capture => self.payments.capture_for_job(job_id).await,
+            Settlement::Void => self.payments.void_for_job(job_id).await,
+        };
+        let outcome = match result {
+            // Done, handed to the charge retries, or nothing left to do on this charge.
+            Ok(_) | Err(PaymentError::InvalidMove(_) | PaymentError::ChargeNotFound) => {
+                store::settled(&self.pool, job_id, settlement.as_str()).await
+            }
+            Err(error) => {
+                tracing::warn!(%error, %job_id, "settling a job's charge failed; will retry");
+                store::settlement_failed(
+                    &self.pool,
+                    job_id,
+                    &error.to_string(),
+                    now() + SETTLEMENT_GRACE,
+                )
+                .await
+            }
+        };
+        if let Err(error) = outcome {
+            tracing::warn!(%error, %job_id, "recording a settlement failed; the worker will redo it");
+        }
+    }
+
+    /// Does the settlements left behind (by a crash, or a failure); returns how many.
+    pub async fn run_due_settlements(&self) -> Result<usize, FulfilmentError> {
+        let due =
+            store::claim_due_settlements(&self.pool, SETTLEMENT_BATCH, SETTLEMENT_LEASE).await?;
+        for row in &due {
+            if let Some(settlement) = Settlement::parse(&row.operation) {
+                self.settle(row.job_id, settlement).await;
+            }
+        }
+        Ok(due.len())
+    }
+}
+
+/// The courier's own job under way, locked; anyone else's is not found.
+async fn courier_job(
+    conn: &mut PgConnection,
+    courier_id: Uuid,
+    job_id: Uuid,
+) -> Result<JobRow, FulfilmentError> {
+    store::lock_job(conn, job_id)
+        .await?
+        .filter(|j| j.courier_id == Some(courier_id))
+        .ok_or(FulfilmentError::JobNotFound)
+}
+
+/// Applies `step` to the locked `job` on `conn`: job row, offers, event, settlement owed.
+async fn apply(
+    conn: &mut PgConnection,
+    job: &JobRow,
+    step: &Move<'_>,
+) -> Result<JobRow, FulfilmentError> {
+    use JobStatus::*;
+    let from = status(job);
+    transitions::check(step.actor, from, step.to)?;
+    let now = now();
+    let mut next = job.clone();
+    next.status = step.to.as_str().to_owned();
+    match step.to {
+        Assigned => {
+            next.courier_id = step.courier;
+            next.assigned_at = Some(now);
+        }
+        // Back to searching: the courier is released and the deadline starts again.
+        Searching => {
+            next.courier_id = None;
+            next.assigned_at = None;
+            next.search_opened_at = Some(now);
+        }
+        Delivered | Returned => {
+            next.completed_at = Some(now);
+            next.proof = step.proof.map(Proof::stored);
+        }
+        Cancelled => next.cancellation_reason = step.reason.map(str::to_owned),
+        Pending | InTransit | Failed => {}
+    }
+    let moved = store::move_job(conn, &next, &job.status)
+        .await?
+        .ok_or(InvalidTransition { from, to: step.to })?;
+    if from == Searching {
+        offers::withdraw_job_offers(conn, job.id, now).await?;
+    }
+    if let Some(name) = transitions::event(step.actor, step.to) {
+        let courier = moved.courier_id.map(|c| c.to_string());
+        let reason = step.reason.map(str::to_owned);
+        let details = match name {
+            EventName::JobStatusChanged => EventDetails {
+                from: Some(from.as_str().to_owned()),
+                to: Some(step.to.as_str().to_owned()),
+                reason,
+                ..EventDetails::default()
+            },
+            EventName::JobCourierAssigned | EventName::JobPickedUp => EventDetails {
+                courier,
+                ..EventDetails::default()
+            },
+            EventName::JobDelivered => EventDetails {
+                courier,
+                proof: step.proof.map(Proof::facts),
+                ..EventDetails::default()
+            },
+            EventName::JobReturned => EventDetails {
+                courier,
+                reason,
+                ..EventDetails::default()
+            },
+            // Someone was on the way only once a courier had taken the job.
+            EventName::JobCancelled => EventDetails {
+                reason,
+                assigned_courier: (from == Assigned)
+                    .then(|| job.courier_id.map(|c| c.to_string()))
+                    .flatten(),
+                ..EventDetails::default()
+            },
+            _ => EventDetails {
+                reason,
+                ..EventDetails::default()
+            },
+        };
+        record_event(conn, &moved, name, details, now).await?;
+    }
+    if let Some(settlement) = transitions::settlement(step.to) {
+        store::owe_settlement(conn, job.id, settlement.as_str(), now + SETTLEMENT_GRACE).await?;
+    }
+    Ok(moved)
+}
+
+async fn record_event(
+    conn: &mut PgConnection,
+    job: &JobRow,
+    name: EventName,
+    details: EventDetails,
+    at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    events::record(
+        conn,
+        &NewEvent {
+            name,
+            merchant_id: job.merchant_id,
+            environment: Environment::parse(&job.environment).unwrap_or(Environment::Live),
+            occurred_at: at,
+            job: Some(facts(job)),
+            details,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// The facts about a job its events carry.
+pub fn facts(job: &JobRow) -> JobFacts {
+    JobFacts {
+        id: job.id,
+        reference: job.reference.clone(),
+        market: job.market_id.clone(),
+        currency: job.currency.clone(),
+        price_amount_minor: job.price_amount_minor,
+        tax_amount_minor: job.tax_amount_minor,
+        scheduled_for: job.scheduled_for,
+    }
+}
+
+pub fn status(job: &JobRow) -> JobStatus {
+    JobStatus::parse(&job.status).expect("jobs hold known statuses")
+}
+
+fn optional_reason(reason: Option<&str>) -> Result<Option<&str>, FulfilmentError> {
+    match reason.map(str::trim).filter(|r| !r.is_empty()) {
+        Some(r) if r.chars().count() > MAX_REASON_CHARS => Err(FulfilmentError::ReasonRequired),
+        other => Ok(other),
+    }
+}
+
+fn required_reason(reason: Option<&str>) -> Result<&str, FulfilmentError> {
+    optional_reason(reason)?.ok_or(FulfilmentError::ReasonRequired)
+}

@@ -1,0 +1,189 @@
+//! Couriers, their credentials, whether they are online, and where they are.
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+/// A courier as stored (the credential's secret only as its keyed hash).
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct CourierRow {
+    pub id: Uuid,
+    pub name: String,
+    pub phone: String,
+    pub vehicle: String,
+    pub market_id: String,
+    pub status: String,
+    pub online: bool,
+    pub credential_key: String,
+    pub secret_hash: Vec<u8>,
+    pub created_at: DateTime<Utc>,
+    pub suspended_at: Option<DateTime<Utc>>,
+    pub suspension_reason: Option<String>,
+}
+
+pub async fn insert(conn: &mut PgConnection, courier: &CourierRow) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO couriers (id, name, phone, vehicle, market_id, status, online, \
+         credential_key, secret_hash, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+    )
+    .bind(courier.id)
+    .bind(&courier.name)
+    .bind(&courier.phone)
+    .bind(&courier.vehicle)
+    .bind(&courier.market_id)
+    .bind(&courier.status)
+    .bind(courier.online)
+    .bind(&courier.credential_key)
+    .bind(&courier.secret_hash)
+    .bind(courier.created_at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+pub async fn find(pool: &PgPool, id: Uuid) -> Result<Option<CourierRow>, sqlx::Error> {
+    sqlx::query_as("SELECT * FROM couriers WHERE id = $1")
+        .bind(id)
+        .fetch_optional(pool)
+        .await
+}
+
+/// The courier, locked for this transaction.
+pub async fn lock(conn: &mut PgConnection, id: Uuid) -> Result<Option<CourierRow>, sqlx::Error> {
+    sqlx::query_as("SELECT * FROM couriers WHERE id = $1 FOR UPDATE")
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
+pub async fn find_by_key(pool: &PgPool, key: &str) -> Result<Option<CourierRow>, sqlx::Error> {
+    sqlx::query_as("SELECT * FROM couriers WHERE credential_key = $1")
+        .bind(key)
+        .fetch_optional(pool)
+        .await
+}
+
+/// All couriers, or a market's, newest first.
+pub async fn list(pool: &PgPool, market: Option<&str>) -> Result<Vec<CourierRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT * FROM couriers WHERE $1::text IS NULL OR market_id = $1 \
+         ORDER BY created_at DESC, id DESC",
+    )
+    .bind(market)
+    .fetch_all(pool)
+    .await
+}
+
+/// Suspends (with a reason, and offline) or reinstates a courier.
+pub async fn set_status(
+    conn: &mut PgConnection,
+    id: Uuid,
+    status: &str,
+    at: Option<DateTime<Utc>>,
+    reason: Option<&str>,
+) -> Result<CourierRow, sqlx::Error> {
+    sqlx::query_as(
+        "UPDATE couriers SET status = $2, suspended_at = $3, suspension_reason = $4, \
+         online = CASE WHEN $2 = 'suspended' THEN false ELSE online END \
+         WHERE id = $1 RETURNING *",
+    )
+    .bind(id)
+    .bind(status)
+    .bind(at)
+    .bind(reason)
+    .fetch_one(conn)
+    .await
+}
+
+pub async fn set_online(
+    conn: &mut PgConnection,
+    id: Uuid,
+    online: bool,
+) -> Result<CourierRow, sqlx::Error> {
+    sqlx::query_as("UPDATE couriers SET online = $2 WHERE id = $1 RETURNING *")
+        .bind(id)
+        .bind(online)
+        .fetch_one(conn)
+        .await
+}
+
+/// Keeps the courier's latest position.
+pub async fn report_position(
+    pool: &PgPool,
+    id: Uuid,
+    latitude: f64,
+    longitude: f64,
+    seen_at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO courier_positions (courier_id, latitude, longitude, seen_at) \
+         VALUES ($1, $2, $3, $4) ON CONFLICT (courier_id) DO UPDATE \
+         SET latitude = $2, longitude = $3, seen_at = $4",
+    )
+    .bind(id)
+    .bind(latitude)
+    .bind(longitude)
+    .bind(seen_at)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// A courier who could be offered a job, with the last known position.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Candidate {
+    pub id: Uuid,
+    pub latitude: f64,
+    pub longitude: f64,
+}
+
+/// Where to look for couriers for a job, and which couriers qualify.
+pub struct CandidateSearch<'a> {
+    pub job_id: Uuid,
+    pub market_id: &'a str,
+    pub vehicle: &'a str,
+    pub latitude: f64,
+    pub longitude: f64,
+    /// Half the side of the box searched around the pickup, in degrees of latitude.
+    pub box_degrees: f64,
+    pub fresh_since: DateTime<Utc>,
+    pub limit: i64,
+}
+
+/// Available couriers near the pickup, nearest in a straight line first: online, active,
+/// with the job's vehicle, a fresh position inside the box, no job under way, no open offer,
+/// and never offered this job before.
+pub async fn candidates(
+    conn: &mut PgConnection,
+    search: &CandidateSearch<'_>,
+) -> Result<Vec<Candidate>, sqlx::Error> {
+    // Longitude degrees shrink with latitude; the box widens to match.
+    let lon_degrees = search.box_degrees / search.latitude.to_radians().cos().abs().max(0.01);
+    sqlx::query_as(
+        "SELECT c.id, p.latitude, p.longitude FROM couriers c \
+         JOIN courier_positions p ON p.courier_id = c.id \
+         WHERE c.market_id = $1 AND c.vehicle = $2 AND c.status = 'active' AND c.online \
+           AND p.seen_at >= $3 \
+           AND p.latitude BETWEEN $4 - $6 AND $4 + $6 \
+           AND p.longitude BETWEEN $5 - $7 AND $5 + $7 \
+           AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.courier_id = c.id \
+                           AND j.status IN ('assigned', 'in_transit')) \
+           AND NOT EXISTS (SELECT 1 FROM courier_offers o WHERE o.courier_id = c.id \
+                           AND (o.status = 'open' OR o.job_id = $8)) \
+         ORDER BY power(p.latitude - $4, 2) + power((p.longitude - $5) * $9, 2), c.id \
+         LIMIT $10",
+    )
+    .bind(search.market_id)
+    .bind(search.vehicle)
+    .bind(search.fresh_since)
+    .bind(search.latitude)
+    .bind(search.longitude)
+    .bind(search.box_degrees)
+    .bind(lon_degrees)
+    .bind(search.job_id)
+    .bind(search.latitude.to_radians().cos())
+    .bind(search.limit)
+    .fetch_all(conn)
+    .await
+}

@@ -1,0 +1,177 @@
+//! Offers of jobs to couriers, and the due work of dispatch.
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+use super::jobs::JobRow;
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct OfferRow {
+    pub id: Uuid,
+    pub job_id: Uuid,
+    pub courier_id: Uuid,
+    pub travel_seconds: i32,
+    pub status: String,
+    pub offered_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    pub answered_at: Option<DateTime<Utc>>,
+}
+
+/// Inserts an open offer; false when the job or the courier already has one (another
+/// dispatcher was first) or the courier was offered this job before.
+pub async fn insert_offer(conn: &mut PgConnection, offer: &OfferRow) -> Result<bool, sqlx::Error> {
+    let inserted = sqlx::query(
+        "INSERT INTO courier_offers (id, job_id, courier_id, travel_seconds, status, offered_at, \
+         expires_at) VALUES ($1, $2, $3, $4, 'open', $5, $6) ON CONFLICT DO NOTHING",
+    )
+    .bind(offer.id)
+    .bind(offer.job_id)
+    .bind(offer.courier_id)
+    .bind(offer.travel_seconds)
+    .bind(offer.offered_at)
+    .bind(offer.expires_at)
+    .execute(conn)
+    .await?;
+    Ok(inserted.rows_affected() == 1)
+}
+
+/// Closes the open offers that have run out; returns how many.
+pub async fn expire_offers(pool: &PgPool, now: DateTime<Utc>) -> Result<u64, sqlx::Error> {
+    let expired = sqlx::query(
+        "UPDATE courier_offers SET status = 'expired', answered_at = $1 WHERE id IN ( \
+           SELECT id FROM courier_offers WHERE status = 'open' AND expires_at <= $1 \
+           ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED)",
+    )
+    .bind(now)
+    .execute(pool)
+    .await?;
+    Ok(expired.rows_affected())
+}
+
+/// The courier's offer, locked for this transaction.
+pub async fn lock_offer(
+    conn: &mut PgConnection,
+    id: Uuid,
+    courier_id: Uuid,
+) -> Result<Option<OfferRow>, sqlx::Error> {
+    sqlx::query_as("SELECT * FROM courier_offers WHERE id = $1 AND courier_id = $2 FOR UPDATE")
+        .bind(id)
+        .bind(courier_id)
+        .fetch_optional(conn)
+        .await
+}
+
+pub async fn answer_offer(
+    conn: &mut PgConnection,
+    id: Uuid,
+    status: &str,
+    at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE courier_offers SET status = $2, answered_at = $3 WHERE id = $1")
+        .bind(id)
+        .bind(status)
+        .bind(at)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Withdraws the job's open offer, if any (the job moved on).
+pub async fn withdraw_job_offers(
+    conn: &mut PgConnection,
+    job_id: Uuid,
+    at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE courier_offers SET status = 'withdrawn', answered_at = $2 \
+         WHERE job_id = $1 AND status = 'open'",
+    )
+    .bind(job_id)
+    .bind(at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Withdraws the courier's open offer, if any (the courier went offline or was suspended).
+pub async fn withdraw_courier_offers(
+    conn: &mut PgConnection,
+    courier_id: Uuid,
+    at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE courier_offers SET status = 'withdrawn', answered_at = $2 \
+         WHERE courier_id = $1 AND status = 'open'",
+    )
+    .bind(courier_id)
+    .bind(at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The courier's open offers with their jobs, soonest to expire first.
+pub async fn open_offers(
+    pool: &PgPool,
+    courier_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<Vec<(OfferRow, JobRow)>, sqlx::Error> {
+    let offers: Vec<OfferRow> = sqlx::query_as(
+        "SELECT * FROM courier_offers WHERE courier_id = $1 AND status = 'open' \
+         AND expires_at > $2 ORDER BY expires_at",
+    )
+    .bind(courier_id)
+    .bind(now)
+    .fetch_all(pool)
+    .await?;
+    let mut found = Vec::with_capacity(offers.len());
+    for offer in offers {
+        let job: JobRow = sqlx::query_as("SELECT * FROM jobs WHERE id = $1")
+            .bind(offer.job_id)
+            .fetch_one(pool)
+            .await?;
+        found.push((offer, job));
+    }
+    Ok(found)
+}
+
+/// Searching jobs past their dispatch deadline, locked; others' locked rows are skipped.
+pub async fn claim_overdue_searches(
+    conn: &mut PgConnection,
+    deadline: chrono::Duration,
+    now: DateTime<Utc>,
+    limit: i64,
+) -> Result<Vec<JobRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT * FROM jobs WHERE status = 'searching' \
+         AND coalesce(search_opened_at, search_opens_at, booked_at) \
+             <= $1 - make_interval(secs => $2) \
+         ORDER BY coalesce(search_opened_at, search_opens_at, booked_at) \
+         LIMIT $3 FOR UPDATE SKIP LOCKED",
+    )
+    .bind(now)
+    .bind(deadline.as_seconds_f64())
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}
+
+/// The searching job with no open offer that has searched longest, except those in
+/// `passed`, locked; others' locked rows are skipped, so each job is dispatched by one
+/// instance at a time.
+pub async fn claim_unoffered_search(
+    conn: &mut PgConnection,
+    passed: &[Uuid],
+) -> Result<Option<JobRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT * FROM jobs j WHERE status = 'searching' AND id <> ALL($1) \
+         AND NOT EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
+                         AND o.status = 'open') \
+         ORDER BY coalesce(search_opened_at, search_opens_at, booked_at) \
+         LIMIT 1 FOR UPDATE SKIP LOCKED",
+    )
+    .bind(passed)
+    .fetch_optional(conn)
+    .await
+}
