@@ -125,14 +125,22 @@ pub async fn run(
     let scheduler =
         crate::jobs::spawn_scheduler(services.db.pool.clone(), config.scheduler_interval);
     let charge_retries = services.payments.spawn_retry_worker();
+    // In place before the first request, so no revocation can slip past this process.
+    let credential_changes = crate::auth::follow_changes(services.authenticator.clone())
+        .await
+        .map_err(|e| StartError::Database(DbError::Connect(e)))?;
+    let key_usage =
+        crate::auth::UsageFlusher::spawn(services.authenticator.clone(), config.key_usage_flush);
     let state = AppState {
         pool: services.db.pool.clone(),
         authenticator: services.authenticator.clone(),
-        config: Arc::new(config),
+        config: Arc::new(config.clone()),
         markets: Arc::clone(&services.markets),
         price_books: Arc::clone(&services.price_books),
         webhooks: Arc::clone(&services.webhooks),
         payments: Arc::clone(&services.payments),
+        operators: Arc::new(api::OperatorTokens::from_config(&config)),
+        rate_limiter: Arc::new(crate::rate_limit::RateLimiter::new()),
     };
     let address = listener.local_addr().map_err(StartError::Serve)?;
     tracing::info!(%address, "courier is listening");
@@ -144,6 +152,8 @@ pub async fn run(
     drop(webhook_workers);
     scheduler.abort();
     charge_retries.stop().await;
+    credential_changes.abort();
+    key_usage.stop().await;
     services.db.close().await;
     served.map_err(StartError::Serve)
 }

@@ -7,6 +7,7 @@
 //! - `domain`: business types and rules, free of I/O.
 //! - `markets`: where the service operates; road networks and places per market.
 //! - `pricing`: price books per market: uploads, activation (hot swap), pricing.
+//! - `rate_limit`: per-key request budgets, in memory.
 //! - `store`: SQL queries.
 
 pub mod api;
@@ -26,6 +27,7 @@ pub mod numeric;
 pub mod payments;
 pub mod pricing;
 pub mod quotes;
+pub mod rate_limit;
 pub mod secrets;
 pub mod store;
 pub mod telemetry;

@@ -6,11 +6,13 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use thiserror::Error;
 
+use crate::audit::AuditQueryError;
 use crate::auth::AuthError;
 use crate::domain::booking::BookingRequestError;
 use crate::domain::quote::QuoteRequestError;
 use crate::jobs::booking::BookingError;
 use crate::markets::RoutingError;
+use crate::merchants::{MerchantError, SettingsError};
 use crate::pricing::{PriceBookError, PricingError};
 use crate::quotes::QuoteError;
 use crate::webhooks::WebhookError;
@@ -80,6 +82,27 @@ pub enum ApiError {
     Internal,
     #[error(transparent)]
     Webhook(WebhookError),
+    #[error(transparent)]
+    Merchant(MerchantError),
+    #[error(transparent)]
+    AuditQuery(#[from] AuditQueryError),
+    #[error(
+        "this key has used its budget for this kind of request; retry after {} s",
+        crate::rate_limit::whole_seconds(*retry_after)
+    )]
+    RateLimited { retry_after: std::time::Duration },
+    #[error("the request took longer than this service allows and was abandoned; try again")]
+    Timeout,
+}
+
+impl From<MerchantError> for ApiError {
+    fn from(error: MerchantError) -> Self {
+        match error {
+            MerchantError::NotFound => ApiError::MerchantNotFound,
+            MerchantError::Store(e) => e.into(),
+            other => ApiError::Merchant(other),
+        }
+    }
 }
 
 impl From<WebhookError> for ApiError {
@@ -193,7 +216,34 @@ impl ApiError {
             ApiError::Routing(error) => routing_status_and_code(error),
             ApiError::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
             ApiError::Webhook(error) => webhook_status_and_code(error),
+            ApiError::Merchant(error) => merchant_status_and_code(error),
+            ApiError::AuditQuery(AuditQueryError::UnknownAction(_)) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "audit.unknown_action")
+            }
+            ApiError::AuditQuery(AuditQueryError::UnknownTargetType(_)) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "audit.unknown_target_type")
+            }
+            ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            ApiError::Timeout => (StatusCode::SERVICE_UNAVAILABLE, "service.timeout"),
         }
+    }
+}
+
+fn merchant_status_and_code(error: &MerchantError) -> (StatusCode, &'static str) {
+    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+    match error {
+        MerchantError::InvalidName => (unprocessable, "merchant.invalid_name"),
+        MerchantError::NotFound => (StatusCode::NOT_FOUND, "merchant.not_found"),
+        MerchantError::KeyNotFound => (StatusCode::NOT_FOUND, "key.not_found"),
+        MerchantError::InvalidEnvironment(_) => (unprocessable, "key.invalid_environment"),
+        MerchantError::InvalidLabel => (unprocessable, "key.invalid_label"),
+        MerchantError::Settings(SettingsError::InvalidSmsSenderName) => {
+            (unprocessable, "settings.invalid_sms_sender_name")
+        }
+        MerchantError::Settings(SettingsError::InvalidRateLimit { .. }) => {
+            (unprocessable, "settings.invalid_rate_limit")
+        }
+        MerchantError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
     }
 }
 
@@ -363,6 +413,13 @@ impl IntoResponse for ApiError {
         };
         let body = ErrorBody { code, message };
         let mut response = (status, Json(body)).into_response();
+        if let ApiError::RateLimited { retry_after } = self {
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(crate::rate_limit::whole_seconds(retry_after).max(1)),
+            );
+            return response;
+        }
         let challenge = match self {
             ApiError::Auth(_) => "Basic realm=\"courier\", charset=\"UTF-8\"",
             ApiError::AdminAuth(_) => "Bearer realm=\"courier-admin\"",
@@ -387,6 +444,16 @@ mod tests {
         let error = ApiError::from(sqlx::Error::RowNotFound);
         assert_eq!(error.to_string(), "internal error");
         assert_eq!(error.status_and_code().1, "internal");
+    }
+
+    #[test]
+    fn refusals_over_budget_say_when_to_retry() {
+        let response = ApiError::RateLimited {
+            retry_after: std::time::Duration::from_millis(1500),
+        }
+        .into_response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "2");
     }
 
     #[test]

@@ -24,6 +24,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
+pub use admin::{Operator, OperatorTokens};
 pub use error::{ApiError, RequestError};
 pub use extract::{ApiJson, ApiQuery};
 
@@ -44,6 +45,10 @@ pub struct AppState {
     pub price_books: Arc<PriceBooks>,
     pub payments: Arc<crate::payments::Payments>,
     pub webhooks: Arc<crate::webhooks::Webhooks>,
+    /// The accepted operator tokens and their names.
+    pub operators: Arc<admin::OperatorTokens>,
+    /// Per-key request budgets of this instance.
+    pub rate_limiter: Arc<crate::rate_limit::RateLimiter>,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -79,6 +84,10 @@ pub fn router(state: AppState) -> Router {
             post(webhooks::rotate_secret),
         )
         .fallback(middleware::route_not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.config.request_timeout,
+            middleware::time_limit,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             middleware::require_merchant,
@@ -229,6 +238,32 @@ mod tests {
         assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
         assert_eq!(body["code"], "internal");
         assert!(!body.to_string().contains("hunter2"));
+    }
+
+    #[tokio::test]
+    async fn a_request_past_the_time_limit_is_503_with_a_code() {
+        let slow = Router::new()
+            .route(
+                "/slow",
+                get(|| async {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    "late"
+                }),
+            )
+            .route("/quick", get(|| async { "ok" }))
+            .layer(axum::middleware::from_fn_with_state(
+                Duration::from_millis(50),
+                middleware::time_limit,
+            ));
+        let app = with_edge_layers(slow, 64);
+        let get = |path: &str| Request::get(path).body(Body::empty()).unwrap();
+        let response = app.clone().oneshot(get("/slow")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let bytes = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let body: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(body["code"], "service.timeout");
+        let response = app.oneshot(get("/quick")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
     }
 
     #[tokio::test]
