@@ -3,13 +3,16 @@
 
 mod support;
 
+mod audit;
 mod auth;
 mod cli;
 mod errors;
 mod jobs;
+mod keys;
 mod lookups;
 mod ops;
 mod payments;
 mod price_books;
 mod quotes;
+mod rate_limits;
 mod webhooks;
