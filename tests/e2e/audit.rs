@@ -128,12 +128,33 @@ async fn every_operator_action_is_recorded_with_its_operator_and_values() {
     )
     .await;
     let key_name = key["key"].as_str().unwrap().to_owned();
-    act(&app, BOB, Method::POST, &format!("/keys/{key_name}/revoke"), None).await;
+    act(
+        &app,
+        BOB,
+        Method::POST,
+        &format!("/keys/{key_name}/revoke"),
+        None,
+    )
+    .await;
     // Revoking again changes nothing, so records nothing.
-    act(&app, BOB, Method::POST, &format!("/keys/{key_name}/revoke"), None).await;
+    act(
+        &app,
+        BOB,
+        Method::POST,
+        &format!("/keys/{key_name}/revoke"),
+        None,
+    )
+    .await;
     let settings_path = format!("/merchants/{merchant_id}/settings");
     let change = json!({"notify_customer": true, "sms_sender_name": "Audited"});
-    act(&app, BOB, Method::PATCH, &settings_path, Some(change.clone())).await;
+    act(
+        &app,
+        BOB,
+        Method::PATCH,
+        &settings_path,
+        Some(change.clone()),
+    )
+    .await;
     // The same values again: no change, no record.
     act(&app, BOB, Method::PATCH, &settings_path, Some(change)).await;
     assert_refusal(
@@ -188,8 +209,22 @@ async fn every_operator_action_is_recorded_with_its_operator_and_values() {
     )
     .await;
     assert_eq!(upload["version"], 2);
-    act(&app, ALICE, Method::POST, "/markets/demo/price-books/2/activate", None).await;
-    act(&app, ALICE, Method::POST, "/markets/demo/price-books/1/activate", None).await;
+    act(
+        &app,
+        ALICE,
+        Method::POST,
+        "/markets/demo/price-books/2/activate",
+        None,
+    )
+    .await;
+    act(
+        &app,
+        ALICE,
+        Method::POST,
+        "/markets/demo/price-books/1/activate",
+        None,
+    )
+    .await;
     // The first token still works, as operator "admin".
     let (status, _) = status_and_json(
         app.admin(Method::POST, &format!("/merchants/{merchant_id}/keys"))
@@ -284,7 +319,11 @@ async fn every_operator_action_is_recorded_with_its_operator_and_values() {
 
     // No secret is ever in the trail.
     let everything = trail(&app, "?size=200").await.to_string();
-    for secret in [&created["test_secret"], &created["live_secret"], &key["secret"]] {
+    for secret in [
+        &created["test_secret"],
+        &created["live_secret"],
+        &key["secret"],
+    ] {
         assert!(!everything.contains(secret.as_str().unwrap()));
     }
     app.stop().await;
@@ -316,7 +355,10 @@ async fn the_trail_is_filtered_and_paged() {
 
     let all = trail(&app, "").await;
     assert_eq!(all["total"], 6, "two onboardings and four actions");
-    assert_eq!((all["page"].as_i64(), all["size"].as_i64()), (Some(1), Some(50)));
+    assert_eq!(
+        (all["page"].as_i64(), all["size"].as_i64()),
+        (Some(1), Some(50))
+    );
     let by_alice = trail(&app, "?operator=alice&action=key.created").await;
     assert_eq!(by_alice["total"], 2);
     let labels: Vec<&str> = by_alice["items"]
@@ -328,9 +370,16 @@ async fn the_trail_is_filtered_and_paged() {
     assert_eq!(labels, ["c", "a"], "newest first");
     let revoked = trail(&app, &format!("?target_id={}", second.test().key)).await;
     assert_eq!(actions(&revoked), pairs(&[("bob", "key.revoked")]));
-    let page = trail(&app, &format!("?merchant_id={}&size=2&page=2", first.merchant_id)).await;
+    let page = trail(
+        &app,
+        &format!("?merchant_id={}&size=2&page=2", first.merchant_id),
+    )
+    .await;
     assert_eq!(page["total"], 4);
-    assert_eq!(actions(&page), pairs(&[("alice", "key.created"), ("system", "merchant.created")]));
+    assert_eq!(
+        actions(&page),
+        pairs(&[("alice", "key.created"), ("system", "merchant.created")])
+    );
     let future = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339();
     let past = (chrono::Utc::now() - chrono::Duration::hours(1)).to_rfc3339();
     let query = |from: &str, to: &str| {

@@ -261,8 +261,17 @@ async fn merchant_keys_and_settings_through_the_cli_are_audited() {
     let merchant_id = created["merchant_id"].as_str().unwrap().to_owned();
 
     let key: Value = serde_json::from_str(&succeed(run(&[
-        "merchant", "key", "create", "--merchant", &merchant_id, "--env", "live", "--label",
-        "till", "--operator", "carol",
+        "merchant",
+        "key",
+        "create",
+        "--merchant",
+        &merchant_id,
+        "--env",
+        "live",
+        "--label",
+        "till",
+        "--operator",
+        "carol",
     ])))
     .unwrap();
     assert!(key["key"].as_str().unwrap().starts_with("ck_live_"));
@@ -273,7 +282,15 @@ async fn merchant_keys_and_settings_through_the_cli_are_audited() {
     };
 
     let refused = run(&[
-        "merchant", "key", "create", "--merchant", &merchant_id, "--env", "prod", "--label", "x",
+        "merchant",
+        "key",
+        "create",
+        "--merchant",
+        &merchant_id,
+        "--env",
+        "prod",
+        "--label",
+        "x",
     ]);
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("not an environment"));
@@ -330,7 +347,12 @@ async fn merchant_keys_and_settings_through_the_cli_are_audited() {
     let ask = || app.request(Method::GET, "/v1/unknown").auth(&till).send();
     assert_eq!(ask().await.unwrap().status(), 404);
     let revoked: Value = serde_json::from_str(&succeed(run(&[
-        "merchant", "key", "revoke", &till.key, "--operator", "dave",
+        "merchant",
+        "key",
+        "revoke",
+        &till.key,
+        "--operator",
+        "dave",
     ])))
     .unwrap();
     assert!(revoked["revoked_at"].is_string());

@@ -142,7 +142,12 @@ async fn operators_create_merchants_and_labelled_keys_whose_secrets_show_once() 
         assert!(!text.contains(secret.as_str().unwrap()), "a secret shown");
     }
     for key in keys {
-        let mut fields: Vec<&str> = key.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut fields: Vec<&str> = key
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         fields.sort();
         assert_eq!(
             fields,
@@ -260,7 +265,13 @@ async fn bad_merchant_and_key_requests_are_refused_with_codes() {
         .await;
     }
     // Nothing was created by the refusals.
-    assert_eq!(show(&app, merchant_id).await["keys"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        show(&app, merchant_id).await["keys"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
     app.stop().await;
 }
 
@@ -316,7 +327,13 @@ async fn a_revocation_reaches_every_instance_at_once() {
     })
     .await;
     let created = create_merchant(&first, "Two Instances Ltd").await;
-    let key = create_key(&first, created["merchant_id"].as_str().unwrap(), "live", "pos").await;
+    let key = create_key(
+        &first,
+        created["merchant_id"].as_str().unwrap(),
+        "live",
+        "pos",
+    )
+    .await;
     // Both instances now hold the credential in memory.
     assert_eq!(status_with(&first, &credential(&key)).await, 404);
     assert_eq!(status_with(&second, &credential(&key)).await, 404);

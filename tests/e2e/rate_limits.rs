@@ -69,7 +69,11 @@ async fn a_flood_from_one_key_gets_429s_while_another_merchant_is_unaffected() {
         .send()
         .await
         .unwrap();
-    assert_eq!(header(&quote, "ratelimit-limit"), Some(1200), "the quotes budget");
+    assert_eq!(
+        header(&quote, "ratelimit-limit"),
+        Some(1200),
+        "the quotes budget"
+    );
     assert_ne!(quote.status(), 429);
     // Refusals of the request itself still carry the headers.
     let unknown = app
@@ -133,7 +137,10 @@ async fn a_merchants_budgets_are_its_settings_divided_among_the_instances() {
     )
     .await;
     assert_eq!(status, 200, "{settings}");
-    assert_eq!(settings["rate_limit_reads_per_minute"], serde_json::Value::Null);
+    assert_eq!(
+        settings["rate_limit_reads_per_minute"],
+        serde_json::Value::Null
+    );
     assert_eq!(read(&app, &credential).await.1, 600);
 
     for bad in [json!(0), json!(-1), json!(1_000_001), json!("many")] {

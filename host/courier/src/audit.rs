@@ -8,7 +8,14 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 /// The kinds of thing operators act on: `AuditRecord::target_type`.
-pub const TARGET_TYPES: [&str; 6] = ["merchant", "api_key", "price_book", "charge", "job", "courier"];
+pub const TARGET_TYPES: [&str; 6] = [
+    "merchant",
+    "api_key",
+    "price_book",
+    "charge",
+    "job",
+    "courier",
+];
 
 /// What an operator did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -113,7 +120,9 @@ pub async fn record(
 pub enum AuditQueryError {
     #[error("{0:?} is not an audited action")]
     UnknownAction(String),
-    #[error("{0:?} is not a target type; use one of merchant, api_key, price_book, charge, job, courier")]
+    #[error(
+        "{0:?} is not a target type; use one of merchant, api_key, price_book, charge, job, courier"
+    )]
     UnknownTargetType(String),
 }
 

@@ -218,10 +218,26 @@ mod tests {
     fn operator_tokens_are_named_and_checked() {
         let tokens = operator_tokens(Some("alice=tok1, bob = tok=2".into())).unwrap();
         assert_eq!(tokens.len(), 2);
-        assert_eq!((tokens[0].name.as_str(), tokens[0].token.as_str()), ("alice", "tok1"));
-        assert_eq!((tokens[1].name.as_str(), tokens[1].token.as_str()), ("bob", "tok=2"));
-        assert!(!format!("{tokens:?}").contains("tok1"), "tokens stay out of logs");
-        for bad in ["alice", "=tok", "alice=", "al ice=tok", "a=1,a=2", "a=1,,b=2"] {
+        assert_eq!(
+            (tokens[0].name.as_str(), tokens[0].token.as_str()),
+            ("alice", "tok1")
+        );
+        assert_eq!(
+            (tokens[1].name.as_str(), tokens[1].token.as_str()),
+            ("bob", "tok=2")
+        );
+        assert!(
+            !format!("{tokens:?}").contains("tok1"),
+            "tokens stay out of logs"
+        );
+        for bad in [
+            "alice",
+            "=tok",
+            "alice=",
+            "al ice=tok",
+            "a=1,a=2",
+            "a=1,,b=2",
+        ] {
             let err = operator_tokens(Some(bad.into())).unwrap_err().to_string();
             assert!(err.contains("COURIER_OPERATOR_TOKENS"), "{bad}: {err}");
         }

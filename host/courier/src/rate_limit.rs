@@ -5,7 +5,7 @@
 //! enforces its share: the limit divided by `COURIER_INSTANCES`, rounded up.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+use std::hash::{BuildHasher, RandomState};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -201,9 +201,7 @@ impl RateLimiter {
         let limit = limit.max(1);
         let interval = WINDOW / limit;
         let capacity = interval * limit;
-        let mut hasher = self.hasher.build_hasher();
-        (key, budget).hash(&mut hasher);
-        let shard = &self.shards[(hasher.finish() as usize) % SHARDS];
+        let shard = &self.shards[(self.hasher.hash_one((key, budget)) as usize) % SHARDS];
         let mut shard = shard.lock().expect("lock poisoned");
         // The theoretical arrival time: when the bucket would be full again. Never in the past.
         let tat = shard
@@ -376,9 +374,8 @@ mod tests {
         assert_eq!(config.defaults.quotes_per_minute, 50);
         assert_eq!(config.defaults.bookings_per_minute, 300);
         assert_eq!(config.instances, 2);
-        let err = RateLimitConfig::from_lookup(&|name| {
-            (name == "COURIER_INSTANCES").then(|| "0".into())
-        });
+        let err =
+            RateLimitConfig::from_lookup(&|name| (name == "COURIER_INSTANCES").then(|| "0".into()));
         assert!(err.unwrap_err().to_string().contains("COURIER_INSTANCES"));
     }
 

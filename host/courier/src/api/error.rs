@@ -220,9 +220,10 @@ impl ApiError {
             ApiError::AuditQuery(AuditQueryError::UnknownAction(_)) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "audit.unknown_action")
             }
-            ApiError::AuditQuery(AuditQueryError::UnknownTargetType(_)) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "audit.unknown_target_type")
-            }
+            ApiError::AuditQuery(AuditQueryError::UnknownTargetType(_)) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "audit.unknown_target_type",
+            ),
             ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             ApiError::Timeout => (StatusCode::SERVICE_UNAVAILABLE, "service.timeout"),
         }

@@ -159,7 +159,11 @@ pub async fn courier_position(
     )
 }
 
-pub(super) fn whole_parameter(query: &HashMap<String, String>, name: &str, default: i64) -> Option<i64> {
+pub(super) fn whole_parameter(
+    query: &HashMap<String, String>,
+    name: &str,
+    default: i64,
+) -> Option<i64> {
     match query.get(name) {
         None => Some(default),
         Some(raw) => i64::from_text(raw.trim()),

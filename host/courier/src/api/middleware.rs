@@ -27,7 +27,11 @@ pub async fn require_merchant(
         Err(e) => return ApiError::from(e).into_response(),
     };
     let budget = Budget::of(request.method(), request.uri().path());
-    let limit = state.config.rate_limits.limits_for(&caller.limits).of(budget);
+    let limit = state
+        .config
+        .rate_limits
+        .limits_for(&caller.limits)
+        .of(budget);
     let decision = state
         .rate_limiter
         .check(caller.merchant.key_id, budget, limit, Instant::now());

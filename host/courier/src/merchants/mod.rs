@@ -95,9 +95,7 @@ pub async fn create_as(
     let live = authenticator
         .issue(&mut tx, merchant_id, Environment::Live, "default")
         .await?;
-    let key_record = |key: &str, environment: Environment| {
-        json!({"key": key, "environment": environment.as_str(), "label": "default"})
-    };
+    let key_record = |key: &str, environment: Environment| json!({"key": key, "environment": environment.as_str(), "label": "default"});
     audit::record(
         &mut tx,
         &AuditRecord {

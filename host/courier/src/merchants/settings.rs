@@ -237,7 +237,15 @@ mod tests {
         for good in ["Acme", "ACME2go", "abc", "Abcdefghijk"] {
             assert!(sms_sender_name(good).is_ok(), "{good}");
         }
-        for bad in ["ab", "Abcdefghijkl", "Acme Ltd", "Acmé", "12345", "", "Ac-me"] {
+        for bad in [
+            "ab",
+            "Abcdefghijkl",
+            "Acme Ltd",
+            "Acmé",
+            "12345",
+            "",
+            "Ac-me",
+        ] {
             assert_eq!(
                 sms_sender_name(bad),
                 Err(SettingsError::InvalidSmsSenderName),
@@ -249,7 +257,8 @@ mod tests {
     #[test]
     fn budgets_are_positive_and_bounded() {
         for bad in [json!(0), json!(-5), json!(MAX_PER_MINUTE + 1)] {
-            let refused = change(json!({"rate_limit_quotes_per_minute": bad})).apply_to(&defaults());
+            let refused =
+                change(json!({"rate_limit_quotes_per_minute": bad})).apply_to(&defaults());
             assert_eq!(
                 refused,
                 Err(SettingsError::InvalidRateLimit {

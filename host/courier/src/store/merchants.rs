@@ -161,13 +161,11 @@ pub async fn mark_keys_used(
     ids: &[Uuid],
     at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "UPDATE api_keys SET last_used_at = GREATEST(last_used_at, $2) WHERE id = ANY($1)",
-    )
-    .bind(ids)
-    .bind(at)
-    .execute(pool)
-    .await?;
+    sqlx::query("UPDATE api_keys SET last_used_at = GREATEST(last_used_at, $2) WHERE id = ANY($1)")
+        .bind(ids)
+        .bind(at)
+        .execute(pool)
+        .await?;
     Ok(())
 }
 

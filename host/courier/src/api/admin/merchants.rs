@@ -24,9 +24,13 @@ pub async fn create(
     Extension(operator): Extension<Operator>,
     ApiJson(body): ApiJson<NewMerchantBody>,
 ) -> Result<(StatusCode, Json<NewMerchant>), ApiError> {
-    let created =
-        merchants::create_as(&state.pool, &state.authenticator, &body.name, &operator.name)
-            .await?;
+    let created = merchants::create_as(
+        &state.pool,
+        &state.authenticator,
+        &body.name,
+        &operator.name,
+    )
+    .await?;
     Ok((StatusCode::CREATED, Json(created)))
 }
 

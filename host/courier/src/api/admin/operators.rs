@@ -2,7 +2,7 @@
 //! `COURIER_OPERATOR_TOKENS`. The name of the matching token is who the audit trail records.
 
 use sha2::{Digest, Sha256};
-use subtle::{ConstantTimeEq, ConditionallySelectable};
+use subtle::{ConditionallySelectable, ConstantTimeEq};
 
 use crate::auth::AuthError;
 use crate::config::Config;
