@@ -340,8 +340,11 @@ async fn quotes_carry_the_version_of_the_book_that_priced_them() {
 async fn a_comparison_reprices_recent_quotes() {
     let quoting = Quoting::start().await;
     for vehicle in ["car", "car", "car", "bicycle", "van"] {
-        let (status, _) = quoting.quote(&journey(Some(vehicle))).await;
-        assert_eq!(status, 201);
+        // Off-peak (midday local), so the change below is the same at any time of day.
+        let mut body = journey(Some(vehicle));
+        body["scheduled_for"] = json!(riyadh(2, 12));
+        let (status, quote) = quoting.quote(&body).await;
+        assert_eq!(status, 201, "{quote}");
     }
     let upload = upload_dearer_book(&quoting.app, 400).await;
     let (status, comparison) = status_and_json(
