@@ -5,7 +5,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use reqwest::Method;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::support::{
     Authed, Credential, TestApp, assert_refusal, fresh_database_url, status_and_json,
@@ -236,4 +236,160 @@ async fn the_embedded_cluster_is_created_shared_and_stopped() {
     assert!(status.success(), "serve exits cleanly on SIGTERM: {status}");
     assert!(!cluster_is_running(&data_dir));
     let _ = std::fs::remove_dir_all(&data_dir);
+}
+
+/// The operator commands: keys, listing, settings, revocation reaching a running service at
+/// once, each recorded under the `--operator` given.
+#[tokio::test]
+async fn merchant_keys_and_settings_through_the_cli_are_audited() {
+    let database_url = fresh_database_url().await;
+    let secret_key = "5e".repeat(32);
+    let env = [
+        ("DATABASE_URL", database_url.as_str()),
+        ("COURIER_SECRET_KEY", secret_key.as_str()),
+    ];
+    let run = |args: &[&str]| courier(args, &env).output().unwrap();
+    succeed(run(&["migrate"]));
+    let created = parse_created(&succeed(run(&[
+        "merchant",
+        "create",
+        "--name",
+        "Cli Shop",
+        "--operator",
+        "carol",
+    ])));
+    let merchant_id = created["merchant_id"].as_str().unwrap().to_owned();
+
+    let key: Value = serde_json::from_str(&succeed(run(&[
+        "merchant",
+        "key",
+        "create",
+        "--merchant",
+        &merchant_id,
+        "--env",
+        "live",
+        "--label",
+        "till",
+        "--operator",
+        "carol",
+    ])))
+    .unwrap();
+    assert!(key["key"].as_str().unwrap().starts_with("ck_live_"));
+    assert_eq!(key["label"], "till");
+    let till = Credential {
+        key: key["key"].as_str().unwrap().into(),
+        secret: key["secret"].as_str().unwrap().into(),
+    };
+
+    let refused = run(&[
+        "merchant",
+        "key",
+        "create",
+        "--merchant",
+        &merchant_id,
+        "--env",
+        "prod",
+        "--label",
+        "x",
+    ]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("not an environment"));
+
+    let listed: Value = serde_json::from_str(&succeed(run(&["merchant", "list"]))).unwrap();
+    assert_eq!(listed[0]["name"], "Cli Shop");
+    let shown = succeed(run(&["merchant", "show", &merchant_id]));
+    assert!(!shown.contains(till.secret.as_str()), "no secret in `show`");
+    let shown: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(shown["keys"].as_array().unwrap().len(), 3);
+
+    let settings: Value = serde_json::from_str(&succeed(run(&[
+        "merchant",
+        "settings",
+        "--merchant",
+        &merchant_id,
+        "--sms-sender-name",
+        "CliShop",
+        "--rate-limit-reads-per-minute",
+        "30",
+        "--operator",
+        "carol",
+    ])))
+    .unwrap();
+    assert_eq!(
+        (
+            &settings["sms_sender_name"],
+            &settings["rate_limit_reads_per_minute"]
+        ),
+        (&json!("CliShop"), &json!(30))
+    );
+    let cleared: Value = serde_json::from_str(&succeed(run(&[
+        "merchant",
+        "settings",
+        "--merchant",
+        &merchant_id,
+        "--sms-sender-name",
+        "",
+        "--operator",
+        "carol",
+    ])))
+    .unwrap();
+    assert_eq!(cleared["sms_sender_name"], Value::Null);
+
+    // A running service that trusts credentials for ten minutes refuses the key once the
+    // CLI revokes it.
+    let url = database_url.clone();
+    let app = TestApp::spawn_with(move |name| match name {
+        "DATABASE_URL" => Some(url.clone()),
+        "COURIER_AUTH_CACHE_MS" => Some("600000".into()),
+        _ => None,
+    })
+    .await;
+    let ask = || app.request(Method::GET, "/v1/unknown").auth(&till).send();
+    assert_eq!(ask().await.unwrap().status(), 404);
+    let revoked: Value = serde_json::from_str(&succeed(run(&[
+        "merchant",
+        "key",
+        "revoke",
+        &till.key,
+        "--operator",
+        "dave",
+    ])))
+    .unwrap();
+    assert!(revoked["revoked_at"].is_string());
+    let started = std::time::Instant::now();
+    while ask().await.unwrap().status() != 401 {
+        assert!(started.elapsed() < Duration::from_secs(2), "still accepted");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    let (status, trail) = status_and_json(
+        app.admin(Method::GET, &format!("/audit?merchant_id={merchant_id}"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{trail}");
+    let recorded: Vec<(&str, &str)> = trail["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["operator"].as_str().unwrap(),
+                e["action"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        recorded,
+        [
+            ("dave", "key.revoked"),
+            ("carol", "merchant.settings_changed"),
+            ("carol", "merchant.settings_changed"),
+            ("carol", "key.created"),
+            ("carol", "merchant.created"),
+        ]
+    );
+    app.stop().await;
 }

@@ -688,7 +688,9 @@ async fn account_settings_decide_what_a_booking_leaves_unsaid() {
     assert_eq!(status, 200);
     assert_eq!(
         settings,
-        json!({"notify_customer": false, "proof_photo_required": false, "proof_signature_required": false})
+        json!({"notify_customer": false, "proof_photo_required": false, "proof_signature_required": false,
+               "sms_sender_name": null, "rate_limit_quotes_per_minute": null,
+               "rate_limit_bookings_per_minute": null, "rate_limit_reads_per_minute": null})
     );
     let (status, settings) = status_and_json(
         app.admin(Method::PATCH, &path)
@@ -701,7 +703,9 @@ async fn account_settings_decide_what_a_booking_leaves_unsaid() {
     assert_eq!(status, 200, "{settings}");
     assert_eq!(
         settings,
-        json!({"notify_customer": true, "proof_photo_required": true, "proof_signature_required": false})
+        json!({"notify_customer": true, "proof_photo_required": true, "proof_signature_required": false,
+               "sms_sender_name": null, "rate_limit_quotes_per_minute": null,
+               "rate_limit_bookings_per_minute": null, "rate_limit_reads_per_minute": null})
     );
 
     let quote = booking.quote(journey(None)).await;

@@ -3,19 +3,22 @@
 
 mod support;
 
+mod audit;
 mod auth;
 mod cli;
 mod dispatch;
 mod errors;
 mod fulfilment;
 mod jobs;
+mod keys;
 mod lookups;
 mod ops;
 mod payments;
 mod price_books;
 mod quotes;
-mod tracking;
-mod tracking_browser;
+mod rate_limits;
 mod resilience;
 mod texts;
+mod tracking;
+mod tracking_browser;
 mod webhooks;

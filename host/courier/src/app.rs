@@ -158,10 +158,16 @@ pub async fn run(
         config.dispatch.clone(),
     ))
     .spawn();
+    // In place before the first request, so no revocation can slip past this process.
+    let credential_changes = crate::auth::follow_changes(services.authenticator.clone())
+        .await
+        .map_err(|e| StartError::Database(DbError::Connect(e)))?;
+    let key_usage =
+        crate::auth::UsageFlusher::spawn(services.authenticator.clone(), config.key_usage_flush);
     let state = AppState {
         pool: services.db.pool.clone(),
         authenticator: services.authenticator.clone(),
-        config: Arc::new(config),
+        config: Arc::new(config.clone()),
         markets: Arc::clone(&services.markets),
         price_books: Arc::clone(&services.price_books),
         webhooks: Arc::clone(&services.webhooks),
@@ -170,6 +176,8 @@ pub async fn run(
         texts: Arc::clone(&services.texts),
         couriers: services.couriers.clone(),
         fulfilment: services.fulfilment.clone(),
+        operators: Arc::new(api::OperatorTokens::from_config(&config)),
+        rate_limiter: Arc::new(crate::rate_limit::RateLimiter::new()),
     };
     let address = listener.local_addr().map_err(StartError::Serve)?;
     tracing::info!(%address, "courier is listening");
@@ -181,6 +189,8 @@ pub async fn run(
     dispatcher.abort();
     charge_retries.stop().await;
     text_sender.stop().await;
+    credential_changes.abort();
+    key_usage.stop().await;
     services.db.close().await;
     Ok(())
 }

@@ -2,9 +2,20 @@
 //! change itself, with who did it and the values before and after.
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 use serde_json::Value;
-use sqlx::PgConnection;
+use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
+
+/// The kinds of thing operators act on: `AuditRecord::target_type`.
+pub const TARGET_TYPES: [&str; 6] = [
+    "merchant",
+    "api_key",
+    "price_book",
+    "charge",
+    "job",
+    "courier",
+];
 
 /// What an operator did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -105,6 +116,102 @@ pub async fn record(
     Ok(id)
 }
 
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum AuditQueryError {
+    #[error("{0:?} is not an audited action")]
+    UnknownAction(String),
+    #[error(
+        "{0:?} is not a target type; use one of merchant, api_key, price_book, charge, job, courier"
+    )]
+    UnknownTargetType(String),
+}
+
+/// Which entries to read: every filter that is set must match.
+#[derive(Clone, Debug, Default)]
+pub struct AuditFilter {
+    pub operator: Option<String>,
+    pub action: Option<AuditAction>,
+    pub target_type: Option<&'static str>,
+    pub target_id: Option<String>,
+    pub merchant_id: Option<Uuid>,
+    /// Inclusive.
+    pub from: Option<DateTime<Utc>>,
+    /// Exclusive.
+    pub to: Option<DateTime<Utc>>,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+impl AuditFilter {
+    pub fn target_type(name: &str) -> Result<&'static str, AuditQueryError> {
+        TARGET_TYPES
+            .into_iter()
+            .find(|t| *t == name)
+            .ok_or_else(|| AuditQueryError::UnknownTargetType(name.to_owned()))
+    }
+
+    pub fn action(name: &str) -> Result<AuditAction, AuditQueryError> {
+        AuditAction::parse(name).ok_or_else(|| AuditQueryError::UnknownAction(name.to_owned()))
+    }
+}
+
+/// One recorded action, as read back.
+#[derive(Clone, Debug, Serialize, sqlx::FromRow)]
+pub struct AuditEntry {
+    pub id: Uuid,
+    pub operator: String,
+    pub action: String,
+    pub target_type: String,
+    pub target_id: String,
+    pub merchant_id: Option<Uuid>,
+    pub before: Option<Value>,
+    pub after: Option<Value>,
+    pub occurred_at: DateTime<Utc>,
+}
+
+/// The entries matching `filter`, newest first, and how many match in all.
+pub async fn list(
+    pool: &PgPool,
+    filter: &AuditFilter,
+) -> Result<(Vec<AuditEntry>, i64), sqlx::Error> {
+    const MATCHES: &str = "($1::text IS NULL OR operator = $1) \
+         AND ($2::text IS NULL OR action = $2) \
+         AND ($3::text IS NULL OR target_type = $3) \
+         AND ($4::text IS NULL OR target_id = $4) \
+         AND ($5::uuid IS NULL OR merchant_id = $5) \
+         AND ($6::timestamptz IS NULL OR occurred_at >= $6) \
+         AND ($7::timestamptz IS NULL OR occurred_at < $7)";
+    let action = filter.action.map(AuditAction::as_str);
+    let entries = sqlx::query_as(&format!(
+        "SELECT id, operator, action, target_type, target_id, merchant_id, before, after, \
+                occurred_at \
+         FROM audit_log WHERE {MATCHES} \
+         ORDER BY occurred_at DESC, id DESC LIMIT $8 OFFSET $9"
+    ))
+    .bind(&filter.operator)
+    .bind(action)
+    .bind(filter.target_type)
+    .bind(&filter.target_id)
+    .bind(filter.merchant_id)
+    .bind(filter.from)
+    .bind(filter.to)
+    .bind(filter.limit)
+    .bind(filter.offset)
+    .fetch_all(pool)
+    .await?;
+    let total: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM audit_log WHERE {MATCHES}"))
+        .bind(&filter.operator)
+        .bind(action)
+        .bind(filter.target_type)
+        .bind(&filter.target_id)
+        .bind(filter.merchant_id)
+        .bind(filter.from)
+        .bind(filter.to)
+        .fetch_one(pool)
+        .await?;
+    Ok((entries, total))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,5 +222,19 @@ mod tests {
             assert_eq!(AuditAction::parse(action.as_str()), Some(action));
         }
         assert_eq!(AuditAction::parse("key.stolen"), None);
+    }
+
+    #[test]
+    fn filters_name_known_actions_and_target_types() {
+        assert_eq!(AuditFilter::target_type("api_key"), Ok("api_key"));
+        assert_eq!(
+            AuditFilter::target_type("planet"),
+            Err(AuditQueryError::UnknownTargetType("planet".into()))
+        );
+        assert_eq!(
+            AuditFilter::action("key.revoked"),
+            Ok(AuditAction::KeyRevoked)
+        );
+        assert!(AuditFilter::action("key.stolen").is_err());
     }
 }

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use crate::app::{self, Services};
 use crate::config::Config;
 use crate::merchants;
+use crate::numeric::Numeric;
 
 #[derive(Debug, Parser)]
 #[command(name = "courier", version, about = "Courier delivery service")]
@@ -135,6 +136,9 @@ enum MerchantCommand {
     Create {
         #[arg(long)]
         name: String,
+        /// Who is acting, for the audit trail.
+        #[arg(long, env = "USER", default_value = "cli")]
+        operator: String,
     },
     /// Show, or change, a merchant's account settings; prints them as JSON.
     Settings {
@@ -147,6 +151,51 @@ enum MerchantCommand {
         proof_photo_required: Option<bool>,
         #[arg(long)]
         proof_signature_required: Option<bool>,
+        /// The SMS sender customers see: 3 to 11 letters and digits; "" for the default.
+        #[arg(long)]
+        sms_sender_name: Option<String>,
+        /// Quotes per minute per key; "" for the service's default.
+        #[arg(long)]
+        rate_limit_quotes_per_minute: Option<String>,
+        /// Bookings per minute per key; "" for the service's default.
+        #[arg(long)]
+        rate_limit_bookings_per_minute: Option<String>,
+        /// Other requests per minute per key; "" for the service's default.
+        #[arg(long)]
+        rate_limit_reads_per_minute: Option<String>,
+        #[arg(long, env = "USER", default_value = "cli")]
+        operator: String,
+    },
+    /// List the merchants, newest first.
+    List,
+    /// Show a merchant with its settings and keys (never their secrets).
+    Show { merchant: String },
+    /// Manage a merchant's API keys.
+    Key {
+        #[command(subcommand)]
+        command: KeyCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum KeyCommand {
+    /// Issue a new key; prints it with its secret, which is never shown again.
+    Create {
+        #[arg(long)]
+        merchant: String,
+        /// `test` or `live`.
+        #[arg(long)]
+        env: String,
+        #[arg(long)]
+        label: String,
+        #[arg(long, env = "USER", default_value = "cli")]
+        operator: String,
+    },
+    /// Revoke a key: refused at once by every running instance.
+    Revoke {
+        key: String,
+        #[arg(long, env = "USER", default_value = "cli")]
+        operator: String,
     },
 }
 
@@ -179,40 +228,99 @@ impl Cli {
                     .map_err(|e| anyhow::anyhow!("reading {}: {e}", file.display()))?;
                 println!("{}", serde_json::to_string_pretty(&inspect(&bytes)?)?);
             }
-            Command::Merchant {
-                command:
-                    MerchantCommand::Settings {
-                        merchant,
-                        notify_customer,
-                        proof_photo_required,
-                        proof_signature_required,
-                    },
-            } => {
+            Command::Merchant { command } => {
+                // The new merchant's credentials print on one line, as scripts expect.
+                let one_line = matches!(command, MerchantCommand::Create { .. });
                 let services = Services::open(&config).await?;
-                let change = merchants::SettingsChange {
-                    notify_customer,
-                    proof_photo_required,
-                    proof_signature_required,
-                };
-                let settings =
-                    merchants::change_settings(&services.db.pool, merchant, &change).await;
+                let result = merchant(&services, command).await;
                 services.db.close().await;
-                let settings =
-                    settings?.ok_or_else(|| anyhow::anyhow!("there is no merchant {merchant}"))?;
-                println!("{}", serde_json::to_string_pretty(&settings)?);
-            }
-            Command::Merchant {
-                command: MerchantCommand::Create { name },
-            } => {
-                let services = Services::open(&config).await?;
-                let created =
-                    merchants::create(&services.db.pool, &services.authenticator, &name).await;
-                services.db.close().await;
-                println!("{}", serde_json::to_string(&created?)?);
+                let result = result?;
+                if one_line {
+                    println!("{}", serde_json::to_string(&result)?);
+                } else {
+                    println!("{}", serde_json::to_string_pretty(&result)?);
+                }
             }
         }
         Ok(())
     }
+}
+
+async fn merchant(services: &Services, command: MerchantCommand) -> anyhow::Result<Value> {
+    let pool = &services.db.pool;
+    let authenticator = &services.authenticator;
+    Ok(match command {
+        MerchantCommand::Create { name, operator } => serde_json::to_value(
+            merchants::create_as(pool, authenticator, &name, &operator).await?,
+        )?,
+        MerchantCommand::Settings {
+            merchant,
+            notify_customer,
+            proof_photo_required,
+            proof_signature_required,
+            sms_sender_name,
+            rate_limit_quotes_per_minute,
+            rate_limit_bookings_per_minute,
+            rate_limit_reads_per_minute,
+            operator,
+        } => {
+            let change = merchants::SettingsChange {
+                notify_customer,
+                proof_photo_required,
+                proof_signature_required,
+                sms_sender_name: sms_sender_name.map(|name| Some(name).filter(|n| !n.is_empty())),
+                rate_limit_quotes_per_minute: per_minute(rate_limit_quotes_per_minute)?,
+                rate_limit_bookings_per_minute: per_minute(rate_limit_bookings_per_minute)?,
+                rate_limit_reads_per_minute: per_minute(rate_limit_reads_per_minute)?,
+            };
+            serde_json::to_value(
+                merchants::change_settings(pool, authenticator, merchant, &change, &operator)
+                    .await?,
+            )?
+        }
+        MerchantCommand::List => serde_json::to_value(merchants::list(pool).await?)?,
+        MerchantCommand::Show { merchant } => {
+            serde_json::to_value(merchants::show(pool, merchants::parse_id(&merchant)?).await?)?
+        }
+        MerchantCommand::Key {
+            command:
+                KeyCommand::Create {
+                    merchant,
+                    env,
+                    label,
+                    operator,
+                },
+        } => serde_json::to_value(
+            merchants::create_key(
+                pool,
+                authenticator,
+                merchants::parse_id(&merchant)?,
+                &env,
+                &label,
+                &operator,
+            )
+            .await?,
+        )?,
+        MerchantCommand::Key {
+            command: KeyCommand::Revoke { key, operator },
+        } => serde_json::to_value(
+            merchants::revoke_key(pool, authenticator, &key, &operator).await?,
+        )?,
+    })
+}
+
+/// A per-minute budget as typed: a whole number, or "" for the service's default.
+fn per_minute(raw: Option<String>) -> anyhow::Result<Option<Option<Numeric<i64>>>> {
+    raw.map(|raw| {
+        let raw = raw.trim();
+        if raw.is_empty() {
+            return Ok(None);
+        }
+        raw.parse()
+            .map(|n| Some(Numeric(n)))
+            .map_err(|_| anyhow::anyhow!("{raw:?} is not a whole number of requests per minute"))
+    })
+    .transpose()
 }
 
 async fn price_book(services: &Services, command: PriceBookCommand) -> anyhow::Result<Value> {

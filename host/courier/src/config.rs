@@ -54,6 +54,69 @@ pub struct Config {
     pub texts: crate::texts::TextsConfig,
     /// `COURIER_OFFER_TIMEOUT_MS`, `COURIER_DISPATCH_*`, `COURIER_PROOF_MAX_BYTES`: dispatch.
     pub dispatch: crate::dispatch::DispatchConfig,
+    /// `COURIER_OPERATOR_TOKENS`: named operator tokens, `name=token,name=token`.
+    pub operator_tokens: Vec<OperatorToken>,
+    /// `COURIER_KEY_USAGE_FLUSH_MS`: how often the keys' `last_used_at` is written.
+    pub key_usage_flush: std::time::Duration,
+    /// `COURIER_RATE_LIMIT_*`, `COURIER_INSTANCES`: per-key request budgets.
+    pub rate_limits: crate::rate_limit::RateLimitConfig,
+    /// `COURIER_REQUEST_TIMEOUT_MS`: how long a request may take before it is abandoned.
+    pub request_timeout: std::time::Duration,
+}
+
+/// One named operator token; the name is what the audit trail records.
+#[derive(Clone)]
+pub struct OperatorToken {
+    pub name: String,
+    pub token: String,
+}
+
+impl std::fmt::Debug for OperatorToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OperatorToken")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Parses `name=token,name=token`: names of letters, digits, `.`, `_`, `-`, each used once.
+fn operator_tokens(raw: Option<String>) -> Result<Vec<OperatorToken>, ConfigError> {
+    let invalid = |reason: String| ConfigError::Invalid {
+        name: "COURIER_OPERATOR_TOKENS",
+        reason,
+    };
+    let Some(raw) = raw else {
+        return Ok(Vec::new());
+    };
+    let mut tokens: Vec<OperatorToken> = Vec::new();
+    for (position, entry) in raw.split(',').map(str::trim).enumerate() {
+        let (name, token) = entry
+            .split_once('=')
+            .map(|(n, t)| (n.trim(), t.trim()))
+            .ok_or_else(|| invalid(format!("entry {} is not name=token", position + 1)))?;
+        let name_ok = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        if !name_ok {
+            return Err(invalid(format!(
+                "entry {}: a name is 1 to 64 letters, digits, `.`, `_` or `-`",
+                position + 1
+            )));
+        }
+        if token.is_empty() {
+            return Err(invalid(format!("the token of {name} is empty")));
+        }
+        if tokens.iter().any(|t| t.name == name) {
+            return Err(invalid(format!("{name} is named twice")));
+        }
+        tokens.push(OperatorToken {
+            name: name.to_owned(),
+            token: token.to_owned(),
+        });
+    }
+    Ok(tokens)
 }
 
 impl Config {
@@ -111,6 +174,10 @@ impl Config {
             )?),
             texts: crate::texts::TextsConfig::from_lookup(&lookup)?,
             dispatch: crate::dispatch::DispatchConfig::from_lookup(&lookup)?,
+            operator_tokens: operator_tokens(lookup("COURIER_OPERATOR_TOKENS"))?,
+            key_usage_flush: positive_millis(&lookup, "COURIER_KEY_USAGE_FLUSH_MS", 5000)?,
+            rate_limits: crate::rate_limit::RateLimitConfig::from_lookup(&lookup)?,
+            request_timeout: positive_millis(&lookup, "COURIER_REQUEST_TIMEOUT_MS", 30_000)?,
         })
     }
 }
@@ -146,6 +213,21 @@ fn tracking_config(
         ttl: chrono::Duration::seconds(ttl_secs),
         poll_interval: std::time::Duration::from_millis(poll_ms),
     })
+}
+
+/// A duration in milliseconds of at least 1.
+fn positive_millis(
+    lookup: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+    default: u64,
+) -> Result<std::time::Duration, ConfigError> {
+    match parse_or(lookup, name, default)? {
+        0 => Err(ConfigError::Invalid {
+            name,
+            reason: "must be at least 1".into(),
+        }),
+        ms => Ok(std::time::Duration::from_millis(ms)),
+    }
 }
 
 fn parse_or<T: std::str::FromStr>(
@@ -204,6 +286,46 @@ mod tests {
             err.unwrap_err()
                 .to_string()
                 .contains("COURIER_TRACKING_TTL_SECS")
+        );
+    }
+
+    #[test]
+    fn operator_tokens_are_named_and_checked() {
+        let tokens = operator_tokens(Some("alice=tok1, bob = tok=2".into())).unwrap();
+        assert_eq!(tokens.len(), 2);
+        assert_eq!(
+            (tokens[0].name.as_str(), tokens[0].token.as_str()),
+            ("alice", "tok1")
+        );
+        assert_eq!(
+            (tokens[1].name.as_str(), tokens[1].token.as_str()),
+            ("bob", "tok=2")
+        );
+        assert!(
+            !format!("{tokens:?}").contains("tok1"),
+            "tokens stay out of logs"
+        );
+        for bad in [
+            "alice",
+            "=tok",
+            "alice=",
+            "al ice=tok",
+            "a=1,a=2",
+            "a=1,,b=2",
+        ] {
+            let err = operator_tokens(Some(bad.into())).unwrap_err().to_string();
+            assert!(err.contains("COURIER_OPERATOR_TOKENS"), "{bad}: {err}");
+        }
+        assert!(operator_tokens(None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_zero_timeout_is_refused() {
+        let err = Config::from_lookup(|n| (n == "COURIER_REQUEST_TIMEOUT_MS").then(|| "0".into()));
+        assert!(
+            err.unwrap_err()
+                .to_string()
+                .contains("COURIER_REQUEST_TIMEOUT_MS")
         );
     }
 

@@ -9,6 +9,7 @@
 //! - `domain`: business types and rules, free of I/O.
 //! - `markets`: where the service operates; road networks and places per market.
 //! - `pricing`: price books per market: uploads, activation (hot swap), pricing.
+//! - `rate_limit`: per-key request budgets, in memory.
 //! - `store`: SQL queries.
 //! - `tracking`: the public tracking page of a job.
 
@@ -31,10 +32,11 @@ pub mod numeric;
 pub mod payments;
 pub mod pricing;
 pub mod quotes;
+pub mod rate_limit;
 pub mod secrets;
 pub mod server;
 pub mod store;
 pub mod telemetry;
-pub mod tracking;
 pub mod texts;
+pub mod tracking;
 pub mod webhooks;

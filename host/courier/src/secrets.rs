@@ -56,18 +56,28 @@ impl SecretKey {
             move |source| SecretKeyError::Io { what, source }
         };
         std::fs::create_dir_all(data_dir).map_err(io("creating the folder of"))?;
-        match OpenOptions::new()
-            .create_new(true)
+        // Written whole under a private name, then linked into place: a process starting at
+        // the same moment sees either no key file or a complete one, never a partial one.
+        let draft = data_dir.join(format!(
+            "secret.key.{}.{:016x}.draft",
+            std::process::id(),
+            rand::random::<u64>()
+        ));
+        let key: [u8; 32] = rand::random();
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
             .write(true)
             .mode(0o600)
-            .open(&path)
-        {
-            Ok(mut file) => {
-                let key: [u8; 32] = rand::random();
-                file.write_all(hex::encode(key).as_bytes())
-                    .map_err(io("writing"))?;
-                Ok(Self(key))
-            }
+            .open(&draft)
+            .map_err(io("creating"))?;
+        file.write_all(hex::encode(key).as_bytes())
+            .and_then(|()| file.sync_all())
+            .map_err(io("writing"))?;
+        let linked = std::fs::hard_link(&draft, &path);
+        let _ = std::fs::remove_file(&draft);
+        match linked {
+            Ok(()) => Ok(Self(key)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 Self::from_hex(&std::fs::read_to_string(&path).map_err(io("reading"))?)
             }
@@ -103,6 +113,22 @@ mod tests {
         let second = SecretKey::load(None, &dir).unwrap();
         assert_eq!(first.derive("x"), second.derive("x"));
         assert_ne!(first.derive("x"), first.derive("y"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn loads_racing_for_a_new_key_all_get_the_same_whole_key() {
+        let dir = std::env::temp_dir().join(format!("courier-key-{}", uuid::Uuid::new_v4()));
+        let loads: Vec<_> = (0..8)
+            .map(|_| {
+                let dir = dir.clone();
+                std::thread::spawn(move || SecretKey::load(None, &dir).unwrap().derive("x"))
+            })
+            .collect();
+        let keys: Vec<[u8; 32]> = loads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert!(keys.windows(2).all(|pair| pair[0] == pair[1]));
+        let files = std::fs::read_dir(&dir).unwrap().count();
+        assert_eq!(files, 1, "no drafts left behind");
         std::fs::remove_dir_all(dir).unwrap();
     }
 

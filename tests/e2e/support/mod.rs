@@ -112,6 +112,14 @@ impl TestApp {
             .bearer_auth(ADMIN_TOKEN)
     }
 
+    /// A request to the operator API with another operator token (see
+    /// `COURIER_OPERATOR_TOKENS`).
+    pub fn operator(&self, token: &str, method: Method, path: &str) -> RequestBuilder {
+        self.client
+            .request(method, self.url(&format!("/admin/v1{path}")))
+            .bearer_auth(token)
+    }
+
     /// A direct connection to the test's database, for checks the API cannot show.
     pub async fn pool(&self) -> PgPool {
         PgPool::connect(&self.database_url).await.unwrap()

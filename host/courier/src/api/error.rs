@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use thiserror::Error;
 
+use crate::audit::AuditQueryError;
 use crate::auth::AuthError;
 use crate::couriers::{CourierAuthError, CourierError};
 use crate::domain::booking::BookingRequestError;
@@ -14,6 +15,7 @@ use crate::jobs::booking::BookingError;
 use crate::jobs::fulfilment::FulfilmentError;
 use crate::jobs::proof::ProofError;
 use crate::markets::RoutingError;
+use crate::merchants::{MerchantError, SettingsError};
 use crate::pricing::{PriceBookError, PricingError};
 use crate::quotes::QuoteError;
 use crate::webhooks::WebhookError;
@@ -93,6 +95,17 @@ pub enum ApiError {
     Fulfilment(FulfilmentError),
     #[error("this job has no such proof file")]
     ProofFileNotFound,
+    #[error(transparent)]
+    Merchant(MerchantError),
+    #[error(transparent)]
+    AuditQuery(#[from] AuditQueryError),
+    #[error(
+        "this key has used its budget for this kind of request; retry after {} s",
+        crate::rate_limit::whole_seconds(*retry_after)
+    )]
+    RateLimited { retry_after: std::time::Duration },
+    #[error("the request took longer than this service allows and was abandoned; try again")]
+    Timeout,
 }
 
 impl From<CourierError> for ApiError {
@@ -113,6 +126,16 @@ impl From<FulfilmentError> for ApiError {
                 RequestError::InvalidBody(message.to_owned()).into()
             }
             other => ApiError::Fulfilment(other),
+        }
+    }
+}
+
+impl From<MerchantError> for ApiError {
+    fn from(error: MerchantError) -> Self {
+        match error {
+            MerchantError::NotFound => ApiError::MerchantNotFound,
+            MerchantError::Store(e) => e.into(),
+            other => ApiError::Merchant(other),
         }
     }
 }
@@ -238,7 +261,35 @@ impl ApiError {
             }
             ApiError::Fulfilment(error) => fulfilment_status_and_code(error),
             ApiError::ProofFileNotFound => (StatusCode::NOT_FOUND, "proof.not_found"),
+            ApiError::Merchant(error) => merchant_status_and_code(error),
+            ApiError::AuditQuery(AuditQueryError::UnknownAction(_)) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "audit.unknown_action")
+            }
+            ApiError::AuditQuery(AuditQueryError::UnknownTargetType(_)) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "audit.unknown_target_type",
+            ),
+            ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            ApiError::Timeout => (StatusCode::SERVICE_UNAVAILABLE, "service.timeout"),
         }
+    }
+}
+
+fn merchant_status_and_code(error: &MerchantError) -> (StatusCode, &'static str) {
+    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+    match error {
+        MerchantError::InvalidName => (unprocessable, "merchant.invalid_name"),
+        MerchantError::NotFound => (StatusCode::NOT_FOUND, "merchant.not_found"),
+        MerchantError::KeyNotFound => (StatusCode::NOT_FOUND, "key.not_found"),
+        MerchantError::InvalidEnvironment(_) => (unprocessable, "key.invalid_environment"),
+        MerchantError::InvalidLabel => (unprocessable, "key.invalid_label"),
+        MerchantError::Settings(SettingsError::InvalidSmsSenderName) => {
+            (unprocessable, "settings.invalid_sms_sender_name")
+        }
+        MerchantError::Settings(SettingsError::InvalidRateLimit { .. }) => {
+            (unprocessable, "settings.invalid_rate_limit")
+        }
+        MerchantError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
     }
 }
 
@@ -452,6 +503,13 @@ impl IntoResponse for ApiError {
         };
         let body = ErrorBody { code, message };
         let mut response = (status, Json(body)).into_response();
+        if let ApiError::RateLimited { retry_after } = self {
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(crate::rate_limit::whole_seconds(retry_after).max(1)),
+            );
+            return response;
+        }
         let challenge = match self {
             ApiError::Auth(_) => "Basic realm=\"courier\", charset=\"UTF-8\"",
             ApiError::AdminAuth(_) => "Bearer realm=\"courier-admin\"",
@@ -477,6 +535,16 @@ mod tests {
         let error = ApiError::from(sqlx::Error::RowNotFound);
         assert_eq!(error.to_string(), "internal error");
         assert_eq!(error.status_and_code().1, "internal");
+    }
+
+    #[test]
+    fn refusals_over_budget_say_when_to_retry() {
+        let response = ApiError::RateLimited {
+            retry_after: std::time::Duration::from_millis(1500),
+        }
+        .into_response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "2");
     }
 
     #[test]

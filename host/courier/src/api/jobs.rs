@@ -232,14 +232,18 @@ pub async fn proof_file(
         .into_response())
 }
 
-fn whole_parameter(query: &HashMap<String, String>, name: &str, default: i64) -> Option<i64> {
+pub(super) fn whole_parameter(
+    query: &HashMap<String, String>,
+    name: &str,
+    default: i64,
+) -> Option<i64> {
     match query.get(name) {
         None => Some(default),
         Some(raw) => i64::from_text(raw.trim()),
     }
 }
 
-fn date_time_parameter(
+pub(super) fn date_time_parameter(
     query: &HashMap<String, String>,
     name: &str,
 ) -> Result<Option<DateTime<Utc>>, RequestError> {

@@ -1,30 +1,72 @@
 //! Cross-cutting request handling: authentication of /v1, metrics, error bodies, panics.
 
 use std::any::Any;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::StatusCode;
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::{ApiError, AppState, RequestError};
+use crate::rate_limit::{Budget, Decision, whole_seconds};
 
-/// Authenticates every /v1 request; handlers read the `Merchant` from the extensions.
+/// Authenticates every /v1 request and spends one request of the key's budget for its kind;
+/// handlers read the `Merchant` from the extensions. Every authenticated answer carries the
+/// budget's `RateLimit-*` headers.
 pub async fn require_merchant(
     State(state): State<AppState>,
     mut request: Request,
     next: Next,
 ) -> Response {
     let header = request.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
-    match state.authenticator.authenticate(header).await {
-        Ok(merchant) => {
-            request.extensions_mut().insert(merchant);
-            next.run(request).await
+    let caller = match state.authenticator.verify(header).await {
+        Ok(caller) => caller,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    let budget = Budget::of(request.method(), request.uri().path());
+    let limit = state
+        .config
+        .rate_limits
+        .limits_for(&caller.limits)
+        .of(budget);
+    let decision = state
+        .rate_limiter
+        .check(caller.merchant.key_id, budget, limit, Instant::now());
+    let mut response = if decision.allowed {
+        request.extensions_mut().insert(caller.merchant);
+        next.run(request).await
+    } else {
+        ApiError::RateLimited {
+            retry_after: decision.retry_after,
         }
-        Err(e) => ApiError::from(e).into_response(),
+        .into_response()
+    };
+    add_rate_limit_headers(&mut response, &decision);
+    response
+}
+
+fn add_rate_limit_headers(response: &mut Response, decision: &Decision) {
+    let headers = response.headers_mut();
+    headers.insert("ratelimit-limit", HeaderValue::from(decision.limit));
+    headers.insert("ratelimit-remaining", HeaderValue::from(decision.remaining));
+    headers.insert(
+        "ratelimit-reset",
+        HeaderValue::from(whole_seconds(decision.reset)),
+    );
+}
+
+/// Abandons a request still unanswered after `limit`: 503 `service.timeout`. Dropping the
+/// handler rolls back its open transaction.
+pub async fn time_limit(State(limit): State<Duration>, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => {
+            tracing::warn!(limit_ms = limit.as_millis() as u64, "request timed out");
+            ApiError::Timeout.into_response()
+        }
     }
 }
 

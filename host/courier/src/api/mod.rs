@@ -26,6 +26,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
+pub use admin::{Operator, OperatorTokens};
 pub use error::{ApiError, RequestError};
 pub use extract::{ApiJson, ApiQuery};
 
@@ -50,6 +51,10 @@ pub struct AppState {
     pub texts: Arc<crate::texts::CustomerTexts>,
     pub couriers: crate::couriers::Couriers,
     pub fulfilment: crate::jobs::fulfilment::Fulfilment,
+    /// The accepted operator tokens and their names.
+    pub operators: Arc<admin::OperatorTokens>,
+    /// Per-key request budgets of this instance.
+    pub rate_limiter: Arc<crate::rate_limit::RateLimiter>,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -87,6 +92,10 @@ pub fn router(state: AppState) -> Router {
             post(webhooks::rotate_secret),
         )
         .fallback(middleware::route_not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.config.request_timeout,
+            middleware::time_limit,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             middleware::require_merchant,
@@ -267,6 +276,32 @@ mod tests {
         let (status, body) = send(Request::get("/nowhere").body(Body::empty()).unwrap()).await;
         assert_eq!(status, StatusCode::NOT_FOUND);
         assert_eq!(body["code"], "not_found");
+    }
+
+    #[tokio::test]
+    async fn a_request_past_the_time_limit_is_503_with_a_code() {
+        let slow = Router::new()
+            .route(
+                "/slow",
+                get(|| async {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    "late"
+                }),
+            )
+            .route("/quick", get(|| async { "ok" }))
+            .layer(axum::middleware::from_fn_with_state(
+                Duration::from_millis(50),
+                middleware::time_limit,
+            ));
+        let app = with_edge_layers(slow, 64);
+        let get = |path: &str| Request::get(path).body(Body::empty()).unwrap();
+        let response = app.clone().oneshot(get("/slow")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let bytes = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let body: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(body["code"], "service.timeout");
+        let response = app.oneshot(get("/quick")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
     }
 
     #[tokio::test]

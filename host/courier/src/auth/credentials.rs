@@ -1,6 +1,7 @@
 //! Issuing and verifying API credentials. Secrets are kept only as a keyed hash.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -11,6 +12,7 @@ use thiserror::Error;
 use uuid::Uuid;
 
 use crate::domain::Environment;
+use crate::rate_limit::LimitOverrides;
 use crate::secrets::{SecretKey, hmac_sha256};
 use crate::store;
 
@@ -36,6 +38,13 @@ pub struct Merchant {
     pub key_id: Uuid,
 }
 
+/// An authenticated caller and its merchant's request budgets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caller {
+    pub merchant: Merchant,
+    pub limits: LimitOverrides,
+}
+
 /// A freshly issued credential; the only moment the secret exists outside the caller's hands.
 #[derive(Debug)]
 pub struct IssuedKey {
@@ -50,7 +59,7 @@ const CACHE_CAPACITY: usize = 100_000;
 /// A credential verified against the database, trusted until `until`.
 struct Verified {
     secret_hash: [u8; 32],
-    merchant: Merchant,
+    caller: Caller,
     until: Instant,
 }
 
@@ -59,9 +68,15 @@ pub struct Authenticator {
     pool: PgPool,
     hash_key: [u8; 32],
     /// Verified credentials by key, so a busy key is not looked up on every request. A
-    /// revoked key is refused everywhere once its entries expire: within `cache_for`.
+    /// revocation evicts the key's entry on every instance at once (see `changes`); should
+    /// that notice be missed, the entry still expires within `cache_for`.
     verified: Arc<Mutex<HashMap<String, Verified>>>,
     cache_for: Duration,
+    /// Counts evictions: a look-up that began before one may have read what was just
+    /// revoked, so its answer is not cached.
+    evictions: Arc<AtomicU64>,
+    /// Keys used since `last_used_at` was last written (see `usage`).
+    used: Arc<Mutex<HashSet<Uuid>>>,
 }
 
 impl Authenticator {
@@ -78,6 +93,8 @@ impl Authenticator {
             hash_key: secret_key.derive("api-key-secret-hash"),
             verified: Arc::new(Mutex::new(HashMap::new())),
             cache_for,
+            evictions: Arc::new(AtomicU64::new(0)),
+            used: Arc::new(Mutex::new(HashSet::new())),
         }
     }
 
@@ -89,13 +106,16 @@ impl Authenticator {
         environment: Environment,
         label: &str,
     ) -> Result<IssuedKey, sqlx::Error> {
-        let mut rng = rand::rng();
-        let key = format!(
-            "{}{}",
-            environment.key_prefix(),
-            Alphanumeric.sample_string(&mut rng, 24)
-        );
-        let secret = Alphanumeric.sample_string(&mut rng, 40);
+        // The thread's generator is not `Send`: done with it before any await.
+        let (key, secret) = {
+            let mut rng = rand::rng();
+            let key = format!(
+                "{}{}",
+                environment.key_prefix(),
+                Alphanumeric.sample_string(&mut rng, 24)
+            );
+            (key, Alphanumeric.sample_string(&mut rng, 40))
+        };
         let id = Uuid::new_v4();
         let new_key = store::merchants::NewApiKey {
             id,
@@ -111,12 +131,19 @@ impl Authenticator {
 
     /// Checks an `Authorization` header value (None when the header is absent).
     pub async fn authenticate(&self, header: Option<&[u8]>) -> Result<Merchant, AuthError> {
+        Ok(self.verify(header).await?.merchant)
+    }
+
+    /// Checks an `Authorization` header value; also gives the merchant's request budgets.
+    pub async fn verify(&self, header: Option<&[u8]>) -> Result<Caller, AuthError> {
         let credentials = parse_basic(header.ok_or(AuthError::Missing)?)?;
         let environment = Environment::of_key(&credentials.key).ok_or(AuthError::Invalid)?;
         let expected = self.hash(&credentials.key, &credentials.secret);
-        if let Some(merchant) = self.cached(&credentials.key, &expected) {
-            return Ok(merchant);
+        if let Some(caller) = self.cached(&credentials.key, &expected) {
+            self.note_use(caller.merchant.key_id);
+            return Ok(caller);
         }
+        let evictions_before = self.evictions.load(Ordering::Acquire);
         let stored = store::merchants::find_api_key(&self.pool, &credentials.key)
             .await
             .map_err(|e| {
@@ -130,27 +157,35 @@ impl Authenticator {
         if !matches || stored.environment != environment || stored.revoked {
             return Err(AuthError::Invalid);
         }
-        let merchant = Merchant {
-            merchant_id: stored.merchant_id,
-            environment,
-            key_id: stored.id,
+        let caller = Caller {
+            merchant: Merchant {
+                merchant_id: stored.merchant_id,
+                environment,
+                key_id: stored.id,
+            },
+            limits: stored.limits,
         };
-        self.remember(credentials.key, expected, merchant);
-        Ok(merchant)
+        self.remember(credentials.key, expected, caller, evictions_before);
+        self.note_use(stored.id);
+        Ok(caller)
     }
 
-    fn cached(&self, key: &str, secret_hash: &[u8; 32]) -> Option<Merchant> {
+    fn cached(&self, key: &str, secret_hash: &[u8; 32]) -> Option<Caller> {
         let verified = self.verified.lock().expect("lock poisoned");
         let entry = verified.get(key)?;
         let same: bool = entry.secret_hash.ct_eq(secret_hash).into();
-        (same && entry.until > Instant::now()).then_some(entry.merchant)
+        (same && entry.until > Instant::now()).then_some(entry.caller)
     }
 
-    fn remember(&self, key: String, secret_hash: [u8; 32], merchant: Merchant) {
+    fn remember(&self, key: String, secret_hash: [u8; 32], caller: Caller, evictions_before: u64) {
         if self.cache_for.is_zero() {
             return;
         }
         let mut verified = self.verified.lock().expect("lock poisoned");
+        // Evictions happen under this lock, so this check and the insert cannot straddle one.
+        if self.evictions.load(Ordering::Acquire) != evictions_before {
+            return;
+        }
         if verified.len() >= CACHE_CAPACITY {
             verified.clear();
         }
@@ -159,10 +194,49 @@ impl Authenticator {
             key,
             Verified {
                 secret_hash,
-                merchant,
+                caller,
                 until,
             },
         );
+    }
+
+    /// Drops what is remembered of `key` (revoked, or its merchant's budgets changed).
+    pub fn forget_key(&self, key: &str) {
+        self.evict(|verified| {
+            verified.remove(key);
+        });
+    }
+
+    /// Drops what is remembered of every key of `merchant_id`.
+    pub fn forget_merchant(&self, merchant_id: Uuid) {
+        self.evict(|verified| {
+            verified.retain(|_, entry| entry.caller.merchant.merchant_id != merchant_id);
+        });
+    }
+
+    /// Drops everything remembered (changes may have been missed).
+    pub fn forget_all(&self) {
+        self.evict(HashMap::clear);
+    }
+
+    fn evict(&self, how: impl FnOnce(&mut HashMap<String, Verified>)) {
+        let mut verified = self.verified.lock().expect("lock poisoned");
+        how(&mut verified);
+        self.evictions.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn note_use(&self, key_id: Uuid) {
+        self.used.lock().expect("lock poisoned").insert(key_id);
+    }
+
+    /// The keys used since the last call.
+    pub(super) fn take_used(&self) -> Vec<Uuid> {
+        let mut used = self.used.lock().expect("lock poisoned");
+        used.drain().collect()
+    }
+
+    pub(super) fn pool(&self) -> &PgPool {
+        &self.pool
     }
 
     /// The keyed hash binds the secret to its key, so hashes cannot be swapped between keys.

@@ -1,8 +1,12 @@
 //! Merchant authentication: HTTP Basic `key:secret`, the environment taken from the key.
 
 mod basic;
+mod changes;
 mod credentials;
 mod extract;
+mod usage;
 
 pub use basic::{BasicCredentials, parse_basic};
-pub use credentials::{AuthError, Authenticator, IssuedKey, Merchant};
+pub use changes::{CHANGES_CHANNEL, CredentialChange, announce, follow_changes};
+pub use credentials::{AuthError, Authenticator, Caller, IssuedKey, Merchant};
+pub use usage::UsageFlusher;

@@ -681,6 +681,10 @@ impl Payments {
             Answer::Unreachable(_) => return Err(PaymentError::ProviderUnreachable),
         };
         let now = now();
+        let before = serde_json::json!({
+            "status": charge.status,
+            "refunded_amount_minor": charge.refunded_amount_minor,
+        });
         charge.status = ChargeStatus::Refunded.as_str().to_owned();
         charge.refunded_amount_minor += amount_minor;
         charge.refunded_at = Some(now);
@@ -697,6 +701,25 @@ impl Payments {
                 detail: None,
                 actor: operator,
                 at: now,
+            },
+        )
+        .await?;
+        crate::audit::record(
+            &mut tx,
+            &crate::audit::AuditRecord {
+                operator,
+                action: crate::audit::AuditAction::ChargeRefunded,
+                target_type: "charge",
+                target_id: charge.id.to_string(),
+                merchant_id: Some(charge.merchant_id),
+                before: Some(before),
+                after: Some(serde_json::json!({
+                    "status": charge.status,
+                    "refunded_amount_minor": charge.refunded_amount_minor,
+                    "amount_minor": amount_minor,
+                    "provider_ref": reference,
+                })),
+                occurred_at: now,
             },
         )
         .await?;

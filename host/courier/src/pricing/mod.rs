@@ -207,6 +207,27 @@ impl PriceBooks {
             },
         )
         .await?;
+        crate::audit::record(
+            &mut tx,
+            &crate::audit::AuditRecord {
+                operator: uploaded_by,
+                action: crate::audit::AuditAction::PriceBookUploaded,
+                target_type: "price_book",
+                target_id: format!("{market_id}/{version}"),
+                merchant_id: None,
+                before: None,
+                after: Some(serde_json::json!({
+                    "market": market_id,
+                    "version": version,
+                    "name": info.name,
+                    "version_label": info.version,
+                    "sha256": book.sha256(),
+                    "settings": settings,
+                })),
+                occurred_at: crate::clock::now(),
+            },
+        )
+        .await?;
         tx.commit().await?;
         tracing::info!(
             market = market_id,
@@ -233,9 +254,33 @@ impl PriceBooks {
                 version,
             });
         }
+        let previous = store::active_upload_version(&mut tx, market_id).await?;
         let price_book_version =
             store::insert_activation(&mut tx, market_id, version, activated_by).await?;
         store::notify_activation(&mut tx, market_id).await?;
+        // Activating an upload older than the one in force is a rollback.
+        let action = match previous {
+            Some(active) if version < active => crate::audit::AuditAction::PriceBookRolledBack,
+            _ => crate::audit::AuditAction::PriceBookActivated,
+        };
+        crate::audit::record(
+            &mut tx,
+            &crate::audit::AuditRecord {
+                operator: activated_by,
+                action,
+                target_type: "price_book",
+                target_id: format!("{market_id}/{version}"),
+                merchant_id: None,
+                before: Some(serde_json::json!({"market": market_id, "active_version": previous})),
+                after: Some(serde_json::json!({
+                    "market": market_id,
+                    "active_version": version,
+                    "price_book_version": price_book_version,
+                })),
+                occurred_at: crate::clock::now(),
+            },
+        )
+        .await?;
         tx.commit().await?;
         tracing::info!(
             market = market_id,

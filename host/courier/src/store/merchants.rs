@@ -1,7 +1,11 @@
+use chrono::{DateTime, Utc};
+use serde::Serialize;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::domain::Environment;
+use crate::merchants::AccountSettings;
+use crate::rate_limit::LimitOverrides;
 
 pub async fn insert_merchant(
     conn: &mut PgConnection,
@@ -50,60 +54,193 @@ pub struct StoredApiKey {
     pub environment: Environment,
     pub secret_hash: Vec<u8>,
     pub revoked: bool,
+    pub limits: LimitOverrides,
 }
 
+type StoredApiKeyRow = (
+    Uuid,
+    Uuid,
+    String,
+    Vec<u8>,
+    bool,
+    Option<i32>,
+    Option<i32>,
+    Option<i32>,
+);
+
+/// A key with what authenticating with it needs: its merchant's request budgets too.
 pub async fn find_api_key(pool: &PgPool, key: &str) -> Result<Option<StoredApiKey>, sqlx::Error> {
-    let row: Option<(Uuid, Uuid, String, Vec<u8>, bool)> = sqlx::query_as(
-        "SELECT id, merchant_id, environment, secret_hash, revoked_at IS NOT NULL \
-         FROM api_keys WHERE key = $1",
+    let row: Option<StoredApiKeyRow> = sqlx::query_as(
+        "SELECT k.id, k.merchant_id, k.environment, k.secret_hash, k.revoked_at IS NOT NULL,                 m.rate_limit_quotes_per_minute, m.rate_limit_bookings_per_minute,                 m.rate_limit_reads_per_minute          FROM api_keys k JOIN merchants m ON m.id = k.merchant_id WHERE k.key = $1",
     )
     .bind(key)
     .fetch_optional(pool)
     .await?;
-    Ok(
-        row.and_then(|(id, merchant_id, environment, secret_hash, revoked)| {
+    let per_minute = |value: Option<i32>| value.and_then(|v| u32::try_from(v).ok());
+    Ok(row.and_then(
+        |(id, merchant_id, environment, secret_hash, revoked, quotes, bookings, reads)| {
             Some(StoredApiKey {
                 id,
                 merchant_id,
                 environment: Environment::parse(&environment)?,
                 secret_hash,
                 revoked,
+                limits: LimitOverrides {
+                    quotes_per_minute: per_minute(quotes),
+                    bookings_per_minute: per_minute(bookings),
+                    reads_per_minute: per_minute(reads),
+                },
             })
-        }),
-    )
+        },
+    ))
+}
+
+/// A key as operators see it: never its secret or hash.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct KeyRow {
+    #[serde(skip)]
+    pub id: Uuid,
+    pub merchant_id: Uuid,
+    pub key: String,
+    pub environment: String,
+    pub label: String,
+    pub created_at: DateTime<Utc>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+const KEY_COLUMNS: &str =
+    "id, merchant_id, key, environment, label, created_at, last_used_at, revoked_at";
+
+pub async fn keys_of(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+) -> Result<Vec<KeyRow>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "SELECT {KEY_COLUMNS} FROM api_keys WHERE merchant_id = $1          ORDER BY created_at, key"
+    ))
+    .bind(merchant_id)
+    .fetch_all(conn)
+    .await
+}
+
+/// The key, locked for this transaction.
+pub async fn lock_key(conn: &mut PgConnection, key: &str) -> Result<Option<KeyRow>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "SELECT {KEY_COLUMNS} FROM api_keys WHERE key = $1 FOR UPDATE"
+    ))
+    .bind(key)
+    .fetch_optional(conn)
+    .await
+}
+
+pub async fn find_key(conn: &mut PgConnection, id: Uuid) -> Result<KeyRow, sqlx::Error> {
+    sqlx::query_as(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = $1"))
+        .bind(id)
+        .fetch_one(conn)
+        .await
+}
+
+pub async fn revoke_key(
+    conn: &mut PgConnection,
+    id: Uuid,
+    at: DateTime<Utc>,
+) -> Result<KeyRow, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "UPDATE api_keys SET revoked_at = $2 WHERE id = $1 RETURNING {KEY_COLUMNS}"
+    ))
+    .bind(id)
+    .bind(at)
+    .fetch_one(conn)
+    .await
+}
+
+/// Marks keys used at `at`, in one statement; a later mark is never overwritten.
+pub async fn mark_keys_used(
+    pool: &PgPool,
+    ids: &[Uuid],
+    at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE api_keys SET last_used_at = GREATEST(last_used_at, $2) WHERE id = ANY($1)")
+        .bind(ids)
+        .bind(at)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct MerchantRow {
+    pub id: Uuid,
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+}
+
+pub async fn list_merchants(pool: &PgPool) -> Result<Vec<MerchantRow>, sqlx::Error> {
+    sqlx::query_as("SELECT id, name, created_at FROM merchants ORDER BY created_at DESC, id")
+        .fetch_all(pool)
+        .await
+}
+
+pub async fn find_merchant(
+    conn: &mut PgConnection,
+    id: Uuid,
+) -> Result<Option<MerchantRow>, sqlx::Error> {
+    sqlx::query_as("SELECT id, name, created_at FROM merchants WHERE id = $1")
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// Locks the merchant row for this transaction; false when there is no such merchant.
+pub async fn lock_merchant(conn: &mut PgConnection, id: Uuid) -> Result<bool, sqlx::Error> {
+    let found: Option<i32> = sqlx::query_scalar("SELECT 1 FROM merchants WHERE id = $1 FOR SHARE")
+        .bind(id)
+        .fetch_optional(conn)
+        .await?;
+    Ok(found.is_some())
 }
 
 const SETTINGS_COLUMNS: &str = "notify_customer_default AS notify_customer, \
-     proof_photo_required, proof_signature_required";
+     proof_photo_required, proof_signature_required, sms_sender_name, \
+     rate_limit_quotes_per_minute, rate_limit_bookings_per_minute, rate_limit_reads_per_minute";
 
+/// The merchant's settings; `lock` also locks its row for this transaction.
 pub async fn settings(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     merchant_id: Uuid,
-) -> Result<Option<crate::merchants::AccountSettings>, sqlx::Error> {
+    lock: bool,
+) -> Result<Option<AccountSettings>, sqlx::Error> {
+    let lock = if lock { " FOR UPDATE" } else { "" };
     sqlx::query_as(&format!(
-        "SELECT {SETTINGS_COLUMNS} FROM merchants WHERE id = $1"
+        "SELECT {SETTINGS_COLUMNS} FROM merchants WHERE id = $1{lock}"
     ))
     .bind(merchant_id)
-    .fetch_optional(pool)
+    .fetch_optional(conn)
     .await
 }
 
-pub async fn change_settings(
-    pool: &PgPool,
+pub async fn write_settings(
+    conn: &mut PgConnection,
     merchant_id: Uuid,
-    change: &crate::merchants::SettingsChange,
-) -> Result<Option<crate::merchants::AccountSettings>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "UPDATE merchants SET \
-             notify_customer_default = COALESCE($2, notify_customer_default), \
-             proof_photo_required = COALESCE($3, proof_photo_required), \
-             proof_signature_required = COALESCE($4, proof_signature_required) \
-         WHERE id = $1 RETURNING {SETTINGS_COLUMNS}"
-    ))
+    settings: &AccountSettings,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE merchants SET notify_customer_default = $2, proof_photo_required = $3, \
+             proof_signature_required = $4, sms_sender_name = $5, \
+             rate_limit_quotes_per_minute = $6, rate_limit_bookings_per_minute = $7, \
+             rate_limit_reads_per_minute = $8 \
+         WHERE id = $1",
+    )
     .bind(merchant_id)
-    .bind(change.notify_customer)
-    .bind(change.proof_photo_required)
-    .bind(change.proof_signature_required)
-    .fetch_optional(pool)
-    .await
+    .bind(settings.notify_customer)
+    .bind(settings.proof_photo_required)
+    .bind(settings.proof_signature_required)
+    .bind(&settings.sms_sender_name)
+    .bind(settings.rate_limit_quotes_per_minute)
+    .bind(settings.rate_limit_bookings_per_minute)
+    .bind(settings.rate_limit_reads_per_minute)
+    .execute(conn)
+    .await?;
+    Ok(())
 }

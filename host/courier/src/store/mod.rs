@@ -8,6 +8,6 @@ pub mod merchants;
 pub mod payments;
 pub mod price_books;
 pub mod quotes;
-pub mod tracking;
 pub mod texts;
+pub mod tracking;
 pub mod webhooks;

@@ -101,6 +101,21 @@ pub async fn insert_activation(
     .await
 }
 
+/// The upload in force in `market_id` (its latest activation's), read in the caller's
+/// transaction.
+pub async fn active_upload_version(
+    conn: &mut PgConnection,
+    market_id: &str,
+) -> Result<Option<i32>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT upload_version FROM price_book_activations WHERE market_id = $1 \
+         ORDER BY price_book_version DESC LIMIT 1",
+    )
+    .bind(market_id)
+    .fetch_optional(conn)
+    .await
+}
+
 pub async fn has_activation(conn: &mut PgConnection, market_id: &str) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM price_book_activations WHERE market_id = $1)")
         .bind(market_id)

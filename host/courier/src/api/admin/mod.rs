@@ -1,8 +1,10 @@
-//! The operator API under `/admin/v1`, authenticated with a bearer token.
+//! The operator API under `/admin/v1`, authenticated with a bearer token naming the operator.
 
+mod audit;
 mod couriers;
 mod jobs;
 mod merchants;
+mod operators;
 mod price_books;
 
 use axum::Router;
@@ -11,19 +13,13 @@ use axum::http::header::AUTHORIZATION;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use subtle::ConstantTimeEq;
 
 use super::{ApiError, AppState};
-use crate::auth::AuthError;
+
+pub use operators::{Operator, OperatorTokens};
 
 /// Price-book components arrive base64-encoded in JSON; allow for a few megabytes.
 const UPLOAD_BODY_LIMIT: usize = 16 << 20;
-
-/// The operator behind an admin request, for the records.
-#[derive(Clone, Debug)]
-pub struct Operator {
-    pub name: String,
-}
 
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
@@ -52,73 +48,35 @@ pub fn routes(state: AppState) -> Router<AppState> {
             "/merchants/{id}/settings",
             get(merchants::settings).patch(merchants::change_settings),
         )
+        .route("/merchants", post(merchants::create).get(merchants::list))
+        .route("/merchants/{id}", get(merchants::show))
+        .route("/merchants/{id}/keys", post(merchants::create_key))
+        .route("/keys/{key}/revoke", post(merchants::revoke_key))
+        .route("/audit", get(audit::list))
         .fallback(super::middleware::route_not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.config.request_timeout,
+            super::middleware::time_limit,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state,
             require_operator,
         ))
 }
 
-/// `Authorization: Bearer <COURIER_ADMIN_TOKEN>`. With no token configured the API is closed.
+/// `Authorization: Bearer <token>`: `COURIER_ADMIN_TOKEN` (operator "admin") or one of the
+/// named `COURIER_OPERATOR_TOKENS`. With no token configured the API is closed.
 async fn require_operator(
     State(state): State<AppState>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let presented = request
-        .headers()
-        .get(AUTHORIZATION)
-        .map(|v| v.as_bytes().to_vec());
-    match check_token(state.config.admin_token.as_deref(), presented.as_deref()) {
+    let presented = request.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
+    match state.operators.check(presented) {
         Ok(operator) => {
             request.extensions_mut().insert(operator);
             next.run(request).await
         }
         Err(e) => ApiError::AdminAuth(e).into_response(),
-    }
-}
-
-fn check_token(configured: Option<&str>, header: Option<&[u8]>) -> Result<Operator, AuthError> {
-    let header = header.ok_or(AuthError::Missing)?;
-    let header = std::str::from_utf8(header).map_err(|_| AuthError::Malformed)?;
-    let (scheme, token) = header.trim().split_once(' ').ok_or(AuthError::Malformed)?;
-    if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {
-        return Err(AuthError::Malformed);
-    }
-    let configured = configured.ok_or(AuthError::Invalid)?;
-    if bool::from(token.trim().as_bytes().ct_eq(configured.as_bytes())) {
-        Ok(Operator {
-            name: "admin".to_owned(),
-        })
-    } else {
-        Err(AuthError::Invalid)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_configured_bearer_token_is_required() {
-        let ok = check_token(Some("s3cret"), Some(b"Bearer s3cret"));
-        assert_eq!(ok.unwrap().name, "admin");
-        assert_eq!(
-            check_token(Some("s3cret"), None).unwrap_err(),
-            AuthError::Missing
-        );
-        assert_eq!(
-            check_token(Some("s3cret"), Some(b"Basic s3cret")).unwrap_err(),
-            AuthError::Malformed
-        );
-        assert_eq!(
-            check_token(Some("s3cret"), Some(b"Bearer s3cre")).unwrap_err(),
-            AuthError::Invalid
-        );
-        // No token configured: closed to everyone.
-        assert_eq!(
-            check_token(None, Some(b"Bearer x")).unwrap_err(),
-            AuthError::Invalid
-        );
     }
 }

@@ -1,0 +1,86 @@
+//! `GET /admin/v1/audit`: the operator audit trail, filtered, newest first, in pages.
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::extract::State;
+use serde::Serialize;
+
+use crate::api::jobs::{date_time_parameter, whole_parameter};
+use crate::api::{ApiError, ApiQuery, AppState, RequestError};
+use crate::audit::{self, AuditEntry, AuditFilter};
+
+const DEFAULT_PAGE_SIZE: i64 = 50;
+const MAX_PAGE_SIZE: i64 = 200;
+const PARAMETERS: [&str; 9] = [
+    "operator",
+    "action",
+    "target_type",
+    "target_id",
+    "merchant_id",
+    "from",
+    "to",
+    "page",
+    "size",
+];
+
+#[derive(Serialize)]
+pub struct AuditPage {
+    items: Vec<AuditEntry>,
+    total: i64,
+    page: i64,
+    size: i64,
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<HashMap<String, String>>,
+) -> Result<Json<AuditPage>, ApiError> {
+    if let Some(unknown) = query.keys().find(|k| !PARAMETERS.contains(&k.as_str())) {
+        return Err(RequestError::InvalidQuery(format!("unknown parameter `{unknown}`")).into());
+    }
+    let text = |name: &str| {
+        query
+            .get(name)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let page = whole_parameter(&query, "page", 1)
+        .filter(|p| *p >= 1)
+        .ok_or(RequestError::InvalidPage)?;
+    let size = whole_parameter(&query, "size", DEFAULT_PAGE_SIZE)
+        .filter(|s| (1..=MAX_PAGE_SIZE).contains(s))
+        .ok_or(RequestError::InvalidPageSize { max: MAX_PAGE_SIZE })?;
+    let offset = (page - 1)
+        .checked_mul(size)
+        .ok_or(RequestError::InvalidPage)?;
+    let merchant_id = text("merchant_id")
+        .map(|raw| {
+            uuid::Uuid::parse_str(&raw).map_err(|_| {
+                RequestError::InvalidQuery("`merchant_id` must be a merchant id (a UUID)".into())
+            })
+        })
+        .transpose()?;
+    let filter = AuditFilter {
+        operator: text("operator"),
+        action: text("action")
+            .map(|a| AuditFilter::action(&a))
+            .transpose()?,
+        target_type: text("target_type")
+            .map(|t| AuditFilter::target_type(&t))
+            .transpose()?,
+        target_id: text("target_id"),
+        merchant_id,
+        from: date_time_parameter(&query, "from")?,
+        to: date_time_parameter(&query, "to")?,
+        limit: size,
+        offset,
+    };
+    let (items, total) = audit::list(&state.pool, &filter).await?;
+    Ok(Json(AuditPage {
+        items,
+        total,
+        page,
+        size,
+    }))
+}

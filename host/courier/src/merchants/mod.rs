@@ -1,0 +1,157 @@
+//! Merchants as operators manage them: onboarding, their API keys, their account settings.
+//! Every change is recorded in the audit trail in its own transaction.
+
+mod keys;
+mod settings;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::json;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::audit::{self, AuditAction, AuditRecord};
+use crate::auth::Authenticator;
+use crate::domain::Environment;
+use crate::store;
+
+pub use keys::{ApiKey, CreatedKey, create_key, revoke_key};
+pub use settings::{AccountSettings, SettingsChange, SettingsError, change_settings, settings};
+
+/// Who `create` records as the operator: the service itself (set-up scripts, tests, benches).
+pub const SYSTEM_OPERATOR: &str = "system";
+
+/// Longest merchant name accepted.
+const MAX_NAME_CHARS: usize = 200;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MerchantError {
+    #[error("a merchant needs a non-empty name of at most {MAX_NAME_CHARS} characters")]
+    InvalidName,
+    #[error("no such merchant")]
+    NotFound,
+    #[error("no such API key")]
+    KeyNotFound,
+    #[error("{0:?} is not an environment; use test or live")]
+    InvalidEnvironment(String),
+    #[error("a key's label is 1 to {} characters", keys::MAX_LABEL_CHARS)]
+    InvalidLabel,
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error(transparent)]
+    Store(#[from] sqlx::Error),
+}
+
+/// What `courier merchant create` prints: the only time the secrets are shown.
+#[derive(Debug, Serialize)]
+pub struct NewMerchant {
+    pub merchant_id: Uuid,
+    pub name: String,
+    pub test_key: String,
+    pub test_secret: String,
+    pub live_key: String,
+    pub live_secret: String,
+}
+
+/// A merchant in the operators' list.
+pub type MerchantSummary = store::merchants::MerchantRow;
+
+/// One merchant with its settings and keys (never their secrets).
+#[derive(Debug, Serialize)]
+pub struct MerchantDetail {
+    pub id: Uuid,
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+    pub settings: AccountSettings,
+    pub keys: Vec<ApiKey>,
+}
+
+/// Creates a merchant with one test and one live key, recorded as done by the service itself.
+pub async fn create(
+    pool: &PgPool,
+    authenticator: &Authenticator,
+    name: &str,
+) -> Result<NewMerchant, MerchantError> {
+    create_as(pool, authenticator, name, SYSTEM_OPERATOR).await
+}
+
+/// Creates a merchant with one test and one live key (labelled `default`), for `operator`.
+pub async fn create_as(
+    pool: &PgPool,
+    authenticator: &Authenticator,
+    name: &str,
+    operator: &str,
+) -> Result<NewMerchant, MerchantError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
+        return Err(MerchantError::InvalidName);
+    }
+    let merchant_id = Uuid::new_v4();
+    let mut tx = pool.begin().await?;
+    store::merchants::insert_merchant(&mut tx, merchant_id, name).await?;
+    let test = authenticator
+        .issue(&mut tx, merchant_id, Environment::Test, "default")
+        .await?;
+    let live = authenticator
+        .issue(&mut tx, merchant_id, Environment::Live, "default")
+        .await?;
+    let key_record = |key: &str, environment: Environment| json!({"key": key, "environment": environment.as_str(), "label": "default"});
+    audit::record(
+        &mut tx,
+        &AuditRecord {
+            operator,
+            action: AuditAction::MerchantCreated,
+            target_type: "merchant",
+            target_id: merchant_id.to_string(),
+            merchant_id: Some(merchant_id),
+            before: None,
+            after: Some(json!({
+                "name": name,
+                "keys": [
+                    key_record(&test.key, Environment::Test),
+                    key_record(&live.key, Environment::Live),
+                ],
+            })),
+            occurred_at: crate::clock::now(),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(NewMerchant {
+        merchant_id,
+        name: name.to_owned(),
+        test_key: test.key,
+        test_secret: test.secret,
+        live_key: live.key,
+        live_secret: live.secret,
+    })
+}
+
+/// Every merchant, newest first.
+pub async fn list(pool: &PgPool) -> Result<Vec<MerchantSummary>, MerchantError> {
+    Ok(store::merchants::list_merchants(pool).await?)
+}
+
+/// One merchant with its settings and keys.
+pub async fn show(pool: &PgPool, merchant_id: Uuid) -> Result<MerchantDetail, MerchantError> {
+    let mut conn = pool.acquire().await?;
+    let merchant = store::merchants::find_merchant(&mut conn, merchant_id)
+        .await?
+        .ok_or(MerchantError::NotFound)?;
+    let settings = store::merchants::settings(&mut conn, merchant_id, false)
+        .await?
+        .ok_or(MerchantError::NotFound)?;
+    let keys = store::merchants::keys_of(&mut conn, merchant_id).await?;
+    Ok(MerchantDetail {
+        id: merchant.id,
+        name: merchant.name,
+        created_at: merchant.created_at,
+        settings,
+        keys,
+    })
+}
+
+/// A merchant id as operators type it; anything that is not a UUID names no merchant.
+pub fn parse_id(raw: &str) -> Result<Uuid, MerchantError> {
+    Uuid::parse_str(raw.trim()).map_err(|_| MerchantError::NotFound)
+}

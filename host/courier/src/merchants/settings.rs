@@ -1,0 +1,277 @@
+//! Account settings: what bookings of the merchant default to, the SMS sender name customers
+//! see, and the merchant's request budgets.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::json;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::MerchantError;
+use crate::audit::{self, AuditAction, AuditRecord};
+use crate::auth::{Authenticator, CredentialChange};
+use crate::numeric::Numeric;
+use crate::rate_limit::LimitOverrides;
+use crate::store;
+
+/// Largest per-minute budget a merchant can be given.
+pub const MAX_PER_MINUTE: i64 = 1_000_000;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SettingsError {
+    #[error(
+        "sms_sender_name is 3 to 11 letters and digits (A-Z, a-z, 0-9) with at least one \
+         letter, or null for the service's default sender"
+    )]
+    InvalidSmsSenderName,
+    #[error(
+        "{field} is a whole number of requests per minute from 1 to {MAX_PER_MINUTE}, or null \
+         for the service's default"
+    )]
+    InvalidRateLimit { field: &'static str },
+}
+
+/// A merchant's account settings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, sqlx::FromRow)]
+pub struct AccountSettings {
+    /// `notify_customer` of bookings that do not say (the spec's "account setting").
+    pub notify_customer: bool,
+    pub proof_photo_required: bool,
+    pub proof_signature_required: bool,
+    /// The sender of the customer's SMS; None: the service's default sender.
+    pub sms_sender_name: Option<String>,
+    /// Requests per minute per key; None: the service's default (`COURIER_RATE_LIMIT_*`).
+    pub rate_limit_quotes_per_minute: Option<i32>,
+    pub rate_limit_bookings_per_minute: Option<i32>,
+    pub rate_limit_reads_per_minute: Option<i32>,
+}
+
+impl AccountSettings {
+    pub fn limit_overrides(&self) -> LimitOverrides {
+        let per_minute = |value: Option<i32>| value.and_then(|v| u32::try_from(v).ok());
+        LimitOverrides {
+            quotes_per_minute: per_minute(self.rate_limit_quotes_per_minute),
+            bookings_per_minute: per_minute(self.rate_limit_bookings_per_minute),
+            reads_per_minute: per_minute(self.rate_limit_reads_per_minute),
+        }
+    }
+}
+
+/// A change to some account settings; what is absent stays as it is, and `null` puts a
+/// nullable setting back to the service's default.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsChange {
+    pub notify_customer: Option<bool>,
+    pub proof_photo_required: Option<bool>,
+    pub proof_signature_required: Option<bool>,
+    #[serde(default, deserialize_with = "present")]
+    pub sms_sender_name: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    pub rate_limit_quotes_per_minute: Option<Option<Numeric<i64>>>,
+    #[serde(default, deserialize_with = "present")]
+    pub rate_limit_bookings_per_minute: Option<Option<Numeric<i64>>>,
+    #[serde(default, deserialize_with = "present")]
+    pub rate_limit_reads_per_minute: Option<Option<Numeric<i64>>>,
+}
+
+/// A field that is present, possibly `null` (absent fields take the `default`, None).
+fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+impl SettingsChange {
+    /// `settings` with this change applied, or why the change is refused.
+    pub fn apply_to(&self, settings: &AccountSettings) -> Result<AccountSettings, SettingsError> {
+        let mut after = settings.clone();
+        if let Some(value) = self.notify_customer {
+            after.notify_customer = value;
+        }
+        if let Some(value) = self.proof_photo_required {
+            after.proof_photo_required = value;
+        }
+        if let Some(value) = self.proof_signature_required {
+            after.proof_signature_required = value;
+        }
+        if let Some(name) = &self.sms_sender_name {
+            after.sms_sender_name = name.as_deref().map(sms_sender_name).transpose()?;
+        }
+        for (change, setting, field) in [
+            (
+                &self.rate_limit_quotes_per_minute,
+                &mut after.rate_limit_quotes_per_minute,
+                "rate_limit_quotes_per_minute",
+            ),
+            (
+                &self.rate_limit_bookings_per_minute,
+                &mut after.rate_limit_bookings_per_minute,
+                "rate_limit_bookings_per_minute",
+            ),
+            (
+                &self.rate_limit_reads_per_minute,
+                &mut after.rate_limit_reads_per_minute,
+                "rate_limit_reads_per_minute",
+            ),
+        ] {
+            if let Some(value) = change {
+                *setting = value
+                    .map(|Numeric(n)| {
+                        (1..=MAX_PER_MINUTE)
+                            .contains(&n)
+                            .then_some(n as i32)
+                            .ok_or(SettingsError::InvalidRateLimit { field })
+                    })
+                    .transpose()?;
+            }
+        }
+        Ok(after)
+    }
+}
+
+/// SMS alphanumeric sender ids: 3 to 11 ASCII letters and digits, not all digits (an
+/// all-digit sender would be taken for a phone number).
+fn sms_sender_name(name: &str) -> Result<String, SettingsError> {
+    let valid = (3..=11).contains(&name.len())
+        && name.chars().all(|c| c.is_ascii_alphanumeric())
+        && name.chars().any(|c| c.is_ascii_alphabetic());
+    valid
+        .then(|| name.to_owned())
+        .ok_or(SettingsError::InvalidSmsSenderName)
+}
+
+/// The merchant's settings.
+pub async fn settings(pool: &PgPool, merchant_id: Uuid) -> Result<AccountSettings, MerchantError> {
+    let mut conn = pool.acquire().await?;
+    store::merchants::settings(&mut conn, merchant_id, false)
+        .await?
+        .ok_or(MerchantError::NotFound)
+}
+
+/// Applies `change` for `operator` and returns the settings after it. A change that changes
+/// something is recorded with the settings before and after; new budgets reach every
+/// instance at once.
+pub async fn change_settings(
+    pool: &PgPool,
+    authenticator: &Authenticator,
+    merchant_id: Uuid,
+    change: &SettingsChange,
+    operator: &str,
+) -> Result<AccountSettings, MerchantError> {
+    let mut tx = pool.begin().await?;
+    let before = store::merchants::settings(&mut tx, merchant_id, true)
+        .await?
+        .ok_or(MerchantError::NotFound)?;
+    let after = change.apply_to(&before)?;
+    if after == before {
+        return Ok(after);
+    }
+    store::merchants::write_settings(&mut tx, merchant_id, &after).await?;
+    audit::record(
+        &mut tx,
+        &AuditRecord {
+            operator,
+            action: AuditAction::SettingsChanged,
+            target_type: "merchant",
+            target_id: merchant_id.to_string(),
+            merchant_id: Some(merchant_id),
+            before: Some(json!(before)),
+            after: Some(json!(after)),
+            occurred_at: crate::clock::now(),
+        },
+    )
+    .await?;
+    let budgets_changed = after.limit_overrides() != before.limit_overrides();
+    if budgets_changed {
+        crate::auth::announce(&mut tx, &CredentialChange::Merchant(merchant_id)).await?;
+    }
+    tx.commit().await?;
+    if budgets_changed {
+        authenticator.forget_merchant(merchant_id);
+    }
+    Ok(after)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defaults() -> AccountSettings {
+        AccountSettings {
+            notify_customer: false,
+            proof_photo_required: false,
+            proof_signature_required: false,
+            sms_sender_name: None,
+            rate_limit_quotes_per_minute: None,
+            rate_limit_bookings_per_minute: None,
+            rate_limit_reads_per_minute: None,
+        }
+    }
+
+    fn change(body: serde_json::Value) -> SettingsChange {
+        serde_json::from_value(body).unwrap()
+    }
+
+    #[test]
+    fn absent_fields_stay_and_null_restores_the_default() {
+        let set = change(json!({"sms_sender_name": "Acme", "rate_limit_reads_per_minute": "60"}))
+            .apply_to(&defaults())
+            .unwrap();
+        assert_eq!(set.sms_sender_name.as_deref(), Some("Acme"));
+        assert_eq!(set.rate_limit_reads_per_minute, Some(60));
+        let unchanged = change(json!({"notify_customer": true}))
+            .apply_to(&set)
+            .unwrap();
+        assert_eq!(unchanged.sms_sender_name.as_deref(), Some("Acme"));
+        assert!(unchanged.notify_customer);
+        let cleared = change(json!({"sms_sender_name": null, "rate_limit_reads_per_minute": null}))
+            .apply_to(&set)
+            .unwrap();
+        assert_eq!(cleared, defaults());
+    }
+
+    #[test]
+    fn sms_sender_names_are_alphanumeric_ids() {
+        for good in ["Acme", "ACME2go", "abc", "Abcdefghijk"] {
+            assert!(sms_sender_name(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "ab",
+            "Abcdefghijkl",
+            "Acme Ltd",
+            "Acmé",
+            "12345",
+            "",
+            "Ac-me",
+        ] {
+            assert_eq!(
+                sms_sender_name(bad),
+                Err(SettingsError::InvalidSmsSenderName),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn budgets_are_positive_and_bounded() {
+        for bad in [json!(0), json!(-5), json!(MAX_PER_MINUTE + 1)] {
+            let refused =
+                change(json!({"rate_limit_quotes_per_minute": bad})).apply_to(&defaults());
+            assert_eq!(
+                refused,
+                Err(SettingsError::InvalidRateLimit {
+                    field: "rate_limit_quotes_per_minute"
+                })
+            );
+        }
+        let set = change(json!({"rate_limit_bookings_per_minute": MAX_PER_MINUTE}))
+            .apply_to(&defaults())
+            .unwrap();
+        assert_eq!(
+            set.limit_overrides().bookings_per_minute,
+            Some(MAX_PER_MINUTE as u32)
+        );
+    }
+}

@@ -1,0 +1,203 @@
+//! Per-key budgets: 429 `rate_limited` with `Retry-After` past the budget, `RateLimit-*`
+//! headers on every authenticated answer, separate budgets, per-merchant settings, and the
+//! request time limit.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::support::{
+    Authed, Credential, MerchantCredentials, TestApp, assert_refusal, status_and_json,
+};
+
+fn header(response: &reqwest::Response, name: &str) -> Option<u64> {
+    response
+        .headers()
+        .get(name)
+        .map(|v| v.to_str().unwrap().parse().unwrap())
+}
+
+/// `(status, RateLimit-Limit, RateLimit-Remaining)` of a read.
+async fn read(app: &TestApp, credential: &Credential) -> (u16, u64, u64) {
+    let response = app
+        .request(Method::GET, "/v1/jobs")
+        .auth(credential)
+        .send()
+        .await
+        .unwrap();
+    let reset = header(&response, "ratelimit-reset").expect("RateLimit-Reset");
+    assert!(reset <= 60, "{reset}");
+    (
+        response.status().as_u16(),
+        header(&response, "ratelimit-limit").expect("RateLimit-Limit"),
+        header(&response, "ratelimit-remaining").expect("RateLimit-Remaining"),
+    )
+}
+
+#[tokio::test]
+async fn a_flood_from_one_key_gets_429s_while_another_merchant_is_unaffected() {
+    let app = TestApp::spawn_with(|name| {
+        (name == "COURIER_RATE_LIMIT_READS_PER_MINUTE").then(|| "5".into())
+    })
+    .await;
+    let flooder = app.create_merchant("Flood Ltd").await.test();
+    let bystander = app.create_merchant("Calm Ltd").await.test();
+
+    for remaining in (0..5).rev() {
+        assert_eq!(read(&app, &flooder).await, (200, 5, remaining));
+    }
+    for _ in 0..3 {
+        let response = app
+            .request(Method::GET, "/v1/jobs")
+            .auth(&flooder)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(header(&response, "ratelimit-limit"), Some(5));
+        assert_eq!(header(&response, "ratelimit-remaining"), Some(0));
+        // One read comes back every 12 s.
+        let retry_after = header(&response, "retry-after").expect("Retry-After");
+        assert!((1..=12).contains(&retry_after), "{retry_after}");
+        assert!(header(&response, "ratelimit-reset").unwrap() >= retry_after);
+        assert_refusal(response, 429, "rate_limited").await;
+    }
+    // Another merchant, and the flooder's other budgets, are untouched.
+    assert_eq!(read(&app, &bystander).await, (200, 5, 4));
+    let quote = app
+        .request(Method::POST, "/v1/quotes")
+        .auth(&flooder)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        header(&quote, "ratelimit-limit"),
+        Some(1200),
+        "the quotes budget"
+    );
+    assert_ne!(quote.status(), 429);
+    // Refusals of the request itself still carry the headers.
+    let unknown = app
+        .request(Method::GET, "/v1/no-such-resource")
+        .auth(&bystander)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(header(&unknown, "ratelimit-remaining"), Some(3));
+    assert_refusal(unknown, 404, "not_found").await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_merchants_budgets_are_its_settings_divided_among_the_instances() {
+    let app = TestApp::spawn_with(|name| match name {
+        "COURIER_RATE_LIMIT_BOOKINGS_PER_MINUTE" => Some("40".into()),
+        "COURIER_INSTANCES" => Some("2".into()),
+        // Trusted from memory for long: the settings change must still apply at once.
+        "COURIER_AUTH_CACHE_MS" => Some("600000".into()),
+        _ => None,
+    })
+    .await;
+    let merchant = app.create_merchant("Budget Ltd").await;
+    let credential = merchant.test();
+    // The default reads budget, 1200 a minute, halved for two instances.
+    assert_eq!(read(&app, &credential).await, (200, 600, 599));
+    let booking = app
+        .request(Method::POST, "/v1/jobs")
+        .auth(&credential)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(header(&booking, "ratelimit-limit"), Some(20));
+
+    let path = format!("/merchants/{}/settings", merchant.merchant_id);
+    let (status, settings) = status_and_json(
+        app.admin(Method::PATCH, &path)
+            .json(&json!({"rate_limit_reads_per_minute": 4}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{settings}");
+    assert_eq!(settings["rate_limit_reads_per_minute"], 4);
+    // Two reads a minute on this instance; the read just made still counts against it.
+    let (status, limit, _) = read(&app, &credential).await;
+    assert_eq!((status, limit), (200, 2));
+    let _ = read(&app, &credential).await;
+    assert_eq!(read(&app, &credential).await, (429, 2, 0));
+
+    // Back to the default.
+    let (status, settings) = status_and_json(
+        app.admin(Method::PATCH, &path)
+            .json(&json!({"rate_limit_reads_per_minute": null}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{settings}");
+    assert_eq!(
+        settings["rate_limit_reads_per_minute"],
+        serde_json::Value::Null
+    );
+    assert_eq!(read(&app, &credential).await.1, 600);
+
+    for bad in [json!(0), json!(-1), json!(1_000_001), json!("many")] {
+        let response = app
+            .admin(Method::PATCH, &path)
+            .json(&json!({"rate_limit_quotes_per_minute": bad}))
+            .send()
+            .await
+            .unwrap();
+        let code = if bad.is_string() {
+            "request.invalid_body"
+        } else {
+            "settings.invalid_rate_limit"
+        };
+        assert_refusal(response, 422, code).await;
+    }
+    app.stop().await;
+}
+
+/// A one-millisecond limit abandons a price-book upload (validation runs the component):
+/// 503 `service.timeout`, and nothing is kept.
+#[tokio::test]
+async fn a_request_past_the_time_limit_is_abandoned_with_503() {
+    use base64::Engine;
+    let app =
+        TestApp::spawn_with(|name| (name == "COURIER_REQUEST_TIMEOUT_MS").then(|| "1".into()))
+            .await;
+    let component = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../plugins/dist/standard-price-book.wasm"
+    ))
+    .unwrap();
+    let pool = app.pool().await;
+    let settings: serde_json::Value = sqlx::query_scalar(
+        "SELECT settings FROM price_book_uploads WHERE market_id = 'demo' AND version = 1",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let response = app
+        .admin(Method::POST, "/markets/demo/price-books")
+        .json(&json!({
+            "component_base64": base64::engine::general_purpose::STANDARD.encode(component),
+            "settings": settings,
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_refusal(response, 503, "service.timeout").await;
+    let uploads: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM price_book_uploads WHERE market_id = 'demo'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(uploads, 1, "the abandoned upload kept nothing");
+    // Outside /v1 and /admin/v1 (health checks) there is no limit.
+    let ready = app.request(Method::GET, "/readyz").send().await.unwrap();
+    assert_eq!(ready.status(), 200);
+    app.stop().await;
+}
