@@ -9,6 +9,10 @@ use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use reqwest::Method;
+use serde_json::json;
+
+use crate::fulfilment::{Floor, PICKUP};
 use crate::jobs::{Booking, booking_body, key};
 use crate::quotes::journey;
 use crate::support::receiver::{Receiver, Reply};
@@ -215,4 +219,50 @@ async fn texts_go_only_where_they_should() {
     );
     texts.send_due().await.unwrap();
     assert_eq!(gateway.total(), 0, "nothing reached the gateway");
+}
+
+#[tokio::test]
+async fn collecting_a_sandbox_job_records_its_text_and_sends_nothing() {
+    let gateway = Receiver::start_plain().await;
+    let gateway_url = gateway.url("/send");
+    let floor = Floor::start(&[
+        ("COURIER_SMS_GATEWAY_URL", gateway_url.as_str()),
+        ("COURIER_SCHEDULER_INTERVAL_MS", "20"),
+    ])
+    .await;
+    let merchant_id = floor.merchant.merchant_id;
+    let (status, settings) = floor
+        .admin_call(
+            Method::PATCH,
+            &format!("/merchants/{merchant_id}/settings"),
+            Some(json!({"notify_customer": true, "sms_sender_name": "Florist"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{settings}");
+    let rider = floor.rider("Tess Texter", "car", Some(PICKUP)).await;
+    let job = floor.assigned_job(&rider).await;
+    let id = job["id"].as_str().unwrap();
+    assert_eq!(floor.job(&job).await["customer_notified_at"], Value::Null);
+    let (status, _) = floor
+        .courier_call(&rider, Method::POST, &format!("/jobs/{id}/collected"), None)
+        .await;
+    assert_eq!(status, 200);
+
+    let detail = floor.job(&job).await;
+    assert!(detail["customer_notified_at"].is_string(), "{detail}");
+    let pool = floor.app.pool().await;
+    let (status, sender, body): (String, String, String) =
+        sqlx::query_as("SELECT status, sender, body FROM customer_texts WHERE job_id = $1")
+            .bind(Uuid::parse_str(id).unwrap())
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!((status.as_str(), sender.as_str()), ("simulated", "Florist"));
+    assert!(
+        body.contains(detail["tracking_url"].as_str().unwrap()),
+        "{body}"
+    );
+    // The sender has had many chances to send by now; the sandbox never texts.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(gateway.total(), 0);
 }

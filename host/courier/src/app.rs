@@ -96,8 +96,15 @@ impl Services {
             Arc::clone(&markets),
             crate::couriers::CourierCredentials::new(db.pool.clone(), &secret_key),
         );
-        let fulfilment =
-            crate::jobs::fulfilment::Fulfilment::new(db.pool.clone(), Arc::clone(&payments));
+        let fulfilment = crate::jobs::fulfilment::Fulfilment::new(
+            db.pool.clone(),
+            Arc::clone(&payments),
+            crate::jobs::fulfilment::CollectionTexts {
+                texts: Arc::clone(&texts),
+                markets: Arc::clone(&markets),
+                public_url: config.public_url.clone(),
+            },
+        );
         Ok(Self {
             couriers,
             fulfilment,

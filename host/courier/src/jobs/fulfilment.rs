@@ -21,11 +21,14 @@ use crate::clock::now;
 use crate::couriers::ACTIVE;
 use crate::domain::{Environment, JobStatus};
 use crate::events::{self, EventDetails, EventName, JobFacts, NewEvent};
+use crate::markets::Markets;
 use crate::payments::{PaymentError, Payments};
 use crate::store::couriers as couriers_store;
 use crate::store::dispatch as offers;
 use crate::store::fulfilment::{self as store, ProofFileRow};
 use crate::store::jobs::JobRow;
+use crate::store::merchants as merchants_store;
+use crate::texts::{CustomerTexts, TrackingText};
 
 /// `reason` of `job.failed` when nobody took the job in time.
 pub const NO_COURIER_REASON: &str = "no_courier_before_deadline";
@@ -74,16 +77,73 @@ struct Move<'a> {
     proof: Option<&'a Proof>,
 }
 
+/// What texting the customer at collection needs.
+#[derive(Clone)]
+pub struct CollectionTexts {
+    pub texts: Arc<CustomerTexts>,
+    pub markets: Arc<Markets>,
+    /// `COURIER_PUBLIC_URL`, for the tracking link.
+    pub public_url: String,
+}
+
 /// The job service for everything after booking. Cheap to clone.
 #[derive(Clone)]
 pub struct Fulfilment {
     pool: PgPool,
     payments: Arc<Payments>,
+    texts: CollectionTexts,
 }
 
 impl Fulfilment {
-    pub fn new(pool: PgPool, payments: Arc<Payments>) -> Self {
-        Self { pool, payments }
+    pub fn new(pool: PgPool, payments: Arc<Payments>, texts: CollectionTexts) -> Self {
+        Self {
+            pool,
+            payments,
+            texts,
+        }
+    }
+
+    /// Records the tracking-link text of a job just collected (`in_transit`), in the
+    /// collection's own transaction, when the job asks for it.
+    async fn text_on_collection(
+        &self,
+        conn: &mut PgConnection,
+        job: &JobRow,
+    ) -> Result<(), FulfilmentError> {
+        if !job.notify_customer || status(job) != JobStatus::InTransit {
+            return Ok(());
+        }
+        let Some(to_phone) = job.dropoff["contact_phone"].as_str() else {
+            return Ok(());
+        };
+        let sender = merchants_store::settings(conn, job.merchant_id, false)
+            .await?
+            .and_then(|settings| settings.sms_sender_name);
+        let text_countries = self
+            .texts
+            .markets
+            .get(&job.market_id)
+            .map(|market| market.definition.text_countries.clone())
+            .unwrap_or_default();
+        let tracking_url =
+            crate::jobs::views::tracking_url(&self.texts.public_url, &job.tracking_token);
+        self.texts
+            .texts
+            .record_tracking_link(
+                conn,
+                &TrackingText {
+                    job_id: job.id,
+                    environment: Environment::parse(&job.environment).unwrap_or(Environment::Live),
+                    reference: &job.reference,
+                    tracking_url: &tracking_url,
+                    to_phone,
+                    sender: sender.as_deref(),
+                    text_countries: &text_countries,
+                },
+                now(),
+            )
+            .await?;
+        Ok(())
     }
 
     /// `POST /v1/jobs/{id}/cancel`: until collection. Cancelling a cancelled job answers it
@@ -288,6 +348,7 @@ impl Fulfilment {
             },
         )
         .await?;
+        self.text_on_collection(&mut tx, &moved).await?;
         tx.commit().await?;
         self.settle_now(&moved).await;
         Ok(moved)
@@ -333,6 +394,7 @@ impl Fulfilment {
             },
         )
         .await?;
+        self.text_on_collection(&mut tx, &moved).await?;
         tx.commit().await?;
         self.settle_now(&moved).await;
         Ok(moved)
