@@ -9,6 +9,7 @@ mod cli;
 mod dispatch;
 mod errors;
 mod fulfilment;
+mod instances;
 mod jobs;
 mod keys;
 mod lookups;
