@@ -215,6 +215,24 @@ fn tracking_config(
     })
 }
 
+/// A whole number above zero (capped so durations made from it cannot overflow), or None
+/// when `name` is unset.
+pub fn positive_setting(
+    lookup: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+) -> Result<Option<u64>, ConfigError> {
+    let Some(raw) = lookup(name) else {
+        return Ok(None);
+    };
+    match raw.trim().parse::<u64>() {
+        Ok(n) if n > 0 && n <= 1 << 40 => Ok(Some(n)),
+        _ => Err(ConfigError::Invalid {
+            name,
+            reason: format!("{raw:?} is not a whole number above zero"),
+        }),
+    }
+}
+
 /// A duration in milliseconds of at least 1.
 fn positive_millis(
     lookup: &impl Fn(&str) -> Option<String>,

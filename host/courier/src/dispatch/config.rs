@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::config::ConfigError;
+use crate::config::{ConfigError, positive_setting};
 
 #[derive(Clone, Debug)]
 pub struct DispatchConfig {
@@ -35,38 +35,21 @@ impl DispatchConfig {
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let defaults = Self::default();
         Ok(Self {
-            offer_timeout: positive(lookup, "COURIER_OFFER_TIMEOUT_MS")?
+            offer_timeout: positive_setting(lookup, "COURIER_OFFER_TIMEOUT_MS")?
                 .map_or(defaults.offer_timeout, |ms| {
                     chrono::Duration::milliseconds(ms as i64)
                 }),
-            deadline: positive(lookup, "COURIER_DISPATCH_DEADLINE_SECS")?
+            deadline: positive_setting(lookup, "COURIER_DISPATCH_DEADLINE_SECS")?
                 .map_or(defaults.deadline, |s| chrono::Duration::seconds(s as i64)),
-            interval: positive(lookup, "COURIER_DISPATCH_INTERVAL_MS")?
+            interval: positive_setting(lookup, "COURIER_DISPATCH_INTERVAL_MS")?
                 .map_or(defaults.interval, Duration::from_millis),
-            radius_km: positive(lookup, "COURIER_DISPATCH_RADIUS_KM")?
+            radius_km: positive_setting(lookup, "COURIER_DISPATCH_RADIUS_KM")?
                 .map_or(defaults.radius_km, |km| km as f64),
-            proof_max_bytes: positive(lookup, "COURIER_PROOF_MAX_BYTES")?
+            proof_max_bytes: positive_setting(lookup, "COURIER_PROOF_MAX_BYTES")?
                 .map_or(defaults.proof_max_bytes, |b| {
                     usize::try_from(b).unwrap_or(usize::MAX)
                 }),
         })
-    }
-}
-
-/// A whole number above zero, capped so durations cannot overflow.
-fn positive(
-    lookup: &impl Fn(&str) -> Option<String>,
-    name: &'static str,
-) -> Result<Option<u64>, ConfigError> {
-    let Some(raw) = lookup(name) else {
-        return Ok(None);
-    };
-    match raw.trim().parse::<u64>() {
-        Ok(n) if n > 0 && n <= 1 << 40 => Ok(Some(n)),
-        _ => Err(ConfigError::Invalid {
-            name,
-            reason: format!("{raw:?} is not a whole number above zero"),
-        }),
     }
 }
 

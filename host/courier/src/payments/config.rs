@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::config::ConfigError;
+use crate::config::{ConfigError, positive_setting};
 
 use super::RetryPolicy;
 
@@ -36,11 +36,11 @@ impl Default for PaymentsConfig {
 impl PaymentsConfig {
     pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let defaults = Self::default();
-        let base = match positive(lookup, "COURIER_CHARGE_RETRY_BASE_MS")? {
+        let base = match positive_setting(lookup, "COURIER_CHARGE_RETRY_BASE_MS")? {
             Some(ms) => Duration::from_millis(ms),
             None => defaults.retry.base,
         };
-        let max_attempts = match positive(lookup, "COURIER_CHARGE_RETRY_ATTEMPTS")? {
+        let max_attempts = match positive_setting(lookup, "COURIER_CHARGE_RETRY_ATTEMPTS")? {
             Some(n) => u32::try_from(n).unwrap_or(u32::MAX),
             None => defaults.retry.max_attempts,
         };
@@ -53,22 +53,6 @@ impl PaymentsConfig {
                 lease: defaults.retry.lease,
             },
         })
-    }
-}
-
-fn positive(
-    lookup: &impl Fn(&str) -> Option<String>,
-    name: &'static str,
-) -> Result<Option<u64>, ConfigError> {
-    let Some(raw) = lookup(name) else {
-        return Ok(None);
-    };
-    match raw.trim().parse::<u64>() {
-        Ok(n) if n > 0 => Ok(Some(n)),
-        _ => Err(ConfigError::Invalid {
-            name,
-            reason: format!("{raw:?} is not a whole number above zero"),
-        }),
     }
 }
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::gateway::GatewayConfig;
 use super::message::MessageTemplate;
-use crate::config::ConfigError;
+use crate::config::{ConfigError, positive_setting};
 
 #[derive(Clone, Debug)]
 pub struct TextsConfig {
@@ -70,7 +70,7 @@ impl TextsConfig {
             template,
             default_sender: lookup("COURIER_SMS_SENDER").unwrap_or(defaults.default_sender),
             retry_base: millis(lookup, "COURIER_SMS_RETRY_BASE_MS")?.unwrap_or(defaults.retry_base),
-            max_attempts: match positive(lookup, "COURIER_SMS_ATTEMPTS")? {
+            max_attempts: match positive_setting(lookup, "COURIER_SMS_ATTEMPTS")? {
                 Some(n) => u32::try_from(n).unwrap_or(u32::MAX),
                 None => defaults.max_attempts,
             },
@@ -83,23 +83,7 @@ fn millis(
     lookup: &impl Fn(&str) -> Option<String>,
     name: &'static str,
 ) -> Result<Option<Duration>, ConfigError> {
-    Ok(positive(lookup, name)?.map(Duration::from_millis))
-}
-
-fn positive(
-    lookup: &impl Fn(&str) -> Option<String>,
-    name: &'static str,
-) -> Result<Option<u64>, ConfigError> {
-    let Some(raw) = lookup(name) else {
-        return Ok(None);
-    };
-    match raw.trim().parse::<u64>() {
-        Ok(n) if n > 0 => Ok(Some(n)),
-        _ => Err(ConfigError::Invalid {
-            name,
-            reason: format!("{raw:?} is not a whole number above zero"),
-        }),
-    }
+    Ok(positive_setting(lookup, name)?.map(Duration::from_millis))
 }
 
 #[cfg(test)]
