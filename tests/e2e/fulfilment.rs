@@ -134,6 +134,11 @@ impl Floor {
 
     /// Books a car journey from 41 4th Street to 102 17th Street, for now.
     pub async fn book(&self) -> Value {
+        self.book_with(&[]).await
+    }
+
+    /// [`Floor::book`] with extra request headers.
+    pub async fn book_with(&self, headers: &[(&str, &str)]) -> Value {
         let mut quote = (0, Value::Null);
         // The demo city's network loads in the background.
         for _ in 0..400 {
@@ -161,15 +166,15 @@ impl Floor {
             "pickup": stop(&route["pickup"], "Pat Pickup"),
             "dropoff": stop(&route["dropoff"], "Dana Dropoff"),
         });
-        let response = self
+        let mut request = self
             .app
             .request(Method::POST, "/v1/jobs")
             .auth(&self.credential)
-            .header("Idempotency-Key", Uuid::new_v4().to_string())
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+            .header("Idempotency-Key", Uuid::new_v4().to_string());
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.json(&body).send().await.unwrap();
         let (status, job) = status_and_json(response).await;
         assert_eq!(status, 201, "{job}");
         // The detail: the booking response and the rest (the tax, for events).

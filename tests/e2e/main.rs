@@ -19,6 +19,7 @@ mod price_books;
 mod quotes;
 mod rate_limits;
 mod resilience;
+mod sandbox;
 mod texts;
 mod tracking;
 mod tracking_browser;

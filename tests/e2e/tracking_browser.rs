@@ -136,3 +136,61 @@ async fn the_page_follows_the_courier_without_reloading() {
     browser.screenshot("tracking-page-delivered.png").await;
     browser.close().await;
 }
+
+/// A test job with the sandbox simulator running: nobody acts, and the page shows the whole
+/// delivery, the courier driving the route, and the ending.
+#[tokio::test]
+async fn a_sandbox_delivery_plays_out_on_the_page_by_itself() {
+    let tracked = Tracked::book(|name| match name {
+        "COURIER_TRACKING_POLL_MS" => Some("300".into()),
+        "COURIER_SANDBOX_SPEED" => Some("40".into()),
+        "COURIER_SANDBOX_INTERVAL_MS" => Some("100".into()),
+        _ => None,
+    })
+    .await;
+    let browser = Browser::start(390, 844).await;
+    browser.client.goto(&tracked.tracking_url()).await.unwrap();
+    browser
+        .wait_until("a simulated courier on the map", || async {
+            browser.text("status-headline").await == "Courier on the way to pickup"
+                && browser.attr("map-courier", "visibility").await.as_deref() == Some("visible")
+        })
+        .await;
+    let marker = || async {
+        (
+            browser.attr("map-courier", "cx").await,
+            browser.attr("map-courier", "cy").await,
+        )
+    };
+    let first = marker().await;
+    browser
+        .wait_until("the simulated courier to move", || async {
+            marker().await != first
+        })
+        .await;
+    browser.screenshot("sandbox-to-pickup.png").await;
+    browser
+        .wait_until("collected", || async {
+            browser.text("status-headline").await == "On the way to you"
+        })
+        .await;
+    let collected = marker().await;
+    browser
+        .wait_until("the drive to the drop-off", || async {
+            marker().await != collected
+        })
+        .await;
+    browser.screenshot("sandbox-in-transit.png").await;
+    browser
+        .wait_until("delivered", || async {
+            browser.text("status-headline").await == "Delivered"
+        })
+        .await;
+    assert_eq!(
+        browser.text("proof-outcome").await,
+        "Handed to the recipient"
+    );
+    assert_private(&browser.client.source().await.unwrap());
+    browser.screenshot("sandbox-delivered.png").await;
+    browser.close().await;
+}

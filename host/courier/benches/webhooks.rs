@@ -125,6 +125,7 @@ async fn main() {
         "COURIER_SECRET_KEY" => Some("5e".repeat(32)),
         "COURIER_WEBHOOK_ALLOW_PRIVATE" => Some("true".into()),
         "COURIER_WEBHOOK_EXTRA_CA" => Some(ca.clone()),
+        "COURIER_SANDBOX_SPEED" => Some("0".into()),
         _ => None,
     })
     .unwrap();

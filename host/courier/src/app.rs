@@ -158,11 +158,21 @@ pub async fn run(
     ));
     let text_sender = services.texts.spawn_sender(config.scheduler_interval);
     let header_read_timeout = config.header_read_timeout;
+    let sandbox = Arc::new(crate::sandbox::Simulator::new(
+        services.db.pool.clone(),
+        Arc::clone(&services.markets),
+        services.fulfilment.clone(),
+        config.sandbox.clone(),
+        config.dispatch.deadline,
+    ));
+    let simulator = Arc::clone(&sandbox).spawn();
     let dispatcher = Arc::new(crate::dispatch::Dispatcher::new(
         services.db.pool.clone(),
         Arc::clone(&services.markets),
         services.fulfilment.clone(),
         config.dispatch.clone(),
+        // While the simulator moves test jobs, real couriers are never offered them.
+        sandbox.is_running(),
     ))
     .spawn();
     // In place before the first request, so no revocation can slip past this process.
@@ -183,6 +193,7 @@ pub async fn run(
         texts: Arc::clone(&services.texts),
         couriers: services.couriers.clone(),
         fulfilment: services.fulfilment.clone(),
+        sandbox,
         operators: Arc::new(api::OperatorTokens::from_config(&config)),
         rate_limiter: Arc::new(crate::rate_limit::RateLimiter::new()),
     };
@@ -194,6 +205,9 @@ pub async fn run(
     drop(webhook_workers);
     scheduler.abort();
     dispatcher.abort();
+    if let Some(simulator) = simulator {
+        simulator.abort();
+    }
     charge_retries.stop().await;
     text_sender.stop().await;
     credential_changes.abort();

@@ -62,6 +62,8 @@ pub struct Config {
     pub rate_limits: crate::rate_limit::RateLimitConfig,
     /// `COURIER_REQUEST_TIMEOUT_MS`: how long a request may take before it is abandoned.
     pub request_timeout: std::time::Duration,
+    /// `COURIER_SANDBOX_*`: the simulator that moves test-environment jobs.
+    pub sandbox: crate::sandbox::SandboxConfig,
 }
 
 /// One named operator token; the name is what the audit trail records.
@@ -178,6 +180,7 @@ impl Config {
             key_usage_flush: positive_millis(&lookup, "COURIER_KEY_USAGE_FLUSH_MS", 5000)?,
             rate_limits: crate::rate_limit::RateLimitConfig::from_lookup(&lookup)?,
             request_timeout: positive_millis(&lookup, "COURIER_REQUEST_TIMEOUT_MS", 30_000)?,
+            sandbox: crate::sandbox::SandboxConfig::from_lookup(&lookup)?,
         })
     }
 }

@@ -33,6 +33,7 @@ pub mod payments;
 pub mod pricing;
 pub mod quotes;
 pub mod rate_limit;
+pub mod sandbox;
 pub mod secrets;
 pub mod server;
 pub mod store;

@@ -57,6 +57,8 @@ impl TestApp {
                     "COURIER_DB_POOL_SIZE" => Some("4".into()),
                     "COURIER_ADMIN_TOKEN" => Some(ADMIN_TOKEN.into()),
                     "COURIER_PLUGIN_INSTANCES" => Some("16".into()),
+                    // Test jobs move only as a test moves them, unless it starts the simulator.
+                    "COURIER_SANDBOX_SPEED" => Some("0".into()),
                     _ => None,
                 })
             })

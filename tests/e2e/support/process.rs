@@ -20,6 +20,8 @@ pub fn spawn_service(env: &[(String, String)]) -> Child {
         .arg("serve")
         .env_remove("DATABASE_URL")
         .env("RUST_LOG", "error")
+        // Test jobs move only as a test moves them, unless it starts the simulator.
+        .env("COURIER_SANDBOX_SPEED", "0")
         .stdin(Stdio::null())
         .stdout(Stdio::null());
     for (name, value) in env {

@@ -95,6 +95,8 @@ impl Bench {
                 "COURIER_DATA_DIR" => Some(data_dir.to_string_lossy().into_owned()),
                 "COURIER_SECRET_KEY" => Some(SECRET_HEX.into()),
                 "COURIER_DB_POOL_SIZE" => Some("32".into()),
+                // The load is of bookings, not of the sandbox simulator driving them.
+                "COURIER_SANDBOX_SPEED" => Some("0".into()),
                 // One key drives the whole load: budgets it never reaches, so the limiter's
                 // cost is measured without refusals.
                 "COURIER_RATE_LIMIT_QUOTES_PER_MINUTE"

@@ -18,6 +18,7 @@ use crate::markets::RoutingError;
 use crate::merchants::{MerchantError, SettingsError};
 use crate::pricing::{PriceBookError, PricingError};
 use crate::quotes::QuoteError;
+use crate::sandbox::SandboxError;
 use crate::webhooks::WebhookError;
 
 /// Problems with the request itself, independent of any resource.
@@ -93,6 +94,8 @@ pub enum ApiError {
     CourierAuth(CourierAuthError),
     #[error(transparent)]
     Fulfilment(FulfilmentError),
+    #[error(transparent)]
+    Sandbox(SandboxError),
     #[error("this job has no such proof file")]
     ProofFileNotFound,
     #[error(transparent)]
@@ -126,6 +129,17 @@ impl From<FulfilmentError> for ApiError {
                 RequestError::InvalidBody(message.to_owned()).into()
             }
             other => ApiError::Fulfilment(other),
+        }
+    }
+}
+
+impl From<SandboxError> for ApiError {
+    fn from(error: SandboxError) -> Self {
+        match error {
+            SandboxError::Store(e) => e.into(),
+            SandboxError::Fulfilment(e) => e.into(),
+            SandboxError::JobNotFound => ApiError::JobNotFound,
+            other => ApiError::Sandbox(other),
         }
     }
 }
@@ -260,6 +274,7 @@ impl ApiError {
                 (StatusCode::FORBIDDEN, "courier.suspended")
             }
             ApiError::Fulfilment(error) => fulfilment_status_and_code(error),
+            ApiError::Sandbox(error) => sandbox_status_and_code(error),
             ApiError::ProofFileNotFound => (StatusCode::NOT_FOUND, "proof.not_found"),
             ApiError::Merchant(error) => merchant_status_and_code(error),
             ApiError::AuditQuery(AuditQueryError::UnknownAction(_)) => {
@@ -450,6 +465,22 @@ fn fulfilment_status_and_code(error: &FulfilmentError) -> (StatusCode, &'static 
         FulfilmentError::ReasonRequired => (unprocessable, "job.reason_required"),
         FulfilmentError::Proof(error) => (unprocessable, proof_code(error)),
         FulfilmentError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+    }
+}
+
+fn sandbox_status_and_code(error: &SandboxError) -> (StatusCode, &'static str) {
+    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+    match error {
+        SandboxError::UnknownScenario(_) => (unprocessable, "sandbox.unknown_scenario"),
+        SandboxError::TestOnly => (unprocessable, "sandbox.test_only"),
+        SandboxError::ScenarioLocked => (StatusCode::CONFLICT, "sandbox.scenario_locked"),
+        SandboxError::NothingToAdvance(_) => (StatusCode::CONFLICT, "sandbox.nothing_to_advance"),
+        SandboxError::JobNotFound => (StatusCode::NOT_FOUND, "job.not_found"),
+        SandboxError::RouteUnavailable => {
+            (StatusCode::SERVICE_UNAVAILABLE, "sandbox.route_unavailable")
+        }
+        SandboxError::Fulfilment(error) => fulfilment_status_and_code(error),
+        SandboxError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
     }
 }
 

@@ -13,7 +13,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::lookups::PointBody;
-use super::{ApiError, ApiJson, ApiQuery, AppState, RequestError};
+use super::{ApiError, ApiJson, ApiQuery, AppState, RequestError, sandbox};
 use crate::auth::Merchant;
 use crate::domain::JobStatus;
 use crate::jobs::POSITION_FRESHNESS;
@@ -36,19 +36,28 @@ pub async fn create(
         .map(|v| v.to_str().map_err(|_| booking::BookingError::InvalidKey))
         .transpose()?;
     let key = booking::check_key(key)?;
+    let scenario = sandbox::scenario_header(&headers, &merchant)?;
     let context = BookingContext {
         pool: &state.pool,
         payments: &state.payments,
         markets: &state.markets,
         public_url: &state.config.public_url,
     };
-    let response = booking::book(&context, &merchant, key, &body, crate::clock::now()).await?;
+    let response = booking::book(
+        &context,
+        &merchant,
+        key,
+        &body,
+        scenario,
+        crate::clock::now(),
+    )
+    .await?;
     let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::CREATED);
     Ok((status, Json(response.body)).into_response())
 }
 
 /// Ids in paths are UUIDs; anything else names no job (404, like an unknown one).
-fn job_id(raw: &str) -> Result<Uuid, ApiError> {
+pub(super) fn job_id(raw: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw).map_err(|_| ApiError::JobNotFound)
 }
 

@@ -11,6 +11,7 @@ mod middleware;
 mod ops;
 mod payment_methods;
 mod quotes;
+mod sandbox;
 mod tracking;
 mod webhooks;
 
@@ -51,6 +52,7 @@ pub struct AppState {
     pub texts: Arc<crate::texts::CustomerTexts>,
     pub couriers: crate::couriers::Couriers,
     pub fulfilment: crate::jobs::fulfilment::Fulfilment,
+    pub sandbox: Arc<crate::sandbox::Simulator>,
     /// The accepted operator tokens and their names.
     pub operators: Arc<admin::OperatorTokens>,
     /// Per-key request budgets of this instance.
@@ -83,6 +85,12 @@ pub fn router(state: AppState) -> Router {
             post(payment_methods::make_default),
         )
         .route("/charges", get(charges::list))
+        .route("/sandbox/jobs/{id}", get(sandbox::show))
+        .route(
+            "/sandbox/jobs/{id}/scenario",
+            post(sandbox::choose_scenario),
+        )
+        .route("/sandbox/jobs/{id}/advance", post(sandbox::advance))
         .route("/webhooks", post(webhooks::create).get(webhooks::list))
         .route("/webhooks/{id}", axum::routing::delete(webhooks::delete))
         .route("/webhooks/{id}/deliveries", get(webhooks::deliveries))

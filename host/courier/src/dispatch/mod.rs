@@ -39,6 +39,8 @@ pub struct Dispatcher {
     markets: Arc<Markets>,
     fulfilment: Fulfilment,
     config: DispatchConfig,
+    /// Test-environment jobs are left to the sandbox simulator.
+    live_jobs_only: bool,
 }
 
 impl Dispatcher {
@@ -47,12 +49,14 @@ impl Dispatcher {
         markets: Arc<Markets>,
         fulfilment: Fulfilment,
         config: DispatchConfig,
+        live_jobs_only: bool,
     ) -> Self {
         Self {
             pool,
             markets,
             fulfilment,
             config,
+            live_jobs_only,
         }
     }
 
@@ -90,7 +94,9 @@ impl Dispatcher {
         let mut passed = Vec::new();
         while passed.len() < JOBS_PER_PASS {
             let mut tx = self.pool.begin().await?;
-            let Some(job) = store::claim_unoffered_search(&mut tx, &passed).await? else {
+            let Some(job) =
+                store::claim_unoffered_search(&mut tx, &passed, self.live_jobs_only).await?
+            else {
                 break;
             };
             if let Some(offer) = self.offer(&mut tx, &job).await? {

@@ -16,13 +16,14 @@ use uuid::Uuid;
 use super::reference::{new_reference, new_tracking_token};
 use super::views::JobView;
 use crate::auth::Merchant;
-use crate::domain::JobStatus;
 use crate::domain::booking::{
     BookingRequest, BookingRequestError, Contact, StopRole, normalise_phone,
 };
+use crate::domain::{Environment, JobStatus};
 use crate::events::{self, EventDetails, EventName, JobFacts, NewEvent};
 use crate::markets::Markets;
 use crate::payments::{HoldError, Payments};
+use crate::sandbox::Scenario;
 use crate::store::jobs::{self as store, JobRow, KeyClaim};
 use crate::store::quotes::QuoteRow;
 
@@ -83,11 +84,14 @@ pub fn check_key(key: Option<&str>) -> Result<&str, BookingError> {
     Ok(key)
 }
 
+/// Books the job `body` describes. A test job also gets its sandbox run, with `scenario`
+/// (the happy path when None).
 pub async fn book(
     context: &BookingContext<'_>,
     merchant: &Merchant,
     key: &str,
     body: &Value,
+    scenario: Option<Scenario>,
     now: DateTime<Utc>,
 ) -> Result<BookingResponse, BookingError> {
     // serde_json keeps object keys sorted, so equal bodies hash alike whatever their order.
@@ -191,6 +195,10 @@ pub async fn book(
         search_opened_at: None,
     };
     store::insert(&mut tx, &job).await?;
+    if merchant.environment == Environment::Test {
+        let run = crate::sandbox::new_run(&job, scenario.unwrap_or_default(), now);
+        crate::store::sandbox::save(&mut tx, &run).await?;
+    }
     store::mark_quote_used(&mut tx, quote.id, now).await?;
     events::record(&mut tx, &booked_event(&job, merchant, now)).await?;
     // Last before commit: a refusal anywhere above never reaches the card.

@@ -77,6 +77,22 @@ struct Move<'a> {
     proof: Option<&'a Proof>,
 }
 
+/// A move the sandbox simulator makes (see [`Fulfilment::simulated_move`]).
+#[derive(Clone, Copy, Debug)]
+pub enum SimulatedMove<'a> {
+    /// A simulated courier takes the searching job.
+    Assign(Uuid),
+    /// Another simulated courier takes over.
+    Reassign(Uuid),
+    Collect,
+    Deliver(&'a Proof),
+    Return(&'a str),
+    /// Operations set the job to `cancelled` (`job.status_changed`).
+    CancelByOperations(&'a str),
+    /// No courier before the deadline.
+    Fail,
+}
+
 /// What texting the customer at collection needs.
 #[derive(Clone)]
 pub struct CollectionTexts {
@@ -295,20 +311,7 @@ impl Fulfilment {
         let job = courier_job(&mut tx, courier_id, job_id).await?;
         transitions::check(Actor::Courier, status(&job), JobStatus::Delivered)?;
         let proof = check(&job)?;
-        for file in &proof.files {
-            store::insert_proof_file(
-                &mut tx,
-                &ProofFileRow {
-                    job_id,
-                    kind: file.kind.to_owned(),
-                    content_type: file.content_type.clone(),
-                    size_bytes: i32::try_from(file.bytes.len()).unwrap_or(i32::MAX),
-                    bytes: file.bytes.clone(),
-                    created_at: proof.recorded_at,
-                },
-            )
-            .await?;
-        }
+        keep_proof_files(&mut tx, job_id, &proof).await?;
         let moved = apply(
             &mut tx,
             &job,
@@ -434,31 +437,7 @@ impl Fulfilment {
             ));
         }
         let now = now();
-        let mut next = job.clone();
-        next.courier_id = Some(courier_id);
-        next.assigned_at = Some(now);
-        if from == JobStatus::Searching {
-            next.status = JobStatus::Assigned.as_str().to_owned();
-            offers::withdraw_job_offers(&mut tx, job_id, now).await?;
-        }
-        let moved =
-            store::move_job(&mut tx, &next, &job.status)
-                .await?
-                .ok_or(InvalidTransition {
-                    from,
-                    to: JobStatus::Assigned,
-                })?;
-        record_event(
-            &mut tx,
-            &moved,
-            EventName::JobCourierAssigned,
-            EventDetails {
-                courier: Some(courier_id.to_string()),
-                ..EventDetails::default()
-            },
-            now,
-        )
-        .await?;
+        let moved = put_on_courier(&mut tx, &job, courier_id, now).await?;
         audit::record(
             &mut tx,
             &AuditRecord {
@@ -510,7 +489,7 @@ impl Fulfilment {
 
     /// Settles the charge of a job that just reached an ending. Failures are left to the
     /// worker: the settlement row stays.
-    async fn settle_now(&self, job: &JobRow) {
+    pub async fn settle_now(&self, job: &JobRow) {
         if let Some(settlement) = transitions::settlement(status(job)) {
             self.settle(job.id, settlement).await;
         }
@@ -542,6 +521,59 @@ impl Fulfilment {
         }
     }
 
+    /// Applies a move of the sandbox simulator to `job`, locked by the caller in `conn`, as
+    /// the courier, operations or dispatch would make it (same checks, events and
+    /// settlements owed). The caller commits, then calls [`Fulfilment::settle_now`].
+    pub async fn simulated_move(
+        &self,
+        conn: &mut PgConnection,
+        job: &JobRow,
+        step: SimulatedMove<'_>,
+    ) -> Result<JobRow, FulfilmentError> {
+        let (actor, to, reason, proof) = match step {
+            SimulatedMove::Assign(courier) => {
+                let step = Move {
+                    actor: Actor::Courier,
+                    to: JobStatus::Assigned,
+                    courier: Some(courier),
+                    reason: None,
+                    proof: None,
+                };
+                return apply(conn, job, &step).await;
+            }
+            SimulatedMove::Reassign(courier) => {
+                return put_on_courier(conn, job, courier, now()).await;
+            }
+            SimulatedMove::Collect => (Actor::Courier, JobStatus::InTransit, None, None),
+            SimulatedMove::Deliver(proof) => {
+                keep_proof_files(conn, job.id, proof).await?;
+                (Actor::Courier, JobStatus::Delivered, None, Some(proof))
+            }
+            SimulatedMove::Return(reason) => {
+                (Actor::Courier, JobStatus::Returned, Some(reason), None)
+            }
+            SimulatedMove::CancelByOperations(reason) => {
+                (Actor::Operator, JobStatus::Cancelled, Some(reason), None)
+            }
+            SimulatedMove::Fail => (
+                Actor::Dispatch,
+                JobStatus::Failed,
+                Some(NO_COURIER_REASON),
+                None,
+            ),
+        };
+        let step = Move {
+            actor,
+            to,
+            courier: None,
+            reason,
+            proof,
+        };
+        let moved = apply(conn, job, &step).await?;
+        self.text_on_collection(conn, &moved).await?;
+        Ok(moved)
+    }
+
     /// Does the settlements left behind (by a crash, or a failure); returns how many.
     pub async fn run_due_settlements(&self) -> Result<usize, FulfilmentError> {
         let due =
@@ -553,6 +585,68 @@ impl Fulfilment {
         }
         Ok(due.len())
     }
+}
+
+async fn keep_proof_files(
+    conn: &mut PgConnection,
+    job_id: Uuid,
+    proof: &Proof,
+) -> Result<(), sqlx::Error> {
+    for file in &proof.files {
+        store::insert_proof_file(
+            conn,
+            &ProofFileRow {
+                job_id,
+                kind: file.kind.to_owned(),
+                content_type: file.content_type.clone(),
+                size_bytes: i32::try_from(file.bytes.len()).unwrap_or(i32::MAX),
+                bytes: file.bytes.clone(),
+                created_at: proof.recorded_at,
+            },
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Puts `courier_id` on the locked `job` (searching, assigned or in transit; a searching job
+/// becomes `assigned`) and raises `job.courier_assigned`.
+async fn put_on_courier(
+    conn: &mut PgConnection,
+    job: &JobRow,
+    courier_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<JobRow, FulfilmentError> {
+    let from = status(job);
+    let refused = InvalidTransition {
+        from,
+        to: JobStatus::Assigned,
+    };
+    if !transitions::can_reassign(from) {
+        return Err(refused.into());
+    }
+    let mut next = job.clone();
+    next.courier_id = Some(courier_id);
+    next.assigned_at = Some(now);
+    if from == JobStatus::Searching {
+        next.status = JobStatus::Assigned.as_str().to_owned();
+        offers::withdraw_job_offers(conn, job.id, now).await?;
+    }
+    let moved = store::move_job(conn, &next, &job.status)
+        .await?
+        .ok_or(refused)?;
+    record_event(
+        conn,
+        &moved,
+        EventName::JobCourierAssigned,
+        EventDetails {
+            courier: Some(courier_id.to_string()),
+            ..EventDetails::default()
+        },
+        now,
+    )
+    .await?;
+    Ok(moved)
 }
 
 /// The courier's own job under way, locked; anyone else's is not found.

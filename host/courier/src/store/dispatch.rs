@@ -158,20 +158,23 @@ pub async fn claim_overdue_searches(
 }
 
 /// The searching job with no open offer that has searched longest, except those in
-/// `passed`, locked; others' locked rows are skipped, so each job is dispatched by one
-/// instance at a time.
+/// `passed` (and test jobs when `live_only`), locked; others' locked rows are skipped, so
+/// each job is dispatched by one instance at a time.
 pub async fn claim_unoffered_search(
     conn: &mut PgConnection,
     passed: &[Uuid],
+    live_only: bool,
 ) -> Result<Option<JobRow>, sqlx::Error> {
     sqlx::query_as(
         "SELECT * FROM jobs j WHERE status = 'searching' AND id <> ALL($1) \
+         AND (environment = 'live' OR NOT $2) \
          AND NOT EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
                          AND o.status = 'open') \
          ORDER BY coalesce(search_opened_at, search_opens_at, booked_at) \
          LIMIT 1 FOR UPDATE SKIP LOCKED",
     )
     .bind(passed)
+    .bind(live_only)
     .fetch_optional(conn)
     .await
 }

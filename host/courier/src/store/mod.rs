@@ -8,6 +8,7 @@ pub mod merchants;
 pub mod payments;
 pub mod price_books;
 pub mod quotes;
+pub mod sandbox;
 pub mod texts;
 pub mod tracking;
 pub mod webhooks;

@@ -1,0 +1,79 @@
+//! The sandbox's own endpoints, for test keys only (a live key finds no such route):
+//! `GET /v1/sandbox/jobs/{id}`, `POST /v1/sandbox/jobs/{id}/scenario`,
+//! `POST /v1/sandbox/jobs/{id}/advance`; and the `Courier-Sandbox-Scenario` booking header.
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::{Extension, Json};
+use serde::Deserialize;
+
+use super::jobs::job_id;
+use super::{ApiError, ApiJson, AppState, RequestError};
+use crate::auth::Merchant;
+use crate::domain::Environment;
+use crate::sandbox::{RunView, SandboxError, Scenario};
+
+pub const SCENARIO_HEADER: &str = "courier-sandbox-scenario";
+
+/// The scenario a booking asks for, if any; only test keys may ask.
+pub fn scenario_header(
+    headers: &HeaderMap,
+    merchant: &Merchant,
+) -> Result<Option<Scenario>, ApiError> {
+    let Some(raw) = headers.get(SCENARIO_HEADER) else {
+        return Ok(None);
+    };
+    if merchant.environment != Environment::Test {
+        return Err(SandboxError::TestOnly.into());
+    }
+    let name = raw.to_str().unwrap_or_default().trim();
+    Scenario::parse(name)
+        .map(Some)
+        .ok_or_else(|| SandboxError::UnknownScenario(name.to_owned()).into())
+}
+
+/// Live keys see no sandbox routes at all.
+fn test_only(merchant: &Merchant) -> Result<(), ApiError> {
+    match merchant.environment {
+        Environment::Test => Ok(()),
+        Environment::Live => Err(RequestError::RouteNotFound.into()),
+    }
+}
+
+pub async fn show(
+    State(state): State<AppState>,
+    Extension(merchant): Extension<Merchant>,
+    Path(id): Path<String>,
+) -> Result<Json<RunView>, ApiError> {
+    test_only(&merchant)?;
+    Ok(Json(state.sandbox.view(&merchant, job_id(&id)?).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioBody {
+    scenario: String,
+}
+
+pub async fn choose_scenario(
+    State(state): State<AppState>,
+    Extension(merchant): Extension<Merchant>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ScenarioBody>,
+) -> Result<Json<RunView>, ApiError> {
+    test_only(&merchant)?;
+    let view = state
+        .sandbox
+        .choose_scenario(&merchant, job_id(&id)?, &body.scenario)
+        .await?;
+    Ok(Json(view))
+}
+
+pub async fn advance(
+    State(state): State<AppState>,
+    Extension(merchant): Extension<Merchant>,
+    Path(id): Path<String>,
+) -> Result<Json<RunView>, ApiError> {
+    test_only(&merchant)?;
+    Ok(Json(state.sandbox.advance(&merchant, job_id(&id)?).await?))
+}

@@ -1,0 +1,122 @@
+//! The sandbox simulator's runs, one per test-environment job.
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct RunRow {
+    pub job_id: Uuid,
+    pub scenario: String,
+    pub stage: String,
+    pub courier_id: Option<Uuid>,
+    pub reassigned: bool,
+    pub leg: Option<serde_json::Value>,
+    pub leg_seconds: Option<i32>,
+    pub stage_started_at: DateTime<Utc>,
+    pub next_at: Option<DateTime<Utc>>,
+}
+
+/// Writes a run: a new one (in its booking's transaction) or its new state.
+pub async fn save(conn: &mut PgConnection, run: &RunRow) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO sandbox_runs (job_id, scenario, stage, courier_id, reassigned, leg, \
+         leg_seconds, stage_started_at, next_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+         ON CONFLICT (job_id) DO UPDATE SET scenario = $2, stage = $3, courier_id = $4, \
+         reassigned = $5, leg = $6, leg_seconds = $7, stage_started_at = $8, next_at = $9",
+    )
+    .bind(run.job_id)
+    .bind(&run.scenario)
+    .bind(&run.stage)
+    .bind(run.courier_id)
+    .bind(run.reassigned)
+    .bind(&run.leg)
+    .bind(run.leg_seconds)
+    .bind(run.stage_started_at)
+    .bind(run.next_at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The run of the merchant's own test job, locked for this transaction.
+pub async fn lock_own(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+    job_id: Uuid,
+) -> Result<Option<RunRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT r.* FROM sandbox_runs r JOIN jobs j ON j.id = r.job_id \
+         WHERE r.job_id = $1 AND j.merchant_id = $2 AND j.environment = 'test' \
+         FOR UPDATE OF r",
+    )
+    .bind(job_id)
+    .bind(merchant_id)
+    .fetch_optional(conn)
+    .await
+}
+
+/// One run whose next step is due, locked; runs other instances hold are skipped.
+pub async fn claim_due(
+    conn: &mut PgConnection,
+    now: DateTime<Utc>,
+    passed: &[Uuid],
+) -> Result<Option<RunRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT * FROM sandbox_runs WHERE next_at <= $1 AND job_id <> ALL($2) \
+         ORDER BY next_at LIMIT 1 FOR UPDATE SKIP LOCKED",
+    )
+    .bind(now)
+    .bind(passed)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Puts off a run's next step (after a step that failed).
+pub async fn postpone(
+    pool: &PgPool,
+    job_id: Uuid,
+    until: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE sandbox_runs SET next_at = $2 WHERE job_id = $1")
+        .bind(job_id)
+        .bind(until)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// Runs with a simulated courier on the job, for their positions.
+pub async fn under_way(conn: &mut PgConnection, limit: i64) -> Result<Vec<RunRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT * FROM sandbox_runs WHERE stage <> 'done' AND courier_id IS NOT NULL \
+         ORDER BY job_id LIMIT $1",
+    )
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}
+
+/// Couriers' latest positions, all at once.
+pub async fn report_positions(
+    conn: &mut PgConnection,
+    couriers: &[Uuid],
+    latitudes: &[f64],
+    longitudes: &[f64],
+    seen_at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO courier_positions (courier_id, latitude, longitude, seen_at) \
+         SELECT id, lat, lon, $4 FROM UNNEST($1::uuid[], $2::float8[], $3::float8[]) \
+              AS p (id, lat, lon) \
+         ON CONFLICT (courier_id) DO UPDATE \
+         SET latitude = excluded.latitude, longitude = excluded.longitude, seen_at = $4",
+    )
+    .bind(couriers)
+    .bind(latitudes)
+    .bind(longitudes)
+    .bind(seen_at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
