@@ -157,16 +157,19 @@ impl Simulator {
         }))
     }
 
-    /// `GET /v1/sandbox/jobs/{id}`.
+    /// `GET /v1/sandbox/jobs/{id}`: read without locks, so it never waits on a step.
     pub async fn view(&self, merchant: &Merchant, job_id: Uuid) -> Result<RunView, SandboxError> {
-        let mut tx = self.pool.begin().await?;
-        let run = store::lock_own(&mut tx, merchant.merchant_id, job_id)
+        let job = crate::store::jobs::find(
+            &self.pool,
+            merchant.merchant_id,
+            merchant.environment,
+            job_id,
+        )
+        .await?
+        .ok_or(SandboxError::JobNotFound)?;
+        let run = store::find(&self.pool, job_id)
             .await?
             .ok_or(SandboxError::JobNotFound)?;
-        let job = lock_job(&mut tx, job_id)
-            .await?
-            .ok_or(SandboxError::JobNotFound)?;
-        tx.commit().await?;
         Ok(view(&run, &job))
     }
 

@@ -39,6 +39,13 @@ pub async fn save(conn: &mut PgConnection, run: &RunRow) -> Result<(), sqlx::Err
     Ok(())
 }
 
+pub async fn find(pool: &PgPool, job_id: Uuid) -> Result<Option<RunRow>, sqlx::Error> {
+    sqlx::query_as("SELECT * FROM sandbox_runs WHERE job_id = $1")
+        .bind(job_id)
+        .fetch_optional(pool)
+        .await
+}
+
 /// The run of the merchant's own test job, locked for this transaction.
 pub async fn lock_own(
     conn: &mut PgConnection,
