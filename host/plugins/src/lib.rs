@@ -27,6 +27,7 @@ mod inspect;
 mod limits;
 mod payments;
 mod pricing;
+mod public_address;
 mod slot;
 mod webhooks;
 
@@ -42,5 +43,6 @@ pub use pricing::{
     BookInfo, LineCode, LocalDateTime, PreparedSettings, PriceBook, PriceLine, PriceRefusal,
     PriceRequest, Vehicle, Weekday, total_minor,
 };
+pub use public_address::is_public as is_public_address;
 pub use slot::Slot;
 pub use webhooks::{Environment, EventJob, Payload, PayloadShaper, Proof, WebhookEvent};

@@ -11,8 +11,8 @@ use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use reqwest::{Client, Url};
 use thiserror::Error;
 
-use super::address::is_public;
 use super::config::WebhookConfig;
+use courier_plugins::is_public_address as is_public;
 
 /// The most of a receiver's answer that is read (then the connection is given up).
 const MAX_RESPONSE_BYTES: usize = 64 * 1024;

@@ -8,10 +8,10 @@ use thiserror::Error;
 use uuid::Uuid;
 
 use super::Webhooks;
-use super::address::is_public;
 use super::secret;
 use crate::events::EventName;
 use crate::store::webhooks::{self as store, DeliveryRow, EndpointRow, NewEndpoint, Owner};
+use courier_plugins::is_public_address as is_public;
 
 /// Delivery records listed per endpoint (spec section 8).
 pub const DELIVERIES_LISTED: i64 = 50;

@@ -5,9 +5,8 @@
 //! - `fanout`: events → one delivery per subscribed active endpoint, body shaped once.
 //! - `delivery`: claimed deliveries attempted in per-endpoint lanes; retries and suspension.
 //! - `client`: the outbound HTTP client that only connects to vetted public addresses.
-//! - `signer`, `secret`, `address`: signatures, encrypted secrets, address rules.
+//! - `signer`, `secret`: signatures, encrypted secrets (address rules: `courier_plugins::is_public_address`).
 
-mod address;
 mod client;
 mod config;
 mod delivery;
@@ -26,7 +25,6 @@ use thiserror::Error;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-pub use address::is_public;
 pub use client::ClientError;
 pub use config::WebhookConfig;
 pub use endpoints::{DeliveryRecord, Endpoint, WebhookError};

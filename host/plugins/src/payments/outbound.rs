@@ -5,7 +5,9 @@
 //! answer could change in between).
 
 use std::io::Read;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+
+use crate::public_address::is_public;
 use std::time::Duration;
 
 use url::{Host, Url};
@@ -215,57 +217,6 @@ impl HttpPolicy {
     }
 }
 
-/// Whether an address is on the public internet: not loopback, private,
-/// link-local, shared (CGNAT), documentation, benchmarking, multicast,
-/// reserved or unspecified, including v4 addresses embedded in v6.
-pub(crate) fn is_public(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => is_public_v4(v4),
-        IpAddr::V6(v6) => is_public_v6(v6),
-    }
-}
-
-fn is_public_v4(ip: Ipv4Addr) -> bool {
-    let [a, b, c, _] = ip.octets();
-    !(ip.is_unspecified()
-        || ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_broadcast()
-        || ip.is_documentation()
-        || ip.is_multicast()
-        || a == 0
-        || (a == 100 && (64..128).contains(&b)) // shared address space
-        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
-        || (a == 198 && (b == 18 || b == 19)) // benchmarking
-        || a >= 240) // reserved
-}
-
-fn is_public_v6(ip: Ipv6Addr) -> bool {
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return is_public_v4(v4);
-    }
-    let s = ip.segments();
-    // NAT64 (64:ff9b::/96) carries a v4 address in its last 32 bits.
-    if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
-        return is_public_v4(Ipv4Addr::new(
-            (s[6] >> 8) as u8,
-            s[6] as u8,
-            (s[7] >> 8) as u8,
-            s[7] as u8,
-        ));
-    }
-    !(ip.is_unspecified()
-        || ip.is_loopback()
-        || ip.is_multicast()
-        || (s[0] & 0xfe00) == 0xfc00 // unique local
-        || (s[0] & 0xffc0) == 0xfe80 // link-local
-        || (s[0] & 0xffc0) == 0xfec0 // site-local (deprecated)
-        || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
-        || (s[0] == 0x0100 && s[1..4] == [0, 0, 0]) // discard
-        || s[0..6] == [0, 0, 0, 0, 0, 0]) // v4-compatible, deprecated
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,47 +233,6 @@ mod tests {
                 "{url}: expected forbidden, got {:?}",
                 other.map(|(u, a)| (u.to_string(), a))
             ),
-        }
-    }
-
-    #[test]
-    fn private_and_special_addresses_are_not_public() {
-        for ip in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "172.31.255.255",
-            "192.168.1.1",
-            "169.254.169.254",
-            "100.64.0.1",
-            "0.0.0.0",
-            "255.255.255.255",
-            "224.0.0.1",
-            "192.0.2.1",
-            "198.18.0.1",
-            "240.0.0.1",
-            "::1",
-            "::",
-            "fc00::1",
-            "fd12::1",
-            "fe80::1",
-            "::ffff:127.0.0.1",
-            "::ffff:10.0.0.1",
-            "64:ff9b::a00:1",
-            "2001:db8::1",
-            "ff02::1",
-        ] {
-            assert!(!is_public(ip.parse().unwrap()), "{ip} counted as public");
-        }
-        for ip in [
-            "1.1.1.1",
-            "8.8.8.8",
-            "172.32.0.1",
-            "100.128.0.1",
-            "2606:4700::1111",
-            "64:ff9b::808:808",
-        ] {
-            assert!(is_public(ip.parse().unwrap()), "{ip} counted as private");
         }
     }
 

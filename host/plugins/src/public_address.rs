@@ -1,5 +1,6 @@
-//! Which addresses webhooks may be sent to: public unicast only, so an endpoint URL cannot
-//! reach the service's own network (SSRF).
+//! Which addresses the service may send requests to on someone else's say (webhook endpoints,
+//! payment adapters' outbound HTTP): public unicast only, so a URL cannot reach the service's
+//! own network (SSRF).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -49,6 +50,8 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         0x2001 if s[1] == 0 => is_public_v4(embedded(!s[6], !s[7])),
         // Documentation.
         0x2001 if s[1] == 0x0db8 => false,
+        // Discard-only 100::/64.
+        0x0100 if s[1..4] == [0, 0, 0] => false,
         // Unique-local fc00::/7, link-local fe80::/10, site-local fec0::/10, multicast ff00::/8.
         first if (first & 0xfe00) == 0xfc00 || (first & 0xffc0) == 0xfe80 => false,
         first if (first & 0xffc0) == 0xfec0 || (first & 0xff00) == 0xff00 => false,
@@ -78,6 +81,9 @@ mod tests {
             "0.0.0.0",
             "224.0.0.1",
             "255.255.255.255",
+            "192.0.2.1",
+            "198.18.0.1",
+            "240.0.0.1",
         ] {
             assert!(!public(ip), "{ip}");
         }
@@ -109,6 +115,8 @@ mod tests {
             "2002:c0a8:0101::1",
             "2001:0:4136:e378:8000:63bf:80ff:fffe", // Teredo client 127.0.0.1
             "2001:db8::1",
+            "100::1",
+            "64:ff9b::a00:1",
         ] {
             assert!(!public(ip), "{ip}");
         }
