@@ -188,6 +188,14 @@ async fn a_test_job_delivers_itself_along_its_route_with_every_event() {
         .await
         .unwrap();
     assert_eq!(response.status(), 204);
+    // The simulated courier existed only while on the job.
+    let left: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM courier_positions WHERE courier_id = $1")
+            .bind(uuid::Uuid::parse_str(&courier).unwrap())
+            .fetch_one(&floor.app.pool().await)
+            .await
+            .unwrap();
+    assert_eq!(left, 0);
     floor.app.stop().await;
 }
 

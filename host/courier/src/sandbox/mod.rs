@@ -305,9 +305,11 @@ impl Simulator {
         let job = lock_job(conn, run.job_id)
             .await?
             .ok_or(SandboxError::JobNotFound)?;
+        let courier_before = run.courier_id;
         if self.follow_job(run, &job, now) {
             self.schedule(run, &job);
             store::save(conn, run).await?;
+            retire_courier(conn, courier_before, run).await?;
             return Ok(None);
         }
         let scenario = scenario_of(run);
@@ -340,6 +342,7 @@ impl Simulator {
         let current = moved.as_ref().unwrap_or(&job);
         self.schedule(run, current);
         store::save(conn, run).await?;
+        retire_courier(conn, courier_before, run).await?;
         if let (Some(courier), Some(at)) = (run.courier_id, self.position(run, now))
             && stage_of(run) != Stage::Done
         {
@@ -525,6 +528,21 @@ impl Simulator {
             .route(job.vehicle.parse::<Vehicle>().ok()?, from, to)
             .ok()?;
         Some(Leg::of_route(&route.shape, route.duration_seconds))
+    }
+}
+
+/// A simulated courier exists only while on its job: once the job ends or passes to another
+/// courier, its last position goes too.
+async fn retire_courier(
+    conn: &mut PgConnection,
+    courier_before: Option<Uuid>,
+    run: &RunRow,
+) -> Result<(), sqlx::Error> {
+    match courier_before {
+        Some(courier) if run.courier_id != Some(courier) || stage_of(run) == Stage::Done => {
+            store::forget_position(conn, courier).await
+        }
+        _ => Ok(()),
     }
 }
 

@@ -127,3 +127,11 @@ pub async fn report_positions(
     .await?;
     Ok(())
 }
+
+pub async fn forget_position(conn: &mut PgConnection, courier_id: Uuid) -> Result<(), sqlx::Error> {
+    sqlx::query("DELETE FROM courier_positions WHERE courier_id = $1")
+        .bind(courier_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
