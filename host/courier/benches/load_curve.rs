@@ -110,8 +110,8 @@ async fn stock_quotes(bench: &Arc<Bench>, count: usize) -> Vec<String> {
     ids
 }
 
-/// Gives a new merchant `count` jobs, copies of `template_job` (with their own quotes), and
-/// returns its test credentials.
+/// Gives a new merchant `count` jobs, copies of `template_job` (with their own quotes, and
+/// references and tracking tokens told apart by the merchant), and returns its test credentials.
 async fn merchant_with_jobs(bench: &Bench, template_job: Uuid, count: i64) -> (String, String) {
     let hash_key = courier::secrets::SecretKey::from_hex(&"be".repeat(32)).unwrap();
     let authenticator = courier::auth::Authenticator::new(bench.pool.clone(), &hash_key);
@@ -129,8 +129,9 @@ async fn merchant_with_jobs(bench: &Bench, template_job: Uuid, count: i64) -> (S
            RETURNING id) \
          INSERT INTO jobs SELECT (jsonb_populate_record(NULL::jobs, to_jsonb(j) || \
            jsonb_build_object('id', gen_random_uuid(), 'quote_id', numbered.quote_id, \
-             'merchant_id', $3::uuid, 'reference', j.reference || '-' || numbered.n, \
-             'tracking_token', j.tracking_token || numbered.n, \
+             'merchant_id', $3::uuid, \
+             'reference', j.reference || '-' || left($3::text, 8) || '-' || numbered.n, \
+             'tracking_token', j.tracking_token || left($3::text, 8) || numbered.n, \
              'booked_at', j.booked_at - make_interval(secs => numbered.n)))).* \
          FROM jobs j, numbered WHERE j.id = $1 \
            AND (SELECT count(*) FROM new_quotes) > 0",
