@@ -8,7 +8,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::fulfilment::Floor;
-use crate::support::{Authed, MerchantCredentials, assert_refusal, status_and_json};
+use crate::support::{Authed, MerchantCredentials, assert_refusal};
 
 /// Simulated seconds per real second: a delivery of some ten simulated minutes takes a few
 /// real seconds.
@@ -103,29 +103,16 @@ async fn a_test_job_delivers_itself_along_its_route_with_every_event() {
     assert_eq!(run["next_step"], "assign");
     // Nobody on the job yet: no position.
     let position_path = format!("/v1/jobs/{}/courier-position", id(&job));
-    let response = floor
-        .app
-        .request(Method::GET, &position_path)
-        .auth(&floor.credential)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 204);
+    let (status, _) = floor.merchant_call(Method::GET, &position_path, None).await;
+    assert_eq!(status, 204);
 
     // On the road to the drop-off, the courier moves.
     wait_for_status(&floor, &job, "in_transit").await;
     let mut positions: Vec<(f64, f64)> = Vec::new();
     let deadline = Instant::now() + ENDING_WAIT;
     while positions.len() < 3 && Instant::now() < deadline {
-        let response = floor
-            .app
-            .request(Method::GET, &position_path)
-            .auth(&floor.credential)
-            .send()
-            .await
-            .unwrap();
-        if response.status() == 200 {
-            let (_, at) = status_and_json(response).await;
+        let (status, at) = floor.merchant_call(Method::GET, &position_path, None).await;
+        if status == 200 {
             let point = (
                 at["latitude"].as_f64().unwrap(),
                 at["longitude"].as_f64().unwrap(),
@@ -180,14 +167,8 @@ async fn a_test_job_delivers_itself_along_its_route_with_every_event() {
     assert_eq!(run["status"], "delivered");
     assert_eq!(run["next_step"], Value::Null);
     // Ended: no more positions.
-    let response = floor
-        .app
-        .request(Method::GET, &position_path)
-        .auth(&floor.credential)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 204);
+    let (status, _) = floor.merchant_call(Method::GET, &position_path, None).await;
+    assert_eq!(status, 204);
     // The simulated courier existed only while on the job.
     let left: i64 =
         sqlx::query_scalar("SELECT count(*) FROM courier_positions WHERE courier_id = $1")
