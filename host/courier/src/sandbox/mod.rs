@@ -414,7 +414,7 @@ impl Simulator {
                 Some(moved)
             }
             Step::ArriveAtPickup => {
-                set_stage(run, Stage::AtPickup, stop(job, "pickup")?, now);
+                set_stage(run, Stage::AtPickup, standing_at(&job.pickup)?, now);
                 None
             }
             Step::Collect => {
@@ -429,7 +429,7 @@ impl Simulator {
                 Some(moved)
             }
             Step::ArriveAtDropoff => {
-                set_stage(run, Stage::AtDropoff, stop(job, "dropoff")?, now);
+                set_stage(run, Stage::AtDropoff, standing_at(&job.dropoff)?, now);
                 None
             }
             Step::DriveBack => {
@@ -586,11 +586,7 @@ fn set_stage(run: &mut RunRow, stage: Stage, leg: Leg, now: DateTime<Utc>) {
 }
 
 /// Standing at one of the job's stops.
-fn stop(job: &JobRow, which: &str) -> Result<Leg, SandboxError> {
-    let stop = match which {
-        "pickup" => &job.pickup,
-        _ => &job.dropoff,
-    };
+fn standing_at(stop: &serde_json::Value) -> Result<Leg, SandboxError> {
     point(stop)
         .map(Leg::still)
         .ok_or(SandboxError::RouteUnavailable)
