@@ -13,6 +13,7 @@ mod instances;
 mod jobs;
 mod keys;
 mod lookups;
+mod openapi;
 mod ops;
 mod payments;
 mod price_books;

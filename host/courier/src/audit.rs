@@ -155,16 +155,56 @@ impl AuditFilter {
     }
 }
 
+/// The names of [`AuditAction`]s, for the API's description (built from [`AuditAction::ALL`]).
+pub struct AuditActionName;
+
+impl utoipa::PartialSchema for AuditActionName {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some("What an operator did"))
+            .enum_values(Some(AuditAction::ALL.map(AuditAction::as_str)))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for AuditActionName {}
+
+/// The [`TARGET_TYPES`], for the API's description.
+pub struct AuditTargetType;
+
+impl utoipa::PartialSchema for AuditTargetType {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some("The kind of thing an operator acted on"))
+            .enum_values(Some(TARGET_TYPES))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for AuditTargetType {}
+
 /// One recorded action, as read back.
-#[derive(Clone, Debug, Serialize, sqlx::FromRow)]
+#[derive(Clone, Debug, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct AuditEntry {
     pub id: Uuid,
+    /// Who did it: the operator's name (`system` for the service itself).
     pub operator: String,
+    /// What was done, e.g. `merchant.created`.
+    #[schema(value_type = AuditActionName)]
     pub action: String,
+    #[schema(value_type = AuditTargetType)]
     pub target_type: String,
+    /// Which one: a UUID, an API key, or `<market>/<version>` for a price book.
     pub target_id: String,
+    /// The merchant concerned, if any.
     pub merchant_id: Option<Uuid>,
+    /// The values before the change; never secrets.
+    #[schema(value_type = Option<Object>)]
     pub before: Option<Value>,
+    /// The values after the change; never secrets.
+    #[schema(value_type = Option<Object>)]
     pub after: Option<Value>,
     pub occurred_at: DateTime<Utc>,
 }

@@ -14,7 +14,7 @@ use crate::domain::Environment;
 pub const EVENTS_CHANNEL: &str = "courier_events";
 
 /// The spec's event names (section 6).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 pub enum EventName {
     #[serde(rename = "job.booked")]
     JobBooked,

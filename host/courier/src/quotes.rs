@@ -26,7 +26,7 @@ pub enum QuoteError {
 }
 
 /// One line of a price breakdown.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct BreakdownLine {
     pub code: String,
     pub description: String,
@@ -34,7 +34,7 @@ pub struct BreakdownLine {
 }
 
 /// A quote as the API shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Quote {
     pub id: Uuid,
     pub currency: String,
@@ -42,6 +42,7 @@ pub struct Quote {
     pub total: String,
     pub distance_metres: i32,
     pub estimated_duration_seconds: i32,
+    #[schema(value_type = crate::api::openapi::VehicleName)]
     pub vehicle: String,
     pub expires_at: DateTime<Utc>,
     pub breakdown: Vec<BreakdownLine>,

@@ -3,6 +3,7 @@
 use axum::extract::{Path, State};
 use axum::{Extension, Json};
 use serde::Deserialize;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::admin::Operator;
@@ -12,6 +13,14 @@ use crate::numeric::Numeric;
 use crate::payments::{ChargeView, PaymentError};
 
 /// `GET /v1/charges`: the last 50, one per job, newest first.
+#[utoipa::path(
+    get,
+    path = "/charges",
+    operation_id = "listCharges",
+    tag = "payments",
+    summary = "The last 50 charges, one per job, newest first",
+    responses((status = 200, description = "Charges", body = Vec<ChargeView>))
+)]
 pub async fn list(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,
@@ -19,12 +28,29 @@ pub async fn list(
     Ok(Json(state.payments.recent_charges(&merchant).await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RefundBody {
+    /// Up to what is captured and not yet refunded.
+    #[schema(value_type = i64, minimum = 1)]
     amount_minor: Numeric<i64>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/charges/{id}/refund",
+    operation_id = "refundCharge",
+    tag = "admin",
+    params(("id" = Uuid, Path, description = "The charge's id")),
+    request_body = RefundBody,
+    responses(
+        (status = 200, description = "The charge after the refund", body = ChargeView),
+        (status = 404, description = "charge.not_found"),
+        (status = 409, description = "charge.not_refundable"),
+        (status = 422, description = "charge.invalid_amount charge.refund_exceeds_captured payment.card_declined payment.live_unavailable"),
+        (status = 503, description = "payment.provider_unreachable"),
+    )
+)]
 /// `POST /admin/v1/charges/{id}/refund` `{amount_minor}`: gives back part or all of a
 /// captured charge; answers the charge.
 pub async fn refund(

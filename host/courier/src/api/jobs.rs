@@ -10,6 +10,7 @@ use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::lookups::PointBody;
@@ -18,13 +19,84 @@ use crate::auth::Merchant;
 use crate::domain::JobStatus;
 use crate::jobs::POSITION_FRESHNESS;
 use crate::jobs::booking::{self, BookingContext};
-use crate::jobs::views::{JobDetail, JobListItem};
+use crate::jobs::views::{JobDetail, JobListItem, JobView};
 use crate::numeric::NumericValue;
 use crate::store::jobs::{self as store, ListFilter};
 
 pub const MAX_PAGE_SIZE: i64 = 200;
 const DEFAULT_PAGE_SIZE: i64 = 50;
 
+/// `POST /v1/jobs`'s body as `domain::booking::BookingRequest::parse` reads it.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct BookingBody {
+    /// An unexpired, unused quote of this environment.
+    quote_id: Uuid,
+    /// The same point that was quoted.
+    pickup: ContactBody,
+    /// The same point that was quoted.
+    dropoff: ContactBody,
+    /// Must match what the quote was priced for; omitted means now; the past is refused.
+    scheduled_for: Option<DateTime<Utc>>,
+    /// Omit for a parcel; listed in receipt order.
+    items: Option<Vec<ItemBody>>,
+    /// Omitted means none; cannot exceed the items' total.
+    #[schema(minimum = 0)]
+    discount_minor: Option<i64>,
+    /// What the customer was billed for the goods; omitted means items less discount.
+    #[schema(minimum = 0)]
+    items_total_minor: Option<i64>,
+    /// Text the tracking link when the courier collects; omitted means the account setting.
+    notify_customer: Option<bool>,
+}
+
+/// A stop of a booking.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct ContactBody {
+    #[schema(minimum = -90, maximum = 90)]
+    latitude: f64,
+    #[schema(minimum = -180, maximum = 180)]
+    longitude: f64,
+    /// As the courier should read it.
+    address: String,
+    postcode: Option<String>,
+    contact_name: String,
+    /// International format advised; must be usable in the market's country.
+    contact_phone: String,
+    /// Free text for the courier.
+    notes: Option<String>,
+}
+
+/// A line of the order, as sent.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct ItemBody {
+    name: String,
+    #[schema(minimum = 0)]
+    unit_price_minor: i64,
+    #[schema(minimum = 1)]
+    quantity: i32,
+}
+
+#[utoipa::path(
+    post,
+    path = "/jobs",
+    operation_id = "bookJob",
+    tag = "jobs",
+    summary = "Book a delivery against a quote",
+    params(
+        ("Idempotency-Key" = String, Header, description = "Caller-chosen; the same key with the same body answers the first booking again"),
+        ("Courier-Sandbox-Scenario" = Option<String>, Header, description = "Test environment only: how the simulated courier plays the job out"),
+    ),
+    request_body = BookingBody,
+    responses(
+        (status = 201, description = "Booked; the same key with the same body answers this again", body = JobView),
+        (status = 409, description = "idempotency.key_reused"),
+        (status = 422, description = "request.missing_idempotency_key request.invalid_idempotency_key quote.not_found quote.expired quote.already_used quote.stop_mismatch quote.schedule_mismatch job.scheduled_in_past request.invalid_scheduled_for request.invalid_stop order.item_invalid order.discount_exceeds_items order.invalid_amount request.invalid_notify_customer request.invalid_body payment.no_payment_method payment.card_declined payment.card_dead sandbox.unknown_scenario sandbox.test_only"),
+        (status = 503, description = "payment.provider_unreachable"),
+    )
+)]
 pub async fn create(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,
@@ -61,6 +133,17 @@ pub(super) fn job_id(raw: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw).map_err(|_| ApiError::JobNotFound)
 }
 
+#[utoipa::path(
+    get,
+    path = "/jobs/{id}",
+    operation_id = "getJob",
+    tag = "jobs",
+    params(("id" = Uuid, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "The job", body = JobDetail),
+        (status = 404, description = "job.not_found"),
+    )
+)]
 pub async fn get(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,
@@ -77,7 +160,7 @@ pub async fn get(
     Ok(Json(JobDetail::new(&job, &state.config.public_url)))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct JobPage {
     items: Vec<JobListItem>,
     total: i64,
@@ -85,6 +168,24 @@ pub struct JobPage {
     size: i64,
 }
 
+#[utoipa::path(
+    get,
+    path = "/jobs",
+    operation_id = "listJobs",
+    tag = "jobs",
+    summary = "The caller's jobs, newest first",
+    params(
+        ("status" = Option<String>, Query, description = "One status or several, comma-separated"),
+        ("from" = Option<DateTime<Utc>>, Query, description = "Booked at or after"),
+        ("to" = Option<DateTime<Utc>>, Query, description = "Booked before"),
+        ("page" = Option<i64>, Query, minimum = 1, description = "From 1; default 1"),
+        ("size" = Option<i64>, Query, minimum = 1, maximum = 200, description = "Up to 200; default 50"),
+    ),
+    responses(
+        (status = 200, description = "A page of jobs", body = JobPage),
+        (status = 422, description = "request.unknown_status request.invalid_page request.invalid_page_size request.invalid_query"),
+    )
+)]
 pub async fn list(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,
@@ -130,13 +231,25 @@ pub async fn list(
     }))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct CourierPosition {
     #[serde(flatten)]
     point: PointBody,
     seen_at: DateTime<Utc>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/jobs/{id}/courier-position",
+    operation_id = "getCourierPosition",
+    tag = "jobs",
+    params(("id" = Uuid, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "Where the job's courier was last seen", body = CourierPosition),
+        (status = 204, description = "Nobody is on the job, or its courier has not been heard from lately"),
+        (status = 404, description = "job.not_found"),
+    )
+)]
 pub async fn courier_position(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,
@@ -174,12 +287,26 @@ pub async fn courier_position(
     )
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelBody {
     reason: Option<String>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/jobs/{id}/cancel",
+    operation_id = "cancelJob",
+    tag = "jobs",
+    params(("id" = Uuid, Path, description = "The job's id")),
+    request_body(content = Option<CancelBody>, description = "Optional; the body may be empty"),
+    responses(
+        (status = 200, description = "The cancelled job", body = JobDetail),
+        (status = 404, description = "job.not_found"),
+        (status = 409, description = "job.not_cancellable"),
+        (status = 422, description = "request.invalid_body"),
+    )
+)]
 /// `POST /v1/jobs/{id}/cancel` `{reason}` (optional; the body may be empty): until the job is
 /// collected. Cancelling a cancelled job answers it again.
 pub async fn cancel(
@@ -202,6 +329,22 @@ pub async fn cancel(
     Ok(Json(JobDetail::new(&job, &state.config.public_url)))
 }
 
+#[utoipa::path(
+    get,
+    path = "/jobs/{id}/proof/{kind}",
+    operation_id = "getProofFile",
+    tag = "jobs",
+    params(
+        ("id" = Uuid, Path, description = "The job's id"),
+        ("kind" = String, Path, description = "`photo` or `signature`"),
+    ),
+    responses(
+        (status = 200, description = "The file as the courier's app sent it", content(
+            (String = "image/jpeg"), (String = "image/png"), (String = "image/webp")
+        )),
+        (status = 404, description = "job.not_found proof.not_found"),
+    )
+)]
 /// `GET /v1/jobs/{id}/proof/{photo|signature}`: the file, to the job's merchant only.
 pub async fn proof_file(
     State(state): State<AppState>,

@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use courier_geo::{LatLon, Place, Route, Vehicle};
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::{ApiError, ApiQuery, AppState, RequestError};
 use crate::numeric::NumericValue;
@@ -18,7 +19,7 @@ const DEFAULT_PLACES_LIMIT: usize = 5;
 
 type Query = ApiQuery<HashMap<String, String>>;
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct PointBody {
     pub latitude: f64,
     pub longitude: f64,
@@ -33,7 +34,7 @@ impl From<LatLon> for PointBody {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct RouteBody {
     distance_metres: u32,
     duration_seconds: u32,
@@ -50,7 +51,7 @@ impl From<Route> for RouteBody {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct PlaceBody {
     name: String,
     latitude: f64,
@@ -70,6 +71,25 @@ impl From<Place> for PlaceBody {
 }
 
 /// `GET /v1/routes`
+#[utoipa::path(
+    get,
+    path = "/routes",
+    operation_id = "getRoute",
+    tag = "lookups",
+    summary = "The road route between two points, as quotes price it",
+    params(
+        ("fromLatitude" = f64, Query, minimum = -90, maximum = 90),
+        ("fromLongitude" = f64, Query, minimum = -180, maximum = 180),
+        ("toLatitude" = f64, Query, minimum = -90, maximum = 90),
+        ("toLongitude" = f64, Query, minimum = -180, maximum = 180),
+        ("vehicle" = Option<super::openapi::VehicleName>, Query, description = "Omitted means the smallest vehicle the market offers"),
+    ),
+    responses(
+        (status = 200, description = "Every bend in order", body = RouteBody),
+        (status = 422, description = "request.invalid_pickup request.invalid_dropoff request.unknown_vehicle pricing.origin_not_covered pricing.destination_not_covered pricing.vehicle_not_available pricing.no_route"),
+        (status = 503, description = "lookup.not_ready lookup.unavailable"),
+    )
+)]
 pub async fn route(
     State(state): State<AppState>,
     ApiQuery(query): Query,
@@ -84,6 +104,24 @@ pub async fn route(
 }
 
 /// `GET /v1/places`
+#[utoipa::path(
+    get,
+    path = "/places",
+    operation_id = "searchPlaces",
+    tag = "lookups",
+    summary = "Address suggestions for forms, best match first",
+    params(
+        ("q" = String, Query, description = "What the person typed"),
+        ("nearLatitude" = Option<f64>, Query, minimum = -90, maximum = 90, description = "With nearLongitude: prefer places near here"),
+        ("nearLongitude" = Option<f64>, Query, minimum = -180, maximum = 180),
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 20, description = "Default 5"),
+    ),
+    responses(
+        (status = 200, description = "Suggestions", body = Vec<PlaceBody>),
+        (status = 422, description = "request.invalid_query request.invalid_location request.invalid_limit"),
+        (status = 503, description = "lookup.not_ready lookup.unavailable"),
+    )
+)]
 pub async fn search_places(
     State(state): State<AppState>,
     ApiQuery(query): Query,
@@ -114,6 +152,23 @@ pub async fn search_places(
 }
 
 /// `GET /v1/places/reverse`
+#[utoipa::path(
+    get,
+    path = "/places/reverse",
+    operation_id = "reversePlace",
+    tag = "lookups",
+    summary = "The address at a point",
+    params(
+        ("latitude" = f64, Query, minimum = -90, maximum = 90),
+        ("longitude" = f64, Query, minimum = -180, maximum = 180),
+    ),
+    responses(
+        (status = 200, description = "The nearest address", body = PlaceBody),
+        (status = 204, description = "Nothing found near the point"),
+        (status = 422, description = "request.invalid_location"),
+        (status = 503, description = "lookup.not_ready lookup.unavailable"),
+    )
+)]
 pub async fn reverse_place(
     State(state): State<AppState>,
     ApiQuery(query): Query,

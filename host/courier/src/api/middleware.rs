@@ -115,6 +115,11 @@ pub async fn json_errors_only(request: Request, next: Next) -> Response {
         return response;
     }
     let error: ApiError = match status {
+        // axum refuses a path segment that is not UTF-8 with a bare 400: such a path names
+        // nothing this service serves.
+        StatusCode::BAD_REQUEST => {
+            return ApiError::from(RequestError::RouteNotFound).into_response();
+        }
         StatusCode::NOT_FOUND => RequestError::RouteNotFound.into(),
         StatusCode::METHOD_NOT_ALLOWED => RequestError::MethodNotAllowed.into(),
         StatusCode::PAYLOAD_TOO_LARGE => RequestError::BodyTooLarge.into(),

@@ -8,6 +8,7 @@ mod extract;
 mod jobs;
 mod lookups;
 mod middleware;
+pub(crate) mod openapi;
 mod ops;
 mod payment_methods;
 mod quotes;
@@ -21,15 +22,17 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request, Response};
-use axum::routing::{get, post};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 use tracing::Span;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub use admin::{Operator, OperatorTokens};
 pub use error::{ApiError, RequestError};
 pub use extract::{ApiJson, ApiQuery};
+pub use openapi::document as openapi_document;
 
 use crate::auth::Authenticator;
 use crate::config::Config;
@@ -59,46 +62,58 @@ pub struct AppState {
     pub rate_limiter: Arc<crate::rate_limit::RateLimiter>,
 }
 
+/// The merchant API under /v1 (credentials checked by the caller's layers).
+fn merchant_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(quotes::create))
+        .routes(routes!(jobs::create, jobs::list))
+        .routes(routes!(jobs::get))
+        .routes(routes!(jobs::courier_position))
+        .routes(routes!(jobs::cancel))
+        .routes(routes!(jobs::proof_file))
+        .routes(routes!(lookups::route))
+        .routes(routes!(lookups::search_places))
+        .routes(routes!(lookups::reverse_place))
+        .routes(routes!(payment_methods::setup))
+        .routes(routes!(payment_methods::attach, payment_methods::list))
+        .routes(routes!(payment_methods::remove))
+        .routes(routes!(payment_methods::make_default))
+        .routes(routes!(charges::list))
+        .routes(routes!(sandbox::show))
+        .routes(routes!(sandbox::choose_scenario))
+        .routes(routes!(sandbox::advance))
+        .routes(routes!(webhooks::create, webhooks::list))
+        .routes(routes!(webhooks::delete))
+        .routes(routes!(webhooks::deliveries))
+        .routes(routes!(webhooks::resume))
+        .routes(routes!(webhooks::rotate_secret))
+}
+
+/// What needs no credentials: operations, the tracking page, the API's description.
+fn public_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(ops::healthz))
+        .routes(routes!(ops::readyz))
+        .routes(routes!(ops::metrics))
+        // The public tracking page: no credentials, the token is the key.
+        .routes(routes!(tracking::page))
+        .routes(routes!(tracking::state))
+        .routes(routes!(openapi::serve))
+}
+
+/// Every route, described; the source of both the router and the description.
+fn documented_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(public_routes())
+        .nest("/v1", merchant_routes())
+        .nest("/admin/v1", admin::routes())
+        // The proof body limit is configuration; the description does not depend on it.
+        .nest("/courier/v1", courier::routes(0))
+}
+
 pub fn router(state: AppState) -> Router {
     // Everything under /v1, unknown paths included, answers 401 before anything else.
-    let v1 = Router::new()
-        .route("/quotes", post(quotes::create))
-        .route("/jobs", post(jobs::create).get(jobs::list))
-        .route("/jobs/{id}", get(jobs::get))
-        .route("/jobs/{id}/courier-position", get(jobs::courier_position))
-        .route("/jobs/{id}/cancel", post(jobs::cancel))
-        .route("/jobs/{id}/proof/{kind}", get(jobs::proof_file))
-        .route("/routes", get(lookups::route))
-        .route("/places", get(lookups::search_places))
-        .route("/places/reverse", get(lookups::reverse_place))
-        .route("/payment-methods/setup", post(payment_methods::setup))
-        .route(
-            "/payment-methods",
-            post(payment_methods::attach).get(payment_methods::list),
-        )
-        .route(
-            "/payment-methods/{id}",
-            axum::routing::delete(payment_methods::remove),
-        )
-        .route(
-            "/payment-methods/{id}/default",
-            post(payment_methods::make_default),
-        )
-        .route("/charges", get(charges::list))
-        .route("/sandbox/jobs/{id}", get(sandbox::show))
-        .route(
-            "/sandbox/jobs/{id}/scenario",
-            post(sandbox::choose_scenario),
-        )
-        .route("/sandbox/jobs/{id}/advance", post(sandbox::advance))
-        .route("/webhooks", post(webhooks::create).get(webhooks::list))
-        .route("/webhooks/{id}", axum::routing::delete(webhooks::delete))
-        .route("/webhooks/{id}/deliveries", get(webhooks::deliveries))
-        .route("/webhooks/{id}/resume", post(webhooks::resume))
-        .route(
-            "/webhooks/{id}/rotate-secret",
-            post(webhooks::rotate_secret),
-        )
+    let v1 = Router::from(merchant_routes())
         .fallback(middleware::route_not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.config.request_timeout,
@@ -108,16 +123,10 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             middleware::require_merchant,
         ));
-    let routes = Router::new()
-        .route("/healthz", get(ops::healthz))
-        .route("/readyz", get(ops::readyz))
-        .route("/metrics", get(ops::metrics))
-        // The public tracking page: no credentials, the token is the key.
-        .route("/track/{token}", get(tracking::page))
-        .route("/track/{token}/state", get(tracking::state))
+    let routes = Router::from(public_routes())
         .nest("/v1", v1)
-        .nest("/admin/v1", admin::routes(state.clone()))
-        .nest("/courier/v1", courier::routes(state.clone()));
+        .nest("/admin/v1", admin::with_operator_layers(state.clone()))
+        .nest("/courier/v1", courier::with_courier_layers(state.clone()));
     with_edge_layers(routes, state.config.max_body_bytes).with_state(state)
 }
 

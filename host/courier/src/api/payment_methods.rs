@@ -7,6 +7,7 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::Value;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{ApiError, ApiJson, AppState, RequestError};
@@ -31,15 +32,29 @@ impl From<HoldError> for ApiError {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct AttachBody {
+pub struct AttachBody {
+    /// The provider's reference for the card (in the test environment `pm_sandbox_` and a
+    /// designated test number); never a card number.
     provider_ref: String,
     #[serde(default)]
     make_default: Option<bool>,
 }
 
 /// `POST /v1/payment-methods/setup`: no body is needed; one sent is still searched.
+#[utoipa::path(
+    post,
+    path = "/payment-methods/setup",
+    operation_id = "setUpCardForm",
+    tag = "payments",
+    summary = "Start the payment provider's card form, with the merchant present",
+    responses(
+        (status = 200, description = "What the provider's card form needs", body = CardFormView),
+        (status = 422, description = "payment.raw_card_number payment.live_unavailable"),
+        (status = 503, description = "payment.provider_unreachable"),
+    )
+)]
 pub async fn setup(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,
@@ -52,6 +67,19 @@ pub async fn setup(
 }
 
 /// `POST /v1/payment-methods`
+#[utoipa::path(
+    post,
+    path = "/payment-methods",
+    operation_id = "attachPaymentMethod",
+    tag = "payments",
+    summary = "Put a card on file by the provider's reference",
+    request_body = AttachBody,
+    responses(
+        (status = 201, description = "The card on file", body = PaymentMethodView),
+        (status = 422, description = "payment.raw_card_number payment.reference_wrong_environment payment.unknown_reference payment.live_unavailable payment.card_declined"),
+        (status = 503, description = "payment.provider_unreachable"),
+    )
+)]
 pub async fn attach(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,
@@ -75,6 +103,13 @@ pub async fn attach(
 }
 
 /// `GET /v1/payment-methods`
+#[utoipa::path(
+    get,
+    path = "/payment-methods",
+    operation_id = "listPaymentMethods",
+    tag = "payments",
+    responses((status = 200, description = "Cards on file in the credential's environment", body = Vec<PaymentMethodView>))
+)]
 pub async fn list(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,
@@ -83,6 +118,19 @@ pub async fn list(
 }
 
 /// `POST /v1/payment-methods/{id}/default`: 204.
+#[utoipa::path(
+    post,
+    path = "/payment-methods/{id}/default",
+    operation_id = "makePaymentMethodDefault",
+    tag = "payments",
+    summary = "Deliveries are charged to the default card",
+    params(("id" = Uuid, Path, description = "The card's id")),
+    responses(
+        (status = 204, description = "It is the default now"),
+        (status = 404, description = "payment_method.not_found"),
+        (status = 422, description = "payment.card_dead payment.raw_card_number"),
+    )
+)]
 pub async fn make_default(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,
@@ -94,6 +142,18 @@ pub async fn make_default(
 }
 
 /// `DELETE /v1/payment-methods/{id}`: 204.
+#[utoipa::path(
+    delete,
+    path = "/payment-methods/{id}",
+    operation_id = "removePaymentMethod",
+    tag = "payments",
+    params(("id" = Uuid, Path, description = "The card's id")),
+    responses(
+        (status = 204, description = "Removed; another card becomes the default if this one was"),
+        (status = 404, description = "payment_method.not_found"),
+        (status = 422, description = "payment.raw_card_number"),
+    )
+)]
 pub async fn remove(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,

@@ -4,13 +4,55 @@ use axum::Extension;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
 use serde_json::Value;
+use utoipa::ToSchema;
 
+use super::openapi::VehicleName;
 use super::{ApiError, ApiJson, AppState};
 use crate::auth::Merchant;
 use crate::domain::quote::QuoteRequest;
 use crate::quotes::{self, Quote, QuoteContext};
 
+/// `POST /v1/quotes`'s body as `domain::quote::QuoteRequest::parse` reads it.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct QuoteBody {
+    pickup: QuotePoint,
+    dropoff: QuotePoint,
+    /// Omitted means the smallest vehicle the market offers.
+    vehicle: Option<VehicleName>,
+    /// Selects the price bracket; default 0.
+    #[schema(minimum = 0)]
+    weight_grams: Option<i64>,
+    /// Priced for that time; omitted means now.
+    scheduled_for: Option<DateTime<Utc>>,
+}
+
+/// Coordinates are the primary locator; the postcode matters only where prices go by postcode.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct QuotePoint {
+    #[schema(minimum = -90, maximum = 90)]
+    latitude: f64,
+    #[schema(minimum = -180, maximum = 180)]
+    longitude: f64,
+    postcode: Option<String>,
+}
+
+#[utoipa::path(
+    post,
+    path = "/quotes",
+    operation_id = "createQuote",
+    tag = "quotes",
+    summary = "Price a delivery",
+    request_body = QuoteBody,
+    responses(
+        (status = 201, description = "The quote; book it before it expires", body = Quote),
+        (status = 422, description = "request.invalid_pickup request.invalid_dropoff request.unknown_vehicle request.invalid_weight request.invalid_scheduled_for job.scheduled_in_past pricing.origin_not_covered pricing.destination_not_covered pricing.vehicle_not_available pricing.no_route"),
+        (status = 503, description = "pricing.unavailable lookup.not_ready lookup.unavailable"),
+    )
+)]
 pub async fn create(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,

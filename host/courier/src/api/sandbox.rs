@@ -6,6 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::{Extension, Json};
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 use super::jobs::job_id;
 use super::{ApiError, ApiJson, AppState, RequestError};
@@ -40,6 +41,18 @@ fn test_only(merchant: &Merchant) -> Result<(), ApiError> {
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/sandbox/jobs/{id}",
+    operation_id = "getSandboxRun",
+    tag = "sandbox",
+    summary = "Where a test job's simulated delivery is (test keys only)",
+    params(("id" = uuid::Uuid, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "The job's run", body = RunView),
+        (status = 404, description = "not_found job.not_found"),
+    )
+)]
 pub async fn show(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,
@@ -49,12 +62,28 @@ pub async fn show(
     Ok(Json(state.sandbox.view(&merchant, job_id(&id)?).await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioBody {
+    #[schema(value_type = crate::sandbox::Scenario)]
     scenario: String,
 }
 
+#[utoipa::path(
+    post,
+    path = "/sandbox/jobs/{id}/scenario",
+    operation_id = "chooseSandboxScenario",
+    tag = "sandbox",
+    summary = "Change a test job's scenario, until a courier is on it (test keys only)",
+    params(("id" = uuid::Uuid, Path, description = "The job's id")),
+    request_body = ScenarioBody,
+    responses(
+        (status = 200, description = "The job's run, rescheduled", body = RunView),
+        (status = 404, description = "not_found job.not_found"),
+        (status = 409, description = "sandbox.scenario_locked"),
+        (status = 422, description = "sandbox.unknown_scenario"),
+    )
+)]
 pub async fn choose_scenario(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,
@@ -69,6 +98,20 @@ pub async fn choose_scenario(
     Ok(Json(view))
 }
 
+#[utoipa::path(
+    post,
+    path = "/sandbox/jobs/{id}/advance",
+    operation_id = "advanceSandboxRun",
+    tag = "sandbox",
+    summary = "Take a test job's next steps now, up to the next one that moves it (test keys only)",
+    params(("id" = uuid::Uuid, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "The job's run after the move", body = RunView),
+        (status = 404, description = "not_found job.not_found"),
+        (status = 409, description = "sandbox.nothing_to_advance job.invalid_transition"),
+        (status = 503, description = "sandbox.route_unavailable"),
+    )
+)]
 pub async fn advance(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,

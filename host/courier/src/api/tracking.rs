@@ -12,6 +12,22 @@ use super::middleware::PageForPeople;
 use super::{ApiError, AppState};
 use crate::tracking;
 
+/// The page answers HTML whatever happens: its refusals are pages for people, without a code.
+#[utoipa::path(
+    get,
+    path = "/track/{token}",
+    operation_id = "getTrackingPage",
+    tag = "tracking",
+    summary = "The public tracking page",
+    security(()),
+    params(("token" = String, Path, description = "The job's tracking token, from its tracking_url")),
+    responses(
+        (status = 200, description = "The page", content_type = "text/html", body = String),
+        (status = 404, description = "A page for people: unknown link, or the delivery ended a while ago", content_type = "text/html", body = String),
+        (status = 503, description = "A page for people: the database is unavailable", content_type = "text/html", body = String),
+        (status = 500, description = "A page for people: something failed on our side", content_type = "text/html", body = String),
+    )
+)]
 pub async fn page(
     State(state): State<AppState>,
     token: Result<Path<String>, PathRejection>,
@@ -33,6 +49,20 @@ pub async fn page(
     response
 }
 
+#[utoipa::path(
+    get,
+    path = "/track/{token}/state",
+    operation_id = "getTrackingState",
+    tag = "tracking",
+    summary = "What the tracking page shows, as data; the page polls it",
+    security(()),
+    params(("token" = String, Path, description = "The job's tracking token, from its tracking_url")),
+    responses(
+        (status = 200, description = "The tracked job's state: areas only, never names or phones", body = tracking::TrackingState),
+        (status = 404, description = "tracking.not_found"),
+        (status = 503, description = "service.database_unavailable"),
+    )
+)]
 pub async fn state(
     State(state): State<AppState>,
     token: Result<Path<String>, PathRejection>,

@@ -47,23 +47,34 @@ pub enum CourierError {
 }
 
 /// `POST /admin/v1/couriers`.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewCourier {
+    /// 1 to 200 characters.
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 200)]
     pub name: Option<String>,
+    /// Usable in the market's country; international format advised.
+    #[schema(value_type = String, required = true)]
     pub phone: Option<String>,
+    /// One the market offers.
+    #[schema(value_type = crate::api::openapi::VehicleName, required = true)]
     pub vehicle: Option<String>,
+    /// The market's id.
+    #[schema(value_type = String, required = true)]
     pub market: Option<String>,
 }
 
 /// A courier as operators (and the courier) see it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct CourierView {
     pub id: Uuid,
     pub name: String,
     pub phone: String,
+    #[schema(value_type = crate::api::openapi::VehicleName)]
     pub vehicle: String,
     pub market: String,
+    /// `active` or `suspended`.
+    #[schema(example = "active")]
     pub status: String,
     pub online: bool,
     pub created_at: DateTime<Utc>,
@@ -89,7 +100,7 @@ impl From<&CourierRow> for CourierView {
 }
 
 /// The answer to creating a courier: the only time its credential is shown.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct CreatedCourier {
     #[serde(flatten)]
     pub courier: CourierView,

@@ -55,7 +55,7 @@ impl StopRole {
 }
 
 /// A stop's contact, as stored and shown back ("as sent", the phone number normalised).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Contact {
     pub latitude: f64,
     pub longitude: f64,
@@ -73,7 +73,7 @@ impl Contact {
 }
 
 /// An order item with what its line comes to.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Item {
     pub name: String,
     pub unit_price_minor: i64,

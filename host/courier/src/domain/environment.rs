@@ -1,7 +1,7 @@
 use serde::Serialize;
 
 /// Test (sandbox) or live; decided by the credential a request carries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Environment {
     Test,

@@ -162,6 +162,21 @@ impl Proof {
 }
 
 /// The spec's proof object from what the job row keeps.
+/// The proof object of a job's detail, as [`view`] writes it.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct ProofView {
+    /// `handed_to_recipient`, or what else happened at the door.
+    outcome: String,
+    recipient_name: Option<String>,
+    note: Option<String>,
+    recorded_at: DateTime<Utc>,
+    /// Where the merchant fetches the photo; null when none was taken.
+    photo_url: Option<String>,
+    /// Where the merchant fetches the signature; null when none was given.
+    signature_url: Option<String>,
+}
+
 pub fn view(stored: &Value, job_id: Uuid, public_url: &str) -> Value {
     let url = |kind: &str| {
         stored[format!("has_{kind}")]

@@ -4,12 +4,13 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::store::jobs::JobRow;
 
 /// The booking response (spec: "Job").
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct JobView {
     pub id: Uuid,
     pub reference: String,
@@ -42,28 +43,32 @@ pub fn tracking_url(public_url: &str, token: &str) -> String {
     format!("{}/track/{token}", public_url.trim_end_matches('/'))
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ProofRequirement {
     pub photo_required: bool,
     pub signature_required: bool,
 }
 
 /// `GET /v1/jobs/{id}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct JobDetail {
     #[serde(flatten)]
     pub job: JobView,
     pub tax_amount_minor: i64,
+    #[schema(value_type = crate::domain::booking::Contact)]
     pub pickup: Value,
+    #[schema(value_type = crate::domain::booking::Contact)]
     pub dropoff: Value,
     pub assigned_at: Option<DateTime<Utc>>,
     pub completed_at: Option<DateTime<Utc>>,
     pub cancellation_reason: Option<String>,
+    #[schema(value_type = Vec<crate::domain::booking::Item>)]
     pub items: Value,
     pub items_subtotal_minor: i64,
     pub discount_minor: i64,
     pub items_total_minor: i64,
     pub proof_requirement: ProofRequirement,
+    #[schema(value_type = Option<super::proof::ProofView>)]
     pub proof: Option<Value>,
     pub notify_customer: bool,
     pub customer_notified_at: Option<DateTime<Utc>>,
@@ -98,7 +103,7 @@ impl JobDetail {
 }
 
 /// An entry of `GET /v1/jobs`: no contact names or phones.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct JobListItem {
     pub id: Uuid,
     pub reference: String,

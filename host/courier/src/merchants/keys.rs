@@ -19,7 +19,7 @@ pub(super) const MAX_LABEL_CHARS: usize = 100;
 pub type ApiKey = store::merchants::KeyRow;
 
 /// A new key with its secret: shown once.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct CreatedKey {
     pub merchant_id: Uuid,
     pub key: String,

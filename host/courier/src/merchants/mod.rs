@@ -43,7 +43,7 @@ pub enum MerchantError {
 }
 
 /// What `courier merchant create` prints: the only time the secrets are shown.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct NewMerchant {
     pub merchant_id: Uuid,
     pub name: String,
@@ -57,7 +57,7 @@ pub struct NewMerchant {
 pub type MerchantSummary = store::merchants::MerchantRow;
 
 /// One merchant with its settings and keys (never their secrets).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct MerchantDetail {
     pub id: Uuid,
     pub name: String,

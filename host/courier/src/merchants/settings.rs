@@ -31,15 +31,15 @@ pub enum SettingsError {
 }
 
 /// A merchant's account settings.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, sqlx::FromRow)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct AccountSettings {
     /// `notify_customer` of bookings that do not say (the spec's "account setting").
     pub notify_customer: bool,
     pub proof_photo_required: bool,
     pub proof_signature_required: bool,
-    /// The sender of the customer's SMS; None: the service's default sender.
+    /// The sender of the customer's SMS; null: the service's default sender.
     pub sms_sender_name: Option<String>,
-    /// Requests per minute per key; None: the service's default (`COURIER_RATE_LIMIT_*`).
+    /// Requests per minute per key; null: the service's default (`COURIER_RATE_LIMIT_*`).
     pub rate_limit_quotes_per_minute: Option<i32>,
     pub rate_limit_bookings_per_minute: Option<i32>,
     pub rate_limit_reads_per_minute: Option<i32>,
@@ -58,19 +58,28 @@ impl AccountSettings {
 
 /// A change to some account settings; what is absent stays as it is, and `null` puts a
 /// nullable setting back to the service's default.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SettingsChange {
     pub notify_customer: Option<bool>,
     pub proof_photo_required: Option<bool>,
     pub proof_signature_required: Option<bool>,
+    /// 3 to 11 letters and digits (A-Z, a-z, 0-9), at least one a letter; null: the
+    /// service's default sender.
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, min_length = 3, max_length = 11, pattern = "^[A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*$")]
     pub sms_sender_name: Option<Option<String>>,
+    /// Requests per minute per key; null: the service's default.
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 1_000_000)]
     pub rate_limit_quotes_per_minute: Option<Option<Numeric<i64>>>,
+    /// Requests per minute per key; null: the service's default.
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 1_000_000)]
     pub rate_limit_bookings_per_minute: Option<Option<Numeric<i64>>>,
+    /// Requests per minute per key; null: the service's default.
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 1_000_000)]
     pub rate_limit_reads_per_minute: Option<Option<Numeric<i64>>>,
 }
 

@@ -120,7 +120,7 @@ impl From<HoldError> for PaymentError {
 }
 
 /// A card on file as the API shows it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct PaymentMethodView {
     pub id: Uuid,
     pub brand: String,
@@ -150,7 +150,7 @@ impl From<CardRow> for PaymentMethodView {
 }
 
 /// A charge as the API shows it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct ChargeView {
     pub id: Uuid,
     pub job_id: Uuid,
@@ -182,7 +182,7 @@ impl From<&ChargeRow> for ChargeView {
 }
 
 /// What the provider's card form needs (`POST /v1/payment-methods/setup`).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct CardFormView {
     pub client_secret: String,
     pub customer_id: String,

@@ -11,7 +11,9 @@ use crate::store::quotes::{self, QuoteRow};
 /// How many recent quotes a comparison re-prices.
 pub const COMPARE_SAMPLE: i64 = 1000;
 
-#[derive(Debug, Default, PartialEq, Eq, Serialize)]
+/// What activating an upload would change, over the market's recent quotes.
+#[derive(Debug, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[schema(as = PriceBookComparison)]
 pub struct Comparison {
     pub market: String,
     pub version: i32,

@@ -39,7 +39,7 @@ pub enum PriceBookError {
     #[error("there is no market {0:?}")]
     UnknownMarket(String),
     #[error("market {market:?} has no price book upload {version}")]
-    UnknownVersion { market: String, version: i32 },
+    UnknownVersion { market: String, version: String },
     #[error("the component is not a usable price book: {0}")]
     Rejected(String),
     #[error("the price book refuses these settings: {0}")]
@@ -81,7 +81,9 @@ pub struct Priced {
     pub price_book_version: i32,
 }
 
-#[derive(Debug, Serialize)]
+/// A price-book upload of a market.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = PriceBookUpload)]
 pub struct UploadSummary {
     pub market: String,
     pub version: i32,
@@ -92,10 +94,13 @@ pub struct UploadSummary {
     pub uploaded_at: DateTime<Utc>,
     /// The `price_book_version`s under which this upload was activated.
     pub activations: Vec<i32>,
+    /// Whether this upload is the market's book in force.
     pub active: bool,
 }
 
-#[derive(Debug, Serialize)]
+/// An upload made the market's book in force.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = PriceBookActivation)]
 pub struct Activation {
     pub market: String,
     pub version: i32,
@@ -251,7 +256,7 @@ impl PriceBooks {
         if !store::upload_exists(&mut tx, market_id, version).await? {
             return Err(PriceBookError::UnknownVersion {
                 market: market_id.to_owned(),
-                version,
+                version: version.to_string(),
             });
         }
         let previous = store::active_upload_version(&mut tx, market_id).await?;
@@ -318,7 +323,7 @@ impl PriceBooks {
             .await?
             .ok_or_else(|| PriceBookError::UnknownVersion {
                 market: market_id.to_owned(),
-                version,
+                version: version.to_string(),
             })?;
         let book = self.load_by_hash(&row.sha256).await?;
         let settings = prepare(&book, &row.settings.to_string())?;
@@ -350,9 +355,22 @@ impl PriceBooks {
             .await?
             .ok_or_else(|| PriceBookError::UnknownVersion {
                 market: market_id.to_owned(),
-                version,
+                version: version.to_string(),
             })?;
         Ok(summary(market_id, row, active.map(|a| a.upload_version)))
+    }
+
+    /// An upload's version as a path names it: an unknown market first, then anything that is
+    /// not a version number is an upload that does not exist.
+    pub fn parse_version(&self, market_id: &str, raw: &str) -> Result<i32, PriceBookError> {
+        self.market(market_id)?;
+        raw.parse::<i32>()
+            .ok()
+            .filter(|version| *version > 0)
+            .ok_or_else(|| PriceBookError::UnknownVersion {
+                market: market_id.to_owned(),
+                version: raw.to_owned(),
+            })
     }
 
     fn market(&self, market_id: &str) -> Result<&Arc<Market>, PriceBookError> {

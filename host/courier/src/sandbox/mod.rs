@@ -76,14 +76,19 @@ pub enum SandboxError {
 }
 
 /// A test job's run as `GET /v1/sandbox/jobs/{id}` shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct RunView {
     pub job_id: Uuid,
+    /// The job status name (`searching`, `in_transit`, …).
     pub status: String,
+    #[schema(value_type = Scenario)]
     pub scenario: &'static str,
+    #[schema(value_type = plan::Stage)]
     pub stage: &'static str,
     /// The simulated courier on the job (the id its events carry), if any.
     pub courier_id: Option<Uuid>,
+    /// Null once the run is done.
+    #[schema(value_type = Option<plan::Step>)]
     pub next_step: Option<&'static str>,
     /// When the next step is due; null in manual mode, once done, or with the simulator off.
     pub next_step_at: Option<DateTime<Utc>>,

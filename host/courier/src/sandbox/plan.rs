@@ -2,7 +2,8 @@
 //! goes through, which step comes next and how long (in simulated seconds) it waits. Pure.
 
 /// What happens to a test job, chosen per job (README, "Sandbox simulator").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, utoipa::ToSchema)]
+#[schema(as = SandboxScenario, rename_all = "snake_case")]
 pub enum Scenario {
     /// Assigned, collected, driven to the drop-off and delivered.
     #[default]
@@ -52,7 +53,8 @@ impl Scenario {
 }
 
 /// Where a simulated delivery is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, utoipa::ToSchema)]
+#[schema(as = SandboxStage, rename_all = "snake_case")]
 pub enum Stage {
     /// Waiting for the job's search, or for a courier.
     Searching,
@@ -99,7 +101,8 @@ impl Stage {
 }
 
 /// One step of a run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, utoipa::ToSchema)]
+#[schema(as = SandboxStep, rename_all = "snake_case")]
 pub enum Step {
     /// A simulated courier takes the job (`job.courier_assigned`) and drives to the pickup.
     Assign,

@@ -96,12 +96,14 @@ pub async fn find_api_key(pool: &PgPool, key: &str) -> Result<Option<StoredApiKe
 }
 
 /// A key as operators see it: never its secret or hash.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, sqlx::FromRow)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+#[schema(as = ApiKey)]
 pub struct KeyRow {
     #[serde(skip)]
     pub id: Uuid,
     pub merchant_id: Uuid,
     pub key: String,
+    #[schema(value_type = crate::domain::Environment)]
     pub environment: String,
     pub label: String,
     pub created_at: DateTime<Utc>,
@@ -169,7 +171,9 @@ pub async fn mark_keys_used(
     Ok(())
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, sqlx::FromRow)]
+/// A merchant in the operators' list.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+#[schema(as = MerchantSummary)]
 pub struct MerchantRow {
     pub id: Uuid,
     pub name: String,

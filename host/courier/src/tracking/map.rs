@@ -16,7 +16,8 @@ const PADDING: f64 = 0.08;
 const MIN_SPAN: f64 = 0.003;
 
 /// A point in view-box units, to a tenth.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, utoipa::ToSchema)]
+#[schema(as = TrackingMapPoint)]
 pub struct Point {
     pub x: f64,
     pub y: f64,
@@ -109,7 +110,8 @@ impl Projection {
 }
 
 /// What the map shows, in view-box units.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
+#[schema(as = TrackingMap)]
 pub struct MapView {
     pub view_box: String,
     /// Pickup to drop-off by road (a straight line when no road route is known).

@@ -6,8 +6,9 @@ use serde::Serialize;
 
 use crate::domain::JobStatus;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = TrackingStepState)]
 pub enum StepState {
     Done,
     Current,

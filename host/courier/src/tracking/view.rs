@@ -11,7 +11,7 @@ use super::timeline::{self, Milestones, StepState};
 use super::wording;
 use crate::domain::JobStatus;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct TrackingState {
     pub reference: String,
     /// The job status name (`searching`, `in_transit`, …).
@@ -27,13 +27,14 @@ pub struct TrackingState {
     pub map: MapView,
     /// Delivered or returned: what the proof says happened (the outcome only).
     pub proof_outcome: Option<String>,
-    /// When to ask again; absent once the job has ended.
+    /// When to ask again; null once the job has ended.
     pub poll_after_ms: Option<u64>,
     pub updated_at: DateTime<Utc>,
     pub updated_text: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = TrackingEstimate)]
 pub struct EstimateView {
     pub arrive_at: DateTime<Utc>,
     /// "Around 14:32".
@@ -43,8 +44,10 @@ pub struct EstimateView {
     pub note: Option<&'static str>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = TrackingStep)]
 pub struct StepView {
+    /// `booked`, `assigned`, `picked_up`, then `delivered`, `returned`, `cancelled` or `failed`.
     pub key: &'static str,
     pub label: &'static str,
     pub state: StepState,

@@ -33,12 +33,15 @@ pub enum WebhookError {
 }
 
 /// A webhook endpoint as the API shows it (spec section 2).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Endpoint {
     pub id: Uuid,
     pub url: String,
+    /// `active` or `suspended`.
+    #[schema(example = "active")]
     pub status: String,
     /// Subscribed event names; empty means every event.
+    #[schema(value_type = Vec<EventName>)]
     pub events: Vec<String>,
     pub created_at: DateTime<Utc>,
     pub last_succeeded_at: Option<DateTime<Utc>>,
@@ -69,10 +72,12 @@ impl Endpoint {
 /// A delivery record (spec section 2). `status`: `pending` (an attempt is due or in progress),
 /// `delivered` (a 2xx came back), `failed` (ten attempts failed, or the receiver answered 410),
 /// `cancelled` (the endpoint was suspended before it could be delivered).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct DeliveryRecord {
     pub id: Uuid,
+    #[schema(value_type = EventName)]
     pub event: String,
+    /// `pending`, `delivered`, `failed` or `cancelled`.
     pub status: String,
     pub attempts: i32,
     pub occurred_at: DateTime<Utc>,

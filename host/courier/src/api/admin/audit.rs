@@ -5,10 +5,11 @@ use std::collections::HashMap;
 use axum::Json;
 use axum::extract::State;
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::api::jobs::{date_time_parameter, whole_parameter};
 use crate::api::{ApiError, ApiQuery, AppState, RequestError};
-use crate::audit::{self, AuditEntry, AuditFilter};
+use crate::audit::{self, AuditActionName, AuditEntry, AuditFilter, AuditTargetType};
 
 const DEFAULT_PAGE_SIZE: i64 = 50;
 const MAX_PAGE_SIZE: i64 = 200;
@@ -24,7 +25,8 @@ const PARAMETERS: [&str; 9] = [
     "size",
 ];
 
-#[derive(Serialize)]
+/// A page of the audit trail.
+#[derive(Serialize, ToSchema)]
 pub struct AuditPage {
     items: Vec<AuditEntry>,
     total: i64,
@@ -32,6 +34,28 @@ pub struct AuditPage {
     size: i64,
 }
 
+#[utoipa::path(
+    get,
+    path = "/audit",
+    operation_id = "listAuditEntries",
+    tag = "admin",
+    summary = "The operator audit trail, filtered, newest first, in pages",
+    params(
+        ("operator" = Option<String>, Query, description = "Only this operator's actions"),
+        ("action" = Option<AuditActionName>, Query, description = "Only this action"),
+        ("target_type" = Option<AuditTargetType>, Query, description = "Only actions on this kind of thing"),
+        ("target_id" = Option<String>, Query, description = "Only actions on this one (with its kind, best)"),
+        ("merchant_id" = Option<uuid::Uuid>, Query, description = "Only actions concerning this merchant"),
+        ("from" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "At or after"),
+        ("to" = Option<chrono::DateTime<chrono::Utc>>, Query, description = "Before"),
+        ("page" = Option<i64>, Query, minimum = 1, description = "From 1; default 1"),
+        ("size" = Option<i64>, Query, minimum = 1, maximum = 200, description = "Up to 200; default 50"),
+    ),
+    responses(
+        (status = 200, description = "A page of entries", body = AuditPage),
+        (status = 422, description = "request.invalid_query request.invalid_page request.invalid_page_size audit.unknown_action audit.unknown_target_type"),
+    )
+)]
 pub async fn list(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<HashMap<String, String>>,

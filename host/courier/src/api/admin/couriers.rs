@@ -7,6 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use serde::Deserialize;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::Operator;
@@ -17,6 +18,18 @@ fn courier_id(raw: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw).map_err(|_| CourierError::NotFound.into())
 }
 
+#[utoipa::path(
+    post,
+    path = "/couriers",
+    operation_id = "createCourier",
+    tag = "admin",
+    summary = "Add a courier; its credential is shown only in this response",
+    request_body = NewCourier,
+    responses(
+        (status = 201, description = "The courier, with its credential", body = CreatedCourier),
+        (status = 422, description = "courier.invalid_name courier.invalid_phone request.unknown_vehicle courier.unknown_market courier.vehicle_not_offered"),
+    )
+)]
 pub async fn create(
     State(state): State<AppState>,
     Extension(operator): Extension<Operator>,
@@ -26,6 +39,15 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(created)))
 }
 
+#[utoipa::path(
+    get,
+    path = "/couriers",
+    operation_id = "listCouriers",
+    tag = "admin",
+    summary = "Couriers, optionally of one market",
+    params(("market" = Option<String>, Query, description = "Only this market's couriers")),
+    responses((status = 200, description = "Couriers", body = Vec<CourierView>))
+)]
 pub async fn list(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<HashMap<String, String>>,
@@ -34,6 +56,17 @@ pub async fn list(
     Ok(Json(state.couriers.list(market).await?))
 }
 
+#[utoipa::path(
+    get,
+    path = "/couriers/{id}",
+    operation_id = "getCourier",
+    tag = "admin",
+    params(("id" = Uuid, Path, description = "The courier's id")),
+    responses(
+        (status = 200, description = "The courier", body = CourierView),
+        (status = 404, description = "courier.not_found"),
+    )
+)]
 pub async fn get(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -41,12 +74,28 @@ pub async fn get(
     Ok(Json(state.couriers.get(courier_id(&id)?).await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SuspendBody {
+    /// Up to 500 characters; kept with the courier and in the audit trail.
+    #[schema(max_length = 500)]
     reason: Option<String>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/couriers/{id}/suspend",
+    operation_id = "suspendCourier",
+    tag = "admin",
+    summary = "Suspend a courier: refused by the courier API, offline, its open offer withdrawn",
+    params(("id" = Uuid, Path, description = "The courier's id")),
+    request_body = SuspendBody,
+    responses(
+        (status = 200, description = "The courier, suspended (suspending again changes nothing)", body = CourierView),
+        (status = 404, description = "courier.not_found"),
+        (status = 422, description = "courier.invalid_reason"),
+    )
+)]
 pub async fn suspend(
     State(state): State<AppState>,
     Extension(operator): Extension<Operator>,
@@ -60,6 +109,18 @@ pub async fn suspend(
     Ok(Json(courier))
 }
 
+#[utoipa::path(
+    post,
+    path = "/couriers/{id}/reinstate",
+    operation_id = "reinstateCourier",
+    tag = "admin",
+    summary = "Reinstate a suspended courier (offline until it goes online)",
+    params(("id" = Uuid, Path, description = "The courier's id")),
+    responses(
+        (status = 200, description = "The courier, active", body = CourierView),
+        (status = 404, description = "courier.not_found"),
+    )
+)]
 pub async fn reinstate(
     State(state): State<AppState>,
     Extension(operator): Extension<Operator>,

@@ -2,7 +2,8 @@
 
 use axum::extract::{Path, State};
 use axum::{Extension, Json};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::Operator;
@@ -15,13 +16,47 @@ fn job_id(raw: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw).map_err(|_| FulfilmentError::JobNotFound.into())
 }
 
-#[derive(Deserialize)]
+/// A job's status, as the API names it (`JobStatus::parse` reads these).
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum JobStatusName {
+    Pending,
+    Searching,
+    Assigned,
+    InTransit,
+    Delivered,
+    Returned,
+    Cancelled,
+    Failed,
+}
+
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StatusBody {
+    /// Only moves an operator may make from the job's status are accepted.
+    #[schema(value_type = JobStatusName)]
     status: String,
+    /// Required: 1 to 500 characters.
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 500)]
     reason: Option<String>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/jobs/{id}/status",
+    operation_id = "setJobStatus",
+    tag = "admin",
+    summary = "Set a job's status by hand, with a reason",
+    params(("id" = Uuid, Path, description = "The job's id")),
+    request_body = StatusBody,
+    responses(
+        (status = 200, description = "The job after the move", body = JobDetail),
+        (status = 404, description = "job.not_found"),
+        (status = 409, description = "job.invalid_transition"),
+        (status = 422, description = "request.unknown_status job.reason_required"),
+    )
+)]
 /// `POST /admin/v1/jobs/{id}/status` `{status, reason}`.
 pub async fn set_status(
     State(state): State<AppState>,
@@ -38,12 +73,29 @@ pub async fn set_status(
     Ok(Json(JobDetail::new(&job, &state.config.public_url)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReassignBody {
+    /// An active courier of the job's market; anything else than a courier's id is not found.
+    #[schema(value_type = Uuid)]
     courier_id: String,
 }
 
+#[utoipa::path(
+    post,
+    path = "/jobs/{id}/reassign",
+    operation_id = "reassignJob",
+    tag = "admin",
+    summary = "Put another courier on a searching, assigned or in-transit job",
+    params(("id" = Uuid, Path, description = "The job's id")),
+    request_body = ReassignBody,
+    responses(
+        (status = 200, description = "The job with its new courier (a searching job is assigned)", body = JobDetail),
+        (status = 404, description = "job.not_found courier.not_found"),
+        (status = 409, description = "job.invalid_transition"),
+        (status = 422, description = "courier.not_available"),
+    )
+)]
 /// `POST /admin/v1/jobs/{id}/reassign` `{courier_id}`.
 pub async fn reassign(
     State(state): State<AppState>,

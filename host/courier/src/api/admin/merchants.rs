@@ -4,6 +4,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 use super::Operator;
 use crate::api::{ApiError, ApiJson, AppState};
@@ -12,12 +13,26 @@ use crate::merchants::{
     SettingsChange,
 };
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewMerchantBody {
+    /// 1 to 200 characters.
+    #[schema(min_length = 1, max_length = 200)]
     name: String,
 }
 
+#[utoipa::path(
+    post,
+    path = "/merchants",
+    operation_id = "createMerchant",
+    tag = "admin",
+    summary = "Onboard a merchant; its first test and live keys' secrets are shown only in this response",
+    request_body = NewMerchantBody,
+    responses(
+        (status = 201, description = "The merchant and its first two keys, with their secrets", body = NewMerchant),
+        (status = 422, description = "merchant.invalid_name"),
+    )
+)]
 /// `POST /admin/v1/merchants` `{name}`: 201 with the merchant and its first two keys.
 pub async fn create(
     State(state): State<AppState>,
@@ -34,10 +49,30 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(created)))
 }
 
+#[utoipa::path(
+    get,
+    path = "/merchants",
+    operation_id = "listMerchants",
+    tag = "admin",
+    summary = "Every merchant, newest first",
+    responses((status = 200, description = "Merchants", body = Vec<MerchantSummary>))
+)]
 pub async fn list(State(state): State<AppState>) -> Result<Json<Vec<MerchantSummary>>, ApiError> {
     Ok(Json(merchants::list(&state.pool).await?))
 }
 
+#[utoipa::path(
+    get,
+    path = "/merchants/{id}",
+    operation_id = "getMerchant",
+    tag = "admin",
+    summary = "A merchant with its settings and keys (never their secrets)",
+    params(("id" = Uuid, Path, description = "The merchant's id")),
+    responses(
+        (status = 200, description = "The merchant", body = MerchantDetail),
+        (status = 404, description = "merchant.not_found"),
+    )
+)]
 pub async fn show(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -47,13 +82,30 @@ pub async fn show(
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewKeyBody {
+    #[schema(value_type = crate::domain::Environment)]
     environment: String,
+    /// 1 to 100 characters.
+    #[schema(min_length = 1, max_length = 100)]
     label: String,
 }
 
+#[utoipa::path(
+    post,
+    path = "/merchants/{id}/keys",
+    operation_id = "createApiKey",
+    tag = "admin",
+    summary = "Issue a merchant another API key; its secret is shown only in this response",
+    params(("id" = Uuid, Path, description = "The merchant's id")),
+    request_body = NewKeyBody,
+    responses(
+        (status = 201, description = "The key with its secret", body = CreatedKey),
+        (status = 404, description = "merchant.not_found"),
+        (status = 422, description = "key.invalid_environment key.invalid_label"),
+    )
+)]
 /// `POST /admin/v1/merchants/{id}/keys` `{environment, label}`: 201 with the key and its
 /// secret, which is never shown again.
 pub async fn create_key(
@@ -74,6 +126,18 @@ pub async fn create_key(
     Ok((StatusCode::CREATED, Json(created)))
 }
 
+#[utoipa::path(
+    post,
+    path = "/keys/{key}/revoke",
+    operation_id = "revokeApiKey",
+    tag = "admin",
+    summary = "Revoke an API key at once, on every instance (idempotent)",
+    params(("key" = String, Path, description = "The key (`ck_test_…` or `ck_live_…`), not its secret")),
+    responses(
+        (status = 200, description = "The key, revoked", body = ApiKey),
+        (status = 404, description = "key.not_found"),
+    )
+)]
 /// `POST /admin/v1/keys/{key}/revoke`: idempotent; answers the key.
 pub async fn revoke_key(
     State(state): State<AppState>,
@@ -85,6 +149,17 @@ pub async fn revoke_key(
     ))
 }
 
+#[utoipa::path(
+    get,
+    path = "/merchants/{id}/settings",
+    operation_id = "getMerchantSettings",
+    tag = "admin",
+    params(("id" = Uuid, Path, description = "The merchant's id")),
+    responses(
+        (status = 200, description = "The merchant's account settings", body = AccountSettings),
+        (status = 404, description = "merchant.not_found"),
+    )
+)]
 pub async fn settings(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -94,6 +169,20 @@ pub async fn settings(
     ))
 }
 
+#[utoipa::path(
+    patch,
+    path = "/merchants/{id}/settings",
+    operation_id = "changeMerchantSettings",
+    tag = "admin",
+    summary = "Change some account settings: absent fields stay, null restores the default",
+    params(("id" = Uuid, Path, description = "The merchant's id")),
+    request_body = SettingsChange,
+    responses(
+        (status = 200, description = "The settings after the change", body = AccountSettings),
+        (status = 404, description = "merchant.not_found"),
+        (status = 422, description = "settings.invalid_sms_sender_name settings.invalid_rate_limit"),
+    )
+)]
 pub async fn change_settings(
     State(state): State<AppState>,
     Extension(operator): Extension<Operator>,

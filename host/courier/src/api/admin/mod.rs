@@ -12,7 +12,8 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
+use utoipa_axum::routes;
 
 use super::{ApiError, AppState};
 
@@ -21,38 +22,33 @@ pub use operators::{Operator, OperatorTokens};
 /// Price-book components arrive base64-encoded in JSON; allow for a few megabytes.
 const UPLOAD_BODY_LIMIT: usize = 16 << 20;
 
-pub fn routes(state: AppState) -> Router<AppState> {
-    Router::new()
-        .route(
-            "/markets/{market}/price-books",
-            get(price_books::list)
-                .post(price_books::upload)
+/// The operator API's routes, described; [`with_operator_layers`] serves them.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(
+            routes!(price_books::list, price_books::upload)
                 .layer(DefaultBodyLimit::max(UPLOAD_BODY_LIMIT)),
         )
-        .route(
-            "/markets/{market}/price-books/{version}/activate",
-            post(price_books::activate),
-        )
-        .route(
-            "/markets/{market}/price-books/{version}/comparison",
-            get(price_books::compare),
-        )
-        .route("/charges/{id}/refund", post(super::charges::refund))
-        .route("/couriers", post(couriers::create).get(couriers::list))
-        .route("/couriers/{id}", get(couriers::get))
-        .route("/couriers/{id}/suspend", post(couriers::suspend))
-        .route("/couriers/{id}/reinstate", post(couriers::reinstate))
-        .route("/jobs/{id}/status", post(jobs::set_status))
-        .route("/jobs/{id}/reassign", post(jobs::reassign))
-        .route(
-            "/merchants/{id}/settings",
-            get(merchants::settings).patch(merchants::change_settings),
-        )
-        .route("/merchants", post(merchants::create).get(merchants::list))
-        .route("/merchants/{id}", get(merchants::show))
-        .route("/merchants/{id}/keys", post(merchants::create_key))
-        .route("/keys/{key}/revoke", post(merchants::revoke_key))
-        .route("/audit", get(audit::list))
+        .routes(routes!(price_books::activate))
+        .routes(routes!(price_books::compare))
+        .routes(routes!(super::charges::refund))
+        .routes(routes!(couriers::create, couriers::list))
+        .routes(routes!(couriers::get))
+        .routes(routes!(couriers::suspend))
+        .routes(routes!(couriers::reinstate))
+        .routes(routes!(jobs::set_status))
+        .routes(routes!(jobs::reassign))
+        .routes(routes!(merchants::settings, merchants::change_settings))
+        .routes(routes!(merchants::create, merchants::list))
+        .routes(routes!(merchants::show))
+        .routes(routes!(merchants::create_key))
+        .routes(routes!(merchants::revoke_key))
+        .routes(routes!(audit::list))
+}
+
+/// The operator API as served: every request names its operator by token first.
+pub fn with_operator_layers(state: AppState) -> Router<AppState> {
+    Router::from(routes())
         .fallback(super::middleware::route_not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.config.request_timeout,

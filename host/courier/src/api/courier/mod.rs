@@ -7,40 +7,48 @@ use axum::http::StatusCode;
 use axum::http::header::AUTHORIZATION;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use utoipa::ToSchema;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::{ApiError, ApiJson, AppState, RequestError};
 use crate::couriers::{CourierIdentity, CourierView};
+use crate::domain::booking::{Contact, Item};
 use crate::jobs::fulfilment::FulfilmentError;
 use crate::jobs::proof::{DeliveryRequest, Proof, Requirement};
+use crate::jobs::views::ProofRequirement;
 use crate::numeric::Numeric;
 use crate::store::dispatch::{self as offers_store, OfferRow};
 use crate::store::fulfilment as jobs_store;
 use crate::store::jobs::JobRow;
 
-pub fn routes(state: AppState) -> Router<AppState> {
+/// The couriers' API routes, described; [`with_courier_layers`] serves them. Proof of
+/// delivery carries files, so its route takes bodies up to `proof_body_limit`.
+pub fn routes(proof_body_limit: usize) -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(me))
+        .routes(routes!(go_online))
+        .routes(routes!(go_offline))
+        .routes(routes!(report_position))
+        .routes(routes!(list_offers))
+        .routes(routes!(accept_offer))
+        .routes(routes!(decline_offer))
+        .routes(routes!(list_jobs))
+        .routes(routes!(collected))
+        .routes(routes!(delivered).layer(DefaultBodyLimit::max(proof_body_limit)))
+        .routes(routes!(returned))
+}
+
+/// The couriers' API as served: every request is a courier's, checked first.
+pub fn with_courier_layers(state: AppState) -> Router<AppState> {
     // Two files of base64 (4/3 of their size) plus the rest of the body.
     let proof_limit = state.config.dispatch.proof_max_bytes.saturating_mul(3) + (64 << 10);
-    Router::new()
-        .route("/me", get(me))
-        .route("/online", post(go_online))
-        .route("/offline", post(go_offline))
-        .route("/position", post(report_position))
-        .route("/offers", get(list_offers))
-        .route("/offers/{id}/accept", post(accept_offer))
-        .route("/offers/{id}/decline", post(decline_offer))
-        .route("/jobs", get(list_jobs))
-        .route("/jobs/{id}/collected", post(collected))
-        .route(
-            "/jobs/{id}/delivered",
-            post(delivered).layer(DefaultBodyLimit::max(proof_limit)),
-        )
-        .route("/jobs/{id}/returned", post(returned))
+    Router::from(routes(proof_limit))
         .fallback(super::middleware::route_not_found)
         .layer(axum::middleware::from_fn_with_state(state, require_courier))
 }
@@ -62,6 +70,14 @@ async fn require_courier(
 
 type Courier = Extension<CourierIdentity>;
 
+#[utoipa::path(
+    get,
+    path = "/me",
+    operation_id = "getCourierSelf",
+    tag = "couriers",
+    summary = "The calling courier",
+    responses((status = 200, description = "The courier", body = CourierView))
+)]
 async fn me(
     State(state): State<AppState>,
     Extension(c): Courier,
@@ -69,6 +85,14 @@ async fn me(
     Ok(Json(state.couriers.get(c.courier_id).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/online",
+    operation_id = "goOnline",
+    tag = "couriers",
+    summary = "Start taking offers",
+    responses((status = 200, description = "The courier, online", body = CourierView))
+)]
 async fn go_online(
     State(state): State<AppState>,
     Extension(c): Courier,
@@ -76,6 +100,14 @@ async fn go_online(
     Ok(Json(state.couriers.set_online(c.courier_id, true).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/offline",
+    operation_id = "goOffline",
+    tag = "couriers",
+    summary = "Stop taking offers; the open offer is withdrawn",
+    responses((status = 200, description = "The courier, offline", body = CourierView))
+)]
 async fn go_offline(
     State(state): State<AppState>,
     Extension(c): Courier,
@@ -83,20 +115,36 @@ async fn go_offline(
     Ok(Json(state.couriers.set_online(c.courier_id, false).await?))
 }
 
-#[derive(Deserialize)]
+/// Where the courier is; each coordinate a number or a numeric string.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct PositionBody {
+    #[schema(value_type = f64, minimum = -90, maximum = 90)]
     latitude: Numeric<f64>,
+    #[schema(value_type = f64, minimum = -180, maximum = 180)]
     longitude: Numeric<f64>,
 }
 
-#[derive(Serialize)]
+/// The position as kept.
+#[derive(Serialize, ToSchema)]
 struct PositionView {
     latitude: f64,
     longitude: f64,
     seen_at: DateTime<Utc>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/position",
+    operation_id = "reportCourierPosition",
+    tag = "couriers",
+    summary = "Where the courier is now",
+    request_body = PositionBody,
+    responses(
+        (status = 200, description = "The position as kept", body = PositionView),
+        (status = 422, description = "request.invalid_location"),
+    )
+)]
 async fn report_position(
     State(state): State<AppState>,
     Extension(c): Courier,
@@ -121,12 +169,37 @@ async fn report_position(
 }
 
 /// An offer as the courier sees it: where to collect and deliver, not who.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 struct OfferView {
     id: Uuid,
+    /// Accept before this.
     expires_at: DateTime<Utc>,
+    /// The courier's estimated travel to the pickup.
     travel_seconds: i32,
+    #[schema(value_type = OfferJob)]
     job: Value,
+}
+
+/// The job an offer is for, as [`offer_view`] writes it.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+struct OfferJob {
+    id: Uuid,
+    reference: String,
+    #[schema(value_type = super::openapi::VehicleName)]
+    vehicle: String,
+    pickup: OfferStop,
+    dropoff: OfferStop,
+}
+
+/// A stop of an offered job: where, not who.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+struct OfferStop {
+    latitude: f64,
+    longitude: f64,
+    address: String,
+    postcode: Option<String>,
 }
 
 fn offer_view(offer: &OfferRow, job: &JobRow) -> OfferView {
@@ -152,6 +225,14 @@ fn offer_view(offer: &OfferRow, job: &JobRow) -> OfferView {
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/offers",
+    operation_id = "listCourierOffers",
+    tag = "couriers",
+    summary = "The courier's open offers",
+    responses((status = 200, description = "Open, unexpired offers", body = Vec<OfferView>))
+)]
 async fn list_offers(
     State(state): State<AppState>,
     Extension(c): Courier,
@@ -168,6 +249,19 @@ fn job_id(raw: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw).map_err(|_| FulfilmentError::JobNotFound.into())
 }
 
+#[utoipa::path(
+    post,
+    path = "/offers/{id}/accept",
+    operation_id = "acceptOffer",
+    tag = "couriers",
+    summary = "Take the offered job",
+    params(("id" = Uuid, Path, description = "The offer's id")),
+    responses(
+        (status = 200, description = "The job, assigned to the courier", body = CourierJobView),
+        (status = 404, description = "offer.not_found"),
+        (status = 409, description = "offer.expired offer.not_open"),
+    )
+)]
 async fn accept_offer(
     State(state): State<AppState>,
     Extension(c): Courier,
@@ -180,6 +274,19 @@ async fn accept_offer(
     Ok(Json(CourierJobView::from(&job)))
 }
 
+#[utoipa::path(
+    post,
+    path = "/offers/{id}/decline",
+    operation_id = "declineOffer",
+    tag = "couriers",
+    summary = "Turn the offered job down; it goes to the next courier",
+    params(("id" = Uuid, Path, description = "The offer's id")),
+    responses(
+        (status = 204, description = "Declined"),
+        (status = 404, description = "offer.not_found"),
+        (status = 409, description = "offer.expired offer.not_open"),
+    )
+)]
 async fn decline_offer(
     State(state): State<AppState>,
     Extension(c): Courier,
@@ -193,15 +300,23 @@ async fn decline_offer(
 }
 
 /// A job as its courier sees it: everything needed to collect and deliver it.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 struct CourierJobView {
     id: Uuid,
     reference: String,
+    /// The job status name (`assigned`, `in_transit`, …).
     status: String,
+    #[schema(value_type = super::openapi::VehicleName)]
     vehicle: String,
+    #[schema(value_type = Contact)]
     pickup: Value,
+    #[schema(value_type = Contact)]
     dropoff: Value,
+    /// Empty for a parcel.
+    #[schema(value_type = Vec<Item>)]
     items: Value,
+    /// What the delivery must come with.
+    #[schema(value_type = ProofRequirement)]
     proof_requirement: Value,
     assigned_at: Option<DateTime<Utc>>,
     completed_at: Option<DateTime<Utc>>,
@@ -227,6 +342,14 @@ impl From<&JobRow> for CourierJobView {
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/jobs",
+    operation_id = "listCourierJobs",
+    tag = "couriers",
+    summary = "The courier's jobs under way",
+    responses((status = 200, description = "The jobs", body = Vec<CourierJobView>))
+)]
 async fn list_jobs(
     State(state): State<AppState>,
     Extension(c): Courier,
@@ -235,6 +358,19 @@ async fn list_jobs(
     Ok(Json(jobs.iter().map(CourierJobView::from).collect()))
 }
 
+#[utoipa::path(
+    post,
+    path = "/jobs/{id}/collected",
+    operation_id = "markJobCollected",
+    tag = "couriers",
+    summary = "The courier has the goods: the job is in transit",
+    params(("id" = Uuid, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "The job, in transit", body = CourierJobView),
+        (status = 404, description = "job.not_found"),
+        (status = 409, description = "job.invalid_transition"),
+    )
+)]
 async fn collected(
     State(state): State<AppState>,
     Extension(c): Courier,
@@ -247,6 +383,72 @@ async fn collected(
     Ok(Json(CourierJobView::from(&job)))
 }
 
+/// `POST /courier/v1/jobs/{id}/delivered`'s body as `jobs::proof::Proof::parse` reads it.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct DeliveryBody {
+    outcome: DeliveryOutcome,
+    /// Required when the outcome is a handover; at most 200 characters.
+    #[schema(max_length = 200)]
+    recipient_name: Option<String>,
+    /// At most 1000 characters.
+    #[schema(max_length = 1000)]
+    note: Option<String>,
+    /// Required when the job's proof requirement asks for a photo.
+    photo: Option<ProofFileBody>,
+    /// Required when the job's proof requirement asks for a signature.
+    signature: Option<ProofFileBody>,
+}
+
+/// What happened at the door (`jobs::proof::OUTCOMES`).
+#[derive(Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+enum DeliveryOutcome {
+    HandedToRecipient,
+    HandedToNeighbour,
+    LeftInSafePlace,
+}
+
+/// A file of the proof: an image, checked against its first bytes.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct ProofFileBody {
+    content_type: ProofContentType,
+    /// Standard base64 of the file; at most the service's proof file size once decoded.
+    #[schema(content_encoding = "base64")]
+    data: String,
+}
+
+/// The accepted image types (`jobs::proof::CONTENT_TYPES`).
+#[derive(Serialize, Deserialize, ToSchema)]
+#[allow(dead_code)]
+enum ProofContentType {
+    #[serde(rename = "image/jpeg")]
+    Jpeg,
+    #[serde(rename = "image/png")]
+    Png,
+    #[serde(rename = "image/webp")]
+    Webp,
+}
+
+#[utoipa::path(
+    post,
+    path = "/jobs/{id}/delivered",
+    operation_id = "markJobDelivered",
+    tag = "couriers",
+    summary = "Handed over, with proof of delivery",
+    params(("id" = Uuid, Path, description = "The job's id")),
+    request_body = DeliveryBody,
+    responses(
+        (status = 200, description = "The job, delivered", body = CourierJobView),
+        (status = 404, description = "job.not_found"),
+        (status = 409, description = "job.invalid_transition"),
+        (status = 422, description = "proof.invalid_outcome proof.recipient_name_required proof.photo_required proof.signature_required proof.file_too_large proof.unsupported_content_type proof.invalid_file request.invalid_body"),
+    )
+)]
 async fn delivered(
     State(state): State<AppState>,
     Extension(c): Courier,
@@ -267,12 +469,30 @@ async fn delivered(
     Ok(Json(CourierJobView::from(&job)))
 }
 
-#[derive(Deserialize)]
+/// Why the goods came back.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ReturnBody {
+    /// 1 to 500 characters, surrounding blanks not counted.
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 500)]
     reason: Option<String>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/jobs/{id}/returned",
+    operation_id = "markJobReturned",
+    tag = "couriers",
+    summary = "Brought back to the pickup, with the reason",
+    params(("id" = Uuid, Path, description = "The job's id")),
+    request_body = ReturnBody,
+    responses(
+        (status = 200, description = "The job, returned", body = CourierJobView),
+        (status = 404, description = "job.not_found"),
+        (status = 409, description = "job.invalid_transition"),
+        (status = 422, description = "job.reason_required"),
+    )
+)]
 async fn returned(
     State(state): State<AppState>,
     Extension(c): Courier,
@@ -284,4 +504,27 @@ async fn returned(
         .returned(c.courier_id, job_id(&id)?, body.reason.as_deref())
         .await?;
     Ok(Json(CourierJobView::from(&job)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_described_proof_values_are_the_accepted_ones() {
+        let outcomes = serde_json::to_value([
+            DeliveryOutcome::HandedToRecipient,
+            DeliveryOutcome::HandedToNeighbour,
+            DeliveryOutcome::LeftInSafePlace,
+        ])
+        .unwrap();
+        assert_eq!(outcomes, json!(crate::jobs::proof::OUTCOMES));
+        let types = serde_json::to_value([
+            ProofContentType::Jpeg,
+            ProofContentType::Png,
+            ProofContentType::Webp,
+        ])
+        .unwrap();
+        assert_eq!(types, json!(crate::jobs::proof::CONTENT_TYPES));
+    }
 }
