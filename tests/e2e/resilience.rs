@@ -448,6 +448,63 @@ async fn hostile_input_gets_clear_refusals_and_the_service_keeps_serving() {
         .unwrap();
     assert_refusal(response, 413, "request.body_too_large").await;
 
+    // NUL, which no PostgreSQL text can hold, in a body, in a query and in a path.
+    let response = app
+        .admin(Method::POST, "/merchants")
+        .json(&serde_json::json!({"name": "Nul\u{0} Ltd"}))
+        .send()
+        .await
+        .unwrap();
+    assert_refusal(response, 422, "request.invalid_body").await;
+    let response = app
+        .request(
+            Method::POST,
+            "/v1/jobs/00000000-0000-4000-8000-000000000000/cancel",
+        )
+        .auth(&test)
+        .json(&serde_json::json!({"reason": "\u{0}"}))
+        .send()
+        .await
+        .unwrap();
+    assert_refusal(response, 422, "request.invalid_body").await;
+    let response = app
+        .request(Method::GET, "/v1/jobs?status=pending%00")
+        .auth(&test)
+        .send()
+        .await
+        .unwrap();
+    assert_refusal(response, 422, "request.invalid_query").await;
+    let response = app
+        .admin(Method::POST, "/keys/ck_test_%00/revoke")
+        .send()
+        .await
+        .unwrap();
+    assert_refusal(response, 404, "key.not_found").await;
+
+    // A path segment where a number goes that is no number, or too big for one.
+    for (path, code) in [
+        (
+            "/markets/demo/price-books/abc/activate",
+            "price_book.version_not_found",
+        ),
+        (
+            "/markets/demo/price-books/99999999999/comparison",
+            "price_book.version_not_found",
+        ),
+        (
+            "/markets/nowhere/price-books/abc/activate",
+            "market.not_found",
+        ),
+    ] {
+        let method = if path.ends_with("activate") {
+            Method::POST
+        } else {
+            Method::GET
+        };
+        let response = app.admin(method, path).send().await.unwrap();
+        assert_refusal(response, 404, code).await;
+    }
+
     // Numbers past every integer type, and SQL where a value goes.
     for (path, code) in [
         (

@@ -322,6 +322,7 @@ async fn events_arrive_signed_shaped_filtered_and_in_their_environment() {
             assert_eq!(request.content_type, "application/json");
             assert_eq!(request.event, request.json()["type"]);
             Uuid::parse_str(&request.delivery).expect("Courier-Delivery is an id");
+            assert_described(&request.json());
         }
     }
     let by_type = |requests: &[crate::support::receiver::Received], name: &str| {
@@ -737,4 +738,33 @@ async fn a_service_killed_mid_load_loses_no_event() {
     service.kill().unwrap();
     service.wait().unwrap();
     let _ = std::fs::remove_dir_all(&data_dir);
+}
+
+/// A delivered body is what the API description says webhooks carry: a described event, the
+/// envelope's fields exactly, and only described fields in `data`.
+fn assert_described(body: &Value) {
+    let document = courier::api::openapi_document();
+    let event = body["type"].as_str().unwrap();
+    assert!(
+        document["webhooks"].get(event).is_some(),
+        "{event} is not described"
+    );
+    let schemas = &document["components"]["schemas"];
+    let names = |schema: &Value| -> Vec<String> {
+        let mut names: Vec<String> = schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        names.sort_unstable();
+        names
+    };
+    let mut sent: Vec<String> = body.as_object().unwrap().keys().cloned().collect();
+    sent.sort_unstable();
+    assert_eq!(sent, names(&schemas["EventEnvelope"]));
+    let described = names(&schemas["EventData"]);
+    for field in body["data"].as_object().unwrap().keys() {
+        assert!(described.contains(field), "data.{field} is not described");
+    }
 }

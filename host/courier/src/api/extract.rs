@@ -5,6 +5,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use super::error::{ApiError, RequestError};
 
@@ -19,10 +20,39 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(value)) => Ok(Self(value)),
-            Err(rejection) => Err(json_rejection(rejection).into()),
-        }
+        let axum::Json(document) = axum::Json::<Value>::from_request(req, state)
+            .await
+            .map_err(json_rejection)?;
+        from_document(document).map(Self).map_err(ApiError::from)
+    }
+}
+
+/// A parsed JSON body as `T`. PostgreSQL text cannot hold NUL: it is refused here, so it never
+/// reaches a query and fails it. Shape errors name where in the body they are.
+pub fn from_document<T: DeserializeOwned>(document: Value) -> Result<T, RequestError> {
+    if holds_nul(&document) {
+        return Err(RequestError::InvalidBody(NUL_REFUSAL.into()));
+    }
+    serde_path_to_error::deserialize(document).map_err(|e| {
+        let path = e.path().to_string();
+        RequestError::InvalidBody(if path == "." {
+            e.inner().to_string()
+        } else {
+            format!("{path}: {}", e.inner())
+        })
+    })
+}
+
+const NUL_REFUSAL: &str = "text may not contain the NUL character (\\u0000)";
+
+fn holds_nul(value: &Value) -> bool {
+    match value {
+        Value::String(text) => text.contains('\0'),
+        Value::Array(items) => items.iter().any(holds_nul),
+        Value::Object(fields) => fields
+            .iter()
+            .any(|(name, field)| name.contains('\0') || holds_nul(field)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
     }
 }
 
@@ -49,6 +79,12 @@ where
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or_default().as_bytes();
+        if form_urlencoded::parse(query)
+            .any(|(name, value)| name.contains('\0') || value.contains('\0'))
+        {
+            return Err(RequestError::InvalidQuery(NUL_REFUSAL.into()).into());
+        }
         match axum::extract::Query::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Query(value)) => Ok(Self(value)),
             Err(rejection) => Err(query_rejection(rejection).into()),
@@ -58,4 +94,21 @@ where
 
 fn query_rejection(rejection: QueryRejection) -> RequestError {
     RequestError::InvalidQuery(rejection.body_text())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::holds_nul;
+
+    #[test]
+    fn nul_is_found_in_any_string_or_name() {
+        assert!(!holds_nul(
+            &json!({"name": "Ada", "items": [{"n": 1}], "ok": true})
+        ));
+        assert!(holds_nul(&json!({"name": "A\u{0}da"})));
+        assert!(holds_nul(&json!({"items": [{"name": ["x", "\u{0}"]}]})));
+        assert!(holds_nul(&json!({"na\u{0}me": 1})));
+    }
 }

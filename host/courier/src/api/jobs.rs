@@ -318,9 +318,9 @@ pub async fn cancel(
     let reason = if body.iter().all(u8::is_ascii_whitespace) {
         None
     } else {
-        serde_json::from_slice::<CancelBody>(&body)
-            .map_err(|e| RequestError::InvalidBody(e.to_string()))?
-            .reason
+        let document = serde_json::from_slice(&body)
+            .map_err(|e| RequestError::MalformedJson(e.to_string()))?;
+        super::extract::from_document::<CancelBody>(document)?.reason
     };
     let job = state
         .fulfilment

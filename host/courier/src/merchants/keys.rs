@@ -90,6 +90,10 @@ pub async fn revoke_key(
     operator: &str,
 ) -> Result<ApiKey, MerchantError> {
     let key = key.trim();
+    // No key id holds NUL, and PostgreSQL text cannot: not a key, not a failed query.
+    if key.contains('\0') {
+        return Err(MerchantError::KeyNotFound);
+    }
     let mut tx = pool.begin().await?;
     let stored = store::merchants::lock_key(&mut tx, key)
         .await?
