@@ -540,6 +540,15 @@ async fn hostile_input_gets_clear_refusals_and_the_service_keeps_serving() {
         .await
         .unwrap();
     assert_refusal(response, 404, "job.not_found").await;
+    // A path segment that decodes to no UTF-8 names nothing (the router's bare 400 is not
+    // passed on as a fault).
+    let response = app
+        .request(Method::GET, "/v1/jobs/%FF%FE")
+        .auth(&test)
+        .send()
+        .await
+        .unwrap();
+    assert_refusal(response, 404, "not_found").await;
 
     // Bytes no client library would send: a non-UTF-8 idempotency key, a header value with
     // a smuggled line.

@@ -155,36 +155,6 @@ impl AuditFilter {
     }
 }
 
-/// The names of [`AuditAction`]s, for the API's description (built from [`AuditAction::ALL`]).
-pub struct AuditActionName;
-
-impl utoipa::PartialSchema for AuditActionName {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        utoipa::openapi::schema::ObjectBuilder::new()
-            .schema_type(utoipa::openapi::schema::Type::String)
-            .description(Some("What an operator did"))
-            .enum_values(Some(AuditAction::ALL.map(AuditAction::as_str)))
-            .into()
-    }
-}
-
-impl utoipa::ToSchema for AuditActionName {}
-
-/// The [`TARGET_TYPES`], for the API's description.
-pub struct AuditTargetType;
-
-impl utoipa::PartialSchema for AuditTargetType {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        utoipa::openapi::schema::ObjectBuilder::new()
-            .schema_type(utoipa::openapi::schema::Type::String)
-            .description(Some("The kind of thing an operator acted on"))
-            .enum_values(Some(TARGET_TYPES))
-            .into()
-    }
-}
-
-impl utoipa::ToSchema for AuditTargetType {}
-
 /// One recorded action, as read back.
 #[derive(Clone, Debug, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct AuditEntry {
@@ -192,9 +162,9 @@ pub struct AuditEntry {
     /// Who did it: the operator's name (`system` for the service itself).
     pub operator: String,
     /// What was done, e.g. `merchant.created`.
-    #[schema(value_type = AuditActionName)]
+    #[schema(value_type = crate::api::openapi::AuditActionName)]
     pub action: String,
-    #[schema(value_type = AuditTargetType)]
+    #[schema(value_type = crate::api::openapi::AuditTargetType)]
     pub target_type: String,
     /// Which one: a UUID, an API key, or `<market>/<version>` for a price book.
     pub target_id: String,

@@ -135,17 +135,35 @@ pub struct EventProof {
     has_signature: bool,
 }
 
-/// The five vehicles, as the API names them (`courier_geo::Vehicle` parses these).
-#[derive(serde::Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[allow(dead_code)]
-pub enum VehicleName {
-    Bicycle,
-    ElectricBicycle,
-    Motorcycle,
-    Car,
-    Van,
+/// A string schema whose values are the names a domain type already lists, so the description
+/// cannot drift from the code that parses them.
+macro_rules! named_values {
+    ($(#[$doc:meta])* $name:ident: $description:literal = $values:expr) => {
+        $(#[$doc])*
+        pub struct $name;
+
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .description(Some($description))
+                    .enum_values(Some($values))
+                    .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
+    };
 }
+
+named_values!(VehicleName: "A vehicle, as the API names it" =
+    courier_geo::Vehicle::ALL.map(courier_geo::Vehicle::as_str));
+named_values!(JobStatusName: "A job's status" =
+    crate::domain::JobStatus::ALL.map(crate::domain::JobStatus::as_str));
+named_values!(AuditActionName: "What an operator did" =
+    crate::audit::AuditAction::ALL.map(crate::audit::AuditAction::as_str));
+named_values!(AuditTargetType: "The kind of thing an operator acted on" =
+    crate::audit::TARGET_TYPES);
 
 /// Which credentials a path asks for.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -444,23 +462,18 @@ mod tests {
     }
 
     #[test]
-    fn the_vehicle_names_are_the_road_networks() {
-        let names = serde_json::to_value([
-            VehicleName::Bicycle,
-            VehicleName::ElectricBicycle,
-            VehicleName::Motorcycle,
-            VehicleName::Car,
-            VehicleName::Van,
-        ])
-        .unwrap();
+    fn named_values_are_the_domain_types_names() {
+        use utoipa::PartialSchema;
+        let values = |schema: utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>| {
+            serde_json::to_value(schema).unwrap()["enum"].clone()
+        };
         assert_eq!(
-            names.as_array().unwrap().len(),
-            courier_geo::Vehicle::ALL.len()
+            values(VehicleName::schema()),
+            json!(["bicycle", "electric_bicycle", "motorcycle", "car", "van"])
         );
-        for name in names.as_array().unwrap() {
-            let name = name.as_str().unwrap();
-            assert!(name.parse::<courier_geo::Vehicle>().is_ok(), "{name}");
-        }
+        let statuses = values(JobStatusName::schema());
+        assert_eq!(statuses.as_array().unwrap().len(), 8);
+        assert!(statuses.as_array().unwrap().contains(&json!("in_transit")));
     }
 
     #[test]

@@ -14,9 +14,11 @@ use crate::store::jobs::JobRow;
 pub struct JobView {
     pub id: Uuid,
     pub reference: String,
+    #[schema(value_type = crate::api::openapi::JobStatusName)]
     pub status: String,
     pub currency: String,
     pub price_amount_minor: i64,
+    #[schema(value_type = crate::api::openapi::VehicleName)]
     pub vehicle: String,
     pub tracking_url: String,
     pub booked_at: DateTime<Utc>,
@@ -107,9 +109,11 @@ impl JobDetail {
 pub struct JobListItem {
     pub id: Uuid,
     pub reference: String,
+    #[schema(value_type = crate::api::openapi::JobStatusName)]
     pub status: String,
     pub currency: String,
     pub price_amount_minor: i64,
+    #[schema(value_type = crate::api::openapi::VehicleName)]
     pub vehicle: String,
     pub pickup_address: String,
     pub dropoff_address: String,

@@ -79,7 +79,7 @@ pub enum SandboxError {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct RunView {
     pub job_id: Uuid,
-    /// The job status name (`searching`, `in_transit`, …).
+    #[schema(value_type = crate::api::openapi::JobStatusName)]
     pub status: String,
     #[schema(value_type = Scenario)]
     pub scenario: &'static str,

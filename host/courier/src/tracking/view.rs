@@ -14,7 +14,7 @@ use crate::domain::JobStatus;
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct TrackingState {
     pub reference: String,
-    /// The job status name (`searching`, `in_transit`, …).
+    #[schema(value_type = crate::api::openapi::JobStatusName)]
     pub status: String,
     pub headline: &'static str,
     pub detail: &'static str,

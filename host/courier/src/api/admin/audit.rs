@@ -8,8 +8,9 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::api::jobs::{date_time_parameter, whole_parameter};
+use crate::api::openapi::{AuditActionName, AuditTargetType};
 use crate::api::{ApiError, ApiQuery, AppState, RequestError};
-use crate::audit::{self, AuditActionName, AuditEntry, AuditFilter, AuditTargetType};
+use crate::audit::{self, AuditEntry, AuditFilter};
 
 const DEFAULT_PAGE_SIZE: i64 = 50;
 const MAX_PAGE_SIZE: i64 = 200;

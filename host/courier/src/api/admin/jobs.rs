@@ -2,7 +2,7 @@
 
 use axum::extract::{Path, State};
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -16,26 +16,11 @@ fn job_id(raw: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw).map_err(|_| FulfilmentError::JobNotFound.into())
 }
 
-/// A job's status, as the API names it (`JobStatus::parse` reads these).
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[allow(dead_code)]
-pub enum JobStatusName {
-    Pending,
-    Searching,
-    Assigned,
-    InTransit,
-    Delivered,
-    Returned,
-    Cancelled,
-    Failed,
-}
-
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StatusBody {
     /// Only moves an operator may make from the job's status are accepted.
-    #[schema(value_type = JobStatusName)]
+    #[schema(value_type = crate::api::openapi::JobStatusName)]
     status: String,
     /// Required: 1 to 500 characters.
     #[schema(value_type = String, required = true, min_length = 1, max_length = 500)]

@@ -304,7 +304,7 @@ async fn decline_offer(
 struct CourierJobView {
     id: Uuid,
     reference: String,
-    /// The job status name (`assigned`, `in_transit`, …).
+    #[schema(value_type = crate::api::openapi::JobStatusName)]
     status: String,
     #[schema(value_type = super::openapi::VehicleName)]
     vehicle: String,
