@@ -129,6 +129,7 @@ pub struct EventData {
 #[serde(rename_all = "camelCase")]
 #[allow(dead_code)]
 pub struct EventProof {
+    #[schema(value_type = DeliveryOutcome)]
     outcome: String,
     recipient_name: Option<String>,
     has_photo: bool,
@@ -160,6 +161,8 @@ named_values!(VehicleName: "A vehicle, as the API names it" =
     courier_geo::Vehicle::ALL.map(courier_geo::Vehicle::as_str));
 named_values!(JobStatusName: "A job's status" =
     crate::domain::JobStatus::ALL.map(crate::domain::JobStatus::as_str));
+named_values!(DeliveryOutcome: "What happened at the door" = crate::jobs::proof::OUTCOMES);
+named_values!(ProofContentType: "An accepted image type" = crate::jobs::proof::CONTENT_TYPES);
 named_values!(AuditActionName: "What an operator did" =
     crate::audit::AuditAction::ALL.map(crate::audit::AuditAction::as_str));
 named_values!(AuditTargetType: "The kind of thing an operator acted on" =
