@@ -237,6 +237,104 @@ const BODY_REFUSALS: &[(u16, &[&str])] = &[
 
 const METHODS: &[&str] = &["get", "put", "post", "delete", "patch"];
 
+/// A created resource's links to the operations on it (OpenAPI links), so a client or a
+/// stateful fuzzer can chain calls: create, then read, change or delete what was created.
+struct ResourceLinks {
+    /// The creating operation and its success status.
+    from: (&'static str, &'static str),
+    /// Path parameters of the targets and where their values come from (runtime expressions).
+    parameters: &'static [(&'static str, &'static str)],
+    /// The operations on the created resource.
+    to: &'static [&'static str],
+}
+
+const LINKS: &[ResourceLinks] = &[
+    ResourceLinks {
+        from: ("bookJob", "201"),
+        parameters: &[("id", "$response.body#/id")],
+        to: &[
+            "getJob",
+            "cancelJob",
+            "getCourierPosition",
+            "getSandboxRun",
+            "advanceSandboxRun",
+            "chooseSandboxScenario",
+        ],
+    },
+    ResourceLinks {
+        from: ("createWebhookEndpoint", "201"),
+        parameters: &[("id", "$response.body#/id")],
+        to: &[
+            "listWebhookDeliveries",
+            "rotateWebhookSecret",
+            "resumeWebhookEndpoint",
+            "deleteWebhookEndpoint",
+        ],
+    },
+    ResourceLinks {
+        from: ("attachPaymentMethod", "201"),
+        parameters: &[("id", "$response.body#/id")],
+        to: &["makePaymentMethodDefault", "removePaymentMethod"],
+    },
+    ResourceLinks {
+        from: ("createCourier", "201"),
+        parameters: &[("id", "$response.body#/id")],
+        to: &["getCourier", "suspendCourier", "reinstateCourier"],
+    },
+    ResourceLinks {
+        from: ("createMerchant", "201"),
+        parameters: &[("id", "$response.body#/merchant_id")],
+        to: &[
+            "getMerchant",
+            "createApiKey",
+            "getMerchantSettings",
+            "changeMerchantSettings",
+        ],
+    },
+    ResourceLinks {
+        from: ("uploadPriceBook", "201"),
+        parameters: &[
+            ("market", "$response.body#/market"),
+            ("version", "$response.body#/version"),
+        ],
+        to: &["activatePriceBook", "comparePriceBook"],
+    },
+];
+
+/// Adds [`LINKS`] to the creating operations' success responses.
+fn add_links(paths: &mut serde_json::Map<String, Value>) {
+    for links in LINKS {
+        let (operation_id, status) = links.from;
+        let response = paths
+            .values_mut()
+            .flat_map(|item| {
+                item.as_object_mut()
+                    .expect("path items are objects")
+                    .values_mut()
+            })
+            .find(|operation| operation["operationId"] == operation_id)
+            .unwrap_or_else(|| panic!("linked operation {operation_id} is not described"))
+            .pointer_mut(&format!("/responses/{status}"))
+            .unwrap_or_else(|| panic!("{operation_id} does not answer {status}"));
+        let described: serde_json::Map<String, Value> = links
+            .to
+            .iter()
+            .map(|target| {
+                let parameters: serde_json::Map<String, Value> = links
+                    .parameters
+                    .iter()
+                    .map(|(name, value)| (format!("path.{name}"), json!(value)))
+                    .collect();
+                (
+                    (*target).to_owned(),
+                    json!({ "operationId": target, "parameters": parameters }),
+                )
+            })
+            .collect();
+        response["links"] = Value::Object(described);
+    }
+}
+
 /// Security schemes, refusal bodies and shared refusals, added to what the annotations say.
 fn finish(mut document: Value) -> Value {
     let components = document["components"]
@@ -261,6 +359,7 @@ fn finish(mut document: Value) -> Value {
             }
         }
     }
+    add_links(paths);
     document
 }
 
@@ -460,6 +559,36 @@ mod tests {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn links_lead_to_described_operations_with_their_path_parameters() {
+        let mut paths_by_operation = std::collections::BTreeMap::new();
+        for (path, item) in document()["paths"].as_object().unwrap() {
+            for operation in item.as_object().unwrap().values() {
+                paths_by_operation.insert(operation["operationId"].as_str().unwrap(), path);
+            }
+        }
+        for links in LINKS {
+            for target in links.to {
+                let path = paths_by_operation
+                    .get(target)
+                    .unwrap_or_else(|| panic!("{target} is not described"));
+                let mut named: Vec<String> = links
+                    .parameters
+                    .iter()
+                    .map(|(name, _)| format!("{{{name}}}"))
+                    .collect();
+                let mut in_path: Vec<String> = path
+                    .split('/')
+                    .filter(|segment| segment.starts_with('{'))
+                    .map(str::to_owned)
+                    .collect();
+                named.sort();
+                in_path.sort();
+                assert_eq!(named, in_path, "{target} ({path})");
             }
         }
     }
