@@ -9,6 +9,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use courier::auth::Merchant;
 use courier::domain::Environment;
+use courier::events::EventBell;
 use courier::payments::{Gateways, Payments, RetryPolicy};
 use courier_plugins::{AdapterConfig, EngineConfig, PaymentAdapter, PluginEngine};
 use reqwest::Method;
@@ -88,7 +89,12 @@ async fn captured_charge(app: &TestApp, merchant_id: Uuid) -> Uuid {
         max_attempts: 2,
         lease: Duration::from_secs(60),
     };
-    let payments = Payments::new(pool.clone(), Gateways::new(Arc::new(adapter), None), retry);
+    let payments = Payments::new(
+        pool.clone(),
+        Gateways::new(Arc::new(adapter), None),
+        retry,
+        EventBell::default(),
+    );
     let caller = Merchant {
         merchant_id,
         environment: Environment::Test,

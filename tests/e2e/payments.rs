@@ -10,6 +10,7 @@ use std::time::Duration;
 use courier::api::ApiError;
 use courier::auth::Merchant;
 use courier::domain::Environment;
+use courier::events::EventBell;
 use courier::merchants::NewMerchant;
 use courier::payments::{
     ChargeStatus, ChargeView, Gateway, GatewayError, Gateways, HoldError, PaymentError, Payments,
@@ -89,7 +90,12 @@ impl Shop {
         let merchant = app.create_merchant("Card Shop").await;
         let pool = app.pool().await;
         let gateway = gateway.unwrap_or_else(|| Arc::new(sandbox_adapter()));
-        let payments = Payments::new(pool.clone(), Gateways::new(gateway, None), quick_retries(5));
+        let payments = Payments::new(
+            pool.clone(),
+            Gateways::new(gateway, None),
+            quick_retries(5),
+            EventBell::default(),
+        );
         Self {
             test: merchant.test(),
             live: merchant.live(),
@@ -1015,9 +1021,19 @@ async fn two_instances_share_due_retries_without_doing_any_twice() {
         base: Duration::from_millis(1500),
         ..quick_retries(5)
     };
-    let payments = Payments::new(pool.clone(), Gateways::new(first.clone(), None), patient);
+    let payments = Payments::new(
+        pool.clone(),
+        Gateways::new(first.clone(), None),
+        patient,
+        EventBell::default(),
+    );
     let second = Flaky::new(usize::MAX, false);
-    let other = Payments::new(pool.clone(), Gateways::new(second.clone(), None), patient);
+    let other = Payments::new(
+        pool.clone(),
+        Gateways::new(second.clone(), None),
+        patient,
+        EventBell::default(),
+    );
     for _ in 0..5 {
         let (_, held) = hold(&payments, &pool, &caller, 1_000).await;
         assert_eq!(held.unwrap().status, ChargeStatus::Pending);

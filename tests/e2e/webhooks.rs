@@ -177,7 +177,52 @@ async fn raise_for(
     let mut tx = pool.begin().await.unwrap();
     courier::events::record(&mut tx, &event).await.unwrap();
     tx.commit().await.unwrap();
+    courier::events::announce(pool).await.unwrap();
     subject
+}
+
+/// Events the service commits wake its own fan-out at once, and events written from outside
+/// the service are announced after their commit: with the regular look for work an hour apart,
+/// all of them still arrive.
+#[tokio::test]
+async fn committed_events_wake_the_fan_out_without_waiting_for_a_poll() {
+    let floor = crate::fulfilment::Floor::start(&[("COURIER_WEBHOOK_POLL_MS", "3600000")]).await;
+    let job = floor.book().await;
+    let arrived = floor
+        .receiver
+        .wait_for(crate::fulfilment::HOOK, 1, WAIT)
+        .await;
+    assert_eq!(arrived[0].event, "job.booked");
+
+    let id = job["id"].as_str().unwrap();
+    let (status, body) = floor
+        .merchant_call(
+            Method::POST,
+            &format!("/v1/jobs/{id}/cancel"),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let arrived = floor
+        .receiver
+        .wait_for(crate::fulfilment::HOOK, 2, WAIT)
+        .await;
+    assert_eq!(arrived[1].event, "job.cancelled");
+
+    let pool = floor.app.pool().await;
+    raise_for(
+        &pool,
+        floor.merchant.merchant_id,
+        Environment::Test,
+        EventName::JobPickedUp,
+    )
+    .await;
+    let arrived = floor
+        .receiver
+        .wait_for(crate::fulfilment::HOOK, 3, WAIT)
+        .await;
+    assert_eq!(arrived[2].event, "job.picked_up");
+    floor.app.stop().await;
 }
 
 fn secret(endpoint: &Value) -> String {

@@ -86,6 +86,7 @@ impl Services {
             db.pool.clone(),
             gateways,
             config.payments.retry,
+            webhooks.bell(),
         ));
         let texts = Arc::new(
             crate::texts::CustomerTexts::new(db.pool.clone(), config.texts.clone())
@@ -104,6 +105,7 @@ impl Services {
                 markets: Arc::clone(&markets),
                 public_url: config.public_url.clone(),
             },
+            webhooks.bell(),
         );
         Ok(Self {
             couriers,

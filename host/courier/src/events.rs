@@ -2,16 +2,54 @@
 //! transactional outbox), so an event exists exactly when its change committed. The webhook
 //! engine fans them out; the tracking page reads a job's events (names and times) for its
 //! timeline.
+//!
+//! The fan-out is woken after commit, not by a `NOTIFY` inside the recording transaction:
+//! Postgres holds one database-wide lock from a notifying transaction's pre-commit until its
+//! commit record is on disk, so notifying transactions commit one at a time (bookings were
+//! capped at one per disk flush; BENCHMARKS.md). The process that commits rings its own
+//! [`EventBell`]; anything else that records events calls [`announce`] after its commit.
+
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::PgConnection;
+use sqlx::{PgConnection, PgExecutor};
+use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::domain::Environment;
 
-/// Channel notified when events are recorded, so the fan-out wakes without polling.
+/// Channel that wakes the fan-out of every process listening (see [`announce`]).
 pub const EVENTS_CHANNEL: &str = "courier_events";
+
+/// Wakes this process's webhook fan-out once a transaction that recorded events has
+/// committed. Rings close together wake it once; a ring nobody waits for is kept for the next
+/// wait. Cheap to clone.
+#[derive(Clone, Debug, Default)]
+pub struct EventBell(Arc<Notify>);
+
+impl EventBell {
+    /// Call after the commit of a transaction that recorded events.
+    pub fn ring(&self) {
+        self.0.notify_one();
+    }
+
+    /// Resolves at the next ring (at once if one came since the last wait).
+    pub async fn rung(&self) {
+        self.0.notified().await;
+    }
+}
+
+/// Tells the fan-out of every process that events were committed: for recorders outside the
+/// service's processes. Must run after the recording transaction commits (a notification
+/// sent on its own costs no disk flush and does not hold other commits back).
+pub async fn announce(executor: impl PgExecutor<'_>) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT pg_notify($1, '')")
+        .bind(EVENTS_CHANNEL)
+        .execute(executor)
+        .await?;
+    Ok(())
+}
 
 /// The spec's event names (section 6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
@@ -123,7 +161,8 @@ pub struct NewEvent {
     pub details: EventDetails,
 }
 
-/// Records `event` on `conn`, which must be the transaction of the change that raised it.
+/// Records `event` on `conn`, which must be the transaction of the change that raised it;
+/// ring the [`EventBell`] after that transaction commits.
 pub async fn record(conn: &mut PgConnection, event: &NewEvent) -> Result<Uuid, sqlx::Error> {
     let id = Uuid::new_v4();
     let job = event
@@ -145,11 +184,6 @@ pub async fn record(conn: &mut PgConnection, event: &NewEvent) -> Result<Uuid, s
     .bind(details)
     .execute(&mut *conn)
     .await?;
-    // Delivered on commit only, like the row itself.
-    sqlx::query("SELECT pg_notify($1, '')")
-        .bind(EVENTS_CHANNEL)
-        .execute(&mut *conn)
-        .await?;
     Ok(id)
 }
 

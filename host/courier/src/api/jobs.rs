@@ -109,11 +109,13 @@ pub async fn create(
         .transpose()?;
     let key = booking::check_key(key)?;
     let scenario = sandbox::scenario_header(&headers, &merchant)?;
+    let bell = state.webhooks.bell();
     let context = BookingContext {
         pool: &state.pool,
         payments: &state.payments,
         markets: &state.markets,
         public_url: &state.config.public_url,
+        bell: &bell,
     };
     let response = booking::book(
         &context,

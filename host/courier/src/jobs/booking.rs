@@ -20,7 +20,7 @@ use crate::domain::booking::{
     BookingRequest, BookingRequestError, Contact, StopRole, normalise_phone,
 };
 use crate::domain::{Environment, JobStatus};
-use crate::events::{self, EventDetails, EventName, JobFacts, NewEvent};
+use crate::events::{self, EventBell, EventDetails, EventName, JobFacts, NewEvent};
 use crate::markets::Markets;
 use crate::payments::{HoldError, Payments};
 use crate::sandbox::Scenario;
@@ -72,6 +72,8 @@ pub struct BookingContext<'a> {
     pub payments: &'a Payments,
     pub markets: &'a Markets,
     pub public_url: &'a str,
+    /// Rung once the booking (and its `job.booked`) is committed.
+    pub bell: &'a EventBell,
 }
 
 /// `Idempotency-Key`: present, 1–255 visible ASCII characters.
@@ -224,6 +226,7 @@ pub async fn book(
     )
     .await?;
     tx.commit().await?;
+    context.bell.ring();
     Ok(BookingResponse { status: 201, body })
 }
 

@@ -20,7 +20,7 @@ use crate::auth::Merchant;
 use crate::clock::now;
 use crate::couriers::ACTIVE;
 use crate::domain::{Environment, JobStatus};
-use crate::events::{self, EventDetails, EventName, JobFacts, NewEvent};
+use crate::events::{self, EventBell, EventDetails, EventName, JobFacts, NewEvent};
 use crate::markets::Markets;
 use crate::payments::{PaymentError, Payments};
 use crate::store::couriers as couriers_store;
@@ -108,14 +108,21 @@ pub struct Fulfilment {
     pool: PgPool,
     payments: Arc<Payments>,
     texts: CollectionTexts,
+    bell: EventBell,
 }
 
 impl Fulfilment {
-    pub fn new(pool: PgPool, payments: Arc<Payments>, texts: CollectionTexts) -> Self {
+    pub fn new(
+        pool: PgPool,
+        payments: Arc<Payments>,
+        texts: CollectionTexts,
+        bell: EventBell,
+    ) -> Self {
         Self {
             pool,
             payments,
             texts,
+            bell,
         }
     }
 
@@ -199,7 +206,7 @@ impl Fulfilment {
         )
         .await?;
         tx.commit().await?;
-        self.settle_now(&moved).await;
+        self.committed(&moved).await;
         Ok(moved)
     }
 
@@ -252,6 +259,7 @@ impl Fulfilment {
         .await?;
         offers::answer_offer(&mut tx, offer.id, "accepted", now).await?;
         tx.commit().await?;
+        self.committed(&moved).await;
         Ok(moved)
     }
 
@@ -325,7 +333,7 @@ impl Fulfilment {
         )
         .await?;
         tx.commit().await?;
-        self.settle_now(&moved).await;
+        self.committed(&moved).await;
         Ok(moved)
     }
 
@@ -353,7 +361,7 @@ impl Fulfilment {
         .await?;
         self.text_on_collection(&mut tx, &moved).await?;
         tx.commit().await?;
-        self.settle_now(&moved).await;
+        self.committed(&moved).await;
         Ok(moved)
     }
 
@@ -399,7 +407,7 @@ impl Fulfilment {
         .await?;
         self.text_on_collection(&mut tx, &moved).await?;
         tx.commit().await?;
-        self.settle_now(&moved).await;
+        self.committed(&moved).await;
         Ok(moved)
     }
 
@@ -453,6 +461,7 @@ impl Fulfilment {
         )
         .await?;
         tx.commit().await?;
+        self.committed(&moved).await;
         Ok(moved)
     }
 
@@ -482,14 +491,16 @@ impl Fulfilment {
         }
         tx.commit().await?;
         for job in &failed {
-            self.settle_now(job).await;
+            self.committed(job).await;
         }
         Ok(failed.len())
     }
 
-    /// Settles the charge of a job that just reached an ending. Failures are left to the
-    /// worker: the settlement row stays.
-    pub async fn settle_now(&self, job: &JobRow) {
+    /// What follows the commit of a move of `job`: the webhook fan-out is woken for its
+    /// event, and the charge of a job the move ended is settled. Settlement failures are left
+    /// to the worker: the settlement row stays.
+    pub async fn committed(&self, job: &JobRow) {
+        self.bell.ring();
         if let Some(settlement) = transitions::settlement(status(job)) {
             self.settle(job.id, settlement).await;
         }
@@ -523,7 +534,7 @@ impl Fulfilment {
 
     /// Applies a move of the sandbox simulator to `job`, locked by the caller in `conn`, as
     /// the courier, operations or dispatch would make it (same checks, events and
-    /// settlements owed). The caller commits, then calls [`Fulfilment::settle_now`].
+    /// settlements owed). The caller commits, then calls [`Fulfilment::committed`].
     pub async fn simulated_move(
         &self,
         conn: &mut PgConnection,

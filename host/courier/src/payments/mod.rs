@@ -38,7 +38,7 @@ pub use state::{ChargeStatus, Decision, InvalidMove, Move};
 
 use crate::auth::Merchant;
 use crate::domain::Environment;
-use crate::events::{self, EventDetails, EventName, NewEvent};
+use crate::events::{self, EventBell, EventDetails, EventName, NewEvent};
 use crate::store::payments::{self as store, CardRow, ChargeRow, NewMove};
 
 /// How many charges `GET /v1/charges` shows.
@@ -212,6 +212,8 @@ pub struct Payments {
     pool: PgPool,
     gateways: Gateways,
     retry: RetryPolicy,
+    /// Rung after commits that may have recorded `payment_method.dead`.
+    bell: EventBell,
 }
 
 /// How the provider answered a call. An adapter fault counts as unreachable: nothing is
@@ -245,11 +247,12 @@ enum Settled {
 }
 
 impl Payments {
-    pub fn new(pool: PgPool, gateways: Gateways, retry: RetryPolicy) -> Self {
+    pub fn new(pool: PgPool, gateways: Gateways, retry: RetryPolicy, bell: EventBell) -> Self {
         Self {
             pool,
             gateways,
             retry,
+            bell,
         }
     }
 
@@ -558,6 +561,7 @@ impl Payments {
                     let mut apart = self.pool.begin().await?;
                     Self::bury_card(&mut apart, card.id, finish).await?;
                     apart.commit().await?;
+                    self.bell.ring();
                 }
                 Err(HoldError::Declined {
                     decline_code: decline.code,
@@ -594,6 +598,8 @@ impl Payments {
         self.advance(&mut tx, &mut charge, requested, SYSTEM)
             .await?;
         tx.commit().await?;
+        // A decline may have buried the card (`payment_method.dead`).
+        self.bell.ring();
         Ok((&charge).into())
     }
 

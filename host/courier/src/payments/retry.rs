@@ -103,6 +103,8 @@ impl Payments {
             self.advance(&mut tx, &mut charge, follow, WORKER).await?;
         }
         tx.commit().await?;
+        // A decline may have buried the card (`payment_method.dead`).
+        self.bell.ring();
         Ok(())
     }
 }

@@ -235,7 +235,7 @@ impl Simulator {
             ));
         };
         tx.commit().await?;
-        self.fulfilment.settle_now(&job).await;
+        self.fulfilment.committed(&job).await;
         Ok(view(&run, &job))
     }
 
@@ -252,7 +252,7 @@ impl Simulator {
                 Ok(moved) => {
                     tx.commit().await?;
                     if let Some(job) = moved {
-                        self.fulfilment.settle_now(&job).await;
+                        self.fulfilment.committed(&job).await;
                     }
                 }
                 Err(error) => {

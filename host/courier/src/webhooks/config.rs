@@ -22,6 +22,9 @@ pub struct WebhookConfig {
     pub allow_private: bool,
     /// `COURIER_WEBHOOK_EXTRA_CA`: a PEM file of roots trusted on top of the public ones.
     pub extra_ca: Option<PathBuf>,
+    /// `COURIER_WEBHOOK_POLL_MS`: how often the fan-out and the delivery workers look for work
+    /// nothing woke them for (events committed by another process, retries falling due).
+    pub poll: Duration,
 }
 
 impl Default for WebhookConfig {
@@ -34,6 +37,7 @@ impl Default for WebhookConfig {
             endpoint_concurrency: 16,
             allow_private: false,
             extra_ca: None,
+            poll: Duration::from_secs(1),
         }
     }
 }
@@ -87,6 +91,7 @@ impl WebhookConfig {
             endpoint_concurrency,
             allow_private,
             extra_ca: lookup("COURIER_WEBHOOK_EXTRA_CA").map(PathBuf::from),
+            poll: millis("COURIER_WEBHOOK_POLL_MS", defaults.poll)?,
         })
     }
 
@@ -132,6 +137,7 @@ mod tests {
         assert_eq!(config.suspend_after, 20);
         assert_eq!(config.max_attempts, 10);
         assert!(!config.allow_private);
+        assert_eq!(config.poll, Duration::from_secs(1));
     }
 
     #[test]
@@ -139,10 +145,12 @@ mod tests {
         let config = WebhookConfig::from_lookup(&|n| match n {
             "COURIER_WEBHOOK_RETRY_BASE_MS" => Some("5".into()),
             "COURIER_WEBHOOK_ALLOW_PRIVATE" => Some("true".into()),
+            "COURIER_WEBHOOK_POLL_MS" => Some("60000".into()),
             _ => None,
         })
         .unwrap();
         assert_eq!(config.retry_base, Duration::from_millis(5));
+        assert_eq!(config.poll, Duration::from_secs(60));
         assert!(config.allow_private);
         let bad = WebhookConfig::from_lookup(&|n| {
             (n == "COURIER_WEBHOOK_TIMEOUT_MS").then(|| "soon".into())

@@ -21,8 +21,6 @@ use crate::store::webhooks::{self as store, Failure};
 const GLOBAL_CONCURRENCY: usize = 256;
 /// Due deliveries claimed per poll.
 const CLAIM_BATCH: i64 = 256;
-/// How often due retries are looked for when no timer or notification says so.
-pub const POLL_EVERY: Duration = Duration::from_secs(1);
 
 /// A claimed delivery; only the holder of `token` may attempt it.
 #[derive(Clone, Copy, Debug)]
@@ -305,8 +303,12 @@ impl Dispatcher {
         }
     }
 
-    /// The regular poll: once a second, or sooner when retries are configured to be faster.
+    /// The regular poll: `COURIER_WEBHOOK_POLL_MS`, or sooner when retries are configured to be
+    /// faster.
     fn poll_interval(&self) -> Duration {
-        POLL_EVERY.min(self.inner.config.retry_base.max(Duration::from_millis(50)))
+        let config = &self.inner.config;
+        config
+            .poll
+            .min(config.retry_base.max(Duration::from_millis(50)))
     }
 }

@@ -22,7 +22,6 @@ use courier_plugins::{PayloadShaper, PluginEngine};
 use sqlx::PgPool;
 use sqlx::postgres::{PgListener, PgPoolOptions};
 use thiserror::Error;
-use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 pub use client::ClientError;
@@ -30,7 +29,7 @@ pub use config::WebhookConfig;
 pub use endpoints::{DeliveryRecord, Endpoint, WebhookError};
 pub use signer::signature;
 
-use crate::events::EVENTS_CHANNEL;
+use crate::events::{EVENTS_CHANNEL, EventBell};
 use crate::secrets::SecretKey;
 use delivery::Dispatcher;
 use secret::SecretCipher;
@@ -52,6 +51,8 @@ pub struct Webhooks {
     cipher: SecretCipher,
     config: WebhookConfig,
     client: client::WebhookClient,
+    /// Rung by this process's event recorders; wakes the fan-out.
+    bell: EventBell,
 }
 
 impl std::fmt::Debug for Webhooks {
@@ -86,7 +87,13 @@ impl Webhooks {
             cipher: SecretCipher::new(key),
             pool,
             config,
+            bell: EventBell::default(),
         }))
+    }
+
+    /// The bell that wakes this process's fan-out; ring it after committing events.
+    pub fn bell(&self) -> EventBell {
+        self.bell.clone()
     }
 
     /// Loads the payload shaper and starts the fan-out, its wake-ups and the delivery workers.
@@ -104,17 +111,17 @@ impl Webhooks {
             self.cipher.clone(),
             self.config.clone(),
         );
-        let recorded = Arc::new(Notify::new());
         let lease_ms = self.config.lease().as_millis() as i64;
         let tasks = vec![
             // The listener holds one connection for good: not one of the API's.
-            tokio::spawn(listen(workers_pool, Arc::clone(&recorded))),
+            tokio::spawn(listen(workers_pool, self.bell())),
             tokio::spawn(fan_out(
                 self.pool.clone(),
                 shaper,
                 dispatcher.clone(),
-                recorded,
+                self.bell(),
                 lease_ms,
+                self.config.poll,
             )),
             tokio::spawn(dispatcher.poll_due()),
         ];
@@ -138,19 +145,20 @@ fn attempts_pool(pool: &PgPool) -> PgPool {
         .connect_lazy_with(options)
 }
 
-/// Turns notifications on the events channel into fan-out wake-ups.
-async fn listen(pool: PgPool, recorded: Arc<Notify>) {
+/// Turns notifications on the events channel (events committed by other processes) into
+/// fan-out wake-ups.
+async fn listen(pool: PgPool, bell: EventBell) {
     loop {
         let listened = async {
             let mut listener = PgListener::connect_with(&pool).await?;
             listener.listen(EVENTS_CHANNEL).await?;
             // Anything recorded while not listening.
-            recorded.notify_one();
+            bell.ring();
             loop {
                 // `None` means the connection was re-established and notifications may have
                 // been lost: a fan-out round catches up either way.
                 listener.try_recv().await?;
-                recorded.notify_one();
+                bell.ring();
             }
         };
         let result: Result<(), sqlx::Error> = listened.await;
@@ -161,13 +169,14 @@ async fn listen(pool: PgPool, recorded: Arc<Notify>) {
     }
 }
 
-/// Fans events out as they are recorded (and every second, in case a wake-up was missed).
+/// Fans events out as they are recorded (and every `poll`, for events nothing woke it for).
 async fn fan_out(
     pool: PgPool,
     shaper: PayloadShaper,
     dispatcher: Dispatcher,
-    recorded: Arc<Notify>,
+    bell: EventBell,
     lease_ms: i64,
+    poll: Duration,
 ) {
     loop {
         match fanout::fan_out_batch(&pool, &shaper, lease_ms).await {
@@ -182,8 +191,8 @@ async fn fan_out(
             Err(e) => tracing::warn!(error = %e, "fanning out events failed; retrying"),
         }
         tokio::select! {
-            _ = recorded.notified() => {}
-            _ = tokio::time::sleep(delivery::POLL_EVERY) => {}
+            _ = bell.rung() => {}
+            _ = tokio::time::sleep(poll) => {}
         }
     }
 }
