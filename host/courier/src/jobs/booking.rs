@@ -5,6 +5,10 @@
 //! used, record `job.booked`, place the card hold, store the response, commit. A refusal
 //! rolls everything back, the key included: only successful bookings are remembered, and a
 //! refused request may be retried with the same key.
+//!
+//! Each statement is a round trip inside an open transaction that holds the quote's lock, so
+//! steps that always go together share a statement (the quote with its merchant's settings,
+//! the job with marking its quote used; the charge's writes in `store::payments`).
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -126,10 +130,16 @@ pub async fn book(
         }
     }
     let mut request = request?;
-    let quote = store::lock_quote(&mut tx, request.quote_id)
+    let store::QuoteToBook {
+        quote,
+        notify_customer_default,
+        proof_photo_required,
+        proof_signature_required,
+    } = store::lock_quote(&mut tx, request.quote_id)
         .await?
         .filter(|q| {
-            q.merchant_id == merchant.merchant_id && q.environment == merchant.environment.as_str()
+            q.quote.merchant_id == merchant.merchant_id
+                && q.quote.environment == merchant.environment.as_str()
         })
         .ok_or(BookingError::QuoteNotFound)?;
     if quote.used_at.is_some() {
@@ -155,7 +165,6 @@ pub async fn book(
                 ))
             })?;
     }
-    let settings = store::booking_settings(&mut tx, merchant.merchant_id).await?;
     let job = JobRow {
         id: Uuid::new_v4(),
         merchant_id: merchant.merchant_id,
@@ -180,12 +189,10 @@ pub async fn book(
         items_subtotal_minor: request.items_subtotal_minor,
         discount_minor: request.discount_minor,
         items_total_minor: request.items_total_minor,
-        notify_customer: request
-            .notify_customer
-            .unwrap_or(settings.notify_customer_default),
+        notify_customer: request.notify_customer.unwrap_or(notify_customer_default),
         customer_notified_at: None,
-        proof_photo_required: settings.proof_photo_required,
-        proof_signature_required: settings.proof_signature_required,
+        proof_photo_required,
+        proof_signature_required,
         proof: None,
         courier_id: None,
         booked_at: now,
@@ -196,12 +203,11 @@ pub async fn book(
         cancellation_reason: None,
         search_opened_at: None,
     };
-    store::insert(&mut tx, &job).await?;
+    store::insert_booked(&mut tx, &job).await?;
     if merchant.environment == Environment::Test {
         let run = crate::sandbox::new_run(&job, scenario.unwrap_or_default(), now);
         crate::store::sandbox::save(&mut tx, &run).await?;
     }
-    store::mark_quote_used(&mut tx, quote.id, now).await?;
     events::record(&mut tx, &booked_event(&job, merchant, now)).await?;
     // Last before commit: a refusal anywhere above never reaches the card.
     context

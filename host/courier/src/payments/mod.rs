@@ -475,6 +475,18 @@ impl Payments {
 
     // ---- charges -----------------------------------------------------------------------
 
+    /// The charge already made for the merchant's job, if any.
+    async fn charge_made_for(
+        conn: &mut PgConnection,
+        merchant: &Merchant,
+        job_id: Uuid,
+    ) -> Result<Option<ChargeView>, sqlx::Error> {
+        Ok(store::charge_of_job(conn, job_id)
+            .await?
+            .filter(|charge| charge.merchant_id == merchant.merchant_id)
+            .map(|charge| (&charge).into()))
+    }
+
     /// Holds `amount_minor` on the merchant's default card for a job, on `conn`: the booking
     /// transaction, after the job row is inserted. One charge per job: called again for the
     /// same job, it answers the charge it made.
@@ -504,14 +516,14 @@ impl Payments {
             .gateways
             .get(merchant.environment)
             .ok_or(HoldError::LiveUnavailable)?;
-        if let Some(existing) = store::charge_of_job(conn, job_id).await?
-            && existing.merchant_id == merchant.merchant_id
-        {
-            return Ok((&existing).into());
-        }
-        let card = store::usable_card(conn, merchant.merchant_id, merchant.environment)
-            .await?
-            .ok_or(HoldError::NoPaymentMethod)?;
+        let Some(card) =
+            store::usable_card(conn, merchant.merchant_id, merchant.environment).await?
+        else {
+            // A charge already made for the job stands, whatever the cards are now.
+            return Self::charge_made_for(conn, merchant, job_id)
+                .await?
+                .ok_or(HoldError::NoPaymentMethod);
+        };
         let now = now();
         let mut charge = ChargeRow {
             id: Uuid::new_v4(),
@@ -536,21 +548,12 @@ impl Payments {
             refunded_at: None,
             updated_at: now,
         };
-        store::insert_charge(conn, &charge).await?;
-        store::record_move(
-            conn,
-            &NewMove {
-                charge_id: charge.id,
-                from_status: None,
-                to_status: ChargeStatus::Pending.as_str(),
-                amount_minor: Some(amount_minor),
-                provider_ref: None,
-                detail: Some("raised at booking"),
-                actor: SYSTEM,
-                at: now,
-            },
-        )
-        .await?;
+        if !store::raise_charge(conn, &charge, "raised at booking", SYSTEM).await? {
+            // Held before: the charge it made is the answer.
+            return Self::charge_made_for(conn, merchant, job_id)
+                .await?
+                .ok_or(HoldError::Store(sqlx::Error::RowNotFound));
+        }
         let answer = self.call(gateway, &charge, &card, Move::Authorise).await;
         match self
             .settle(conn, &mut charge, Move::Authorise, answer, SYSTEM, 0)
@@ -888,10 +891,9 @@ impl Payments {
             return Ok(settled);
         }
         charge.status = to.as_str().to_owned();
-        store::update_charge(conn, charge).await?;
-        store::delete_retry(conn, charge.id).await?;
-        store::record_move(
+        store::write_move(
             conn,
+            charge,
             &NewMove {
                 charge_id: charge.id,
                 from_status: Some(from.as_str()),

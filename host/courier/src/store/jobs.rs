@@ -41,8 +41,16 @@ pub struct JobRow {
     pub search_opened_at: Option<DateTime<Utc>>,
 }
 
-pub async fn insert(conn: &mut PgConnection, job: &JobRow) -> Result<(), sqlx::Error> {
-    let mut query: QueryBuilder<Postgres> = QueryBuilder::new(
+/// Inserts a newly booked job and marks its quote used (at the booking time), in one statement.
+pub async fn insert_booked(conn: &mut PgConnection, job: &JobRow) -> Result<(), sqlx::Error> {
+    let mut query: QueryBuilder<Postgres> =
+        QueryBuilder::new("WITH used AS (UPDATE quotes SET used_at = ");
+    query
+        .push_bind(job.booked_at)
+        .push(" WHERE id = ")
+        .push_bind(job.quote_id)
+        .push(") ");
+    query.push(
         "INSERT INTO jobs (id, merchant_id, environment, quote_id, reference, tracking_token, \
          status, market_id, currency, price_amount_minor, tax_amount_minor, vehicle, pickup, \
          dropoff, items, items_subtotal_minor, discount_minor, items_total_minor, \
@@ -157,49 +165,29 @@ pub async fn open_due_searches(pool: &PgPool, now: DateTime<Utc>) -> Result<u64,
     Ok(moved.rows_affected())
 }
 
-/// Account settings a booking reads.
+/// A quote being booked, with the account settings of the merchant it was made for.
 #[derive(sqlx::FromRow)]
-pub struct BookingSettings {
+pub struct QuoteToBook {
+    #[sqlx(flatten)]
+    pub quote: crate::store::quotes::QuoteRow,
     pub notify_customer_default: bool,
     pub proof_photo_required: bool,
     pub proof_signature_required: bool,
 }
 
-pub async fn booking_settings(
-    conn: &mut PgConnection,
-    merchant_id: Uuid,
-) -> Result<BookingSettings, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT notify_customer_default, proof_photo_required, proof_signature_required \
-         FROM merchants WHERE id = $1",
-    )
-    .bind(merchant_id)
-    .fetch_one(conn)
-    .await
-}
-
-/// The quote, locked for this transaction.
+/// The quote, locked for this transaction, and its merchant's booking settings.
 pub async fn lock_quote(
     conn: &mut PgConnection,
     id: Uuid,
-) -> Result<Option<crate::store::quotes::QuoteRow>, sqlx::Error> {
-    sqlx::query_as("SELECT * FROM quotes WHERE id = $1 FOR UPDATE")
-        .bind(id)
-        .fetch_optional(conn)
-        .await
-}
-
-pub async fn mark_quote_used(
-    conn: &mut PgConnection,
-    id: Uuid,
-    at: DateTime<Utc>,
-) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE quotes SET used_at = $2 WHERE id = $1")
-        .bind(id)
-        .bind(at)
-        .execute(conn)
-        .await?;
-    Ok(())
+) -> Result<Option<QuoteToBook>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT q.*, m.notify_customer_default, m.proof_photo_required, \
+         m.proof_signature_required \
+         FROM quotes q JOIN merchants m ON m.id = q.merchant_id WHERE q.id = $1 FOR UPDATE OF q",
+    )
+    .bind(id)
+    .fetch_optional(conn)
+    .await
 }
 
 /// The latest position of a courier, if seen since `fresh_since`.

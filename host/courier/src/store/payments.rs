@@ -316,11 +316,22 @@ pub async fn usable_card(
 
 // ---- charges ---------------------------------------------------------------------------
 
-pub async fn insert_charge(conn: &mut PgConnection, c: &ChargeRow) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO charges (id, merchant_id, environment, job_id, payment_method_id, status, \
-         currency, amount_minor, refunded_amount_minor, raised_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+/// Inserts a new charge with its first move (from nothing to its status, for its amount, at
+/// `raised_at`), in one statement; false, and nothing written, when its job already has one.
+pub async fn raise_charge(
+    conn: &mut PgConnection,
+    c: &ChargeRow,
+    detail: &str,
+    actor: &str,
+) -> Result<bool, sqlx::Error> {
+    let raised = sqlx::query(
+        "WITH raised AS ( \
+           INSERT INTO charges (id, merchant_id, environment, job_id, payment_method_id, status, \
+           currency, amount_minor, refunded_amount_minor, raised_at, updated_at) \
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+           ON CONFLICT (job_id) DO NOTHING RETURNING id) \
+         INSERT INTO charge_moves (charge_id, from_status, to_status, amount_minor, actor, \
+         detail, at) SELECT id, NULL, $6, $8, $12, $13, $10 FROM raised",
     )
     .bind(c.id)
     .bind(c.merchant_id)
@@ -333,6 +344,51 @@ pub async fn insert_charge(conn: &mut PgConnection, c: &ChargeRow) -> Result<(),
     .bind(c.refunded_amount_minor)
     .bind(c.raised_at)
     .bind(c.updated_at)
+    .bind(actor)
+    .bind(detail)
+    .execute(conn)
+    .await?;
+    Ok(raised.rows_affected() == 1)
+}
+
+/// Writes a charge that moved: every field a move can change, its pending retry dropped (the
+/// move settles it) and the move recorded, in one statement.
+pub async fn write_move(
+    conn: &mut PgConnection,
+    c: &ChargeRow,
+    m: &NewMove<'_>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "WITH moved AS ( \
+           UPDATE charges SET status = $2, refunded_amount_minor = $3, authorisation_ref = $4, \
+           payment_ref = $5, after_hold = $6, decline_code = $7, last_error = $8, \
+           authorised_at = $9, captured_at = $10, voided_at = $11, failed_at = $12, \
+           refunded_at = $13, updated_at = $14 WHERE id = $1), \
+         settled AS (DELETE FROM charge_retries WHERE charge_id = $1) \
+         INSERT INTO charge_moves (charge_id, from_status, to_status, amount_minor, \
+         provider_ref, detail, actor, at) VALUES ($1, $15, $16, $17, $18, $19, $20, $21)",
+    )
+    .bind(c.id)
+    .bind(&c.status)
+    .bind(c.refunded_amount_minor)
+    .bind(&c.authorisation_ref)
+    .bind(&c.payment_ref)
+    .bind(&c.after_hold)
+    .bind(&c.decline_code)
+    .bind(&c.last_error)
+    .bind(c.authorised_at)
+    .bind(c.captured_at)
+    .bind(c.voided_at)
+    .bind(c.failed_at)
+    .bind(c.refunded_at)
+    .bind(c.updated_at)
+    .bind(m.from_status)
+    .bind(m.to_status)
+    .bind(m.amount_minor)
+    .bind(m.provider_ref)
+    .bind(m.detail)
+    .bind(m.actor)
+    .bind(m.at)
     .execute(conn)
     .await?;
     Ok(())
