@@ -237,10 +237,11 @@ const BODY_REFUSALS: &[(u16, &[&str])] = &[
 
 const METHODS: &[&str] = &["get", "put", "post", "delete", "patch"];
 
-/// A created resource's links to the operations on it (OpenAPI links), so a client or a
-/// stateful fuzzer can chain calls: create, then read, change or delete what was created.
+/// A created (or listed) resource's links to the operations on it (OpenAPI links), so a
+/// client or a stateful fuzzer can chain calls: create, then read, change or delete what was
+/// created; list, then act on the first listed.
 struct ResourceLinks {
-    /// The creating operation and its success status.
+    /// The creating (or listing) operation and its success status.
     from: (&'static str, &'static str),
     /// Path parameters of the targets and where their values come from (runtime expressions).
     parameters: &'static [(&'static str, &'static str)],
@@ -292,6 +293,21 @@ const LINKS: &[ResourceLinks] = &[
         ],
     },
     ResourceLinks {
+        from: ("listJobs", "200"),
+        parameters: &[("id", "$response.body#/items/0/id")],
+        to: &["getJob", "cancelJob", "getCourierPosition"],
+    },
+    ResourceLinks {
+        from: ("listCourierOffers", "200"),
+        parameters: &[("id", "$response.body#/0/id")],
+        to: &["acceptOffer", "declineOffer"],
+    },
+    ResourceLinks {
+        from: ("listCourierJobs", "200"),
+        parameters: &[("id", "$response.body#/0/id")],
+        to: &["markJobCollected", "markJobDelivered", "markJobReturned"],
+    },
+    ResourceLinks {
         from: ("uploadPriceBook", "201"),
         parameters: &[
             ("market", "$response.body#/market"),
@@ -301,7 +317,7 @@ const LINKS: &[ResourceLinks] = &[
     },
 ];
 
-/// Adds [`LINKS`] to the creating operations' success responses.
+/// Adds [`LINKS`] to the creating and listing operations' success responses.
 fn add_links(paths: &mut serde_json::Map<String, Value>) {
     for links in LINKS {
         let (operation_id, status) = links.from;
