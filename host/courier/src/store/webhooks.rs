@@ -240,27 +240,29 @@ pub struct NewDelivery {
     pub body: Vec<u8>,
 }
 
-pub async fn insert_claimed_deliveries(
+/// Inserts the deliveries made from a batch of events, claimed with `token` for `lease_ms`,
+/// and marks the batch's `done` events fanned out, in one statement.
+pub async fn record_fan_out(
     conn: &mut PgConnection,
     deliveries: &[NewDelivery],
+    done: &[Uuid],
     lease_ms: i64,
     token: Uuid,
 ) -> Result<(), sqlx::Error> {
-    if deliveries.is_empty() {
-        return Ok(());
-    }
     let column = |f: fn(&NewDelivery) -> Uuid| deliveries.iter().map(f).collect::<Vec<_>>();
     let names: Vec<&str> = deliveries.iter().map(|d| d.event_name.as_str()).collect();
     let occurred: Vec<DateTime<Utc>> = deliveries.iter().map(|d| d.occurred_at).collect();
     let bodies: Vec<&[u8]> = deliveries.iter().map(|d| d.body.as_slice()).collect();
     sqlx::query(
-        "INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_name, occurred_at, \
-           body, next_attempt_at, lease_until, lease_token) \
-         SELECT d.id, d.endpoint_id, d.event_id, d.event_name, d.occurred_at, d.body, now(), \
-           now() + make_interval(secs => $7::float8 / 1000), $8 \
-         FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::timestamptz[], \
-           $6::bytea[]) AS d (id, endpoint_id, event_id, event_name, occurred_at, body) \
-         ON CONFLICT (endpoint_id, event_id) DO NOTHING",
+        "WITH made AS ( \
+           INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_name, occurred_at, \
+             body, next_attempt_at, lease_until, lease_token) \
+           SELECT d.id, d.endpoint_id, d.event_id, d.event_name, d.occurred_at, d.body, now(), \
+             now() + make_interval(secs => $7::float8 / 1000), $8 \
+           FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::timestamptz[], \
+             $6::bytea[]) AS d (id, endpoint_id, event_id, event_name, occurred_at, body) \
+           ON CONFLICT (endpoint_id, event_id) DO NOTHING) \
+         UPDATE events SET fanned_out_at = now() WHERE id = ANY($9)",
     )
     .bind(column(|d| d.id))
     .bind(column(|d| d.endpoint_id))
@@ -270,19 +272,9 @@ pub async fn insert_claimed_deliveries(
     .bind(bodies)
     .bind(lease_ms)
     .bind(token)
+    .bind(done)
     .execute(conn)
     .await?;
-    Ok(())
-}
-
-pub async fn mark_fanned_out(
-    conn: &mut PgConnection,
-    event_ids: &[Uuid],
-) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE events SET fanned_out_at = now() WHERE id = ANY($1)")
-        .bind(event_ids)
-        .execute(conn)
-        .await?;
     Ok(())
 }
 

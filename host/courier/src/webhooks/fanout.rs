@@ -22,18 +22,17 @@ pub struct Made {
 
 /// Fans out one batch; returns the claim token and the deliveries made, and whether the batch
 /// was full (more may be waiting).
+///
+/// `pool`'s connections may commit without waiting for the disk: if a database crash loses
+/// this transaction, the events are fanned out again into the same delivery ids and the same
+/// bodies, so a receiver that already had one sees a duplicate it can recognise, never a new
+/// delivery.
 pub async fn fan_out_batch(
     pool: &PgPool,
     shaper: &PayloadShaper,
     lease_ms: i64,
 ) -> Result<(Uuid, Vec<Made>, bool), sqlx::Error> {
     let mut tx = pool.begin().await?;
-    // Committed without waiting for the disk: if a database crash loses this transaction, the
-    // events are fanned out again into the same delivery ids and the same bodies, so a
-    // receiver that already had one sees a duplicate it can recognise, never a new delivery.
-    sqlx::query("SET LOCAL synchronous_commit = off")
-        .execute(&mut *tx)
-        .await?;
     let events = store::claim_events(&mut tx, BATCH).await?;
     let full = events.len() as i64 == BATCH;
     if events.is_empty() {
@@ -81,8 +80,7 @@ pub async fn fan_out_batch(
         done.push(event.id);
     }
     let token = Uuid::new_v4();
-    store::insert_claimed_deliveries(&mut tx, &deliveries, lease_ms, token).await?;
-    store::mark_fanned_out(&mut tx, &done).await?;
+    store::record_fan_out(&mut tx, &deliveries, &done, lease_ms, token).await?;
     tx.commit().await?;
     let made = deliveries
         .iter()

@@ -34,7 +34,8 @@ use crate::secrets::SecretKey;
 use delivery::Dispatcher;
 use secret::SecretCipher;
 
-/// Database connections of the delivery workers and the events listener, per process.
+/// Database connections of the fan-out, the delivery workers and the events listener, per
+/// process.
 const ATTEMPT_CONNECTIONS: u32 = 8;
 
 #[derive(Debug, Error)]
@@ -114,9 +115,9 @@ impl Webhooks {
         let lease_ms = self.config.lease().as_millis() as i64;
         let tasks = vec![
             // The listener holds one connection for good: not one of the API's.
-            tokio::spawn(listen(workers_pool, self.bell())),
+            tokio::spawn(listen(workers_pool.clone(), self.bell())),
             tokio::spawn(fan_out(
-                self.pool.clone(),
+                workers_pool,
                 shaper,
                 dispatcher.clone(),
                 self.bell(),
@@ -129,10 +130,10 @@ impl Webhooks {
     }
 }
 
-/// Connections for recording attempts (claims, lease renewals, results), committed without
-/// waiting for the disk. Only a database crash can lose such a commit, and every loss repeats an
-/// attempt with the same `Courier-Delivery` (at least once) rather than dropping one. The
-/// fan-out, which creates deliveries and their ids, stays on the durable pool.
+/// Connections of the fan-out and the delivery workers (claims, lease renewals, results),
+/// committed without waiting for the disk. Only a database crash can lose such a commit, and
+/// every loss is redone the same way: the fan-out again into the same delivery ids, an attempt
+/// again with the same `Courier-Delivery` (at least once), never dropped.
 fn attempts_pool(pool: &PgPool) -> PgPool {
     let options = pool
         .connect_options()
