@@ -1,7 +1,8 @@
 //! Cards on file, charges, their moves and retries.
 
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, PgPool};
+use sqlx::postgres::PgArguments;
+use sqlx::{PgConnection, PgPool, Postgres};
 use uuid::Uuid;
 
 use crate::domain::Environment;
@@ -351,6 +352,38 @@ pub async fn raise_charge(
     Ok(raised.rows_affected() == 1)
 }
 
+/// Every field a move can change, as `$2` to `$14` (the charge's id is `$1`); bound by
+/// [`bind_changes`].
+macro_rules! charge_changes {
+    () => {
+        "status = $2, refunded_amount_minor = $3, authorisation_ref = $4, payment_ref = $5, \
+         after_hold = $6, decline_code = $7, last_error = $8, authorised_at = $9, \
+         captured_at = $10, voided_at = $11, failed_at = $12, refunded_at = $13, updated_at = $14"
+    };
+}
+
+/// Binds the charge's id and every field a move can change, as [`charge_changes`] names them.
+fn bind_changes<'q>(
+    query: sqlx::query::Query<'q, Postgres, PgArguments>,
+    c: &'q ChargeRow,
+) -> sqlx::query::Query<'q, Postgres, PgArguments> {
+    query
+        .bind(c.id)
+        .bind(&c.status)
+        .bind(c.refunded_amount_minor)
+        .bind(&c.authorisation_ref)
+        .bind(&c.payment_ref)
+        .bind(&c.after_hold)
+        .bind(&c.decline_code)
+        .bind(&c.last_error)
+        .bind(c.authorised_at)
+        .bind(c.captured_at)
+        .bind(c.voided_at)
+        .bind(c.failed_at)
+        .bind(c.refunded_at)
+        .bind(c.updated_at)
+}
+
 /// Writes a charge that moved: every field a move can change, its pending retry dropped (the
 /// move settles it) and the move recorded, in one statement.
 pub async fn write_move(
@@ -358,30 +391,17 @@ pub async fn write_move(
     c: &ChargeRow,
     m: &NewMove<'_>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "WITH moved AS ( \
-           UPDATE charges SET status = $2, refunded_amount_minor = $3, authorisation_ref = $4, \
-           payment_ref = $5, after_hold = $6, decline_code = $7, last_error = $8, \
-           authorised_at = $9, captured_at = $10, voided_at = $11, failed_at = $12, \
-           refunded_at = $13, updated_at = $14 WHERE id = $1), \
-         settled AS (DELETE FROM charge_retries WHERE charge_id = $1) \
-         INSERT INTO charge_moves (charge_id, from_status, to_status, amount_minor, \
-         provider_ref, detail, actor, at) VALUES ($1, $15, $16, $17, $18, $19, $20, $21)",
+    bind_changes(
+        sqlx::query(concat!(
+            "WITH moved AS (UPDATE charges SET ",
+            charge_changes!(),
+            " WHERE id = $1), \
+             settled AS (DELETE FROM charge_retries WHERE charge_id = $1) \
+             INSERT INTO charge_moves (charge_id, from_status, to_status, amount_minor, \
+             provider_ref, detail, actor, at) VALUES ($1, $15, $16, $17, $18, $19, $20, $21)"
+        )),
+        c,
     )
-    .bind(c.id)
-    .bind(&c.status)
-    .bind(c.refunded_amount_minor)
-    .bind(&c.authorisation_ref)
-    .bind(&c.payment_ref)
-    .bind(&c.after_hold)
-    .bind(&c.decline_code)
-    .bind(&c.last_error)
-    .bind(c.authorised_at)
-    .bind(c.captured_at)
-    .bind(c.voided_at)
-    .bind(c.failed_at)
-    .bind(c.refunded_at)
-    .bind(c.updated_at)
     .bind(m.from_status)
     .bind(m.to_status)
     .bind(m.amount_minor)
@@ -396,26 +416,14 @@ pub async fn write_move(
 
 /// Writes every field a move can change.
 pub async fn update_charge(conn: &mut PgConnection, c: &ChargeRow) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "UPDATE charges SET status = $2, refunded_amount_minor = $3, authorisation_ref = $4, \
-         payment_ref = $5, after_hold = $6, decline_code = $7, last_error = $8, \
-         authorised_at = $9, captured_at = $10, voided_at = $11, failed_at = $12, \
-         refunded_at = $13, updated_at = $14 WHERE id = $1",
+    bind_changes(
+        sqlx::query(concat!(
+            "UPDATE charges SET ",
+            charge_changes!(),
+            " WHERE id = $1"
+        )),
+        c,
     )
-    .bind(c.id)
-    .bind(&c.status)
-    .bind(c.refunded_amount_minor)
-    .bind(&c.authorisation_ref)
-    .bind(&c.payment_ref)
-    .bind(&c.after_hold)
-    .bind(&c.decline_code)
-    .bind(&c.last_error)
-    .bind(c.authorised_at)
-    .bind(c.captured_at)
-    .bind(c.voided_at)
-    .bind(c.failed_at)
-    .bind(c.refunded_at)
-    .bind(c.updated_at)
     .execute(conn)
     .await?;
     Ok(())
