@@ -187,16 +187,27 @@ impl From<QuoteError> for ApiError {
 
 impl From<sqlx::Error> for ApiError {
     fn from(error: sqlx::Error) -> Self {
-        match error {
-            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
-                tracing::warn!(%error, "database unavailable");
-                ApiError::DatabaseUnavailable
-            }
-            other => {
-                tracing::error!(error = %other, "database error");
-                ApiError::Internal
-            }
+        if database_unavailable(&error) {
+            tracing::warn!(%error, "database unavailable");
+            ApiError::DatabaseUnavailable
+        } else {
+            tracing::error!(%error, "database error");
+            ApiError::Internal
         }
+    }
+}
+
+/// Whether `error` says the database is away rather than that the request failed in it: no
+/// connection to be had, or the server refusing or closing connections (SQLSTATE class 08,
+/// connection exceptions, and 57P, shutting down or restarting: a connection the server closed
+/// while idle reports its `57P01` on the next query).
+fn database_unavailable(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => true,
+        sqlx::Error::Database(e) => e
+            .code()
+            .is_some_and(|code| code.starts_with("08") || code.starts_with("57P")),
+        _ => false,
     }
 }
 
@@ -560,6 +571,62 @@ impl IntoResponse for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server error as the driver reports it, with its SQLSTATE.
+    #[derive(Debug)]
+    struct ServerError(&'static str);
+
+    impl std::fmt::Display for ServerError {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "server error {}", self.0)
+        }
+    }
+
+    impl std::error::Error for ServerError {}
+
+    impl sqlx::error::DatabaseError for ServerError {
+        fn message(&self) -> &str {
+            "server error"
+        }
+        fn code(&self) -> Option<std::borrow::Cow<'_, str>> {
+            Some(self.0.into())
+        }
+        fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+            self
+        }
+        fn kind(&self) -> sqlx::error::ErrorKind {
+            sqlx::error::ErrorKind::Other
+        }
+    }
+
+    #[test]
+    fn a_database_going_away_is_503_and_a_failing_statement_is_500() {
+        let code_of = |error: sqlx::Error| ApiError::from(error).status_and_code();
+        let server = |code| sqlx::Error::Database(Box::new(ServerError(code)));
+        let unavailable = (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "service.database_unavailable",
+        );
+        // Terminated by the administrator, starting up or shutting down, connection lost.
+        for code in ["57P01", "57P02", "57P03", "08006", "08001"] {
+            assert_eq!(code_of(server(code)), unavailable, "{code}");
+        }
+        assert_eq!(code_of(sqlx::Error::PoolTimedOut), unavailable);
+        // A unique violation or a syntax error is the service's own fault.
+        for code in ["23505", "42601"] {
+            assert_eq!(
+                code_of(server(code)),
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+                "{code}"
+            );
+        }
+    }
 
     #[test]
     fn internal_errors_leak_nothing() {
