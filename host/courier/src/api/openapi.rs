@@ -64,7 +64,14 @@ pub fn document() -> &'static Value {
     responses((status = 200, description = "This document (OpenAPI 3.1)", content_type = "application/json", body = Object))
 )]
 pub async fn serve() -> impl IntoResponse {
-    ([(CONTENT_TYPE, "application/json")], axum::Json(document()))
+    // Serialised once: the document is large and never changes while the process runs.
+    static SERVED: OnceLock<axum::body::Bytes> = OnceLock::new();
+    let body = SERVED.get_or_init(|| {
+        serde_json::to_vec(document())
+            .expect("the description serialises")
+            .into()
+    });
+    ([(CONTENT_TYPE, "application/json")], body.clone())
 }
 
 /// What every event POSTs to a webhook endpoint (spec section 6), as the standard payload

@@ -440,19 +440,20 @@ impl Payments {
     }
 
     /// Marks a card dead, hands its default on and records `payment_method.dead`, all on
-    /// `conn`'s transaction (once per card: a card already dead raises nothing).
+    /// `conn`'s transaction (once per card: a card already dead raises nothing). True when it
+    /// recorded the event.
     async fn bury_card(
         conn: &mut PgConnection,
         card_id: Uuid,
         finish: FinishReason,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<bool, sqlx::Error> {
         let now = now();
         // The merchant's card lock first, as every change to its cards takes it first.
         let known = store::card_by_id(conn, card_id).await?;
         let environment = Environment::parse(&known.environment).unwrap_or(Environment::Live);
         store::lock_cards(conn, known.merchant_id, environment).await?;
         let Some(card) = store::mark_dead(conn, card_id, dead_reason(finish), now).await? else {
-            return Ok(());
+            return Ok(false);
         };
         store::promote_default(conn, card.merchant_id, environment).await?;
         let event = NewEvent {
@@ -470,7 +471,7 @@ impl Payments {
             },
         };
         events::record(conn, &event).await?;
-        Ok(())
+        Ok(true)
     }
 
     // ---- charges -----------------------------------------------------------------------
@@ -562,9 +563,11 @@ impl Payments {
             Settled::Declined(decline) => {
                 if let Some(finish) = decline.card_finished {
                     let mut apart = self.pool.begin().await?;
-                    Self::bury_card(&mut apart, card.id, finish).await?;
+                    let buried = Self::bury_card(&mut apart, card.id, finish).await?;
                     apart.commit().await?;
-                    self.bell.ring();
+                    if buried {
+                        self.bell.ring();
+                    }
                 }
                 Err(HoldError::Declined {
                     decline_code: decline.code,
@@ -598,26 +601,30 @@ impl Payments {
             tx.commit().await?;
             return Ok((&charge).into());
         }
-        self.advance(&mut tx, &mut charge, requested, SYSTEM)
+        let buried = self
+            .advance(&mut tx, &mut charge, requested, SYSTEM)
             .await?;
         tx.commit().await?;
-        // A decline may have buried the card (`payment_method.dead`).
-        self.bell.ring();
+        if buried {
+            self.bell.ring();
+        }
         Ok((&charge).into())
     }
 
-    /// Makes `requested` happen to a locked charge, asking the provider when needed.
+    /// Makes `requested` happen to a locked charge, asking the provider when needed. True when
+    /// a decline finished the card and `payment_method.dead` was recorded: ring the bell after
+    /// commit.
     async fn advance(
         &self,
         tx: &mut PgConnection,
         charge: &mut ChargeRow,
         requested: Move,
         actor: &str,
-    ) -> Result<(), PaymentError> {
+    ) -> Result<bool, PaymentError> {
         match state::decide(status_of(charge), requested)? {
             Decision::AlreadyDone => {
                 store::delete_retry(tx, charge.id).await?;
-                Ok(())
+                Ok(false)
             }
             Decision::Apply(_) => {
                 let environment =
@@ -628,16 +635,16 @@ impl Payments {
                     .await?
                     .map_or(0, |r| r.attempts);
                 let answer = self.call(gateway, charge, &card, requested).await;
-                if let Settled::Declined(Decline {
-                    card_finished: Some(finish),
-                    ..
-                }) = self
+                match self
                     .settle(tx, charge, requested, answer, actor, attempts)
                     .await?
                 {
-                    Self::bury_card(tx, card.id, finish).await?;
+                    Settled::Declined(Decline {
+                        card_finished: Some(finish),
+                        ..
+                    }) => Ok(Self::bury_card(tx, card.id, finish).await?),
+                    _ => Ok(false),
                 }
-                Ok(())
             }
         }
     }

@@ -82,15 +82,16 @@ impl Payments {
             "capture" => Move::Capture,
             _ => Move::Void,
         };
-        match self.advance(&mut tx, &mut charge, requested, WORKER).await {
-            Ok(()) => {}
+        let mut buried = match self.advance(&mut tx, &mut charge, requested, WORKER).await {
+            Ok(buried) => buried,
             Err(PaymentError::InvalidMove(invalid)) => {
                 // The charge moved on some other way: nothing is left to retry.
                 tracing::info!(%invalid, %charge_id, "dropping a retry that no longer applies");
                 store::delete_retry(&mut tx, charge_id).await?;
+                false
             }
             Err(other) => return Err(other),
-        }
+        };
         // A capture or void asked for while the hold was pending follows the hold.
         if status_of(&charge) == ChargeStatus::Authorised
             && let Some(after) = charge.after_hold.clone()
@@ -100,11 +101,12 @@ impl Payments {
             } else {
                 Move::Void
             };
-            self.advance(&mut tx, &mut charge, follow, WORKER).await?;
+            buried |= self.advance(&mut tx, &mut charge, follow, WORKER).await?;
         }
         tx.commit().await?;
-        // A decline may have buried the card (`payment_method.dead`).
-        self.bell.ring();
+        if buried {
+            self.bell.ring();
+        }
         Ok(())
     }
 }

@@ -152,6 +152,14 @@ mod tests {
         assert_eq!(config.retry_base, Duration::from_millis(5));
         assert_eq!(config.poll, Duration::from_secs(60));
         assert!(config.allow_private);
+        let never =
+            WebhookConfig::from_lookup(&|n| (n == "COURIER_WEBHOOK_POLL_MS").then(|| "0".into()));
+        assert!(
+            never
+                .unwrap_err()
+                .to_string()
+                .contains("COURIER_WEBHOOK_POLL_MS")
+        );
         let bad = WebhookConfig::from_lookup(&|n| {
             (n == "COURIER_WEBHOOK_TIMEOUT_MS").then(|| "soon".into())
         });
