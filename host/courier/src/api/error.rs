@@ -67,7 +67,7 @@ pub enum ApiError {
     #[error(transparent)]
     AdminAuth(AuthError),
     #[error(transparent)]
-    PriceBook(#[from] PriceBookError),
+    PriceBook(PriceBookError),
     #[error(transparent)]
     QuoteRequest(#[from] QuoteRequestError),
     #[error(transparent)]
@@ -109,6 +109,15 @@ pub enum ApiError {
     RateLimited { retry_after: std::time::Duration },
     #[error("the request took longer than this service allows and was abandoned; try again")]
     Timeout,
+}
+
+impl From<PriceBookError> for ApiError {
+    fn from(error: PriceBookError) -> Self {
+        match error {
+            PriceBookError::Store(e) => e.into(),
+            other => ApiError::PriceBook(other),
+        }
+    }
 }
 
 impl From<CourierError> for ApiError {
@@ -618,6 +627,15 @@ mod tests {
             assert_eq!(code_of(server(code)), unavailable, "{code}");
         }
         assert_eq!(code_of(sqlx::Error::PoolTimedOut), unavailable);
+        // The same through the errors that carry a database error.
+        assert_eq!(
+            ApiError::from(PriceBookError::Store(server("57P01"))).status_and_code(),
+            unavailable
+        );
+        assert_eq!(
+            ApiError::from(crate::payments::PaymentError::Store(server("57P01"))).status_and_code(),
+            unavailable
+        );
         // A unique violation or a syntax error is the service's own fault.
         for code in ["23505", "42601"] {
             assert_eq!(
