@@ -141,14 +141,16 @@ async fn the_page_follows_the_courier_without_reloading() {
 /// delivery, the courier driving the route, and the ending.
 #[tokio::test]
 async fn a_sandbox_delivery_plays_out_on_the_page_by_itself() {
+    // The browser first: the simulated drive to the pickup starts at booking and lasts a few
+    // seconds, less than a browser can take to start on a busy machine.
+    let browser = Browser::start(390, 844).await;
     let tracked = Tracked::book(|name| match name {
         "COURIER_TRACKING_POLL_MS" => Some("300".into()),
-        "COURIER_SANDBOX_SPEED" => Some("40".into()),
+        "COURIER_SANDBOX_SPEED" => Some("25".into()),
         "COURIER_SANDBOX_INTERVAL_MS" => Some("100".into()),
         _ => None,
     })
     .await;
-    let browser = Browser::start(390, 844).await;
     browser.client.goto(&tracked.tracking_url()).await.unwrap();
     browser
         .wait_until("a simulated courier on the map", || async {
