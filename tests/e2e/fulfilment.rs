@@ -196,18 +196,23 @@ impl Floor {
             name: name.to_owned(),
             token: created["credential"].as_str().unwrap().to_owned(),
         };
-        if let Some((latitude, longitude)) = at {
+        if let Some(at) = at {
             let (status, body) = self
                 .courier_call(&rider, Method::POST, "/online", None)
                 .await;
             assert_eq!((status, &body["online"]), (200, &json!(true)), "{body}");
-            let position = json!({"latitude": latitude, "longitude": longitude});
-            let (status, body) = self
-                .courier_call(&rider, Method::POST, "/position", Some(position))
-                .await;
-            assert_eq!(status, 200, "{body}");
+            self.report_position(&rider, at).await;
         }
         rider
+    }
+
+    /// `rider` reports where it is.
+    pub async fn report_position(&self, rider: &Rider, (latitude, longitude): (f64, f64)) {
+        let position = json!({"latitude": latitude, "longitude": longitude});
+        let (status, body) = self
+            .courier_call(rider, Method::POST, "/position", Some(position))
+            .await;
+        assert_eq!(status, 200, "{body}");
     }
 
     /// Waits for the courier's open offer.
@@ -231,13 +236,35 @@ impl Floor {
     /// Books a job and has `rider` accept it.
     pub async fn assigned_job(&self, rider: &Rider) -> Value {
         let job = self.book().await;
+        self.take(rider, &job).await;
+        job
+    }
+
+    /// `rider` accepts its offer, which must be for `job`.
+    pub async fn take(&self, rider: &Rider, job: &Value) {
         let offer = self.offer_for(rider).await;
         assert_eq!(offer["job"]["id"], job["id"]);
         let path = format!("/offers/{}/accept", offer["id"].as_str().unwrap());
         let (status, accepted) = self.courier_call(rider, Method::POST, &path, None).await;
         assert_eq!(status, 200, "{accepted}");
         assert_eq!(accepted["status"], "assigned");
-        job
+    }
+
+    /// `rider` collects `job` at the pickup.
+    pub async fn collect(&self, rider: &Rider, job: &Value) {
+        let path = format!("/jobs/{}/collected", job["id"].as_str().unwrap());
+        let (status, collected) = self.courier_call(rider, Method::POST, &path, None).await;
+        assert_eq!(status, 200, "{collected}");
+    }
+
+    /// `rider` hands `job` to Dana Dropoff, with no photo or signature.
+    pub async fn deliver(&self, rider: &Rider, job: &Value) {
+        let path = format!("/jobs/{}/delivered", job["id"].as_str().unwrap());
+        let handover = json!({"outcome": "handed_to_recipient", "recipient_name": "Dana Dropoff"});
+        let (status, delivered) = self
+            .courier_call(rider, Method::POST, &path, Some(handover))
+            .await;
+        assert_eq!(status, 200, "{delivered}");
     }
 
     pub async fn job(&self, job: &Value) -> Value {

@@ -1,14 +1,14 @@
 //! The public tracking page over plain HTTP: the page and its state, what they never show,
 //! the Content-Security-Policy, and the friendly 404 for unknown and expired tokens.
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 use reqwest::Method;
-use serde_json::{Value, json};
-use sqlx::PgPool;
-use uuid::Uuid;
+use serde_json::Value;
 
-use crate::quotes::{Quoting, journey};
-use crate::support::{Authed, assert_refusal, attach_working_card, status_and_json};
+use crate::fulfilment::{Floor, PICKUP, Rider};
+use crate::support::{Authed, assert_refusal, status_and_json};
 
 /// What must never appear on the page or in its state: contact names, phones (as sent and as
 /// stored), the free-text addresses, the recipient's name from the proof.
@@ -21,31 +21,30 @@ pub const PRIVATE: [&str; 6] = [
     "0114635555",
 ];
 
-/// A merchant with a card who booked one job in Demo City (41 4th Street → 102 17th Street).
+/// A merchant with a card who booked one job in Demo City (41 4th Street → 102 17th Street),
+/// on a service whose couriers take jobs through the courier API.
 pub struct Tracked {
-    pub quoting: Quoting,
+    pub floor: Floor,
     pub job: Value,
 }
 
 impl Tracked {
-    pub async fn book(extra: impl Fn(&str) -> Option<String>) -> Self {
-        let quoting = Quoting::start_with(extra).await;
-        attach_working_card(&quoting.app, &quoting.credential).await;
-        let job = book_one(&quoting).await;
-        Self { quoting, job }
-    }
-
-    pub fn job_id(&self) -> Uuid {
-        self.job["id"].as_str().unwrap().parse().unwrap()
+    pub async fn book(settings: &[(&str, &str)]) -> Self {
+        let floor = Floor::start(settings).await;
+        let job = floor.book().await;
+        Self { floor, job }
     }
 
     /// The job's `tracking_url`, on the test service's address (the path carries the token).
     pub fn tracking_url(&self) -> String {
-        self.quoting.app.url(&tracking_path(&self.job))
+        self.floor.app.url(&tracking_path(&self.job))
     }
 
-    pub async fn pool(&self) -> PgPool {
-        self.quoting.app.pool().await
+    /// A courier comes online at `at`, is offered the job and takes it.
+    pub async fn courier_takes_the_job(&self, at: (f64, f64)) -> Rider {
+        let rider = self.floor.rider("Cody Courier", "car", Some(at)).await;
+        self.floor.take(&rider, &self.job).await;
+        rider
     }
 }
 
@@ -55,135 +54,6 @@ pub fn tracking_path(job: &Value) -> String {
     url.path().to_owned()
 }
 
-pub async fn book_one(quoting: &Quoting) -> Value {
-    let (status, quote) = quoting.quote(&journey(Some("car"))).await;
-    assert_eq!(status, 201, "{quote}");
-    let stop = |point: &Value, name: &str| {
-        json!({
-            "latitude": point["latitude"],
-            "longitude": point["longitude"],
-            "address": format!("{name}'s door, Demo City"),
-            "contact_name": name,
-            "contact_phone": "+966 11 463 5555",
-        })
-    };
-    let trip = journey(None);
-    let body = json!({
-        "quote_id": quote["id"],
-        "pickup": stop(&trip["pickup"], "Pat Pickup"),
-        "dropoff": stop(&trip["dropoff"], "Dana Dropoff"),
-    });
-    let (status, job) = status_and_json(
-        quoting
-            .app
-            .request(Method::POST, "/v1/jobs")
-            .auth(&quoting.credential)
-            .header("Idempotency-Key", Uuid::new_v4().to_string())
-            .json(&body)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(status, 201, "{job}");
-    job
-}
-
-/// What the courier side does to a job.
-pub enum CourierStep {
-    Assign {
-        courier: Uuid,
-    },
-    Position {
-        courier: Uuid,
-        latitude: f64,
-        longitude: f64,
-    },
-    Collect,
-    Deliver {
-        at: DateTime<Utc>,
-    },
-}
-
-/// Stand-in for the courier API (couriers and dispatch are built on another branch): writes
-/// the rows that API writes (the job's status, courier, times and proof, the job's events,
-/// the courier's last position). Once that API exists, each step becomes its call.
-pub async fn stand_in_for_courier_api(pool: &PgPool, job_id: Uuid, step: CourierStep) {
-    let now = courier::clock::now();
-    let (event, at) = match step {
-        CourierStep::Assign { courier } => {
-            sqlx::query(
-                "UPDATE jobs SET status = 'assigned', courier_id = $2, assigned_at = $3 WHERE id = $1",
-            )
-            .bind(job_id)
-            .bind(courier)
-            .bind(now)
-            .execute(pool)
-            .await
-            .unwrap();
-            ("job.courier_assigned", now)
-        }
-        CourierStep::Position {
-            courier,
-            latitude,
-            longitude,
-        } => {
-            sqlx::query(
-                "INSERT INTO courier_positions (courier_id, latitude, longitude, seen_at) \
-                 VALUES ($1, $2, $3, $4) ON CONFLICT (courier_id) DO UPDATE \
-                 SET latitude = $2, longitude = $3, seen_at = $4",
-            )
-            .bind(courier)
-            .bind(latitude)
-            .bind(longitude)
-            .bind(now)
-            .execute(pool)
-            .await
-            .unwrap();
-            return;
-        }
-        CourierStep::Collect => {
-            sqlx::query("UPDATE jobs SET status = 'in_transit' WHERE id = $1")
-                .bind(job_id)
-                .execute(pool)
-                .await
-                .unwrap();
-            ("job.picked_up", now)
-        }
-        CourierStep::Deliver { at } => {
-            let proof = json!({
-                "outcome": "handed_to_recipient",
-                "recipient_name": "Dana Dropoff",
-                "note": null,
-                "recorded_at": at,
-                "photo_url": null,
-                "signature_url": null,
-            });
-            sqlx::query(
-                "UPDATE jobs SET status = 'delivered', completed_at = $2, proof = $3 WHERE id = $1",
-            )
-            .bind(job_id)
-            .bind(at)
-            .bind(proof)
-            .execute(pool)
-            .await
-            .unwrap();
-            ("job.delivered", at)
-        }
-    };
-    sqlx::query(
-        "INSERT INTO events (id, merchant_id, environment, name, job_id, occurred_at) \
-         SELECT $2, merchant_id, environment, $3, id, $4 FROM jobs WHERE id = $1",
-    )
-    .bind(job_id)
-    .bind(Uuid::new_v4())
-    .bind(event)
-    .bind(at)
-    .execute(pool)
-    .await
-    .unwrap();
-}
-
 pub fn assert_private(text: &str) {
     for private in PRIVATE {
         assert!(!text.contains(private), "{private:?} is shown: {text}");
@@ -191,7 +61,7 @@ pub fn assert_private(text: &str) {
 }
 
 async fn get(tracked: &Tracked, url: &str) -> reqwest::Response {
-    tracked.quoting.app.client.get(url).send().await.unwrap()
+    tracked.floor.app.client.get(url).send().await.unwrap()
 }
 
 async fn state(tracked: &Tracked) -> Value {
@@ -261,8 +131,7 @@ fn assert_page_headers(response: &reqwest::Response) -> String {
 
 #[tokio::test]
 async fn the_page_shows_status_areas_estimate_and_map_but_no_contact_details() {
-    let tracked =
-        Tracked::book(|name| (name == "COURIER_TRACKING_POLL_MS").then(|| "700".into())).await;
+    let tracked = Tracked::book(&[("COURIER_TRACKING_POLL_MS", "700")]).await;
     let response = get(&tracked, &tracked.tracking_url()).await;
     assert_eq!(response.status(), 200);
     let policy = assert_page_headers(&response);
@@ -325,22 +194,11 @@ async fn the_page_shows_status_areas_estimate_and_map_but_no_contact_details() {
     assert_eq!(searching["timeline"][1]["state"], "current");
 
     // A courier takes the job, seen 1.5 km from the pickup.
-    let pool = tracked.pool().await;
-    let courier = Uuid::new_v4();
-    let job_id = tracked.job_id();
-    stand_in_for_courier_api(&pool, job_id, CourierStep::Assign { courier }).await;
-    stand_in_for_courier_api(
-        &pool,
-        job_id,
-        CourierStep::Position {
-            courier,
-            latitude: 20.0150,
-            longitude: 50.0020,
-        },
-    )
-    .await;
+    let rider = tracked.courier_takes_the_job((20.0150, 50.0020)).await;
     let assigned = state(&tracked).await;
-    assert!(!assigned.to_string().contains(&courier.to_string()));
+    let shown = assigned.to_string();
+    assert!(!shown.contains(&rider.id), "{shown}");
+    crate::fulfilment::assert_private(&shown, &[&rider]);
     assert_eq!(assigned["headline"], "Courier on the way to pickup");
     assert!(assigned["map"]["courier"]["x"].is_number(), "{assigned}");
     assert!(
@@ -366,17 +224,10 @@ async fn the_page_shows_status_areas_estimate_and_map_but_no_contact_details() {
     assert!(assigned["timeline"][1]["at_text"].is_string());
 
     // Collected and delivered: the page ends with the outcome only.
-    stand_in_for_courier_api(&pool, job_id, CourierStep::Collect).await;
+    tracked.floor.collect(&rider, &tracked.job).await;
     let in_transit = state(&tracked).await;
     assert_eq!(in_transit["headline"], "On the way to you");
-    stand_in_for_courier_api(
-        &pool,
-        job_id,
-        CourierStep::Deliver {
-            at: courier::clock::now(),
-        },
-    )
-    .await;
+    tracked.floor.deliver(&rider, &tracked.job).await;
     let delivered = state(&tracked).await;
     assert_eq!(delivered["headline"], "Delivered");
     assert_eq!(delivered["ended"], true);
@@ -402,31 +253,21 @@ async fn the_page_shows_status_areas_estimate_and_map_but_no_contact_details() {
 
 #[tokio::test]
 async fn unknown_and_expired_tokens_get_the_same_friendly_404() {
-    let tracked =
-        Tracked::book(|name| (name == "COURIER_TRACKING_TTL_SECS").then(|| "3600".into())).await;
-    let app = &tracked.quoting.app;
-    // A second job of the same merchant, delivered two hours ago: past the hour it stays up.
-    let expired = book_one(&tracked.quoting).await;
-    let expired_id: Uuid = expired["id"].as_str().unwrap().parse().unwrap();
-    let pool = tracked.pool().await;
-    stand_in_for_courier_api(
-        &pool,
-        expired_id,
-        CourierStep::Deliver {
-            at: courier::clock::now() - chrono::Duration::hours(2),
-        },
-    )
-    .await;
-    // The first, delivered just now, is still shown.
-    stand_in_for_courier_api(
-        &pool,
-        tracked.job_id(),
-        CourierStep::Deliver {
-            at: courier::clock::now(),
-        },
-    )
-    .await;
-    let response = get(&tracked, &tracked.tracking_url()).await;
+    let tracked = Tracked::book(&[("COURIER_TRACKING_TTL_SECS", "3")]).await;
+    let floor = &tracked.floor;
+    let app = &floor.app;
+    // The booked job is delivered, then stays up for three seconds.
+    let rider = tracked.courier_takes_the_job(PICKUP).await;
+    let expired = &tracked.job;
+    floor.collect(&rider, expired).await;
+    floor.deliver(&rider, expired).await;
+    tokio::time::sleep(Duration::from_millis(3100)).await;
+    // A second job, delivered just now, is still shown.
+    let shown = floor.book().await;
+    floor.take(&rider, &shown).await;
+    floor.collect(&rider, &shown).await;
+    floor.deliver(&rider, &shown).await;
+    let response = get(&tracked, &app.url(&tracking_path(&shown))).await;
     assert_eq!(response.status(), 200);
 
     let unknown_token = "A".repeat(43);
@@ -435,7 +276,7 @@ async fn unknown_and_expired_tokens_get_the_same_friendly_404() {
         format!("/track/{unknown_token}"),
         "/track/short".to_owned(),
         "/track/%FF%FE".to_owned(),
-        tracking_path(&expired),
+        tracking_path(expired),
     ] {
         let response = app.request(Method::GET, &path).send().await.unwrap();
         assert_eq!(response.status(), 404, "{path}");
@@ -453,7 +294,7 @@ async fn unknown_and_expired_tokens_get_the_same_friendly_404() {
 
     for path in [
         format!("/track/{unknown_token}/state"),
-        format!("{}/state", tracking_path(&expired)),
+        format!("{}/state", tracking_path(expired)),
     ] {
         let response = app.request(Method::GET, &path).send().await.unwrap();
         assert_refusal(response, 404, "tracking.not_found").await;
@@ -462,7 +303,7 @@ async fn unknown_and_expired_tokens_get_the_same_friendly_404() {
     // No credentials are needed, and merchant credentials change nothing.
     let response = app
         .request(Method::GET, &format!("/track/{unknown_token}"))
-        .auth(&tracked.quoting.credential)
+        .auth(&floor.credential)
         .send()
         .await
         .unwrap();

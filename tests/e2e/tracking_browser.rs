@@ -2,15 +2,12 @@
 //! the delivery, updates on its own when the courier moves, and ends with the outcome.
 //! Screenshots go to the test artifacts folder (`target/test-artifacts/`).
 
-use uuid::Uuid;
-
 use crate::support::browser::Browser;
-use crate::tracking::{CourierStep, Tracked, assert_private, stand_in_for_courier_api};
+use crate::tracking::{Tracked, assert_private};
 
 #[tokio::test]
 async fn the_page_follows_the_courier_without_reloading() {
-    let tracked =
-        Tracked::book(|name| (name == "COURIER_TRACKING_POLL_MS").then(|| "400".into())).await;
+    let tracked = Tracked::book(&[("COURIER_TRACKING_POLL_MS", "400")]).await;
     let browser = Browser::start(390, 844).await;
     browser.client.goto(&tracked.tracking_url()).await.unwrap();
 
@@ -35,16 +32,8 @@ async fn the_page_follows_the_courier_without_reloading() {
         .await
         .unwrap();
 
-    let pool = tracked.pool().await;
-    let courier = Uuid::new_v4();
-    let job_id = tracked.job_id();
-    stand_in_for_courier_api(&pool, job_id, CourierStep::Assign { courier }).await;
-    let report = |latitude, longitude| CourierStep::Position {
-        courier,
-        latitude,
-        longitude,
-    };
-    stand_in_for_courier_api(&pool, job_id, report(20.0120, 50.0015)).await;
+    let floor = &tracked.floor;
+    let rider = tracked.courier_takes_the_job((20.0120, 50.0015)).await;
     browser
         .wait_until("the courier on the map", || async {
             browser.text("status-headline").await == "Courier on the way to pickup"
@@ -57,7 +46,7 @@ async fn the_page_follows_the_courier_without_reloading() {
     );
 
     // The courier moves toward the pickup: the marker follows.
-    stand_in_for_courier_api(&pool, job_id, report(20.0045, 50.0035)).await;
+    floor.report_position(&rider, (20.0045, 50.0035)).await;
     browser
         .wait_until("the marker to move", || async {
             let now = (
@@ -108,20 +97,13 @@ async fn the_page_follows_the_courier_without_reloading() {
     browser.screenshot("tracking-page-timeline.png").await;
 
     // Collected, then delivered: the page ends with the outcome and stops asking.
-    stand_in_for_courier_api(&pool, job_id, CourierStep::Collect).await;
+    floor.collect(&rider, &tracked.job).await;
     browser
         .wait_until("in transit", || async {
             browser.text("status-headline").await == "On the way to you"
         })
         .await;
-    stand_in_for_courier_api(
-        &pool,
-        job_id,
-        CourierStep::Deliver {
-            at: courier::clock::now(),
-        },
-    )
-    .await;
+    floor.deliver(&rider, &tracked.job).await;
     browser
         .wait_until("delivered", || async {
             browser.text("status-headline").await == "Delivered"
@@ -144,12 +126,11 @@ async fn a_sandbox_delivery_plays_out_on_the_page_by_itself() {
     // The browser first: the simulated drive to the pickup starts at booking and lasts a few
     // seconds, less than a browser can take to start on a busy machine.
     let browser = Browser::start(390, 844).await;
-    let tracked = Tracked::book(|name| match name {
-        "COURIER_TRACKING_POLL_MS" => Some("300".into()),
-        "COURIER_SANDBOX_SPEED" => Some("25".into()),
-        "COURIER_SANDBOX_INTERVAL_MS" => Some("100".into()),
-        _ => None,
-    })
+    let tracked = Tracked::book(&[
+        ("COURIER_TRACKING_POLL_MS", "300"),
+        ("COURIER_SANDBOX_SPEED", "25"),
+        ("COURIER_SANDBOX_INTERVAL_MS", "100"),
+    ])
     .await;
     browser.client.goto(&tracked.tracking_url()).await.unwrap();
     browser
