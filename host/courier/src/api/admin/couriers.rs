@@ -46,7 +46,10 @@ pub async fn create(
     tag = "admin",
     summary = "Couriers, optionally of one market",
     params(("market" = Option<String>, Query, description = "Only this market's couriers")),
-    responses((status = 200, description = "Couriers", body = Vec<CourierView>))
+    responses(
+        (status = 200, description = "Couriers", body = Vec<CourierView>),
+        (status = 422, description = "request.invalid_query"),
+    )
 )]
 pub async fn list(
     State(state): State<AppState>,
