@@ -273,6 +273,10 @@ pub async fn record_fan_out(
     .bind(lease_ms)
     .bind(token)
     .bind(done)
+    // Planned afresh each time: the plan a connection cached while the outbox was nearly
+    // empty (a new database, before autovacuum's first analyze) took 3-5 ms per round once
+    // a burst had put 20,000 events in it (BENCHMARKS.md).
+    .persistent(false)
     .execute(conn)
     .await?;
     Ok(())
@@ -310,6 +314,8 @@ pub async fn claim_due(
     .bind(lease_ms)
     .bind(token)
     .bind(skip_endpoints)
+    // As `record_fan_out`: the table grows from nothing in bursts.
+    .persistent(false)
     .fetch_all(pool)
     .await
 }
