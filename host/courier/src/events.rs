@@ -13,11 +13,12 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::{PgConnection, PgExecutor};
+use sqlx::{PgConnection, PgExecutor, Postgres, QueryBuilder};
 use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::domain::Environment;
+use crate::store::writes::Writes;
 
 /// Channel that wakes the fan-out of every process listening (see [`announce`]).
 pub const EVENTS_CHANNEL: &str = "courier_events";
@@ -165,26 +166,36 @@ pub struct NewEvent {
 /// ring the [`EventBell`] after that transaction commits.
 pub async fn record(conn: &mut PgConnection, event: &NewEvent) -> Result<Uuid, sqlx::Error> {
     let id = Uuid::new_v4();
-    let job = event
-        .job
-        .as_ref()
-        .map(|j| serde_json::to_value(j).expect("job facts serialise"));
-    let details = serde_json::to_value(&event.details).expect("event details serialise");
-    sqlx::query(
-        "INSERT INTO events (id, merchant_id, environment, name, job_id, occurred_at, job, details) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-    )
-    .bind(id)
-    .bind(event.merchant_id)
-    .bind(event.environment.as_str())
-    .bind(event.name.as_str())
-    .bind(event.job.as_ref().map(|j| j.id))
-    .bind(event.occurred_at)
-    .bind(job)
-    .bind(details)
-    .execute(&mut *conn)
-    .await?;
+    Writes::new().and(insert(id, event)).execute(conn).await?;
     Ok(id)
+}
+
+/// [`record`] as one write of a statement that makes others ([`Writes`]).
+pub fn insert<'a>(
+    id: Uuid,
+    event: &'a NewEvent,
+) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
+    move |query| {
+        let job = event
+            .job
+            .as_ref()
+            .map(|j| serde_json::to_value(j).expect("job facts serialise"));
+        let details = serde_json::to_value(&event.details).expect("event details serialise");
+        query.push(
+            "INSERT INTO events (id, merchant_id, environment, name, job_id, occurred_at, job, \
+             details) ",
+        );
+        query.push_values([(job, details)], |mut row, (job, details)| {
+            row.push_bind(id)
+                .push_bind(event.merchant_id)
+                .push_bind(event.environment.as_str())
+                .push_bind(event.name.as_str())
+                .push_bind(event.job.as_ref().map(|j| j.id))
+                .push_bind(event.occurred_at)
+                .push_bind(job)
+                .push_bind(details);
+        });
+    }
 }
 
 #[cfg(test)]

@@ -7,8 +7,9 @@
 //! refused request may be retried with the same key.
 //!
 //! Each statement is a round trip inside an open transaction that holds the quote's lock, so
-//! steps that always go together share a statement (the quote with its merchant's settings,
-//! the job with marking its quote used; the charge's writes in `store::payments`).
+//! steps that always go together share a statement (the quote with its merchant's settings;
+//! the job with marking its quote used, its event, its sandbox run and the key's stored
+//! response; the charge's writes in `store::payments`).
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -30,6 +31,7 @@ use crate::payments::{HoldError, Payments};
 use crate::sandbox::Scenario;
 use crate::store::jobs::{self as store, JobRow, KeyClaim};
 use crate::store::quotes::QuoteRow;
+use crate::store::writes::Writes;
 
 /// Search opens this long before a scheduled job's time.
 pub const SEARCH_LEAD: chrono::Duration = chrono::Duration::minutes(20);
@@ -203,13 +205,28 @@ pub async fn book(
         cancellation_reason: None,
         search_opened_at: None,
     };
-    store::insert_booked(&mut tx, &job).await?;
-    if merchant.environment == Environment::Test {
-        let run = crate::sandbox::new_run(&job, scenario.unwrap_or_default(), now);
-        crate::store::sandbox::save(&mut tx, &run).await?;
+    let run = (merchant.environment == Environment::Test)
+        .then(|| crate::sandbox::new_run(&job, scenario.unwrap_or_default(), now));
+    let event = booked_event(&job, merchant, now);
+    let body =
+        serde_json::to_value(JobView::new(&job, context.public_url)).expect("jobs serialise");
+    let mut writes = Writes::new()
+        .and(store::mark_quote_used(quote.id, job.booked_at))
+        .and(store::insert_job(&job))
+        .and(events::insert(Uuid::new_v4(), &event))
+        .and(store::store_response(
+            merchant.merchant_id,
+            merchant.environment,
+            key,
+            201,
+            &body,
+        ));
+    if let Some(run) = &run {
+        writes = writes.and(crate::store::sandbox::upsert(run));
     }
-    events::record(&mut tx, &booked_event(&job, merchant, now)).await?;
-    // Last before commit: a refusal anywhere above never reaches the card.
+    writes.execute(&mut tx).await?;
+    // Last before commit: a refusal anywhere above never reaches the card, and a refused hold
+    // takes everything above back with it, the stored response included.
     context
         .payments
         .hold_for_job(
@@ -220,17 +237,6 @@ pub async fn book(
             &job.currency,
         )
         .await?;
-    let body =
-        serde_json::to_value(JobView::new(&job, context.public_url)).expect("jobs serialise");
-    store::store_response(
-        &mut tx,
-        merchant.merchant_id,
-        merchant.environment,
-        key,
-        201,
-        &body,
-    )
-    .await?;
     tx.commit().await?;
     context.bell.ring();
     Ok(BookingResponse { status: 201, body })

@@ -41,50 +41,57 @@ pub struct JobRow {
     pub search_opened_at: Option<DateTime<Utc>>,
 }
 
-/// Inserts a newly booked job and marks its quote used (at the booking time), in one statement.
-pub async fn insert_booked(conn: &mut PgConnection, job: &JobRow) -> Result<(), sqlx::Error> {
-    let mut query: QueryBuilder<Postgres> =
-        QueryBuilder::new("WITH used AS (UPDATE quotes SET used_at = ");
-    query
-        .push_bind(job.booked_at)
-        .push(" WHERE id = ")
-        .push_bind(job.quote_id)
-        .push(") ");
-    query.push(
-        "INSERT INTO jobs (id, merchant_id, environment, quote_id, reference, tracking_token, \
-         status, market_id, currency, price_amount_minor, tax_amount_minor, vehicle, pickup, \
-         dropoff, items, items_subtotal_minor, discount_minor, items_total_minor, \
-         notify_customer, proof_photo_required, proof_signature_required, booked_at, \
-         scheduled_for, search_opens_at) ",
-    );
-    query.push_values([job], |mut row, j| {
-        row.push_bind(j.id)
-            .push_bind(j.merchant_id)
-            .push_bind(&j.environment)
-            .push_bind(j.quote_id)
-            .push_bind(&j.reference)
-            .push_bind(&j.tracking_token)
-            .push_bind(&j.status)
-            .push_bind(&j.market_id)
-            .push_bind(&j.currency)
-            .push_bind(j.price_amount_minor)
-            .push_bind(j.tax_amount_minor)
-            .push_bind(&j.vehicle)
-            .push_bind(&j.pickup)
-            .push_bind(&j.dropoff)
-            .push_bind(&j.items)
-            .push_bind(j.items_subtotal_minor)
-            .push_bind(j.discount_minor)
-            .push_bind(j.items_total_minor)
-            .push_bind(j.notify_customer)
-            .push_bind(j.proof_photo_required)
-            .push_bind(j.proof_signature_required)
-            .push_bind(j.booked_at)
-            .push_bind(j.scheduled_for)
-            .push_bind(j.search_opens_at);
-    });
-    query.build().execute(conn).await?;
-    Ok(())
+/// Marks the quote used, at the booking time ([`Writes`]).
+pub fn mark_quote_used<'a>(
+    quote_id: Uuid,
+    at: DateTime<Utc>,
+) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
+    move |query| {
+        query
+            .push("UPDATE quotes SET used_at = ")
+            .push_bind(at)
+            .push(" WHERE id = ")
+            .push_bind(quote_id);
+    }
+}
+
+/// Inserts a newly booked job ([`Writes`]).
+pub fn insert_job<'a>(job: &'a JobRow) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
+    move |query| {
+        query.push(
+            "INSERT INTO jobs (id, merchant_id, environment, quote_id, reference, tracking_token, \
+             status, market_id, currency, price_amount_minor, tax_amount_minor, vehicle, pickup, \
+             dropoff, items, items_subtotal_minor, discount_minor, items_total_minor, \
+             notify_customer, proof_photo_required, proof_signature_required, booked_at, \
+             scheduled_for, search_opens_at) ",
+        );
+        query.push_values([job], |mut row, j| {
+            row.push_bind(j.id)
+                .push_bind(j.merchant_id)
+                .push_bind(&j.environment)
+                .push_bind(j.quote_id)
+                .push_bind(&j.reference)
+                .push_bind(&j.tracking_token)
+                .push_bind(&j.status)
+                .push_bind(&j.market_id)
+                .push_bind(&j.currency)
+                .push_bind(j.price_amount_minor)
+                .push_bind(j.tax_amount_minor)
+                .push_bind(&j.vehicle)
+                .push_bind(&j.pickup)
+                .push_bind(&j.dropoff)
+                .push_bind(&j.items)
+                .push_bind(j.items_subtotal_minor)
+                .push_bind(j.discount_minor)
+                .push_bind(j.items_total_minor)
+                .push_bind(j.notify_customer)
+                .push_bind(j.proof_photo_required)
+                .push_bind(j.proof_signature_required)
+                .push_bind(j.booked_at)
+                .push_bind(j.scheduled_for)
+                .push_bind(j.search_opens_at);
+        });
+    }
 }
 
 /// The merchant's own job in that environment; another merchant's job is not found.
@@ -255,26 +262,27 @@ pub async fn claim_key(
     })
 }
 
-pub async fn store_response(
-    conn: &mut PgConnection,
+/// Stores the response of the booking that claimed the key, for its replays ([`Writes`]).
+pub fn store_response<'a>(
     merchant_id: Uuid,
     environment: Environment,
-    key: &str,
+    key: &'a str,
     status: i32,
-    body: &serde_json::Value,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "UPDATE idempotency_keys SET response_status = $4, response_body = $5 \
-         WHERE merchant_id = $1 AND environment = $2 AND key = $3",
-    )
-    .bind(merchant_id)
-    .bind(environment.as_str())
-    .bind(key)
-    .bind(status)
-    .bind(body)
-    .execute(conn)
-    .await?;
-    Ok(())
+    body: &'a serde_json::Value,
+) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
+    move |query| {
+        query
+            .push("UPDATE idempotency_keys SET response_status = ")
+            .push_bind(status)
+            .push(", response_body = ")
+            .push_bind(body)
+            .push(" WHERE merchant_id = ")
+            .push_bind(merchant_id)
+            .push(" AND environment = ")
+            .push_bind(environment.as_str())
+            .push(" AND key = ")
+            .push_bind(key);
+    }
 }
 
 /// Forgets keys older than `before`.

@@ -12,3 +12,4 @@ pub mod sandbox;
 pub mod texts;
 pub mod tracking;
 pub mod webhooks;
+pub mod writes;

@@ -1,8 +1,10 @@
 //! The sandbox simulator's runs, one per test-environment job.
 
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, PgPool};
+use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 use uuid::Uuid;
+
+use super::writes::Writes;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct RunRow {
@@ -19,24 +21,35 @@ pub struct RunRow {
 
 /// Writes a run: a new one (in its booking's transaction) or its new state.
 pub async fn save(conn: &mut PgConnection, run: &RunRow) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO sandbox_runs (job_id, scenario, stage, courier_id, reassigned, leg, \
-         leg_seconds, stage_started_at, next_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-         ON CONFLICT (job_id) DO UPDATE SET scenario = $2, stage = $3, courier_id = $4, \
-         reassigned = $5, leg = $6, leg_seconds = $7, stage_started_at = $8, next_at = $9",
-    )
-    .bind(run.job_id)
-    .bind(&run.scenario)
-    .bind(&run.stage)
-    .bind(run.courier_id)
-    .bind(run.reassigned)
-    .bind(&run.leg)
-    .bind(run.leg_seconds)
-    .bind(run.stage_started_at)
-    .bind(run.next_at)
-    .execute(conn)
-    .await?;
-    Ok(())
+    Writes::new().and(upsert(run)).execute(conn).await
+}
+
+/// [`save`] as one write of a statement that makes others ([`Writes`]).
+pub fn upsert<'a>(run: &'a RunRow) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
+    move |query| {
+        query.push(
+            "INSERT INTO sandbox_runs (job_id, scenario, stage, courier_id, reassigned, leg, \
+             leg_seconds, stage_started_at, next_at) ",
+        );
+        query.push_values([run], |mut row, r| {
+            row.push_bind(r.job_id)
+                .push_bind(&r.scenario)
+                .push_bind(&r.stage)
+                .push_bind(r.courier_id)
+                .push_bind(r.reassigned)
+                .push_bind(&r.leg)
+                .push_bind(r.leg_seconds)
+                .push_bind(r.stage_started_at)
+                .push_bind(r.next_at);
+        });
+        query.push(
+            " ON CONFLICT (job_id) DO UPDATE SET scenario = EXCLUDED.scenario, \
+             stage = EXCLUDED.stage, courier_id = EXCLUDED.courier_id, \
+             reassigned = EXCLUDED.reassigned, leg = EXCLUDED.leg, \
+             leg_seconds = EXCLUDED.leg_seconds, stage_started_at = EXCLUDED.stage_started_at, \
+             next_at = EXCLUDED.next_at",
+        );
+    }
 }
 
 pub async fn find(pool: &PgPool, job_id: Uuid) -> Result<Option<RunRow>, sqlx::Error> {
