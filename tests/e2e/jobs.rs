@@ -657,7 +657,8 @@ async fn without_a_usable_card_or_with_a_declined_one_nothing_is_booked() {
     );
 
     attach(&booking, "4000000000000002", true).await;
-    let (status, refusal) = booking.book(&key(), &body).await;
+    let declined_key = key();
+    let (status, refusal) = booking.book(&declined_key, &body).await;
     assert_eq!(
         (status, refusal["code"].as_str()),
         (422, Some("payment.card_declined")),
@@ -666,10 +667,23 @@ async fn without_a_usable_card_or_with_a_declined_one_nothing_is_booked() {
     let (_, jobs) = booking.get("/v1/jobs").await;
     assert_eq!(jobs["total"], 0, "a declined hold books nothing");
 
-    // The quote is still usable: retry with a working card.
+    // The quote is still usable, and so is the key: the job, its event and the key's stored
+    // answer, written before the hold, went back with it. Retry with a working card.
     attach(&booking, "4242424242424242", true).await;
-    let (status, job) = booking.book(&key(), &body).await;
+    let (status, job) = booking.book(&declined_key, &body).await;
     assert_eq!(status, 201, "{job}");
+    let booked_events: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM events WHERE name = 'job.booked' \
+             AND merchant_id = (SELECT merchant_id FROM jobs WHERE id = $1::uuid)",
+    )
+    .bind(job["id"].as_str().unwrap())
+    .fetch_one(&booking.quoting.app.pool().await)
+    .await
+    .unwrap();
+    assert_eq!(
+        booked_events, 1,
+        "only the booking that held records job.booked"
+    );
     booking.quoting.app.stop().await;
 }
 
