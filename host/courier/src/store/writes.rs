@@ -9,7 +9,7 @@
 use sqlx::{PgConnection, Postgres, QueryBuilder};
 
 /// Pushes one `INSERT`, `UPDATE` or `DELETE` (no `RETURNING`, no trailing `;`).
-pub type Write<'a> = Box<dyn FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a>;
+type Write<'a> = Box<dyn FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a>;
 
 #[derive(Default)]
 pub struct Writes<'a> {
@@ -26,23 +26,21 @@ impl<'a> Writes<'a> {
         self
     }
 
-    /// The statement's text, with its binds in the builder.
-    fn build(self) -> QueryBuilder<'a, Postgres> {
+    /// The one statement: a lone write as it is, several as `WITH` parts.
+    fn statement(mut self) -> QueryBuilder<'a, Postgres> {
         let mut query = QueryBuilder::new("");
-        let alone = self.parts.len() == 1;
+        if self.parts.len() == 1 {
+            let write = self.parts.remove(0);
+            write(&mut query);
+            return query;
+        }
         for (n, write) in self.parts.into_iter().enumerate() {
-            if alone {
-                write(&mut query);
-                break;
-            }
             query.push(if n == 0 { "WITH " } else { ", " });
             query.push(format_args!("w{n} AS ("));
             write(&mut query);
             query.push(")");
         }
-        if !alone {
-            query.push(" SELECT 1");
-        }
+        query.push(" SELECT 1");
         query
     }
 
@@ -50,7 +48,7 @@ impl<'a> Writes<'a> {
         if self.parts.is_empty() {
             return Ok(());
         }
-        self.build().build().execute(conn).await?;
+        self.statement().build().execute(conn).await?;
         Ok(())
     }
 }
@@ -60,7 +58,7 @@ mod tests {
     use super::*;
 
     fn sql(writes: Writes<'_>) -> String {
-        writes.build().into_sql()
+        writes.statement().into_sql()
     }
 
     #[test]
