@@ -1014,6 +1014,13 @@ async fn couriers_are_managed_by_operators_and_authenticated_on_their_api() {
         .admin_call(Method::GET, "/couriers?market=demo", None)
         .await;
     assert_eq!(none, json!([]));
+    let response = floor
+        .app
+        .admin(Method::GET, "/couriers?market=demo%00")
+        .send()
+        .await
+        .unwrap();
+    assert_refusal(response, 422, "request.invalid_query").await;
     let pool = floor.app.pool().await;
     let (key, hash): (String, Vec<u8>) =
         sqlx::query_as("SELECT credential_key, secret_hash FROM couriers WHERE id = $1::uuid")
