@@ -667,10 +667,17 @@ async fn without_a_usable_card_or_with_a_declined_one_nothing_is_booked() {
     let (_, jobs) = booking.get("/v1/jobs").await;
     assert_eq!(jobs["total"], 0, "a declined hold books nothing");
 
-    // The quote is still usable, and so is the key: the job, its event and the key's stored
-    // answer, written before the hold, went back with it. Retry with a working card.
+    // The decline is the key's answer, as any outcome of the hold is: the same key replays it
+    // (even once a working card is attached), and books nothing.
     attach(&booking, "4242424242424242", true).await;
-    let (status, job) = booking.book(&declined_key, &body).await;
+    let (status, replayed) = booking.book(&declined_key, &body).await;
+    assert_eq!(
+        (status, replayed["code"].as_str()),
+        (422, Some("payment.card_declined")),
+        "{replayed}"
+    );
+    // The quote is still usable: booked with a new key and the working card.
+    let (status, job) = booking.book(&key(), &body).await;
     assert_eq!(status, 201, "{job}");
     let booked_events: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM events WHERE name = 'job.booked' \

@@ -12,6 +12,7 @@ mod fulfilment;
 mod instances;
 mod jobs;
 mod keys;
+mod live_payments;
 mod lookups;
 mod openapi;
 mod ops;

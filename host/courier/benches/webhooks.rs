@@ -18,6 +18,8 @@
 #[path = "../../../tests/e2e/support/receiver.rs"]
 #[allow(dead_code)]
 mod receiver;
+#[path = "../../../tests/e2e/support/tls.rs"]
+mod tls;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

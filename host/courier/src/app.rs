@@ -81,13 +81,30 @@ impl Services {
             &engine,
             config.payments.live_adapter.as_deref(),
             config.payments.live_config.as_deref(),
+            &crate::payments::TestNetwork {
+                allow_private: config.payments.allow_private,
+                extra_ca: config.payments.extra_ca.clone(),
+            },
         )?;
-        let payments = Arc::new(crate::payments::Payments::new(
-            db.pool.clone(),
-            gateways,
-            config.payments.retry,
-            webhooks.bell(),
-        ));
+        let payments = Arc::new(
+            crate::payments::Payments::new(
+                db.pool.clone(),
+                gateways,
+                config.payments.retry,
+                webhooks.bell(),
+            )
+            .with_call_limits(crate::payments::CallLimits {
+                // Each call in flight keeps a plugin instance while it waits on the network:
+                // half of them at most, so price books and shapers always find one.
+                max_calls: config
+                    .payments
+                    .calls
+                    .max_calls
+                    .min(usize::try_from(config.plugin_instances / 2).unwrap_or(usize::MAX))
+                    .max(1),
+                ..config.payments.calls
+            }),
+        );
         let texts = Arc::new(
             crate::texts::CustomerTexts::new(db.pool.clone(), config.texts.clone())
                 .map_err(StartError::Texts)?,
@@ -183,7 +200,17 @@ pub async fn run(
         .map_err(|e| StartError::Database(DbError::Connect(e)))?;
     let key_usage =
         crate::auth::UsageFlusher::spawn(services.authenticator.clone(), config.key_usage_flush);
+    let booking = crate::jobs::booking::BookingContext {
+        pool: services.db.pool.clone(),
+        payments: Arc::clone(&services.payments),
+        markets: Arc::clone(&services.markets),
+        public_url: Arc::from(config.public_url.as_str()),
+        bell: services.webhooks.bell(),
+    };
+    let booking_recovery =
+        crate::jobs::booking::recovery::spawn(booking.clone(), std::time::Duration::from_secs(1));
     let state = AppState {
+        booking,
         pool: services.db.pool.clone(),
         authenticator: services.authenticator.clone(),
         config: Arc::new(config.clone()),
@@ -211,6 +238,7 @@ pub async fn run(
         simulator.abort();
     }
     charge_retries.stop().await;
+    booking_recovery.stop().await;
     text_sender.stop().await;
     credential_changes.abort();
     key_usage.stop().await;
@@ -223,6 +251,10 @@ fn plugin_engine(config: &Config) -> Result<PluginEngine, courier_plugins::Plugi
     PluginEngine::new(EngineConfig {
         cache_dir: Some(config.data_dir.join("plugin-cache")),
         max_instances: config.plugin_instances,
+        limits: courier_plugins::Limits {
+            adapter_deadline: config.payments.calls.deadline,
+            ..courier_plugins::Limits::default()
+        },
         ..EngineConfig::default()
     })
 }

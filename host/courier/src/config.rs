@@ -218,6 +218,21 @@ fn tracking_config(
     })
 }
 
+/// `true`/`1` or `false`/`0`; false when `name` is unset.
+pub fn flag_setting(
+    lookup: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+) -> Result<bool, ConfigError> {
+    match lookup(name).as_deref() {
+        None | Some("false") | Some("0") => Ok(false),
+        Some("true") | Some("1") => Ok(true),
+        Some(_) => Err(ConfigError::Invalid {
+            name,
+            reason: "use true or false".into(),
+        }),
+    }
+}
+
 /// A whole number above zero (capped so durations made from it cannot overflow), or None
 /// when `name` is unset.
 pub fn positive_setting(

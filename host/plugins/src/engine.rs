@@ -69,6 +69,8 @@ pub(crate) struct CallState {
     memory: MemoryCap,
     /// Only for payment adapters: what their imports are served from.
     pub(crate) adapter: Option<Arc<crate::payments::AdapterHost>>,
+    /// When the call must be over: outbound requests get only what is left.
+    pub(crate) deadline: std::time::Instant,
 }
 
 impl PluginEngine {
@@ -215,6 +217,7 @@ impl Runtime {
             CallState {
                 memory: MemoryCap::new(self.limits.memory_bytes),
                 adapter,
+                deadline: std::time::Instant::now() + deadline,
             },
         );
         store.limiter(|s| &mut s.memory);

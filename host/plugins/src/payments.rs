@@ -15,6 +15,7 @@ use wasmtime::component::HasSelf;
 use crate::PluginError;
 use crate::engine::{CallState, PluginEngine, Runtime};
 use crate::limits::{check_input, check_output};
+pub use outbound::NetworkOverrides;
 use outbound::{HttpFailure, HttpPolicy, HttpRequest, Method};
 
 mod wit {
@@ -37,6 +38,8 @@ pub struct AdapterConfig {
     pub http_timeout: Duration,
     /// Largest HTTP response body handed to the adapter.
     pub max_response_bytes: usize,
+    /// Test-only widenings of where requests may go (off by default).
+    pub network: NetworkOverrides,
 }
 
 impl Default for AdapterConfig {
@@ -53,6 +56,7 @@ impl AdapterConfig {
             values,
             http_timeout: Duration::from_secs(10),
             max_response_bytes: 1 << 20,
+            network: NetworkOverrides::default(),
         }
     }
 }
@@ -145,13 +149,15 @@ pub struct RefundRequest {
 
 /// What an adapter's imports are served from during its calls.
 pub(crate) struct AdapterHost {
-    http: HttpPolicy,
+    /// None while `describe` runs: it may read its configuration (an API
+    /// base the operator set decides its allowed hosts) but not the network.
+    http: Option<HttpPolicy>,
     config: BTreeMap<String, String>,
 }
 
 impl whttp::Host for CallState {
     fn send(&mut self, request: whttp::Request) -> Result<whttp::Response, whttp::Error> {
-        let Some(host) = self.adapter.clone() else {
+        let Some(http) = self.adapter.as_ref().and_then(|a| a.http.clone()) else {
             return Err(whttp::Error::Forbidden("no network for this call".into()));
         };
         let request = HttpRequest {
@@ -166,7 +172,7 @@ impl whttp::Host for CallState {
             headers: request.headers,
             body: request.body,
         };
-        match host.http.send(request) {
+        match http.send(request, self.deadline) {
             Ok(r) => Ok(whttp::Response {
                 status: r.status,
                 headers: r.headers,
@@ -228,8 +234,12 @@ impl PaymentAdapter {
             world: WORLD,
             reason: format!("{e:#}"),
         })?;
-        // `describe` runs with no network and no config.
-        let info = run(&runtime, &pre, None, |a, s| a.call_describe(s))?;
+        // `describe` runs with the configuration but no network.
+        let describing = Arc::new(AdapterHost {
+            http: None,
+            config: config.values.clone(),
+        });
+        let info = run(&runtime, &pre, Some(describing), |a, s| a.call_describe(s))?;
         let limits = &runtime.limits;
         check_output("adapter name", &info.name, limits.max_text_bytes)?;
         check_output("adapter version", &info.version, limits.max_text_bytes)?;
@@ -242,17 +252,18 @@ impl PaymentAdapter {
             &info.allowed_hosts,
             config.http_timeout,
             config.max_response_bytes,
+            &config.network,
         )
         .map_err(|reason| PluginError::Incompatible {
             world: WORLD,
-            reason: format!("allowed hosts: {reason}"),
+            reason: format!("outbound HTTP: {reason}"),
         })?;
         Ok(PaymentAdapter {
             inner: Arc::new(Loaded {
                 runtime,
                 pre,
                 host: Arc::new(AdapterHost {
-                    http,
+                    http: Some(http),
                     config: config.values,
                 }),
                 info: AdapterInfo {
@@ -271,6 +282,12 @@ impl PaymentAdapter {
 
     pub fn sha256(&self) -> &str {
         &self.inner.sha256
+    }
+
+    /// Whether the adapter reaches the network (declares allowed hosts).
+    /// One that does not is a bounded computation, like a price book.
+    pub fn uses_network(&self) -> bool {
+        !self.inner.info.allowed_hosts.is_empty()
     }
 
     /// Starts a card form; `Ok(Err(message))` when the provider was not

@@ -4,6 +4,8 @@ pub mod browser;
 mod cluster;
 pub mod process;
 pub mod receiver;
+pub mod stripe;
+mod tls;
 
 use std::net::SocketAddr;
 

@@ -12,12 +12,11 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
-use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use sha2::Sha256;
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
-use tokio_rustls::TlsAcceptor;
+
+use super::tls::tls;
 
 /// One request as it arrived.
 #[derive(Clone, Debug)]
@@ -247,30 +246,4 @@ async fn handle(
         Reply::Redirect(to) => response.status(302).header("location", to),
     };
     Ok(response.body(Full::new(Bytes::from_static(b"ok"))).unwrap())
-}
-
-/// A certificate authority and a `localhost` certificate it issued.
-fn tls() -> (TlsAcceptor, String) {
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "Courier test receivers");
-    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-        .unwrap()
-        .signed_by(&leaf_key, &ca)
-        .unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![leaf.der().clone()],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der())),
-        )
-        .unwrap();
-    (TlsAcceptor::from(Arc::new(config)), ca.pem())
 }

@@ -364,6 +364,8 @@ fn booking_status_and_code(error: &BookingError) -> (StatusCode, &'static str) {
         BookingError::MissingKey => (unprocessable, "request.missing_idempotency_key"),
         BookingError::InvalidKey => (unprocessable, "request.invalid_idempotency_key"),
         BookingError::KeyReused => (StatusCode::CONFLICT, "idempotency.key_reused"),
+        BookingError::InProgress => (StatusCode::CONFLICT, "idempotency.in_progress"),
+        BookingError::Abandoned => (StatusCode::CONFLICT, "booking.abandoned"),
         BookingError::QuoteNotFound | BookingError::Request(B::QuoteNotFound) => {
             (unprocessable, "quote.not_found")
         }
@@ -448,6 +450,7 @@ fn payment_status_and_code(error: &crate::payments::PaymentError) -> (StatusCode
             StatusCode::SERVICE_UNAVAILABLE,
             "payment.provider_unreachable",
         ),
+        P::ProviderBusy => (StatusCode::SERVICE_UNAVAILABLE, "payment.provider_busy"),
         P::ChargeNotFound => (StatusCode::NOT_FOUND, "charge.not_found"),
         P::NotRefundable { .. } => (StatusCode::CONFLICT, "charge.not_refundable"),
         P::InvalidRefundAmount => (unprocessable, "charge.invalid_amount"),

@@ -18,7 +18,7 @@ use super::{ApiError, ApiJson, ApiQuery, AppState, RequestError, sandbox};
 use crate::auth::Merchant;
 use crate::domain::JobStatus;
 use crate::jobs::POSITION_FRESHNESS;
-use crate::jobs::booking::{self, BookingContext};
+use crate::jobs::booking;
 use crate::jobs::views::{JobDetail, JobListItem, JobView};
 use crate::numeric::NumericValue;
 use crate::store::jobs::{self as store, ListFilter};
@@ -92,9 +92,9 @@ pub struct ItemBody {
     request_body = BookingBody,
     responses(
         (status = 201, description = "Booked; the same key with the same body answers this again", body = JobView),
-        (status = 409, description = "idempotency.key_reused"),
-        (status = 422, description = "request.missing_idempotency_key request.invalid_idempotency_key quote.not_found quote.expired quote.already_used quote.stop_mismatch quote.schedule_mismatch job.scheduled_in_past request.invalid_scheduled_for request.invalid_stop order.item_invalid order.discount_exceeds_items order.invalid_amount request.invalid_notify_customer request.invalid_body payment.no_payment_method payment.card_declined payment.card_dead sandbox.unknown_scenario sandbox.test_only"),
-        (status = 503, description = "payment.provider_unreachable"),
+        (status = 409, description = "idempotency.key_reused idempotency.in_progress booking.abandoned"),
+        (status = 422, description = "request.missing_idempotency_key request.invalid_idempotency_key quote.not_found quote.expired quote.already_used quote.stop_mismatch quote.schedule_mismatch job.scheduled_in_past request.invalid_scheduled_for request.invalid_stop order.item_invalid order.discount_exceeds_items order.invalid_amount request.invalid_notify_customer request.invalid_body payment.no_payment_method payment.card_declined payment.card_dead payment.live_unavailable sandbox.unknown_scenario sandbox.test_only"),
+        (status = 503, description = "payment.provider_unreachable payment.provider_busy"),
     )
 )]
 pub async fn create(
@@ -109,16 +109,8 @@ pub async fn create(
         .transpose()?;
     let key = booking::check_key(key)?;
     let scenario = sandbox::scenario_header(&headers, &merchant)?;
-    let bell = state.webhooks.bell();
-    let context = BookingContext {
-        pool: &state.pool,
-        payments: &state.payments,
-        markets: &state.markets,
-        public_url: &state.config.public_url,
-        bell: &bell,
-    };
     let response = booking::book(
-        &context,
+        &state.booking,
         &merchant,
         key,
         &body,

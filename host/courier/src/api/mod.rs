@@ -60,6 +60,8 @@ pub struct AppState {
     pub operators: Arc<admin::OperatorTokens>,
     /// Per-key request budgets of this instance.
     pub rate_limiter: Arc<crate::rate_limit::RateLimiter>,
+    /// What bookings need (shared with the booking recovery worker).
+    pub booking: crate::jobs::booking::BookingContext,
 }
 
 /// The merchant API under /v1 (credentials checked by the caller's layers).

@@ -52,7 +52,7 @@ pub struct AttachBody {
     responses(
         (status = 200, description = "What the provider's card form needs", body = CardFormView),
         (status = 422, description = "payment.raw_card_number payment.live_unavailable"),
-        (status = 503, description = "payment.provider_unreachable"),
+        (status = 503, description = "payment.provider_unreachable payment.provider_busy"),
     )
 )]
 pub async fn setup(
@@ -77,7 +77,7 @@ pub async fn setup(
     responses(
         (status = 201, description = "The card on file", body = PaymentMethodView),
         (status = 422, description = "payment.raw_card_number payment.reference_wrong_environment payment.unknown_reference payment.live_unavailable payment.card_declined"),
-        (status = 503, description = "payment.provider_unreachable"),
+        (status = 503, description = "payment.provider_unreachable payment.provider_busy"),
     )
 )]
 pub async fn attach(

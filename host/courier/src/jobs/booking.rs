@@ -1,20 +1,46 @@
 //! Booking a job against a quote, exactly once per quote and per `Idempotency-Key`.
 //!
-//! One transaction: claim the idempotency key (a twin with the same key waits here, then
-//! replays the stored response), lock the quote, check it, insert the job, mark the quote
-//! used, record `job.booked`, place the card hold, store the response, commit. A refusal
-//! rolls everything back, the key included: only successful bookings are remembered, and a
-//! refused request may be retried with the same key.
+//! First, in one transaction: claim the idempotency key (a twin with the same key waits here,
+//! then replays the stored answer), lock the quote, check it, and choose the card. Refusals
+//! up to here roll everything back, the key included, so the request may be corrected and
+//! sent again with the same key. What follows depends on the environment's payment adapter:
+//!
+//! - **Without network** (the sandbox): the hold is a bounded computation, made on the spot,
+//!   and its outcome is written in the same transaction.
+//! - **With network** (a real provider, which answers in hundreds of milliseconds or seconds),
+//!   in three phases, so no transaction stays open and no pooled connection is held while the
+//!   provider answers:
+//!   1. commit the key's claim, the quote's reservation and a booking attempt that carries
+//!      the prepared job and the provider idempotency key of the hold, derived from the
+//!      merchant, the environment and the `Idempotency-Key` (so every retry of this booking
+//!      reaches the provider with the same key);
+//!   2. ask the provider for the hold;
+//!   3. write the outcome and delete the attempt, in one transaction.
+//!
+//!   Phases 2 and 3 run in a task of their own: a client that goes away, or a request that
+//!   times out, does not interrupt them. An attempt interrupted all the same (a crash) is
+//!   finished by the [`recovery`] worker with the same key, as this request would have.
+//!   The same key sent while its booking is between phases gets 409
+//!   `idempotency.in_progress`.
+//!
+//! The hold's outcome is stored under the key either way: the booking (201), or the decline
+//! (replayed as 422 `payment.card_declined`; the quote is free again, so book it with a new
+//! key once a working card is attached). An unreachable provider books the job with its
+//! charge `pending`, retried later with the same hold key.
 //!
 //! Each statement is a round trip inside an open transaction that holds the quote's lock, so
 //! steps that always go together share a statement (the quote with its merchant's settings;
 //! the job with marking its quote used, its event, its sandbox run and the key's stored
 //! response; the charge's writes in `store::payments`).
 
+pub mod recovery;
+
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
-use serde_json::Value;
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 use thiserror::Error;
 use uuid::Uuid;
 
@@ -27,9 +53,11 @@ use crate::domain::booking::{
 use crate::domain::{Environment, JobStatus};
 use crate::events::{self, EventBell, EventDetails, EventName, JobFacts, NewEvent};
 use crate::markets::Markets;
-use crate::payments::{HoldError, Payments};
+use crate::payments::{CallSlot, HoldError, Payments, ProviderAnswer, RecordedHold};
 use crate::sandbox::Scenario;
+use crate::store::bookings::{self as attempts, AttemptRow};
 use crate::store::jobs::{self as store, JobRow, KeyClaim};
+use crate::store::payments::CardRow;
 use crate::store::quotes::QuoteRow;
 use crate::store::writes::Writes;
 
@@ -40,6 +68,10 @@ pub const MAX_KEY_LENGTH: usize = 255;
 /// How close (degrees) a booked stop must be to the quoted point: numeric strings and
 /// numbers of the same value parse alike, so this only absorbs float formatting.
 const SAME_POINT_DEGREES: f64 = 1e-7;
+/// What a declined booking stores under its key (replayed as the decline).
+const DECLINED: &str = "card_declined";
+/// What a booking that could not be completed stores under its key.
+const ABANDONED: &str = "abandoned";
 
 #[derive(Debug, Error)]
 pub enum BookingError {
@@ -49,6 +81,16 @@ pub enum BookingError {
     InvalidKey,
     #[error("this Idempotency-Key was used for a different request")]
     KeyReused,
+    #[error(
+        "a booking with this Idempotency-Key is still waiting for the payment provider; \
+         send it again in a moment for its answer"
+    )]
+    InProgress,
+    #[error(
+        "this booking could not be completed and holds no money; book again with a new \
+         Idempotency-Key"
+    )]
+    Abandoned,
     #[error(transparent)]
     Request(#[from] BookingRequestError),
     #[error("there is no quote with that id")]
@@ -73,13 +115,15 @@ pub struct BookingResponse {
     pub body: Value,
 }
 
-pub struct BookingContext<'a> {
-    pub pool: &'a PgPool,
-    pub payments: &'a Payments,
-    pub markets: &'a Markets,
-    pub public_url: &'a str,
+/// What booking needs of the service. Cheap to clone.
+#[derive(Clone)]
+pub struct BookingContext {
+    pub pool: PgPool,
+    pub payments: Arc<Payments>,
+    pub markets: Arc<Markets>,
+    pub public_url: Arc<str>,
     /// Rung once the booking (and its `job.booked`) is committed.
-    pub bell: &'a EventBell,
+    pub bell: EventBell,
 }
 
 /// `Idempotency-Key`: present, 1–255 visible ASCII characters.
@@ -92,10 +136,27 @@ pub fn check_key(key: Option<&str>) -> Result<&str, BookingError> {
     Ok(key)
 }
 
+/// The provider idempotency key of a booking's hold: the same for every request with the
+/// same merchant, environment and `Idempotency-Key`, and nothing else.
+fn hold_key(merchant: &Merchant, key: &str) -> String {
+    let mut digest = Sha256::new();
+    digest.update(merchant.merchant_id.as_bytes());
+    digest.update(merchant.environment.as_str().as_bytes());
+    digest.update(key.as_bytes());
+    format!("booking_{}", hex::encode(&digest.finalize()[..16]))
+}
+
+/// A booking checked and ready for its hold.
+struct Prepared {
+    job: JobRow,
+    card: CardRow,
+    hold_key: String,
+}
+
 /// Books the job `body` describes. A test job also gets its sandbox run, with `scenario`
 /// (the happy path when None).
 pub async fn book(
-    context: &BookingContext<'_>,
+    context: &BookingContext,
     merchant: &Merchant,
     key: &str,
     body: &Value,
@@ -124,20 +185,74 @@ pub async fn book(
             if earlier != request_hash {
                 return Err(BookingError::KeyReused);
             }
-            let (status, body) = response.expect("a committed key has its response");
-            return Ok(BookingResponse {
-                status: u16::try_from(status).unwrap_or(500),
-                body,
-            });
+            return replay(response);
         }
     }
-    let mut request = request?;
+    let prepared = prepare(&mut tx, context, merchant, key, request?, now).await?;
+    let network = context.payments.uses_network(merchant.environment)?;
+    // Taken before anything is committed: when every place is taken, nothing is written.
+    let slot = context
+        .payments
+        .call_slot(merchant.environment)
+        .map_err(|_| HoldError::ProviderBusy)?;
+    if !network {
+        let answer = hold(context, merchant, slot, &prepared).await;
+        let answer = record(
+            &mut tx, context, merchant, key, &prepared, answer, scenario, None,
+        )
+        .await?;
+        tx.commit().await?;
+        context.bell.ring();
+        return answer;
+    }
+    let attempt = AttemptRow {
+        id: Uuid::new_v4(),
+        merchant_id: merchant.merchant_id,
+        environment: merchant.environment.as_str().to_owned(),
+        idempotency_key: key.to_owned(),
+        quote_id: prepared.job.quote_id,
+        payment_method_id: prepared.card.id,
+        hold_key: prepared.hold_key.clone(),
+        job: serde_json::to_value(&prepared.job).expect("jobs serialise"),
+        created_at: now,
+        leased_until: now
+            + chrono::Duration::from_std(context.payments.call_lease()).unwrap_or_default(),
+        recoveries: 0,
+    };
+    Writes::new()
+        .and(store::mark_quote_used(prepared.job.quote_id, now))
+        .and(attempts::insert_attempt(&attempt))
+        .execute(&mut tx)
+        .await?;
+    tx.commit().await?;
+    let context = context.clone();
+    let merchant = *merchant;
+    let finishing = tokio::spawn(async move {
+        let answer = hold(&context, &merchant, slot, &prepared).await;
+        complete(&context, &merchant, &attempt, &prepared, answer).await
+    });
+    match finishing.await {
+        Ok(answer) => answer,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
+/// Phase 1's checks, on the key's transaction: the quote locked and checked, the phones
+/// made usable, the card chosen and the job made.
+async fn prepare(
+    tx: &mut PgConnection,
+    context: &BookingContext,
+    merchant: &Merchant,
+    key: &str,
+    mut request: BookingRequest,
+    now: DateTime<Utc>,
+) -> Result<Prepared, BookingError> {
     let store::QuoteToBook {
         quote,
         notify_customer_default,
         proof_photo_required,
         proof_signature_required,
-    } = store::lock_quote(&mut tx, request.quote_id)
+    } = store::lock_quote(tx, request.quote_id)
         .await?
         .filter(|q| {
             q.quote.merchant_id == merchant.merchant_id
@@ -205,14 +320,122 @@ pub async fn book(
         cancellation_reason: None,
         search_opened_at: None,
     };
+    if job.price_amount_minor <= 0 {
+        return Err(HoldError::InvalidAmount.into());
+    }
+    // Last: a refusal anywhere above never reaches the card.
+    let card = Payments::card_for_hold(tx, merchant).await?;
+    Ok(Prepared {
+        job,
+        card,
+        hold_key: hold_key(merchant, key),
+    })
+}
+
+/// Phase 2: the provider's answer to the hold.
+async fn hold(
+    context: &BookingContext,
+    merchant: &Merchant,
+    slot: CallSlot,
+    prepared: &Prepared,
+) -> ProviderAnswer {
+    context
+        .payments
+        .authorise(
+            merchant.environment,
+            slot,
+            &prepared.card,
+            prepared.job.price_amount_minor,
+            &prepared.job.currency,
+            &prepared.hold_key,
+        )
+        .await
+}
+
+/// Phase 3 of an attempt: writes its outcome unless another process did (the recovery
+/// worker, or this request if it is the worker), and answers what is stored.
+async fn complete(
+    context: &BookingContext,
+    merchant: &Merchant,
+    attempt: &AttemptRow,
+    prepared: &Prepared,
+    answer: ProviderAnswer,
+) -> Result<BookingResponse, BookingError> {
+    let mut tx = context.pool.begin().await?;
+    if attempts::lock_attempt(&mut tx, attempt.id).await?.is_none() {
+        let stored = attempts::stored_response(
+            &mut tx,
+            merchant.merchant_id,
+            merchant.environment,
+            &attempt.idempotency_key,
+        )
+        .await?;
+        tx.commit().await?;
+        return replay(stored);
+    }
+    let answer = record(
+        &mut tx,
+        context,
+        merchant,
+        &attempt.idempotency_key,
+        prepared,
+        answer,
+        None,
+        Some(attempt),
+    )
+    .await?;
+    tx.commit().await?;
+    context.bell.ring();
+    answer
+}
+
+/// Writes the hold's outcome on `conn`, and gives the answer to send once it is committed:
+/// the job, its `job.booked`, its charge and the stored 201 (approved, or unreachable with
+/// the charge pending); or the decline, stored under the key, with the card buried when it
+/// is finished. An attempt's reserved quote is released on a decline, and the attempt
+/// deleted either way. `Err` only when the writes failed (roll back).
+#[allow(clippy::too_many_arguments)]
+async fn record(
+    conn: &mut PgConnection,
+    context: &BookingContext,
+    merchant: &Merchant,
+    key: &str,
+    prepared: &Prepared,
+    answer: ProviderAnswer,
+    scenario: Option<Scenario>,
+    attempt: Option<&AttemptRow>,
+) -> Result<Result<BookingResponse, BookingError>, BookingError> {
+    let job = &prepared.job;
+    if let ProviderAnswer::Declined(decline) = answer {
+        let stored = json!({"refusal": DECLINED, "decline_code": decline.code});
+        let mut writes = Writes::new().and(store::store_response(
+            merchant.merchant_id,
+            merchant.environment,
+            key,
+            422,
+            &stored,
+        ));
+        if let Some(attempt) = attempt {
+            writes = writes
+                .and(attempts::release_quote(attempt.quote_id))
+                .and(attempts::delete_attempt(attempt.id));
+        }
+        writes.execute(conn).await?;
+        if let Some(finish) = decline.card_finished {
+            Payments::bury_card(conn, prepared.card.id, finish).await?;
+        }
+        return Ok(Err(HoldError::Declined {
+            decline_code: decline.code,
+        }
+        .into()));
+    }
     let run = (merchant.environment == Environment::Test)
-        .then(|| crate::sandbox::new_run(&job, scenario.unwrap_or_default(), now));
-    let event = booked_event(&job, merchant, now);
+        .then(|| crate::sandbox::new_run(job, scenario.unwrap_or_default(), job.booked_at));
+    let event = booked_event(job, merchant, job.booked_at);
     let body =
-        serde_json::to_value(JobView::new(&job, context.public_url)).expect("jobs serialise");
+        serde_json::to_value(JobView::new(job, &context.public_url)).expect("jobs serialise");
     let mut writes = Writes::new()
-        .and(store::mark_quote_used(quote.id, job.booked_at))
-        .and(store::insert_job(&job))
+        .and(store::insert_job(job))
         .and(events::insert(Uuid::new_v4(), &event))
         .and(store::store_response(
             merchant.merchant_id,
@@ -221,25 +444,48 @@ pub async fn book(
             201,
             &body,
         ));
+    match attempt {
+        // Reserved in phase 1.
+        Some(attempt) => writes = writes.and(attempts::delete_attempt(attempt.id)),
+        None => writes = writes.and(store::mark_quote_used(job.quote_id, job.booked_at)),
+    }
     if let Some(run) = &run {
         writes = writes.and(crate::store::sandbox::upsert(run));
     }
-    writes.execute(&mut tx).await?;
-    // Last before commit: a refusal anywhere above never reaches the card, and a refused hold
-    // takes everything above back with it, the stored response included.
-    context
+    writes.execute(conn).await?;
+    let recorded = context
         .payments
-        .hold_for_job(
-            &mut tx,
+        .record_hold(
+            conn,
             merchant,
             job.id,
+            &prepared.card,
             job.price_amount_minor,
             &job.currency,
+            &prepared.hold_key,
+            answer,
         )
         .await?;
-    tx.commit().await?;
-    context.bell.ring();
-    Ok(BookingResponse { status: 201, body })
+    debug_assert!(matches!(recorded, RecordedHold::Held(_)));
+    Ok(Ok(BookingResponse { status: 201, body }))
+}
+
+/// The stored answer of a settled key; none yet means its booking is between phases.
+fn replay(response: Option<(i32, Value)>) -> Result<BookingResponse, BookingError> {
+    let Some((status, body)) = response else {
+        return Err(BookingError::InProgress);
+    };
+    match body["refusal"].as_str() {
+        Some(DECLINED) => Err(HoldError::Declined {
+            decline_code: body["decline_code"].as_str().unwrap_or_default().to_owned(),
+        }
+        .into()),
+        Some(ABANDONED) => Err(BookingError::Abandoned),
+        _ => Ok(BookingResponse {
+            status: u16::try_from(status).unwrap_or(500),
+            body,
+        }),
+    }
 }
 
 fn check_against_quote(request: &BookingRequest, quote: &QuoteRow) -> Result<(), BookingError> {

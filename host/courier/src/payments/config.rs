@@ -1,11 +1,12 @@
-//! `COURIER_LIVE_PAYMENT_*` and `COURIER_CHARGE_RETRY_*` (documented in the README).
+//! `COURIER_LIVE_PAYMENT_*`, `COURIER_PAYMENT_*` and `COURIER_CHARGE_RETRY_*` (documented in
+//! the README).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::config::{ConfigError, positive_setting};
+use crate::config::{ConfigError, flag_setting, positive_setting};
 
-use super::RetryPolicy;
+use super::{CallLimits, RetryPolicy};
 
 #[derive(Clone, Debug)]
 pub struct PaymentsConfig {
@@ -17,6 +18,14 @@ pub struct PaymentsConfig {
     pub live_config: Option<PathBuf>,
     /// `COURIER_CHARGE_RETRY_BASE_MS` and `COURIER_CHARGE_RETRY_ATTEMPTS`.
     pub retry: RetryPolicy,
+    /// `COURIER_PAYMENT_CALLS` and `COURIER_PAYMENT_DEADLINE_MS`.
+    pub calls: CallLimits,
+    /// `COURIER_PAYMENT_ALLOW_PRIVATE`: adapters may also reach loopback and private
+    /// addresses. For tests against a local provider stand-in only.
+    pub allow_private: bool,
+    /// `COURIER_PAYMENT_EXTRA_CA`: a PEM file of roots adapters trust on top of the public
+    /// ones. For tests against a local provider stand-in only.
+    pub extra_ca: Option<PathBuf>,
 }
 
 impl Default for PaymentsConfig {
@@ -29,6 +38,9 @@ impl Default for PaymentsConfig {
                 max_attempts: 8,
                 lease: Duration::from_secs(60),
             },
+            calls: CallLimits::default(),
+            allow_private: false,
+            extra_ca: None,
         }
     }
 }
@@ -44,6 +56,14 @@ impl PaymentsConfig {
             Some(n) => u32::try_from(n).unwrap_or(u32::MAX),
             None => defaults.retry.max_attempts,
         };
+        let max_calls = match positive_setting(lookup, "COURIER_PAYMENT_CALLS")? {
+            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            None => defaults.calls.max_calls,
+        };
+        let deadline = match positive_setting(lookup, "COURIER_PAYMENT_DEADLINE_MS")? {
+            Some(ms) => Duration::from_millis(ms),
+            None => defaults.calls.deadline,
+        };
         Ok(Self {
             live_adapter: lookup("COURIER_LIVE_PAYMENT_ADAPTER").map(PathBuf::from),
             live_config: lookup("COURIER_LIVE_PAYMENT_CONFIG").map(PathBuf::from),
@@ -52,6 +72,12 @@ impl PaymentsConfig {
                 max_attempts,
                 lease: defaults.retry.lease,
             },
+            calls: CallLimits {
+                max_calls,
+                deadline,
+            },
+            allow_private: flag_setting(lookup, "COURIER_PAYMENT_ALLOW_PRIVATE")?,
+            extra_ca: lookup("COURIER_PAYMENT_EXTRA_CA").map(PathBuf::from),
         })
     }
 }
@@ -66,6 +92,9 @@ mod tests {
         assert_eq!(config.retry.base, Duration::from_secs(5));
         assert_eq!(config.retry.max_attempts, 8);
         assert!(config.live_adapter.is_none());
+        assert_eq!(config.calls.max_calls, 64);
+        assert_eq!(config.calls.deadline, Duration::from_secs(10));
+        assert!(!config.allow_private);
         let config = PaymentsConfig::from_lookup(&|n| match n {
             "COURIER_CHARGE_RETRY_BASE_MS" => Some("20".into()),
             "COURIER_CHARGE_RETRY_ATTEMPTS" => Some("3".into()),

@@ -28,6 +28,11 @@ pub trait Gateway: Send + Sync + 'static {
     fn capture(&self, request: &CaptureRequest) -> Result<Outcome, PluginError>;
     fn void(&self, request: &VoidRequest) -> Result<Outcome, PluginError>;
     fn refund(&self, request: &RefundRequest) -> Result<Outcome, PluginError>;
+    /// Whether calls go over the network (then they run with no transaction open, on the
+    /// bounded pool). False for an in-process computation such as the sandbox.
+    fn uses_network(&self) -> bool {
+        false
+    }
 }
 
 impl Gateway for PaymentAdapter {
@@ -53,6 +58,9 @@ impl Gateway for PaymentAdapter {
     fn refund(&self, request: &RefundRequest) -> Result<Outcome, PluginError> {
         PaymentAdapter::refund(self, request)
     }
+    fn uses_network(&self) -> bool {
+        PaymentAdapter::uses_network(self)
+    }
 }
 
 #[derive(Debug, Error)]
@@ -73,6 +81,19 @@ pub enum GatewayError {
     Live(#[source] PluginError),
     #[error("the live payment adapter is the sandbox adapter; live never takes sandbox cards")]
     LiveIsSandbox,
+    #[error("reading COURIER_PAYMENT_EXTRA_CA {path}: {source}")]
+    ExtraCa {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Where a live adapter's requests may go beyond public hosts: tests only.
+#[derive(Clone, Debug, Default)]
+pub struct TestNetwork {
+    pub allow_private: bool,
+    pub extra_ca: Option<PathBuf>,
 }
 
 /// One gateway per environment.
@@ -93,6 +114,7 @@ impl Gateways {
         engine: &PluginEngine,
         live_adapter: Option<&Path>,
         live_config: Option<&Path>,
+        test_network: &TestNetwork,
     ) -> Result<Self, GatewayError> {
         let sandbox = PaymentAdapter::load(
             engine,
@@ -111,12 +133,24 @@ impl Gateways {
                     .map(read_config)
                     .transpose()?
                     .unwrap_or_default();
-                let adapter = PaymentAdapter::load(
-                    engine,
-                    &bytes,
-                    courier_plugins::AdapterConfig::new(values),
-                )
-                .map_err(GatewayError::Live)?;
+                let mut config = courier_plugins::AdapterConfig::new(values);
+                config.network.allow_private = test_network.allow_private;
+                if let Some(path) = &test_network.extra_ca {
+                    let pem = std::fs::read(path).map_err(|source| GatewayError::ExtraCa {
+                        path: path.clone(),
+                        source,
+                    })?;
+                    config.network.extra_roots_pem = Some(pem);
+                }
+                if test_network.allow_private || test_network.extra_ca.is_some() {
+                    tracing::warn!(
+                        "the live payment adapter may reach private addresses or trusts extra \
+                         roots (COURIER_PAYMENT_ALLOW_PRIVATE, COURIER_PAYMENT_EXTRA_CA): for \
+                         tests only"
+                    );
+                }
+                let adapter =
+                    PaymentAdapter::load(engine, &bytes, config).map_err(GatewayError::Live)?;
                 if adapter.sha256() == sandbox.sha256() {
                     return Err(GatewayError::LiveIsSandbox);
                 }

@@ -26,13 +26,14 @@ use courier_plugins::{
     RefundRequest, VoidRequest,
 };
 use serde::Serialize;
-use sqlx::{PgConnection, PgPool};
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 use thiserror::Error;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
 pub use card_number::{contains_card_number, json_contains_card_number};
 pub use config::PaymentsConfig;
-pub use gateway::{Gateway, GatewayError, Gateways};
+pub use gateway::{Gateway, GatewayError, Gateways, TestNetwork};
 pub use retry::RetryWorker;
 pub use state::{ChargeStatus, Decision, InvalidMove, Move};
 
@@ -75,6 +76,8 @@ pub enum PaymentError {
     NoPaymentMethod,
     #[error("the payment provider cannot be reached; try again shortly")]
     ProviderUnreachable,
+    #[error("too many payment provider calls are in flight; try again shortly")]
+    ProviderBusy,
     #[error("no such charge")]
     ChargeNotFound,
     #[error("a {status} charge cannot be refunded; only captured money can be given back")]
@@ -103,6 +106,8 @@ pub enum HoldError {
     LiveUnavailable,
     #[error("a hold needs an amount above zero")]
     InvalidAmount,
+    #[error("too many payment provider calls are in flight")]
+    ProviderBusy,
     #[error(transparent)]
     Store(#[from] sqlx::Error),
 }
@@ -114,6 +119,7 @@ impl From<HoldError> for PaymentError {
             HoldError::Declined { decline_code } => PaymentError::CardDeclined { decline_code },
             HoldError::LiveUnavailable => PaymentError::LiveUnavailable,
             HoldError::InvalidAmount => PaymentError::InvalidRefundAmount,
+            HoldError::ProviderBusy => PaymentError::ProviderBusy,
             HoldError::Store(e) => PaymentError::Store(e),
         }
     }
@@ -188,6 +194,33 @@ pub struct CardFormView {
     pub customer_id: String,
 }
 
+/// Limits on calls to a provider over the network.
+#[derive(Clone, Copy, Debug)]
+pub struct CallLimits {
+    /// Calls that may run at once in one process; more are refused with
+    /// `payment.provider_busy`.
+    pub max_calls: usize,
+    /// The deadline of one adapter call, its HTTP requests included.
+    pub deadline: Duration,
+}
+
+impl Default for CallLimits {
+    fn default() -> Self {
+        Self {
+            max_calls: 64,
+            deadline: Duration::from_secs(10),
+        }
+    }
+}
+
+impl CallLimits {
+    /// How long a call in flight is left to its caller: the deadline, and as long again
+    /// for the blocking pool and the database on a busy machine.
+    pub fn lease(&self) -> Duration {
+        self.deadline.saturating_mul(2) + Duration::from_secs(1)
+    }
+}
+
 /// When unreachable providers are asked again: after `base`, doubling, `max_attempts` calls
 /// in all (the first included); then the charge is `failed` with `last_error`.
 #[derive(Clone, Copy, Debug)]
@@ -214,25 +247,44 @@ pub struct Payments {
     retry: RetryPolicy,
     /// Rung after commits that may have recorded `payment_method.dead`.
     bell: EventBell,
+    /// Places for provider calls over the network that may run at once.
+    calls: Arc<Semaphore>,
+    /// How long a provider call in flight is left to its caller before the retry worker
+    /// takes it as lost: longer than any call can last.
+    call_lease: Duration,
+}
+
+/// A place among the provider calls that may run at once ([`Payments::call_slot`]); held for
+/// as long as the call runs. Adapters without network need none.
+pub struct CallSlot {
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+/// What a booking's hold came to ([`Payments::record_hold`]).
+pub enum RecordedHold {
+    /// The job's charge: `authorised`, or `pending` with a retry.
+    Held(ChargeView),
+    /// The provider said no; no charge was raised.
+    Declined(Decline),
 }
 
 /// How the provider answered a call. An adapter fault counts as unreachable: nothing is
 /// known to have happened, and asking again with the same key is safe.
-enum Answer {
+pub enum ProviderAnswer {
     Approved(String),
     Declined(Decline),
     Unreachable(String),
 }
 
-impl From<Result<Outcome, PluginError>> for Answer {
+impl From<Result<Outcome, PluginError>> for ProviderAnswer {
     fn from(result: Result<Outcome, PluginError>) -> Self {
         match result {
-            Ok(Outcome::Approved(reference)) => Answer::Approved(reference),
-            Ok(Outcome::Declined(decline)) => Answer::Declined(decline),
-            Ok(Outcome::Unreachable(message)) => Answer::Unreachable(message),
+            Ok(Outcome::Approved(reference)) => ProviderAnswer::Approved(reference),
+            Ok(Outcome::Declined(decline)) => ProviderAnswer::Declined(decline),
+            Ok(Outcome::Unreachable(message)) => ProviderAnswer::Unreachable(message),
             Err(error) => {
                 tracing::error!(%error, "payment adapter failed");
-                Answer::Unreachable(format!("payment adapter failed: {error}"))
+                ProviderAnswer::Unreachable(format!("payment adapter failed: {error}"))
             }
         }
     }
@@ -248,12 +300,27 @@ enum Settled {
 
 impl Payments {
     pub fn new(pool: PgPool, gateways: Gateways, retry: RetryPolicy, bell: EventBell) -> Self {
+        let calls = CallLimits::default();
         Self {
             pool,
             gateways,
             retry,
             bell,
+            calls: Arc::new(Semaphore::new(calls.max_calls)),
+            call_lease: calls.lease(),
         }
+    }
+
+    /// With `limits` on provider calls instead of the defaults.
+    pub fn with_call_limits(mut self, limits: CallLimits) -> Self {
+        self.calls = Arc::new(Semaphore::new(limits.max_calls));
+        self.call_lease = limits.lease();
+        self
+    }
+
+    /// How long a call in flight (or a booking between its phases) is left to its caller.
+    pub fn call_lease(&self) -> Duration {
+        self.call_lease
     }
 
     fn gateway(&self, environment: Environment) -> Result<Arc<dyn Gateway>, PaymentError> {
@@ -267,8 +334,9 @@ impl Payments {
     /// Starts the provider's card form for the merchant and keeps its customer id.
     pub async fn setup(&self, merchant: &Merchant) -> Result<CardFormView, PaymentError> {
         let gateway = self.gateway(merchant.environment)?;
+        let slot = self.call_slot(merchant.environment)?;
         let name = merchant.merchant_id.to_string();
-        let form = blocking(gateway, move |g| g.setup_card_form(&name))
+        let form = run(gateway, slot, move |g| g.setup_card_form(&name))
             .await?
             .map_err(|_| PaymentError::ProviderUnreachable)?;
         let mut conn = self.pool.acquire().await?;
@@ -313,7 +381,8 @@ impl Payments {
         let gateway = self.gateway(merchant.environment)?;
         let customer_id = self.customer(merchant, &gateway).await?;
         let (customer, reference) = (customer_id.clone(), provider_ref.to_owned());
-        let card = match blocking(gateway, move |g| g.attach_card(&customer, &reference)).await? {
+        let slot = self.call_slot(merchant.environment)?;
+        let card = match run(gateway, slot, move |g| g.attach_card(&customer, &reference)).await? {
             Ok(card) => card,
             // The adapter's message may quote what was sent: it is not passed on.
             Err(AttachRefusal::UnknownReference(_)) => return Err(PaymentError::UnknownReference),
@@ -376,16 +445,20 @@ impl Payments {
         merchant: &Merchant,
         gateway: &Arc<dyn Gateway>,
     ) -> Result<String, PaymentError> {
-        let mut conn = self.pool.acquire().await?;
-        if let Some(id) =
-            store::customer(&mut conn, merchant.merchant_id, merchant.environment).await?
         {
-            return Ok(id);
+            let mut conn = self.pool.acquire().await?;
+            if let Some(id) =
+                store::customer(&mut conn, merchant.merchant_id, merchant.environment).await?
+            {
+                return Ok(id);
+            }
         }
+        let slot = self.call_slot(merchant.environment)?;
         let name = merchant.merchant_id.to_string();
-        let form = blocking(Arc::clone(gateway), move |g| g.setup_card_form(&name))
+        let form = run(Arc::clone(gateway), slot, move |g| g.setup_card_form(&name))
             .await?
             .map_err(|_| PaymentError::ProviderUnreachable)?;
+        let mut conn = self.pool.acquire().await?;
         Ok(store::keep_customer(
             &mut conn,
             merchant.merchant_id,
@@ -442,7 +515,7 @@ impl Payments {
     /// Marks a card dead, hands its default on and records `payment_method.dead`, all on
     /// `conn`'s transaction (once per card: a card already dead raises nothing). True when it
     /// recorded the event.
-    async fn bury_card(
+    pub async fn bury_card(
         conn: &mut PgConnection,
         card_id: Uuid,
         finish: FinishReason,
@@ -488,43 +561,110 @@ impl Payments {
             .map(|charge| (&charge).into()))
     }
 
-    /// Holds `amount_minor` on the merchant's default card for a job, on `conn`: the booking
-    /// transaction, after the job row is inserted. One charge per job: called again for the
-    /// same job, it answers the charge it made.
-    ///
-    /// - Approved: the charge is `authorised`.
-    /// - Unreachable provider: the charge stays `pending` with `last_error`, and a retry is
-    ///   scheduled (both commit with the booking); the booking goes ahead.
-    /// - Declined: [`HoldError::Declined`]; the caller rolls the booking back (the charge goes
-    ///   with it, and the quote stays usable). When the decline says the card is finished,
-    ///   the card is marked dead and `payment_method.dead` recorded on a separate
-    ///   transaction from the pool, committed before returning: the card's death is a fact
-    ///   about the card, not about this booking, and must survive the booking's rollback.
-    ///   (The booking transaction only holds a key-share lock on the card row, through the
-    ///   charge's foreign key, which the card's update does not wait for.)
-    pub async fn hold_for_job(
+    /// Whether the environment's adapter reaches the network. Its calls then run with no
+    /// transaction open and no pooled connection held, on the bounded pool of provider calls;
+    /// an adapter without network is a bounded computation and runs where it is called.
+    pub fn uses_network(&self, environment: Environment) -> Result<bool, HoldError> {
+        Ok(self
+            .gateways
+            .get(environment)
+            .ok_or(HoldError::LiveUnavailable)?
+            .uses_network())
+    }
+
+    /// A place among the provider calls that may run at once, for one call in `environment`
+    /// (always granted to an adapter without network). Refused with
+    /// [`PaymentError::ProviderBusy`] when every place is taken: callers are turned away
+    /// rather than queued without bound.
+    pub fn call_slot(&self, environment: Environment) -> Result<CallSlot, PaymentError> {
+        if !self.gateway(environment)?.uses_network() {
+            return Ok(CallSlot { _permit: None });
+        }
+        Arc::clone(&self.calls)
+            .try_acquire_owned()
+            .map(|permit| CallSlot {
+                _permit: Some(permit),
+            })
+            .map_err(|_| PaymentError::ProviderBusy)
+    }
+
+    /// The card a new hold goes on: the default, else the most recent working card.
+    pub async fn card_for_hold(
+        conn: &mut PgConnection,
+        merchant: &Merchant,
+    ) -> Result<CardRow, HoldError> {
+        store::usable_card(conn, merchant.merchant_id, merchant.environment)
+            .await?
+            .ok_or(HoldError::NoPaymentMethod)
+    }
+
+    /// Asks the provider to hold `amount_minor` on `card`, keyed by `hold_key`. With a network
+    /// adapter, call it with no transaction open.
+    pub async fn authorise(
+        &self,
+        environment: Environment,
+        slot: CallSlot,
+        card: &CardRow,
+        amount_minor: i64,
+        currency: &str,
+        hold_key: &str,
+    ) -> ProviderAnswer {
+        let gateway = match self.gateway(environment) {
+            Ok(gateway) => gateway,
+            Err(error) => return ProviderAnswer::Unreachable(error.to_string()),
+        };
+        let request = HoldRequest {
+            amount_minor,
+            currency: currency.to_owned(),
+            card_ref: card.provider_ref.clone(),
+            customer_id: card.customer_id.clone(),
+            idempotency_key: hold_key.to_owned(),
+        };
+        run(gateway, slot, move |g| g.authorise(&request))
+            .await
+            .into()
+    }
+
+    /// Releases a hold the provider made (`authorisation`), keyed by `key`, with no charge
+    /// recorded for it: a booking abandoned after its hold was placed.
+    pub async fn release(
+        &self,
+        environment: Environment,
+        slot: CallSlot,
+        authorisation: &str,
+        key: &str,
+    ) -> ProviderAnswer {
+        let gateway = match self.gateway(environment) {
+            Ok(gateway) => gateway,
+            Err(error) => return ProviderAnswer::Unreachable(error.to_string()),
+        };
+        let request = VoidRequest {
+            authorisation: authorisation.to_owned(),
+            idempotency_key: key.to_owned(),
+        };
+        run(gateway, slot, move |g| g.void(&request)).await.into()
+    }
+
+    /// Writes a booking's hold on `conn`, the booking's transaction: an approval raises the
+    /// job's charge as `authorised`; an unreachable provider raises it `pending` with a retry
+    /// (made with the same `hold_key`); a decline raises nothing, and the caller decides what
+    /// the card's end means ([`Payments::bury_card`]). One charge per job: a job that has one
+    /// answers it.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn record_hold(
         &self,
         conn: &mut PgConnection,
         merchant: &Merchant,
         job_id: Uuid,
+        card: &CardRow,
         amount_minor: i64,
         currency: &str,
-    ) -> Result<ChargeView, HoldError> {
-        if amount_minor <= 0 {
-            return Err(HoldError::InvalidAmount);
+        hold_key: &str,
+        answer: ProviderAnswer,
+    ) -> Result<RecordedHold, sqlx::Error> {
+        if let ProviderAnswer::Declined(decline) = answer {
+            return Ok(RecordedHold::Declined(decline));
         }
-        let gateway = self
-            .gateways
-            .get(merchant.environment)
-            .ok_or(HoldError::LiveUnavailable)?;
-        let Some(card) =
-            store::usable_card(conn, merchant.merchant_id, merchant.environment).await?
-        else {
-            // A charge already made for the job stands, whatever the cards are now.
-            return Self::charge_made_for(conn, merchant, job_id)
-                .await?
-                .ok_or(HoldError::NoPaymentMethod);
-        };
         let now = now();
         let mut charge = ChargeRow {
             id: Uuid::new_v4(),
@@ -548,19 +688,76 @@ impl Payments {
             failed_at: None,
             refunded_at: None,
             updated_at: now,
+            hold_key: Some(hold_key.to_owned()),
         };
         if !store::raise_charge(conn, &charge, "raised at booking", SYSTEM).await? {
             // Held before: the charge it made is the answer.
             return Self::charge_made_for(conn, merchant, job_id)
                 .await?
-                .ok_or(HoldError::Store(sqlx::Error::RowNotFound));
+                .map(RecordedHold::Held)
+                .ok_or(sqlx::Error::RowNotFound);
         }
-        let answer = self.call(gateway, &charge, &card, Move::Authorise).await;
-        match self
-            .settle(conn, &mut charge, Move::Authorise, answer, SYSTEM, 0)
-            .await?
-        {
-            Settled::Declined(decline) => {
+        self.settle(conn, &mut charge, Move::Authorise, answer, SYSTEM, 0)
+            .await?;
+        Ok(RecordedHold::Held((&charge).into()))
+    }
+
+    /// Holds `amount_minor` on the merchant's default card for a job, on `conn`, as a booking
+    /// with an adapter without network does: in the caller's transaction. One charge per job:
+    /// called again for the same job, it answers the charge it made.
+    ///
+    /// - Approved: the charge is `authorised`.
+    /// - Unreachable provider: the charge stays `pending` with `last_error`, and a retry is
+    ///   scheduled (both commit with the caller); the caller goes ahead.
+    /// - Declined: [`HoldError::Declined`]; the caller rolls back. When the decline says the
+    ///   card is finished, the card is marked dead and `payment_method.dead` recorded on a
+    ///   transaction of its own, committed before returning: the card's death is a fact about
+    ///   the card and must survive the caller's rollback.
+    pub async fn hold_for_job(
+        &self,
+        conn: &mut PgConnection,
+        merchant: &Merchant,
+        job_id: Uuid,
+        amount_minor: i64,
+        currency: &str,
+    ) -> Result<ChargeView, HoldError> {
+        if amount_minor <= 0 {
+            return Err(HoldError::InvalidAmount);
+        }
+        self.uses_network(merchant.environment)?;
+        if let Some(made) = Self::charge_made_for(conn, merchant, job_id).await? {
+            return Ok(made);
+        }
+        let card = Self::card_for_hold(conn, merchant).await?;
+        let slot = self
+            .call_slot(merchant.environment)
+            .map_err(|_| HoldError::ProviderBusy)?;
+        let hold_key = format!("job_{job_id}_hold");
+        let answer = self
+            .authorise(
+                merchant.environment,
+                slot,
+                &card,
+                amount_minor,
+                currency,
+                &hold_key,
+            )
+            .await;
+        let recorded = self
+            .record_hold(
+                conn,
+                merchant,
+                job_id,
+                &card,
+                amount_minor,
+                currency,
+                &hold_key,
+                answer,
+            )
+            .await?;
+        match recorded {
+            RecordedHold::Held(view) => Ok(view),
+            RecordedHold::Declined(decline) => {
                 if let Some(finish) = decline.card_finished {
                     let mut apart = self.pool.begin().await?;
                     let buried = Self::bury_card(&mut apart, card.id, finish).await?;
@@ -573,7 +770,6 @@ impl Payments {
                     decline_code: decline.code,
                 })
             }
-            Settled::Moved | Settled::WillRetry | Settled::GaveUp => Ok((&charge).into()),
         }
     }
 
@@ -601,57 +797,84 @@ impl Payments {
             tx.commit().await?;
             return Ok((&charge).into());
         }
-        let buried = self
-            .advance(&mut tx, &mut charge, requested, SYSTEM)
+        let charge = self.advance(tx, charge, requested, SYSTEM, false).await?;
+        Ok((&charge).into())
+    }
+
+    /// Makes `requested` happen to `charge`, locked on `tx`, asking the provider when needed,
+    /// in three steps so no transaction is open while the provider answers: what is known is
+    /// settled and the call marked in flight (a retry row leased to this call, so that should
+    /// this process die, the retry worker makes the call again with the same key once the
+    /// lease runs out), then the provider is called, then its answer is recorded on the
+    /// charge as it is by then. The same move already in flight (another request, or a retry
+    /// worker) is left to its caller, which records it: one call, not two. `claimed` says the
+    /// caller is the retry worker that holds the charge's retry row. Answers the charge as
+    /// recorded.
+    async fn advance(
+        &self,
+        mut tx: Transaction<'_, Postgres>,
+        charge: ChargeRow,
+        requested: Move,
+        actor: &str,
+        claimed: bool,
+    ) -> Result<ChargeRow, PaymentError> {
+        if let Decision::AlreadyDone = state::decide(status_of(&charge), requested)? {
+            store::delete_retry(&mut tx, charge.id).await?;
+            tx.commit().await?;
+            return Ok(charge);
+        }
+        if !claimed && store::call_in_flight(&mut tx, charge.id, requested.as_str()).await? {
+            tx.commit().await?;
+            return Ok(charge);
+        }
+        let environment = Environment::parse(&charge.environment).unwrap_or(Environment::Live);
+        let gateway = self.gateway(environment)?;
+        let slot = self.call_slot(environment)?;
+        let card = store::card_by_id(&mut tx, charge.payment_method_id).await?;
+        let attempts = store::retry_of(&mut tx, charge.id)
+            .await?
+            .map_or(0, |r| r.attempts);
+        store::lease_call(
+            &mut tx,
+            charge.id,
+            requested.as_str(),
+            attempts,
+            self.call_lease,
+        )
+        .await?;
+        tx.commit().await?;
+        let answer = self.call(gateway, slot, &charge, &card, requested).await;
+        let mut tx = self.pool.begin().await?;
+        let mut current = store::lock_charge(&mut tx, charge.id)
+            .await?
+            .ok_or(PaymentError::ChargeNotFound)?;
+        if current.status != charge.status {
+            // A twin call (same move, same key) recorded the provider's answer first.
+            tx.commit().await?;
+            return Ok(current);
+        }
+        let settled = self
+            .settle(&mut tx, &mut current, requested, answer, actor, attempts)
             .await?;
+        let buried = match settled {
+            Settled::Declined(Decline {
+                card_finished: Some(finish),
+                ..
+            }) => Self::bury_card(&mut tx, card.id, finish).await?,
+            _ => false,
+        };
         tx.commit().await?;
         if buried {
             self.bell.ring();
         }
-        Ok((&charge).into())
-    }
-
-    /// Makes `requested` happen to a locked charge, asking the provider when needed. True when
-    /// a decline finished the card and `payment_method.dead` was recorded: ring the bell after
-    /// commit.
-    async fn advance(
-        &self,
-        tx: &mut PgConnection,
-        charge: &mut ChargeRow,
-        requested: Move,
-        actor: &str,
-    ) -> Result<bool, PaymentError> {
-        match state::decide(status_of(charge), requested)? {
-            Decision::AlreadyDone => {
-                store::delete_retry(tx, charge.id).await?;
-                Ok(false)
-            }
-            Decision::Apply(_) => {
-                let environment =
-                    Environment::parse(&charge.environment).unwrap_or(Environment::Live);
-                let gateway = self.gateway(environment)?;
-                let card = store::card_by_id(tx, charge.payment_method_id).await?;
-                let attempts = store::retry_of(tx, charge.id)
-                    .await?
-                    .map_or(0, |r| r.attempts);
-                let answer = self.call(gateway, charge, &card, requested).await;
-                match self
-                    .settle(tx, charge, requested, answer, actor, attempts)
-                    .await?
-                {
-                    Settled::Declined(Decline {
-                        card_finished: Some(finish),
-                        ..
-                    }) => Ok(Self::bury_card(tx, card.id, finish).await?),
-                    _ => Ok(false),
-                }
-            }
-        }
+        Ok(current)
     }
 
     /// Gives back `amount_minor` of a captured charge (in part or in full, over one or more
-    /// refunds), on an operator's request. A refund repeated after a lost answer carries the
-    /// same idempotency key, so the provider does not pay out twice.
+    /// refunds), on an operator's request. The charge is checked, then the provider called
+    /// with no transaction open, then the refund recorded. A refund repeated after a lost
+    /// answer carries the same idempotency key (it names what was refunded before and how
+    /// much), so the provider does not pay out twice, and its answer is recorded once.
     pub async fn refund(
         &self,
         charge_id: Uuid,
@@ -661,22 +884,16 @@ impl Payments {
         if amount_minor <= 0 {
             return Err(PaymentError::InvalidRefundAmount);
         }
-        let mut tx = self.pool.begin().await?;
-        let mut charge = store::lock_charge(&mut tx, charge_id)
-            .await?
-            .ok_or(PaymentError::ChargeNotFound)?;
-        let from = status_of(&charge);
-        if state::decide(from, Move::Refund).is_err() {
-            return Err(PaymentError::NotRefundable {
-                status: from.as_str(),
-            });
-        }
-        let remaining_minor = charge.amount_minor - charge.refunded_amount_minor;
-        if amount_minor > remaining_minor {
-            return Err(PaymentError::RefundExceedsCaptured { remaining_minor });
-        }
+        let charge = {
+            let mut conn = self.pool.acquire().await?;
+            store::charge(&mut conn, charge_id)
+                .await?
+                .ok_or(PaymentError::ChargeNotFound)?
+        };
+        Self::check_refund(&charge, amount_minor)?;
         let environment = Environment::parse(&charge.environment).unwrap_or(Environment::Live);
         let gateway = self.gateway(environment)?;
+        let slot = self.call_slot(environment)?;
         let request = RefundRequest {
             payment: charge.payment_ref.clone().unwrap_or_default(),
             amount_minor,
@@ -686,16 +903,25 @@ impl Payments {
                 charge.id, charge.refunded_amount_minor, amount_minor
             ),
         };
-        let answer: Answer = blocking(gateway, move |g| g.refund(&request)).await.into();
+        let answer: ProviderAnswer = run(gateway, slot, move |g| g.refund(&request)).await.into();
         let reference = match answer {
-            Answer::Approved(reference) => reference,
-            Answer::Declined(d) => {
+            ProviderAnswer::Approved(reference) => reference,
+            ProviderAnswer::Declined(d) => {
                 return Err(PaymentError::CardDeclined {
                     decline_code: d.code,
                 });
             }
-            Answer::Unreachable(_) => return Err(PaymentError::ProviderUnreachable),
+            ProviderAnswer::Unreachable(_) => return Err(PaymentError::ProviderUnreachable),
         };
+        let mut tx = self.pool.begin().await?;
+        let mut charge = store::lock_charge(&mut tx, charge_id)
+            .await?
+            .ok_or(PaymentError::ChargeNotFound)?;
+        if store::has_move_with_reference(&mut tx, charge.id, &reference).await? {
+            // A twin request with the same key recorded this refund already.
+            return Ok((&charge).into());
+        }
+        let from = Self::check_refund(&charge, amount_minor)?;
         let now = now();
         let before = serde_json::json!({
             "status": charge.status,
@@ -743,6 +969,21 @@ impl Payments {
         Ok((&charge).into())
     }
 
+    /// Whether `amount_minor` can be refunded from `charge`; its status when it can.
+    fn check_refund(charge: &ChargeRow, amount_minor: i64) -> Result<ChargeStatus, PaymentError> {
+        let from = status_of(charge);
+        if state::decide(from, Move::Refund).is_err() {
+            return Err(PaymentError::NotRefundable {
+                status: from.as_str(),
+            });
+        }
+        let remaining_minor = charge.amount_minor - charge.refunded_amount_minor;
+        if amount_minor > remaining_minor {
+            return Err(PaymentError::RefundExceedsCaptured { remaining_minor });
+        }
+        Ok(from)
+    }
+
     /// The merchant's last [`RECENT_CHARGES`] charges in the credential's environment.
     pub async fn recent_charges(
         &self,
@@ -770,15 +1011,20 @@ impl Payments {
 
     // ---- provider calls and their results ---------------------------------------------
 
-    /// Asks the provider for `requested` on `charge`, keyed by the charge and the move.
+    /// Asks the provider for `requested` on `charge`, keyed by the charge and the move (a hold
+    /// by the key its booking chose, when it did).
     async fn call(
         &self,
         gateway: Arc<dyn Gateway>,
+        slot: CallSlot,
         charge: &ChargeRow,
         card: &CardRow,
         requested: Move,
-    ) -> Answer {
-        let idempotency_key = format!("charge_{}_{}", charge.id, requested.as_str());
+    ) -> ProviderAnswer {
+        let idempotency_key = match (&charge.hold_key, requested) {
+            (Some(hold_key), Move::Authorise) => hold_key.clone(),
+            _ => format!("charge_{}_{}", charge.id, requested.as_str()),
+        };
         let authorisation = charge.authorisation_ref.clone().unwrap_or_default();
         let result = match requested {
             Move::Authorise => {
@@ -789,7 +1035,7 @@ impl Payments {
                     customer_id: card.customer_id.clone(),
                     idempotency_key,
                 };
-                blocking(gateway, move |g| g.authorise(&request)).await
+                run(gateway, slot, move |g| g.authorise(&request)).await
             }
             Move::Capture => {
                 let request = CaptureRequest {
@@ -798,14 +1044,14 @@ impl Payments {
                     currency: charge.currency.clone(),
                     idempotency_key,
                 };
-                blocking(gateway, move |g| g.capture(&request)).await
+                run(gateway, slot, move |g| g.capture(&request)).await
             }
             Move::Void => {
                 let request = VoidRequest {
                     authorisation,
                     idempotency_key,
                 };
-                blocking(gateway, move |g| g.void(&request)).await
+                run(gateway, slot, move |g| g.void(&request)).await
             }
             Move::Fail | Move::Refund => unreachable!("not a call made through `call`"),
         };
@@ -820,7 +1066,7 @@ impl Payments {
         conn: &mut PgConnection,
         charge: &mut ChargeRow,
         requested: Move,
-        answer: Answer,
+        answer: ProviderAnswer,
         actor: &str,
         attempts: i32,
     ) -> Result<Settled, sqlx::Error> {
@@ -828,7 +1074,7 @@ impl Payments {
         let now = now();
         charge.updated_at = now;
         let (to, reference, detail, settled) = match answer {
-            Answer::Approved(reference) => {
+            ProviderAnswer::Approved(reference) => {
                 let Ok(Decision::Apply(to)) = state::decide(from, requested) else {
                     return Ok(Settled::Moved);
                 };
@@ -851,7 +1097,7 @@ impl Payments {
                 charge.last_error = None;
                 (to, Some(reference), None, Settled::Moved)
             }
-            Answer::Declined(decline) => {
+            ProviderAnswer::Declined(decline) => {
                 charge.decline_code = Some(decline.code.clone());
                 charge.failed_at = Some(now);
                 charge.after_hold = None;
@@ -863,7 +1109,7 @@ impl Payments {
                     Settled::Declined(decline),
                 )
             }
-            Answer::Unreachable(message) => {
+            ProviderAnswer::Unreachable(message) => {
                 let attempts = attempts.saturating_add(1);
                 let max = i32::try_from(self.retry.max_attempts).unwrap_or(i32::MAX);
                 if attempts < max {
@@ -937,12 +1183,23 @@ pub fn dead_reason(finish: FinishReason) -> &'static str {
     }
 }
 
-/// Runs a provider call on the blocking pool (adapters block on HTTP).
-async fn blocking<T: Send + 'static>(
+/// Runs a provider call: an adapter without network where it is called (it is a bounded
+/// computation), one with network on the blocking pool (it blocks on HTTP), holding `slot`
+/// until the call is over, even when the caller has gone.
+async fn run<T: Send + 'static>(
     gateway: Arc<dyn Gateway>,
+    slot: CallSlot,
     call: impl FnOnce(&dyn Gateway) -> T + Send + 'static,
 ) -> T {
-    match tokio::task::spawn_blocking(move || call(gateway.as_ref())).await {
+    if !gateway.uses_network() {
+        return call(gateway.as_ref());
+    }
+    let task = tokio::task::spawn_blocking(move || {
+        let value = call(gateway.as_ref());
+        drop(slot);
+        value
+    });
+    match task.await {
         Ok(value) => value,
         Err(e) => std::panic::resume_unwind(e.into_panic()),
     }

@@ -1,9 +1,10 @@
 //! The retry worker: provider calls that found the provider unreachable are made again when
 //! due. Due rows are claimed with `FOR UPDATE SKIP LOCKED` and a lease, so every instance can
 //! run a worker: a row is worked on by one instance at a time, and a row whose instance died
-//! is taken up by another once the lease runs out. The charge row itself is locked during
-//! the call, so a retry and a capture asked for at the same moment never both reach the
-//! provider.
+//! is taken up by another once the lease runs out. A call in flight keeps the row leased to
+//! its caller, and every call carries the charge's idempotency key for its move, so a retry
+//! and a capture asked for at the same moment reach the provider as one request, and the
+//! answer is recorded once.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -72,7 +73,7 @@ impl Payments {
 
     async fn retry_charge(&self, charge_id: Uuid, operation: &str) -> Result<(), PaymentError> {
         let mut tx = self.pool.begin().await?;
-        let Some(mut charge) = store::lock_charge(&mut tx, charge_id).await? else {
+        let Some(charge) = store::lock_charge(&mut tx, charge_id).await? else {
             store::delete_retry(&mut tx, charge_id).await?;
             tx.commit().await?;
             return Ok(());
@@ -82,13 +83,14 @@ impl Payments {
             "capture" => Move::Capture,
             _ => Move::Void,
         };
-        let mut buried = match self.advance(&mut tx, &mut charge, requested, WORKER).await {
-            Ok(buried) => buried,
+        let charge = match self.advance(tx, charge, requested, WORKER, true).await {
+            Ok(charge) => charge,
             Err(PaymentError::InvalidMove(invalid)) => {
                 // The charge moved on some other way: nothing is left to retry.
                 tracing::info!(%invalid, %charge_id, "dropping a retry that no longer applies");
-                store::delete_retry(&mut tx, charge_id).await?;
-                false
+                let mut conn = self.pool.acquire().await?;
+                store::delete_retry(&mut conn, charge_id).await?;
+                return Ok(());
             }
             Err(other) => return Err(other),
         };
@@ -101,11 +103,10 @@ impl Payments {
             } else {
                 Move::Void
             };
-            buried |= self.advance(&mut tx, &mut charge, follow, WORKER).await?;
-        }
-        tx.commit().await?;
-        if buried {
-            self.bell.ring();
+            let mut tx = self.pool.begin().await?;
+            if let Some(charge) = store::lock_charge(&mut tx, charge_id).await? {
+                self.advance(tx, charge, follow, WORKER, false).await?;
+            }
         }
         Ok(())
     }

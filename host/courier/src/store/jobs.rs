@@ -4,8 +4,8 @@ use uuid::Uuid;
 
 use crate::domain::Environment;
 
-/// A job as stored.
-#[derive(Clone, Debug, sqlx::FromRow)]
+/// A job as stored (and, as JSON, as a booking between its phases keeps it).
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, serde::Deserialize)]
 pub struct JobRow {
     pub id: Uuid,
     pub merchant_id: Uuid,

@@ -1,5 +1,6 @@
 //! SQL, one module per table group. Queries only: rules live in `domain`.
 
+pub mod bookings;
 pub mod couriers;
 pub mod dispatch;
 pub mod fulfilment;

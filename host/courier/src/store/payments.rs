@@ -51,6 +51,8 @@ pub struct ChargeRow {
     pub failed_at: Option<DateTime<Utc>>,
     pub refunded_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
+    /// The provider idempotency key of the hold, when the booking chose it.
+    pub hold_key: Option<String>,
 }
 
 /// A provider call to try again.
@@ -328,8 +330,8 @@ pub async fn raise_charge(
     let raised = sqlx::query(
         "WITH raised AS ( \
            INSERT INTO charges (id, merchant_id, environment, job_id, payment_method_id, status, \
-           currency, amount_minor, refunded_amount_minor, raised_at, updated_at) \
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+           currency, amount_minor, refunded_amount_minor, raised_at, updated_at, hold_key) \
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $14) \
            ON CONFLICT (job_id) DO NOTHING RETURNING id) \
          INSERT INTO charge_moves (charge_id, from_status, to_status, amount_minor, actor, \
          detail, at) SELECT id, NULL, $6, $8, $12, $13, $10 FROM raised",
@@ -347,6 +349,7 @@ pub async fn raise_charge(
     .bind(c.updated_at)
     .bind(actor)
     .bind(detail)
+    .bind(&c.hold_key)
     .execute(conn)
     .await?;
     Ok(raised.rows_affected() == 1)
@@ -451,6 +454,13 @@ pub async fn lock_charge(
         .await
 }
 
+pub async fn charge(conn: &mut PgConnection, id: Uuid) -> Result<Option<ChargeRow>, sqlx::Error> {
+    sqlx::query_as("SELECT * FROM charges WHERE id = $1")
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
 pub async fn charge_of_job(
     conn: &mut PgConnection,
     job_id: Uuid,
@@ -546,6 +556,64 @@ pub async fn schedule_retry(
     .execute(conn)
     .await?;
     Ok(())
+}
+
+/// Marks a provider call as in flight: the charge's retry row, due now but leased to the
+/// caller for `lease`. Should the caller never record the answer (it died), the retry worker
+/// makes the call again with the same key once the lease runs out.
+pub async fn lease_call(
+    conn: &mut PgConnection,
+    charge_id: Uuid,
+    operation: &str,
+    attempts: i32,
+    lease: std::time::Duration,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO charge_retries (charge_id, operation, attempts, due_at, leased_until) \
+         VALUES ($1, $2, $3, now(), now() + make_interval(secs => $4)) \
+         ON CONFLICT (charge_id) DO UPDATE SET operation = $2, due_at = now(), \
+         leased_until = now() + make_interval(secs => $4)",
+    )
+    .bind(charge_id)
+    .bind(operation)
+    .bind(attempts)
+    .bind(lease.as_secs_f64())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Whether a call for `operation` on the charge is in flight: marked by [`lease_call`] (or
+/// claimed by a retry worker) and its lease not run out.
+pub async fn call_in_flight(
+    conn: &mut PgConnection,
+    charge_id: Uuid,
+    operation: &str,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM charge_retries WHERE charge_id = $1 AND operation = $2 \
+         AND leased_until > now())",
+    )
+    .bind(charge_id)
+    .bind(operation)
+    .fetch_one(conn)
+    .await
+}
+
+/// Whether a move of the charge already recorded the provider's reference `provider_ref`
+/// (an answer recorded by a twin call with the same idempotency key).
+pub async fn has_move_with_reference(
+    conn: &mut PgConnection,
+    charge_id: Uuid,
+    provider_ref: &str,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM charge_moves WHERE charge_id = $1 AND provider_ref = $2)",
+    )
+    .bind(charge_id)
+    .bind(provider_ref)
+    .fetch_one(conn)
+    .await
 }
 
 pub async fn delete_retry(conn: &mut PgConnection, charge_id: Uuid) -> Result<(), sqlx::Error> {

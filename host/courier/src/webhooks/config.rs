@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::config::ConfigError;
+use crate::config::{ConfigError, flag_setting};
 
 /// Timings and safety switches of webhook delivery; defaults are the spec's values.
 #[derive(Clone, Debug)]
@@ -73,16 +73,7 @@ impl WebhookConfig {
                 }
                 None => defaults.endpoint_concurrency,
             };
-        let allow_private = match lookup("COURIER_WEBHOOK_ALLOW_PRIVATE").as_deref() {
-            None | Some("false") | Some("0") => false,
-            Some("true") | Some("1") => true,
-            Some(_) => {
-                return Err(invalid(
-                    "COURIER_WEBHOOK_ALLOW_PRIVATE",
-                    "use true or false",
-                ));
-            }
-        };
+        let allow_private = flag_setting(lookup, "COURIER_WEBHOOK_ALLOW_PRIVATE")?;
         Ok(Self {
             retry_base: millis("COURIER_WEBHOOK_RETRY_BASE_MS", defaults.retry_base)?,
             timeout: millis("COURIER_WEBHOOK_TIMEOUT_MS", defaults.timeout)?,

@@ -3,12 +3,17 @@
 //! address. The address check runs on the resolved addresses, and the
 //! connection goes to exactly those addresses (no second lookup a DNS
 //! answer could change in between).
+//!
+//! Every request fits in what is left of its call's deadline: the DNS
+//! lookup, the connection and the exchange together, so an adapter making
+//! several requests cannot outlast the deadline the host set for the call.
 
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::public_address::is_public;
-use std::time::Duration;
 
 use url::{Host, Url};
 
@@ -95,11 +100,36 @@ impl HostPattern {
 }
 
 /// The rules one adapter's requests are held to.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct HttpPolicy {
     allowed: Vec<HostPattern>,
     timeout: Duration,
     max_response_bytes: usize,
+    /// Test-only: also reach loopback and private addresses.
+    allow_private: bool,
+    /// The public roots, plus any extra ones the operator configured.
+    tls: Arc<rustls::ClientConfig>,
+}
+
+impl std::fmt::Debug for HttpPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpPolicy")
+            .field("allowed", &self.allowed)
+            .field("timeout", &self.timeout)
+            .field("allow_private", &self.allow_private)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where outbound requests may go beyond the allow-list's public hosts.
+/// Both are off by default, and neither is for production: they exist so
+/// tests can point an adapter at a local stand-in of its provider.
+#[derive(Debug, Clone, Default)]
+pub struct NetworkOverrides {
+    /// Also reach loopback, private and other non-public addresses.
+    pub allow_private: bool,
+    /// PEM certificates trusted on top of the public roots.
+    pub extra_roots_pem: Option<Vec<u8>>,
 }
 
 impl HttpPolicy {
@@ -107,6 +137,7 @@ impl HttpPolicy {
         allowed_hosts: &[String],
         timeout: Duration,
         max_response_bytes: usize,
+        overrides: &NetworkOverrides,
     ) -> Result<Self, String> {
         Ok(HttpPolicy {
             allowed: allowed_hosts
@@ -115,12 +146,18 @@ impl HttpPolicy {
                 .collect::<Result<_, _>>()?,
             timeout,
             max_response_bytes,
+            allow_private: overrides.allow_private,
+            tls: tls_config(overrides.extra_roots_pem.as_deref())?,
         })
     }
 
-    /// Checks a URL against the allow-list and resolves it; the addresses
-    /// returned are all public.
-    pub(crate) fn admit(&self, url: &str) -> Result<(Url, Vec<SocketAddr>), HttpFailure> {
+    /// Checks a URL against the allow-list and resolves it (giving up at
+    /// `deadline`); the addresses returned are all public.
+    pub(crate) fn admit(
+        &self,
+        url: &str,
+        deadline: Instant,
+    ) -> Result<(Url, Vec<SocketAddr>), HttpFailure> {
         let forbidden = |why: String| Err(HttpFailure::Forbidden(why));
         let Ok(parsed) = Url::parse(url) else {
             return forbidden(format!("{url:?} is not an absolute URL"));
@@ -143,15 +180,15 @@ impl HttpPolicy {
         }
         let addrs: Vec<SocketAddr> = match literal {
             Some(ip) => vec![SocketAddr::new(ip, port)],
-            None => (name.as_str(), port)
-                .to_socket_addrs()
-                .map_err(|e| HttpFailure::Connection(format!("cannot resolve {name}: {e}")))?
-                .collect(),
+            None => resolve(&name, port, deadline)?,
         };
         if addrs.is_empty() {
             return Err(HttpFailure::Connection(format!("{name} has no addresses")));
         }
-        if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
+        if let Some(bad) = addrs
+            .iter()
+            .find(|a| !self.allow_private && !is_public(a.ip()))
+        {
             return forbidden(format!(
                 "{name} resolves to {}, which is not a public address",
                 bad.ip()
@@ -160,9 +197,14 @@ impl HttpPolicy {
         Ok((parsed, addrs))
     }
 
-    /// Sends a request that passed `admit`. Blocking.
-    pub(crate) fn send(&self, request: HttpRequest) -> Result<HttpResponse, HttpFailure> {
-        let (url, addrs) = self.admit(&request.url)?;
+    /// Sends a request that passed `admit`, within its own timeout and
+    /// what is left until `deadline`. Blocking.
+    pub(crate) fn send(
+        &self,
+        request: HttpRequest,
+        deadline: Instant,
+    ) -> Result<HttpResponse, HttpFailure> {
+        let (url, addrs) = self.admit(&request.url, deadline)?;
         for (name, _) in &request.headers {
             // Host decides which site a shared address serves; letting the
             // adapter set it would step around the allow-list.
@@ -172,8 +214,13 @@ impl HttpPolicy {
                 ));
             }
         }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(HttpFailure::Timeout);
+        }
         let agent = ureq::AgentBuilder::new()
-            .timeout(self.timeout)
+            .timeout(self.timeout.min(left))
+            .tls_config(Arc::clone(&self.tls))
             .redirects(0)
             // Connect to the addresses that were checked, never re-resolve.
             .resolver(move |_: &str| Ok(addrs.clone()))
@@ -217,17 +264,77 @@ impl HttpPolicy {
     }
 }
 
+/// Resolves `name` on a helper thread, so a lookup the resolver never
+/// answers ends at `deadline` like any other request.
+fn resolve(name: &str, port: u16, deadline: Instant) -> Result<Vec<SocketAddr>, HttpFailure> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let query = name.to_owned();
+    std::thread::Builder::new()
+        .name("adapter-dns".into())
+        .spawn(move || {
+            let _ = tx.send((query.as_str(), port).to_socket_addrs().map(Vec::from_iter));
+        })
+        .map_err(|e| HttpFailure::Connection(format!("cannot start a lookup: {e}")))?;
+    let left = deadline.saturating_duration_since(Instant::now());
+    match rx.recv_timeout(left) {
+        Ok(Ok(addrs)) => Ok(addrs),
+        Ok(Err(e)) => Err(HttpFailure::Connection(format!(
+            "cannot resolve {name}: {e}"
+        ))),
+        Err(_) => Err(HttpFailure::Timeout),
+    }
+}
+
+/// TLS with the public web roots, and `extra_pem`'s certificates if given.
+fn tls_config(extra_pem: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    if let Some(pem) = extra_pem {
+        let mut added = 0;
+        for cert in CertificateDer::pem_slice_iter(pem) {
+            let cert = cert.map_err(|e| format!("extra CA certificates: {e}"))?;
+            roots
+                .add(cert)
+                .map_err(|e| format!("extra CA certificates: {e}"))?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err("extra CA certificates: no certificate in the PEM".into());
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn policy(hosts: &[&str]) -> HttpPolicy {
         let hosts: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
-        HttpPolicy::new(&hosts, Duration::from_secs(1), 1024).unwrap()
+        HttpPolicy::new(
+            &hosts,
+            Duration::from_secs(1),
+            1024,
+            &NetworkOverrides::default(),
+        )
+        .unwrap()
+    }
+
+    fn soon() -> Instant {
+        Instant::now() + Duration::from_secs(5)
     }
 
     fn forbidden(p: &HttpPolicy, url: &str) -> String {
-        match p.admit(url) {
+        match p.admit(url, soon()) {
             Err(HttpFailure::Forbidden(why)) => why,
             other => panic!(
                 "{url}: expected forbidden, got {:?}",
@@ -275,12 +382,46 @@ mod tests {
     #[test]
     fn the_host_header_cannot_be_set() {
         let p = policy(&["1.1.1.1"]);
-        let r = p.send(HttpRequest {
-            method: Method::Get,
-            url: "https://1.1.1.1/".into(),
-            headers: vec![("Host".into(), "internal".into())],
-            body: Vec::new(),
-        });
+        let r = p.send(
+            HttpRequest {
+                method: Method::Get,
+                url: "https://1.1.1.1/".into(),
+                headers: vec![("Host".into(), "internal".into())],
+                body: Vec::new(),
+            },
+            soon(),
+        );
         assert!(matches!(r, Err(HttpFailure::Forbidden(m)) if m.contains("Host")));
+    }
+
+    #[test]
+    fn private_addresses_only_with_the_test_switch_and_never_past_the_deadline() {
+        let hosts = vec!["localhost".to_string()];
+        let open = NetworkOverrides {
+            allow_private: true,
+            extra_roots_pem: None,
+        };
+        let p = HttpPolicy::new(&hosts, Duration::from_secs(1), 1024, &open).unwrap();
+        assert!(p.admit("https://localhost:8443/", soon()).is_ok());
+        // Nothing is sent once the call's deadline has passed.
+        let late = p.send(
+            HttpRequest {
+                method: Method::Get,
+                url: "https://localhost:1/".into(),
+                headers: Vec::new(),
+                body: Vec::new(),
+            },
+            Instant::now(),
+        );
+        assert!(
+            matches!(late, Err(HttpFailure::Timeout)),
+            "{:?}",
+            late.err()
+        );
+        let bad_pem = NetworkOverrides {
+            allow_private: false,
+            extra_roots_pem: Some(b"not a certificate".to_vec()),
+        };
+        assert!(HttpPolicy::new(&hosts, Duration::from_secs(1), 1024, &bad_pem).is_err());
     }
 }

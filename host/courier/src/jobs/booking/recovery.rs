@@ -1,0 +1,195 @@
+//! The recovery worker: finishes bookings left between their phases by a crash, a timeout or
+//! a lost answer, so each ends as an uninterrupted booking would have.
+//!
+//! An attempt whose lease has run out is claimed (`FOR UPDATE SKIP LOCKED`, leased again, so
+//! every instance can run this worker and each attempt is worked on by one at a time). The
+//! provider is asked for the hold again with the attempt's own idempotency key: it answers
+//! with what it did the first time, or does it now. The outcome is then written exactly as
+//! the request would have written it. An attempt that cannot be written (its prepared job no
+//! longer reads, or its writes keep failing) is abandoned: the hold is released at the
+//! provider first, and only then is the booking refused, so no money stays held for a
+//! booking that does not exist.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+use super::{ABANDONED, BookingContext, BookingError, Prepared, complete, hold};
+use crate::auth::Merchant;
+use crate::domain::Environment;
+use crate::payments::ProviderAnswer;
+use crate::store::bookings::{self as attempts, AttemptRow};
+use crate::store::jobs as store;
+use crate::store::payments as payment_store;
+use crate::store::writes::Writes;
+
+/// Attempts taken per claim: small, so a shutdown waits for little.
+const CLAIM_BATCH: i64 = 5;
+/// Recoveries after which an attempt whose writes keep failing is abandoned.
+const MAX_RECOVERIES: i32 = 10;
+
+/// A running recovery worker; [`RecoveryWorker::stop`] lets its current attempt finish.
+pub struct RecoveryWorker {
+    stop: watch::Sender<bool>,
+    handle: JoinHandle<()>,
+}
+
+impl RecoveryWorker {
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.handle.await;
+    }
+}
+
+/// Starts the worker; it looks for interrupted attempts every `poll`.
+pub fn spawn(context: BookingContext, poll: Duration) -> RecoveryWorker {
+    let (stop, mut stopped) = watch::channel(false);
+    let handle = tokio::spawn(async move {
+        while !*stopped.borrow() {
+            match recover_due(&context).await {
+                Ok(n) if n as i64 == CLAIM_BATCH => continue,
+                Ok(_) => {}
+                Err(error) => tracing::warn!(%error, "booking recovery failed; trying again"),
+            }
+            tokio::select! {
+                _ = stopped.changed() => break,
+                () = tokio::time::sleep(poll) => {}
+            }
+        }
+    });
+    RecoveryWorker { stop, handle }
+}
+
+/// Claims the interrupted attempts and finishes each; returns how many were claimed.
+pub async fn recover_due(context: &BookingContext) -> Result<usize, sqlx::Error> {
+    let due =
+        attempts::claim_interrupted(&context.pool, CLAIM_BATCH, context.payments.call_lease())
+            .await?;
+    for attempt in &due {
+        match recover(context, attempt).await {
+            Ok(()) => tracing::info!(attempt = %attempt.id, "interrupted booking finished"),
+            Err(error) => {
+                tracing::warn!(%error, attempt = %attempt.id, "interrupted booking not finished yet")
+            }
+        }
+    }
+    Ok(due.len())
+}
+
+async fn recover(context: &BookingContext, attempt: &AttemptRow) -> Result<(), BookingError> {
+    let environment = Environment::parse(&attempt.environment).unwrap_or(Environment::Live);
+    let merchant = Merchant {
+        merchant_id: attempt.merchant_id,
+        environment,
+        key_id: Uuid::nil(),
+    };
+    let card = {
+        let mut conn = context.pool.acquire().await?;
+        payment_store::card_by_id(&mut conn, attempt.payment_method_id).await?
+    };
+    let slot = context
+        .payments
+        .call_slot(environment)
+        .map_err(|_| crate::payments::HoldError::ProviderBusy)?;
+    let job = serde_json::from_value(attempt.job.clone());
+    let prepared = match job {
+        Ok(job) => Prepared {
+            job,
+            card,
+            hold_key: attempt.hold_key.clone(),
+        },
+        Err(error) => {
+            tracing::error!(%error, attempt = %attempt.id, "an interrupted booking's job does not read");
+            return abandon(context, &merchant, attempt, &card, slot).await;
+        }
+    };
+    let answer = hold(context, &merchant, slot, &prepared).await;
+    match complete(context, &merchant, attempt, &prepared, answer).await {
+        // The merchant's answer (a booking or a refusal) is stored: done.
+        Ok(_) | Err(BookingError::Hold(_) | BookingError::InProgress | BookingError::Abandoned) => {
+            Ok(())
+        }
+        Err(error) if attempt.recoveries >= MAX_RECOVERIES => {
+            tracing::error!(%error, attempt = %attempt.id, "an interrupted booking keeps failing; abandoning it");
+            let slot = context
+                .payments
+                .call_slot(environment)
+                .map_err(|_| crate::payments::HoldError::ProviderBusy)?;
+            abandon(context, &merchant, attempt, &prepared.card, slot).await
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// Releases whatever the provider holds for the attempt, then refuses its booking: the
+/// quote is free again, and the key answers 409 `booking.abandoned`.
+async fn abandon(
+    context: &BookingContext,
+    merchant: &Merchant,
+    attempt: &AttemptRow,
+    card: &crate::store::payments::CardRow,
+    slot: crate::payments::CallSlot,
+) -> Result<(), BookingError> {
+    let amount = attempt.job["price_amount_minor"]
+        .as_i64()
+        .unwrap_or_default();
+    let currency = attempt.job["currency"].as_str().unwrap_or_default();
+    // The same key: the provider answers with the hold it made, if it made one.
+    let held = context
+        .payments
+        .authorise(
+            merchant.environment,
+            slot,
+            card,
+            amount,
+            currency,
+            &attempt.hold_key,
+        )
+        .await;
+    match held {
+        ProviderAnswer::Approved(authorisation) => {
+            let slot = context
+                .payments
+                .call_slot(merchant.environment)
+                .map_err(|_| crate::payments::HoldError::ProviderBusy)?;
+            let released = context
+                .payments
+                .release(
+                    merchant.environment,
+                    slot,
+                    &authorisation,
+                    &format!("{}_release", attempt.hold_key),
+                )
+                .await;
+            if !matches!(released, ProviderAnswer::Approved(_)) {
+                return Err(crate::payments::HoldError::ProviderBusy.into());
+            }
+        }
+        ProviderAnswer::Declined(_) => {}
+        // Whether money is held is not known: ask again next time.
+        ProviderAnswer::Unreachable(_) => {
+            return Err(crate::payments::HoldError::ProviderBusy.into());
+        }
+    }
+    let mut tx = context.pool.begin().await?;
+    if attempts::lock_attempt(&mut tx, attempt.id).await?.is_none() {
+        return Ok(());
+    }
+    let stored = serde_json::json!({"refusal": ABANDONED});
+    Writes::new()
+        .and(store::store_response(
+            merchant.merchant_id,
+            merchant.environment,
+            &attempt.idempotency_key,
+            409,
+            &stored,
+        ))
+        .and(attempts::release_quote(attempt.quote_id))
+        .and(attempts::delete_attempt(attempt.id))
+        .execute(&mut tx)
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}

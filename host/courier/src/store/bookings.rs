@@ -1,0 +1,121 @@
+//! Bookings between their phases (`booking_attempts`): written with the key's claim and the
+//! quote's reservation, deleted with the outcome.
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
+use uuid::Uuid;
+
+use crate::domain::Environment;
+
+/// A booking whose card hold was asked for, and whose outcome is not written yet.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct AttemptRow {
+    pub id: Uuid,
+    pub merchant_id: Uuid,
+    pub environment: String,
+    pub idempotency_key: String,
+    pub quote_id: Uuid,
+    pub payment_method_id: Uuid,
+    pub hold_key: String,
+    /// The prepared job (`JobRow` as JSON).
+    pub job: serde_json::Value,
+    pub created_at: DateTime<Utc>,
+    pub leased_until: DateTime<Utc>,
+    pub recoveries: i32,
+}
+
+/// Inserts an attempt, leased to the request that makes it ([`super::writes::Writes`]).
+pub fn insert_attempt<'a>(
+    attempt: &'a AttemptRow,
+) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
+    move |query| {
+        query.push(
+            "INSERT INTO booking_attempts (id, merchant_id, environment, idempotency_key, \
+             quote_id, payment_method_id, hold_key, job, created_at, leased_until) ",
+        );
+        query.push_values([attempt], |mut row, a| {
+            row.push_bind(a.id)
+                .push_bind(a.merchant_id)
+                .push_bind(&a.environment)
+                .push_bind(&a.idempotency_key)
+                .push_bind(a.quote_id)
+                .push_bind(a.payment_method_id)
+                .push_bind(&a.hold_key)
+                .push_bind(&a.job)
+                .push_bind(a.created_at)
+                .push_bind(a.leased_until);
+        });
+    }
+}
+
+/// Deletes a settled attempt ([`super::writes::Writes`]).
+pub fn delete_attempt<'a>(id: Uuid) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
+    move |query| {
+        query
+            .push("DELETE FROM booking_attempts WHERE id = ")
+            .push_bind(id);
+    }
+}
+
+/// Makes a reserved quote bookable again (its booking was declined) ([`super::writes::Writes`]).
+pub fn release_quote<'a>(
+    quote_id: Uuid,
+) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
+    move |query| {
+        query
+            .push("UPDATE quotes SET used_at = NULL WHERE id = ")
+            .push_bind(quote_id);
+    }
+}
+
+/// The attempt, locked for the rest of the transaction; None once its outcome is written.
+pub async fn lock_attempt(
+    conn: &mut PgConnection,
+    id: Uuid,
+) -> Result<Option<AttemptRow>, sqlx::Error> {
+    sqlx::query_as("SELECT * FROM booking_attempts WHERE id = $1 FOR UPDATE")
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// Claims up to `limit` attempts whose lease ran out (their request died or lost the
+/// provider's answer), leasing each to the caller for `lease`. Rows another instance is
+/// claiming are skipped.
+pub async fn claim_interrupted(
+    pool: &PgPool,
+    limit: i64,
+    lease: std::time::Duration,
+) -> Result<Vec<AttemptRow>, sqlx::Error> {
+    sqlx::query_as(
+        "UPDATE booking_attempts SET leased_until = now() + make_interval(secs => $2), \
+         recoveries = recoveries + 1 \
+         WHERE id IN ( \
+           SELECT id FROM booking_attempts WHERE leased_until < now() \
+           ORDER BY leased_until LIMIT $1 FOR UPDATE SKIP LOCKED) \
+         RETURNING *",
+    )
+    .bind(limit)
+    .bind(lease.as_secs_f64())
+    .fetch_all(pool)
+    .await
+}
+
+/// The stored answer of a key, once its booking is settled.
+pub async fn stored_response(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+    environment: Environment,
+    key: &str,
+) -> Result<Option<(i32, serde_json::Value)>, sqlx::Error> {
+    let row: Option<(Option<i32>, Option<serde_json::Value>)> = sqlx::query_as(
+        "SELECT response_status, response_body FROM idempotency_keys \
+         WHERE merchant_id = $1 AND environment = $2 AND key = $3",
+    )
+    .bind(merchant_id)
+    .bind(environment.as_str())
+    .bind(key)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.and_then(|(status, body)| status.zip(body)))
+}

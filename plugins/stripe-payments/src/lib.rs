@@ -1,0 +1,48 @@
+//! A live payment adapter (`courier:payments/payment-adapter@1.0.0`) for
+//! Stripe's API, written against the WIT contract and Stripe's published
+//! API reference only.
+//!
+//! | operation         | Stripe requests                                                          |
+//! |-------------------|--------------------------------------------------------------------------|
+//! | `setup-card-form` | `POST /v1/customers`, then `POST /v1/setup_intents` for that customer     |
+//! | `attach-card`     | `GET /v1/payment_methods/{id}` (and `…/attach` when it has no customer)   |
+//! | `authorise`       | `POST /v1/payment_intents`, `capture_method=manual`, confirmed off-session |
+//! | `capture`         | `POST /v1/payment_intents/{id}/capture` with `amount_to_capture`          |
+//! | `void`            | `POST /v1/payment_intents/{id}/cancel`                                    |
+//! | `refund`          | `POST /v1/refunds` for the PaymentIntent                                  |
+//!
+//! Every POST carries an `Idempotency-Key`: the host's key for money moves
+//! (so a retried call reaches the PaymentIntent the first one made), and a
+//! key derived from the merchant or card for the others.
+//!
+//! Configuration (`config.get`, set by the operator):
+//! - `secret_key` (required): the account's secret API key (`sk_live_…`).
+//! - `api_base`: default `https://api.stripe.com`. Its host is the only one
+//!   the adapter declares (`describe`), so the operator decides where it
+//!   may connect.
+//! - `account`: a connected account id, sent as `Stripe-Account`.
+//! - `api_version`: sent as `Stripe-Version` (default `2024-06-20`, the
+//!   version this adapter was written against).
+//!
+//! Answers become outcomes as Stripe documents them: a `card_error` is a
+//! decline (with the `decline_code` when there is one), with the card marked
+//! finished for codes that say the card will never work again; timeouts,
+//! connection failures, 5xx, 429, `api_error` and a key still in flight
+//! (409) are `unreachable`, to be retried with the same key. Any other
+//! refusal, and any answer that is not what the request asked for (a body
+//! that does not parse, another amount or currency), is never an approval:
+//! it is `unreachable` with a message saying what was wrong, and a hold made
+//! for the wrong amount is cancelled first.
+
+#![cfg_attr(target_family = "wasm", no_std)]
+
+extern crate alloc;
+
+#[cfg(target_family = "wasm")]
+mod component;
+mod form;
+mod operations;
+mod stripe;
+
+pub use operations::{Adapter, Attached, CardForm, Decline, Finished, Outcome, Refusal};
+pub use stripe::{Failure, Method, Request, Response, Settings, Transport};

@@ -1,0 +1,408 @@
+//! The adapter's operations as Stripe requests, and Stripe's answers as
+//! the contract's outcomes. Plain Rust over a [`Transport`], so every path
+//! is unit tested natively with scripted answers.
+
+use alloc::format;
+use alloc::string::{String, ToString};
+
+use serde_json::Value;
+
+use crate::form::path_segment;
+use crate::stripe::{Client, Failure, Settings, Transport};
+
+/// Why a card will never work again (the contract's `finish-reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finished {
+    Expired,
+    Lost,
+    RefusedForGood,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decline {
+    pub code: String,
+    pub finished: Option<Finished>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Approved(String),
+    Declined(Decline),
+    Unreachable(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CardForm {
+    pub client_secret: String,
+    pub customer_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attached {
+    pub brand: String,
+    pub last_four: String,
+    pub expiry_month: u8,
+    pub expiry_year: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    UnknownReference(String),
+    Declined(Decline),
+    Unreachable(String),
+}
+
+/// What a decline code says about the card, after Stripe's list of decline
+/// codes: only codes that say the card itself is finished mark it so; every
+/// other decline is about this payment, and the card stays usable.
+pub fn finished_by(code: &str) -> Option<Finished> {
+    match code {
+        "expired_card" => Some(Finished::Expired),
+        "lost_card" | "stolen_card" | "pickup_card" => Some(Finished::Lost),
+        "restricted_card"
+        | "invalid_account"
+        | "revocation_of_all_authorizations"
+        | "revocation_of_authorization"
+        | "new_account_information_available"
+        | "card_not_supported"
+        | "invalid_number"
+        | "incorrect_number"
+        | "fraudulent"
+        | "stop_payment_order" => Some(Finished::RefusedForGood),
+        _ => None,
+    }
+}
+
+fn decline(code: &str, decline_code: Option<&str>) -> Decline {
+    // The decline code is the issuer's reason; the error code alone is used
+    // when Stripe gives no other (e.g. `expired_card`, `incorrect_cvc`).
+    let code = decline_code.unwrap_or(code).to_string();
+    Decline {
+        finished: finished_by(&code),
+        code,
+    }
+}
+
+/// A Stripe object id as Stripe makes them (`pm_…`, `pi_…`, `cus_…`): a
+/// reference from elsewhere that is not one never reaches a URL path.
+fn is_object_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 255 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// One call's adapter: the operator's settings and the way out.
+pub struct Adapter<'a, T: Transport> {
+    client: Client<'a, T>,
+}
+
+impl<'a, T: Transport> Adapter<'a, T> {
+    pub fn new(settings: &'a Settings, transport: &'a T) -> Self {
+        Adapter {
+            client: Client {
+                settings,
+                transport,
+            },
+        }
+    }
+
+    /// A customer for the merchant (the same one for retries within
+    /// Stripe's 24 h key window) and a SetupIntent for the card form, which
+    /// saves the card to that customer for payments made without the
+    /// customer present.
+    pub fn setup_card_form(&self, merchant: &str) -> Result<CardForm, String> {
+        let customer = self
+            .client
+            .post(
+                "/v1/customers",
+                &[("metadata[courier_merchant]", merchant)],
+                &format!("courier-customer-{merchant}"),
+            )
+            .map_err(|f| f.describe())?;
+        let customer_id = text(&customer, "id").ok_or("the customer has no id")?;
+        // No key: every call is a new form, and a form nobody completes costs nothing.
+        let intent = self
+            .client
+            .post_once(
+                "/v1/setup_intents",
+                &[
+                    ("customer", customer_id.as_str()),
+                    ("usage", "off_session"),
+                    ("payment_method_types[]", "card"),
+                ],
+            )
+            .map_err(|f| f.describe())?;
+        let client_secret =
+            text(&intent, "client_secret").ok_or("the SetupIntent has no client_secret")?;
+        Ok(CardForm {
+            client_secret,
+            customer_id,
+        })
+    }
+
+    /// Reads the card behind a PaymentMethod, attaching it to the customer
+    /// when the card form left it unattached. A PaymentMethod of another
+    /// customer is unknown here.
+    pub fn attach_card(&self, customer_id: &str, card_ref: &str) -> Result<Attached, Refusal> {
+        if !is_object_id(card_ref) {
+            return Err(Refusal::UnknownReference("not a PaymentMethod id".into()));
+        }
+        let path = format!("/v1/payment_methods/{}", path_segment(card_ref));
+        let mut method = match self.client.get(&path) {
+            Ok(m) => m,
+            Err(Failure::Refused { status: 404, .. }) => {
+                return Err(Refusal::UnknownReference("no such PaymentMethod".into()));
+            }
+            Err(f) => return Err(refusal(f)),
+        };
+        match method.get("customer") {
+            Some(Value::String(owner)) if owner == customer_id => {}
+            Some(Value::String(_)) => {
+                return Err(Refusal::UnknownReference(
+                    "the PaymentMethod belongs to another customer".into(),
+                ));
+            }
+            _ => {
+                method = self
+                    .client
+                    .post(
+                        &format!("{path}/attach"),
+                        &[("customer", customer_id)],
+                        &format!("courier-attach-{card_ref}-{customer_id}"),
+                    )
+                    .map_err(refusal)?;
+            }
+        }
+        card_of(&method).map_err(Refusal::Unreachable)
+    }
+
+    /// A hold: a PaymentIntent captured later, confirmed at once on the
+    /// saved card without the customer present.
+    pub fn authorise(
+        &self,
+        amount_minor: i64,
+        currency: &str,
+        card_ref: &str,
+        customer_id: &str,
+        idempotency_key: &str,
+    ) -> Outcome {
+        if !is_object_id(card_ref) {
+            return Outcome::Declined(decline("unknown_card", None));
+        }
+        let amount = amount_minor.to_string();
+        let currency = currency.to_ascii_lowercase();
+        let intent = match self.client.post(
+            "/v1/payment_intents",
+            &[
+                ("amount", amount.as_str()),
+                ("currency", currency.as_str()),
+                ("customer", customer_id),
+                ("payment_method", card_ref),
+                ("payment_method_types[]", "card"),
+                ("capture_method", "manual"),
+                ("confirm", "true"),
+                ("off_session", "true"),
+            ],
+            idempotency_key,
+        ) {
+            Ok(intent) => intent,
+            Err(failure) => return outcome_of(failure),
+        };
+        let Some(id) = text(&intent, "id").filter(|id| is_object_id(id)) else {
+            return Outcome::Unreachable("the PaymentIntent has no id".into());
+        };
+        let status = text(&intent, "status").unwrap_or_default();
+        let wrong = mismatch(&intent, "amount", amount_minor, &currency);
+        if let Some(wrong) = wrong {
+            // Never keep money nobody asked for: release it before saying so.
+            let released = self.cancel(&id, &format!("{idempotency_key}-mismatch"));
+            return Outcome::Unreachable(format!(
+                "the PaymentIntent {id} is not the hold asked for ({wrong}); {}",
+                match released {
+                    Outcome::Approved(_) => "it was cancelled".to_string(),
+                    other => format!("cancelling it failed: {other:?}"),
+                }
+            ));
+        }
+        match status.as_str() {
+            "requires_capture" => Outcome::Approved(id),
+            // Off-session confirmation that needs the customer is a decline
+            // Stripe normally reports as a card error; a PaymentIntent left
+            // waiting for an action holds no money.
+            "requires_action" | "requires_payment_method" => {
+                Outcome::Declined(decline("authentication_required", None))
+            }
+            other => Outcome::Unreachable(format!(
+                "the PaymentIntent {id} is {other:?}, not requires_capture"
+            )),
+        }
+    }
+
+    /// Takes `amount_minor` of a hold.
+    pub fn capture(
+        &self,
+        authorisation: &str,
+        amount_minor: i64,
+        currency: &str,
+        idempotency_key: &str,
+    ) -> Outcome {
+        if !is_object_id(authorisation) {
+            return Outcome::Declined(decline("unknown_authorisation", None));
+        }
+        let amount = amount_minor.to_string();
+        let path = format!(
+            "/v1/payment_intents/{}/capture",
+            path_segment(authorisation)
+        );
+        let intent = match self.client.post(
+            &path,
+            &[("amount_to_capture", amount.as_str())],
+            idempotency_key,
+        ) {
+            Ok(intent) => intent,
+            Err(failure) => return outcome_of(failure),
+        };
+        let currency = currency.to_ascii_lowercase();
+        if let Some(wrong) = mismatch(&intent, "amount_received", amount_minor, &currency) {
+            return Outcome::Unreachable(format!(
+                "the capture is not what was asked for ({wrong})"
+            ));
+        }
+        match text(&intent, "status").as_deref() {
+            Some("succeeded") => Outcome::Approved(authorisation.to_string()),
+            other => Outcome::Unreachable(format!(
+                "the captured PaymentIntent is {other:?}, not succeeded"
+            )),
+        }
+    }
+
+    /// Releases a hold.
+    pub fn void(&self, authorisation: &str, idempotency_key: &str) -> Outcome {
+        if !is_object_id(authorisation) {
+            return Outcome::Declined(decline("unknown_authorisation", None));
+        }
+        self.cancel(authorisation, idempotency_key)
+    }
+
+    fn cancel(&self, intent: &str, idempotency_key: &str) -> Outcome {
+        let path = format!("/v1/payment_intents/{}/cancel", path_segment(intent));
+        match self.client.post(
+            &path,
+            &[("cancellation_reason", "abandoned")],
+            idempotency_key,
+        ) {
+            Ok(cancelled) => match text(&cancelled, "status").as_deref() {
+                Some("canceled") => Outcome::Approved(intent.to_string()),
+                other => Outcome::Unreachable(format!(
+                    "the cancelled PaymentIntent is {other:?}, not canceled"
+                )),
+            },
+            Err(failure) => outcome_of(failure),
+        }
+    }
+
+    /// Gives back `amount_minor` of a captured PaymentIntent.
+    pub fn refund(
+        &self,
+        payment: &str,
+        amount_minor: i64,
+        currency: &str,
+        idempotency_key: &str,
+    ) -> Outcome {
+        if !is_object_id(payment) {
+            return Outcome::Declined(decline("unknown_payment", None));
+        }
+        let amount = amount_minor.to_string();
+        let refund = match self.client.post(
+            "/v1/refunds",
+            &[("payment_intent", payment), ("amount", amount.as_str())],
+            idempotency_key,
+        ) {
+            Ok(refund) => refund,
+            Err(failure) => return outcome_of(failure),
+        };
+        let Some(id) = text(&refund, "id") else {
+            return Outcome::Unreachable("the refund has no id".into());
+        };
+        let currency = currency.to_ascii_lowercase();
+        if let Some(wrong) = mismatch(&refund, "amount", amount_minor, &currency) {
+            return Outcome::Unreachable(format!(
+                "the refund {id} is not what was asked for ({wrong})"
+            ));
+        }
+        match text(&refund, "status").as_deref() {
+            // `pending`: accepted, and Stripe finishes it; money is on its way back.
+            Some("succeeded" | "pending") => Outcome::Approved(id),
+            Some(status @ ("failed" | "canceled")) => {
+                let reason = text(&refund, "failure_reason");
+                Outcome::Declined(decline(&format!("refund_{status}"), reason.as_deref()))
+            }
+            other => Outcome::Unreachable(format!("the refund {id} is {other:?}")),
+        }
+    }
+}
+
+fn text(value: &Value, name: &str) -> Option<String> {
+    value.get(name).and_then(Value::as_str).map(str::to_string)
+}
+
+/// What differs between the object Stripe returned and what was asked for.
+fn mismatch(object: &Value, amount_field: &str, amount: i64, currency: &str) -> Option<String> {
+    let got_amount = object.get(amount_field).and_then(Value::as_i64);
+    let got_currency = object.get("currency").and_then(Value::as_str);
+    if got_amount != Some(amount) {
+        return Some(format!("{amount_field} {got_amount:?}, asked {amount}"));
+    }
+    if got_currency != Some(currency) {
+        return Some(format!("currency {got_currency:?}, asked {currency:?}"));
+    }
+    None
+}
+
+fn card_of(method: &Value) -> Result<Attached, String> {
+    let card = method
+        .get("card")
+        .filter(|c| c.is_object())
+        .ok_or("the PaymentMethod is not a card")?;
+    let brand = text(card, "brand").ok_or("the card has no brand")?;
+    let last_four =
+        text(card, "last4").filter(|l| l.len() == 4 && l.bytes().all(|b| b.is_ascii_digit()));
+    let month = card
+        .get("exp_month")
+        .and_then(Value::as_u64)
+        .and_then(|m| u8::try_from(m).ok());
+    let year = card
+        .get("exp_year")
+        .and_then(Value::as_u64)
+        .and_then(|y| u16::try_from(y).ok());
+    match (last_four, month, year) {
+        (Some(last_four), Some(expiry_month @ 1..=12), Some(expiry_year @ 1000..=9999)) => {
+            Ok(Attached {
+                brand: brand.to_ascii_lowercase(),
+                last_four,
+                expiry_month,
+                expiry_year,
+            })
+        }
+        _ => Err("the card's last4, exp_month or exp_year is missing or malformed".into()),
+    }
+}
+
+fn outcome_of(failure: Failure) -> Outcome {
+    match failure {
+        Failure::Card {
+            code, decline_code, ..
+        } => Outcome::Declined(decline(&code, decline_code.as_deref())),
+        other => Outcome::Unreachable(other.describe()),
+    }
+}
+
+fn refusal(failure: Failure) -> Refusal {
+    match failure {
+        Failure::Card {
+            code, decline_code, ..
+        } => Refusal::Declined(decline(&code, decline_code.as_deref())),
+        other => Refusal::Unreachable(other.describe()),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,303 @@
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::cell::RefCell;
+
+use super::*;
+use crate::stripe::{Method, Request, Response};
+
+/// Answers requests from a list, in order, and keeps what was sent.
+struct Script {
+    answers: RefCell<Vec<Result<(u16, &'static str), &'static str>>>,
+    sent: RefCell<Vec<Request>>,
+}
+
+impl Script {
+    fn new(answers: &[Result<(u16, &'static str), &'static str>]) -> Self {
+        Script {
+            answers: RefCell::new(answers.iter().rev().cloned().collect()),
+            sent: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn body(&self, n: usize) -> String {
+        String::from_utf8(self.sent.borrow()[n].body.clone()).unwrap()
+    }
+
+    fn header(&self, n: usize, name: &str) -> Option<String> {
+        self.sent.borrow()[n]
+            .headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    }
+}
+
+impl Transport for Script {
+    fn send(&self, request: Request) -> Result<Response, String> {
+        self.sent.borrow_mut().push(request);
+        match self.answers.borrow_mut().pop().expect("a scripted answer") {
+            Ok((status, body)) => Ok(Response {
+                status,
+                body: body.as_bytes().to_vec(),
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+fn settings() -> Settings {
+    Settings {
+        secret_key: "sk_test_123".into(),
+        api_base: "https://api.stripe.com".into(),
+        account: Some("acct_9".into()),
+        api_version: None,
+    }
+}
+
+const HELD: &str = r#"{"id":"pi_1","object":"payment_intent","status":"requires_capture","amount":1250,"currency":"chf"}"#;
+
+#[test]
+fn a_hold_is_a_manual_capture_payment_intent_confirmed_off_session() {
+    let script = Script::new(&[Ok((200, HELD))]);
+    let s = settings();
+    let outcome = Adapter::new(&s, &script).authorise(1250, "CHF", "pm_card", "cus_1", "key-1");
+    assert_eq!(outcome, Outcome::Approved("pi_1".into()));
+    let sent = &script.sent.borrow()[0];
+    assert_eq!(sent.method, Method::Post);
+    assert_eq!(sent.url, "https://api.stripe.com/v1/payment_intents");
+    assert_eq!(
+        script.body(0),
+        "amount=1250&currency=chf&customer=cus_1&payment_method=pm_card&payment_method_types%5B%5D=card&capture_method=manual&confirm=true&off_session=true"
+    );
+    assert_eq!(
+        script.header(0, "idempotency-key").as_deref(),
+        Some("key-1")
+    );
+    assert_eq!(
+        script.header(0, "authorization").as_deref(),
+        Some("Bearer sk_test_123")
+    );
+    assert_eq!(
+        script.header(0, "stripe-account").as_deref(),
+        Some("acct_9")
+    );
+}
+
+#[test]
+fn declines_carry_the_decline_code_and_finish_cards_that_are_finished() {
+    let cases = [
+        (
+            r#"{"error":{"type":"card_error","code":"card_declined","decline_code":"insufficient_funds"}}"#,
+            "insufficient_funds",
+            None,
+        ),
+        (
+            r#"{"error":{"type":"card_error","code":"expired_card","decline_code":"expired_card"}}"#,
+            "expired_card",
+            Some(Finished::Expired),
+        ),
+        (
+            r#"{"error":{"type":"card_error","code":"card_declined","decline_code":"stolen_card"}}"#,
+            "stolen_card",
+            Some(Finished::Lost),
+        ),
+        (
+            r#"{"error":{"type":"card_error","code":"incorrect_cvc"}}"#,
+            "incorrect_cvc",
+            None,
+        ),
+    ];
+    for (body, code, finished) in cases {
+        let script = Script::new(&[Ok((402, body))]);
+        let s = settings();
+        let outcome = Adapter::new(&s, &script).authorise(1250, "chf", "pm_x", "cus_1", "k");
+        assert_eq!(
+            outcome,
+            Outcome::Declined(Decline {
+                code: code.into(),
+                finished
+            }),
+            "{body}"
+        );
+    }
+}
+
+#[test]
+fn no_usable_answer_is_unreachable_never_approved() {
+    for answer in [
+        Err("timed out"),
+        Ok((500, r#"{"error":{"type":"api_error"}}"#)),
+        Ok((
+            429,
+            r#"{"error":{"type":"invalid_request_error","code":"rate_limit"}}"#,
+        )),
+        Ok((200, "{not json")),
+        Ok((
+            200,
+            r#"{"status":"requires_capture","amount":1250,"currency":"chf"}"#,
+        )),
+        Ok((
+            401,
+            r#"{"error":{"type":"invalid_request_error","message":"Invalid API Key"}}"#,
+        )),
+    ] {
+        let script = Script::new(&[answer]);
+        let s = settings();
+        let outcome = Adapter::new(&s, &script).authorise(1250, "chf", "pm_x", "cus_1", "k");
+        assert!(
+            matches!(outcome, Outcome::Unreachable(_)),
+            "{answer:?}: {outcome:?}"
+        );
+    }
+}
+
+#[test]
+fn a_hold_for_another_amount_or_currency_is_cancelled_and_not_approved() {
+    let wrong_amount =
+        r#"{"id":"pi_2","status":"requires_capture","amount":9999,"currency":"chf"}"#;
+    let cancelled = r#"{"id":"pi_2","status":"canceled","amount":9999,"currency":"chf"}"#;
+    let script = Script::new(&[Ok((200, wrong_amount)), Ok((200, cancelled))]);
+    let s = settings();
+    let outcome = Adapter::new(&s, &script).authorise(1250, "chf", "pm_x", "cus_1", "k");
+    assert!(
+        matches!(&outcome, Outcome::Unreachable(m) if m.contains("amount") && m.contains("cancelled")),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        script.sent.borrow()[1].url,
+        "https://api.stripe.com/v1/payment_intents/pi_2/cancel"
+    );
+    assert_eq!(
+        script.header(1, "idempotency-key").as_deref(),
+        Some("k-mismatch")
+    );
+
+    let wrong_currency =
+        r#"{"id":"pi_3","status":"requires_capture","amount":1250,"currency":"eur"}"#;
+    let script = Script::new(&[
+        Ok((200, wrong_currency)),
+        Ok((200, r#"{"status":"canceled"}"#)),
+    ]);
+    let outcome = Adapter::new(&s, &script).authorise(1250, "chf", "pm_x", "cus_1", "k");
+    assert!(
+        matches!(&outcome, Outcome::Unreachable(m) if m.contains("currency")),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn capture_void_and_refund() {
+    let s = settings();
+    let captured = r#"{"id":"pi_1","status":"succeeded","amount":1250,"amount_received":1250,"currency":"chf"}"#;
+    let script = Script::new(&[Ok((200, captured))]);
+    assert_eq!(
+        Adapter::new(&s, &script).capture("pi_1", 1250, "CHF", "c-1"),
+        Outcome::Approved("pi_1".into())
+    );
+    assert_eq!(
+        script.sent.borrow()[0].url,
+        "https://api.stripe.com/v1/payment_intents/pi_1/capture"
+    );
+    assert_eq!(script.body(0), "amount_to_capture=1250");
+
+    let script = Script::new(&[Ok((200, r#"{"id":"pi_1","status":"canceled"}"#))]);
+    assert_eq!(
+        Adapter::new(&s, &script).void("pi_1", "v-1"),
+        Outcome::Approved("pi_1".into())
+    );
+    assert_eq!(script.body(0), "cancellation_reason=abandoned");
+
+    let refunded = r#"{"id":"re_1","status":"succeeded","amount":500,"currency":"chf"}"#;
+    let script = Script::new(&[Ok((200, refunded))]);
+    assert_eq!(
+        Adapter::new(&s, &script).refund("pi_1", 500, "chf", "r-1"),
+        Outcome::Approved("re_1".into())
+    );
+    assert_eq!(script.body(0), "payment_intent=pi_1&amount=500");
+    let failed = r#"{"id":"re_2","status":"failed","failure_reason":"expired_or_canceled_card","amount":500,"currency":"chf"}"#;
+    let script = Script::new(&[Ok((200, failed))]);
+    assert!(matches!(
+        Adapter::new(&s, &script).refund("pi_1", 500, "chf", "r-2"),
+        Outcome::Declined(Decline { ref code, .. }) if code == "expired_or_canceled_card"
+    ));
+}
+
+#[test]
+fn references_that_are_not_stripe_ids_never_reach_a_path() {
+    let s = settings();
+    let script = Script::new(&[]);
+    let adapter = Adapter::new(&s, &script);
+    assert!(matches!(
+        adapter.capture("../v1/refunds", 1, "chf", "k"),
+        Outcome::Declined(_)
+    ));
+    assert!(matches!(
+        adapter.attach_card("cus_1", "pm_1/attach"),
+        Err(Refusal::UnknownReference(_))
+    ));
+    assert!(script.sent.borrow().is_empty());
+}
+
+#[test]
+fn attaching_reads_the_card_and_attaches_it_when_unattached() {
+    let s = settings();
+    let unattached = r#"{"id":"pm_1","customer":null,"card":{"brand":"visa","last4":"4242","exp_month":12,"exp_year":2034}}"#;
+    let attached = r#"{"id":"pm_1","customer":"cus_1","card":{"brand":"visa","last4":"4242","exp_month":12,"exp_year":2034}}"#;
+    let script = Script::new(&[Ok((200, unattached)), Ok((200, attached))]);
+    let card = Adapter::new(&s, &script)
+        .attach_card("cus_1", "pm_1")
+        .unwrap();
+    assert_eq!(card.last_four, "4242");
+    assert_eq!((card.expiry_month, card.expiry_year), (12, 2034));
+    assert_eq!(
+        script.sent.borrow()[1].url,
+        "https://api.stripe.com/v1/payment_methods/pm_1/attach"
+    );
+    assert_eq!(script.body(1), "customer=cus_1");
+
+    let other = r#"{"id":"pm_1","customer":"cus_2","card":{"brand":"visa","last4":"4242","exp_month":12,"exp_year":2034}}"#;
+    let script = Script::new(&[Ok((200, other))]);
+    assert!(matches!(
+        Adapter::new(&s, &script).attach_card("cus_1", "pm_1"),
+        Err(Refusal::UnknownReference(_))
+    ));
+
+    let missing = r#"{"error":{"type":"invalid_request_error","code":"resource_missing","message":"No such PaymentMethod: 'pm_9'"}}"#;
+    let script = Script::new(&[Ok((404, missing))]);
+    assert!(matches!(
+        Adapter::new(&s, &script).attach_card("cus_1", "pm_9"),
+        Err(Refusal::UnknownReference(_))
+    ));
+
+    let script = Script::new(&[Ok((
+        200,
+        r#"{"id":"pm_1","customer":"cus_1","card":{"brand":"visa","last4":"42","exp_month":13,"exp_year":2034}}"#,
+    ))]);
+    assert!(matches!(
+        Adapter::new(&s, &script).attach_card("cus_1", "pm_1"),
+        Err(Refusal::Unreachable(_))
+    ));
+}
+
+#[test]
+fn a_card_form_is_a_customer_and_a_setup_intent() {
+    let s = settings();
+    let script = Script::new(&[
+        Ok((200, r#"{"id":"cus_1","created":1700000000}"#)),
+        Ok((
+            200,
+            r#"{"id":"seti_1","client_secret":"seti_1_secret_x","status":"requires_payment_method"}"#,
+        )),
+    ]);
+    let form = Adapter::new(&s, &script).setup_card_form("m-1").unwrap();
+    assert_eq!(form.customer_id, "cus_1");
+    assert_eq!(form.client_secret, "seti_1_secret_x");
+    assert_eq!(
+        script.header(0, "idempotency-key").as_deref(),
+        Some("courier-customer-m-1")
+    );
+    assert_eq!(
+        script.body(1),
+        "customer=cus_1&usage=off_session&payment_method_types%5B%5D=card"
+    );
+}

@@ -1,0 +1,876 @@
+//! A local stand-in for Stripe's API over HTTPS, for the live payment adapter's tests. It
+//! follows Stripe's published API reference for exactly the endpoints the adapter uses:
+//! customers, SetupIntents, PaymentMethods (Stripe's documented test ids such as
+//! `pm_card_visa` and `pm_card_visa_chargeDeclinedInsufficientFunds`), manual-capture
+//! PaymentIntents with capture and cancel, and refunds, with real state per object, Stripe's
+//! error body (`{"error": {"type", "code", "decline_code", "message", …}}`) and idempotent
+//! requests (same key and parameters: the saved answer again, with `Idempotent-Replayed`;
+//! same key, other parameters: 400 `idempotency_error`; a key still in flight: 409).
+//!
+//! On command it injects faults: latency (fixed or spread), 5xx, hangs, malformed and oversize
+//! bodies, holds for another amount or currency, and "act, then drop the connection" (the
+//! provider did it and nobody heard). It records every PaymentIntent, so tests count holds.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use rand::Rng;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+use super::tls::tls;
+
+/// The secret key the stand-in accepts.
+pub const SECRET_KEY: &str = "sk_test_courier_stand_in";
+
+/// How long the stand-in takes to answer.
+#[derive(Clone, Copy, Debug)]
+pub enum Latency {
+    None,
+    Fixed(Duration),
+    /// Log-normal with this median and 99th percentile.
+    Spread {
+        median: Duration,
+        p99: Duration,
+    },
+}
+
+/// What a fault does to a request it matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Answer this status with an `api_error`, without acting.
+    Status(u16),
+    /// Wait this long, then act and answer (the client has usually given up by then).
+    Hang(Duration),
+    /// Act (and save the idempotent result), then close the connection without answering.
+    ActThenDrop,
+    /// Answer 200 with a body that is not JSON, without acting.
+    Malformed,
+    /// Answer 200 with a 2 MiB body, without acting.
+    Oversize,
+    /// Act, but hold one unit more than asked.
+    WrongAmount,
+    /// Act, but hold in another currency.
+    WrongCurrency,
+    /// The issuer declines the PaymentIntent with this `code` and `decline_code` (a card that
+    /// worked when it was saved, and has since been reported lost, expired, ...).
+    Decline(&'static str, &'static str),
+}
+
+/// A PaymentIntent as the stand-in keeps it.
+#[derive(Clone, Debug)]
+pub struct Intent {
+    pub id: String,
+    pub amount: i64,
+    pub currency: String,
+    pub customer: String,
+    pub payment_method: String,
+    /// Stripe's statuses: `requires_capture` (a hold), `succeeded`, `canceled`,
+    /// `requires_payment_method` (declined).
+    pub status: String,
+    pub amount_received: i64,
+    pub amount_refunded: i64,
+    pub idempotency_key: Option<String>,
+}
+
+/// How a test card behaves when money is asked for (Stripe's test PaymentMethods).
+#[derive(Clone, Copy, Debug)]
+struct TestCard {
+    brand: &'static str,
+    last4: &'static str,
+    /// `(code, decline_code, message)` of the decline, None when it works.
+    decline: Option<(&'static str, &'static str, &'static str)>,
+    /// Stripe's declining test cards "can't be attached to a Customer object": attaching one
+    /// is declined, except `pm_card_chargeCustomerFail`, which attaches and then declines.
+    attaches: bool,
+}
+
+/// Stripe's documented test PaymentMethod ids used by the tests.
+fn test_card(id: &str) -> Option<TestCard> {
+    let works = |brand, last4| {
+        Some(TestCard {
+            brand,
+            last4,
+            decline: None,
+            attaches: true,
+        })
+    };
+    let declined = |last4, code, decline_code, message| {
+        Some(TestCard {
+            brand: "visa",
+            last4,
+            decline: Some((code, decline_code, message)),
+            attaches: false,
+        })
+    };
+    match id {
+        "pm_card_visa" => works("visa", "4242"),
+        "pm_card_mastercard" => works("mastercard", "4444"),
+        "pm_card_chargeCustomerFail" => Some(TestCard {
+            brand: "visa",
+            last4: "0341",
+            decline: Some((
+                "card_declined",
+                "generic_decline",
+                "Your card was declined.",
+            )),
+            attaches: true,
+        }),
+        "pm_card_visa_chargeDeclined" => declined(
+            "0002",
+            "card_declined",
+            "generic_decline",
+            "Your card was declined.",
+        ),
+        "pm_card_visa_chargeDeclinedInsufficientFunds" => declined(
+            "9995",
+            "card_declined",
+            "insufficient_funds",
+            "Your card has insufficient funds.",
+        ),
+        "pm_card_visa_chargeDeclinedLostCard" => declined(
+            "9987",
+            "card_declined",
+            "lost_card",
+            "Your card was declined.",
+        ),
+        "pm_card_visa_chargeDeclinedStolenCard" => declined(
+            "9979",
+            "card_declined",
+            "stolen_card",
+            "Your card was declined.",
+        ),
+        "pm_card_chargeDeclinedExpiredCard" => declined(
+            "0069",
+            "expired_card",
+            "expired_card",
+            "Your card has expired.",
+        ),
+        "pm_card_chargeDeclinedIncorrectCvc" => declined(
+            "0127",
+            "incorrect_cvc",
+            "incorrect_cvc",
+            "Your card's security code is incorrect.",
+        ),
+        "pm_card_chargeDeclinedProcessingError" => declined(
+            "0119",
+            "processing_error",
+            "processing_error",
+            "An error occurred while processing your card. Try again in a little bit.",
+        ),
+        _ => None,
+    }
+}
+
+struct PaymentMethod {
+    customer: Option<String>,
+    card: TestCard,
+}
+
+/// The answer to one idempotency key: None while its first request is still running.
+struct Saved {
+    fingerprint: String,
+    answer: Option<(u16, Value)>,
+}
+
+#[derive(Default)]
+struct State {
+    next_id: u64,
+    customers: HashMap<String, i64>,
+    setup_intents: HashMap<String, (String, Option<String>)>,
+    payment_methods: HashMap<String, PaymentMethod>,
+    intents: HashMap<String, Intent>,
+    refunds: HashMap<String, Value>,
+    saved: HashMap<String, Saved>,
+    faults: Vec<(String, Fault, usize)>,
+    latency: Option<Latency>,
+}
+
+impl State {
+    /// An id in Stripe's shape: the object's prefix and 24 letters and digits (never a run
+    /// of digits that reads as a card number). Sorted by creation through `next_id`.
+    fn id(&mut self, prefix: &str) -> String {
+        const LETTERS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+        self.next_id += 1;
+        let mut rng = rand::rng();
+        let tail: String = (0..18)
+            .map(|_| char::from(LETTERS[rng.random_range(0..LETTERS.len())]))
+            .collect();
+        format!("{prefix}_{:06}{tail}", self.next_id)
+    }
+
+    /// A PaymentMethod by id: one made by a card form, or a test id (which, as at Stripe,
+    /// makes a fresh PaymentMethod when attached).
+    fn card_of(&self, id: &str) -> Option<(Option<String>, TestCard)> {
+        match self.payment_methods.get(id) {
+            Some(pm) => Some((pm.customer.clone(), pm.card)),
+            None => test_card(id).map(|card| (None, card)),
+        }
+    }
+
+    fn take_fault(&mut self, path: &str) -> Option<Fault> {
+        let position = self
+            .faults
+            .iter()
+            .position(|(prefix, _, left)| *left > 0 && path.starts_with(prefix.as_str()))?;
+        let (_, fault, left) = &mut self.faults[position];
+        *left -= 1;
+        Some(*fault)
+    }
+}
+
+pub struct StripeStandIn {
+    pub port: u16,
+    /// PEM of the certificate authority that issued the stand-in's certificate.
+    pub ca_path: PathBuf,
+    state: Arc<Mutex<State>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl StripeStandIn {
+    pub async fn start() -> Self {
+        let (acceptor, ca_pem) = tls();
+        let ca_path = std::env::temp_dir().join(format!("stripe-ca-{}.pem", uuid::Uuid::new_v4()));
+        std::fs::write(&ca_path, ca_pem).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let state = Arc::new(Mutex::new(State::default()));
+        let serving = Arc::clone(&state);
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                let acceptor = acceptor.clone();
+                let state = Arc::clone(&serving);
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(stream).await else {
+                        return;
+                    };
+                    // Each request is handled in a task of its own, as a real provider finishes
+                    // what it received whether or not the client is still there.
+                    let service = service_fn(move |request| {
+                        let state = Arc::clone(&state);
+                        async move {
+                            match tokio::spawn(handle(state, request)).await {
+                                Ok(answer) => answer,
+                                Err(e) => Err(std::io::Error::other(e)),
+                            }
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tls), service)
+                        .await;
+                });
+            }
+        });
+        Self {
+            port,
+            ca_path,
+            state,
+            task,
+        }
+    }
+
+    pub fn api_base(&self) -> String {
+        format!("https://localhost:{}", self.port)
+    }
+
+    /// The live adapter's configuration file (`COURIER_LIVE_PAYMENT_CONFIG`) for this stand-in.
+    pub fn adapter_config(&self) -> PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("stripe-config-{}.json", uuid::Uuid::new_v4()));
+        let config = json!({"secret_key": SECRET_KEY, "api_base": self.api_base()});
+        std::fs::write(&path, config.to_string()).unwrap();
+        path
+    }
+
+    /// The service's environment for a live adapter talking to this stand-in.
+    pub fn service_env(&self) -> Vec<(String, String)> {
+        vec![
+            (
+                "COURIER_LIVE_PAYMENT_ADAPTER".into(),
+                stripe_adapter_path().to_string_lossy().into_owned(),
+            ),
+            (
+                "COURIER_LIVE_PAYMENT_CONFIG".into(),
+                self.adapter_config().to_string_lossy().into_owned(),
+            ),
+            ("COURIER_PAYMENT_ALLOW_PRIVATE".into(), "true".into()),
+            (
+                "COURIER_PAYMENT_EXTRA_CA".into(),
+                self.ca_path.to_string_lossy().into_owned(),
+            ),
+        ]
+    }
+
+    pub fn set_latency(&self, latency: Latency) {
+        self.state.lock().unwrap().latency = Some(latency);
+    }
+
+    /// The next `times` requests whose path starts with `path` meet `fault`.
+    pub fn inject(&self, path: &str, fault: Fault, times: usize) {
+        self.state
+            .lock()
+            .unwrap()
+            .faults
+            .push((path.to_owned(), fault, times));
+    }
+
+    /// What Stripe.js does in the merchant's browser when the card form is submitted with a
+    /// test card: confirms the SetupIntent, which saves a new PaymentMethod to its customer.
+    pub fn complete_card_form(&self, client_secret: &str, test_card_id: &str) -> String {
+        let mut state = self.state.lock().unwrap();
+        let card = test_card(test_card_id).expect("a test card");
+        let setup = state
+            .setup_intents
+            .iter()
+            .find(|(_, (secret, _))| secret == client_secret)
+            .map(|(id, _)| id.clone())
+            .expect("a SetupIntent with that client secret");
+        let customer = state.setup_intents[&setup].1.clone();
+        let id = state.id("pm");
+        state
+            .payment_methods
+            .insert(id.clone(), PaymentMethod { customer, card });
+        id
+    }
+
+    pub fn intents(&self) -> Vec<Intent> {
+        let mut all: Vec<Intent> = self
+            .state
+            .lock()
+            .unwrap()
+            .intents
+            .values()
+            .cloned()
+            .collect();
+        all.sort_by(|a, b| a.id.cmp(&b.id));
+        all
+    }
+
+    /// The authorisations the provider holds now (PaymentIntents waiting for capture).
+    pub fn holds(&self) -> Vec<Intent> {
+        self.intents()
+            .into_iter()
+            .filter(|i| i.status == "requires_capture")
+            .collect()
+    }
+}
+
+impl Drop for StripeStandIn {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_file(&self.ca_path);
+    }
+}
+
+/// The built Stripe adapter component.
+pub fn stripe_adapter_path() -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../plugins/dist/stripe-payments.wasm"
+    ))
+}
+
+fn error(kind: &str, code: Option<&str>, message: &str) -> Value {
+    let mut error = json!({"type": kind, "message": message});
+    if let Some(code) = code {
+        error["code"] = json!(code);
+        error["doc_url"] = json!(format!("https://stripe.com/docs/error-codes/{code}"));
+    }
+    json!({ "error": error })
+}
+
+/// What handling a request came to: `Executed` answers are saved under their idempotency key;
+/// `Rejected` ones (invalid parameters, unknown objects) are not, as at Stripe.
+enum Handled {
+    Executed(u16, Value),
+    Rejected(u16, Value),
+}
+
+async fn handle(
+    state: Arc<Mutex<State>>,
+    request: hyper::Request<Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, std::io::Error> {
+    let (parts, body) = request.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map_err(std::io::Error::other)?
+        .to_bytes();
+    let header = |name: &str| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let path = parts.uri.path().to_owned();
+    let method = parts.method.as_str().to_owned();
+    let (latency, fault) = {
+        let mut s = state.lock().unwrap();
+        (s.latency, s.take_fault(&path))
+    };
+    let pause = match latency {
+        None | Some(Latency::None) => Duration::ZERO,
+        Some(Latency::Fixed(d)) => d,
+        Some(Latency::Spread { median, p99 }) => spread(median, p99),
+    };
+    tokio::time::sleep(pause).await;
+    match fault {
+        Some(Fault::Status(status)) => {
+            let body = error(
+                "api_error",
+                None,
+                "An unexpected error occurred (stand-in fault).",
+            );
+            return Ok(respond(status, &body, false));
+        }
+        Some(Fault::Malformed) => return Ok(raw(200, b"<html>gateway</html>".to_vec())),
+        Some(Fault::Oversize) => return Ok(raw(200, vec![b' '; 2 << 20])),
+        Some(Fault::Hang(d)) => tokio::time::sleep(d).await,
+        _ => {}
+    }
+    if header("authorization").as_deref() != Some(&format!("Bearer {SECRET_KEY}")) {
+        let body = error(
+            "invalid_request_error",
+            None,
+            "Invalid API Key provided: the stand-in accepts only its own key",
+        );
+        return Ok(respond(401, &body, false));
+    }
+    let params: BTreeMap<String, String> =
+        url::form_urlencoded::parse(&body).into_owned().collect();
+    let key = header("idempotency-key").filter(|_| method == "POST");
+    let fingerprint = format!("{method} {path} {params:?}");
+    if let Some(key) = &key {
+        let mut s = state.lock().unwrap();
+        match s.saved.get(key) {
+            Some(saved) if saved.fingerprint != fingerprint => {
+                let body = error(
+                    "idempotency_error",
+                    None,
+                    &format!(
+                        "Keys for idempotent requests can only be used with the same parameters \
+                         they were first used with. Try using a key other than '{key}' if you \
+                         meant to execute a different request."
+                    ),
+                );
+                return Ok(respond(400, &body, false));
+            }
+            Some(Saved { answer: None, .. }) => {
+                let body = error(
+                    "invalid_request_error",
+                    Some("idempotency_key_in_use"),
+                    "There is currently another in-progress request using this Idempotent Key \
+                     (that probably means you submitted twice, and the other request is still \
+                     going through). Please try again later.",
+                );
+                return Ok(respond(409, &body, false));
+            }
+            Some(Saved {
+                answer: Some((status, body)),
+                ..
+            }) => {
+                let response = respond(*status, body, true);
+                drop(s);
+                if fault == Some(Fault::ActThenDrop) {
+                    return Err(std::io::Error::other("dropped after acting"));
+                }
+                return Ok(response);
+            }
+            None => {
+                s.saved.insert(
+                    key.clone(),
+                    Saved {
+                        fingerprint,
+                        answer: None,
+                    },
+                );
+            }
+        }
+    }
+    let handled = {
+        let mut s = state.lock().unwrap();
+        route(&mut s, &method, &path, &params, key.as_deref(), fault)
+    };
+    let (status, body) = {
+        let mut s = state.lock().unwrap();
+        match handled {
+            Handled::Executed(status, body) => {
+                if let Some(key) = &key {
+                    s.saved.get_mut(key).unwrap().answer = Some((status, body.clone()));
+                }
+                (status, body)
+            }
+            Handled::Rejected(status, body) => {
+                if let Some(key) = &key {
+                    s.saved.remove(key);
+                }
+                (status, body)
+            }
+        }
+    };
+    if fault == Some(Fault::ActThenDrop) {
+        return Err(std::io::Error::other("dropped after acting"));
+    }
+    Ok(respond(status, &body, false))
+}
+
+fn respond(status: u16, body: &Value, replayed: bool) -> hyper::Response<Full<Bytes>> {
+    let mut response = hyper::Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .header(
+            "request-id",
+            format!("req_{}", uuid::Uuid::new_v4().simple()),
+        );
+    if replayed {
+        response = response.header("idempotent-replayed", "true");
+    }
+    response
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap()
+}
+
+fn raw(status: u16, body: Vec<u8>) -> hyper::Response<Full<Bytes>> {
+    hyper::Response::builder()
+        .status(status)
+        .body(Full::new(Bytes::from(body)))
+        .unwrap()
+}
+
+pub fn spread(median: Duration, p99: Duration) -> Duration {
+    let sigma = (p99.as_secs_f64() / median.as_secs_f64()).ln() / 2.326;
+    let mut rng = rand::rng();
+    // Box-Muller: one standard normal sample.
+    let (u1, u2): (f64, f64) = (rng.random_range(f64::EPSILON..1.0), rng.random());
+    let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+    Duration::from_secs_f64(median.as_secs_f64() * (sigma * z).exp())
+}
+
+fn invalid(message: &str, param: &str) -> Handled {
+    let mut body = error(
+        "invalid_request_error",
+        Some("parameter_invalid_empty"),
+        message,
+    );
+    body["error"]["param"] = json!(param);
+    Handled::Rejected(400, body)
+}
+
+fn missing(kind: &str, id: &str, param: &str) -> Handled {
+    let mut body = error(
+        "invalid_request_error",
+        Some("resource_missing"),
+        &format!("No such {kind}: '{id}'"),
+    );
+    body["error"]["param"] = json!(param);
+    Handled::Rejected(404, body)
+}
+
+fn unexpected_state(intent: &Intent, action: &str) -> Handled {
+    let mut body = error(
+        "invalid_request_error",
+        Some("payment_intent_unexpected_state"),
+        &format!(
+            "This PaymentIntent could not be {action} because it has a status of {}.",
+            intent.status
+        ),
+    );
+    body["error"]["payment_intent"] = intent_json(intent);
+    Handled::Rejected(400, body)
+}
+
+fn intent_json(i: &Intent) -> Value {
+    json!({
+        "id": i.id,
+        "object": "payment_intent",
+        "amount": i.amount,
+        "amount_capturable": if i.status == "requires_capture" { i.amount } else { 0 },
+        "amount_received": i.amount_received,
+        "capture_method": "manual",
+        "currency": i.currency,
+        "customer": i.customer,
+        "payment_method": i.payment_method,
+        "status": i.status,
+        "livemode": false,
+    })
+}
+
+fn route(
+    s: &mut State,
+    method: &str,
+    path: &str,
+    params: &BTreeMap<String, String>,
+    key: Option<&str>,
+    fault: Option<Fault>,
+) -> Handled {
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let param = |name: &str| params.get(name).map(String::as_str).unwrap_or_default();
+    match (method, segments.as_slice()) {
+        ("POST", ["v1", "customers"]) => {
+            let id = s.id("cus");
+            let created = chrono_now();
+            s.customers.insert(id.clone(), created);
+            Handled::Executed(
+                200,
+                json!({"id": id, "object": "customer", "created": created,
+                       "metadata": {"courier_merchant": param("metadata[courier_merchant]")}}),
+            )
+        }
+        ("POST", ["v1", "setup_intents"]) => {
+            let customer = params.get("customer").cloned();
+            if let Some(c) = &customer
+                && !s.customers.contains_key(c)
+            {
+                return missing("customer", c, "customer");
+            }
+            let id = s.id("seti");
+            let secret = format!("{id}_secret_{}", uuid::Uuid::new_v4().simple());
+            s.setup_intents
+                .insert(id.clone(), (secret.clone(), customer.clone()));
+            Handled::Executed(
+                200,
+                json!({"id": id, "object": "setup_intent", "client_secret": secret,
+                       "customer": customer, "usage": param("usage"),
+                       "status": "requires_payment_method"}),
+            )
+        }
+        ("GET", ["v1", "payment_methods", id]) => match s.card_of(id) {
+            Some((customer, card)) => {
+                Handled::Executed(200, pm_json(id, customer.as_deref(), card))
+            }
+            None => missing("PaymentMethod", id, "payment_method"),
+        },
+        ("POST", ["v1", "payment_methods", id, "attach"]) => {
+            let customer = param("customer").to_owned();
+            if !s.customers.contains_key(&customer) {
+                return missing("customer", &customer, "customer");
+            }
+            let Some((owner, card)) = s.card_of(id) else {
+                return missing("PaymentMethod", id, "payment_method");
+            };
+            if owner.is_some() {
+                return invalid(
+                    "The payment method you provided has already been attached to a customer.",
+                    "payment_method",
+                );
+            }
+            if !card.attaches
+                && let Some((code, decline_code, message)) = card.decline
+            {
+                let mut body = error("card_error", Some(code), message);
+                body["error"]["decline_code"] = json!(decline_code);
+                return Handled::Executed(402, body);
+            }
+            // A test id attaches as a new PaymentMethod; one from a card form in place.
+            let attached = if test_card(id).is_some() && !s.payment_methods.contains_key(*id) {
+                s.id("pm")
+            } else {
+                (*id).to_owned()
+            };
+            s.payment_methods.insert(
+                attached.clone(),
+                PaymentMethod {
+                    customer: Some(customer.clone()),
+                    card,
+                },
+            );
+            Handled::Executed(200, pm_json(&attached, Some(&customer), card))
+        }
+        ("POST", ["v1", "payment_intents"]) => create_intent(s, params, key, fault),
+        ("POST", ["v1", "payment_intents", id, action @ ("capture" | "cancel")]) => {
+            let Some(intent) = s.intents.get_mut(*id) else {
+                return missing("payment_intent", id, "intent");
+            };
+            if *action == "capture" {
+                if intent.status != "requires_capture" {
+                    return unexpected_state(intent, "captured");
+                }
+                let amount = params
+                    .get("amount_to_capture")
+                    .map_or(Some(intent.amount), |a| a.parse().ok());
+                match amount {
+                    Some(a) if a > 0 && a <= intent.amount => intent.amount_received = a,
+                    _ => return invalid("amount_to_capture is invalid", "amount_to_capture"),
+                }
+                intent.status = "succeeded".into();
+            } else {
+                if intent.status == "succeeded" || intent.status == "canceled" {
+                    return unexpected_state(intent, "canceled");
+                }
+                intent.status = "canceled".into();
+            }
+            Handled::Executed(200, intent_json(intent))
+        }
+        ("POST", ["v1", "refunds"]) => {
+            let pi = param("payment_intent").to_owned();
+            let Some(intent) = s.intents.get(&pi).cloned() else {
+                return missing("payment_intent", &pi, "payment_intent");
+            };
+            if intent.status != "succeeded" {
+                return Handled::Rejected(
+                    400,
+                    error(
+                        "invalid_request_error",
+                        Some("charge_not_refundable"),
+                        "This PaymentIntent has no successful charge to refund.",
+                    ),
+                );
+            }
+            let left = intent.amount_received - intent.amount_refunded;
+            let amount = params.get("amount").map_or(Some(left), |a| a.parse().ok());
+            let amount = match amount {
+                Some(a) if a > 0 && a <= left => a,
+                Some(a) if a > left => {
+                    return Handled::Rejected(
+                        400,
+                        error(
+                            "invalid_request_error",
+                            Some("amount_too_large"),
+                            &format!(
+                                "Refund amount ({a}) is greater than unrefunded amount on charge ({left})"
+                            ),
+                        ),
+                    );
+                }
+                _ => return invalid("amount must be a positive integer", "amount"),
+            };
+            let id = s.id("re");
+            s.intents.get_mut(&pi).unwrap().amount_refunded += amount;
+            let refund = json!({"id": id, "object": "refund", "amount": amount,
+                                "currency": intent.currency, "payment_intent": pi,
+                                "status": "succeeded"});
+            s.refunds.insert(id, refund.clone());
+            Handled::Executed(200, refund)
+        }
+        _ => Handled::Rejected(
+            404,
+            error(
+                "invalid_request_error",
+                None,
+                &format!("Unrecognized request URL ({method}: {path})."),
+            ),
+        ),
+    }
+}
+
+fn create_intent(
+    s: &mut State,
+    params: &BTreeMap<String, String>,
+    key: Option<&str>,
+    fault: Option<Fault>,
+) -> Handled {
+    let param = |name: &str| params.get(name).cloned().unwrap_or_default();
+    let Some(mut amount) = param("amount").parse::<i64>().ok().filter(|a| *a > 0) else {
+        return invalid("Missing required param: amount.", "amount");
+    };
+    let mut currency = param("currency");
+    if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_lowercase()) {
+        return invalid("Invalid currency", "currency");
+    }
+    let customer = param("customer");
+    if !s.customers.contains_key(&customer) {
+        return missing("customer", &customer, "customer");
+    }
+    let pm = param("payment_method");
+    let Some((owner, card)) = s.card_of(&pm) else {
+        return missing("payment_method", &pm, "payment_method");
+    };
+    if owner.as_deref().is_some_and(|o| o != customer) {
+        return invalid(
+            "The provided PaymentMethod belongs to another Customer.",
+            "payment_method",
+        );
+    }
+    if param("capture_method") != "manual"
+        || param("confirm") != "true"
+        || param("payment_method_types[]") != "card"
+    {
+        return invalid(
+            "the stand-in models confirmed manual-capture intents only",
+            "capture_method",
+        );
+    }
+    match fault {
+        Some(Fault::WrongAmount) => amount += 1,
+        Some(Fault::WrongCurrency) => {
+            currency = if currency == "eur" {
+                "usd".into()
+            } else {
+                "eur".into()
+            }
+        }
+        _ => {}
+    }
+    let id = s.id("pi");
+    let mut intent = Intent {
+        id: id.clone(),
+        amount,
+        currency,
+        customer,
+        payment_method: pm,
+        status: "requires_capture".into(),
+        amount_received: 0,
+        amount_refunded: 0,
+        idempotency_key: key.map(str::to_owned),
+    };
+    let decline = match fault {
+        Some(Fault::Decline(code, decline_code)) => {
+            Some((code, decline_code, "Your card was declined."))
+        }
+        _ => card.decline,
+    };
+    if let Some((code, decline_code, message)) = decline {
+        intent.status = "requires_payment_method".into();
+        let charge = s.id("ch");
+        let mut body = error("card_error", Some(code), message);
+        body["error"]["decline_code"] = json!(decline_code);
+        body["error"]["charge"] = json!(charge);
+        body["error"]["payment_intent"] = intent_json(&intent);
+        s.intents.insert(id, intent);
+        // A decline is the result of executing the request: saved like a success.
+        return Handled::Executed(402, body);
+    }
+    let body = intent_json(&intent);
+    s.intents.insert(id, intent);
+    Handled::Executed(200, body)
+}
+
+fn pm_json(id: &str, customer: Option<&str>, card: TestCard) -> Value {
+    json!({
+        "id": id,
+        "object": "payment_method",
+        "type": "card",
+        "customer": customer,
+        "card": {"brand": card.brand, "last4": card.last4, "exp_month": 12, "exp_year": 2034,
+                 "funding": "credit", "country": "US"},
+    })
+}
+
+fn chrono_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// The spread latency is what the benchmark says it is: its median and 99th percentile.
+#[test]
+fn the_spread_latency_has_the_asked_median_and_tail() {
+    let (median, p99) = (Duration::from_millis(300), Duration::from_secs(1));
+    let mut samples: Vec<Duration> = (0..20_000).map(|_| spread(median, p99)).collect();
+    samples.sort();
+    let at = |q: f64| samples[(q * samples.len() as f64) as usize].as_secs_f64();
+    assert!((at(0.5) - 0.3).abs() < 0.03, "median {}", at(0.5));
+    assert!((at(0.99) - 1.0).abs() < 0.15, "p99 {}", at(0.99));
+}
