@@ -544,6 +544,12 @@ async fn no_connection_is_held_while_the_provider_answers() {
         assert_eq!(status, 201, "{job}");
     }
     assert_eq!(live.stripe.holds().len(), BOOKINGS);
+    let waits = live.stripe.pauses();
+    assert_eq!(
+        waits.iter().filter(|w| **w >= Duration::from_secs(1)).count(),
+        BOOKINGS,
+        "each booking waited on the provider: {waits:?}"
+    );
     live.app.stop().await;
 }
 

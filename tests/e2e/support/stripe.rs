@@ -190,6 +190,8 @@ struct State {
     saved: HashMap<String, Saved>,
     faults: Vec<(String, Fault, usize)>,
     latency: Option<Latency>,
+    /// The pause of every request so far (what the provider's latency really was).
+    paused: Vec<Duration>,
 }
 
 impl State {
@@ -356,6 +358,11 @@ impl StripeStandIn {
         all
     }
 
+    /// How long each request so far was made to wait (the latency the provider showed).
+    pub fn pauses(&self) -> Vec<Duration> {
+        self.state.lock().unwrap().paused.clone()
+    }
+
     /// The authorisations the provider holds now (PaymentIntents waiting for capture).
     pub fn holds(&self) -> Vec<Intent> {
         self.intents()
@@ -424,6 +431,7 @@ async fn handle(
         Some(Latency::Fixed(d)) => d,
         Some(Latency::Spread { median, p99 }) => spread(median, p99),
     };
+    state.lock().unwrap().paused.push(pause);
     tokio::time::sleep(pause).await;
     match fault {
         Some(Fault::Status(status)) => {

@@ -1,13 +1,18 @@
 //! The outbound HTTP a payment adapter gets: only https, only to the hosts
 //! the adapter declared, never to a private, loopback or link-local
-//! address. The address check runs on the resolved addresses, and the
-//! connection goes to exactly those addresses (no second lookup a DNS
-//! answer could change in between).
+//! address. The address check runs on the resolved addresses of every new
+//! connection, and the connection goes to exactly those addresses (no
+//! second lookup a DNS answer could change in between).
+//!
+//! Connections are kept and reused (one pool per adapter, across calls): a
+//! provider answers hundreds of holds a second, and a TLS handshake for
+//! each would cost more than the rest of the booking.
 //!
 //! Every request fits in what is left of its call's deadline: the DNS
 //! lookup, the connection and the exchange together, so an adapter making
 //! several requests cannot outlast the deadline the host set for the call.
 
+use std::cell::{Cell, RefCell};
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
@@ -99,7 +104,11 @@ impl HostPattern {
     }
 }
 
-/// The rules one adapter's requests are held to.
+/// Idle connections kept per provider host: enough for every call that may
+/// run at once to find one.
+const IDLE_CONNECTIONS: usize = 512;
+
+/// The rules one adapter's requests are held to, and its connection pool.
 #[derive(Clone)]
 pub(crate) struct HttpPolicy {
     allowed: Vec<HostPattern>,
@@ -107,8 +116,8 @@ pub(crate) struct HttpPolicy {
     max_response_bytes: usize,
     /// Test-only: also reach loopback and private addresses.
     allow_private: bool,
-    /// The public roots, plus any extra ones the operator configured.
-    tls: Arc<rustls::ClientConfig>,
+    /// Kept connections; new ones are resolved by [`CheckedResolver`].
+    agent: ureq::Agent,
 }
 
 impl std::fmt::Debug for HttpPolicy {
@@ -139,6 +148,15 @@ impl HttpPolicy {
         max_response_bytes: usize,
         overrides: &NetworkOverrides,
     ) -> Result<Self, String> {
+        let agent = ureq::AgentBuilder::new()
+            .redirects(0)
+            .max_idle_connections(IDLE_CONNECTIONS)
+            .max_idle_connections_per_host(IDLE_CONNECTIONS)
+            .tls_config(tls_config(overrides.extra_roots_pem.as_deref())?)
+            .resolver(CheckedResolver {
+                allow_private: overrides.allow_private,
+            })
+            .build();
         Ok(HttpPolicy {
             allowed: allowed_hosts
                 .iter()
@@ -147,17 +165,13 @@ impl HttpPolicy {
             timeout,
             max_response_bytes,
             allow_private: overrides.allow_private,
-            tls: tls_config(overrides.extra_roots_pem.as_deref())?,
+            agent,
         })
     }
 
-    /// Checks a URL against the allow-list and resolves it (giving up at
-    /// `deadline`); the addresses returned are all public.
-    pub(crate) fn admit(
-        &self,
-        url: &str,
-        deadline: Instant,
-    ) -> Result<(Url, Vec<SocketAddr>), HttpFailure> {
+    /// Checks a URL against the allow-list (its addresses are checked when a
+    /// connection is made to them).
+    pub(crate) fn admit(&self, url: &str) -> Result<Url, HttpFailure> {
         let forbidden = |why: String| Err(HttpFailure::Forbidden(why));
         let Ok(parsed) = Url::parse(url) else {
             return forbidden(format!("{url:?} is not an absolute URL"));
@@ -168,43 +182,26 @@ impl HttpPolicy {
         if !parsed.username().is_empty() || parsed.password().is_some() {
             return forbidden("credentials in the URL are not allowed".into());
         }
-        let port = parsed.port_or_known_default().unwrap_or(443);
-        let (name, literal) = match parsed.host() {
-            Some(Host::Domain(d)) => (d.trim_end_matches('.').to_ascii_lowercase(), None),
-            Some(Host::Ipv4(ip)) => (ip.to_string(), Some(IpAddr::V4(ip))),
-            Some(Host::Ipv6(ip)) => (format!("[{ip}]"), Some(IpAddr::V6(ip))),
+        let name = match parsed.host() {
+            Some(Host::Domain(d)) => d.trim_end_matches('.').to_ascii_lowercase(),
+            Some(Host::Ipv4(ip)) => ip.to_string(),
+            Some(Host::Ipv6(ip)) => format!("[{ip}]"),
             None => return forbidden("the URL has no host".into()),
         };
         if !self.allowed.iter().any(|p| p.matches(&name)) {
             return forbidden(format!("{name} is not in the adapter's allowed hosts"));
         }
-        let addrs: Vec<SocketAddr> = match literal {
-            Some(ip) => vec![SocketAddr::new(ip, port)],
-            None => resolve(&name, port, deadline)?,
-        };
-        if addrs.is_empty() {
-            return Err(HttpFailure::Connection(format!("{name} has no addresses")));
-        }
-        if let Some(bad) = addrs
-            .iter()
-            .find(|a| !self.allow_private && !is_public(a.ip()))
-        {
-            return forbidden(format!(
-                "{name} resolves to {}, which is not a public address",
-                bad.ip()
-            ));
-        }
-        Ok((parsed, addrs))
+        Ok(parsed)
     }
 
-    /// Sends a request that passed `admit`, within its own timeout and
-    /// what is left until `deadline`. Blocking.
+    /// Sends a request within its own timeout and what is left until
+    /// `deadline`, on a kept connection when there is one. Blocking.
     pub(crate) fn send(
         &self,
         request: HttpRequest,
         deadline: Instant,
     ) -> Result<HttpResponse, HttpFailure> {
-        let (url, addrs) = self.admit(&request.url, deadline)?;
+        let url = self.admit(&request.url)?;
         for (name, _) in &request.headers {
             // Host decides which site a shared address serves; letting the
             // adapter set it would step around the allow-list.
@@ -218,18 +215,21 @@ impl HttpPolicy {
         if left.is_zero() {
             return Err(HttpFailure::Timeout);
         }
-        let agent = ureq::AgentBuilder::new()
-            .timeout(self.timeout.min(left))
-            .tls_config(Arc::clone(&self.tls))
-            .redirects(0)
-            // Connect to the addresses that were checked, never re-resolve.
-            .resolver(move |_: &str| Ok(addrs.clone()))
-            .build();
-        let mut req = agent.request_url(request.method.as_str(), &url);
+        let mut req = self
+            .agent
+            .request_url(request.method.as_str(), &url)
+            .timeout(self.timeout.min(left));
         for (name, value) in &request.headers {
             req = req.set(name, value);
         }
-        let response = match req.send_bytes(&request.body) {
+        // What the resolver needs of this call, should a new connection be made.
+        LOOKUP_DEADLINE.with(|d| d.set(Some(deadline)));
+        let sent = req.send_bytes(&request.body);
+        LOOKUP_DEADLINE.with(|d| d.set(None));
+        if let Some(refusal) = REFUSED.with(|r| r.borrow_mut().take()) {
+            return Err(refusal);
+        }
+        let response = match sent {
             Ok(r) | Err(ureq::Error::Status(_, r)) => r,
             Err(ureq::Error::Transport(t)) => {
                 let text = t.to_string();
@@ -261,6 +261,62 @@ impl HttpPolicy {
             headers,
             body,
         })
+    }
+}
+
+thread_local! {
+    /// The deadline of the call whose request this thread is sending.
+    static LOOKUP_DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// Why the resolver refused the address of this thread's request.
+    static REFUSED: RefCell<Option<HttpFailure>> = const { RefCell::new(None) };
+}
+
+/// Resolves the host of each new connection (within the call's deadline)
+/// and refuses any that is not a public address, unless the test-only
+/// switch allows private ones. The connection then goes to exactly these
+/// addresses.
+struct CheckedResolver {
+    allow_private: bool,
+}
+
+impl ureq::Resolver for CheckedResolver {
+    fn resolve(&self, netloc: &str) -> std::io::Result<Vec<SocketAddr>> {
+        let refuse = |failure: HttpFailure| {
+            let text = format!("{failure:?}");
+            REFUSED.with(|r| *r.borrow_mut() = Some(failure));
+            std::io::Error::other(text)
+        };
+        let (host, port) = netloc
+            .rsplit_once(':')
+            .and_then(|(h, p)| {
+                Some((
+                    h.trim_start_matches('[').trim_end_matches(']'),
+                    p.parse().ok()?,
+                ))
+            })
+            .ok_or_else(|| refuse(HttpFailure::Connection(format!("cannot read {netloc:?}"))))?;
+        let deadline = LOOKUP_DEADLINE
+            .with(Cell::get)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(10));
+        let addrs = match host.parse::<IpAddr>() {
+            Ok(ip) => vec![SocketAddr::new(ip, port)],
+            Err(_) => resolve(host, port, deadline).map_err(refuse)?,
+        };
+        if addrs.is_empty() {
+            return Err(refuse(HttpFailure::Connection(format!(
+                "{host} has no addresses"
+            ))));
+        }
+        if let Some(bad) = addrs
+            .iter()
+            .find(|a| !self.allow_private && !is_public(a.ip()))
+        {
+            return Err(refuse(HttpFailure::Forbidden(format!(
+                "{host} resolves to {}, which is not a public address",
+                bad.ip()
+            ))));
+        }
+        Ok(addrs)
     }
 }
 
@@ -333,13 +389,21 @@ mod tests {
         Instant::now() + Duration::from_secs(5)
     }
 
+    fn get(url: &str) -> HttpRequest {
+        HttpRequest {
+            method: Method::Get,
+            url: url.into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    /// Why sending a GET to `url` was refused (it must be).
     fn forbidden(p: &HttpPolicy, url: &str) -> String {
-        match p.admit(url, soon()) {
+        match p.send(get(url), soon()) {
             Err(HttpFailure::Forbidden(why)) => why,
-            other => panic!(
-                "{url}: expected forbidden, got {:?}",
-                other.map(|(u, a)| (u.to_string(), a))
-            ),
+            Err(other) => panic!("{url}: expected forbidden, got {other:?}"),
+            Ok(r) => panic!("{url}: expected forbidden, got {}", r.status),
         }
     }
 
@@ -402,17 +466,15 @@ mod tests {
             extra_roots_pem: None,
         };
         let p = HttpPolicy::new(&hosts, Duration::from_secs(1), 1024, &open).unwrap();
-        assert!(p.admit("https://localhost:8443/", soon()).is_ok());
-        // Nothing is sent once the call's deadline has passed.
-        let late = p.send(
-            HttpRequest {
-                method: Method::Get,
-                url: "https://localhost:1/".into(),
-                headers: Vec::new(),
-                body: Vec::new(),
-            },
-            Instant::now(),
+        // Allowed through to the connection (refused there: nothing listens on port 1).
+        let closed = p.send(get("https://localhost:1/"), soon());
+        assert!(
+            matches!(closed, Err(HttpFailure::Connection(_))),
+            "{:?}",
+            closed.err()
         );
+        // Nothing is sent once the call's deadline has passed.
+        let late = p.send(get("https://localhost:1/"), Instant::now());
         assert!(
             matches!(late, Err(HttpFailure::Timeout)),
             "{:?}",

@@ -12,6 +12,7 @@
 
 use std::time::Duration;
 
+use thiserror::Error;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
@@ -29,6 +30,21 @@ use crate::store::writes::Writes;
 const CLAIM_BATCH: i64 = 5;
 /// Recoveries after which an attempt whose writes keep failing is abandoned.
 const MAX_RECOVERIES: i32 = 10;
+
+/// Why an attempt was not finished this time (it is tried again once its lease runs out).
+#[derive(Debug, Error)]
+enum NotFinished {
+    #[error("every place for a provider call is taken")]
+    ProviderBusy,
+    #[error("the provider did not say whether it holds money for the attempt: {0}")]
+    HoldUnknown(String),
+    #[error("the provider did not release the attempt's hold: {0}")]
+    NotReleased(String),
+    #[error(transparent)]
+    Booking(#[from] BookingError),
+    #[error(transparent)]
+    Store(#[from] sqlx::Error),
+}
 
 /// A running recovery worker; [`RecoveryWorker::stop`] lets its current attempt finish.
 pub struct RecoveryWorker {
@@ -78,7 +94,7 @@ pub async fn recover_due(context: &BookingContext) -> Result<usize, sqlx::Error>
     Ok(due.len())
 }
 
-async fn recover(context: &BookingContext, attempt: &AttemptRow) -> Result<(), BookingError> {
+async fn recover(context: &BookingContext, attempt: &AttemptRow) -> Result<(), NotFinished> {
     let environment = Environment::parse(&attempt.environment).unwrap_or(Environment::Live);
     let merchant = Merchant {
         merchant_id: attempt.merchant_id,
@@ -92,7 +108,7 @@ async fn recover(context: &BookingContext, attempt: &AttemptRow) -> Result<(), B
     let slot = context
         .payments
         .call_slot(environment)
-        .map_err(|_| crate::payments::HoldError::ProviderBusy)?;
+        .map_err(|_| NotFinished::ProviderBusy)?;
     let job = serde_json::from_value(attempt.job.clone());
     let prepared = match job {
         Ok(job) => Prepared {
@@ -116,10 +132,10 @@ async fn recover(context: &BookingContext, attempt: &AttemptRow) -> Result<(), B
             let slot = context
                 .payments
                 .call_slot(environment)
-                .map_err(|_| crate::payments::HoldError::ProviderBusy)?;
+                .map_err(|_| NotFinished::ProviderBusy)?;
             abandon(context, &merchant, attempt, &prepared.card, slot).await
         }
-        Err(error) => Err(error),
+        Err(error) => Err(error.into()),
     }
 }
 
@@ -131,7 +147,7 @@ async fn abandon(
     attempt: &AttemptRow,
     card: &crate::store::payments::CardRow,
     slot: crate::payments::CallSlot,
-) -> Result<(), BookingError> {
+) -> Result<(), NotFinished> {
     let amount = attempt.job["price_amount_minor"]
         .as_i64()
         .unwrap_or_default();
@@ -153,7 +169,7 @@ async fn abandon(
             let slot = context
                 .payments
                 .call_slot(merchant.environment)
-                .map_err(|_| crate::payments::HoldError::ProviderBusy)?;
+                .map_err(|_| NotFinished::ProviderBusy)?;
             let released = context
                 .payments
                 .release(
@@ -163,15 +179,15 @@ async fn abandon(
                     &format!("{}_release", attempt.hold_key),
                 )
                 .await;
-            if !matches!(released, ProviderAnswer::Approved(_)) {
-                return Err(crate::payments::HoldError::ProviderBusy.into());
+            match released {
+                ProviderAnswer::Approved(_) => {}
+                ProviderAnswer::Declined(d) => return Err(NotFinished::NotReleased(d.code)),
+                ProviderAnswer::Unreachable(m) => return Err(NotFinished::NotReleased(m)),
             }
         }
         ProviderAnswer::Declined(_) => {}
         // Whether money is held is not known: ask again next time.
-        ProviderAnswer::Unreachable(_) => {
-            return Err(crate::payments::HoldError::ProviderBusy.into());
-        }
+        ProviderAnswer::Unreachable(message) => return Err(NotFinished::HoldUnknown(message)),
     }
     let mut tx = context.pool.begin().await?;
     if attempts::lock_attempt(&mut tx, attempt.id).await?.is_none() {
