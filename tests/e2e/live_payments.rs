@@ -230,6 +230,17 @@ async fn a_live_merchant_attaches_books_and_is_captured_voided_and_refunded() {
         (&card["brand"], &card["last_four"], &card["expiry_year"]),
         (&json!("visa"), &json!("4242"), &json!(2034))
     );
+    // Every card form of the merchant saves to its one customer, found again by search once
+    // the provider shows it there.
+    let (_, first) = live
+        .call(Method::POST, "/v1/payment-methods/setup", None)
+        .await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (_, later) = live
+        .call(Method::POST, "/v1/payment-methods/setup", None)
+        .await;
+    assert_eq!(first["customer_id"], later["customer_id"]);
+    assert_ne!(first["client_secret"], later["client_secret"]);
 
     // Booked: the money is held at the provider, exactly what was quoted.
     let body = live.quoted().await;
@@ -546,7 +557,10 @@ async fn no_connection_is_held_while_the_provider_answers() {
     assert_eq!(live.stripe.holds().len(), BOOKINGS);
     let waits = live.stripe.pauses();
     assert_eq!(
-        waits.iter().filter(|w| **w >= Duration::from_secs(1)).count(),
+        waits
+            .iter()
+            .filter(|w| **w >= Duration::from_secs(1))
+            .count(),
         BOOKINGS,
         "each booking waited on the provider: {waits:?}"
     );

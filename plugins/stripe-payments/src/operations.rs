@@ -104,20 +104,31 @@ impl<'a, T: Transport> Adapter<'a, T> {
         }
     }
 
-    /// A customer for the merchant (the same one for retries within
-    /// Stripe's 24 h key window) and a SetupIntent for the card form, which
+    /// The merchant's customer and a SetupIntent for the card form, which
     /// saves the card to that customer for payments made without the
     /// customer present.
+    ///
+    /// Every card form of a merchant must save to the same customer (its
+    /// cards are held later with the customer the host kept). The customer
+    /// carries the merchant in its metadata: an earlier one is found by
+    /// search, and one made in the last minutes (which search may not show
+    /// yet) by creating it again with the same idempotency key, which
+    /// answers the first one for 24 hours.
     pub fn setup_card_form(&self, merchant: &str) -> Result<CardForm, String> {
-        let customer = self
-            .client
-            .post(
-                "/v1/customers",
-                &[("metadata[courier_merchant]", merchant)],
-                &format!("courier-customer-{merchant}"),
-            )
-            .map_err(|f| f.describe())?;
-        let customer_id = text(&customer, "id").ok_or("the customer has no id")?;
+        let customer_id = match self.earlier_customer(merchant)? {
+            Some(id) => id,
+            None => {
+                let customer = self
+                    .client
+                    .post(
+                        "/v1/customers",
+                        &[("metadata[courier_merchant]", merchant)],
+                        &format!("courier-customer-{merchant}"),
+                    )
+                    .map_err(|f| f.describe())?;
+                text(&customer, "id").ok_or("the customer has no id")?
+            }
+        };
         // No key: every call is a new form, and a form nobody completes costs nothing.
         let intent = self
             .client
@@ -136,6 +147,33 @@ impl<'a, T: Transport> Adapter<'a, T> {
             client_secret,
             customer_id,
         })
+    }
+
+    /// The oldest customer made for `merchant`, if search shows one.
+    fn earlier_customer(&self, merchant: &str) -> Result<Option<String>, String> {
+        let plain = merchant
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if merchant.is_empty() || !plain {
+            return Ok(None);
+        }
+        let query = format!("metadata['courier_merchant']:'{merchant}'");
+        let path = format!(
+            "/v1/customers/search?{}",
+            crate::form::encode(&[("query", query.as_str())])
+        );
+        let found = self.client.get(&path).map_err(|f| f.describe())?;
+        let oldest = found
+            .get("data")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|c| {
+                c.get("metadata").and_then(|m| m.get("courier_merchant"))
+                    == Some(&Value::from(merchant))
+            })
+            .min_by_key(|c| c.get("created").and_then(Value::as_i64).unwrap_or(i64::MAX));
+        Ok(oldest.and_then(|c| text(c, "id")))
     }
 
     /// Reads the card behind a PaymentMethod, attaching it to the customer

@@ -10,8 +10,6 @@ use std::time::{Duration, Instant};
 use hmac::{Hmac, Mac};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use sha2::Sha256;
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
@@ -118,28 +116,8 @@ impl Receiver {
         let port = listener.local_addr().unwrap().port();
         let state = Arc::new(State::default());
         let serving = Arc::clone(&state);
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                // Small answers go out at once, not after a delayed acknowledgement.
-                let _ = stream.set_nodelay(true);
-                let acceptor = acceptor.clone();
-                let state = Arc::clone(&serving);
-                tokio::spawn(async move {
-                    let service = service_fn(move |request| handle(Arc::clone(&state), request));
-                    let http = hyper::server::conn::http1::Builder::new();
-                    if !with_tls {
-                        let _ = http.serve_connection(TokioIo::new(stream), service).await;
-                        return;
-                    }
-                    let Ok(tls) = acceptor.accept(stream).await else {
-                        return;
-                    };
-                    let _ = http.serve_connection(TokioIo::new(tls), service).await;
-                });
-            }
+        let task = super::tls::serve(listener, with_tls.then_some(acceptor), move |request| {
+            handle(Arc::clone(&serving), request)
         });
         Self {
             port,

@@ -18,8 +18,6 @@ use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use rand::Rng;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -182,7 +180,9 @@ struct Saved {
 #[derive(Default)]
 struct State {
     next_id: u64,
-    customers: HashMap<String, i64>,
+    /// Customers by id: when made (Unix seconds, and as an instant for search) and their
+    /// `metadata[courier_merchant]`.
+    customers: HashMap<String, (i64, std::time::Instant, String)>,
     setup_intents: HashMap<String, (String, Option<String>)>,
     payment_methods: HashMap<String, PaymentMethod>,
     intents: HashMap<String, Intent>,
@@ -244,33 +244,15 @@ impl StripeStandIn {
         let port = listener.local_addr().unwrap().port();
         let state = Arc::new(Mutex::new(State::default()));
         let serving = Arc::clone(&state);
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                let _ = stream.set_nodelay(true);
-                let acceptor = acceptor.clone();
-                let state = Arc::clone(&serving);
-                tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(stream).await else {
-                        return;
-                    };
-                    // Each request is handled in a task of its own, as a real provider finishes
-                    // what it received whether or not the client is still there.
-                    let service = service_fn(move |request| {
-                        let state = Arc::clone(&state);
-                        async move {
-                            match tokio::spawn(handle(state, request)).await {
-                                Ok(answer) => answer,
-                                Err(e) => Err(std::io::Error::other(e)),
-                            }
-                        }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(tls), service)
-                        .await;
-                });
+        // Each request is handled in a task of its own, as a real provider finishes what it
+        // received whether or not the client is still there.
+        let task = super::tls::serve(listener, Some(acceptor), move |request| {
+            let state = Arc::clone(&serving);
+            async move {
+                match tokio::spawn(handle(state, request)).await {
+                    Ok(answer) => answer,
+                    Err(e) => Err(std::io::Error::other(e)),
+                }
             }
         });
         Self {
@@ -455,8 +437,11 @@ async fn handle(
         );
         return Ok(respond(401, &body, false));
     }
-    let params: BTreeMap<String, String> =
-        url::form_urlencoded::parse(&body).into_owned().collect();
+    let form: &[u8] = match method.as_str() {
+        "GET" => parts.uri.query().unwrap_or_default().as_bytes(),
+        _ => &body,
+    };
+    let params: BTreeMap<String, String> = url::form_urlencoded::parse(form).into_owned().collect();
     let key = header("idempotency-key").filter(|_| method == "POST");
     let fingerprint = format!("{method} {path} {params:?}");
     if let Some(key) = &key {
@@ -628,11 +613,44 @@ fn route(
         ("POST", ["v1", "customers"]) => {
             let id = s.id("cus");
             let created = chrono_now();
-            s.customers.insert(id.clone(), created);
+            let merchant = param("metadata[courier_merchant]").to_owned();
+            s.customers.insert(
+                id.clone(),
+                (created, std::time::Instant::now(), merchant.clone()),
+            );
             Handled::Executed(
                 200,
                 json!({"id": id, "object": "customer", "created": created,
-                       "metadata": {"courier_merchant": param("metadata[courier_merchant]")}}),
+                       "metadata": {"courier_merchant": merchant}}),
+            )
+        }
+        // Search supports the one query the adapter makes. As at Stripe, a new customer is
+        // not searchable at once (Stripe: "within a minute"; here after a second).
+        ("GET", ["v1", "customers", "search"]) => {
+            let query = param("query");
+            let Some(merchant) = query
+                .strip_prefix("metadata['courier_merchant']:'")
+                .and_then(|q| q.strip_suffix('\''))
+            else {
+                return invalid(
+                    "the stand-in searches customers by courier_merchant only",
+                    "query",
+                );
+            };
+            let data: Vec<Value> = s
+                .customers
+                .iter()
+                .filter(|(_, (_, made, m))| {
+                    m == merchant && made.elapsed() >= Duration::from_secs(1)
+                })
+                .map(|(id, (created, _, m))| {
+                    json!({"id": id, "object": "customer", "created": created,
+                           "metadata": {"courier_merchant": m}})
+                })
+                .collect();
+            Handled::Executed(
+                200,
+                json!({"object": "search_result", "data": data, "has_more": false}),
             )
         }
         ("POST", ["v1", "setup_intents"]) => {

@@ -1,11 +1,55 @@
 //! A certificate authority of the tests' own and a `localhost` certificate it issued, for the
 //! local HTTPS servers that stand in for outside services.
 
+use std::future::Future;
 use std::sync::Arc;
 
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
+
+/// Accepts connections on `listener` until the task is aborted, and serves each over HTTP/1
+/// with `handler`, over TLS with `acceptor` when given.
+pub fn serve<H, Fut, E>(
+    listener: TcpListener,
+    acceptor: Option<TlsAcceptor>,
+    handler: H,
+) -> tokio::task::JoinHandle<()>
+where
+    H: Fn(hyper::Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<hyper::Response<Full<Bytes>>, E>> + Send + 'static,
+    E: Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
+{
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            // Small answers go out at once, not after a delayed acknowledgement.
+            let _ = stream.set_nodelay(true);
+            let (acceptor, handler) = (acceptor.clone(), handler.clone());
+            tokio::spawn(async move {
+                let http = hyper::server::conn::http1::Builder::new();
+                let service = service_fn(handler);
+                match acceptor {
+                    None => {
+                        let _ = http.serve_connection(TokioIo::new(stream), service).await;
+                    }
+                    Some(acceptor) => {
+                        if let Ok(tls) = acceptor.accept(stream).await {
+                            let _ = http.serve_connection(TokioIo::new(tls), service).await;
+                        }
+                    }
+                }
+            });
+        }
+    })
+}
 
 /// A certificate authority and a `localhost` certificate it issued.
 pub fn tls() -> (TlsAcceptor, String) {

@@ -283,6 +283,7 @@ fn attaching_reads_the_card_and_attaches_it_when_unattached() {
 fn a_card_form_is_a_customer_and_a_setup_intent() {
     let s = settings();
     let script = Script::new(&[
+        Ok((200, r#"{"object":"search_result","data":[]}"#)),
         Ok((200, r#"{"id":"cus_1","created":1700000000}"#)),
         Ok((
             200,
@@ -293,11 +294,29 @@ fn a_card_form_is_a_customer_and_a_setup_intent() {
     assert_eq!(form.customer_id, "cus_1");
     assert_eq!(form.client_secret, "seti_1_secret_x");
     assert_eq!(
-        script.header(0, "idempotency-key").as_deref(),
+        script.sent.borrow()[0].url,
+        "https://api.stripe.com/v1/customers/search?query=metadata%5B%27courier_merchant%27%5D%3A%27m-1%27"
+    );
+    assert_eq!(
+        script.header(1, "idempotency-key").as_deref(),
         Some("courier-customer-m-1")
     );
     assert_eq!(
-        script.body(1),
+        script.body(2),
         "customer=cus_1&usage=off_session&payment_method_types%5B%5D=card"
     );
+
+    // Later forms (past the key's 24 hours) find the merchant's first customer.
+    let script = Script::new(&[
+        Ok((
+            200,
+            r#"{"object":"search_result","data":[
+                {"id":"cus_9","created":1800000000,"metadata":{"courier_merchant":"m-1"}},
+                {"id":"cus_1","created":1700000000,"metadata":{"courier_merchant":"m-1"}}]}"#,
+        )),
+        Ok((200, r#"{"id":"seti_2","client_secret":"seti_2_secret_y"}"#)),
+    ]);
+    let form = Adapter::new(&s, &script).setup_card_form("m-1").unwrap();
+    assert_eq!(form.customer_id, "cus_1");
+    assert_eq!(script.sent.borrow().len(), 2, "no new customer");
 }
