@@ -886,3 +886,72 @@ async fn a_crash_between_the_phases_leaves_no_orphaned_or_double_hold() {
     pool.close().await;
     let _ = std::fs::remove_dir_all(&data_dir);
 }
+
+/// The stand-in keeps Stripe's documented idempotency rules and error bodies, which the
+/// tests of lost answers and retries above rely on.
+#[tokio::test]
+async fn the_stand_in_keeps_stripes_idempotency_rules() {
+    use crate::support::stripe::SECRET_KEY;
+    let stripe = StripeStandIn::start().await;
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(&stripe.ca_path).unwrap()).unwrap();
+    let client = reqwest::Client::builder()
+        .add_root_certificate(ca)
+        .build()
+        .unwrap();
+    let create = |key: &str, merchant: &str| {
+        client
+            .post(format!("{}/v1/customers", stripe.api_base()))
+            .bearer_auth(SECRET_KEY)
+            .header("Idempotency-Key", key)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("metadata%5Bcourier_merchant%5D={merchant}"))
+            .send()
+    };
+    let first = create("k-1", "a").await.unwrap();
+    assert_eq!(first.status(), 200);
+    let first: Value = first.json().await.unwrap();
+    // Same key, same parameters: the saved answer, marked as a replay.
+    let again = create("k-1", "a").await.unwrap();
+    assert_eq!(
+        again
+            .headers()
+            .get("idempotent-replayed")
+            .map(|v| v.to_str().unwrap()),
+        Some("true")
+    );
+    assert_eq!(again.json::<Value>().await.unwrap(), first);
+    // Same key, other parameters: Stripe's idempotency_error.
+    let (status, refused) = status_and_json(create("k-1", "b").await.unwrap()).await;
+    assert_eq!(
+        (status, refused["error"]["type"].as_str()),
+        (400, Some("idempotency_error")),
+        "{refused}"
+    );
+    // No key of the account: 401; an unknown object: 404 resource_missing.
+    let anonymous = client
+        .get(format!(
+            "{}/v1/payment_methods/pm_card_visa",
+            stripe.api_base()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+    let (status, missing) = status_and_json(
+        client
+            .get(format!(
+                "{}/v1/payment_methods/pm_nothing",
+                stripe.api_base()
+            ))
+            .bearer_auth(SECRET_KEY)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, missing["error"]["code"].as_str()),
+        (404, Some("resource_missing")),
+        "{missing}"
+    );
+}
