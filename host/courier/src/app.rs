@@ -169,13 +169,17 @@ pub async fn run(
         .await?;
     let scheduler =
         crate::jobs::spawn_scheduler(services.db.pool.clone(), config.scheduler_interval);
-    let charge_retries = services.payments.spawn_retry_worker();
+    // The workers that claim due work in batches, stopped together after the server.
+    let workers = crate::workers::Workers::new();
+    services.payments.run_retries(&workers);
     let tracking = Arc::new(crate::tracking::Tracking::new(
         services.db.pool.clone(),
         Arc::clone(&services.markets),
         config.tracking,
     ));
-    let text_sender = services.texts.spawn_sender(config.scheduler_interval);
+    services
+        .texts
+        .run_sender(&workers, config.scheduler_interval);
     let header_read_timeout = config.header_read_timeout;
     let sandbox = Arc::new(crate::sandbox::Simulator::new(
         services.db.pool.clone(),
@@ -207,8 +211,11 @@ pub async fn run(
         public_url: Arc::from(config.public_url.as_str()),
         bell: services.webhooks.bell(),
     };
-    let booking_recovery =
-        crate::jobs::booking::recovery::spawn(booking.clone(), std::time::Duration::from_secs(1));
+    crate::jobs::booking::recovery::run(
+        booking.clone(),
+        &workers,
+        std::time::Duration::from_secs(1),
+    );
     let state = AppState {
         booking,
         pool: services.db.pool.clone(),
@@ -237,9 +244,7 @@ pub async fn run(
     if let Some(simulator) = simulator {
         simulator.abort();
     }
-    charge_retries.stop().await;
-    booking_recovery.stop().await;
-    text_sender.stop().await;
+    workers.stop().await;
     credential_changes.abort();
     key_usage.stop().await;
     services.db.close().await;

@@ -12,6 +12,7 @@
 //! - `rate_limit`: per-key request budgets, in memory.
 //! - `store`: SQL queries.
 //! - `tracking`: the public tracking page of a job.
+//! - `workers`: the one lifecycle of the workers that claim due work in batches.
 
 pub mod api;
 pub mod app;
@@ -41,3 +42,4 @@ pub mod telemetry;
 pub mod texts;
 pub mod tracking;
 pub mod webhooks;
+pub mod workers;

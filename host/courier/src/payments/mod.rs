@@ -34,7 +34,6 @@ use uuid::Uuid;
 pub use card_number::{contains_card_number, json_contains_card_number};
 pub use config::PaymentsConfig;
 pub use gateway::{Gateway, GatewayError, Gateways, TestNetwork};
-pub use retry::RetryWorker;
 pub use state::{ChargeStatus, Decision, InvalidMove, Move};
 
 use crate::auth::Merchant;

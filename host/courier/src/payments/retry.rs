@@ -9,55 +9,33 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use super::state::{ChargeStatus, Move};
 use super::{PaymentError, Payments, status_of};
 use crate::store::payments as store;
+use crate::workers::{Pass, Workers};
 
 /// Due retries taken per claim: small, so a shutdown waits for little.
 const CLAIM_BATCH: i64 = 5;
 const WORKER: &str = "retry worker";
 
-/// A running retry worker; [`RetryWorker::stop`] lets its current call finish.
-pub struct RetryWorker {
-    stop: watch::Sender<bool>,
-    handle: JoinHandle<()>,
-}
-
-impl RetryWorker {
-    pub async fn stop(self) {
-        let _ = self.stop.send(true);
-        let _ = self.handle.await;
-    }
-}
-
 impl Payments {
-    /// Starts the worker; it polls for due retries every `base` (at most every second).
-    pub fn spawn_retry_worker(self: &Arc<Self>) -> RetryWorker {
-        let (stop, mut stopped) = watch::channel(false);
+    /// Runs the retry worker among `workers`; it looks for due retries every `base` (at most
+    /// every second).
+    pub fn run_retries(self: &Arc<Self>, workers: &Workers) {
         let payments = Arc::clone(self);
         let poll = self
             .retry
             .base
             .clamp(Duration::from_millis(10), Duration::from_secs(1));
-        let handle = tokio::spawn(async move {
-            while !*stopped.borrow() {
-                match payments.run_due_retries().await {
-                    // More may be due already.
-                    Ok(n) if n as i64 == CLAIM_BATCH => continue,
-                    Ok(_) => {}
-                    Err(error) => tracing::warn!(%error, "charge retries failed; trying again"),
-                }
-                tokio::select! {
-                    _ = stopped.changed() => break,
-                    () = tokio::time::sleep(poll) => {}
-                }
+        workers.run("charge retries", poll, move || {
+            let payments = Arc::clone(&payments);
+            async move {
+                let claimed = payments.run_due_retries().await?;
+                Ok::<_, PaymentError>(Pass::of(claimed, CLAIM_BATCH))
             }
         });
-        RetryWorker { stop, handle }
     }
 
     /// Claims the due retries and makes each call once; returns how many were claimed.

@@ -17,8 +17,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 pub use config::TextsConfig;
@@ -27,6 +25,7 @@ pub use message::{Disposition, MessageTemplate, SkipReason};
 
 use crate::domain::Environment;
 use crate::store::texts::{self as store, DueText, NewText};
+use crate::workers::{Pass, Workers};
 
 const TRACKING_LINK: &str = "tracking_link";
 /// Texts taken per claim: small, so a shutdown waits for little.
@@ -118,24 +117,16 @@ impl CustomerTexts {
         Ok(disposition)
     }
 
-    /// Starts the sender; it looks for due texts every `poll`.
-    pub fn spawn_sender(self: &Arc<Self>, poll: Duration) -> TextSender {
-        let (stop, mut stopped) = watch::channel(false);
+    /// Runs the sender among `workers`; it looks for due texts every `poll`.
+    pub fn run_sender(self: &Arc<Self>, workers: &Workers, poll: Duration) {
         let texts = Arc::clone(self);
-        let handle = tokio::spawn(async move {
-            while !*stopped.borrow() {
-                match texts.send_due().await {
-                    Ok(n) if n as i64 == CLAIM_BATCH => continue,
-                    Ok(_) => {}
-                    Err(error) => tracing::warn!(%error, "sending customer texts failed"),
-                }
-                tokio::select! {
-                    _ = stopped.changed() => break,
-                    () = tokio::time::sleep(poll) => {}
-                }
+        workers.run("sending customer texts", poll, move || {
+            let texts = Arc::clone(&texts);
+            async move {
+                let claimed = texts.send_due().await?;
+                Ok::<_, sqlx::Error>(Pass::of(claimed, CLAIM_BATCH))
             }
         });
-        TextSender { stop, handle }
     }
 
     /// Claims the due texts and makes one attempt at each; returns how many were claimed.
@@ -190,18 +181,5 @@ impl CustomerTexts {
         let factor = 2u32.saturating_pow(attempts.saturating_sub(1).min(16));
         chrono::Duration::from_std(self.config.retry_base.saturating_mul(factor))
             .unwrap_or(chrono::Duration::hours(1))
-    }
-}
-
-/// A running sender; [`TextSender::stop`] lets its current attempt finish.
-pub struct TextSender {
-    stop: watch::Sender<bool>,
-    handle: JoinHandle<()>,
-}
-
-impl TextSender {
-    pub async fn stop(self) {
-        let _ = self.stop.send(true);
-        let _ = self.handle.await;
     }
 }

@@ -13,8 +13,6 @@
 use std::time::Duration;
 
 use thiserror::Error;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use super::{ABANDONED, BookingContext, BookingError, Prepared, complete, hold};
@@ -25,6 +23,7 @@ use crate::store::bookings::{self as attempts, AttemptRow};
 use crate::store::jobs as store;
 use crate::store::payments as payment_store;
 use crate::store::writes::Writes;
+use crate::workers::{Pass, Workers};
 
 /// Attempts taken per claim: small, so a shutdown waits for little.
 const CLAIM_BATCH: i64 = 5;
@@ -46,36 +45,15 @@ enum NotFinished {
     Store(#[from] sqlx::Error),
 }
 
-/// A running recovery worker; [`RecoveryWorker::stop`] lets its current attempt finish.
-pub struct RecoveryWorker {
-    stop: watch::Sender<bool>,
-    handle: JoinHandle<()>,
-}
-
-impl RecoveryWorker {
-    pub async fn stop(self) {
-        let _ = self.stop.send(true);
-        let _ = self.handle.await;
-    }
-}
-
-/// Starts the worker; it looks for interrupted attempts every `poll`.
-pub fn spawn(context: BookingContext, poll: Duration) -> RecoveryWorker {
-    let (stop, mut stopped) = watch::channel(false);
-    let handle = tokio::spawn(async move {
-        while !*stopped.borrow() {
-            match recover_due(&context).await {
-                Ok(n) if n as i64 == CLAIM_BATCH => continue,
-                Ok(_) => {}
-                Err(error) => tracing::warn!(%error, "booking recovery failed; trying again"),
-            }
-            tokio::select! {
-                _ = stopped.changed() => break,
-                () = tokio::time::sleep(poll) => {}
-            }
+/// Runs the recovery worker among `workers`; it looks for interrupted attempts every `poll`.
+pub fn run(context: BookingContext, workers: &Workers, poll: Duration) {
+    workers.run("booking recovery", poll, move || {
+        let context = context.clone();
+        async move {
+            let claimed = recover_due(&context).await?;
+            Ok::<_, sqlx::Error>(Pass::of(claimed, CLAIM_BATCH))
         }
     });
-    RecoveryWorker { stop, handle }
 }
 
 /// Claims the interrupted attempts and finishes each; returns how many were claimed.
