@@ -1,9 +1,11 @@
 //! One private PostgreSQL cluster per test run (or `DATABASE_URL` when set), a fresh
-//! database per test.
+//! database per test, copied from a template migrated once per run (so the service finds its
+//! migrations applied instead of applying them for every test).
 
 use std::sync::OnceLock;
 
 use sqlx::Connection;
+use tokio::sync::OnceCell;
 use uuid::Uuid;
 
 use courier::db::EmbeddedPostgres;
@@ -52,15 +54,38 @@ fn url_for(database: &str) -> String {
     }
 }
 
-/// Creates an empty database for one test and returns its URL.
-pub async fn fresh_database_url() -> String {
-    let name = format!("test_{}", Uuid::new_v4().simple());
-    let admin_url = url_for("postgres");
-    let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
-    sqlx::query(&format!("CREATE DATABASE {name}"))
+/// The migrated database every test's database is copied from, made once per test run.
+static TEMPLATE: OnceCell<String> = OnceCell::const_new();
+
+async fn create_database(name: &str, template: Option<&str>) {
+    let mut admin = sqlx::PgConnection::connect(&url_for("postgres"))
+        .await
+        .unwrap();
+    let from = template.map_or(String::new(), |t| format!(" TEMPLATE {t}"));
+    sqlx::query(&format!("CREATE DATABASE {name}{from}"))
         .execute(&mut admin)
         .await
         .unwrap();
     admin.close().await.unwrap();
+}
+
+async fn template() -> &'static str {
+    TEMPLATE
+        .get_or_init(|| async {
+            let name = format!("courier_template_{}", std::process::id());
+            create_database(&name, None).await;
+            let pool = sqlx::PgPool::connect(&url_for(&name)).await.unwrap();
+            courier::db::MIGRATOR.run(&pool).await.unwrap();
+            // A template is copied only while nobody is connected to it.
+            pool.close().await;
+            name
+        })
+        .await
+}
+
+/// Creates a migrated database for one test and returns its URL.
+pub async fn fresh_database_url() -> String {
+    let name = format!("test_{}", Uuid::new_v4().simple());
+    create_database(&name, Some(template().await)).await;
     url_for(&name)
 }
