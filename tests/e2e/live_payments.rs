@@ -283,12 +283,7 @@ async fn a_live_merchant_attaches_books_and_is_captured_voided_and_refunded() {
         .await;
     assert_eq!(status, 200, "{body}");
     let captured = live.charge_becomes(&job, "captured").await;
-    let intent = live
-        .stripe
-        .intents()
-        .into_iter()
-        .find(|i| i.id == holds[0].id)
-        .unwrap();
+    let intent = live.stripe.intent(&holds[0].id).unwrap();
     assert_eq!(
         (intent.status.as_str(), intent.amount_received),
         ("succeeded", intent.amount)
@@ -323,12 +318,7 @@ async fn a_live_merchant_attaches_books_and_is_captured_voided_and_refunded() {
         .await;
     assert_eq!(status, 200, "{refunded}");
     assert_eq!(refunded["refunded_amount_minor"], json!(intent.amount));
-    let intent = live
-        .stripe
-        .intents()
-        .into_iter()
-        .find(|i| i.id == holds[0].id)
-        .unwrap();
+    let intent = live.stripe.intent(&holds[0].id).unwrap();
     assert_eq!(intent.amount_refunded, intent.amount);
 
     // Cancelled before a courier: the hold is released.

@@ -21,14 +21,12 @@ mod tls;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{Latencies, booking_body, env_or, quote_body};
+use common::{Latencies, SECRET_HEX, booking_body, env_or, quote_body, wait_until_ready};
 use courier::auth::Authenticator;
 use courier::db::{EmbeddedPostgres, create_database_if_missing};
 use courier::secrets::SecretKey;
 use serde_json::{Value, json};
 use stripe::{Latency, StripeStandIn};
-
-const SECRET_HEX: &str = "bebebebebebebebebebebebebebebebebebebebebebebebebebebebebebebebe";
 
 /// CPU time (user + system) a process has used, from /proc.
 fn cpu_time(pid: u32) -> Duration {
@@ -98,17 +96,7 @@ fn main() {
             .pool_max_idle_per_host(clients)
             .build()
             .unwrap();
-        for _ in 0..800 {
-            if http
-                .get(format!("{base}/readyz"))
-                .send()
-                .await
-                .is_ok_and(|r| r.status() == 200)
-            {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+        wait_until_ready(&http, &base).await;
         let pool = sqlx::PgPool::connect(&url).await.unwrap();
         let merchant = courier::merchants::create(
             &pool,

@@ -345,6 +345,11 @@ impl StripeStandIn {
         self.state.lock().unwrap().paused.clone()
     }
 
+    /// The PaymentIntent `id` as it is now.
+    pub fn intent(&self, id: &str) -> Option<Intent> {
+        self.state.lock().unwrap().intents.get(id).cloned()
+    }
+
     /// The authorisations the provider holds now (PaymentIntents waiting for capture).
     pub fn holds(&self) -> Vec<Intent> {
         self.intents()

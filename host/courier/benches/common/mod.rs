@@ -14,13 +14,29 @@ use serde_json::{Value, json};
 
 pub const PICKUP: (f64, f64) = (20.00285, 50.0043);
 pub const DROPOFF: (f64, f64) = (20.01615, 50.0103);
-const SECRET_HEX: &str = "bebebebebebebebebebebebebebebebebebebebebebebebebebebebebebebebe";
+pub const SECRET_HEX: &str = "bebebebebebebebebebebebebebebebebebebebebebebebebebebebebebebebe";
 
 pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// Polls `{base}/readyz` until it answers 200 (at most 20 s).
+pub async fn wait_until_ready(http: &reqwest::Client, base: &str) {
+    for _ in 0..800 {
+        if http
+            .get(format!("{base}/readyz"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == 200)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the service did not become ready");
 }
 
 pub struct Latencies(pub Vec<Duration>);
@@ -112,17 +128,7 @@ impl Bench {
             .pool_max_idle_per_host(clients)
             .build()
             .unwrap();
-        for _ in 0..400 {
-            if http
-                .get(format!("{base}/readyz"))
-                .send()
-                .await
-                .is_ok_and(|r| r.status() == 200)
-            {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+        wait_until_ready(&http, &base).await;
         let hash_key = SecretKey::from_hex(SECRET_HEX).unwrap();
         let merchant = courier::merchants::create(
             &pool,

@@ -608,10 +608,6 @@ impl Payments {
         currency: &str,
         hold_key: &str,
     ) -> ProviderAnswer {
-        let gateway = match self.gateway(environment) {
-            Ok(gateway) => gateway,
-            Err(error) => return ProviderAnswer::Unreachable(error.to_string()),
-        };
         let request = HoldRequest {
             amount_minor,
             currency: currency.to_owned(),
@@ -619,9 +615,8 @@ impl Payments {
             customer_id: card.customer_id.clone(),
             idempotency_key: hold_key.to_owned(),
         };
-        run(gateway, slot, move |g| g.authorise(&request))
+        self.ask(environment, slot, move |g| g.authorise(&request))
             .await
-            .into()
     }
 
     /// Releases a hold the provider made (`authorisation`), keyed by `key`, with no charge
@@ -633,15 +628,24 @@ impl Payments {
         authorisation: &str,
         key: &str,
     ) -> ProviderAnswer {
-        let gateway = match self.gateway(environment) {
-            Ok(gateway) => gateway,
-            Err(error) => return ProviderAnswer::Unreachable(error.to_string()),
-        };
         let request = VoidRequest {
             authorisation: authorisation.to_owned(),
             idempotency_key: key.to_owned(),
         };
-        run(gateway, slot, move |g| g.void(&request)).await.into()
+        self.ask(environment, slot, move |g| g.void(&request)).await
+    }
+
+    /// A money-moving call to the environment's adapter, as an answer (no adapter: unreachable).
+    async fn ask(
+        &self,
+        environment: Environment,
+        slot: CallSlot,
+        call: impl FnOnce(&dyn Gateway) -> Result<Outcome, PluginError> + Send + 'static,
+    ) -> ProviderAnswer {
+        match self.gateway(environment) {
+            Ok(gateway) => run(gateway, slot, call).await.into(),
+            Err(error) => ProviderAnswer::Unreachable(error.to_string()),
+        }
     }
 
     /// Writes a booking's hold on `conn`, the booking's transaction: an approval raises the
@@ -822,25 +826,23 @@ impl Payments {
             tx.commit().await?;
             return Ok(charge);
         }
-        if !claimed && store::call_in_flight(&mut tx, charge.id, requested.as_str()).await? {
-            tx.commit().await?;
-            return Ok(charge);
-        }
         let environment = Environment::parse(&charge.environment).unwrap_or(Environment::Live);
         let gateway = self.gateway(environment)?;
         let slot = self.call_slot(environment)?;
-        let card = store::card_by_id(&mut tx, charge.payment_method_id).await?;
-        let attempts = store::retry_of(&mut tx, charge.id)
-            .await?
-            .map_or(0, |r| r.attempts);
-        store::lease_call(
+        let Some(attempts) = store::lease_call(
             &mut tx,
             charge.id,
             requested.as_str(),
-            attempts,
             self.call_lease,
+            claimed,
         )
-        .await?;
+        .await?
+        else {
+            // The same call is in flight elsewhere; its caller records the answer.
+            tx.commit().await?;
+            return Ok(charge);
+        };
+        let card = store::card_by_id(&mut tx, charge.payment_method_id).await?;
         tx.commit().await?;
         let answer = self.call(gateway, slot, &charge, &card, requested).await;
         let mut tx = self.pool.begin().await?;

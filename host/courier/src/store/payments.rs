@@ -521,18 +521,6 @@ pub async fn record_move(conn: &mut PgConnection, m: &NewMove<'_>) -> Result<(),
 
 // ---- retries ---------------------------------------------------------------------------
 
-pub async fn retry_of(
-    conn: &mut PgConnection,
-    charge_id: Uuid,
-) -> Result<Option<RetryRow>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT charge_id, operation, attempts, due_at FROM charge_retries WHERE charge_id = $1",
-    )
-    .bind(charge_id)
-    .fetch_optional(conn)
-    .await
-}
-
 /// Schedules (or reschedules) the charge's next attempt and releases any lease on it.
 pub async fn schedule_retry(
     conn: &mut PgConnection,
@@ -558,45 +546,32 @@ pub async fn schedule_retry(
     Ok(())
 }
 
-/// Marks a provider call as in flight: the charge's retry row, due now but leased to the
-/// caller for `lease`. Should the caller never record the answer (it died), the retry worker
-/// makes the call again with the same key once the lease runs out.
+/// Marks a provider call as in flight, unless the same call already is: the charge's retry
+/// row, due now but leased to the caller for `lease`, so that should the caller never record
+/// the answer (it died), the retry worker makes the call again with the same key once the
+/// lease runs out. `claimed`: the caller already holds the row's lease (the retry worker).
+/// Answers how many calls were made before, or None when the same operation is in flight
+/// under someone else's live lease (its caller records the answer).
 pub async fn lease_call(
     conn: &mut PgConnection,
     charge_id: Uuid,
     operation: &str,
-    attempts: i32,
     lease: std::time::Duration,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO charge_retries (charge_id, operation, attempts, due_at, leased_until) \
-         VALUES ($1, $2, $3, now(), now() + make_interval(secs => $4)) \
-         ON CONFLICT (charge_id) DO UPDATE SET operation = $2, due_at = now(), \
-         leased_until = now() + make_interval(secs => $4)",
-    )
-    .bind(charge_id)
-    .bind(operation)
-    .bind(attempts)
-    .bind(lease.as_secs_f64())
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
-/// Whether a call for `operation` on the charge is in flight: marked by [`lease_call`] (or
-/// claimed by a retry worker) and its lease not run out.
-pub async fn call_in_flight(
-    conn: &mut PgConnection,
-    charge_id: Uuid,
-    operation: &str,
-) -> Result<bool, sqlx::Error> {
+    claimed: bool,
+) -> Result<Option<i32>, sqlx::Error> {
     sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM charge_retries WHERE charge_id = $1 AND operation = $2 \
-         AND leased_until > now())",
+        "INSERT INTO charge_retries AS r (charge_id, operation, attempts, due_at, leased_until) \
+         VALUES ($1, $2, 0, now(), now() + make_interval(secs => $3)) \
+         ON CONFLICT (charge_id) DO UPDATE SET operation = $2, due_at = now(), \
+         leased_until = now() + make_interval(secs => $3) \
+         WHERE $4 OR r.operation <> $2 OR r.leased_until IS NULL OR r.leased_until <= now() \
+         RETURNING r.attempts",
     )
     .bind(charge_id)
     .bind(operation)
-    .fetch_one(conn)
+    .bind(lease.as_secs_f64())
+    .bind(claimed)
+    .fetch_optional(conn)
     .await
 }
 
