@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use courier::api::ApiError;
 use courier::auth::Merchant;
-use courier::domain::Environment;
 use courier::events::EventBell;
 use courier::merchants::NewMerchant;
 use courier::payments::{
-    ChargeStatus, ChargeView, Gateway, GatewayError, Gateways, HoldError, PaymentError, Payments,
-    RetryPolicy,
+    ChargeView, Gateway, GatewayError, Gateways, HoldError, PaymentError, Payments, RetryPolicy,
 };
+use courier_domain::Environment;
+use courier_domain::charge::ChargeStatus;
 use courier_plugins::{
     AdapterConfig, AttachRefusal, CaptureRequest, Card, CardForm, EngineConfig, HoldRequest,
     Outcome, PaymentAdapter, PluginEngine, PluginError, RefundRequest, VoidRequest,

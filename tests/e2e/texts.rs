@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use courier::domain::Environment;
-use courier::texts::{CustomerTexts, Disposition, SkipReason, TextsConfig, TrackingText};
+use courier::texts::{CustomerTexts, TextsConfig, TrackingText};
+use courier_domain::Environment;
+use courier_domain::text::{Disposition, SkipReason};
 use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;

@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use courier::domain::Environment;
-use courier::events::{EventDetails, EventName, JobFacts, NewEvent};
 use courier::merchants::NewMerchant;
+use courier_domain::Environment;
+use courier_domain::event::{EventDetails, EventName, JobFacts, NewEvent};
 
 use crate::support::process::{free_port, spawn_service, wait_until_ready};
 use crate::support::receiver::{Receiver, Reply};

@@ -30,8 +30,8 @@ use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use courier::config::Config;
-use courier::domain::Environment;
-use courier::events::{EventDetails, EventName, JobFacts, NewEvent};
+use courier_domain::Environment;
+use courier_domain::event::{EventDetails, EventName, JobFacts, NewEvent};
 
 fn event(merchant_id: Uuid) -> (Uuid, NewEvent) {
     let id = Uuid::new_v4();

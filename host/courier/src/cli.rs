@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::app::{self, Services};
 use crate::config::Config;
 use crate::merchants;
-use crate::numeric::Numeric;
+use courier_domain::numeric::Numeric;
 
 #[derive(Debug, Parser)]
 #[command(name = "courier", version, about = "Courier delivery service")]

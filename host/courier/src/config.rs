@@ -1,4 +1,4 @@
-//! Service configuration, read from the environment (documented in the README).
+//! Service configuration, read from the environment (documented in docs/configuration.md).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -6,7 +6,6 @@
 //! - `couriers`: couriers and their credentials for the courier API.
 //! - `db`: the Postgres connection, the embedded cluster, migrations.
 //! - `dispatch`: offers of searching jobs to couriers, deadlines, the due-work worker.
-//! - `domain`: business types and rules, free of I/O.
 //! - `markets`: where the service operates; road networks and places per market.
 //! - `pricing`: price books per market: uploads, activation (hot swap), pricing.
 //! - `rate_limit`: per-key request budgets, in memory.
@@ -24,12 +23,10 @@ pub mod config;
 pub mod couriers;
 pub mod db;
 pub mod dispatch;
-pub mod domain;
 pub mod events;
 pub mod jobs;
 pub mod markets;
 pub mod merchants;
-pub mod numeric;
 pub mod payments;
 pub mod pricing;
 pub mod quotes;

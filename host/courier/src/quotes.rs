@@ -8,10 +8,10 @@ use thiserror::Error;
 use uuid::Uuid;
 
 use crate::auth::Merchant;
-use crate::domain::quote::{QuoteRequest, QuoteRequestError, Stop};
 use crate::markets::{Market, Markets, RoutingError};
 use crate::pricing::{PriceBooks, PricingError, convert};
 use crate::store::quotes::{self as store, QuoteRow};
+use courier_domain::quote::{QuoteRequest, QuoteRequestError, Stop};
 
 #[derive(Debug, Error)]
 pub enum QuoteError {
@@ -42,7 +42,7 @@ pub struct Quote {
     pub total: String,
     pub distance_metres: i32,
     pub estimated_duration_seconds: i32,
-    #[schema(value_type = crate::api::openapi::VehicleName)]
+    #[schema(value_type = courier_domain::VehicleName)]
     pub vehicle: String,
     pub expires_at: DateTime<Utc>,
     pub breakdown: Vec<BreakdownLine>,

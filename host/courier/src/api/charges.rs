@@ -9,8 +9,8 @@ use uuid::Uuid;
 use super::admin::Operator;
 use super::{ApiError, ApiJson, AppState};
 use crate::auth::Merchant;
-use crate::numeric::Numeric;
 use crate::payments::{ChargeView, PaymentError};
+use courier_domain::numeric::Numeric;
 
 /// `GET /v1/charges`: the last 50, one per job, newest first.
 #[utoipa::path(

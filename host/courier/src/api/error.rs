@@ -9,17 +9,17 @@ use thiserror::Error;
 use crate::audit::AuditQueryError;
 use crate::auth::AuthError;
 use crate::couriers::{CourierAuthError, CourierError};
-use crate::domain::booking::BookingRequestError;
-use crate::domain::quote::QuoteRequestError;
 use crate::jobs::booking::BookingError;
 use crate::jobs::fulfilment::FulfilmentError;
-use crate::jobs::proof::ProofError;
 use crate::markets::RoutingError;
 use crate::merchants::{MerchantError, SettingsError};
 use crate::pricing::{PriceBookError, PricingError};
 use crate::quotes::QuoteError;
 use crate::sandbox::SandboxError;
 use crate::webhooks::WebhookError;
+use courier_domain::booking::BookingRequestError;
+use courier_domain::job::proof::ProofError;
+use courier_domain::quote::QuoteRequestError;
 
 /// Problems with the request itself, independent of any resource.
 #[derive(Debug, Error)]

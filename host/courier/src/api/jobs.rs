@@ -16,12 +16,12 @@ use uuid::Uuid;
 use super::lookups::PointBody;
 use super::{ApiError, ApiJson, ApiQuery, AppState, RequestError, sandbox};
 use crate::auth::Merchant;
-use crate::domain::JobStatus;
 use crate::jobs::POSITION_FRESHNESS;
 use crate::jobs::booking;
 use crate::jobs::views::{JobDetail, JobListItem, JobView};
-use crate::numeric::NumericValue;
 use crate::store::jobs::{self as store, ListFilter};
+use courier_domain::JobStatus;
+use courier_domain::numeric::NumericValue;
 
 pub const MAX_PAGE_SIZE: i64 = 200;
 const DEFAULT_PAGE_SIZE: i64 = 50;

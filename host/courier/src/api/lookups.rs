@@ -11,7 +11,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{ApiError, ApiQuery, AppState, RequestError};
-use crate::numeric::NumericValue;
+use courier_domain::numeric::NumericValue;
 
 /// Largest `limit` of a place search.
 pub const MAX_PLACES_LIMIT: usize = 20;
@@ -82,7 +82,7 @@ impl From<Place> for PlaceBody {
         ("fromLongitude" = f64, Query, minimum = -180, maximum = 180),
         ("toLatitude" = f64, Query, minimum = -90, maximum = 90),
         ("toLongitude" = f64, Query, minimum = -180, maximum = 180),
-        ("vehicle" = Option<super::openapi::VehicleName>, Query, description = "Omitted means the smallest vehicle the market offers"),
+        ("vehicle" = Option<courier_domain::VehicleName>, Query, description = "Omitted means the smallest vehicle the market offers"),
     ),
     responses(
         (status = 200, description = "Every bend in order", body = RouteBody),

@@ -189,7 +189,7 @@ mod tests {
     #[derive(serde::Deserialize)]
     struct Order {
         #[allow(dead_code)]
-        quantity: crate::numeric::Numeric<i32>,
+        quantity: courier_domain::numeric::Numeric<i32>,
     }
 
     fn test_router() -> Router {

@@ -80,7 +80,7 @@ pub async fn serve() -> impl IntoResponse {
 #[allow(dead_code)]
 pub struct EventEnvelope {
     #[serde(rename = "type")]
-    kind: crate::events::EventName,
+    kind: courier_domain::event::EventName,
     /// When it happened, not when it was sent; order by this.
     occurred_at: chrono::DateTime<chrono::Utc>,
     /// `test` or `live`.
@@ -164,12 +164,8 @@ macro_rules! named_values {
     };
 }
 
-named_values!(VehicleName: "A vehicle, as the API names it" =
-    courier_geo::Vehicle::ALL.map(courier_geo::Vehicle::as_str));
-named_values!(JobStatusName: "A job's status" =
-    crate::domain::JobStatus::ALL.map(crate::domain::JobStatus::as_str));
-named_values!(DeliveryOutcome: "What happened at the door" = crate::jobs::proof::OUTCOMES);
-named_values!(ProofContentType: "An accepted image type" = crate::jobs::proof::CONTENT_TYPES);
+named_values!(DeliveryOutcome: "What happened at the door" = courier_domain::job::proof::OUTCOMES);
+named_values!(ProofContentType: "An accepted image type" = courier_domain::job::proof::CONTENT_TYPES);
 named_values!(AuditActionName: "What an operator did" =
     crate::audit::AuditAction::ALL.map(crate::audit::AuditAction::as_str));
 named_values!(AuditTargetType: "The kind of thing an operator acted on" =
@@ -482,7 +478,7 @@ fn webhooks() -> Value {
         json!({ "name": name, "in": "header", "required": true, "description": description,
                 "schema": { "type": "string" } })
     };
-    let events = crate::events::EventName::ALL.map(|event| {
+    let events = courier_domain::event::EventName::ALL.map(|event| {
         let operation = json!({
             "post": {
                 "operationId": format!("event.{}", event.as_str()),
@@ -623,10 +619,10 @@ mod tests {
             serde_json::to_value(schema).unwrap()["enum"].clone()
         };
         assert_eq!(
-            values(VehicleName::schema()),
+            values(courier_domain::VehicleName::schema()),
             json!(["bicycle", "electric_bicycle", "motorcycle", "car", "van"])
         );
-        let statuses = values(JobStatusName::schema());
+        let statuses = values(courier_domain::JobStatus::schema());
         assert_eq!(statuses.as_array().unwrap().len(), 8);
         assert!(statuses.as_array().unwrap().contains(&json!("in_transit")));
     }

@@ -12,10 +12,8 @@ use uuid::Uuid;
 
 use super::{ApiError, ApiJson, AppState, RequestError};
 use crate::auth::Merchant;
-use crate::payments::{
-    CardFormView, HoldError, PaymentError, PaymentMethodView, contains_card_number,
-    json_contains_card_number,
-};
+use crate::payments::{CardFormView, HoldError, PaymentError, PaymentMethodView};
+use courier_domain::charge::{contains_card_number, json_contains_card_number};
 
 impl From<PaymentError> for ApiError {
     fn from(error: PaymentError) -> Self {

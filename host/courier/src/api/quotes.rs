@@ -8,11 +8,11 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::openapi::VehicleName;
 use super::{ApiError, ApiJson, AppState};
 use crate::auth::Merchant;
-use crate::domain::quote::QuoteRequest;
 use crate::quotes::{self, Quote, QuoteContext};
+use courier_domain::VehicleName;
+use courier_domain::quote::QuoteRequest;
 
 /// `POST /v1/quotes`'s body as `domain::quote::QuoteRequest::parse` reads it.
 #[derive(ToSchema)]

@@ -11,8 +11,9 @@ use utoipa::ToSchema;
 use super::jobs::job_id;
 use super::{ApiError, ApiJson, AppState, RequestError};
 use crate::auth::Merchant;
-use crate::domain::Environment;
-use crate::sandbox::{RunView, SandboxError, Scenario};
+use crate::sandbox::{RunView, SandboxError};
+use courier_domain::Environment;
+use courier_domain::sandbox::Scenario;
 
 pub const SCENARIO_HEADER: &str = "courier-sandbox-scenario";
 
@@ -65,7 +66,7 @@ pub async fn show(
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioBody {
-    #[schema(value_type = crate::sandbox::Scenario)]
+    #[schema(value_type = courier_domain::sandbox::Scenario)]
     scenario: String,
 }
 

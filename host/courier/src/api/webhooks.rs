@@ -10,9 +10,9 @@ use uuid::Uuid;
 
 use super::{ApiError, ApiJson, AppState};
 use crate::auth::Merchant;
-use crate::events::EventName;
 use crate::store::webhooks::Owner;
 use crate::webhooks::{DeliveryRecord, Endpoint, WebhookError};
+use courier_domain::event::EventName;
 
 fn owner(merchant: &Merchant) -> Owner<'static> {
     Owner {

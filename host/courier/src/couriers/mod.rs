@@ -16,10 +16,10 @@ pub use credential::{CourierAuthError, CourierCredentials, CourierIdentity};
 
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::clock::now;
-use crate::domain::booking::normalise_phone;
 use crate::markets::Markets;
 use crate::store::couriers::{self as store, CourierRow};
 use crate::store::dispatch as offers;
+use courier_domain::booking::normalise_phone;
 
 pub const ACTIVE: &str = "active";
 pub const SUSPENDED: &str = "suspended";
@@ -57,7 +57,7 @@ pub struct NewCourier {
     #[schema(value_type = String, required = true)]
     pub phone: Option<String>,
     /// One the market offers.
-    #[schema(value_type = crate::api::openapi::VehicleName, required = true)]
+    #[schema(value_type = courier_domain::VehicleName, required = true)]
     pub vehicle: Option<String>,
     /// The market's id.
     #[schema(value_type = String, required = true)]
@@ -70,7 +70,7 @@ pub struct CourierView {
     pub id: Uuid,
     pub name: String,
     pub phone: String,
-    #[schema(value_type = crate::api::openapi::VehicleName)]
+    #[schema(value_type = courier_domain::VehicleName)]
     pub vehicle: String,
     pub market: String,
     /// `active` or `suspended`.

@@ -1,5 +1,5 @@
 //! `COURIER_OFFER_TIMEOUT_MS`, `COURIER_DISPATCH_*`, `COURIER_PROOF_MAX_BYTES` (documented in
-//! the README).
+//! docs/configuration.md).
 
 use std::time::Duration;
 

@@ -8,7 +8,6 @@
 //! indexes on open offers (one per job, one per courier) make a second dispatcher's offer
 //! lose, so any number of instances can run side by side and a crash loses nothing.
 
-mod choice;
 mod config;
 
 use std::sync::Arc;
@@ -17,8 +16,8 @@ use courier_geo::{LatLon, Vehicle};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-pub use choice::{Reachable, choose};
 pub use config::DispatchConfig;
+use courier_domain::dispatch::{Reachable, choose};
 
 use crate::clock::now;
 use crate::jobs::POSITION_FRESHNESS;

@@ -44,22 +44,23 @@ use sqlx::{PgConnection, PgPool};
 use thiserror::Error;
 use uuid::Uuid;
 
-use super::reference::{new_reference, new_tracking_token};
 use super::views::JobView;
 use crate::auth::Merchant;
-use crate::domain::booking::{
-    BookingRequest, BookingRequestError, Contact, StopRole, normalise_phone,
-};
-use crate::domain::{Environment, JobStatus};
-use crate::events::{self, EventBell, EventDetails, EventName, JobFacts, NewEvent};
+use crate::events::{self, EventBell};
 use crate::markets::Markets;
 use crate::payments::{CallSlot, HoldError, Payments, ProviderAnswer, RecordedHold};
-use crate::sandbox::Scenario;
 use crate::store::bookings::{self as attempts, AttemptRow};
 use crate::store::jobs::{self as store, JobRow, KeyClaim};
 use crate::store::payments::CardRow;
 use crate::store::quotes::QuoteRow;
 use crate::store::writes::Writes;
+use courier_domain::booking::{
+    BookingRequest, BookingRequestError, Contact, StopRole, normalise_phone,
+};
+use courier_domain::event::{EventDetails, EventName, JobFacts, NewEvent};
+use courier_domain::job::reference::{new_reference, new_tracking_token};
+use courier_domain::sandbox::Scenario;
+use courier_domain::{Environment, JobStatus};
 
 /// Search opens this long before a scheduled job's time.
 pub const SEARCH_LEAD: chrono::Duration = chrono::Duration::minutes(20);

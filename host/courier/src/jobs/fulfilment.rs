@@ -13,14 +13,11 @@ use sqlx::{PgConnection, PgPool};
 use thiserror::Error;
 use uuid::Uuid;
 
-use super::proof::{Proof, ProofError};
-use super::transitions::{self, Actor, InvalidTransition, Settlement};
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::auth::Merchant;
 use crate::clock::now;
 use crate::couriers::ACTIVE;
-use crate::domain::{Environment, JobStatus};
-use crate::events::{self, EventBell, EventDetails, EventName, JobFacts, NewEvent};
+use crate::events::{self, EventBell};
 use crate::markets::Markets;
 use crate::payments::{PaymentError, Payments};
 use crate::store::couriers as couriers_store;
@@ -29,6 +26,10 @@ use crate::store::fulfilment::{self as store, ProofFileRow};
 use crate::store::jobs::JobRow;
 use crate::store::merchants as merchants_store;
 use crate::texts::{CustomerTexts, TrackingText};
+use courier_domain::event::{EventDetails, EventName, JobFacts, NewEvent};
+use courier_domain::job::proof::{Proof, ProofError};
+use courier_domain::job::transitions::{self, Actor, InvalidTransition, Settlement};
+use courier_domain::{Environment, JobStatus};
 
 /// `reason` of `job.failed` when nobody took the job in time.
 pub const NO_COURIER_REASON: &str = "no_courier_before_deadline";

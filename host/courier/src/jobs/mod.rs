@@ -4,9 +4,6 @@
 
 pub mod booking;
 pub mod fulfilment;
-pub mod proof;
-mod reference;
-pub mod transitions;
 pub mod views;
 
 use std::time::Duration;

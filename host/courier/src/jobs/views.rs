@@ -14,11 +14,11 @@ use crate::store::jobs::JobRow;
 pub struct JobView {
     pub id: Uuid,
     pub reference: String,
-    #[schema(value_type = crate::api::openapi::JobStatusName)]
+    #[schema(value_type = courier_domain::JobStatus)]
     pub status: String,
     pub currency: String,
     pub price_amount_minor: i64,
-    #[schema(value_type = crate::api::openapi::VehicleName)]
+    #[schema(value_type = courier_domain::VehicleName)]
     pub vehicle: String,
     pub tracking_url: String,
     pub booked_at: DateTime<Utc>,
@@ -57,20 +57,20 @@ pub struct JobDetail {
     #[serde(flatten)]
     pub job: JobView,
     pub tax_amount_minor: i64,
-    #[schema(value_type = crate::domain::booking::Contact)]
+    #[schema(value_type = courier_domain::booking::Contact)]
     pub pickup: Value,
-    #[schema(value_type = crate::domain::booking::Contact)]
+    #[schema(value_type = courier_domain::booking::Contact)]
     pub dropoff: Value,
     pub assigned_at: Option<DateTime<Utc>>,
     pub completed_at: Option<DateTime<Utc>>,
     pub cancellation_reason: Option<String>,
-    #[schema(value_type = Vec<crate::domain::booking::Item>)]
+    #[schema(value_type = Vec<courier_domain::booking::Item>)]
     pub items: Value,
     pub items_subtotal_minor: i64,
     pub discount_minor: i64,
     pub items_total_minor: i64,
     pub proof_requirement: ProofRequirement,
-    #[schema(value_type = Option<super::proof::ProofView>)]
+    #[schema(value_type = Option<courier_domain::job::proof::ProofView>)]
     pub proof: Option<Value>,
     pub notify_customer: bool,
     pub customer_notified_at: Option<DateTime<Utc>>,
@@ -97,7 +97,7 @@ impl JobDetail {
             proof: job
                 .proof
                 .as_ref()
-                .map(|stored| super::proof::view(stored, job.id, public_url)),
+                .map(|stored| courier_domain::job::proof::view(stored, job.id, public_url)),
             notify_customer: job.notify_customer,
             customer_notified_at: job.customer_notified_at,
         }
@@ -109,11 +109,11 @@ impl JobDetail {
 pub struct JobListItem {
     pub id: Uuid,
     pub reference: String,
-    #[schema(value_type = crate::api::openapi::JobStatusName)]
+    #[schema(value_type = courier_domain::JobStatus)]
     pub status: String,
     pub currency: String,
     pub price_amount_minor: i64,
-    #[schema(value_type = crate::api::openapi::VehicleName)]
+    #[schema(value_type = courier_domain::VehicleName)]
     pub vehicle: String,
     pub pickup_address: String,
     pub dropoff_address: String,

@@ -1,4 +1,4 @@
-//! The markets file (TOML), named by `COURIER_MARKETS_FILE`. Format in the README.
+//! The markets file (TOML), named by `COURIER_MARKETS_FILE`. Format in docs/configuration.md.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -7,7 +7,7 @@ use courier_geo::{Polygon, Vehicle};
 use serde::Deserialize;
 
 use super::MarketsError;
-use crate::domain::Currency;
+use courier_domain::Currency;
 
 /// Where a market's road network comes from.
 #[derive(Clone, Debug, PartialEq)]

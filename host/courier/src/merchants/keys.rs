@@ -10,8 +10,8 @@ use uuid::Uuid;
 use super::MerchantError;
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::auth::{Authenticator, CredentialChange};
-use crate::domain::Environment;
 use crate::store;
+use courier_domain::Environment;
 
 pub(super) const MAX_LABEL_CHARS: usize = 100;
 

@@ -12,8 +12,8 @@ use uuid::Uuid;
 
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::auth::Authenticator;
-use crate::domain::Environment;
 use crate::store;
+use courier_domain::Environment;
 
 pub use keys::{ApiKey, CreatedKey, create_key, revoke_key};
 pub use settings::{AccountSettings, SettingsChange, SettingsError, change_settings, settings};

@@ -9,9 +9,9 @@ use uuid::Uuid;
 use super::MerchantError;
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::auth::{Authenticator, CredentialChange};
-use crate::numeric::Numeric;
 use crate::rate_limit::LimitOverrides;
 use crate::store;
+use courier_domain::numeric::Numeric;
 
 /// Largest per-minute budget a merchant can be given.
 pub const MAX_PER_MINUTE: i64 = 1_000_000;

@@ -1,5 +1,5 @@
 //! `COURIER_LIVE_PAYMENT_*`, `COURIER_PAYMENT_*` and `COURIER_CHARGE_RETRY_*` (documented in
-//! the README).
+//! docs/configuration.md).
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -12,7 +12,7 @@ use courier_plugins::{
 };
 use thiserror::Error;
 
-use crate::domain::Environment;
+use courier_domain::Environment;
 
 /// The provider operations the service needs. Calls block (adapters make HTTP requests):
 /// the service calls them through `spawn_blocking`. A trait so that tests can stand a

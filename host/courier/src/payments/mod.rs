@@ -11,11 +11,9 @@
 //! call cut short by a crash is repeated with the same key, which the provider answers with
 //! what it did the first time.
 
-mod card_number;
 mod config;
 mod gateway;
 mod retry;
-pub mod state;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,15 +29,16 @@ use thiserror::Error;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
-pub use card_number::{contains_card_number, json_contains_card_number};
 pub use config::PaymentsConfig;
 pub use gateway::{Gateway, GatewayError, Gateways, TestNetwork};
-pub use state::{ChargeStatus, Decision, InvalidMove, Move};
 
 use crate::auth::Merchant;
-use crate::domain::Environment;
-use crate::events::{self, EventBell, EventDetails, EventName, NewEvent};
+use crate::events::{self, EventBell};
 use crate::store::payments::{self as store, CardRow, ChargeRow, NewMove};
+use courier_domain::Environment;
+use courier_domain::charge::contains_card_number;
+use courier_domain::charge::state::{self, ChargeStatus, Decision, InvalidMove, Move};
+use courier_domain::event::{EventDetails, EventName, NewEvent};
 
 /// How many charges `GET /v1/charges` shows.
 pub const RECENT_CHARGES: i64 = 50;

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::state::{ChargeStatus, Move};
 use super::{PaymentError, Payments, status_of};
 use crate::store::payments as store;
 use crate::workers::{Pass, Workers};
+use courier_domain::charge::{ChargeStatus, Move};
 
 /// Due retries taken per claim: small, so a shutdown waits for little.
 const CLAIM_BATCH: i64 = 5;

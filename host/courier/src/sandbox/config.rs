@@ -1,4 +1,4 @@
-//! `COURIER_SANDBOX_SPEED`, `COURIER_SANDBOX_INTERVAL_MS` (documented in the README).
+//! `COURIER_SANDBOX_SPEED`, `COURIER_SANDBOX_INTERVAL_MS` (documented in docs/configuration.md).
 
 use std::time::Duration;
 

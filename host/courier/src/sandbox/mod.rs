@@ -10,8 +10,6 @@
 //! courier-position endpoint and the tracking page move. Live jobs never get a run.
 
 mod config;
-mod leg;
-mod plan;
 
 use std::sync::Arc;
 
@@ -23,20 +21,22 @@ use thiserror::Error;
 use uuid::Uuid;
 
 pub use config::SandboxConfig;
-pub use plan::Scenario;
-use plan::{Stage, Step, next_step, real_duration, wait_before};
+use courier_domain::sandbox::leg;
+use courier_domain::sandbox::plan::{
+    self, Scenario, Stage, Step, next_step, real_duration, wait_before,
+};
 
 use crate::auth::Merchant;
 use crate::clock::now;
 use crate::dispatch::point;
-use crate::domain::JobStatus;
 use crate::jobs::fulfilment::{self, Fulfilment, FulfilmentError, SimulatedMove};
-use crate::jobs::proof::{Proof, ProofFile};
-use crate::jobs::transitions;
 use crate::markets::Markets;
 use crate::store::fulfilment::lock_job;
 use crate::store::jobs::JobRow;
 use crate::store::sandbox::{self as store, RunRow};
+use courier_domain::JobStatus;
+use courier_domain::job::proof::{Proof, ProofFile};
+use courier_domain::job::transitions;
 
 /// `reason` of a simulated return.
 pub const RETURN_REASON: &str = "recipient_unavailable";
@@ -79,7 +79,7 @@ pub enum SandboxError {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct RunView {
     pub job_id: Uuid,
-    #[schema(value_type = crate::api::openapi::JobStatusName)]
+    #[schema(value_type = courier_domain::JobStatus)]
     pub status: String,
     #[schema(value_type = Scenario)]
     pub scenario: &'static str,

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 use uuid::Uuid;
 
-use crate::domain::Environment;
+use courier_domain::Environment;
 
 /// A booking whose card hold was asked for, and whose outcome is not written yet.
 #[derive(Clone, Debug, sqlx::FromRow)]

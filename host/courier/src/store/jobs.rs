@@ -2,7 +2,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 use uuid::Uuid;
 
-use crate::domain::Environment;
+use courier_domain::Environment;
 
 /// A job as stored (and, as JSON, as a booking between its phases keeps it).
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, serde::Deserialize)]

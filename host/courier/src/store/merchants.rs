@@ -3,9 +3,9 @@ use serde::Serialize;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use crate::domain::Environment;
 use crate::merchants::AccountSettings;
 use crate::rate_limit::LimitOverrides;
+use courier_domain::Environment;
 
 pub async fn insert_merchant(
     conn: &mut PgConnection,
@@ -103,7 +103,7 @@ pub struct KeyRow {
     pub id: Uuid,
     pub merchant_id: Uuid,
     pub key: String,
-    #[schema(value_type = crate::domain::Environment)]
+    #[schema(value_type = courier_domain::Environment)]
     pub environment: String,
     pub label: String,
     pub created_at: DateTime<Utc>,

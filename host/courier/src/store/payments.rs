@@ -5,7 +5,7 @@ use sqlx::postgres::PgArguments;
 use sqlx::{PgConnection, PgPool, Postgres};
 use uuid::Uuid;
 
-use crate::domain::Environment;
+use courier_domain::Environment;
 
 /// A card on file as stored (the provider's reference, never the number).
 #[derive(Clone, Debug, sqlx::FromRow)]

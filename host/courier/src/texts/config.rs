@@ -1,10 +1,10 @@
-//! `COURIER_SMS_*` (documented in the README).
+//! `COURIER_SMS_*` (documented in docs/configuration.md).
 
 use std::time::Duration;
 
 use super::gateway::GatewayConfig;
-use super::message::MessageTemplate;
 use crate::config::{ConfigError, positive_setting};
+use courier_domain::text::MessageTemplate;
 
 #[derive(Clone, Debug)]
 pub struct TextsConfig {

@@ -10,7 +10,6 @@
 
 mod config;
 mod gateway;
-mod message;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,11 +20,11 @@ use uuid::Uuid;
 
 pub use config::TextsConfig;
 pub use gateway::{GatewayConfig, HttpSmsGateway, OutgoingText, SendFailure, SmsProvider};
-pub use message::{Disposition, MessageTemplate, SkipReason};
 
-use crate::domain::Environment;
 use crate::store::texts::{self as store, DueText, NewText};
 use crate::workers::{Pass, Workers};
+use courier_domain::Environment;
+use courier_domain::text::message::{self, Disposition};
 
 const TRACKING_LINK: &str = "tracking_link";
 /// Texts taken per claim: small, so a shutdown waits for little.

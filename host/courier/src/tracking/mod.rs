@@ -5,12 +5,9 @@
 //! until the job ends. A token is unknown, or expired once its job ended more than
 //! `COURIER_TRACKING_TTL_SECS` ago: both read as "not found", alike.
 
-mod eta;
 pub mod map;
 mod page;
-mod timeline;
 mod view;
-mod wording;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,14 +21,15 @@ use uuid::Uuid;
 pub use page::{content_security_policy, render_not_found, render_page, render_unavailable};
 pub use view::TrackingState;
 
-use crate::domain::JobStatus;
 use crate::jobs::POSITION_FRESHNESS;
 use crate::markets::{Market, Markets};
 use crate::store::jobs::{self as jobs_store, JobRow};
 use crate::store::tracking as store;
-use eta::TravelTimes;
+use courier_domain::JobStatus;
+use courier_domain::tracking::eta::TravelTimes;
+use courier_domain::tracking::timeline::Milestones;
+use courier_domain::tracking::wording;
 use map::MapInput;
-use timeline::Milestones;
 
 /// `COURIER_TRACKING_*`.
 #[derive(Clone, Copy, Debug)]

@@ -8,8 +8,8 @@ use std::sync::LazyLock;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
-use super::timeline::StepState;
 use super::view::TrackingState;
+use courier_domain::tracking::timeline::StepState;
 
 const STYLE: &str = include_str!("page.css");
 const SCRIPT: &str = include_str!("page.js");

@@ -5,16 +5,16 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 
-use super::eta::{self, TravelTimes};
 use super::map::MapView;
-use super::timeline::{self, Milestones, StepState};
-use super::wording;
-use crate::domain::JobStatus;
+use courier_domain::JobStatus;
+use courier_domain::tracking::eta::{self, TravelTimes};
+use courier_domain::tracking::timeline::{self, Milestones, StepState};
+use courier_domain::tracking::wording;
 
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct TrackingState {
     pub reference: String,
-    #[schema(value_type = crate::api::openapi::JobStatusName)]
+    #[schema(value_type = courier_domain::JobStatus)]
     pub status: String,
     pub headline: &'static str,
     pub detail: &'static str,

@@ -14,7 +14,6 @@ use uuid::Uuid;
 use super::client::{Outcome, Request, WebhookClient};
 use super::config::WebhookConfig;
 use super::secret::SecretCipher;
-use super::signer;
 use crate::store::webhooks::{self as store, Failure};
 
 /// Requests in flight at once in this process, all endpoints together.
@@ -198,7 +197,8 @@ impl Dispatcher {
         }
         let outcome = match inner.cipher.open(job.endpoint_id, &row.secret_ciphertext) {
             Ok(secret) => {
-                let signature = signer::signature(&secret, Utc::now().timestamp(), &row.body);
+                let signature =
+                    courier_domain::webhook::signature(&secret, Utc::now().timestamp(), &row.body);
                 let delivery_id = job.id.to_string();
                 inner
                     .client

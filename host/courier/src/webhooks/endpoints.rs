@@ -9,8 +9,8 @@ use uuid::Uuid;
 
 use super::Webhooks;
 use super::secret;
-use crate::events::EventName;
 use crate::store::webhooks::{self as store, DeliveryRow, EndpointRow, NewEndpoint, Owner};
+use courier_domain::event::EventName;
 use courier_plugins::is_public_address as is_public;
 
 /// Delivery records listed per endpoint (spec section 8).

@@ -7,8 +7,8 @@ use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::events::{EventDetails, JobFacts};
 use crate::store::webhooks::{self as store, EventRow, NewDelivery, SubscriberRow};
+use courier_domain::event::{EventDetails, JobFacts};
 
 /// Events taken per transaction.
 const BATCH: i64 = 256;

@@ -13,7 +13,6 @@ mod delivery;
 mod endpoints;
 mod fanout;
 mod secret;
-mod signer;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +26,6 @@ use tokio::task::JoinHandle;
 pub use client::ClientError;
 pub use config::WebhookConfig;
 pub use endpoints::{DeliveryRecord, Endpoint, WebhookError};
-pub use signer::signature;
 
 use crate::events::{EVENTS_CHANNEL, EventBell};
 use crate::secrets::SecretKey;

@@ -8,9 +8,9 @@ use uuid::Uuid;
 
 use super::Operator;
 use crate::api::{ApiError, ApiJson, AppState, RequestError};
-use crate::domain::JobStatus;
 use crate::jobs::fulfilment::FulfilmentError;
 use crate::jobs::views::JobDetail;
+use courier_domain::JobStatus;
 
 fn job_id(raw: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw).map_err(|_| FulfilmentError::JobNotFound.into())
@@ -20,7 +20,7 @@ fn job_id(raw: &str) -> Result<Uuid, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct StatusBody {
     /// Only moves an operator may make from the job's status are accepted.
-    #[schema(value_type = crate::api::openapi::JobStatusName)]
+    #[schema(value_type = courier_domain::JobStatus)]
     status: String,
     /// Required: 1 to 500 characters.
     #[schema(value_type = String, required = true, min_length = 1, max_length = 500)]

@@ -85,7 +85,7 @@ pub async fn show(
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewKeyBody {
-    #[schema(value_type = crate::domain::Environment)]
+    #[schema(value_type = courier_domain::Environment)]
     environment: String,
     /// 1 to 100 characters.
     #[schema(min_length = 1, max_length = 100)]

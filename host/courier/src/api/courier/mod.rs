@@ -18,14 +18,14 @@ use uuid::Uuid;
 
 use super::{ApiError, ApiJson, AppState, RequestError};
 use crate::couriers::{CourierIdentity, CourierView};
-use crate::domain::booking::{Contact, Item};
 use crate::jobs::fulfilment::FulfilmentError;
-use crate::jobs::proof::{DeliveryRequest, Proof, Requirement};
 use crate::jobs::views::ProofRequirement;
-use crate::numeric::Numeric;
 use crate::store::dispatch::{self as offers_store, OfferRow};
 use crate::store::fulfilment as jobs_store;
 use crate::store::jobs::JobRow;
+use courier_domain::booking::{Contact, Item};
+use courier_domain::job::proof::{DeliveryRequest, Proof, Requirement};
+use courier_domain::numeric::Numeric;
 
 /// The couriers' API routes, described; [`with_courier_layers`] serves them. Proof of
 /// delivery carries files, so its route takes bodies up to `proof_body_limit`.
@@ -186,7 +186,7 @@ struct OfferView {
 struct OfferJob {
     id: Uuid,
     reference: String,
-    #[schema(value_type = super::openapi::VehicleName)]
+    #[schema(value_type = courier_domain::VehicleName)]
     vehicle: String,
     pickup: OfferStop,
     dropoff: OfferStop,
@@ -304,9 +304,9 @@ async fn decline_offer(
 struct CourierJobView {
     id: Uuid,
     reference: String,
-    #[schema(value_type = crate::api::openapi::JobStatusName)]
+    #[schema(value_type = courier_domain::JobStatus)]
     status: String,
-    #[schema(value_type = super::openapi::VehicleName)]
+    #[schema(value_type = courier_domain::VehicleName)]
     vehicle: String,
     #[schema(value_type = Contact)]
     pickup: Value,

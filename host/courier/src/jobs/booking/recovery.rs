@@ -17,13 +17,13 @@ use uuid::Uuid;
 
 use super::{ABANDONED, BookingContext, BookingError, Prepared, complete, hold};
 use crate::auth::Merchant;
-use crate::domain::Environment;
 use crate::payments::ProviderAnswer;
 use crate::store::bookings::{self as attempts, AttemptRow};
 use crate::store::jobs as store;
 use crate::store::payments as payment_store;
 use crate::store::writes::Writes;
 use crate::workers::{Pass, Workers};
+use courier_domain::Environment;
 
 /// Attempts taken per claim: small, so a shutdown waits for little.
 const CLAIM_BATCH: i64 = 5;

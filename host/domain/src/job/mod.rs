@@ -2,7 +2,16 @@
 //! this service adds `assigned` (a courier took it, not yet collected), `cancelled` and
 //! `failed` (no courier before the dispatch deadline).
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub mod proof;
+pub mod reference;
+pub mod transitions;
+
+use serde::{Deserialize, Serialize};
+
+/// A job's status
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = JobStatusName)]
 pub enum JobStatus {
     Pending,
     Searching,
@@ -54,6 +63,10 @@ mod tests {
             assert_eq!(JobStatus::parse(status.as_str()), Some(status));
         }
         assert_eq!(JobStatus::parse("lost"), None);
+        for status in JobStatus::ALL {
+            let named = serde_json::to_value(status).unwrap();
+            assert_eq!(named, serde_json::json!(status.as_str()));
+        }
         assert_eq!(JobStatus::parse("Searching"), None);
     }
 }

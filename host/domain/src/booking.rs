@@ -8,8 +8,8 @@ use serde_json::Value;
 use thiserror::Error;
 use uuid::Uuid;
 
-use super::quote::{QuoteRequestError, scheduled_for};
 use crate::numeric::{Numeric, NumericValue};
+use crate::quote::{QuoteRequestError, scheduled_for};
 
 /// Longest free text accepted in a contact (address, name, notes).
 const MAX_TEXT_CHARS: usize = 500;

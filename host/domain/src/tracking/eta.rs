@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use crate::domain::JobStatus;
+use crate::JobStatus;
 
 /// Travel times known for a job, in seconds.
 #[derive(Clone, Copy, Debug, Default)]

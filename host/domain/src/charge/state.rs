@@ -130,7 +130,7 @@ mod tests {
     use super::Decision::{AlreadyDone, Apply};
     use super::*;
 
-    /// Every (move, status) pair, spelled out: the table of the README.
+    /// Every (move, status) pair, spelled out: the table of docs/payments-and-partners.md.
     fn expected(requested: Move, from: ChargeStatus) -> Option<Decision> {
         let table: &[(Move, ChargeStatus, Decision)] = &[
             (Move::Authorise, Pending, Apply(Authorised)),

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use thiserror::Error;
 use uuid::Uuid;
 
-use crate::events::ProofFacts;
+use crate::event::ProofFacts;
 
 /// The outcomes a delivery may have.
 pub const OUTCOMES: [&str; 3] = [

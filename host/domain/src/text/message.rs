@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::domain::Environment;
+use crate::Environment;
 
 /// The placeholders a message template may use.
 const PLACEHOLDERS: [&str; 3] = ["{reference}", "{tracking_url}", "{sender}"];

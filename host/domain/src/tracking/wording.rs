@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
-use crate::domain::JobStatus;
+use crate::JobStatus;
 
 /// A status as a headline and one sentence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

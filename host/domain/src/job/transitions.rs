@@ -1,5 +1,5 @@
 //! Which job moves are legal, for whom, and what each one raises and does to the money. Pure:
-//! the function that applies a move is in [`super::fulfilment`].
+//! the function that applies a move is in the host's fulfilment feature.
 //!
 //! ```text
 //!  (booked) ──> pending ──> searching ──> assigned ──> in_transit ──> delivered
@@ -11,8 +11,8 @@
 
 use thiserror::Error;
 
-use crate::domain::JobStatus;
-use crate::events::EventName;
+use crate::JobStatus;
+use crate::event::EventName;
 
 /// Who moves a job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

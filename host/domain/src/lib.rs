@@ -1,0 +1,40 @@
+//! Courier's business types and rules, free of I/O: what a job, quote, booking, charge and
+//! event are, which moves each may make, and how requests about them are validated. The host's
+//! storage, features and HTTP layers build on this crate; it depends on none of them.
+//!
+//! - `booking`: validation of a booking request and the job it prepares.
+//! - `charge`: the charge state machine; card numbers that must never be stored.
+//! - `dispatch`: which courier an offer goes to.
+//! - `error`: stable error codes and how each error is answered.
+//! - `event`: the events the service records and sends to webhooks.
+//! - `job`: job states, their transitions, references, proof of delivery.
+//! - `quote`: validation of a quote request.
+//! - `sandbox`: the simulator's scenarios and legs.
+//! - `text`: the wording and rules of customer texts.
+//! - `tracking`: what a tracking page says, its timeline and estimate.
+//! - `webhook`: the signature of a webhook delivery.
+//! - `money`, `numeric`, `environment`, `VehicleName`: shared value types.
+
+// The error derive names this crate by its path, inside it as everywhere else.
+extern crate self as courier_domain;
+
+pub mod booking;
+pub mod charge;
+pub mod dispatch;
+mod environment;
+pub mod error;
+pub mod event;
+pub mod job;
+mod money;
+pub mod numeric;
+pub mod quote;
+pub mod sandbox;
+pub mod text;
+pub mod tracking;
+mod vehicle;
+pub mod webhook;
+
+pub use environment::Environment;
+pub use job::JobStatus;
+pub use money::{Currency, UnknownCurrency};
+pub use vehicle::VehicleName;

@@ -1,0 +1,5 @@
+//! Webhook deliveries: the signature a receiver checks.
+
+pub mod signer;
+
+pub use signer::signature;
