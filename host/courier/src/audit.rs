@@ -7,6 +7,20 @@ use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
+use courier_domain::error::Code;
+use courier_domain::error::ErrorCode;
+
+pub const UNKNOWN_ACTION: Code = Code::new(
+    422,
+    "audit.unknown_action",
+    "The audit trail's `action` filter is not one of the recorded actions.",
+);
+pub const UNKNOWN_TARGET_TYPE: Code = Code::new(
+    422,
+    "audit.unknown_target_type",
+    "The audit trail's `target_type` filter is not one of the target types.",
+);
+
 /// The kinds of thing operators act on: `AuditRecord::target_type`.
 pub const TARGET_TYPES: [&str; 6] = [
     "merchant",
@@ -116,13 +130,15 @@ pub async fn record(
     Ok(id)
 }
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error, PartialEq, Eq, ErrorCode)]
 pub enum AuditQueryError {
     #[error("{0:?} is not an audited action")]
+    #[code(UNKNOWN_ACTION)]
     UnknownAction(String),
     #[error(
         "{0:?} is not a target type; use one of merchant, api_key, price_book, charge, job, courier"
     )]
+    #[code(UNKNOWN_TARGET_TYPE)]
     UnknownTargetType(String),
 }
 

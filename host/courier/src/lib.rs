@@ -24,6 +24,8 @@ pub mod couriers;
 pub mod db;
 pub mod dispatch;
 pub mod events;
+#[cfg(test)]
+mod generated_docs;
 pub mod jobs;
 pub mod markets;
 pub mod merchants;

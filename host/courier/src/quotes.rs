@@ -11,17 +11,22 @@ use crate::auth::Merchant;
 use crate::markets::{Market, Markets, RoutingError};
 use crate::pricing::{PriceBooks, PricingError, convert};
 use crate::store::quotes::{self as store, QuoteRow};
+use courier_domain::error::ErrorCode;
 use courier_domain::quote::{QuoteRequest, QuoteRequestError, Stop};
 
-#[derive(Debug, Error)]
+#[derive(Debug, Error, ErrorCode)]
 pub enum QuoteError {
     #[error(transparent)]
+    #[code(via)]
     Request(#[from] QuoteRequestError),
     #[error(transparent)]
+    #[code(via)]
     Routing(#[from] RoutingError),
     #[error(transparent)]
+    #[code(via)]
     Pricing(#[from] PricingError),
     #[error(transparent)]
+    #[code(fault)]
     Store(#[from] sqlx::Error),
 }
 

@@ -13,6 +13,14 @@ use uuid::Uuid;
 
 use crate::config::ConfigError;
 
+use courier_domain::error::Code;
+
+pub const RATE_LIMITED: Code = Code::new(
+    429,
+    "rate_limited",
+    "The key has used its budget for this kind of request (see [rate limits](api-behaviour.md#rate-limits)); `Retry-After` says when to try again.",
+);
+
 /// The window a per-minute limit is spread over.
 const WINDOW: Duration = Duration::from_secs(60);
 /// Independent locks, so concurrent requests of different keys rarely wait on each other.

@@ -11,30 +11,85 @@ use uuid::Uuid;
 use crate::numeric::{Numeric, NumericValue};
 use crate::quote::{QuoteRequestError, scheduled_for};
 
+use crate::error::Code;
+use crate::error::ErrorCode;
+
+pub const QUOTE_NOT_FOUND: Code = Code::new(
+    422,
+    "quote.not_found",
+    "No such quote for this merchant and environment (or `quote_id` is not a UUID).",
+);
+pub const QUOTE_EXPIRED: Code = Code::new(422, "quote.expired", "The quote is past `expires_at`.");
+pub const QUOTE_ALREADY_USED: Code = Code::new(422, "quote.already_used", "The quote was booked.");
+pub const STOP_MISMATCH: Code = Code::new(
+    422,
+    "quote.stop_mismatch",
+    "A stop's coordinates are not the quoted point.",
+);
+pub const SCHEDULE_MISMATCH: Code = Code::new(
+    422,
+    "quote.schedule_mismatch",
+    "`scheduled_for` is not what the quote was priced for.",
+);
+pub const INVALID_STOP: Code = Code::new(
+    422,
+    "request.invalid_stop",
+    "A contact lacks coordinates, address, name or a usable phone; the message names the stop and the field.",
+);
+pub const ITEM_INVALID: Code = Code::new(
+    422,
+    "order.item_invalid",
+    "An item has no name, a negative price, a quantity under one, or amounts too large; the message names the item.",
+);
+pub const DISCOUNT_EXCEEDS_ITEMS: Code = Code::new(
+    422,
+    "order.discount_exceeds_items",
+    "`discount_minor` is more than the items come to.",
+);
+pub const INVALID_AMOUNT: Code = Code::new(
+    422,
+    "order.invalid_amount",
+    "`discount_minor` or `items_total_minor` is not a whole number ≥ 0.",
+);
+pub const INVALID_NOTIFY_CUSTOMER: Code = Code::new(
+    422,
+    "request.invalid_notify_customer",
+    "`notify_customer` is not a boolean or null.",
+);
+
 /// Longest free text accepted in a contact (address, name, notes).
 const MAX_TEXT_CHARS: usize = 500;
 /// Most items one booking may list.
 pub const MAX_ITEMS: usize = 200;
 
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Debug, Error, PartialEq, Eq, ErrorCode)]
 pub enum BookingRequestError {
     #[error("the body must be a JSON object")]
+    #[code(crate::error::INVALID_BODY)]
     NotAnObject,
     #[error("quote_id must be the id of a quote")]
+    #[code(QUOTE_NOT_FOUND)]
     QuoteNotFound,
     #[error("{0}")]
+    #[code(INVALID_STOP)]
     InvalidStop(String),
     #[error("{0}")]
+    #[code(ITEM_INVALID)]
     ItemInvalid(String),
     #[error("discount_minor ({discount}) exceeds what the items come to ({subtotal})")]
+    #[code(DISCOUNT_EXCEEDS_ITEMS)]
     DiscountExceedsItems { discount: i64, subtotal: i64 },
     #[error("{0}")]
+    #[code(INVALID_AMOUNT)]
     InvalidAmount(String),
     #[error("scheduled_for has passed")]
+    #[code(crate::quote::SCHEDULED_IN_PAST)]
     ScheduledInPast,
     #[error("scheduled_for: {0}")]
+    #[code(crate::quote::INVALID_SCHEDULED_FOR)]
     InvalidScheduledFor(String),
     #[error("notify_customer must be true, false or null")]
+    #[code(INVALID_NOTIFY_CUSTOMER)]
     InvalidNotifyCustomer,
 }
 

@@ -5,6 +5,29 @@
 
 pub use courier_derive::ErrorCode;
 
+pub const INTERNAL: Code = Code::new(
+    500,
+    "internal",
+    "A fault of the service; details go to the log only, never to the caller.",
+)
+.with_fixed_message("internal error");
+pub const DATABASE_UNAVAILABLE: Code = Code::new(
+    503,
+    "service.database_unavailable",
+    "The database cannot be reached; retry. Also `GET /readyz` while the database does not answer.",
+)
+.with_fixed_message("the database is unavailable; try again shortly");
+pub const INVALID_BODY: Code = Code::new(
+    422,
+    "request.invalid_body",
+    "JSON, but not the expected shape (the message names the field), or a string holding NUL (`\\u0000`). Account settings: an unknown field, or a value of the wrong type. Webhooks: `events` is neither null nor an array of strings. Price-book upload: the body is not `{component_base64, settings}` or the component is not base64.",
+);
+pub const UNKNOWN_VEHICLE: Code = Code::new(
+    422,
+    "request.unknown_vehicle",
+    "`vehicle` is not one of the five vehicle names (quotes, routes); creating a courier with a vehicle that is not one of them.",
+);
+
 /// A stable, machine-readable error code and the HTTP status it is answered with.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Code {
@@ -12,6 +35,9 @@ pub struct Code {
     pub status: u16,
     /// What it means, for the docs.
     pub meaning: &'static str,
+    /// The message callers always see with this code, when the error's own message carries
+    /// detail meant for the log only.
+    pub fixed_message: Option<&'static str>,
 }
 
 impl Code {
@@ -20,6 +46,15 @@ impl Code {
             code,
             status,
             meaning,
+            fixed_message: None,
+        }
+    }
+
+    /// This code, answered with `message` whatever the error says.
+    pub const fn with_fixed_message(self, message: &'static str) -> Self {
+        Code {
+            fixed_message: Some(message),
+            ..self
         }
     }
 }

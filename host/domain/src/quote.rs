@@ -7,24 +7,80 @@ use thiserror::Error;
 
 use crate::numeric::{Numeric, NumericValue};
 
+use crate::error::Code;
+use crate::error::ErrorCode;
+
+pub const INVALID_PICKUP: Code = Code::new(
+    422,
+    "request.invalid_pickup",
+    "Quotes: the pickup is missing, or its coordinates are not numbers or not a point on Earth. Routes: `fromLatitude`/`fromLongitude` missing, not numbers, or not a point on Earth.",
+);
+pub const INVALID_DROPOFF: Code = Code::new(
+    422,
+    "request.invalid_dropoff",
+    "Quotes: the drop-off is missing, or its coordinates are not numbers or not a point on Earth. Routes: the same for `toLatitude`/`toLongitude`.",
+);
+pub const INVALID_WEIGHT: Code = Code::new(
+    422,
+    "request.invalid_weight",
+    "`weight_grams` is not a whole number ≥ 0.",
+);
+pub const INVALID_SCHEDULED_FOR: Code = Code::new(
+    422,
+    "request.invalid_scheduled_for",
+    "`scheduled_for` is not an ISO 8601 date-time with an offset; for quotes, also more than 30 days ahead.",
+);
+pub const SCHEDULED_IN_PAST: Code = Code::new(
+    422,
+    "job.scheduled_in_past",
+    "`scheduled_for` has passed (the same code for quotes and bookings).",
+);
+pub const ORIGIN_NOT_COVERED: Code = Code::new(
+    422,
+    "pricing.origin_not_covered",
+    "The pickup (routes: the start) is outside every market.",
+);
+pub const DESTINATION_NOT_COVERED: Code = Code::new(
+    422,
+    "pricing.destination_not_covered",
+    "The drop-off (routes: the end) is outside the pickup's market, or, for quotes, the price book does not cover it (postcode zones).",
+);
+pub const VEHICLE_NOT_AVAILABLE: Code = Code::new(
+    422,
+    "pricing.vehicle_not_available",
+    "The market (or, for quotes, its price book) does not offer the vehicle (quotes, routes).",
+);
+pub const NO_ROUTE: Code = Code::new(
+    422,
+    "pricing.no_route",
+    "No road within 500 m of a stop, or no road connection, for the vehicle (quotes, routes).",
+);
+
 /// How far ahead a journey may be priced.
 pub const MAX_SCHEDULE_AHEAD_DAYS: i64 = 30;
 
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Debug, Error, PartialEq, Eq, ErrorCode)]
 pub enum QuoteRequestError {
     #[error("pickup: {0}")]
+    #[code(INVALID_PICKUP)]
     InvalidPickup(String),
     #[error("drop-off: {0}")]
+    #[code(INVALID_DROPOFF)]
     InvalidDropoff(String),
     #[error("{0:?} is not a vehicle; use bicycle, electric_bicycle, motorcycle, car or van")]
+    #[code(crate::error::UNKNOWN_VEHICLE)]
     UnknownVehicle(String),
     #[error("weight_grams must be a whole number of grams, zero or more")]
+    #[code(INVALID_WEIGHT)]
     InvalidWeight,
     #[error("scheduled_for: {0}")]
+    #[code(INVALID_SCHEDULED_FOR)]
     InvalidScheduledFor(String),
     #[error("scheduled_for has passed")]
+    #[code(SCHEDULED_IN_PAST)]
     ScheduledInPast,
     #[error("the body must be a JSON object")]
+    #[code(crate::error::INVALID_BODY)]
     NotAnObject,
 }
 

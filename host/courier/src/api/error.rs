@@ -1,4 +1,7 @@
-//! The one place where every refusal becomes `{code, message}` with its HTTP status.
+//! The one place where every refusal becomes `{code, message}` with its HTTP status: each
+//! error answers with the [`Code`] its variant names (`#[derive(ErrorCode)]`), and a fault of
+//! the service becomes `internal`, or `service.database_unavailable` when the database is
+//! away.
 
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -6,204 +9,214 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use thiserror::Error;
 
+use courier_domain::error::{self as codes, Answer, Code, ErrorCode};
+use courier_domain::quote::QuoteRequestError;
+
 use crate::audit::AuditQueryError;
 use crate::auth::AuthError;
 use crate::couriers::{CourierAuthError, CourierError};
 use crate::jobs::booking::BookingError;
 use crate::jobs::fulfilment::FulfilmentError;
 use crate::markets::RoutingError;
-use crate::merchants::{MerchantError, SettingsError};
+use crate::merchants::MerchantError;
+use crate::payments::PaymentError;
 use crate::pricing::{PriceBookError, PricingError};
 use crate::quotes::QuoteError;
 use crate::sandbox::SandboxError;
 use crate::webhooks::WebhookError;
-use courier_domain::booking::BookingRequestError;
-use courier_domain::job::proof::ProofError;
-use courier_domain::quote::QuoteRequestError;
+
+pub const ROUTE_NOT_FOUND: Code = Code::new(
+    404,
+    "not_found",
+    "No such route. Also every sandbox endpoint called with a live key (as for any unknown route), and a path segment that is not UTF-8.",
+);
+pub const METHOD_NOT_ALLOWED: Code = Code::new(
+    405,
+    "request.method_not_allowed",
+    "The route exists, the method does not.",
+);
+pub const UNSUPPORTED_MEDIA_TYPE: Code = Code::new(
+    415,
+    "request.unsupported_media_type",
+    "A JSON body without `Content-Type: application/json`.",
+);
+pub const MALFORMED_JSON: Code = Code::new(422, "request.malformed_json", "The body is not JSON.");
+pub const BODY_TOO_LARGE: Code = Code::new(
+    413,
+    "request.body_too_large",
+    "Body over `COURIER_MAX_BODY_BYTES` (price-book uploads: 16 MiB).",
+);
+pub const INVALID_QUERY: Code = Code::new(
+    422,
+    "request.invalid_query",
+    "The query string cannot be read, or a value holds NUL. Places: `q` missing. Jobs list: `from` or `to` is not an ISO 8601 date-time. Audit trail: `merchant_id` is not a UUID, `from`/`to` not a date-time, or an unknown parameter.",
+);
+pub const INVALID_LOCATION: Code = Code::new(
+    422,
+    "request.invalid_location",
+    "Places: `nearLatitude`/`nearLongitude` not both given or not a point on Earth. Reverse lookup: `latitude`/`longitude` missing or invalid. Courier API: a position that is not a point on Earth.",
+);
+pub const INVALID_LIMIT: Code = Code::new(
+    422,
+    "request.invalid_limit",
+    "Places: `limit` not a whole number from 1 to 20.",
+);
+pub const UNKNOWN_STATUS: Code = Code::new(
+    422,
+    "request.unknown_status",
+    "The jobs list's `status` names an unknown status.",
+);
+pub const INVALID_PAGE: Code = Code::new(
+    422,
+    "request.invalid_page",
+    "`page` below 1 (jobs list, audit trail).",
+);
+pub const INVALID_PAGE_SIZE: Code = Code::new(
+    422,
+    "request.invalid_page_size",
+    "`size` outside 1–200 (jobs list, audit trail); refused, not clamped.",
+);
+pub const TIMEOUT: Code = Code::new(
+    503,
+    "service.timeout",
+    "The request took longer than `COURIER_REQUEST_TIMEOUT_MS` and was abandoned (its transaction rolled back); retry (bookings with the same `Idempotency-Key`).",
+);
 
 /// Problems with the request itself, independent of any resource.
-#[derive(Debug, Error)]
+#[derive(Debug, Error, ErrorCode)]
 pub enum RequestError {
     #[error("no such route")]
+    #[code(ROUTE_NOT_FOUND)]
     RouteNotFound,
     #[error("this route does not accept that method")]
+    #[code(METHOD_NOT_ALLOWED)]
     MethodNotAllowed,
     #[error("the body must be JSON with `Content-Type: application/json`")]
+    #[code(UNSUPPORTED_MEDIA_TYPE)]
     UnsupportedMediaType,
     #[error("the body is not valid JSON: {0}")]
+    #[code(MALFORMED_JSON)]
     MalformedJson(String),
     #[error("the body does not have the expected shape: {0}")]
+    #[code(codes::INVALID_BODY)]
     InvalidBody(String),
     #[error("the body is larger than this service accepts")]
+    #[code(BODY_TOO_LARGE)]
     BodyTooLarge,
     #[error("the query string is not valid: {0}")]
+    #[code(INVALID_QUERY)]
     InvalidQuery(String),
     #[error("pickup: {0}")]
+    #[code(courier_domain::quote::INVALID_PICKUP)]
     InvalidPickup(String),
     #[error("drop-off: {0}")]
+    #[code(courier_domain::quote::INVALID_DROPOFF)]
     InvalidDropoff(String),
     #[error("{0}")]
+    #[code(INVALID_LOCATION)]
     InvalidLocation(String),
     #[error("{0:?} is not a vehicle; use bicycle, electric_bicycle, motorcycle, car or van")]
+    #[code(codes::UNKNOWN_VEHICLE)]
     UnknownVehicle(String),
     #[error("`limit` must be a whole number from 1 to {max}")]
+    #[code(INVALID_LIMIT)]
     InvalidLimit { max: usize },
     #[error("{0:?} is not a job status")]
+    #[code(UNKNOWN_STATUS)]
     UnknownStatus(String),
     #[error("`page` must be a whole number from 1")]
+    #[code(INVALID_PAGE)]
     InvalidPage,
     #[error("`size` must be a whole number from 1 to {max}")]
+    #[code(INVALID_PAGE_SIZE)]
     InvalidPageSize { max: i64 },
 }
 
-#[derive(Debug, Error)]
+/// Every refusal of the API. Its catalogue (`courier_domain::error::catalogue::<ApiError>()`)
+/// is every code the API answers with.
+#[derive(Debug, Error, ErrorCode)]
 pub enum ApiError {
     #[error(transparent)]
+    #[code(via)]
     Auth(#[from] AuthError),
     #[error(transparent)]
+    #[code(via)]
     Request(#[from] RequestError),
     #[error(transparent)]
+    #[code(via)]
     Routing(#[from] RoutingError),
     #[error(transparent)]
+    #[code(via)]
     AdminAuth(AuthError),
     #[error(transparent)]
-    PriceBook(PriceBookError),
+    #[code(via)]
+    PriceBook(#[from] PriceBookError),
     #[error(transparent)]
+    #[code(via)]
     QuoteRequest(#[from] QuoteRequestError),
     #[error(transparent)]
-    Booking(BookingError),
+    #[code(via)]
+    Quote(#[from] QuoteError),
+    #[error(transparent)]
+    #[code(via)]
+    Booking(#[from] BookingError),
     #[error("no such job")]
+    #[code(courier_domain::job::JOB_NOT_FOUND)]
     JobNotFound,
     #[error("no such merchant")]
+    #[code(crate::merchants::MERCHANT_NOT_FOUND)]
     MerchantNotFound,
     #[error("no such tracking page (unknown link, or the delivery ended a while ago)")]
+    #[code(crate::tracking::TRACKING_NOT_FOUND)]
     TrackingNotFound,
     #[error(transparent)]
+    #[code(via)]
     Pricing(#[from] PricingError),
     #[error(transparent)]
-    Payment(crate::payments::PaymentError),
+    #[code(via)]
+    Payment(#[from] PaymentError),
     #[error("the database is unavailable; try again shortly")]
+    #[code(codes::DATABASE_UNAVAILABLE)]
     DatabaseUnavailable,
     #[error("internal error")]
+    #[code(codes::INTERNAL)]
     Internal,
     #[error(transparent)]
-    Webhook(WebhookError),
+    #[code(fault)]
+    Store(#[from] sqlx::Error),
     #[error(transparent)]
-    Courier(CourierError),
+    #[code(via)]
+    Webhook(#[from] WebhookError),
     #[error(transparent)]
-    CourierAuth(CourierAuthError),
+    #[code(via)]
+    Courier(#[from] CourierError),
     #[error(transparent)]
-    Fulfilment(FulfilmentError),
+    #[code(via)]
+    CourierAuth(#[from] CourierAuthError),
     #[error(transparent)]
-    Sandbox(SandboxError),
+    #[code(via)]
+    Fulfilment(#[from] FulfilmentError),
+    #[error(transparent)]
+    #[code(via)]
+    Sandbox(#[from] SandboxError),
     #[error("this job has no such proof file")]
+    #[code(courier_domain::job::proof::PROOF_FILE_NOT_FOUND)]
     ProofFileNotFound,
     #[error(transparent)]
-    Merchant(MerchantError),
+    #[code(via)]
+    Merchant(#[from] MerchantError),
     #[error(transparent)]
+    #[code(via)]
     AuditQuery(#[from] AuditQueryError),
     #[error(
         "this key has used its budget for this kind of request; retry after {} s",
         crate::rate_limit::whole_seconds(*retry_after)
     )]
+    #[code(crate::rate_limit::RATE_LIMITED)]
     RateLimited { retry_after: std::time::Duration },
     #[error("the request took longer than this service allows and was abandoned; try again")]
+    #[code(TIMEOUT)]
     Timeout,
-}
-
-impl From<PriceBookError> for ApiError {
-    fn from(error: PriceBookError) -> Self {
-        match error {
-            PriceBookError::Store(e) => e.into(),
-            other => ApiError::PriceBook(other),
-        }
-    }
-}
-
-impl From<CourierError> for ApiError {
-    fn from(error: CourierError) -> Self {
-        match error {
-            CourierError::Store(e) => e.into(),
-            other => ApiError::Courier(other),
-        }
-    }
-}
-
-impl From<FulfilmentError> for ApiError {
-    fn from(error: FulfilmentError) -> Self {
-        match error {
-            FulfilmentError::Store(e) => e.into(),
-            FulfilmentError::JobNotFound => ApiError::JobNotFound,
-            FulfilmentError::Proof(ProofError::InvalidText(message)) => {
-                RequestError::InvalidBody(message.to_owned()).into()
-            }
-            other => ApiError::Fulfilment(other),
-        }
-    }
-}
-
-impl From<SandboxError> for ApiError {
-    fn from(error: SandboxError) -> Self {
-        match error {
-            SandboxError::Store(e) => e.into(),
-            SandboxError::Fulfilment(e) => e.into(),
-            SandboxError::JobNotFound => ApiError::JobNotFound,
-            other => ApiError::Sandbox(other),
-        }
-    }
-}
-
-impl From<MerchantError> for ApiError {
-    fn from(error: MerchantError) -> Self {
-        match error {
-            MerchantError::NotFound => ApiError::MerchantNotFound,
-            MerchantError::Store(e) => e.into(),
-            other => ApiError::Merchant(other),
-        }
-    }
-}
-
-impl From<WebhookError> for ApiError {
-    fn from(error: WebhookError) -> Self {
-        match error {
-            WebhookError::Store(e) => e.into(),
-            other => ApiError::Webhook(other),
-        }
-    }
-}
-
-impl From<BookingError> for ApiError {
-    fn from(error: BookingError) -> Self {
-        match error {
-            BookingError::Store(e) => e.into(),
-            // Hold refusals are the card's: the payment codes.
-            BookingError::Hold(e) => crate::payments::PaymentError::from(e).into(),
-            other => ApiError::Booking(other),
-        }
-    }
-}
-
-impl From<QuoteError> for ApiError {
-    fn from(error: QuoteError) -> Self {
-        match error {
-            QuoteError::Request(e) => e.into(),
-            QuoteError::Routing(e) => e.into(),
-            QuoteError::Pricing(e) => e.into(),
-            QuoteError::Store(e) => e.into(),
-        }
-    }
-}
-
-impl From<sqlx::Error> for ApiError {
-    fn from(error: sqlx::Error) -> Self {
-        if database_unavailable(&error) {
-            tracing::warn!(%error, "database unavailable");
-            ApiError::DatabaseUnavailable
-        } else {
-            tracing::error!(%error, "database error");
-            ApiError::Internal
-        }
-    }
 }
 
 /// Whether `error` says the database is away rather than that the request failed in it: no
@@ -221,315 +234,26 @@ fn database_unavailable(error: &sqlx::Error) -> bool {
 }
 
 impl ApiError {
+    /// The code this error is answered with.
+    pub fn code(&self) -> &'static Code {
+        match self.answer() {
+            Answer::Refused(code) => code,
+            Answer::Fault(cause) => match cause.downcast_ref::<sqlx::Error>() {
+                Some(error) if database_unavailable(error) => &codes::DATABASE_UNAVAILABLE,
+                _ => &codes::INTERNAL,
+            },
+        }
+    }
+
     /// Status and stable code of every refusal.
     pub fn status_and_code(&self) -> (StatusCode, &'static str) {
-        use RequestError as R;
-        match self {
-            ApiError::Auth(error) | ApiError::AdminAuth(error) => auth_status_and_code(error),
-            ApiError::DatabaseUnavailable => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "service.database_unavailable",
-            ),
-            ApiError::PriceBook(error) => price_book_status_and_code(error),
-            ApiError::QuoteRequest(error) => quote_request_status_and_code(error),
-            ApiError::Booking(error) => booking_status_and_code(error),
-            ApiError::JobNotFound => (StatusCode::NOT_FOUND, "job.not_found"),
-            ApiError::MerchantNotFound => (StatusCode::NOT_FOUND, "merchant.not_found"),
-            ApiError::TrackingNotFound => (StatusCode::NOT_FOUND, "tracking.not_found"),
-            ApiError::Request(R::UnknownStatus(_)) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "request.unknown_status")
-            }
-            ApiError::Request(R::InvalidPage) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "request.invalid_page")
-            }
-            ApiError::Request(R::InvalidPageSize { .. }) => (
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "request.invalid_page_size",
-            ),
-            ApiError::Pricing(error) => pricing_status_and_code(error),
-            ApiError::Payment(error) => payment_status_and_code(error),
-            ApiError::Request(R::RouteNotFound) => (StatusCode::NOT_FOUND, "not_found"),
-            ApiError::Request(R::MethodNotAllowed) => {
-                (StatusCode::METHOD_NOT_ALLOWED, "request.method_not_allowed")
-            }
-            ApiError::Request(R::UnsupportedMediaType) => (
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "request.unsupported_media_type",
-            ),
-            ApiError::Request(R::MalformedJson(_)) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "request.malformed_json")
-            }
-            ApiError::Request(R::InvalidBody(_)) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "request.invalid_body")
-            }
-            ApiError::Request(R::BodyTooLarge) => {
-                (StatusCode::PAYLOAD_TOO_LARGE, "request.body_too_large")
-            }
-            ApiError::Request(R::InvalidQuery(_)) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "request.invalid_query")
-            }
-            ApiError::Request(R::InvalidPickup(_)) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "request.invalid_pickup")
-            }
-            ApiError::Request(R::InvalidDropoff(_)) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "request.invalid_dropoff")
-            }
-            ApiError::Request(R::InvalidLocation(_)) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "request.invalid_location")
-            }
-            ApiError::Request(R::UnknownVehicle(_)) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "request.unknown_vehicle")
-            }
-            ApiError::Request(R::InvalidLimit { .. }) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "request.invalid_limit")
-            }
-            ApiError::Routing(error) => routing_status_and_code(error),
-            ApiError::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-            ApiError::Webhook(error) => webhook_status_and_code(error),
-            ApiError::Courier(error) => courier_status_and_code(error),
-            ApiError::CourierAuth(CourierAuthError::Credential(error)) => {
-                auth_status_and_code(error)
-            }
-            ApiError::CourierAuth(CourierAuthError::Suspended) => {
-                (StatusCode::FORBIDDEN, "courier.suspended")
-            }
-            ApiError::Fulfilment(error) => fulfilment_status_and_code(error),
-            ApiError::Sandbox(error) => sandbox_status_and_code(error),
-            ApiError::ProofFileNotFound => (StatusCode::NOT_FOUND, "proof.not_found"),
-            ApiError::Merchant(error) => merchant_status_and_code(error),
-            ApiError::AuditQuery(AuditQueryError::UnknownAction(_)) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "audit.unknown_action")
-            }
-            ApiError::AuditQuery(AuditQueryError::UnknownTargetType(_)) => (
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "audit.unknown_target_type",
-            ),
-            ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
-            ApiError::Timeout => (StatusCode::SERVICE_UNAVAILABLE, "service.timeout"),
-        }
+        let code = self.code();
+        (status_of(code), code.code)
     }
 }
 
-fn merchant_status_and_code(error: &MerchantError) -> (StatusCode, &'static str) {
-    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
-    match error {
-        MerchantError::InvalidName => (unprocessable, "merchant.invalid_name"),
-        MerchantError::NotFound => (StatusCode::NOT_FOUND, "merchant.not_found"),
-        MerchantError::KeyNotFound => (StatusCode::NOT_FOUND, "key.not_found"),
-        MerchantError::InvalidEnvironment(_) => (unprocessable, "key.invalid_environment"),
-        MerchantError::InvalidLabel => (unprocessable, "key.invalid_label"),
-        MerchantError::Settings(SettingsError::InvalidSmsSenderName) => {
-            (unprocessable, "settings.invalid_sms_sender_name")
-        }
-        MerchantError::Settings(SettingsError::InvalidRateLimit { .. }) => {
-            (unprocessable, "settings.invalid_rate_limit")
-        }
-        MerchantError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-    }
-}
-
-fn auth_status_and_code(error: &AuthError) -> (StatusCode, &'static str) {
-    match error {
-        AuthError::Missing => (StatusCode::UNAUTHORIZED, "auth.missing_credentials"),
-        AuthError::Malformed => (StatusCode::UNAUTHORIZED, "auth.malformed_credentials"),
-        AuthError::Invalid => (StatusCode::UNAUTHORIZED, "auth.invalid_credentials"),
-        AuthError::Unavailable => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "service.database_unavailable",
-        ),
-    }
-}
-
-fn price_book_status_and_code(error: &PriceBookError) -> (StatusCode, &'static str) {
-    match error {
-        PriceBookError::UnknownMarket(_) => (StatusCode::NOT_FOUND, "market.not_found"),
-        PriceBookError::UnknownVersion { .. } => {
-            (StatusCode::NOT_FOUND, "price_book.version_not_found")
-        }
-        PriceBookError::Rejected(_) => (StatusCode::UNPROCESSABLE_ENTITY, "price_book.rejected"),
-        PriceBookError::InvalidSettings(_) => (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "price_book.invalid_settings",
-        ),
-        PriceBookError::UnknownDefault(..) | PriceBookError::Store(_) => {
-            (StatusCode::INTERNAL_SERVER_ERROR, "internal")
-        }
-    }
-}
-
-fn booking_status_and_code(error: &BookingError) -> (StatusCode, &'static str) {
-    use BookingRequestError as B;
-    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
-    match error {
-        BookingError::MissingKey => (unprocessable, "request.missing_idempotency_key"),
-        BookingError::InvalidKey => (unprocessable, "request.invalid_idempotency_key"),
-        BookingError::KeyReused => (StatusCode::CONFLICT, "idempotency.key_reused"),
-        BookingError::InProgress => (StatusCode::CONFLICT, "idempotency.in_progress"),
-        BookingError::Abandoned => (StatusCode::CONFLICT, "booking.abandoned"),
-        BookingError::QuoteNotFound | BookingError::Request(B::QuoteNotFound) => {
-            (unprocessable, "quote.not_found")
-        }
-        BookingError::QuoteExpired(_) => (unprocessable, "quote.expired"),
-        BookingError::QuoteAlreadyUsed => (unprocessable, "quote.already_used"),
-        BookingError::StopMismatch(_) => (unprocessable, "quote.stop_mismatch"),
-        BookingError::ScheduleMismatch => (unprocessable, "quote.schedule_mismatch"),
-        BookingError::Request(B::ScheduledInPast) => (unprocessable, "job.scheduled_in_past"),
-        BookingError::Request(B::InvalidScheduledFor(_)) => {
-            (unprocessable, "request.invalid_scheduled_for")
-        }
-        BookingError::Request(B::InvalidStop(_)) => (unprocessable, "request.invalid_stop"),
-        BookingError::Request(B::ItemInvalid(_)) => (unprocessable, "order.item_invalid"),
-        BookingError::Request(B::DiscountExceedsItems { .. }) => {
-            (unprocessable, "order.discount_exceeds_items")
-        }
-        BookingError::Request(B::InvalidAmount(_)) => (unprocessable, "order.invalid_amount"),
-        BookingError::Request(B::InvalidNotifyCustomer) => {
-            (unprocessable, "request.invalid_notify_customer")
-        }
-        BookingError::Request(B::NotAnObject) => (unprocessable, "request.invalid_body"),
-        BookingError::Store(_) | BookingError::Hold(_) => {
-            (StatusCode::INTERNAL_SERVER_ERROR, "internal")
-        }
-    }
-}
-
-fn quote_request_status_and_code(error: &QuoteRequestError) -> (StatusCode, &'static str) {
-    let code = match error {
-        QuoteRequestError::InvalidPickup(_) => "request.invalid_pickup",
-        QuoteRequestError::InvalidDropoff(_) => "request.invalid_dropoff",
-        QuoteRequestError::UnknownVehicle(_) => "request.unknown_vehicle",
-        QuoteRequestError::InvalidWeight => "request.invalid_weight",
-        QuoteRequestError::InvalidScheduledFor(_) => "request.invalid_scheduled_for",
-        QuoteRequestError::ScheduledInPast => "job.scheduled_in_past",
-        QuoteRequestError::NotAnObject => "request.invalid_body",
-    };
-    (StatusCode::UNPROCESSABLE_ENTITY, code)
-}
-
-fn pricing_status_and_code(error: &PricingError) -> (StatusCode, &'static str) {
-    match error {
-        PricingError::VehicleNotOffered => (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "pricing.vehicle_not_available",
-        ),
-        PricingError::NotCovered => (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "pricing.destination_not_covered",
-        ),
-        // The market's book is broken or missing: the service's fault, not the caller's.
-        PricingError::NoActiveBook | PricingError::InvalidSettings(_) | PricingError::Plugin(_) => {
-            (StatusCode::SERVICE_UNAVAILABLE, "pricing.unavailable")
-        }
-    }
-}
-
-fn webhook_status_and_code(error: &WebhookError) -> (StatusCode, &'static str) {
-    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
-    match error {
-        WebhookError::InvalidUrl(_) => (unprocessable, "webhook.invalid_url"),
-        WebhookError::UnknownEvent(_) => (unprocessable, "webhook.unknown_event"),
-        WebhookError::InvalidEvents => (unprocessable, "request.invalid_body"),
-        WebhookError::NotFound => (StatusCode::NOT_FOUND, "webhook.not_found"),
-        WebhookError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-    }
-}
-
-fn payment_status_and_code(error: &crate::payments::PaymentError) -> (StatusCode, &'static str) {
-    use crate::payments::PaymentError as P;
-    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
-    match error {
-        P::RawCardNumber => (unprocessable, "payment.raw_card_number"),
-        P::WrongEnvironment(_) => (unprocessable, "payment.reference_wrong_environment"),
-        P::UnknownReference => (unprocessable, "payment.unknown_reference"),
-        P::LiveUnavailable => (unprocessable, "payment.live_unavailable"),
-        P::PaymentMethodNotFound => (StatusCode::NOT_FOUND, "payment_method.not_found"),
-        P::CardDead { .. } => (unprocessable, "payment.card_dead"),
-        P::CardDeclined { .. } => (unprocessable, "payment.card_declined"),
-        P::NoPaymentMethod => (unprocessable, "payment.no_payment_method"),
-        P::ProviderUnreachable => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "payment.provider_unreachable",
-        ),
-        P::ProviderBusy => (StatusCode::SERVICE_UNAVAILABLE, "payment.provider_busy"),
-        P::ChargeNotFound => (StatusCode::NOT_FOUND, "charge.not_found"),
-        P::NotRefundable { .. } => (StatusCode::CONFLICT, "charge.not_refundable"),
-        P::InvalidRefundAmount => (unprocessable, "charge.invalid_amount"),
-        P::RefundExceedsCaptured { .. } => (unprocessable, "charge.refund_exceeds_captured"),
-        P::InvalidMove(_) => (StatusCode::CONFLICT, "charge.invalid_state"),
-        P::Adapter(_) | P::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-    }
-}
-
-fn courier_status_and_code(error: &CourierError) -> (StatusCode, &'static str) {
-    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
-    match error {
-        CourierError::InvalidName => (unprocessable, "courier.invalid_name"),
-        CourierError::InvalidPhone => (unprocessable, "courier.invalid_phone"),
-        CourierError::UnknownVehicle(_) => (unprocessable, "request.unknown_vehicle"),
-        CourierError::UnknownMarket(_) => (unprocessable, "courier.unknown_market"),
-        CourierError::VehicleNotOffered { .. } => (unprocessable, "courier.vehicle_not_offered"),
-        CourierError::InvalidReason => (unprocessable, "courier.invalid_reason"),
-        CourierError::NotFound => (StatusCode::NOT_FOUND, "courier.not_found"),
-        CourierError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-    }
-}
-
-fn fulfilment_status_and_code(error: &FulfilmentError) -> (StatusCode, &'static str) {
-    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
-    match error {
-        FulfilmentError::JobNotFound => (StatusCode::NOT_FOUND, "job.not_found"),
-        FulfilmentError::InvalidTransition(_) => (StatusCode::CONFLICT, "job.invalid_transition"),
-        FulfilmentError::NotCancellable(_) => (StatusCode::CONFLICT, "job.not_cancellable"),
-        FulfilmentError::OfferNotFound => (StatusCode::NOT_FOUND, "offer.not_found"),
-        FulfilmentError::OfferExpired => (StatusCode::CONFLICT, "offer.expired"),
-        FulfilmentError::OfferNotOpen => (StatusCode::CONFLICT, "offer.not_open"),
-        FulfilmentError::CourierNotFound => (StatusCode::NOT_FOUND, "courier.not_found"),
-        FulfilmentError::CourierNotAvailable(_) => (unprocessable, "courier.not_available"),
-        FulfilmentError::ReasonRequired => (unprocessable, "job.reason_required"),
-        FulfilmentError::Proof(error) => (unprocessable, proof_code(error)),
-        FulfilmentError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-    }
-}
-
-fn sandbox_status_and_code(error: &SandboxError) -> (StatusCode, &'static str) {
-    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
-    match error {
-        SandboxError::UnknownScenario(_) => (unprocessable, "sandbox.unknown_scenario"),
-        SandboxError::TestOnly => (unprocessable, "sandbox.test_only"),
-        SandboxError::ScenarioLocked => (StatusCode::CONFLICT, "sandbox.scenario_locked"),
-        SandboxError::NothingToAdvance(_) => (StatusCode::CONFLICT, "sandbox.nothing_to_advance"),
-        SandboxError::JobNotFound => (StatusCode::NOT_FOUND, "job.not_found"),
-        SandboxError::RouteUnavailable => {
-            (StatusCode::SERVICE_UNAVAILABLE, "sandbox.route_unavailable")
-        }
-        SandboxError::Fulfilment(error) => fulfilment_status_and_code(error),
-        SandboxError::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-    }
-}
-
-fn proof_code(error: &ProofError) -> &'static str {
-    match error {
-        ProofError::InvalidOutcome => "proof.invalid_outcome",
-        ProofError::RecipientNameRequired => "proof.recipient_name_required",
-        ProofError::PhotoRequired => "proof.photo_required",
-        ProofError::SignatureRequired => "proof.signature_required",
-        ProofError::FileTooLarge { .. } => "proof.file_too_large",
-        ProofError::UnsupportedContentType(_) => "proof.unsupported_content_type",
-        ProofError::InvalidFile(_) => "proof.invalid_file",
-        ProofError::InvalidText(_) => "request.invalid_body",
-    }
-}
-
-fn routing_status_and_code(error: &RoutingError) -> (StatusCode, &'static str) {
-    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
-    match error {
-        RoutingError::OriginNotCovered => (unprocessable, "pricing.origin_not_covered"),
-        RoutingError::DestinationNotCovered => (unprocessable, "pricing.destination_not_covered"),
-        RoutingError::VehicleNotAvailable(_) => (unprocessable, "pricing.vehicle_not_available"),
-        RoutingError::NoRoute(_) => (unprocessable, "pricing.no_route"),
-        RoutingError::NotReady => (StatusCode::SERVICE_UNAVAILABLE, "lookup.not_ready"),
-        RoutingError::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "lookup.unavailable"),
-    }
+fn status_of(code: &Code) -> StatusCode {
+    StatusCode::from_u16(code.status).expect("codes carry valid statuses")
 }
 
 #[derive(Serialize)]
@@ -540,22 +264,24 @@ struct ErrorBody<'a> {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, code) = self.status_and_code();
-        // A fault of the service is described in the log only.
-        let service_fault = status == StatusCode::INTERNAL_SERVER_ERROR
-            || matches!(self, ApiError::Pricing(_) if status == StatusCode::SERVICE_UNAVAILABLE);
-        let message = if service_fault {
-            tracing::error!(error = %self, "request failed");
-            match status {
-                StatusCode::INTERNAL_SERVER_ERROR => "internal error".to_owned(),
-                _ => {
-                    "pricing is unavailable in this market right now; try again shortly".to_owned()
+        let code = self.code();
+        let status = status_of(code);
+        // A fixed message stands in for detail meant for the log only.
+        let message = match code.fixed_message {
+            Some(fixed) => {
+                if *code == codes::DATABASE_UNAVAILABLE {
+                    tracing::warn!(error = %self, "database unavailable");
+                } else {
+                    tracing::error!(error = %self, code = code.code, "request failed");
                 }
+                fixed.to_owned()
             }
-        } else {
-            self.to_string()
+            None => self.to_string(),
         };
-        let body = ErrorBody { code, message };
+        let body = ErrorBody {
+            code: code.code,
+            message,
+        };
         let mut response = (status, Json(body)).into_response();
         if let ApiError::RateLimited { retry_after } = self {
             response.headers_mut().insert(
@@ -636,7 +362,7 @@ mod tests {
             unavailable
         );
         assert_eq!(
-            ApiError::from(crate::payments::PaymentError::Store(server("57P01"))).status_and_code(),
+            ApiError::from(PaymentError::Store(server("57P01"))).status_and_code(),
             unavailable
         );
         // A unique violation or a syntax error is the service's own fault.
@@ -649,11 +375,15 @@ mod tests {
         }
     }
 
-    #[test]
-    fn internal_errors_leak_nothing() {
+    #[tokio::test]
+    async fn internal_errors_leak_nothing() {
         let error = ApiError::from(sqlx::Error::RowNotFound);
-        assert_eq!(error.to_string(), "internal error");
         assert_eq!(error.status_and_code().1, "internal");
+        let body = axum::body::to_bytes(error.into_response().into_body(), 1024)
+            .await
+            .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["message"], "internal error");
     }
 
     #[test]

@@ -613,6 +613,45 @@ mod tests {
     }
 
     #[test]
+    fn every_code_the_description_lists_is_a_declared_code_and_every_declared_code_is_listed() {
+        let declared: BTreeSet<&str> = courier_domain::error::catalogue::<super::super::ApiError>()
+            .iter()
+            .map(|code| code.code)
+            .collect();
+        let mut listed = BTreeSet::new();
+        for item in document()["paths"].as_object().unwrap().values() {
+            for operation in item.as_object().unwrap().values() {
+                let Some(responses) = operation["responses"].as_object() else {
+                    continue;
+                };
+                for response in responses.values() {
+                    let codes = &response["content"]["application/json"]["schema"]["properties"]["code"]
+                        ["enum"];
+                    for code in codes.as_array().into_iter().flatten() {
+                        listed.insert(code.as_str().unwrap().to_owned());
+                    }
+                }
+            }
+        }
+        let mut listed: BTreeSet<&str> = listed.iter().map(String::as_str).collect();
+        let undeclared: Vec<_> = listed.difference(&declared).collect();
+        assert!(
+            undeclared.is_empty(),
+            "listed but never declared: {undeclared:?}"
+        );
+        // Answered for a method no operation has, so no operation lists it.
+        listed.insert("request.method_not_allowed");
+        // A charge move its state refuses is settled by the workers (the charge was already
+        // moved on); no operation answers it.
+        listed.insert("charge.invalid_state");
+        let unlisted: Vec<_> = declared.difference(&listed).collect();
+        assert!(
+            unlisted.is_empty(),
+            "declared but listed by no operation: {unlisted:?}"
+        );
+    }
+
+    #[test]
     fn named_values_are_the_domain_types_names() {
         use utoipa::PartialSchema;
         let values = |schema: utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>| {

@@ -15,15 +15,6 @@ use crate::auth::Merchant;
 use crate::payments::{CardFormView, HoldError, PaymentError, PaymentMethodView};
 use courier_domain::charge::{contains_card_number, json_contains_card_number};
 
-impl From<PaymentError> for ApiError {
-    fn from(error: PaymentError) -> Self {
-        match error {
-            PaymentError::Store(e) => e.into(),
-            other => ApiError::Payment(other),
-        }
-    }
-}
-
 impl From<HoldError> for ApiError {
     fn from(error: HoldError) -> Self {
         PaymentError::from(error).into()

@@ -18,15 +18,38 @@ use courier_domain::Environment;
 
 use super::parse_basic;
 
-#[derive(Debug, Error, PartialEq, Eq)]
+use courier_domain::error::Code;
+use courier_domain::error::ErrorCode;
+
+pub const MISSING_CREDENTIALS: Code = Code::new(
+    401,
+    "auth.missing_credentials",
+    "No `Authorization` header (merchant, operator and courier APIs).",
+);
+pub const MALFORMED_CREDENTIALS: Code = Code::new(
+    401,
+    "auth.malformed_credentials",
+    "Merchant API: not `Basic`, not base64, or not `key:secret`. Operator API: not `Bearer <token>`. Courier API: not `Bearer crk_<key>.<secret>`.",
+);
+pub const INVALID_CREDENTIALS: Code = Code::new(
+    401,
+    "auth.invalid_credentials",
+    "Unknown key, wrong secret, revoked key, or a key presented with the wrong environment prefix (one code for all, so keys cannot be probed). Operator API: a token that is not configured (any token while none is). Courier API: an unknown courier key or a wrong secret.",
+);
+
+#[derive(Debug, Error, PartialEq, Eq, ErrorCode)]
 pub enum AuthError {
     #[error("this request needs HTTP Basic credentials: the API key and secret")]
+    #[code(MISSING_CREDENTIALS)]
     Missing,
     #[error("the Authorization header is not HTTP Basic `key:secret`")]
+    #[code(MALFORMED_CREDENTIALS)]
     Malformed,
     #[error("the API key or secret is not valid")]
+    #[code(INVALID_CREDENTIALS)]
     Invalid,
     #[error("credentials cannot be checked right now")]
+    #[code(courier_domain::error::DATABASE_UNAVAILABLE)]
     Unavailable,
 }
 

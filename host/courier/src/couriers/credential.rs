@@ -13,13 +13,24 @@ use crate::auth::AuthError;
 use crate::secrets::{SecretKey, hmac_sha256};
 use crate::store::couriers as store;
 
+use courier_domain::error::Code;
+use courier_domain::error::ErrorCode;
+
+pub const SUSPENDED: Code = Code::new(
+    403,
+    "courier.suspended",
+    "The courier API, for a suspended courier.",
+);
+
 const KEY_PREFIX: &str = "crk_";
 
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Debug, Error, PartialEq, Eq, ErrorCode)]
 pub enum CourierAuthError {
     #[error(transparent)]
+    #[code(via)]
     Credential(#[from] AuthError),
     #[error("this courier is suspended")]
+    #[code(SUSPENDED)]
     Suspended,
 }
 

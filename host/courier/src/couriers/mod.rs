@@ -21,28 +21,70 @@ use crate::store::couriers::{self as store, CourierRow};
 use crate::store::dispatch as offers;
 use courier_domain::booking::normalise_phone;
 
+use courier_domain::error::Code;
+use courier_domain::error::ErrorCode;
+
+pub const INVALID_NAME: Code = Code::new(
+    422,
+    "courier.invalid_name",
+    "Creating a courier: an empty or long name.",
+);
+pub const INVALID_PHONE: Code = Code::new(
+    422,
+    "courier.invalid_phone",
+    "Creating a courier: not a usable phone number.",
+);
+pub const UNKNOWN_MARKET: Code = Code::new(
+    422,
+    "courier.unknown_market",
+    "Creating a courier: no such market.",
+);
+pub const VEHICLE_NOT_OFFERED: Code = Code::new(
+    422,
+    "courier.vehicle_not_offered",
+    "Creating a courier: the market does not offer the vehicle (`request.unknown_vehicle` for a name that is not a vehicle).",
+);
+pub const INVALID_REASON: Code = Code::new(
+    422,
+    "courier.invalid_reason",
+    "A suspension reason over 500 characters.",
+);
+pub const COURIER_NOT_FOUND: Code = Code::new(
+    404,
+    "courier.not_found",
+    "No such courier (admin routes, reassignment).",
+);
+
 pub const ACTIVE: &str = "active";
 pub const SUSPENDED: &str = "suspended";
 const MAX_NAME_CHARS: usize = 200;
 const MAX_REASON_CHARS: usize = 500;
 
-#[derive(Debug, Error)]
+#[derive(Debug, Error, ErrorCode)]
 pub enum CourierError {
     #[error("`name` must be 1 to {MAX_NAME_CHARS} characters")]
+    #[code(INVALID_NAME)]
     InvalidName,
     #[error("`phone` must be a usable phone number")]
+    #[code(INVALID_PHONE)]
     InvalidPhone,
     #[error("{0:?} is not a vehicle; use bicycle, electric_bicycle, motorcycle, car or van")]
+    #[code(courier_domain::error::UNKNOWN_VEHICLE)]
     UnknownVehicle(String),
     #[error("there is no market {0:?}")]
+    #[code(UNKNOWN_MARKET)]
     UnknownMarket(String),
     #[error("the {vehicle} vehicle is not offered in market {market:?}")]
+    #[code(VEHICLE_NOT_OFFERED)]
     VehicleNotOffered { vehicle: String, market: String },
     #[error("`reason` must be at most {MAX_REASON_CHARS} characters")]
+    #[code(INVALID_REASON)]
     InvalidReason,
     #[error("no such courier")]
+    #[code(COURIER_NOT_FOUND)]
     NotFound,
     #[error(transparent)]
+    #[code(fault)]
     Store(#[from] sqlx::Error),
 }
 

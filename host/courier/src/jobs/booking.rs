@@ -62,6 +62,35 @@ use courier_domain::job::reference::{new_reference, new_tracking_token};
 use courier_domain::sandbox::Scenario;
 use courier_domain::{Environment, JobStatus};
 
+use courier_domain::error::Code;
+use courier_domain::error::ErrorCode;
+
+pub const MISSING_IDEMPOTENCY_KEY: Code = Code::new(
+    422,
+    "request.missing_idempotency_key",
+    "Booking without `Idempotency-Key`.",
+);
+pub const INVALID_IDEMPOTENCY_KEY: Code = Code::new(
+    422,
+    "request.invalid_idempotency_key",
+    "`Idempotency-Key` empty, longer than 255, or not visible ASCII.",
+);
+pub const KEY_REUSED: Code = Code::new(
+    409,
+    "idempotency.key_reused",
+    "The `Idempotency-Key` was used with a different body.",
+);
+pub const IN_PROGRESS: Code = Code::new(
+    409,
+    "idempotency.in_progress",
+    "The key's booking is still waiting for the payment provider (live); send it again shortly for its answer.",
+);
+pub const BOOKING_ABANDONED: Code = Code::new(
+    409,
+    "booking.abandoned",
+    "The key's booking was interrupted and could not be completed; whatever the provider held was released first. Book again with a new key.",
+);
+
 /// Search opens this long before a scheduled job's time.
 pub const SEARCH_LEAD: chrono::Duration = chrono::Duration::minutes(20);
 /// Longest accepted `Idempotency-Key`.
@@ -74,39 +103,52 @@ const DECLINED: &str = "card_declined";
 /// What a booking that could not be completed stores under its key.
 const ABANDONED: &str = "abandoned";
 
-#[derive(Debug, Error)]
+#[derive(Debug, Error, ErrorCode)]
 pub enum BookingError {
     #[error("the Idempotency-Key header is required")]
+    #[code(MISSING_IDEMPOTENCY_KEY)]
     MissingKey,
     #[error("the Idempotency-Key header must be 1 to {MAX_KEY_LENGTH} visible characters")]
+    #[code(INVALID_IDEMPOTENCY_KEY)]
     InvalidKey,
     #[error("this Idempotency-Key was used for a different request")]
+    #[code(KEY_REUSED)]
     KeyReused,
     #[error(
         "a booking with this Idempotency-Key is still waiting for the payment provider; \
          send it again in a moment for its answer"
     )]
+    #[code(IN_PROGRESS)]
     InProgress,
     #[error(
         "this booking could not be completed and holds no money; book again with a new \
          Idempotency-Key"
     )]
+    #[code(BOOKING_ABANDONED)]
     Abandoned,
     #[error(transparent)]
+    #[code(via)]
     Request(#[from] BookingRequestError),
     #[error("there is no quote with that id")]
+    #[code(courier_domain::booking::QUOTE_NOT_FOUND)]
     QuoteNotFound,
     #[error("the quote expired at {0}")]
+    #[code(courier_domain::booking::QUOTE_EXPIRED)]
     QuoteExpired(DateTime<Utc>),
     #[error("the quote has already been booked")]
+    #[code(courier_domain::booking::QUOTE_ALREADY_USED)]
     QuoteAlreadyUsed,
     #[error("{0} must be the quoted point")]
+    #[code(courier_domain::booking::STOP_MISMATCH)]
     StopMismatch(&'static str),
     #[error("scheduled_for must be what the quote was priced for")]
+    #[code(courier_domain::booking::SCHEDULE_MISMATCH)]
     ScheduleMismatch,
     #[error(transparent)]
+    #[code(via)]
     Hold(#[from] HoldError),
     #[error(transparent)]
+    #[code(fault)]
     Store(#[from] sqlx::Error),
 }
 

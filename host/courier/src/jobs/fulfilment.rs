@@ -31,6 +31,33 @@ use courier_domain::job::proof::{Proof, ProofError};
 use courier_domain::job::transitions::{self, Actor, InvalidTransition, Settlement};
 use courier_domain::{Environment, JobStatus};
 
+use courier_domain::error::Code;
+use courier_domain::error::ErrorCode;
+
+pub const NOT_CANCELLABLE: Code = Code::new(
+    409,
+    "job.not_cancellable",
+    "Merchant cancellation after collection, or of an ended job.",
+);
+pub const REASON_REQUIRED: Code = Code::new(
+    422,
+    "job.reason_required",
+    "An operator's status change or a return without a reason (or one over 500 characters; also a cancellation reason over 500).",
+);
+pub const OFFER_NOT_FOUND: Code =
+    Code::new(404, "offer.not_found", "No such offer of this courier.");
+pub const OFFER_EXPIRED: Code = Code::new(409, "offer.expired", "The offer ran out.");
+pub const OFFER_NOT_OPEN: Code = Code::new(
+    409,
+    "offer.not_open",
+    "The offer was already answered or withdrawn, or the job moved on.",
+);
+pub const COURIER_NOT_AVAILABLE: Code = Code::new(
+    422,
+    "courier.not_available",
+    "Reassignment to a suspended courier or one of another market.",
+);
+
 /// `reason` of `job.failed` when nobody took the job in time.
 pub const NO_COURIER_REASON: &str = "no_courier_before_deadline";
 /// `reason` (and `cancellation_reason`) of a merchant's cancellation that gives none.
@@ -43,29 +70,40 @@ const SETTLEMENT_GRACE: chrono::Duration = chrono::Duration::seconds(30);
 const SETTLEMENT_LEASE: std::time::Duration = std::time::Duration::from_secs(60);
 const SETTLEMENT_BATCH: i64 = 20;
 
-#[derive(Debug, Error)]
+#[derive(Debug, Error, ErrorCode)]
 pub enum FulfilmentError {
     #[error("no such job")]
+    #[code(courier_domain::job::JOB_NOT_FOUND)]
     JobNotFound,
     #[error(transparent)]
+    #[code(courier_domain::job::transitions::INVALID_TRANSITION)]
     InvalidTransition(#[from] InvalidTransition),
     #[error("a {} job can no longer be cancelled: it has been collected or has ended", .0.as_str())]
+    #[code(NOT_CANCELLABLE)]
     NotCancellable(JobStatus),
     #[error("no such offer")]
+    #[code(OFFER_NOT_FOUND)]
     OfferNotFound,
     #[error("this offer has expired")]
+    #[code(OFFER_EXPIRED)]
     OfferExpired,
     #[error("this offer is no longer open (already answered, withdrawn, or the job moved on)")]
+    #[code(OFFER_NOT_OPEN)]
     OfferNotOpen,
     #[error("no such courier")]
+    #[code(crate::couriers::COURIER_NOT_FOUND)]
     CourierNotFound,
     #[error("{0}")]
+    #[code(COURIER_NOT_AVAILABLE)]
     CourierNotAvailable(&'static str),
     #[error("`reason` is required (1 to {MAX_REASON_CHARS} characters)")]
+    #[code(REASON_REQUIRED)]
     ReasonRequired,
     #[error(transparent)]
+    #[code(via)]
     Proof(#[from] ProofError),
     #[error(transparent)]
+    #[code(fault)]
     Store(#[from] sqlx::Error),
 }
 

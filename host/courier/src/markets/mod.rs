@@ -13,6 +13,21 @@ use thiserror::Error;
 
 pub use file::{MarketDefinition, NetworkSource};
 
+use courier_domain::error::Code;
+use courier_domain::error::ErrorCode;
+
+pub const NOT_READY: Code = Code::new(
+    503,
+    "lookup.not_ready",
+    "The market's road network is still loading (lookups, quotes).",
+);
+pub const UNAVAILABLE: Code = Code::new(
+    503,
+    "lookup.unavailable",
+    "The market's road network failed to load (see the log).",
+);
+pub const MARKET_NOT_FOUND: Code = Code::new(404, "market.not_found", "No such market.");
+
 /// The built-in demo market, used when no markets file is configured.
 const DEMO_MARKETS: &str = include_str!("demo.toml");
 
@@ -31,19 +46,25 @@ pub enum MarketsError {
 }
 
 /// Why a journey cannot be routed. Quotes and the route lookup share these.
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Debug, Error, PartialEq, Eq, ErrorCode)]
 pub enum RoutingError {
     #[error("the pickup is outside every served area")]
+    #[code(courier_domain::quote::ORIGIN_NOT_COVERED)]
     OriginNotCovered,
     #[error("the drop-off is outside the pickup's served area")]
+    #[code(courier_domain::quote::DESTINATION_NOT_COVERED)]
     DestinationNotCovered,
     #[error("the {0} vehicle is not offered in this market")]
+    #[code(courier_domain::quote::VEHICLE_NOT_AVAILABLE)]
     VehicleNotAvailable(&'static str),
     #[error("there is no route between these points for a {0}")]
+    #[code(courier_domain::quote::NO_ROUTE)]
     NoRoute(&'static str),
     #[error("the road network is still loading; try again shortly")]
+    #[code(NOT_READY)]
     NotReady,
     #[error("the road network of this market could not be loaded")]
+    #[code(UNAVAILABLE)]
     Unavailable,
 }
 

@@ -13,20 +13,36 @@ use crate::rate_limit::LimitOverrides;
 use crate::store;
 use courier_domain::numeric::Numeric;
 
+use courier_domain::error::Code;
+use courier_domain::error::ErrorCode;
+
+pub const INVALID_SMS_SENDER_NAME: Code = Code::new(
+    422,
+    "settings.invalid_sms_sender_name",
+    "`sms_sender_name` is not 3–11 letters and digits with a letter, nor `null`.",
+);
+pub const INVALID_RATE_LIMIT: Code = Code::new(
+    422,
+    "settings.invalid_rate_limit",
+    "A budget that is not a whole number from 1 to 1,000,000, nor `null`.",
+);
+
 /// Largest per-minute budget a merchant can be given.
 pub const MAX_PER_MINUTE: i64 = 1_000_000;
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error, PartialEq, Eq, ErrorCode)]
 pub enum SettingsError {
     #[error(
         "sms_sender_name is 3 to 11 letters and digits (A-Z, a-z, 0-9) with at least one \
          letter, or null for the service's default sender"
     )]
+    #[code(INVALID_SMS_SENDER_NAME)]
     InvalidSmsSenderName,
     #[error(
         "{field} is a whole number of requests per minute from 1 to {MAX_PER_MINUTE}, or null \
          for the service's default"
     )]
+    #[code(INVALID_RATE_LIMIT)]
     InvalidRateLimit { field: &'static str },
 }
 

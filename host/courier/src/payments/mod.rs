@@ -40,6 +40,72 @@ use courier_domain::charge::contains_card_number;
 use courier_domain::charge::state::{self, ChargeStatus, Decision, InvalidMove, Move};
 use courier_domain::event::{EventDetails, EventName, NewEvent};
 
+use courier_domain::error::Code;
+use courier_domain::error::ErrorCode;
+
+pub const RAW_CARD_NUMBER: Code = Code::new(
+    422,
+    "payment.raw_card_number",
+    "A card number anywhere in the request.",
+);
+pub const WRONG_ENVIRONMENT: Code = Code::new(
+    422,
+    "payment.reference_wrong_environment",
+    "A test key with a reference that is not `pm_sandbox_…`, or a live key with a sandbox reference.",
+);
+pub const UNKNOWN_REFERENCE: Code = Code::new(
+    422,
+    "payment.unknown_reference",
+    "The provider does not know the reference (e.g. `pm_sandbox_` with a number that is not a designated one).",
+);
+pub const LIVE_UNAVAILABLE: Code = Code::new(
+    422,
+    "payment.live_unavailable",
+    "A live key, and no live payment adapter is configured (cards, bookings).",
+);
+pub const PAYMENT_METHOD_NOT_FOUND: Code = Code::new(
+    404,
+    "payment_method.not_found",
+    "No such card in the credential's environment (or removed, or not a UUID).",
+);
+pub const DEAD_CARD: Code = Code::new(422, "payment.card_dead", "Making a dead card the default.");
+pub const CARD_DECLINED: Code = Code::new(
+    422,
+    "payment.card_declined",
+    "The provider declined (attach, hold, refund); the message names the decline code. At booking nothing is booked and the quote stays usable; the decline is stored under the `Idempotency-Key`, which replays it.",
+);
+pub const NO_PAYMENT_METHOD: Code = Code::new(
+    422,
+    "payment.no_payment_method",
+    "A hold (a booking), and no working card on file in the environment; nothing is booked and the quote stays usable.",
+);
+pub const PROVIDER_UNREACHABLE: Code = Code::new(
+    503,
+    "payment.provider_unreachable",
+    "Setup, attach or refund could not reach the provider, or its answer could not be read; nothing happened; retry.",
+);
+pub const PROVIDER_BUSY: Code = Code::new(
+    503,
+    "payment.provider_busy",
+    "Every place for a provider call is taken (`COURIER_PAYMENT_CALLS`); nothing happened (a booking wrote nothing); retry (a booking with the same key).",
+);
+pub const CHARGE_NOT_FOUND: Code = Code::new(404, "charge.not_found", "Refund: no such charge.");
+pub const NOT_REFUNDABLE: Code = Code::new(
+    409,
+    "charge.not_refundable",
+    "Refund: the charge was never captured.",
+);
+pub const INVALID_REFUND_AMOUNT: Code = Code::new(
+    422,
+    "charge.invalid_amount",
+    "Refund: `amount_minor` is not above zero.",
+);
+pub const REFUND_EXCEEDS_CAPTURED: Code = Code::new(
+    422,
+    "charge.refund_exceeds_captured",
+    "Refund: more than is left to give back.",
+);
+
 /// How many charges `GET /v1/charges` shows.
 pub const RECENT_CHARGES: i64 = 50;
 /// The status of a working card.
@@ -51,62 +117,85 @@ const SYSTEM: &str = "system";
 const SANDBOX_PREFIX: &str = "pm_sandbox_";
 
 /// Refusals of card and charge operations.
-#[derive(Debug, Error)]
+#[derive(Debug, Error, ErrorCode)]
 pub enum PaymentError {
     #[error(
         "a card number was sent; send the payment provider's reference for the card instead \
          (card numbers are never accepted)"
     )]
+    #[code(RAW_CARD_NUMBER)]
     RawCardNumber,
     #[error("{0}")]
+    #[code(WRONG_ENVIRONMENT)]
     WrongEnvironment(&'static str),
     #[error("the payment provider does not know this card reference")]
+    #[code(UNKNOWN_REFERENCE)]
     UnknownReference,
     #[error("live card payments are not available: no live payment provider is configured")]
+    #[code(LIVE_UNAVAILABLE)]
     LiveUnavailable,
     #[error("no such payment method")]
+    #[code(PAYMENT_METHOD_NOT_FOUND)]
     PaymentMethodNotFound,
     #[error("this card no longer works ({reason}); attach another card")]
+    #[code(DEAD_CARD)]
     CardDead { reason: String },
     #[error("the card was declined: {decline_code}")]
+    #[code(CARD_DECLINED)]
     CardDeclined { decline_code: String },
     #[error("no usable card on file in this environment; attach a card first")]
+    #[code(NO_PAYMENT_METHOD)]
     NoPaymentMethod,
     #[error("the payment provider cannot be reached; try again shortly")]
+    #[code(PROVIDER_UNREACHABLE)]
     ProviderUnreachable,
     #[error("too many payment provider calls are in flight; try again shortly")]
+    #[code(PROVIDER_BUSY)]
     ProviderBusy,
     #[error("no such charge")]
+    #[code(CHARGE_NOT_FOUND)]
     ChargeNotFound,
     #[error("a {status} charge cannot be refunded; only captured money can be given back")]
+    #[code(NOT_REFUNDABLE)]
     NotRefundable { status: &'static str },
     #[error("`amount_minor` must be a whole number of minor units above zero")]
+    #[code(INVALID_REFUND_AMOUNT)]
     InvalidRefundAmount,
     #[error("the refund is more than is left to give back ({remaining_minor} minor units)")]
+    #[code(REFUND_EXCEEDS_CAPTURED)]
     RefundExceedsCaptured { remaining_minor: i64 },
     #[error(transparent)]
+    #[code(courier_domain::charge::state::INVALID_STATE)]
     InvalidMove(#[from] InvalidMove),
     #[error("the payment adapter failed: {0}")]
+    #[code(fault)]
     Adapter(#[from] PluginError),
     #[error(transparent)]
+    #[code(fault)]
     Store(#[from] sqlx::Error),
 }
 
 /// Why a hold was not placed. On any of these the booking is rolled back, which leaves its
 /// quote unspent, so the merchant can try again (with another card after a decline).
-#[derive(Debug, Error)]
+#[derive(Debug, Error, ErrorCode)]
 pub enum HoldError {
-    #[error("no usable card on file")]
+    #[error("no usable card on file in this environment; attach a card first")]
+    #[code(NO_PAYMENT_METHOD)]
     NoPaymentMethod,
     #[error("the card was declined: {decline_code}")]
+    #[code(CARD_DECLINED)]
     Declined { decline_code: String },
-    #[error("no live payment provider is configured")]
+    #[error("live card payments are not available: no live payment provider is configured")]
+    #[code(LIVE_UNAVAILABLE)]
     LiveUnavailable,
     #[error("a hold needs an amount above zero")]
+    #[code(INVALID_REFUND_AMOUNT)]
     InvalidAmount,
-    #[error("too many payment provider calls are in flight")]
+    #[error("too many payment provider calls are in flight; try again shortly")]
+    #[code(PROVIDER_BUSY)]
     ProviderBusy,
     #[error(transparent)]
+    #[code(fault)]
     Store(#[from] sqlx::Error),
 }
 

@@ -28,40 +28,76 @@ use thiserror::Error;
 use crate::markets::{Market, Markets};
 use crate::store::price_books as store;
 
+use courier_domain::error::Code;
+use courier_domain::error::ErrorCode;
+
+pub const VERSION_NOT_FOUND: Code = Code::new(
+    404,
+    "price_book.version_not_found",
+    "The market has no upload with that version; also a version in the path that is not a whole number of 32 bits (checked after `market.not_found`).",
+);
+pub const REJECTED: Code = Code::new(
+    422,
+    "price_book.rejected",
+    "The component is not a working price book (does not compile, wrong world, traps, runs past its deadline, prices at zero).",
+);
+pub const INVALID_SETTINGS: Code = Code::new(
+    422,
+    "price_book.invalid_settings",
+    "The book refuses the settings, or does not price a vehicle the market offers.",
+);
+pub const PRICING_UNAVAILABLE: Code = Code::new(
+    503,
+    "pricing.unavailable",
+    "The market's price book failed (the operator is told through the log).",
+)
+.with_fixed_message("pricing is unavailable in this market right now; try again shortly");
+
 pub const ACTIVATION_CHANNEL: &str = "courier_price_book_activated";
 /// How often every process re-reads the active versions, in case a notification was missed.
 const RECONCILE_EVERY: Duration = Duration::from_secs(10);
 /// Who made the activations a process makes on its own (first start of a market).
 const SYSTEM: &str = "system";
 
-#[derive(Debug, Error)]
+#[derive(Debug, Error, ErrorCode)]
 pub enum PriceBookError {
     #[error("there is no market {0:?}")]
+    #[code(crate::markets::MARKET_NOT_FOUND)]
     UnknownMarket(String),
     #[error("market {market:?} has no price book upload {version}")]
+    #[code(VERSION_NOT_FOUND)]
     UnknownVersion { market: String, version: String },
     #[error("the component is not a usable price book: {0}")]
+    #[code(REJECTED)]
     Rejected(String),
     #[error("the price book refuses these settings: {0}")]
+    #[code(INVALID_SETTINGS)]
     InvalidSettings(String),
     #[error("market {0:?} has no default component named {1:?}")]
+    #[code(fault)]
     UnknownDefault(String, String),
     #[error(transparent)]
+    #[code(fault)]
     Store(#[from] sqlx::Error),
 }
 
 /// Why a journey got no price.
-#[derive(Debug, Error)]
+#[derive(Debug, Error, ErrorCode)]
 pub enum PricingError {
     #[error("the market has no active price book yet")]
+    #[code(PRICING_UNAVAILABLE)]
     NoActiveBook,
     #[error("the price book does not offer this vehicle")]
+    #[code(courier_domain::quote::VEHICLE_NOT_AVAILABLE)]
     VehicleNotOffered,
     #[error("the price book does not cover this journey")]
+    #[code(courier_domain::quote::DESTINATION_NOT_COVERED)]
     NotCovered,
     #[error("the price book's settings are invalid: {0}")]
+    #[code(PRICING_UNAVAILABLE)]
     InvalidSettings(String),
     #[error("the price book failed: {0}")]
+    #[code(PRICING_UNAVAILABLE)]
     Plugin(#[from] PluginError),
 }
 

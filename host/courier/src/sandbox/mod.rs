@@ -38,6 +38,35 @@ use courier_domain::JobStatus;
 use courier_domain::job::proof::{Proof, ProofFile};
 use courier_domain::job::transitions;
 
+use courier_domain::error::Code;
+use courier_domain::error::ErrorCode;
+
+pub const UNKNOWN_SCENARIO: Code = Code::new(
+    422,
+    "sandbox.unknown_scenario",
+    "Not one of the six scenario names (header or body).",
+);
+pub const TEST_ONLY: Code = Code::new(
+    422,
+    "sandbox.test_only",
+    "`Courier-Sandbox-Scenario` sent with a live key.",
+);
+pub const SCENARIO_LOCKED: Code = Code::new(
+    409,
+    "sandbox.scenario_locked",
+    "A scenario chosen once a courier is on the job, or after it ended.",
+);
+pub const NOTHING_TO_ADVANCE: Code = Code::new(
+    409,
+    "sandbox.nothing_to_advance",
+    "The job has ended, is still `pending`, or was taken over by someone other than the simulator.",
+);
+pub const ROUTE_UNAVAILABLE: Code = Code::new(
+    503,
+    "sandbox.route_unavailable",
+    "The market's road network is still loading (advance again shortly).",
+);
+
 /// `reason` of a simulated return.
 pub const RETURN_REASON: &str = "recipient_unavailable";
 /// `reason` of a simulated cancellation by operations.
@@ -52,26 +81,34 @@ const KM_PER_DEGREE_OF_LATITUDE: f64 = 111.2;
 /// The file a simulated delivery keeps as its photo and signature, when they are required.
 const PROOF_IMAGE: &[u8] = include_bytes!("proof.png");
 
-#[derive(Debug, Error)]
+#[derive(Debug, Error, ErrorCode)]
 pub enum SandboxError {
     #[error(
         "{0:?} is not a sandbox scenario; use happy_path, no_courier, courier_reassigned, \
          returned, cancelled_by_operations or manual"
     )]
+    #[code(UNKNOWN_SCENARIO)]
     UnknownScenario(String),
     #[error("Courier-Sandbox-Scenario is for test keys only")]
+    #[code(TEST_ONLY)]
     TestOnly,
     #[error("the scenario can only be chosen before a courier is on the job")]
+    #[code(SCENARIO_LOCKED)]
     ScenarioLocked,
     #[error("nothing to advance: {0}")]
+    #[code(NOTHING_TO_ADVANCE)]
     NothingToAdvance(&'static str),
     #[error("no such job")]
+    #[code(courier_domain::job::JOB_NOT_FOUND)]
     JobNotFound,
     #[error("the market's road network cannot route this job yet")]
+    #[code(ROUTE_UNAVAILABLE)]
     RouteUnavailable,
     #[error(transparent)]
+    #[code(via)]
     Fulfilment(#[from] FulfilmentError),
     #[error(transparent)]
+    #[code(fault)]
     Store(#[from] sqlx::Error),
 }
 

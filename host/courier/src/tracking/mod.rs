@@ -31,6 +31,14 @@ use courier_domain::tracking::timeline::Milestones;
 use courier_domain::tracking::wording;
 use map::MapInput;
 
+use courier_domain::error::Code;
+
+pub const TRACKING_NOT_FOUND: Code = Code::new(
+    404,
+    "tracking.not_found",
+    "Tracking state (`GET /track/{token}/state`) of an unknown token, or of a job that ended more than `COURIER_TRACKING_TTL_SECS` ago.",
+);
+
 /// `COURIER_TRACKING_*`.
 #[derive(Clone, Copy, Debug)]
 pub struct TrackingConfig {

@@ -13,22 +13,46 @@ use crate::store::webhooks::{self as store, DeliveryRow, EndpointRow, NewEndpoin
 use courier_domain::event::EventName;
 use courier_plugins::is_public_address as is_public;
 
+use courier_domain::error::Code;
+use courier_domain::error::ErrorCode;
+
+pub const INVALID_URL: Code = Code::new(
+    422,
+    "webhook.invalid_url",
+    "`url` missing, not a string, not an absolute `https` URL, longer than 2,048 characters, carrying a user name or password, or a literal non-public IP address.",
+);
+pub const UNKNOWN_EVENT: Code = Code::new(
+    422,
+    "webhook.unknown_event",
+    "An `events` entry is not one of the spec's event names.",
+);
+pub const ENDPOINT_NOT_FOUND: Code = Code::new(
+    404,
+    "webhook.not_found",
+    "Another merchant's or the other environment's endpoint, an unknown id, or an id that is not a UUID.",
+);
+
 /// Delivery records listed per endpoint (spec section 8).
 pub const DELIVERIES_LISTED: i64 = 50;
 /// Longest endpoint URL accepted.
 const MAX_URL_LENGTH: usize = 2048;
 
-#[derive(Debug, Error)]
+#[derive(Debug, Error, ErrorCode)]
 pub enum WebhookError {
     #[error("`url` {0}")]
+    #[code(INVALID_URL)]
     InvalidUrl(String),
     #[error("{0:?} is not an event name")]
+    #[code(UNKNOWN_EVENT)]
     UnknownEvent(String),
     #[error("`events` must be null or an array of event names")]
+    #[code(courier_domain::error::INVALID_BODY)]
     InvalidEvents,
     #[error("no such webhook endpoint")]
+    #[code(ENDPOINT_NOT_FOUND)]
     NotFound,
     #[error(transparent)]
+    #[code(fault)]
     Store(#[from] sqlx::Error),
 }
 

@@ -11,6 +11,14 @@
 
 use serde::Serialize;
 
+use crate::error::Code;
+
+pub const INVALID_STATE: Code = Code::new(
+    409,
+    "charge.invalid_state",
+    "Capture of a voided or failed charge, void of a captured one (fulfilment).",
+);
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ChargeStatus {

@@ -8,6 +8,14 @@ pub mod transitions;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::Code;
+
+pub const JOB_NOT_FOUND: Code = Code::new(
+    404,
+    "job.not_found",
+    "The job is not the caller's: another merchant's job, a job of the other environment, an unknown id and a non-UUID id all answer it, with the same body (also for proof files). Sandbox endpoints: no such test job of this merchant. Courier API: a job that is not the courier's.",
+);
+
 /// A job's status
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]

@@ -13,6 +13,47 @@ use uuid::Uuid;
 
 use crate::event::ProofFacts;
 
+use crate::error::Code;
+use crate::error::ErrorCode;
+
+pub const INVALID_OUTCOME: Code = Code::new(
+    422,
+    "proof.invalid_outcome",
+    "`outcome` missing or not one of the three.",
+);
+pub const RECIPIENT_NAME_REQUIRED: Code = Code::new(
+    422,
+    "proof.recipient_name_required",
+    "Handed to someone, but no `recipient_name`.",
+);
+pub const PHOTO_REQUIRED: Code = Code::new(
+    422,
+    "proof.photo_required",
+    "The job's `proof_requirement` asks for a photo and it is missing.",
+);
+pub const SIGNATURE_REQUIRED: Code = Code::new(
+    422,
+    "proof.signature_required",
+    "The job's `proof_requirement` asks for a signature and it is missing.",
+);
+pub const FILE_TOO_LARGE: Code = Code::new(
+    422,
+    "proof.file_too_large",
+    "A proof file over `COURIER_PROOF_MAX_BYTES`.",
+);
+pub const UNSUPPORTED_CONTENT_TYPE: Code = Code::new(
+    422,
+    "proof.unsupported_content_type",
+    "A proof file that is not JPEG, PNG or WebP.",
+);
+pub const INVALID_FILE: Code = Code::new(
+    422,
+    "proof.invalid_file",
+    "A proof file that is not base64, or whose bytes are not of the stated type.",
+);
+pub const PROOF_FILE_NOT_FOUND: Code =
+    Code::new(404, "proof.not_found", "The job has no such proof file.");
+
 /// The outcomes a delivery may have.
 pub const OUTCOMES: [&str; 3] = [
     "handed_to_recipient",
@@ -24,28 +65,36 @@ pub const CONTENT_TYPES: [&str; 3] = ["image/jpeg", "image/png", "image/webp"];
 const MAX_NAME_CHARS: usize = 200;
 const MAX_NOTE_CHARS: usize = 1000;
 
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Debug, Error, PartialEq, Eq, ErrorCode)]
 pub enum ProofError {
     #[error(
         "`outcome` must be one of handed_to_recipient, handed_to_neighbour, left_in_safe_place"
     )]
+    #[code(INVALID_OUTCOME)]
     InvalidOutcome,
     #[error("`recipient_name` is required when the parcel is handed to someone")]
+    #[code(RECIPIENT_NAME_REQUIRED)]
     RecipientNameRequired,
     #[error("this merchant requires a photo with every delivery")]
+    #[code(PHOTO_REQUIRED)]
     PhotoRequired,
     #[error("this merchant requires a signature with every delivery")]
+    #[code(SIGNATURE_REQUIRED)]
     SignatureRequired,
     #[error("the {kind} is larger than {max_bytes} bytes")]
+    #[code(FILE_TOO_LARGE)]
     FileTooLarge {
         kind: &'static str,
         max_bytes: usize,
     },
     #[error("the {0} must be image/jpeg, image/png or image/webp")]
+    #[code(UNSUPPORTED_CONTENT_TYPE)]
     UnsupportedContentType(&'static str),
     #[error("the {0} is not base64 of an image of its content_type")]
+    #[code(INVALID_FILE)]
     InvalidFile(&'static str),
     #[error("{0}")]
+    #[code(crate::error::INVALID_BODY)]
     InvalidText(&'static str),
 }
 

@@ -14,6 +14,14 @@ use thiserror::Error;
 use crate::JobStatus;
 use crate::event::EventName;
 
+use crate::error::Code;
+
+pub const INVALID_TRANSITION: Code = Code::new(
+    409,
+    "job.invalid_transition",
+    "A move the transition table does not allow (the message names both states).",
+);
+
 /// Who moves a job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Actor {

@@ -1,7 +1,7 @@
 //! The simulator's plan: the scenarios a merchant may choose, the stages a simulated delivery
 //! goes through, which step comes next and how long (in simulated seconds) it waits. Pure.
 
-/// What happens to a test job, chosen per job (README, "Sandbox simulator").
+/// What happens to a test job, chosen per job (docs/sandbox.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, utoipa::ToSchema)]
 #[schema(as = SandboxScenario, rename_all = "snake_case")]
 pub enum Scenario {
