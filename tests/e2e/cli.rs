@@ -8,7 +8,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::support::{
-    Authed, Credential, TestApp, assert_refusal, fresh_database_url, status_and_json,
+    Authed, Credential, TestApp, assert_refusal, eventually, fresh_database_url, status_and_json,
 };
 
 const BINARY: &str = env!("CARGO_BIN_EXE_courier");
@@ -129,17 +129,26 @@ async fn merchant_create_refuses_an_empty_name() {
     assert!(output.stdout.is_empty());
 }
 
-fn wait_for_ready(base_url: &str, child: &mut Child) {
-    for _ in 0..400 {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("courier serve exited early: {status}");
-        }
-        if is_ready(base_url) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("courier serve did not become ready");
+/// Waits for `courier serve` to be ready; fails at once if it exits instead.
+async fn wait_for_ready(base_url: &str, child: &mut Child) {
+    eventually(
+        "courier serve to become ready",
+        Duration::from_secs(20),
+        Duration::from_millis(50),
+        || {
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!("courier serve exited early: {status}");
+            }
+            let base_url = base_url.to_owned();
+            async move {
+                tokio::task::spawn_blocking(move || is_ready(&base_url))
+                    .await
+                    .unwrap()
+                    .then_some(())
+            }
+        },
+    )
+    .await;
 }
 
 /// A synchronous readiness probe over a plain socket, for use outside any runtime.
@@ -199,7 +208,7 @@ async fn the_embedded_cluster_is_created_shared_and_stopped() {
     // A later `serve` finds both merchants: the data survived.
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
-    let mut serve = courier(
+    let mut child = courier(
         &["serve"],
         &[("COURIER_DATA_DIR", &data), ("COURIER_LISTEN", &listen)],
     )
@@ -208,13 +217,7 @@ async fn the_embedded_cluster_is_created_shared_and_stopped() {
     .spawn()
     .unwrap();
     let base_url = format!("http://{listen}");
-    let probe_url = base_url.clone();
-    let mut child = tokio::task::spawn_blocking(move || {
-        wait_for_ready(&probe_url, &mut serve);
-        serve
-    })
-    .await
-    .unwrap();
+    wait_for_ready(&base_url, &mut child).await;
     let client = reqwest::Client::new();
     for created in [&first, &second] {
         let response = client
@@ -356,11 +359,13 @@ async fn merchant_keys_and_settings_through_the_cli_are_audited() {
     ])))
     .unwrap();
     assert!(revoked["revoked_at"].is_string());
-    let started = std::time::Instant::now();
-    while ask().await.unwrap().status() != 401 {
-        assert!(started.elapsed() < Duration::from_secs(2), "still accepted");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually(
+        "the revoked key to be refused (still accepted)",
+        Duration::from_secs(2),
+        Duration::from_millis(10),
+        || async { (ask().await.unwrap().status() == 401).then_some(()) },
+    )
+    .await;
 
     let (status, trail) = status_and_json(
         app.admin(Method::GET, &format!("/audit?merchant_id={merchant_id}"))

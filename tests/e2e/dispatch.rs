@@ -9,7 +9,7 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::fulfilment::{Floor, PICKUP, WAIT};
-use crate::support::assert_refusal;
+use crate::support::{assert_refusal, eventually};
 
 /// Farther from the pickup than `PICKUP` itself, still in Demo City.
 const ACROSS_TOWN: (f64, f64) = (20.0150, 50.0150);
@@ -248,19 +248,17 @@ async fn a_settlement_left_behind_by_a_crash_is_finished_by_the_worker() {
     .unwrap();
     tx.commit().await.unwrap();
     floor.charge_once(&job, "voided").await;
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM job_settlements")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-        if left == 0 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the settlement was never done"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    eventually(
+        "the settlement to be done",
+        WAIT,
+        Duration::from_millis(25),
+        || async {
+            let left: i64 = sqlx::query_scalar("SELECT count(*) FROM job_settlements")
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+            (left == 0).then_some(())
+        },
+    )
+    .await;
 }

@@ -16,7 +16,7 @@ use courier::merchants::NewMerchant;
 use crate::quotes::journey;
 use crate::support::receiver::Receiver;
 use crate::support::{
-    Authed, Credential, MerchantCredentials, TestApp, assert_refusal, status_and_json,
+    Authed, Credential, MerchantCredentials, TestApp, assert_refusal, eventually, status_and_json,
 };
 
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -139,18 +139,20 @@ impl Floor {
 
     /// [`Floor::book`] with extra request headers.
     pub async fn book_with(&self, headers: &[(&str, &str)]) -> Value {
-        let mut quote = (0, Value::Null);
         // The demo city's network loads in the background.
-        for _ in 0..400 {
-            quote = self
-                .merchant_call(Method::POST, "/v1/quotes", Some(journey(Some("car"))))
-                .await;
-            if quote.0 != 503 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        assert_eq!(quote.0, 201, "{}", quote.1);
+        let (status, quote) = eventually(
+            "quotes to become available",
+            Duration::from_secs(10),
+            Duration::from_millis(25),
+            || async {
+                let quote = self
+                    .merchant_call(Method::POST, "/v1/quotes", Some(journey(Some("car"))))
+                    .await;
+                (quote.0 != 503).then_some(quote)
+            },
+        )
+        .await;
+        assert_eq!(status, 201, "{quote}");
         let stop = |point: &Value, name: &str| {
             json!({
                 "latitude": point["latitude"],
@@ -162,7 +164,7 @@ impl Floor {
         };
         let route = journey(None);
         let body = json!({
-            "quote_id": quote.1["id"],
+            "quote_id": quote["id"],
             "pickup": stop(&route["pickup"], "Pat Pickup"),
             "dropoff": stop(&route["dropoff"], "Dana Dropoff"),
         });
@@ -217,20 +219,13 @@ impl Floor {
 
     /// Waits for the courier's open offer.
     pub async fn offer_for(&self, rider: &Rider) -> Value {
-        let deadline = std::time::Instant::now() + WAIT;
-        loop {
+        let what = format!("an offer to {}", rider.name);
+        eventually(&what, WAIT, Duration::from_millis(25), || async {
             let (status, offers) = self.courier_call(rider, Method::GET, "/offers", None).await;
             assert_eq!(status, 200, "{offers}");
-            if let Some(offer) = offers.as_array().unwrap().first() {
-                return offer.clone();
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{} was offered nothing",
-                rider.name
-            );
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+            offers.as_array().unwrap().first().cloned()
+        })
+        .await
     }
 
     /// Books a job and has `rider` accept it.
@@ -276,8 +271,8 @@ impl Floor {
 
     /// The job's charge once its status is `status`.
     pub async fn charge_once(&self, job: &Value, status: &str) -> Value {
-        let deadline = std::time::Instant::now() + WAIT;
-        loop {
+        let what = format!("the charge of job {} to be {status}", job["id"]);
+        eventually(&what, WAIT, Duration::from_millis(25), || async {
             let (code, charges) = self.merchant_call(Method::GET, "/v1/charges", None).await;
             assert_eq!(code, 200, "{charges}");
             let charge = charges
@@ -287,21 +282,15 @@ impl Floor {
                 .find(|c| c["job_id"] == job["id"])
                 .cloned()
                 .expect("every job has a charge");
-            if charge["status"] == status {
-                return charge;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "charge never {status}: {charge}"
-            );
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+            (charge["status"] == status).then_some(charge)
+        })
+        .await
     }
 
     /// The `data` of the job's `name` event at the receiver (its signature checked).
     pub async fn event_data(&self, job: &Value, name: &str) -> Value {
-        let deadline = std::time::Instant::now() + WAIT;
-        loop {
+        let what = format!("{name} of job {} at the receiver", job["id"]);
+        eventually(&what, WAIT, Duration::from_millis(25), || async {
             let found: Vec<Value> = self
                 .receiver
                 .received(HOOK)
@@ -309,13 +298,11 @@ impl Floor {
                 .map(|r| r.json())
                 .filter(|b| b["type"] == name && b["data"]["jobId"] == job["id"])
                 .collect();
-            if let Some(body) = found.first() {
-                assert_eq!(body["environment"], "test");
-                return body["data"].clone();
-            }
-            assert!(std::time::Instant::now() < deadline, "{name} never arrived");
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+            let body = found.first()?;
+            assert_eq!(body["environment"], "test");
+            Some(body["data"].clone())
+        })
+        .await
     }
 
     /// How many `name` events of the job arrived.
@@ -810,14 +797,13 @@ async fn operators_reassign_and_set_statuses_with_events_money_and_audit() {
         )
         .await;
     assert_eq!(status, 200);
-    let deadline = std::time::Instant::now() + WAIT;
-    while floor.event_count(&job, "job.courier_assigned") < 2 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "two assignments never arrived"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    eventually(
+        "two assignments at the receiver",
+        WAIT,
+        Duration::from_millis(25),
+        || async { (floor.event_count(&job, "job.courier_assigned") >= 2).then_some(()) },
+    )
+    .await;
     let couriers: Vec<Value> = floor
         .receiver
         .received(HOOK)

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::fulfilment::{Floor, HOOK, PICKUP, Rider};
 use crate::quotes::journey;
-use crate::support::{Authed, TestApp, status_and_json};
+use crate::support::{Authed, TestApp, eventually, status_and_json};
 
 const JOBS: usize = 24;
 const UNSERVED: usize = 4;
@@ -126,14 +126,6 @@ async fn work(
     delivered
 }
 
-async fn wait_until(what: &str, within: Duration, mut check: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + within;
-    while !check().await {
-        assert!(Instant::now() < deadline, "{what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test]
 async fn two_instances_book_dispatch_settle_and_deliver_everything_once() {
     let floor = Floor::start(&SETTINGS).await;
@@ -183,9 +175,12 @@ async fn two_instances_book_dispatch_settle_and_deliver_everything_once() {
                 .unwrap()
         }
     };
-    wait_until("every job delivered", Duration::from_secs(60), async || {
-        delivered().await == JOBS as i64
-    })
+    eventually(
+        "every job delivered",
+        Duration::from_secs(60),
+        Duration::from_millis(50),
+        || async { (delivered().await == JOBS as i64).then_some(()) },
+    )
     .await;
     done.store(true, Ordering::SeqCst);
     let mut by_couriers = 0;
@@ -211,16 +206,17 @@ async fn two_instances_book_dispatch_settle_and_deliver_everything_once() {
     for _ in 0..UNSERVED {
         unserved.push(book_on_both(&floor, &other).await);
     }
-    wait_until(
+    eventually(
         "the unserved jobs failed",
         Duration::from_secs(30),
-        async || {
+        Duration::from_millis(50),
+        || async {
             let failed: i64 =
                 sqlx::query_scalar("SELECT count(*) FROM jobs WHERE status = 'failed'")
                     .fetch_one(&pool)
                     .await
                     .unwrap();
-            failed == UNSERVED as i64
+            (failed == UNSERVED as i64).then_some(())
         },
     )
     .await;
@@ -239,11 +235,13 @@ async fn two_instances_book_dispatch_settle_and_deliver_everything_once() {
             .unwrap()
         }
     };
-    wait_until(
+    eventually(
         "every charge settled",
         Duration::from_secs(30),
-        async || {
-            settled("captured").await.len() == JOBS && settled("voided").await.len() == UNSERVED
+        Duration::from_millis(50),
+        || async {
+            (settled("captured").await.len() == JOBS && settled("voided").await.len() == UNSERVED)
+                .then_some(())
         },
     )
     .await;
@@ -266,10 +264,11 @@ async fn two_instances_book_dispatch_settle_and_deliver_everything_once() {
 
     // Webhooks: every event delivered once, by one instance.
     let expected_events = JOBS * 4 + UNSERVED * 2;
-    wait_until(
+    eventually(
         "every webhook arrived",
         Duration::from_secs(30),
-        async || floor.receiver.received(HOOK).len() >= expected_events,
+        Duration::from_millis(50),
+        || async { (floor.receiver.received(HOOK).len() >= expected_events).then_some(()) },
     )
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;

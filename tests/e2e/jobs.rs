@@ -1,12 +1,15 @@
 //! `POST /v1/jobs`, `GET /v1/jobs`, `GET /v1/jobs/{id}`: book once, read back, list.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::quotes::{Quoting, journey};
-use crate::support::{Authed, Credential, MerchantCredentials, assert_refusal, status_and_json};
+use crate::support::{
+    Authed, Credential, MerchantCredentials, assert_refusal, eventually, status_and_json,
+};
 
 /// A merchant ready to book in the demo market.
 pub(crate) struct Booking {
@@ -463,15 +466,16 @@ async fn scheduled_jobs_wait_then_open_their_search() {
     let (_, near_job) = booking.book(&key(), &body).await;
     assert_eq!(near_job["status"], "pending");
     let path = format!("/v1/jobs/{}", near_job["id"].as_str().unwrap());
-    let started = std::time::Instant::now();
-    loop {
-        let (_, detail) = booking.get(&path).await;
-        if detail["status"] == "searching" {
-            break;
-        }
-        assert!(started.elapsed().as_secs() < 3, "the search did not open");
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
+    eventually(
+        "the search to open",
+        Duration::from_secs(3),
+        Duration::from_millis(25),
+        || async {
+            let (_, detail) = booking.get(&path).await;
+            (detail["status"] == "searching").then_some(())
+        },
+    )
+    .await;
     let (_, far_detail) = booking
         .get(&format!("/v1/jobs/{}", far_job["id"].as_str().unwrap()))
         .await;

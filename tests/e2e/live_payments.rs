@@ -16,7 +16,7 @@ use crate::quotes::journey;
 use crate::support::process::{free_port, spawn_service, wait_until_ready};
 use crate::support::stripe::{Fault, Latency, StripeStandIn};
 use crate::support::{
-    ADMIN_TOKEN, Authed, Credential, MerchantCredentials, TestApp, assert_refusal,
+    ADMIN_TOKEN, Authed, Credential, MerchantCredentials, TestApp, assert_refusal, eventually,
     fresh_database_url, status_and_json,
 };
 
@@ -56,7 +56,19 @@ impl Live {
             live: merchant.live(),
             app,
         };
-        live.wait_for_quotes().await;
+        // The demo city's network loads in the background.
+        eventually(
+            "quotes to become available",
+            Duration::from_secs(10),
+            Duration::from_millis(25),
+            || async {
+                let (status, _) = live
+                    .call(Method::POST, "/v1/quotes", Some(journey(Some("car"))))
+                    .await;
+                (status != 503).then_some(())
+            },
+        )
+        .await;
         live
     }
 
@@ -78,19 +90,6 @@ impl Live {
                 .unwrap(),
         )
         .await
-    }
-
-    async fn wait_for_quotes(&self) {
-        for _ in 0..400 {
-            let (status, _) = self
-                .call(Method::POST, "/v1/quotes", Some(journey(Some("car"))))
-                .await;
-            if status != 503 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("quotes never became available");
     }
 
     /// Opens the card form, completes it in the "browser" with a Stripe test card, and
@@ -178,18 +177,12 @@ impl Live {
     }
 
     async fn charge_becomes(&self, job: &Value, status: &str) -> Value {
-        let deadline = Instant::now() + WAIT;
-        loop {
+        let what = format!("the charge of job {} to become {status}", job["id"]);
+        eventually(&what, WAIT, Duration::from_millis(50), || async {
             let charge = self.charge_of(job).await;
-            if charge["status"] == status {
-                return charge;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the charge never became {status}: {charge}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            (charge["status"] == status).then_some(charge)
+        })
+        .await
     }
 
     async fn db_scalar(&self, sql: &str) -> i64 {
@@ -681,15 +674,16 @@ async fn a_booking_that_cannot_be_completed_is_released_and_refused() {
     .await
     .unwrap();
     pool.close().await;
-    let deadline = Instant::now() + WAIT;
-    let refusal = loop {
-        let (status, answer) = live.book(&stranded, &request).await;
-        if answer["code"] != "idempotency.in_progress" {
-            break (status, answer);
-        }
-        assert!(Instant::now() < deadline, "the attempt was never finished");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let refusal = eventually(
+        "the stranded attempt to be finished",
+        WAIT,
+        Duration::from_millis(100),
+        || async {
+            let (status, answer) = live.book(&stranded, &request).await;
+            (answer["code"] != "idempotency.in_progress").then_some((status, answer))
+        },
+    )
+    .await;
     assert_eq!(
         (refusal.0, refusal.1["code"].as_str()),
         (409, Some("booking.abandoned")),
@@ -768,12 +762,18 @@ async fn a_crash_between_the_phases_leaves_no_orphaned_or_double_hold() {
     .await;
     assert_eq!(status, 201, "{card}");
     let mut bodies = Vec::new();
-    while bodies.len() < BOOKINGS {
-        let (status, quote) = call(Method::POST, "/v1/quotes", Some(journey(Some("car")))).await;
-        if status == 503 {
-            tokio::time::sleep(Duration::from_millis(25)).await;
-            continue;
-        }
+    for _ in 0..BOOKINGS {
+        // The demo city's network loads in the background.
+        let (status, quote) = eventually(
+            "quotes to become available",
+            Duration::from_secs(10),
+            Duration::from_millis(25),
+            || async {
+                let answer = call(Method::POST, "/v1/quotes", Some(journey(Some("car")))).await;
+                (answer.0 != 503).then_some(answer)
+            },
+        )
+        .await;
         assert_eq!(status, 201, "{quote}");
         let route = journey(None);
         let stop = |point: &Value, name: &str| {
@@ -824,19 +824,25 @@ async fn a_crash_between_the_phases_leaves_no_orphaned_or_double_hold() {
     let mut service = spawn_service(&env);
     wait_until_ready(&client, &base_url).await;
     // The merchant retries every booking with its key until it has an answer.
+    // One deadline for them all.
     let deadline = Instant::now() + Duration::from_secs(40);
     let mut answers = Vec::new();
     for (key, body) in keys.iter().zip(&bodies) {
-        loop {
-            let (status, answer) = book_at(&client, &base_url, &live, key, body).await;
-            if status != 409 {
-                answers.push((status, answer));
-                break;
-            }
-            assert_eq!(answer["code"], "idempotency.in_progress", "{answer}");
-            assert!(Instant::now() < deadline, "bookings were never recovered");
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        let answer = eventually(
+            "the bookings to be recovered",
+            deadline.saturating_duration_since(Instant::now()),
+            Duration::from_millis(200),
+            || async {
+                let (status, answer) = book_at(&client, &base_url, &live, key, body).await;
+                if status != 409 {
+                    return Some((status, answer));
+                }
+                assert_eq!(answer["code"], "idempotency.in_progress", "{answer}");
+                None
+            },
+        )
+        .await;
+        answers.push(answer);
     }
     let holds = stripe.holds();
     let mut held_refs: Vec<String> = holds.iter().map(|h| h.id.clone()).collect();

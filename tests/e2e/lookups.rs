@@ -1,10 +1,12 @@
 //! Routes, place search and reverse lookup on the demo market and on real extracts.
 
+use std::time::Duration;
+
 use reqwest::Method;
 use serde_json::Value;
 
 use crate::support::{
-    Authed, Credential, MerchantCredentials, TestApp, assert_refusal, status_and_json,
+    Authed, Credential, MerchantCredentials, TestApp, assert_refusal, eventually, status_and_json,
 };
 
 /// Demo City fixtures (see courier-geo's demo_city module).
@@ -31,15 +33,20 @@ impl Lookups {
 
     /// Road networks load in the background: 503 `lookup.not_ready` until then.
     async fn wait_until_loaded(&self) {
-        for _ in 0..1200 {
-            let (status, body) = self.get("/v1/places?q=x").await;
-            if status != 503 {
-                return;
-            }
-            assert_eq!(body["code"], "lookup.not_ready");
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        panic!("road networks did not load");
+        eventually(
+            "the road networks to load",
+            Duration::from_secs(60),
+            Duration::from_millis(50),
+            || async {
+                let (status, body) = self.get("/v1/places?q=x").await;
+                if status != 503 {
+                    return Some(());
+                }
+                assert_eq!(body["code"], "lookup.not_ready");
+                None
+            },
+        )
+        .await;
     }
 
     async fn send(&self, path: &str) -> reqwest::Response {

@@ -26,7 +26,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::support::{
-    Authed, Credential, MerchantCredentials, TestApp, assert_refusal, status_and_json,
+    Authed, Credential, MerchantCredentials, TestApp, assert_refusal, eventually, status_and_json,
 };
 
 const WORKS: &str = "4242424242424242";
@@ -919,15 +919,16 @@ async fn the_unreachable_card_stays_pending_and_the_service_worker_gives_up() {
         ChargeStatus::Pending
     );
     // The service's own worker retries and gives up after the third attempt.
-    let mut charge = Value::Null;
-    for _ in 0..200 {
-        charge = shop.charges(&shop.test).await[0].clone();
-        if charge["status"] == "failed" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(charge["status"], "failed", "{charge}");
+    let charge = eventually(
+        "the service's worker to give the charge up",
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        || async {
+            let charge = shop.charges(&shop.test).await[0].clone();
+            (charge["status"] == "failed").then_some(charge)
+        },
+    )
+    .await;
     let last_error = charge["last_error"].as_str().unwrap();
     assert!(
         last_error.contains("gave up after 3 attempts"),
@@ -962,20 +963,17 @@ async fn the_unreachable_card_recovers_when_the_provider_answers() {
         payments.capture_for_job(job_id).await.unwrap().status,
         ChargeStatus::Pending
     );
-    let mut charge = None;
-    for _ in 0..100 {
-        tokio::time::sleep(Duration::from_millis(30)).await;
-        payments.run_due_retries().await.unwrap();
-        charge = payments.charge_of_job(job_id).await.unwrap();
-        if charge
-            .as_ref()
-            .is_some_and(|c| c.status == ChargeStatus::Captured)
-        {
-            break;
-        }
-    }
-    let charge = charge.unwrap();
-    assert_eq!(charge.status, ChargeStatus::Captured, "{charge:?}");
+    let charge = eventually(
+        "the retried charge to be captured",
+        Duration::from_secs(3),
+        Duration::from_millis(30),
+        || async {
+            payments.run_due_retries().await.unwrap();
+            let charge = payments.charge_of_job(job_id).await.unwrap();
+            charge.filter(|c| c.status == ChargeStatus::Captured)
+        },
+    )
+    .await;
     assert_eq!(charge.last_error, None);
     // Three calls (two outages, then the answer), all with the charge's one key.
     let keys = flaky.authorisations.lock().unwrap().clone();

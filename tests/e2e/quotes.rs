@@ -1,12 +1,13 @@
 //! `POST /v1/quotes`: prices from the road network and the market's active price book.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::support::{
-    Authed, Credential, MerchantCredentials, TestApp, assert_refusal, status_and_json,
+    Authed, Credential, MerchantCredentials, TestApp, assert_refusal, eventually, status_and_json,
 };
 
 const FOURTH_STREET_41: (f64, f64) = (20.00285, 50.0043);
@@ -36,14 +37,14 @@ impl Quoting {
         let credential = app.create_merchant("Quoting Ltd").await.test();
         let quoting = Self { app, credential };
         // The demo city's network loads in the background.
-        for _ in 0..400 {
-            let (status, _) = quoting.quote(&journey(None)).await;
-            if status != 503 {
-                return quoting;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-        }
-        panic!("quotes never became available");
+        eventually(
+            "quotes to become available",
+            Duration::from_secs(10),
+            Duration::from_millis(25),
+            || async { (quoting.quote(&journey(None)).await.0 != 503).then_some(()) },
+        )
+        .await;
+        quoting
     }
 
     pub async fn quote(&self, body: &Value) -> (u16, Value) {
@@ -418,18 +419,16 @@ async fn an_activation_by_another_process_reaches_the_service() {
     );
     let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(printed["price_book_version"], 2);
-    let started = std::time::Instant::now();
-    loop {
-        let (_, quote) = quoting.quote(&journey(Some("car"))).await;
-        if quote["price_book_version"] == 2 {
-            break;
-        }
-        assert!(
-            started.elapsed().as_secs() < 2,
-            "the activation did not arrive"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    eventually(
+        "the activation to reach the service",
+        Duration::from_secs(2),
+        Duration::from_millis(20),
+        || async {
+            let (_, quote) = quoting.quote(&journey(Some("car"))).await;
+            (quote["price_book_version"] == 2).then_some(())
+        },
+    )
+    .await;
     quoting.app.stop().await;
 }
 

@@ -17,8 +17,8 @@ use uuid::Uuid;
 use crate::quotes::journey;
 use crate::support::process::{free_port, spawn_service, wait_until_ready};
 use crate::support::{
-    Authed, Credential, MerchantCredentials, TestApp, assert_refusal, fresh_database_url,
-    status_and_json,
+    Authed, Credential, MerchantCredentials, TestApp, assert_refusal, eventually,
+    fresh_database_url, status_and_json,
 };
 
 fn stop_body(name: &str, stop: &str) -> Value {
@@ -177,11 +177,13 @@ async fn every_confirmed_booking_survives_a_kill_mid_load() {
             })
         })
         .collect();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while confirmed.load(Ordering::SeqCst) < 30 {
-        assert!(Instant::now() < deadline, "bookings did not get going");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    eventually(
+        "30 bookings confirmed before the kill",
+        Duration::from_secs(60),
+        Duration::from_millis(5),
+        || async { (confirmed.load(Ordering::SeqCst) >= 30).then_some(()) },
+    )
+    .await;
     service.kill(); // SIGKILL, mid-load
     let mut outcomes: HashMap<usize, Outcome> = HashMap::new();
     for client_task in clients {
@@ -344,30 +346,31 @@ async fn a_database_restart_mid_load_answers_503_then_recovers() {
             }
         })
     };
-    let wait_for = |status: u16, count: usize| {
-        let answers = answers.clone();
-        async move {
-            let deadline = Instant::now() + Duration::from_secs(30);
-            loop {
-                let seen = answers
-                    .lock()
-                    .unwrap()
-                    .iter()
-                    .filter(|(_, s, _)| *s == status)
-                    .count();
-                if seen >= count {
-                    return;
-                }
-                assert!(Instant::now() < deadline, "no {count} answers of {status}");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        }
+    let seen = |status: u16| {
+        answers
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, s, _)| *s == status)
+            .count()
     };
-    wait_for(201, 20).await;
+    eventually(
+        "20 answers of 201",
+        Duration::from_secs(30),
+        Duration::from_millis(10),
+        || async { (seen(201) >= 20).then_some(()) },
+    )
+    .await;
     tokio::task::spawn_blocking(move || cluster.stop().unwrap())
         .await
         .unwrap();
-    wait_for(503, 5).await;
+    eventually(
+        "5 answers of 503 with the database down",
+        Duration::from_secs(30),
+        Duration::from_millis(10),
+        || async { (seen(503) >= 5).then_some(()) },
+    )
+    .await;
     let readiness = app.request(Method::GET, "/readyz").send().await.unwrap();
     assert_eq!(
         readiness.status(),

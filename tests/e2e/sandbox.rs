@@ -2,13 +2,14 @@
 //! scenario, with the events a real HTTPS receiver gets and the charge each ending owes;
 //! manual mode moves only when advanced; live keys see none of it.
 
-use std::time::{Duration, Instant};
+use std::cell::RefCell;
+use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::fulfilment::Floor;
-use crate::support::{Authed, MerchantCredentials, assert_refusal};
+use crate::support::{Authed, MerchantCredentials, assert_refusal, eventually};
 
 /// Simulated seconds per real second: a delivery of some ten simulated minutes takes a few
 /// real seconds.
@@ -38,19 +39,12 @@ fn id(job: &Value) -> &str {
 
 /// Polls the job until `status`, returning its detail.
 async fn wait_for_status(floor: &Floor, job: &Value, status: &str) -> Value {
-    let deadline = Instant::now() + ENDING_WAIT;
-    loop {
+    let what = format!("job {} to be {status}", id(job));
+    eventually(&what, ENDING_WAIT, Duration::from_millis(20), || async {
         let detail = floor.job(job).await;
-        if detail["status"] == status {
-            return detail;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "never {status}: {}",
-            detail["status"]
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        (detail["status"] == status).then_some(detail)
+    })
+    .await
 }
 
 async fn sandbox_call(floor: &Floor, method: Method, job: &Value, what: &str) -> (u16, Value) {
@@ -78,18 +72,11 @@ fn event_names(floor: &Floor, job: &Value) -> Vec<String> {
 }
 
 async fn wait_for_events(floor: &Floor, job: &Value, expected: &[&str]) {
-    let deadline = Instant::now() + ENDING_WAIT;
-    loop {
-        let names = event_names(floor, job);
-        if names == expected {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "events {names:?}, not {expected:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let what = format!("exactly the events {expected:?} of job {}", id(job));
+    eventually(&what, ENDING_WAIT, Duration::from_millis(25), || async {
+        (event_names(floor, job) == expected).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -108,26 +95,29 @@ async fn a_test_job_delivers_itself_along_its_route_with_every_event() {
 
     // On the road to the drop-off, the courier moves.
     wait_for_status(&floor, &job, "in_transit").await;
-    let mut positions: Vec<(f64, f64)> = Vec::new();
-    let deadline = Instant::now() + ENDING_WAIT;
-    while positions.len() < 3 && Instant::now() < deadline {
-        let (status, at) = floor.merchant_call(Method::GET, &position_path, None).await;
-        if status == 200 {
-            let point = (
-                at["latitude"].as_f64().unwrap(),
-                at["longitude"].as_f64().unwrap(),
-            );
-            assert!(at["seen_at"].is_string(), "{at}");
-            if positions.last() != Some(&point) {
-                positions.push(point);
+    let seen: RefCell<Vec<(f64, f64)>> = RefCell::default();
+    let positions = eventually(
+        "the courier to move (three different positions)",
+        ENDING_WAIT,
+        Duration::from_millis(60),
+        || async {
+            let (status, at) = floor.merchant_call(Method::GET, &position_path, None).await;
+            if status == 200 {
+                let point = (
+                    at["latitude"].as_f64().unwrap(),
+                    at["longitude"].as_f64().unwrap(),
+                );
+                assert!(at["seen_at"].is_string(), "{at}");
+                let mut points = seen.borrow_mut();
+                if points.last() != Some(&point) {
+                    points.push(point);
+                }
             }
-        }
-        tokio::time::sleep(Duration::from_millis(60)).await;
-    }
-    assert!(
-        positions.len() >= 3,
-        "the courier never moved: {positions:?}"
-    );
+            let points = seen.borrow();
+            (points.len() >= 3).then(|| points.clone())
+        },
+    )
+    .await;
     // Every position lies near the job's route, between pickup and drop-off.
     let (pickup, dropoff) = (&job["pickup"], &job["dropoff"]);
     let lat = |v: &Value| v["latitude"].as_f64().unwrap();

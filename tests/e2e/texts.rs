@@ -16,6 +16,7 @@ use serde_json::json;
 use crate::fulfilment::{Floor, PICKUP};
 use crate::jobs::{Booking, booking_body, key};
 use crate::quotes::journey;
+use crate::support::eventually;
 use crate::support::receiver::{Receiver, Reply};
 
 const SAUDI_MOBILE: &str = "+966501234567";
@@ -87,21 +88,23 @@ async fn notified_at(booking: &Booking, job_id: Uuid) -> Value {
 
 /// Runs two senders, as two instances would, until nothing is queued.
 async fn send_until_settled(pool: &PgPool, senders: [&CustomerTexts; 2]) {
-    for _ in 0..200 {
-        let (a, b) = tokio::join!(senders[0].send_due(), senders[1].send_due());
-        a.unwrap();
-        b.unwrap();
-        let queued: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM customer_texts WHERE status = 'queued'")
-                .fetch_one(pool)
-                .await
-                .unwrap();
-        if queued == 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("texts still queued");
+    eventually(
+        "no text left queued",
+        Duration::from_secs(2),
+        Duration::from_millis(10),
+        || async {
+            let (a, b) = tokio::join!(senders[0].send_due(), senders[1].send_due());
+            a.unwrap();
+            b.unwrap();
+            let queued: i64 =
+                sqlx::query_scalar("SELECT count(*) FROM customer_texts WHERE status = 'queued'")
+                    .fetch_one(pool)
+                    .await
+                    .unwrap();
+            (queued == 0).then_some(())
+        },
+    )
+    .await;
 }
 
 #[tokio::test]

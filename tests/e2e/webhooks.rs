@@ -18,8 +18,8 @@ use courier_domain::event::{EventDetails, EventName, JobFacts, NewEvent};
 use crate::support::process::{free_port, spawn_service, wait_until_ready};
 use crate::support::receiver::{Receiver, Reply};
 use crate::support::{
-    Authed, Credential, MerchantCredentials, TestApp, assert_refusal, fresh_database_url,
-    status_and_json,
+    Authed, Credential, MerchantCredentials, TestApp, assert_refusal, eventually,
+    fresh_database_url, status_and_json,
 };
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -108,18 +108,15 @@ impl Hooks {
         endpoint: &Value,
         done: impl Fn(&[Value]) -> bool,
     ) -> Vec<Value> {
-        let deadline = std::time::Instant::now() + WAIT;
-        loop {
+        let what = format!(
+            "the delivery records of endpoint {} to reach the expected state",
+            endpoint["id"]
+        );
+        eventually(&what, WAIT, Duration::from_millis(25), || async {
             let records = self.deliveries(credential, endpoint).await;
-            if done(&records) {
-                return records;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "delivery records never reached the expected state: {records:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+            done(&records).then_some(records)
+        })
+        .await
     }
 
     async fn endpoint(&self, credential: &Credential, id: &str) -> Value {
@@ -534,18 +531,16 @@ async fn twenty_failures_suspend_and_resuming_sends_only_new_events() {
     for _ in 0..5 {
         hooks.raise(Environment::Test, EventName::JobBooked).await;
     }
-    let deadline = std::time::Instant::now() + WAIT;
-    let suspended = loop {
-        let listed = hooks.endpoint(&test, &id).await;
-        if listed["status"] == "suspended" {
-            break listed;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "never suspended: {listed}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let suspended = eventually(
+        "the endpoint to be suspended",
+        WAIT,
+        Duration::from_millis(20),
+        || async {
+            let listed = hooks.endpoint(&test, &id).await;
+            (listed["status"] == "suspended").then_some(listed)
+        },
+    )
+    .await;
     assert_eq!(suspended["consecutive_failures"], 20);
     assert!(
         suspended["suspension_reason"]
@@ -757,26 +752,25 @@ async fn a_service_killed_mid_load_loses_no_event() {
     wait_until_ready(&client, &base_url).await;
     let jobs: HashSet<String> = raising.await.unwrap().iter().map(Uuid::to_string).collect();
 
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let mut delivery_of: HashMap<String, String> = HashMap::new();
-    loop {
-        for request in receiver.received("/load") {
-            assert!(request.verifies_with(&signing_secret));
-            let job = request.json()["data"]["jobId"].as_str().unwrap().to_owned();
-            // A duplicate is only ever a retry of the same delivery.
-            let known = delivery_of.entry(job).or_insert(request.delivery.clone());
-            assert_eq!(*known, request.delivery);
-        }
-        if delivery_of.len() >= EVENTS {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{} of {EVENTS} events arrived ({at_kill} before the kill)",
-            delivery_of.len()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let what = format!("all {EVENTS} events at the receiver ({at_kill} arrived before the kill)");
+    let delivery_of = eventually(
+        &what,
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || async {
+            // Every request so far, in the order they arrived.
+            let mut delivery_of: HashMap<String, String> = HashMap::new();
+            for request in receiver.received("/load") {
+                assert!(request.verifies_with(&signing_secret));
+                let job = request.json()["data"]["jobId"].as_str().unwrap().to_owned();
+                // A duplicate is only ever a retry of the same delivery.
+                let known = delivery_of.entry(job).or_insert(request.delivery.clone());
+                assert_eq!(*known, request.delivery);
+            }
+            (delivery_of.len() >= EVENTS).then_some(delivery_of)
+        },
+    )
+    .await;
     let arrived: HashSet<String> = delivery_of.keys().cloned().collect();
     assert_eq!(arrived, jobs);
     assert!(at_kill < EVENTS, "the kill came mid-load");

@@ -3,14 +3,17 @@
 //! in a process group of its own with the browser it starts, and a fresh profile: all gone
 //! when it is dropped, even when a test fails half-way.
 
+use std::cell::RefCell;
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
+
+use super::eventually;
 
 /// Only what the test needs; no network chatter of the browser's own.
 const CHROMIUM_FLAGS: [&str; 8] = [
@@ -75,21 +78,31 @@ impl Browser {
         );
         let connector = hyper_util::client::legacy::connect::HttpConnector::new();
         let url = format!("http://127.0.0.1:{port}");
-        let started = Instant::now();
-        let client = loop {
-            match ClientBuilder::new(connector.clone())
-                .capabilities(capabilities.clone())
-                .connect(&url)
-                .await
-            {
-                Ok(client) => break client,
-                Err(e) if started.elapsed() < Duration::from_secs(20) => {
-                    let _ = e;
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+        // Each different refusal is shown once: the last one says why there is no session.
+        let refusal = RefCell::new(String::new());
+        let client = eventually(
+            "a WebDriver session",
+            Duration::from_secs(20),
+            Duration::from_millis(100),
+            || async {
+                match ClientBuilder::new(connector.clone())
+                    .capabilities(capabilities.clone())
+                    .connect(&url)
+                    .await
+                {
+                    Ok(client) => Some(client),
+                    Err(e) => {
+                        let e = e.to_string();
+                        if *refusal.borrow() != e {
+                            eprintln!("no WebDriver session yet: {e}");
+                            *refusal.borrow_mut() = e;
+                        }
+                        None
+                    }
                 }
-                Err(e) => panic!("no WebDriver session: {e}"),
-            }
-        };
+            },
+        )
+        .await;
         Self {
             client,
             driver,
@@ -124,14 +137,16 @@ impl Browser {
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = bool>,
     {
-        let started = Instant::now();
-        while !check().await {
-            assert!(
-                started.elapsed() < Duration::from_secs(15),
-                "timed out waiting for {what}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        eventually(
+            what,
+            Duration::from_secs(15),
+            Duration::from_millis(100),
+            || {
+                let holds = check();
+                async move { holds.await.then_some(()) }
+            },
+        )
+        .await;
     }
 
     /// Saves a PNG of the viewport under the test artifacts folder; returns its path.

@@ -2,12 +2,14 @@
 
 pub mod browser;
 mod cluster;
+pub mod eventually;
 pub mod process;
 pub mod receiver;
 pub mod stripe;
 mod tls;
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use reqwest::{Method, RequestBuilder, Response};
 use serde_json::Value;
@@ -19,6 +21,7 @@ use courier::config::Config;
 use courier::merchants::NewMerchant;
 
 pub use cluster::fresh_database_url;
+pub use eventually::eventually;
 
 /// The operator token every test service accepts.
 pub const ADMIN_TOKEN: &str = "test-operator-token";
@@ -89,15 +92,16 @@ impl TestApp {
     }
 
     async fn wait_until_ready(&self) {
-        for _ in 0..200 {
-            if let Ok(response) = self.client.get(self.url("/readyz")).send().await
-                && response.status() == 200
-            {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-        }
-        panic!("the service did not become ready");
+        eventually(
+            "the service to become ready",
+            Duration::from_secs(5),
+            Duration::from_millis(25),
+            || async {
+                let response = self.client.get(self.url("/readyz")).send().await.ok()?;
+                (response.status() == 200).then_some(())
+            },
+        )
+        .await;
     }
 
     pub fn url(&self, path: &str) -> String {

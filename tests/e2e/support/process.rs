@@ -3,6 +3,8 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use super::eventually;
+
 pub const BINARY: &str = env!("CARGO_BIN_EXE_courier");
 
 pub fn free_port() -> u16 {
@@ -31,13 +33,14 @@ pub fn spawn_service(env: &[(String, String)]) -> Child {
 }
 
 pub async fn wait_until_ready(client: &reqwest::Client, base_url: &str) {
-    for _ in 0..400 {
-        if let Ok(response) = client.get(format!("{base_url}/readyz")).send().await
-            && response.status() == 200
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("the service did not become ready");
+    eventually(
+        "the service to become ready",
+        Duration::from_secs(10),
+        Duration::from_millis(25),
+        || async {
+            let response = client.get(format!("{base_url}/readyz")).send().await.ok()?;
+            (response.status() == 200).then_some(())
+        },
+    )
+    .await;
 }
