@@ -33,7 +33,7 @@ async fn booked_job() -> (Booking, Uuid) {
 }
 
 fn config_for(gateway: Option<&Receiver>) -> TextsConfig {
-    TextsConfig::from_lookup(&|name| match (name, gateway) {
+    courier::settings::from_lookup::<TextsConfig>(|name| match (name, gateway) {
         ("COURIER_SMS_GATEWAY_URL", Some(gateway)) => Some(gateway.url("/send")),
         ("COURIER_SMS_GATEWAY_USERNAME", Some(_)) => Some("acct".into()),
         ("COURIER_SMS_GATEWAY_PASSWORD", Some(_)) => Some("gateway-pass".into()),

@@ -120,7 +120,7 @@ impl Services {
             crate::jobs::fulfilment::CollectionTexts {
                 texts: Arc::clone(&texts),
                 markets: Arc::clone(&markets),
-                public_url: config.public_url.clone(),
+                public_url: config.public_url(),
             },
             webhooks.bell(),
         );
@@ -208,7 +208,7 @@ pub async fn run(
         pool: services.db.pool.clone(),
         payments: Arc::clone(&services.payments),
         markets: Arc::clone(&services.markets),
-        public_url: Arc::from(config.public_url.as_str()),
+        public_url: Arc::from(config.public_url().as_str()),
         bell: services.webhooks.bell(),
     };
     crate::jobs::booking::recovery::run(

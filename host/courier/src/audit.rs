@@ -31,6 +31,15 @@ pub const TARGET_TYPES: [&str; 6] = [
     "courier",
 ];
 
+courier_domain::named_values!(
+    /// What an operator did, as the audit trail names it.
+    pub AuditActionName: "What an operator did" = AuditAction::ALL.map(AuditAction::as_str)
+);
+courier_domain::named_values!(
+    /// The kinds of thing operators act on.
+    pub AuditTargetType: "The kind of thing an operator acted on" = TARGET_TYPES
+);
+
 /// What an operator did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AuditAction {
@@ -178,9 +187,9 @@ pub struct AuditEntry {
     /// Who did it: the operator's name (`system` for the service itself).
     pub operator: String,
     /// What was done, e.g. `merchant.created`.
-    #[schema(value_type = crate::api::openapi::AuditActionName)]
+    #[schema(value_type = AuditActionName)]
     pub action: String,
-    #[schema(value_type = crate::api::openapi::AuditTargetType)]
+    #[schema(value_type = AuditTargetType)]
     pub target_type: String,
     /// Which one: a UUID, an API key, or `<market>/<version>` for a price book.
     pub target_id: String,

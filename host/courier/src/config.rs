@@ -1,69 +1,118 @@
 //! Service configuration, read from the environment (documented in docs/configuration.md).
+//! Each feature declares its own settings (`crate::settings`); this root assembles them.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
-use thiserror::Error;
-
-#[derive(Debug, Error)]
-pub enum ConfigError {
-    #[error("{name} is not valid: {reason}")]
-    Invalid { name: &'static str, reason: String },
-}
+use crate::settings;
+pub use crate::settings::ConfigError;
 
 /// Everything the service reads from its environment.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, clap::Args)]
 pub struct Config {
-    /// `COURIER_LISTEN`: address the HTTP server binds.
+    /// Address the HTTP server binds.
+    #[arg(id = "listen", long = "listen", env = "COURIER_LISTEN",
+          default_value = Config::DEFAULT_LISTEN, value_parser = socket_address)]
     pub listen: SocketAddr,
-    /// `DATABASE_URL`: when unset, a private cluster under `data_dir/pg` is used.
+    /// A PostgreSQL URL. Unset: the embedded cluster under `$COURIER_DATA_DIR/pg`.
+    #[arg(id = "database-url", long = "database-url", env = "DATABASE_URL")]
     pub database_url: Option<String>,
-    /// `COURIER_DATA_DIR`: embedded Postgres, the secret key file, caches.
+    /// The embedded cluster, the generated secret key, caches.
+    #[arg(
+        id = "data-dir",
+        long = "data-dir",
+        env = "COURIER_DATA_DIR",
+        default_value = "./var"
+    )]
     pub data_dir: PathBuf,
-    /// `COURIER_ADMIN_TOKEN`: bearer token for the operator API.
-    pub admin_token: Option<String>,
-    /// `COURIER_SECRET_KEY`: 64 hex digits; keys the credential hashes. When unset, a key is
-    /// generated once and kept in `data_dir/secret.key`.
+    /// 64 hex digits (32 bytes). Keys the hashes of API secrets. Unset: generated once into
+    /// `$COURIER_DATA_DIR/secret.key` (mode 0600). Every instance sharing a database must use
+    /// the same key.
+    #[arg(id = "secret-key", long = "secret-key", env = "COURIER_SECRET_KEY")]
     pub secret_key: Option<String>,
-    /// `COURIER_DB_POOL_SIZE`: connections per process.
-    pub db_pool_size: u32,
-    /// `COURIER_MAX_BODY_BYTES`: largest accepted request body.
-    pub max_body_bytes: usize,
-    /// `COURIER_MARKETS_FILE`: the markets (TOML); unset means the built-in demo market.
-    pub markets_file: Option<PathBuf>,
-    /// `COURIER_PLUGIN_INSTANCES`: plugin calls that may run at once in this process.
-    pub plugin_instances: u32,
-    /// `COURIER_QUOTE_TTL_SECS`: how long a quote can be booked.
-    pub quote_lifetime: chrono::Duration,
-    /// `COURIER_WEBHOOK_*`: webhook delivery timings and safety switches.
-    pub webhooks: crate::webhooks::WebhookConfig,
-    /// `COURIER_LIVE_PAYMENT_*`, `COURIER_CHARGE_RETRY_*`: payment adapters and charge retries.
-    pub payments: crate::payments::PaymentsConfig,
-    /// `COURIER_AUTH_CACHE_MS`: how long a verified credential is trusted without a database
-    /// look-up; the bound on how long a revoked key keeps working.
-    pub auth_cache: std::time::Duration,
-    /// `COURIER_PUBLIC_URL`: the service's public address, for tracking links.
-    pub public_url: String,
-    /// `COURIER_SCHEDULER_INTERVAL_MS`: how often due work (scheduled searches) is looked for.
-    pub scheduler_interval: std::time::Duration,
-    /// `COURIER_TRACKING_TTL_SECS`, `COURIER_TRACKING_POLL_MS`: the public tracking page.
-    pub tracking: crate::tracking::TrackingConfig,
-    /// `COURIER_HEADER_READ_TIMEOUT_MS`: how long a client has to send a request's headers.
-    pub header_read_timeout: std::time::Duration,
-    /// `COURIER_SMS_*`: the SMS gateway and the customer texts' wording and retries.
-    pub texts: crate::texts::TextsConfig,
-    /// `COURIER_OFFER_TIMEOUT_MS`, `COURIER_DISPATCH_*`, `COURIER_PROOF_MAX_BYTES`: dispatch.
-    pub dispatch: crate::dispatch::DispatchConfig,
-    /// `COURIER_OPERATOR_TOKENS`: named operator tokens, `name=token,name=token`.
+    /// Bearer token of the operator API (`/admin/v1`), operator `admin` in the audit trail. The
+    /// operator API is closed while neither this nor `COURIER_OPERATOR_TOKENS` is set.
+    #[arg(id = "admin-token", long = "admin-token", env = "COURIER_ADMIN_TOKEN")]
+    pub admin_token: Option<String>,
+    /// Named operator tokens, `name=token,name=token` (names: 1–64 letters, digits, `.`, `_`,
+    /// `-`, each once). The name is who the audit trail records.
+    #[arg(id = "operator-tokens", long = "operator-tokens", env = "COURIER_OPERATOR_TOKENS",
+          value_delimiter = ',', value_parser = operator_token)]
     pub operator_tokens: Vec<OperatorToken>,
-    /// `COURIER_KEY_USAGE_FLUSH_MS`: how often the keys' `last_used_at` is written.
-    pub key_usage_flush: std::time::Duration,
-    /// `COURIER_RATE_LIMIT_*`, `COURIER_INSTANCES`: per-key request budgets.
+    /// Database connections per process.
+    #[arg(id = "db-pool-size", long = "db-pool-size", env = "COURIER_DB_POOL_SIZE",
+          default_value = "16", value_parser = settings::positive_u32)]
+    pub db_pool_size: u32,
+    /// The markets file ([below](#the-markets-file)). Unset: the built-in demo market.
+    #[arg(
+        id = "markets-file",
+        long = "markets-file",
+        env = "COURIER_MARKETS_FILE"
+    )]
+    pub markets_file: Option<PathBuf>,
+    /// How long a quote can be booked.
+    #[arg(id = "quote-ttl-secs", long = "quote-ttl-secs", env = "COURIER_QUOTE_TTL_SECS",
+          default_value = "600", value_parser = settings::seconds)]
+    pub quote_lifetime: chrono::Duration,
+    /// Plugin calls that may run at once in one process (each reserves address space, not
+    /// memory).
+    #[arg(id = "plugin-instances", long = "plugin-instances", env = "COURIER_PLUGIN_INSTANCES",
+          default_value = "256", value_parser = settings::positive_u32)]
+    pub plugin_instances: u32,
+    /// How long a verified credential is trusted from memory. A revocation evicts it on every
+    /// instance at once (Postgres `NOTIFY`); this is the worst-case bound should a notification
+    /// be missed. `0` checks the database on every request.
+    #[arg(id = "auth-cache-ms", long = "auth-cache-ms", env = "COURIER_AUTH_CACHE_MS",
+          default_value = "5000", value_parser = settings::millis_or_zero)]
+    pub auth_cache: Duration,
+    /// How often the keys' `last_used_at` is written (one batched UPDATE per interval, at most
+    /// once per key).
+    #[arg(id = "key-usage-flush-ms", long = "key-usage-flush-ms",
+          env = "COURIER_KEY_USAGE_FLUSH_MS", default_value = "5000",
+          value_parser = settings::millis)]
+    pub key_usage_flush: Duration,
+    #[command(flatten)]
     pub rate_limits: crate::rate_limit::RateLimitConfig,
-    /// `COURIER_REQUEST_TIMEOUT_MS`: how long a request may take before it is abandoned.
-    pub request_timeout: std::time::Duration,
-    /// `COURIER_SANDBOX_*`: the simulator that moves test-environment jobs.
+    /// How long a `/v1` or `/admin/v1` request may take; past it the request is abandoned with
+    /// 503 `service.timeout`.
+    #[arg(id = "request-timeout-ms", long = "request-timeout-ms",
+          env = "COURIER_REQUEST_TIMEOUT_MS", default_value = "30000",
+          value_parser = settings::millis)]
+    pub request_timeout: Duration,
+    /// The service's public address; tracking links are `$COURIER_PUBLIC_URL/track/<token>`.
+    /// Unset: `http://$COURIER_LISTEN`.
+    #[arg(id = "public-url", long = "public-url", env = "COURIER_PUBLIC_URL")]
+    pub public_url_setting: Option<String>,
+    /// How often due work (opening the search of scheduled jobs) is looked for.
+    #[arg(id = "scheduler-interval-ms", long = "scheduler-interval-ms",
+          env = "COURIER_SCHEDULER_INTERVAL_MS", default_value = "1000",
+          value_parser = settings::millis)]
+    pub scheduler_interval: Duration,
+    #[command(flatten)]
+    pub tracking: crate::tracking::TrackingConfig,
+    /// How long a client has to send a request's complete headers; slower connections are
+    /// closed (slow-client attacks cannot hold connections open).
+    #[arg(id = "header-read-timeout-ms", long = "header-read-timeout-ms",
+          env = "COURIER_HEADER_READ_TIMEOUT_MS", default_value = "10000",
+          value_parser = settings::millis)]
+    pub header_read_timeout: Duration,
+    #[command(flatten)]
+    pub dispatch: crate::dispatch::DispatchConfig,
+    /// Largest request body accepted; larger gets 413 `request.body_too_large`.
+    #[arg(id = "max-body-bytes", long = "max-body-bytes", env = "COURIER_MAX_BODY_BYTES",
+          default_value = "262144", value_parser = settings::positive_usize)]
+    pub max_body_bytes: usize,
+    #[command(flatten)]
+    pub payments: crate::payments::PaymentsConfig,
+    #[command(flatten)]
+    pub webhooks: crate::webhooks::WebhookConfig,
+    #[command(flatten)]
+    pub texts: crate::texts::TextsConfig,
+    #[command(flatten)]
     pub sandbox: crate::sandbox::SandboxConfig,
+    #[command(flatten)]
+    pub log: crate::telemetry::LogSettings,
 }
 
 /// One named operator token; the name is what the audit trail records.
@@ -81,44 +130,33 @@ impl std::fmt::Debug for OperatorToken {
     }
 }
 
-/// Parses `name=token,name=token`: names of letters, digits, `.`, `_`, `-`, each used once.
-fn operator_tokens(raw: Option<String>) -> Result<Vec<OperatorToken>, ConfigError> {
-    let invalid = |reason: String| ConfigError::Invalid {
-        name: "COURIER_OPERATOR_TOKENS",
-        reason,
-    };
-    let Some(raw) = raw else {
-        return Ok(Vec::new());
-    };
-    let mut tokens: Vec<OperatorToken> = Vec::new();
-    for (position, entry) in raw.split(',').map(str::trim).enumerate() {
-        let (name, token) = entry
-            .split_once('=')
-            .map(|(n, t)| (n.trim(), t.trim()))
-            .ok_or_else(|| invalid(format!("entry {} is not name=token", position + 1)))?;
-        let name_ok = !name.is_empty()
-            && name.len() <= 64
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-        if !name_ok {
-            return Err(invalid(format!(
-                "entry {}: a name is 1 to 64 letters, digits, `.`, `_` or `-`",
-                position + 1
-            )));
-        }
-        if token.is_empty() {
-            return Err(invalid(format!("the token of {name} is empty")));
-        }
-        if tokens.iter().any(|t| t.name == name) {
-            return Err(invalid(format!("{name} is named twice")));
-        }
-        tokens.push(OperatorToken {
-            name: name.to_owned(),
-            token: token.to_owned(),
-        });
+/// One `name=token` entry: a name of letters, digits, `.`, `_`, `-`.
+fn operator_token(entry: &str) -> Result<OperatorToken, String> {
+    let (name, token) = entry
+        .split_once('=')
+        .map(|(n, t)| (n.trim(), t.trim()))
+        .ok_or_else(|| format!("{:?} is not name=token", entry.trim()))?;
+    let name_ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if !name_ok {
+        return Err(format!(
+            "{name:?}: a name is 1 to 64 letters, digits, `.`, `_` or `-`"
+        ));
     }
-    Ok(tokens)
+    if token.is_empty() {
+        return Err(format!("the token of {name} is empty"));
+    }
+    Ok(OperatorToken {
+        name: name.to_owned(),
+        token: token.to_owned(),
+    })
+}
+
+fn socket_address(raw: &str) -> Result<SocketAddr, String> {
+    raw.trim().parse().map_err(|e| format!("{raw:?}: {e}"))
 }
 
 impl Config {
@@ -130,159 +168,28 @@ impl Config {
 
     /// Reads the configuration through `lookup`, so tests can supply their own values.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let listen = lookup("COURIER_LISTEN").unwrap_or_else(|| Self::DEFAULT_LISTEN.into());
-        let listen = listen.parse().map_err(|e| ConfigError::Invalid {
-            name: "COURIER_LISTEN",
-            reason: format!("{e}"),
-        })?;
-        Ok(Self {
-            listen,
-            database_url: lookup("DATABASE_URL"),
-            data_dir: lookup("COURIER_DATA_DIR")
-                .unwrap_or_else(|| "./var".into())
-                .into(),
-            admin_token: lookup("COURIER_ADMIN_TOKEN"),
-            secret_key: lookup("COURIER_SECRET_KEY"),
-            db_pool_size: parse_or(&lookup, "COURIER_DB_POOL_SIZE", 16)?,
-            max_body_bytes: parse_or(&lookup, "COURIER_MAX_BODY_BYTES", 256 * 1024)?,
-            markets_file: lookup("COURIER_MARKETS_FILE").map(PathBuf::from),
-            plugin_instances: parse_or(&lookup, "COURIER_PLUGIN_INSTANCES", 256)?,
-            auth_cache: std::time::Duration::from_millis(parse_or(
-                &lookup,
-                "COURIER_AUTH_CACHE_MS",
-                5000,
-            )?),
-            public_url: lookup("COURIER_PUBLIC_URL")
-                .unwrap_or_else(|| format!("http://{listen}"))
-                .trim_end_matches('/')
-                .to_owned(),
-            scheduler_interval: std::time::Duration::from_millis(parse_or(
-                &lookup,
-                "COURIER_SCHEDULER_INTERVAL_MS",
-                1000,
-            )?),
-            quote_lifetime: chrono::Duration::seconds(parse_or(
-                &lookup,
-                "COURIER_QUOTE_TTL_SECS",
-                600,
-            )?),
-            webhooks: crate::webhooks::WebhookConfig::from_lookup(&lookup)?,
-            payments: crate::payments::PaymentsConfig::from_lookup(&lookup)?,
-            tracking: tracking_config(&lookup)?,
-            header_read_timeout: std::time::Duration::from_millis(parse_or(
-                &lookup,
-                "COURIER_HEADER_READ_TIMEOUT_MS",
-                10_000,
-            )?),
-            texts: crate::texts::TextsConfig::from_lookup(&lookup)?,
-            dispatch: crate::dispatch::DispatchConfig::from_lookup(&lookup)?,
-            operator_tokens: operator_tokens(lookup("COURIER_OPERATOR_TOKENS"))?,
-            key_usage_flush: positive_millis(&lookup, "COURIER_KEY_USAGE_FLUSH_MS", 5000)?,
-            rate_limits: crate::rate_limit::RateLimitConfig::from_lookup(&lookup)?,
-            request_timeout: positive_millis(&lookup, "COURIER_REQUEST_TIMEOUT_MS", 30_000)?,
-            sandbox: crate::sandbox::SandboxConfig::from_lookup(&lookup)?,
-        })
+        let config: Self = settings::from_lookup(lookup)?;
+        let mut names = std::collections::HashSet::new();
+        if let Some(twice) = config
+            .operator_tokens
+            .iter()
+            .find(|token| !names.insert(token.name.as_str()))
+        {
+            return Err(ConfigError::Invalid {
+                name: "COURIER_OPERATOR_TOKENS".into(),
+                reason: format!("{} is named twice", twice.name),
+            });
+        }
+        Ok(config)
     }
-}
 
-fn tracking_config(
-    lookup: &impl Fn(&str) -> Option<String>,
-) -> Result<crate::tracking::TrackingConfig, ConfigError> {
-    let defaults = crate::tracking::TrackingConfig::default();
-    let ttl_secs: i64 = parse_or(
-        lookup,
-        "COURIER_TRACKING_TTL_SECS",
-        defaults.ttl.num_seconds(),
-    )?;
-    if ttl_secs < 0 {
-        return Err(ConfigError::Invalid {
-            name: "COURIER_TRACKING_TTL_SECS",
-            reason: "must not be negative".into(),
-        });
-    }
-    let poll_ms: u64 = parse_or(
-        lookup,
-        "COURIER_TRACKING_POLL_MS",
-        u64::try_from(defaults.poll_interval.as_millis()).unwrap_or(5000),
-    )?;
-    // Faster than this, open pages would load the service more than they help anyone.
-    if poll_ms < 250 {
-        return Err(ConfigError::Invalid {
-            name: "COURIER_TRACKING_POLL_MS",
-            reason: "must be at least 250".into(),
-        });
-    }
-    Ok(crate::tracking::TrackingConfig {
-        ttl: chrono::Duration::seconds(ttl_secs),
-        poll_interval: std::time::Duration::from_millis(poll_ms),
-    })
-}
-
-/// `true`/`1` or `false`/`0`; false when `name` is unset.
-pub fn flag_setting(
-    lookup: &impl Fn(&str) -> Option<String>,
-    name: &'static str,
-) -> Result<bool, ConfigError> {
-    match lookup(name).as_deref() {
-        None | Some("false") | Some("0") => Ok(false),
-        Some("true") | Some("1") => Ok(true),
-        Some(_) => Err(ConfigError::Invalid {
-            name,
-            reason: "use true or false".into(),
-        }),
-    }
-}
-
-/// A whole number above zero (capped so durations made from it cannot overflow), or None
-/// when `name` is unset.
-pub fn positive_setting(
-    lookup: &impl Fn(&str) -> Option<String>,
-    name: &'static str,
-) -> Result<Option<u64>, ConfigError> {
-    let Some(raw) = lookup(name) else {
-        return Ok(None);
-    };
-    match raw.trim().parse::<u64>() {
-        Ok(n) if n > 0 && n <= 1 << 40 => Ok(Some(n)),
-        _ => Err(ConfigError::Invalid {
-            name,
-            reason: format!("{raw:?} is not a whole number above zero"),
-        }),
-    }
-}
-
-/// A duration in milliseconds of at least 1.
-fn positive_millis(
-    lookup: &impl Fn(&str) -> Option<String>,
-    name: &'static str,
-    default: u64,
-) -> Result<std::time::Duration, ConfigError> {
-    match parse_or(lookup, name, default)? {
-        0 => Err(ConfigError::Invalid {
-            name,
-            reason: "must be at least 1".into(),
-        }),
-        ms => Ok(std::time::Duration::from_millis(ms)),
-    }
-}
-
-fn parse_or<T: std::str::FromStr>(
-    lookup: &impl Fn(&str) -> Option<String>,
-    name: &'static str,
-    default: T,
-) -> Result<T, ConfigError>
-where
-    T::Err: std::fmt::Display,
-{
-    match lookup(name) {
-        None => Ok(default),
-        Some(raw) => raw
-            .trim()
-            .parse()
-            .map_err(|e: T::Err| ConfigError::Invalid {
-                name,
-                reason: e.to_string(),
-            }),
+    /// The service's public address, without a trailing `/`.
+    pub fn public_url(&self) -> String {
+        self.public_url_setting
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", self.listen))
+            .trim_end_matches('/')
+            .to_owned()
     }
 }
 
@@ -327,7 +234,12 @@ mod tests {
 
     #[test]
     fn operator_tokens_are_named_and_checked() {
-        let tokens = operator_tokens(Some("alice=tok1, bob = tok=2".into())).unwrap();
+        let read = |raw: &str| {
+            let raw = raw.to_owned();
+            Config::from_lookup(move |n| (n == "COURIER_OPERATOR_TOKENS").then(|| raw.clone()))
+                .map(|config| config.operator_tokens)
+        };
+        let tokens = read("alice=tok1, bob = tok=2").unwrap();
         assert_eq!(tokens.len(), 2);
         assert_eq!(
             (tokens[0].name.as_str(), tokens[0].token.as_str()),
@@ -349,10 +261,11 @@ mod tests {
             "a=1,a=2",
             "a=1,,b=2",
         ] {
-            let err = operator_tokens(Some(bad.into())).unwrap_err().to_string();
+            let err = read(bad).unwrap_err().to_string();
             assert!(err.contains("COURIER_OPERATOR_TOKENS"), "{bad}: {err}");
         }
-        assert!(operator_tokens(None).unwrap().is_empty());
+        let none = Config::from_lookup(|_| None).unwrap();
+        assert!(none.operator_tokens.is_empty());
     }
 
     #[test]

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use courier_domain::error::catalogue;
 
 use crate::api::ApiError;
+use crate::config::Config;
+use crate::settings::variables;
 
 /// The table of every error code the API answers with, for `docs/errors.md`.
 pub fn error_table() -> String {
@@ -15,6 +17,23 @@ pub fn error_table() -> String {
         table.push_str(&format!(
             "| `{}` | `{}` | {} |\n",
             code.code, code.status, code.meaning
+        ));
+    }
+    table
+}
+
+/// The table of every environment variable the service reads, for `docs/configuration.md`.
+pub fn configuration_table() -> String {
+    let mut table = String::from("| Variable | Default | Meaning |\n|---|---|---|\n");
+    for variable in variables::<Config>() {
+        let default = match variable.default {
+            Some(default) => format!("`{default}`"),
+            None => "unset".to_owned(),
+        };
+        let meaning = variable.meaning.replace('\n', " ");
+        table.push_str(&format!(
+            "| `{}` | {default} | {meaning} |\n",
+            variable.name
         ));
     }
     table
@@ -68,6 +87,15 @@ mod tests {
             "a\n<!-- generated: x -->\nnew\n<!-- end generated -->\nb\n"
         );
         assert_eq!(with_section(text, "y", "new\n"), None);
+    }
+
+    #[test]
+    fn generated_configuration_is_current() {
+        check_section(
+            "docs/configuration.md",
+            "configuration",
+            &configuration_table(),
+        );
     }
 
     #[test]

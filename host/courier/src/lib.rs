@@ -36,6 +36,7 @@ pub mod rate_limit;
 pub mod sandbox;
 pub mod secrets;
 pub mod server;
+pub mod settings;
 pub mod store;
 pub mod telemetry;
 pub mod texts;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
-use crate::config::ConfigError;
+use crate::settings;
 
 use courier_domain::error::Code;
 
@@ -53,10 +53,23 @@ impl Budget {
 }
 
 /// Requests per minute of each budget.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::Args)]
 pub struct Limits {
+    /// Default budget of `POST /v1/quotes` per key (merchants may have their own, see [account
+    /// settings](api-behaviour.md#account-settings)).
+    #[arg(id = "rate-limit-quotes-per-minute", long = "rate-limit-quotes-per-minute",
+          env = "COURIER_RATE_LIMIT_QUOTES_PER_MINUTE", default_value = "1200",
+          value_parser = settings::positive_u32)]
     pub quotes_per_minute: u32,
+    /// Default budget of `POST /v1/jobs` per key.
+    #[arg(id = "rate-limit-bookings-per-minute", long = "rate-limit-bookings-per-minute",
+          env = "COURIER_RATE_LIMIT_BOOKINGS_PER_MINUTE", default_value = "300",
+          value_parser = settings::positive_u32)]
     pub bookings_per_minute: u32,
+    /// Default budget of every other `/v1` request per key.
+    #[arg(id = "rate-limit-reads-per-minute", long = "rate-limit-reads-per-minute",
+          env = "COURIER_RATE_LIMIT_READS_PER_MINUTE", default_value = "1200",
+          value_parser = settings::positive_u32)]
     pub reads_per_minute: u32,
 }
 
@@ -79,61 +92,24 @@ pub struct LimitOverrides {
 }
 
 /// `COURIER_RATE_LIMIT_*` and `COURIER_INSTANCES`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::Args)]
 pub struct RateLimitConfig {
+    #[command(flatten)]
     pub defaults: Limits,
+    /// How many instances serve together; each enforces every budget divided by this (rounded
+    /// up).
+    #[arg(id = "instances", long = "instances", env = "COURIER_INSTANCES", default_value = "1",
+          value_parser = settings::positive_u32)]
     pub instances: u32,
 }
 
 impl Default for RateLimitConfig {
     fn default() -> Self {
-        Self {
-            defaults: Limits {
-                quotes_per_minute: 1200,
-                bookings_per_minute: 300,
-                reads_per_minute: 1200,
-            },
-            instances: 1,
-        }
+        settings::from_lookup(|_| None).expect("the defaults are valid")
     }
 }
 
 impl RateLimitConfig {
-    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let defaults = Self::default();
-        let positive = |name: &'static str, default: u32| -> Result<u32, ConfigError> {
-            match lookup(name) {
-                None => Ok(default),
-                Some(raw) => raw
-                    .trim()
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| ConfigError::Invalid {
-                        name,
-                        reason: "must be a whole number of at least 1".into(),
-                    }),
-            }
-        };
-        Ok(Self {
-            defaults: Limits {
-                quotes_per_minute: positive(
-                    "COURIER_RATE_LIMIT_QUOTES_PER_MINUTE",
-                    defaults.defaults.quotes_per_minute,
-                )?,
-                bookings_per_minute: positive(
-                    "COURIER_RATE_LIMIT_BOOKINGS_PER_MINUTE",
-                    defaults.defaults.bookings_per_minute,
-                )?,
-                reads_per_minute: positive(
-                    "COURIER_RATE_LIMIT_READS_PER_MINUTE",
-                    defaults.defaults.reads_per_minute,
-                )?,
-            },
-            instances: positive("COURIER_INSTANCES", defaults.instances)?,
-        })
-    }
-
     /// What this instance enforces for a merchant: its overrides or the defaults, divided
     /// among the instances (rounded up, never below 1).
     pub fn limits_for(&self, overrides: &LimitOverrides) -> Limits {
@@ -373,7 +349,7 @@ mod tests {
 
     #[test]
     fn configuration_is_read_and_checked() {
-        let config = RateLimitConfig::from_lookup(&|name| match name {
+        let config = settings::from_lookup::<RateLimitConfig>(|name| match name {
             "COURIER_RATE_LIMIT_QUOTES_PER_MINUTE" => Some("50".into()),
             "COURIER_INSTANCES" => Some("2".into()),
             _ => None,
@@ -382,8 +358,9 @@ mod tests {
         assert_eq!(config.defaults.quotes_per_minute, 50);
         assert_eq!(config.defaults.bookings_per_minute, 300);
         assert_eq!(config.instances, 2);
-        let err =
-            RateLimitConfig::from_lookup(&|name| (name == "COURIER_INSTANCES").then(|| "0".into()));
+        let err = settings::from_lookup::<RateLimitConfig>(|name| {
+            (name == "COURIER_INSTANCES").then(|| "0".into())
+        });
         assert!(err.unwrap_err().to_string().contains("COURIER_INSTANCES"));
     }
 

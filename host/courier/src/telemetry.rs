@@ -5,10 +5,23 @@ use std::sync::OnceLock;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tracing_subscriber::EnvFilter;
 
+const DEFAULT_LOG_FILTER: &str = "info,sqlx=warn,tower_http=warn";
+
+/// `RUST_LOG`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct LogSettings {
+    /// Log filter (`tracing` syntax). Logs go to stderr.
+    #[arg(id = "log-filter", long = "log-filter", env = "RUST_LOG",
+          default_value = DEFAULT_LOG_FILTER)]
+    pub filter: String,
+}
+
 /// Logs to stderr (stdout is reserved for command output), filtered by `RUST_LOG`.
 pub fn init_logging() {
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=warn"));
+    let settings: Option<LogSettings> = crate::settings::from_env().ok();
+    let filter = settings
+        .and_then(|settings| EnvFilter::try_new(settings.filter).ok())
+        .unwrap_or_else(|| EnvFilter::new(DEFAULT_LOG_FILTER));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -29,6 +29,7 @@ mod money;
 pub mod numeric;
 pub mod quote;
 pub mod sandbox;
+mod schema;
 pub mod text;
 pub mod tracking;
 mod vehicle;

@@ -1,16 +1,12 @@
-//! `GET /v1/charges` and the operator's refunds (`POST /admin/v1/charges/{id}/refund`).
+//! `GET /v1/charges`.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::{Extension, Json};
-use serde::Deserialize;
-use utoipa::ToSchema;
-use uuid::Uuid;
 
-use super::admin::Operator;
-use super::{ApiError, ApiJson, AppState};
+use super::error::ApiError;
+use super::state::AppState;
 use crate::auth::Merchant;
-use crate::payments::{ChargeView, PaymentError};
-use courier_domain::numeric::Numeric;
+use crate::payments::ChargeView;
 
 /// `GET /v1/charges`: the last 50, one per job, newest first.
 #[utoipa::path(
@@ -26,43 +22,4 @@ pub async fn list(
     Extension(merchant): Extension<Merchant>,
 ) -> Result<Json<Vec<ChargeView>>, ApiError> {
     Ok(Json(state.payments.recent_charges(&merchant).await?))
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RefundBody {
-    /// Up to what is captured and not yet refunded.
-    #[schema(value_type = i64, minimum = 1)]
-    amount_minor: Numeric<i64>,
-}
-
-#[utoipa::path(
-    post,
-    path = "/charges/{id}/refund",
-    operation_id = "refundCharge",
-    tag = "admin",
-    params(("id" = Uuid, Path, description = "The charge's id")),
-    request_body = RefundBody,
-    responses(
-        (status = 200, description = "The charge after the refund", body = ChargeView),
-        (status = 404, description = "charge.not_found"),
-        (status = 409, description = "charge.not_refundable"),
-        (status = 422, description = "charge.invalid_amount charge.refund_exceeds_captured payment.card_declined payment.live_unavailable"),
-        (status = 503, description = "payment.provider_unreachable payment.provider_busy"),
-    )
-)]
-/// `POST /admin/v1/charges/{id}/refund` `{amount_minor}`: gives back part or all of a
-/// captured charge; answers the charge.
-pub async fn refund(
-    State(state): State<AppState>,
-    Extension(operator): Extension<Operator>,
-    Path(id): Path<String>,
-    ApiJson(body): ApiJson<RefundBody>,
-) -> Result<Json<ChargeView>, ApiError> {
-    let id = Uuid::parse_str(&id).map_err(|_| PaymentError::ChargeNotFound)?;
-    let charge = state
-        .payments
-        .refund(id, body.amount_minor.0, &operator.name)
-        .await?;
-    Ok(Json(charge))
 }

@@ -7,7 +7,32 @@ use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use axum::http::header::AUTHORIZATION;
+use uuid::Uuid;
+
 use super::error::{ApiError, RequestError};
+use super::state::AppState;
+use crate::auth::Merchant;
+
+/// Every handler that takes a `Merchant` requires credentials.
+impl FromRequestParts<AppState> for Merchant {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        // The /v1 middleware has usually verified the caller already.
+        if let Some(merchant) = parts.extensions.get::<Merchant>() {
+            return Ok(*merchant);
+        }
+        let header = parts.headers.get(AUTHORIZATION).map(|v| v.as_bytes());
+        Ok(state.authenticator.authenticate(header).await?)
+    }
+}
+
+/// A job id from a path. Ids in paths are UUIDs; anything else names no job (404, like an
+/// unknown one).
+pub fn job_id(raw: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw).map_err(|_| ApiError::JobNotFound)
+}
 
 /// `axum::Json` with the service's refusals.
 pub struct ApiJson<T>(pub T);

@@ -13,8 +13,11 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::error::{ApiError, RequestError};
+use super::extract::{ApiJson, ApiQuery, job_id};
 use super::lookups::PointBody;
-use super::{ApiError, ApiJson, ApiQuery, AppState, RequestError, sandbox};
+use super::sandbox;
+use super::state::AppState;
 use crate::auth::Merchant;
 use crate::jobs::POSITION_FRESHNESS;
 use crate::jobs::booking;
@@ -122,11 +125,6 @@ pub async fn create(
     Ok((status, Json(response.body)).into_response())
 }
 
-/// Ids in paths are UUIDs; anything else names no job (404, like an unknown one).
-pub(super) fn job_id(raw: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(raw).map_err(|_| ApiError::JobNotFound)
-}
-
 #[utoipa::path(
     get,
     path = "/jobs/{id}",
@@ -151,7 +149,7 @@ pub async fn get(
     )
     .await?
     .ok_or(ApiError::JobNotFound)?;
-    Ok(Json(JobDetail::new(&job, &state.config.public_url)))
+    Ok(Json(JobDetail::new(&job, &state.config.public_url())))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -320,7 +318,7 @@ pub async fn cancel(
         .fulfilment
         .cancel_by_merchant(&merchant, job_id(&id)?, reason.as_deref())
         .await?;
-    Ok(Json(JobDetail::new(&job, &state.config.public_url)))
+    Ok(Json(JobDetail::new(&job, &state.config.public_url())))
 }
 
 #[utoipa::path(

@@ -10,7 +10,9 @@ use courier_geo::{LatLon, Place, Route, Vehicle};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{ApiError, ApiQuery, AppState, RequestError};
+use super::error::{ApiError, RequestError};
+use super::extract::ApiQuery;
+use super::state::AppState;
 use courier_domain::numeric::NumericValue;
 
 /// Largest `limit` of a place search.

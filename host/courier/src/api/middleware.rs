@@ -10,7 +10,8 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::{ApiError, AppState, RequestError};
+use super::error::{ApiError, RequestError};
+use super::state::AppState;
 use crate::rate_limit::{Budget, Decision, whole_seconds};
 
 /// Authenticates every /v1 request and spends one request of the key's budget for its kind;

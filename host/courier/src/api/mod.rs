@@ -13,15 +13,18 @@ mod ops;
 mod payment_methods;
 mod quotes;
 mod sandbox;
+mod state;
 mod tracking;
 mod webhooks;
 
-use std::sync::Arc;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderName, Request, Response};
+use axum::response::IntoResponse;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
@@ -32,37 +35,9 @@ use utoipa_axum::routes;
 pub use admin::{Operator, OperatorTokens};
 pub use error::{ApiError, RequestError};
 pub use extract::{ApiJson, ApiQuery};
-pub use openapi::document as openapi_document;
-
-use crate::auth::Authenticator;
-use crate::config::Config;
-use crate::markets::Markets;
-use crate::pricing::PriceBooks;
+pub use state::AppState;
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
-
-/// What every handler can reach.
-#[derive(Clone)]
-pub struct AppState {
-    pub pool: sqlx::PgPool,
-    pub authenticator: Authenticator,
-    pub config: Arc<Config>,
-    pub markets: Arc<Markets>,
-    pub price_books: Arc<PriceBooks>,
-    pub payments: Arc<crate::payments::Payments>,
-    pub webhooks: Arc<crate::webhooks::Webhooks>,
-    pub tracking: Arc<crate::tracking::Tracking>,
-    pub texts: Arc<crate::texts::CustomerTexts>,
-    pub couriers: crate::couriers::Couriers,
-    pub fulfilment: crate::jobs::fulfilment::Fulfilment,
-    pub sandbox: Arc<crate::sandbox::Simulator>,
-    /// The accepted operator tokens and their names.
-    pub operators: Arc<admin::OperatorTokens>,
-    /// Per-key request budgets of this instance.
-    pub rate_limiter: Arc<crate::rate_limit::RateLimiter>,
-    /// What bookings need (shared with the booking recovery worker).
-    pub booking: crate::jobs::booking::BookingContext,
-}
 
 /// The merchant API under /v1 (credentials checked by the caller's layers).
 fn merchant_routes() -> OpenApiRouter<AppState> {
@@ -100,7 +75,33 @@ fn public_routes() -> OpenApiRouter<AppState> {
         // The public tracking page: no credentials, the token is the key.
         .routes(routes!(tracking::page))
         .routes(routes!(tracking::state))
-        .routes(routes!(openapi::serve))
+        .routes(routes!(serve_openapi))
+}
+
+/// The whole description, built once from the routes.
+pub fn openapi_document() -> &'static serde_json::Value {
+    static DOCUMENT: OnceLock<serde_json::Value> = OnceLock::new();
+    DOCUMENT.get_or_init(|| openapi::describe(documented_routes().into_openapi()))
+}
+
+/// The description as JSON.
+#[utoipa::path(
+    get,
+    path = "/v1/openapi.json",
+    operation_id = "getOpenApi",
+    tag = "operations",
+    security(()),
+    responses((status = 200, description = "This document (OpenAPI 3.1)", content_type = "application/json", body = Object))
+)]
+pub async fn serve_openapi() -> impl IntoResponse {
+    // Serialised once: the document is large and never changes while the process runs.
+    static SERVED: OnceLock<axum::body::Bytes> = OnceLock::new();
+    let body = SERVED.get_or_init(|| {
+        serde_json::to_vec(openapi_document())
+            .expect("the description serialises")
+            .into()
+    });
+    ([(CONTENT_TYPE, "application/json")], body.clone())
 }
 
 /// Every route, described; the source of both the router and the description.

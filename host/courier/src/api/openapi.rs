@@ -10,10 +10,7 @@
 //! time limits, the database being away).
 
 use std::collections::BTreeSet;
-use std::sync::OnceLock;
 
-use axum::http::header::CONTENT_TYPE;
-use axum::response::IntoResponse;
 use serde_json::{Value, json};
 use utoipa::OpenApi;
 
@@ -43,35 +40,12 @@ use utoipa::OpenApi;
 )]
 struct Fixed;
 
-/// The whole description, built once from the routes.
-pub fn document() -> &'static Value {
-    static DOCUMENT: OnceLock<Value> = OnceLock::new();
-    DOCUMENT.get_or_init(|| {
-        let paths = super::documented_routes().into_openapi();
-        let mut openapi = Fixed::openapi();
-        openapi.merge(paths);
-        finish(serde_json::to_value(openapi).expect("the description serialises"))
-    })
-}
-
-/// The description as JSON.
-#[utoipa::path(
-    get,
-    path = "/v1/openapi.json",
-    operation_id = "getOpenApi",
-    tag = "operations",
-    security(()),
-    responses((status = 200, description = "This document (OpenAPI 3.1)", content_type = "application/json", body = Object))
-)]
-pub async fn serve() -> impl IntoResponse {
-    // Serialised once: the document is large and never changes while the process runs.
-    static SERVED: OnceLock<axum::body::Bytes> = OnceLock::new();
-    let body = SERVED.get_or_init(|| {
-        serde_json::to_vec(document())
-            .expect("the description serialises")
-            .into()
-    });
-    ([(CONTENT_TYPE, "application/json")], body.clone())
+/// The whole description of `paths` (the routes' own descriptions): the fixed parts, then
+/// every operation finished with its credentials and refusals, and links between operations.
+pub fn describe(paths: utoipa::openapi::OpenApi) -> Value {
+    let mut openapi = Fixed::openapi();
+    openapi.merge(paths);
+    finish(serde_json::to_value(openapi).expect("the description serialises"))
 }
 
 /// What every event POSTs to a webhook endpoint (spec section 6), as the standard payload
@@ -136,40 +110,12 @@ pub struct EventData {
 #[serde(rename_all = "camelCase")]
 #[allow(dead_code)]
 pub struct EventProof {
-    #[schema(value_type = DeliveryOutcome)]
+    #[schema(value_type = courier_domain::job::proof::DeliveryOutcome)]
     outcome: String,
     recipient_name: Option<String>,
     has_photo: bool,
     has_signature: bool,
 }
-
-/// A string schema whose values are the names a domain type already lists, so the description
-/// cannot drift from the code that parses them.
-macro_rules! named_values {
-    ($(#[$doc:meta])* $name:ident: $description:literal = $values:expr) => {
-        $(#[$doc])*
-        pub struct $name;
-
-        impl utoipa::PartialSchema for $name {
-            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-                utoipa::openapi::schema::ObjectBuilder::new()
-                    .schema_type(utoipa::openapi::schema::Type::String)
-                    .description(Some($description))
-                    .enum_values(Some($values))
-                    .into()
-            }
-        }
-
-        impl utoipa::ToSchema for $name {}
-    };
-}
-
-named_values!(DeliveryOutcome: "What happened at the door" = courier_domain::job::proof::OUTCOMES);
-named_values!(ProofContentType: "An accepted image type" = courier_domain::job::proof::CONTENT_TYPES);
-named_values!(AuditActionName: "What an operator did" =
-    crate::audit::AuditAction::ALL.map(crate::audit::AuditAction::as_str));
-named_values!(AuditTargetType: "The kind of thing an operator acted on" =
-    crate::audit::TARGET_TYPES);
 
 /// Which credentials a path asks for.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -529,6 +475,7 @@ fn security_schemes() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::openapi_document as document;
 
     fn kept_copy() -> std::path::PathBuf {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../openapi.json")
@@ -614,21 +561,27 @@ mod tests {
 
     #[test]
     fn every_code_the_description_lists_is_a_declared_code_and_every_declared_code_is_listed() {
-        let declared: BTreeSet<&str> = courier_domain::error::catalogue::<super::super::ApiError>()
-            .iter()
-            .map(|code| code.code)
-            .collect();
+        let catalogue = courier_domain::error::catalogue::<super::super::ApiError>();
+        let declared: BTreeSet<&str> = catalogue.iter().map(|code| code.code).collect();
         let mut listed = BTreeSet::new();
-        for item in document()["paths"].as_object().unwrap().values() {
-            for operation in item.as_object().unwrap().values() {
+        for (path, item) in document()["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
                 let Some(responses) = operation["responses"].as_object() else {
                     continue;
                 };
-                for response in responses.values() {
+                for (status, response) in responses {
                     let codes = &response["content"]["application/json"]["schema"]["properties"]["code"]
                         ["enum"];
                     for code in codes.as_array().into_iter().flatten() {
-                        listed.insert(code.as_str().unwrap().to_owned());
+                        let code = code.as_str().unwrap();
+                        if let Some(declared) = catalogue.iter().find(|c| c.code == code) {
+                            assert_eq!(
+                                status,
+                                &declared.status.to_string(),
+                                "{method} {path} lists {code} under another status"
+                            );
+                        }
+                        listed.insert(code.to_owned());
                     }
                 }
             }

@@ -7,7 +7,8 @@ use axum::response::IntoResponse;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{ApiError, AppState};
+use super::error::ApiError;
+use super::state::AppState;
 use crate::telemetry;
 
 /// `GET /healthz`'s answer: always `{"status": "ok"}`.

@@ -10,7 +10,9 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{ApiError, ApiJson, AppState, RequestError};
+use super::error::{ApiError, RequestError};
+use super::extract::ApiJson;
+use super::state::AppState;
 use crate::auth::Merchant;
 use crate::payments::{CardFormView, HoldError, PaymentError, PaymentMethodView};
 use courier_domain::charge::{contains_card_number, json_contains_card_number};

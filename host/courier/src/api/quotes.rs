@@ -8,7 +8,9 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::{ApiError, ApiJson, AppState};
+use super::error::ApiError;
+use super::extract::ApiJson;
+use super::state::AppState;
 use crate::auth::Merchant;
 use crate::quotes::{self, Quote, QuoteContext};
 use courier_domain::VehicleName;

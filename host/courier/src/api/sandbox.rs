@@ -8,8 +8,9 @@ use axum::{Extension, Json};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::jobs::job_id;
-use super::{ApiError, ApiJson, AppState, RequestError};
+use super::error::{ApiError, RequestError};
+use super::extract::{ApiJson, job_id};
+use super::state::AppState;
 use crate::auth::Merchant;
 use crate::sandbox::{RunView, SandboxError};
 use courier_domain::Environment;

@@ -8,8 +8,9 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 
+use super::error::ApiError;
 use super::middleware::PageForPeople;
-use super::{ApiError, AppState};
+use super::state::AppState;
 use crate::tracking;
 
 /// The page answers HTML whatever happens: its refusals are pages for people, without a code.

@@ -8,7 +8,9 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{ApiError, ApiJson, AppState};
+use super::error::ApiError;
+use super::extract::ApiJson;
+use super::state::AppState;
 use crate::auth::Merchant;
 use crate::store::webhooks::Owner;
 use crate::webhooks::{DeliveryRecord, Endpoint, WebhookError};
@@ -54,7 +56,11 @@ pub async fn create(
     Extension(merchant): Extension<Merchant>,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<Endpoint>), ApiError> {
-    let endpoint = state.webhooks.create(owner(&merchant), &body).await?;
+    let endpoint = state
+        .webhooks
+        .endpoints()
+        .create(owner(&merchant), &body)
+        .await?;
     Ok((StatusCode::CREATED, Json(endpoint)))
 }
 
@@ -69,7 +75,9 @@ pub async fn list(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,
 ) -> Result<Json<Vec<Endpoint>>, ApiError> {
-    Ok(Json(state.webhooks.list(owner(&merchant)).await?))
+    Ok(Json(
+        state.webhooks.endpoints().list(owner(&merchant)).await?,
+    ))
 }
 
 #[utoipa::path(
@@ -89,7 +97,13 @@ pub async fn deliveries(
     Path(id): Path<String>,
 ) -> Result<Json<Vec<DeliveryRecord>>, ApiError> {
     let id = endpoint_id(&id)?;
-    Ok(Json(state.webhooks.deliveries(owner(&merchant), id).await?))
+    Ok(Json(
+        state
+            .webhooks
+            .endpoints()
+            .deliveries(owner(&merchant), id)
+            .await?,
+    ))
 }
 
 #[utoipa::path(
@@ -110,7 +124,13 @@ pub async fn resume(
     Path(id): Path<String>,
 ) -> Result<Json<Endpoint>, ApiError> {
     let id = endpoint_id(&id)?;
-    Ok(Json(state.webhooks.resume(owner(&merchant), id).await?))
+    Ok(Json(
+        state
+            .webhooks
+            .endpoints()
+            .resume(owner(&merchant), id)
+            .await?,
+    ))
 }
 
 #[utoipa::path(
@@ -132,7 +152,11 @@ pub async fn rotate_secret(
 ) -> Result<Json<Endpoint>, ApiError> {
     let id = endpoint_id(&id)?;
     Ok(Json(
-        state.webhooks.rotate_secret(owner(&merchant), id).await?,
+        state
+            .webhooks
+            .endpoints()
+            .rotate_secret(owner(&merchant), id)
+            .await?,
     ))
 }
 
@@ -153,6 +177,10 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let id = endpoint_id(&id)?;
-    state.webhooks.delete(owner(&merchant), id).await?;
+    state
+        .webhooks
+        .endpoints()
+        .delete(owner(&merchant), id)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

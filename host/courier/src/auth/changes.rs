@@ -6,7 +6,7 @@ use sqlx::postgres::PgListener;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use super::Authenticator;
+use super::credentials::Authenticator;
 
 pub const CHANGES_CHANNEL: &str = "courier_credentials_changed";
 

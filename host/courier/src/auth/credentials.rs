@@ -16,7 +16,7 @@ use crate::secrets::{SecretKey, hmac_sha256};
 use crate::store;
 use courier_domain::Environment;
 
-use super::parse_basic;
+use super::basic::parse_basic;
 
 use courier_domain::error::Code;
 use courier_domain::error::ErrorCode;
@@ -159,7 +159,8 @@ impl Authenticator {
 
     /// Checks an `Authorization` header value; also gives the merchant's request budgets.
     pub async fn verify(&self, header: Option<&[u8]>) -> Result<Caller, AuthError> {
-        let credentials = parse_basic(header.ok_or(AuthError::Missing)?)?;
+        let credentials =
+            parse_basic(header.ok_or(AuthError::Missing)?).ok_or(AuthError::Malformed)?;
         let environment = Environment::of_key(&credentials.key).ok_or(AuthError::Invalid)?;
         let expected = self.hash(&credentials.key, &credentials.secret);
         if let Some(caller) = self.cached(&credentials.key, &expected) {

@@ -3,7 +3,6 @@
 mod basic;
 mod changes;
 mod credentials;
-mod extract;
 mod usage;
 
 pub use basic::{BasicCredentials, parse_basic};

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use super::Authenticator;
+use super::credentials::Authenticator;
 use crate::store;
 
 pub struct UsageFlusher {

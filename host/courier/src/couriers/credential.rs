@@ -91,7 +91,7 @@ impl CourierCredentials {
         if !bool::from(stored.secret_hash.ct_eq(expected.as_slice())) {
             return Err(AuthError::Invalid.into());
         }
-        if stored.status != super::ACTIVE {
+        if stored.status != store::ACTIVE {
             return Err(CourierAuthError::Suspended);
         }
         Ok(CourierIdentity {

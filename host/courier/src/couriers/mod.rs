@@ -17,7 +17,7 @@ pub use credential::{CourierAuthError, CourierCredentials, CourierIdentity};
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::clock::now;
 use crate::markets::Markets;
-use crate::store::couriers::{self as store, CourierRow};
+use crate::store::couriers::{self as store, ACTIVE, CourierRow};
 use crate::store::dispatch as offers;
 use courier_domain::booking::normalise_phone;
 
@@ -55,7 +55,6 @@ pub const COURIER_NOT_FOUND: Code = Code::new(
     "No such courier (admin routes, reassignment).",
 );
 
-pub const ACTIVE: &str = "active";
 pub const SUSPENDED: &str = "suspended";
 const MAX_NAME_CHARS: usize = 200;
 const MAX_REASON_CHARS: usize = 500;

@@ -3,54 +3,50 @@
 
 use std::time::Duration;
 
-use crate::config::{ConfigError, positive_setting};
+use crate::settings;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, clap::Args)]
 pub struct DispatchConfig {
-    /// `COURIER_OFFER_TIMEOUT_MS`: how long a courier has to answer an offer.
+    /// How long a courier has to accept an offer before it goes to the next courier.
+    #[arg(id = "offer-timeout-ms", long = "offer-timeout-ms", env = "COURIER_OFFER_TIMEOUT_MS",
+          default_value = "30000", value_parser = chrono_millis)]
     pub offer_timeout: chrono::Duration,
-    /// `COURIER_DISPATCH_DEADLINE_SECS`: how long a search may last before the job fails.
+    /// How long a search may last (from when the job entered `searching`) before the job fails
+    /// with `job.failed`.
+    #[arg(id = "dispatch-deadline-secs", long = "dispatch-deadline-secs",
+          env = "COURIER_DISPATCH_DEADLINE_SECS", default_value = "900",
+          value_parser = settings::seconds)]
     pub deadline: chrono::Duration,
-    /// `COURIER_DISPATCH_INTERVAL_MS`: how often due dispatch work is looked for.
+    /// How often the dispatch worker looks for due work (offers to make or expire, deadlines,
+    /// settlements).
+    #[arg(id = "dispatch-interval-ms", long = "dispatch-interval-ms",
+          env = "COURIER_DISPATCH_INTERVAL_MS", default_value = "1000",
+          value_parser = settings::millis)]
     pub interval: Duration,
-    /// `COURIER_DISPATCH_RADIUS_KM`: how far from the pickup couriers are looked for.
+    /// How far from the pickup (a box, in a straight line) couriers are looked for before
+    /// routing.
+    #[arg(id = "dispatch-radius-km", long = "dispatch-radius-km",
+          env = "COURIER_DISPATCH_RADIUS_KM", default_value = "15", value_parser = kilometres)]
     pub radius_km: f64,
-    /// `COURIER_PROOF_MAX_BYTES`: the largest proof photo or signature accepted.
+    /// Largest proof photo or signature (decoded bytes); the delivery route accepts a body of
+    /// three times this.
+    #[arg(id = "proof-max-bytes", long = "proof-max-bytes", env = "COURIER_PROOF_MAX_BYTES",
+          default_value = "5242880", value_parser = settings::positive_usize)]
     pub proof_max_bytes: usize,
 }
 
 impl Default for DispatchConfig {
     fn default() -> Self {
-        Self {
-            offer_timeout: chrono::Duration::seconds(30),
-            deadline: chrono::Duration::minutes(15),
-            interval: Duration::from_secs(1),
-            radius_km: 15.0,
-            proof_max_bytes: 5 << 20,
-        }
+        settings::from_lookup(|_| None).expect("the defaults are valid")
     }
 }
 
-impl DispatchConfig {
-    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let defaults = Self::default();
-        Ok(Self {
-            offer_timeout: positive_setting(lookup, "COURIER_OFFER_TIMEOUT_MS")?
-                .map_or(defaults.offer_timeout, |ms| {
-                    chrono::Duration::milliseconds(ms as i64)
-                }),
-            deadline: positive_setting(lookup, "COURIER_DISPATCH_DEADLINE_SECS")?
-                .map_or(defaults.deadline, |s| chrono::Duration::seconds(s as i64)),
-            interval: positive_setting(lookup, "COURIER_DISPATCH_INTERVAL_MS")?
-                .map_or(defaults.interval, Duration::from_millis),
-            radius_km: positive_setting(lookup, "COURIER_DISPATCH_RADIUS_KM")?
-                .map_or(defaults.radius_km, |km| km as f64),
-            proof_max_bytes: positive_setting(lookup, "COURIER_PROOF_MAX_BYTES")?
-                .map_or(defaults.proof_max_bytes, |b| {
-                    usize::try_from(b).unwrap_or(usize::MAX)
-                }),
-        })
-    }
+fn chrono_millis(raw: &str) -> Result<chrono::Duration, String> {
+    settings::positive(raw).map(|ms| chrono::Duration::milliseconds(ms as i64))
+}
+
+fn kilometres(raw: &str) -> Result<f64, String> {
+    settings::positive(raw).map(|km| km as f64)
 }
 
 #[cfg(test)]
@@ -59,10 +55,10 @@ mod tests {
 
     #[test]
     fn defaults_and_overrides() {
-        let config = DispatchConfig::from_lookup(&|_| None).unwrap();
+        let config = settings::from_lookup::<DispatchConfig>(|_| None).unwrap();
         assert_eq!(config.offer_timeout, chrono::Duration::seconds(30));
         assert_eq!(config.deadline, chrono::Duration::minutes(15));
-        let config = DispatchConfig::from_lookup(&|n| match n {
+        let config = settings::from_lookup::<DispatchConfig>(|n| match n {
             "COURIER_OFFER_TIMEOUT_MS" => Some("250".into()),
             "COURIER_DISPATCH_DEADLINE_SECS" => Some("2".into()),
             "COURIER_DISPATCH_INTERVAL_MS" => Some("20".into()),
@@ -72,7 +68,7 @@ mod tests {
         assert_eq!(config.offer_timeout, chrono::Duration::milliseconds(250));
         assert_eq!(config.deadline, chrono::Duration::seconds(2));
         assert_eq!(config.interval, Duration::from_millis(20));
-        let bad = DispatchConfig::from_lookup(&|n| {
+        let bad = settings::from_lookup::<DispatchConfig>(|n| {
             (n == "COURIER_OFFER_TIMEOUT_MS").then(|| "soon".into())
         });
         assert!(

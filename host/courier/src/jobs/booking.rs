@@ -472,8 +472,9 @@ async fn record(
         }
         .into()));
     }
-    let run = (merchant.environment == Environment::Test)
-        .then(|| crate::sandbox::new_run(job, scenario.unwrap_or_default(), job.booked_at));
+    let run = (merchant.environment == Environment::Test).then(|| {
+        crate::store::sandbox::RunRow::new(job, scenario.unwrap_or_default(), job.booked_at)
+    });
     let event = booked_event(job, merchant, job.booked_at);
     let body =
         serde_json::to_value(JobView::new(job, &context.public_url)).expect("jobs serialise");

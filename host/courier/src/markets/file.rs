@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use courier_geo::{Polygon, Vehicle};
 use serde::Deserialize;
 
-use super::MarketsError;
 use courier_domain::Currency;
+use thiserror::Error;
 
 /// Where a market's road network comes from.
 #[derive(Clone, Debug, PartialEq)]
@@ -72,6 +72,20 @@ pub struct MarketDefinition {
     pub text_countries: Vec<String>,
     /// The settings document handed to the market's default price book.
     pub price_book_settings: serde_json::Value,
+}
+
+#[derive(Debug, Error)]
+pub enum MarketsError {
+    #[error("reading the markets file {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the markets file is not valid: {0}")]
+    Format(String),
+    #[error("market {id:?}: {reason}")]
+    Market { id: String, reason: String },
 }
 
 /// Parses a markets file; relative paths in it are relative to `base_dir`.

@@ -11,7 +11,7 @@ use std::time::Instant;
 use courier_geo::{LatLon, LoadOptions, Place, RoadNetwork, Route, RouteError, Vehicle};
 use thiserror::Error;
 
-pub use file::{MarketDefinition, NetworkSource};
+pub use file::{MarketDefinition, MarketsError, NetworkSource};
 
 use courier_domain::error::Code;
 use courier_domain::error::ErrorCode;
@@ -30,20 +30,6 @@ pub const MARKET_NOT_FOUND: Code = Code::new(404, "market.not_found", "No such m
 
 /// The built-in demo market, used when no markets file is configured.
 const DEMO_MARKETS: &str = include_str!("demo.toml");
-
-#[derive(Debug, Error)]
-pub enum MarketsError {
-    #[error("reading the markets file {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("the markets file is not valid: {0}")]
-    Format(String),
-    #[error("market {id:?}: {reason}")]
-    Market { id: String, reason: String },
-}
 
 /// Why a journey cannot be routed. Quotes and the route lookup share these.
 #[derive(Debug, Error, PartialEq, Eq, ErrorCode)]

@@ -7,13 +7,11 @@ use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::MerchantError;
+use super::error::{MAX_LABEL_CHARS, MerchantError};
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::auth::{Authenticator, CredentialChange};
 use crate::store;
 use courier_domain::Environment;
-
-pub(super) const MAX_LABEL_CHARS: usize = 100;
 
 /// A key as operators see it (no secret, no hash).
 pub type ApiKey = store::merchants::KeyRow;

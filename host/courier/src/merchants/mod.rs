@@ -1,6 +1,7 @@
 //! Merchants as operators manage them: onboarding, their API keys, their account settings.
 //! Every change is recorded in the audit trail in its own transaction.
 
+mod error;
 mod keys;
 mod settings;
 
@@ -15,68 +16,13 @@ use crate::auth::Authenticator;
 use crate::store;
 use courier_domain::Environment;
 
+use error::MAX_NAME_CHARS;
+pub use error::{MERCHANT_NOT_FOUND, MerchantError, SettingsError};
 pub use keys::{ApiKey, CreatedKey, create_key, revoke_key};
-pub use settings::{AccountSettings, SettingsChange, SettingsError, change_settings, settings};
-
-use courier_domain::error::Code;
-use courier_domain::error::ErrorCode;
-
-pub const INVALID_NAME: Code = Code::new(
-    422,
-    "merchant.invalid_name",
-    "The merchant's name is empty (after trimming) or over 200 characters.",
-);
-pub const MERCHANT_NOT_FOUND: Code = Code::new(
-    404,
-    "merchant.not_found",
-    "No such merchant (also for an id that is not a UUID).",
-);
-pub const KEY_NOT_FOUND: Code = Code::new(
-    404,
-    "key.not_found",
-    "No such key (also a key id holding NUL).",
-);
-pub const INVALID_ENVIRONMENT: Code = Code::new(
-    422,
-    "key.invalid_environment",
-    "`environment` is not `test` or `live`.",
-);
-pub const INVALID_LABEL: Code = Code::new(
-    422,
-    "key.invalid_label",
-    "The key's label is empty (after trimming) or over 100 characters.",
-);
+pub use settings::{AccountSettings, SettingsChange, change_settings, settings};
 
 /// Who `create` records as the operator: the service itself (set-up scripts, tests, benches).
 pub const SYSTEM_OPERATOR: &str = "system";
-
-/// Longest merchant name accepted.
-const MAX_NAME_CHARS: usize = 200;
-
-#[derive(Debug, thiserror::Error, ErrorCode)]
-pub enum MerchantError {
-    #[error("a merchant needs a non-empty name of at most {MAX_NAME_CHARS} characters")]
-    #[code(INVALID_NAME)]
-    InvalidName,
-    #[error("no such merchant")]
-    #[code(MERCHANT_NOT_FOUND)]
-    NotFound,
-    #[error("no such API key")]
-    #[code(KEY_NOT_FOUND)]
-    KeyNotFound,
-    #[error("{0:?} is not an environment; use test or live")]
-    #[code(INVALID_ENVIRONMENT)]
-    InvalidEnvironment(String),
-    #[error("a key's label is 1 to {} characters", keys::MAX_LABEL_CHARS)]
-    #[code(INVALID_LABEL)]
-    InvalidLabel,
-    #[error(transparent)]
-    #[code(via)]
-    Settings(#[from] SettingsError),
-    #[error(transparent)]
-    #[code(fault)]
-    Store(#[from] sqlx::Error),
-}
 
 /// What `courier merchant create` prints: the only time the secrets are shown.
 #[derive(Debug, Serialize, utoipa::ToSchema)]

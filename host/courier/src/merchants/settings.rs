@@ -1,65 +1,18 @@
 //! Account settings: what bookings of the merchant default to, the SMS sender name customers
 //! see, and the merchant's request budgets.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Deserializer};
 use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::MerchantError;
+use super::error::{MAX_PER_MINUTE, MerchantError, SettingsError};
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::auth::{Authenticator, CredentialChange};
 use crate::rate_limit::LimitOverrides;
 use crate::store;
+pub use crate::store::merchants::AccountSettings;
 use courier_domain::numeric::Numeric;
-
-use courier_domain::error::Code;
-use courier_domain::error::ErrorCode;
-
-pub const INVALID_SMS_SENDER_NAME: Code = Code::new(
-    422,
-    "settings.invalid_sms_sender_name",
-    "`sms_sender_name` is not 3–11 letters and digits with a letter, nor `null`.",
-);
-pub const INVALID_RATE_LIMIT: Code = Code::new(
-    422,
-    "settings.invalid_rate_limit",
-    "A budget that is not a whole number from 1 to 1,000,000, nor `null`.",
-);
-
-/// Largest per-minute budget a merchant can be given.
-pub const MAX_PER_MINUTE: i64 = 1_000_000;
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq, ErrorCode)]
-pub enum SettingsError {
-    #[error(
-        "sms_sender_name is 3 to 11 letters and digits (A-Z, a-z, 0-9) with at least one \
-         letter, or null for the service's default sender"
-    )]
-    #[code(INVALID_SMS_SENDER_NAME)]
-    InvalidSmsSenderName,
-    #[error(
-        "{field} is a whole number of requests per minute from 1 to {MAX_PER_MINUTE}, or null \
-         for the service's default"
-    )]
-    #[code(INVALID_RATE_LIMIT)]
-    InvalidRateLimit { field: &'static str },
-}
-
-/// A merchant's account settings.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
-pub struct AccountSettings {
-    /// `notify_customer` of bookings that do not say (the spec's "account setting").
-    pub notify_customer: bool,
-    pub proof_photo_required: bool,
-    pub proof_signature_required: bool,
-    /// The sender of the customer's SMS; null: the service's default sender.
-    pub sms_sender_name: Option<String>,
-    /// Requests per minute per key; null: the service's default (`COURIER_RATE_LIMIT_*`).
-    pub rate_limit_quotes_per_minute: Option<i32>,
-    pub rate_limit_bookings_per_minute: Option<i32>,
-    pub rate_limit_reads_per_minute: Option<i32>,
-}
 
 impl AccountSettings {
     pub fn limit_overrides(&self) -> LimitOverrides {

@@ -4,81 +4,112 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::config::{ConfigError, flag_setting, positive_setting};
+use crate::settings;
 
-use super::{CallLimits, RetryPolicy};
-
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, clap::Args)]
 pub struct PaymentsConfig {
-    /// `COURIER_LIVE_PAYMENT_ADAPTER`: the live payment adapter component (`.wasm`). Unset:
-    /// live card operations are refused with `payment.live_unavailable`.
+    /// The live payment-adapter component (`.wasm`). Unset: live card operations answer 422
+    /// `payment.live_unavailable`. The sandbox adapter is refused here (the service does not
+    /// start).
+    #[arg(
+        id = "live-payment-adapter",
+        long = "live-payment-adapter",
+        env = "COURIER_LIVE_PAYMENT_ADAPTER"
+    )]
     pub live_adapter: Option<PathBuf>,
-    /// `COURIER_LIVE_PAYMENT_CONFIG`: a JSON object of strings the live adapter reads through
-    /// its `config` import (provider keys, account ids).
+    /// A JSON file of one object of strings (provider keys, account ids) the live adapter reads
+    /// through its `config` import.
+    #[arg(
+        id = "live-payment-config",
+        long = "live-payment-config",
+        env = "COURIER_LIVE_PAYMENT_CONFIG"
+    )]
     pub live_config: Option<PathBuf>,
-    /// `COURIER_CHARGE_RETRY_BASE_MS` and `COURIER_CHARGE_RETRY_ATTEMPTS`.
-    pub retry: RetryPolicy,
-    /// `COURIER_PAYMENT_CALLS` and `COURIER_PAYMENT_DEADLINE_MS`.
+    #[command(flatten)]
     pub calls: CallLimits,
-    /// `COURIER_PAYMENT_ALLOW_PRIVATE`: adapters may also reach loopback and private
-    /// addresses. For tests against a local provider stand-in only.
+    /// `true` lets the live adapter reach loopback and private addresses. For tests against a
+    /// local provider stand-in only; never in production.
+    #[arg(id = "payment-allow-private", long = "payment-allow-private",
+          env = "COURIER_PAYMENT_ALLOW_PRIVATE", default_value = "false",
+          action = clap::ArgAction::Set,
+        value_parser = settings::flag)]
     pub allow_private: bool,
-    /// `COURIER_PAYMENT_EXTRA_CA`: a PEM file of roots adapters trust on top of the public
-    /// ones. For tests against a local provider stand-in only.
+    /// A PEM file of root certificates the live adapter trusts on top of the public roots. For
+    /// tests against a local provider stand-in only; never in production.
+    #[arg(
+        id = "payment-extra-ca",
+        long = "payment-extra-ca",
+        env = "COURIER_PAYMENT_EXTRA_CA"
+    )]
     pub extra_ca: Option<PathBuf>,
+    #[command(flatten)]
+    pub retry: RetryPolicy,
 }
 
 impl Default for PaymentsConfig {
     fn default() -> Self {
-        Self {
-            live_adapter: None,
-            live_config: None,
-            retry: RetryPolicy {
-                base: Duration::from_secs(5),
-                max_attempts: 8,
-                lease: Duration::from_secs(60),
-            },
-            calls: CallLimits::default(),
-            allow_private: false,
-            extra_ca: None,
-        }
+        settings::from_lookup(|_| None).expect("the defaults are valid")
     }
 }
 
-impl PaymentsConfig {
-    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let defaults = Self::default();
-        let base = match positive_setting(lookup, "COURIER_CHARGE_RETRY_BASE_MS")? {
-            Some(ms) => Duration::from_millis(ms),
-            None => defaults.retry.base,
-        };
-        let max_attempts = match positive_setting(lookup, "COURIER_CHARGE_RETRY_ATTEMPTS")? {
-            Some(n) => u32::try_from(n).unwrap_or(u32::MAX),
-            None => defaults.retry.max_attempts,
-        };
-        let max_calls = match positive_setting(lookup, "COURIER_PAYMENT_CALLS")? {
-            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
-            None => defaults.calls.max_calls,
-        };
-        let deadline = match positive_setting(lookup, "COURIER_PAYMENT_DEADLINE_MS")? {
-            Some(ms) => Duration::from_millis(ms),
-            None => defaults.calls.deadline,
-        };
-        Ok(Self {
-            live_adapter: lookup("COURIER_LIVE_PAYMENT_ADAPTER").map(PathBuf::from),
-            live_config: lookup("COURIER_LIVE_PAYMENT_CONFIG").map(PathBuf::from),
-            retry: RetryPolicy {
-                base,
-                max_attempts,
-                lease: defaults.retry.lease,
-            },
-            calls: CallLimits {
-                max_calls,
-                deadline,
-            },
-            allow_private: flag_setting(lookup, "COURIER_PAYMENT_ALLOW_PRIVATE")?,
-            extra_ca: lookup("COURIER_PAYMENT_EXTRA_CA").map(PathBuf::from),
-        })
+/// Limits on calls to a provider over the network.
+#[derive(Clone, Copy, Debug, clap::Args)]
+pub struct CallLimits {
+    /// Provider calls over the network that may run at once in one process (at most half of
+    /// `COURIER_PLUGIN_INSTANCES`: each call keeps a plugin instance while it waits). More are
+    /// refused with 503 `payment.provider_busy`, never queued.
+    #[arg(id = "payment-calls", long = "payment-calls", env = "COURIER_PAYMENT_CALLS",
+          default_value = "64", value_parser = settings::positive_usize)]
+    pub max_calls: usize,
+    /// Deadline of one payment-adapter call, its DNS lookups, connections and HTTP exchanges
+    /// included (each HTTP request gets at most what is left). A call in flight is left to its
+    /// caller for twice this plus a second before the workers take it as lost.
+    #[arg(id = "payment-deadline-ms", long = "payment-deadline-ms",
+          env = "COURIER_PAYMENT_DEADLINE_MS", default_value = "10000",
+          value_parser = settings::millis)]
+    pub deadline: Duration,
+}
+
+impl Default for CallLimits {
+    fn default() -> Self {
+        settings::from_lookup(|_| None).expect("the defaults are valid")
+    }
+}
+
+impl CallLimits {
+    /// How long a call in flight is left to its caller: the deadline, and as long again
+    /// for the blocking pool and the database on a busy machine.
+    pub fn lease(&self) -> Duration {
+        self.deadline.saturating_mul(2) + Duration::from_secs(1)
+    }
+}
+
+/// When unreachable providers are asked again: after `base`, doubling, `max_attempts` calls
+/// in all (the first included); then the charge is `failed` with `last_error`.
+#[derive(Clone, Copy, Debug, clap::Args)]
+pub struct RetryPolicy {
+    /// First wait before a provider call that found the provider unreachable is made again;
+    /// doubles after each attempt.
+    #[arg(id = "charge-retry-base-ms", long = "charge-retry-base-ms",
+          env = "COURIER_CHARGE_RETRY_BASE_MS", default_value = "5000",
+          value_parser = settings::millis)]
+    pub base: Duration,
+    /// Provider calls in all (the first included) before an unreachable charge is given up as
+    /// `failed`.
+    #[arg(id = "charge-retry-attempts", long = "charge-retry-attempts",
+          env = "COURIER_CHARGE_RETRY_ATTEMPTS", default_value = "8",
+          value_parser = settings::positive_u32)]
+    pub max_attempts: u32,
+    /// How long a claimed retry is left to the instance that claimed it.
+    #[arg(skip = Duration::from_secs(60))]
+    pub lease: Duration,
+}
+
+impl RetryPolicy {
+    /// The wait after the `attempts`-th failed call.
+    pub fn delay_after(&self, attempts: u32) -> Duration {
+        let doublings = attempts.saturating_sub(1).min(20);
+        self.base.saturating_mul(1 << doublings)
     }
 }
 
@@ -88,14 +119,14 @@ mod tests {
 
     #[test]
     fn defaults_and_overrides() {
-        let config = PaymentsConfig::from_lookup(&|_| None).unwrap();
+        let config = settings::from_lookup::<PaymentsConfig>(|_| None).unwrap();
         assert_eq!(config.retry.base, Duration::from_secs(5));
         assert_eq!(config.retry.max_attempts, 8);
         assert!(config.live_adapter.is_none());
         assert_eq!(config.calls.max_calls, 64);
         assert_eq!(config.calls.deadline, Duration::from_secs(10));
         assert!(!config.allow_private);
-        let config = PaymentsConfig::from_lookup(&|n| match n {
+        let config = settings::from_lookup::<PaymentsConfig>(|n| match n {
             "COURIER_CHARGE_RETRY_BASE_MS" => Some("20".into()),
             "COURIER_CHARGE_RETRY_ATTEMPTS" => Some("3".into()),
             _ => None,
@@ -103,7 +134,7 @@ mod tests {
         .unwrap();
         assert_eq!(config.retry.base, Duration::from_millis(20));
         assert_eq!(config.retry.max_attempts, 3);
-        let bad = PaymentsConfig::from_lookup(&|n| {
+        let bad = settings::from_lookup::<PaymentsConfig>(|n| {
             (n == "COURIER_CHARGE_RETRY_ATTEMPTS").then(|| "0".into())
         });
         assert!(

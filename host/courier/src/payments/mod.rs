@@ -29,7 +29,7 @@ use thiserror::Error;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
-pub use config::PaymentsConfig;
+pub use config::{CallLimits, PaymentsConfig, RetryPolicy};
 pub use gateway::{Gateway, GatewayError, Gateways, TestNetwork};
 
 use crate::auth::Merchant;
@@ -279,51 +279,6 @@ impl From<&ChargeRow> for ChargeView {
 pub struct CardFormView {
     pub client_secret: String,
     pub customer_id: String,
-}
-
-/// Limits on calls to a provider over the network.
-#[derive(Clone, Copy, Debug)]
-pub struct CallLimits {
-    /// Calls that may run at once in one process; more are refused with
-    /// `payment.provider_busy`.
-    pub max_calls: usize,
-    /// The deadline of one adapter call, its HTTP requests included.
-    pub deadline: Duration,
-}
-
-impl Default for CallLimits {
-    fn default() -> Self {
-        Self {
-            max_calls: 64,
-            deadline: Duration::from_secs(10),
-        }
-    }
-}
-
-impl CallLimits {
-    /// How long a call in flight is left to its caller: the deadline, and as long again
-    /// for the blocking pool and the database on a busy machine.
-    pub fn lease(&self) -> Duration {
-        self.deadline.saturating_mul(2) + Duration::from_secs(1)
-    }
-}
-
-/// When unreachable providers are asked again: after `base`, doubling, `max_attempts` calls
-/// in all (the first included); then the charge is `failed` with `last_error`.
-#[derive(Clone, Copy, Debug)]
-pub struct RetryPolicy {
-    pub base: Duration,
-    pub max_attempts: u32,
-    /// How long a claimed retry is left to the instance that claimed it.
-    pub lease: Duration,
-}
-
-impl RetryPolicy {
-    /// The wait after the `attempts`-th failed call.
-    pub fn delay_after(&self, attempts: u32) -> Duration {
-        let doublings = attempts.saturating_sub(1).min(20);
-        self.base.saturating_mul(1 << doublings)
-    }
 }
 
 /// The card and charge service. Cheap to clone or share (`Arc`).

@@ -1,12 +1,7 @@
-//! What a price book would change: re-price a market's recent quotes under an upload and
-//! report how many prices move and by how much, before the operator activates it.
+//! What a price book would change: the tally of a market's recent quotes re-priced under an
+//! upload, how many prices move and by how much, before the operator activates it.
 
 use serde::Serialize;
-use sqlx::PgPool;
-
-use super::{PriceBookError, PriceBooks, PricingError, convert, price_with};
-use crate::markets::Market;
-use crate::store::quotes::{self, QuoteRow};
 
 /// How many recent quotes a comparison re-prices.
 pub const COMPARE_SAMPLE: i64 = 1000;
@@ -32,7 +27,7 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    fn record(&mut self, before: i64, after: Option<i64>) {
+    pub(super) fn record(&mut self, before: i64, after: Option<i64>) {
         self.quotes_compared += 1;
         let Some(after) = after else {
             self.refused += 1;
@@ -53,7 +48,7 @@ impl Comparison {
         }
     }
 
-    fn finish(mut self) -> Self {
+    pub(super) fn finish(mut self) -> Self {
         let priced = self.quotes_compared - self.refused;
         if priced > 0 {
             self.mean_change_minor =
@@ -61,62 +56,6 @@ impl Comparison {
         }
         self
     }
-}
-
-/// Re-prices the market's most recent quotes under upload `version`.
-pub async fn compare(
-    books: &PriceBooks,
-    pool: &PgPool,
-    market: &Market,
-    version: i32,
-) -> Result<Comparison, PriceBookError> {
-    let candidate = books.upload_book(market.id(), version).await?;
-    let recent = quotes::recent_in_market(pool, market.id(), COMPARE_SAMPLE).await?;
-    let timezone = market.definition.timezone;
-    let mut comparison = Comparison {
-        market: market.id().to_owned(),
-        version,
-        ..Comparison::default()
-    };
-    let comparison = tokio::task::spawn_blocking(move || {
-        for quote in &recent {
-            let after = match reprice(&candidate, quote, timezone) {
-                Ok(total) => Some(total),
-                Err(PricingError::VehicleNotOffered | PricingError::NotCovered) => None,
-                Err(e) => return Err(PriceBookError::Rejected(format!("re-pricing failed: {e}"))),
-            };
-            comparison.record(quote.total_amount_minor, after);
-        }
-        Ok(comparison.finish())
-    })
-    .await
-    .map_err(|e| PriceBookError::Rejected(format!("comparison stopped: {e}")))??;
-    Ok(comparison)
-}
-
-fn reprice(
-    book: &super::ActiveBook,
-    quote: &QuoteRow,
-    timezone: chrono_tz::Tz,
-) -> Result<i64, PricingError> {
-    let vehicle: courier_geo::Vehicle = quote
-        .vehicle
-        .parse()
-        .map_err(|_| PricingError::VehicleNotOffered)?;
-    let request = courier_plugins::PriceRequest {
-        market: quote.market_id.clone(),
-        currency: quote.currency.clone(),
-        vehicle: convert::vehicle(vehicle),
-        distance_metres: u32::try_from(quote.distance_metres).unwrap_or(0),
-        duration_seconds: u32::try_from(quote.duration_seconds).unwrap_or(0),
-        weight_grams: u32::try_from(quote.weight_grams).unwrap_or(0),
-        pickup_postcode: quote.pickup_postcode.clone(),
-        dropoff_postcode: quote.dropoff_postcode.clone(),
-        local_time: convert::local_time(quote.priced_for, timezone),
-        demand_permille: u32::try_from(quote.demand_permille).unwrap_or(u32::MAX),
-        merchant: quote.merchant_id.to_string(),
-    };
-    price_with(book, &request).map(|lines| courier_plugins::total_minor(&lines))
 }
 
 #[cfg(test)]

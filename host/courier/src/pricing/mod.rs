@@ -3,7 +3,7 @@
 //!
 //! Each market's active book sits in a [`Slot`]: a request takes the `Arc` when it starts, so
 //! an activation never disturbs a call in flight, and every price comes from exactly one
-//! version. Activations are announced with `NOTIFY` on [`ACTIVATION_CHANNEL`] in the same
+//! version. Activations are announced with `NOTIFY` on [`store::ACTIVATION_CHANNEL`] in the same
 //! transaction; every process listens, and also reconciles periodically as a safety net.
 
 mod compare;
@@ -53,7 +53,6 @@ pub const PRICING_UNAVAILABLE: Code = Code::new(
 )
 .with_fixed_message("pricing is unavailable in this market right now; try again shortly");
 
-pub const ACTIVATION_CHANNEL: &str = "courier_price_book_activated";
 /// How often every process re-reads the active versions, in case a notification was missed.
 const RECONCILE_EVERY: Duration = Duration::from_secs(10);
 /// Who made the activations a process makes on its own (first start of a market).
@@ -193,7 +192,7 @@ impl PriceBooks {
 
     async fn follow(&self) -> Result<(), PriceBookError> {
         let mut listener = PgListener::connect_with(&self.pool).await?;
-        listener.listen(ACTIVATION_CHANNEL).await?;
+        listener.listen(store::ACTIVATION_CHANNEL).await?;
         // Anything activated before the listener started.
         self.refresh_all().await?;
         loop {
@@ -378,7 +377,31 @@ impl PriceBooks {
         version: i32,
     ) -> Result<Comparison, PriceBookError> {
         let market = self.market(market_id)?;
-        compare::compare(self, &self.pool, market, version).await
+        let candidate = self.upload_book(market.id(), version).await?;
+        let recent =
+            crate::store::quotes::recent_in_market(&self.pool, market.id(), COMPARE_SAMPLE).await?;
+        let timezone = market.definition.timezone;
+        let mut comparison = Comparison {
+            market: market.id().to_owned(),
+            version,
+            ..Comparison::default()
+        };
+        let comparison = tokio::task::spawn_blocking(move || {
+            for quote in &recent {
+                let after = match reprice(&candidate, quote, timezone) {
+                    Ok(total) => Some(total),
+                    Err(PricingError::VehicleNotOffered | PricingError::NotCovered) => None,
+                    Err(e) => {
+                        return Err(PriceBookError::Rejected(format!("re-pricing failed: {e}")));
+                    }
+                };
+                comparison.record(quote.total_amount_minor, after);
+            }
+            Ok(comparison.finish())
+        })
+        .await
+        .map_err(|e| PriceBookError::Rejected(format!("comparison stopped: {e}")))??;
+        Ok(comparison)
     }
 
     async fn summary(
@@ -652,4 +675,30 @@ fn sample_requests(
             },
         )
         .collect()
+}
+
+/// What `quote` comes to under `book`.
+fn reprice(
+    book: &ActiveBook,
+    quote: &crate::store::quotes::QuoteRow,
+    timezone: chrono_tz::Tz,
+) -> Result<i64, PricingError> {
+    let vehicle: courier_geo::Vehicle = quote
+        .vehicle
+        .parse()
+        .map_err(|_| PricingError::VehicleNotOffered)?;
+    let request = courier_plugins::PriceRequest {
+        market: quote.market_id.clone(),
+        currency: quote.currency.clone(),
+        vehicle: convert::vehicle(vehicle),
+        distance_metres: u32::try_from(quote.distance_metres).unwrap_or(0),
+        duration_seconds: u32::try_from(quote.duration_seconds).unwrap_or(0),
+        weight_grams: u32::try_from(quote.weight_grams).unwrap_or(0),
+        pickup_postcode: quote.pickup_postcode.clone(),
+        dropoff_postcode: quote.dropoff_postcode.clone(),
+        local_time: convert::local_time(quote.priced_for, timezone),
+        demand_permille: u32::try_from(quote.demand_permille).unwrap_or(u32::MAX),
+        merchant: quote.merchant_id.to_string(),
+    };
+    price_with(book, &request).map(|lines| courier_plugins::total_minor(&lines))
 }

@@ -131,22 +131,6 @@ pub struct RunView {
     pub next_step_at: Option<DateTime<Utc>>,
 }
 
-/// The run written for a newly booked test job.
-pub fn new_run(job: &JobRow, scenario: Scenario, now: DateTime<Utc>) -> RunRow {
-    RunRow {
-        job_id: job.id,
-        scenario: scenario.as_str().to_owned(),
-        stage: Stage::Searching.as_str().to_owned(),
-        courier_id: None,
-        reassigned: false,
-        leg: None,
-        leg_seconds: None,
-        stage_started_at: now,
-        // The worker works out the real due time when it first looks.
-        next_at: scenario.runs_by_itself().then(|| search_start(job)),
-    }
-}
-
 pub struct Simulator {
     pool: PgPool,
     markets: Arc<Markets>,
@@ -518,7 +502,7 @@ impl Simulator {
         run.next_at = match next_step(scenario, stage, run.reassigned) {
             Some(step) if scenario.runs_by_itself() && self.is_running() => {
                 let start = if stage == Stage::Searching {
-                    search_start(job)
+                    job.search_start()
                 } else {
                     run.stage_started_at
                 };
@@ -632,13 +616,6 @@ fn standing_at(stop: &serde_json::Value) -> Result<Leg, SandboxError> {
     point(stop)
         .map(Leg::still)
         .ok_or(SandboxError::RouteUnavailable)
-}
-
-/// When the job's search opened (or opens, for a scheduled job).
-fn search_start(job: &JobRow) -> DateTime<Utc> {
-    job.search_opened_at
-        .or(job.search_opens_at)
-        .unwrap_or(job.booked_at)
 }
 
 fn scenario_of(run: &RunRow) -> Scenario {

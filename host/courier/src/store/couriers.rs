@@ -4,6 +4,8 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
+pub const ACTIVE: &str = "active";
+
 /// A courier as stored (the credential's secret only as its keyed hash).
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct CourierRow {

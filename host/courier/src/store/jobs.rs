@@ -41,6 +41,15 @@ pub struct JobRow {
     pub search_opened_at: Option<DateTime<Utc>>,
 }
 
+impl JobRow {
+    /// When the job's search opened (or opens, for a scheduled job).
+    pub fn search_start(&self) -> chrono::DateTime<chrono::Utc> {
+        self.search_opened_at
+            .or(self.search_opens_at)
+            .unwrap_or(self.booked_at)
+    }
+}
+
 /// Marks the quote used, at the booking time ([`Writes`]).
 pub fn mark_quote_used<'a>(
     quote_id: Uuid,

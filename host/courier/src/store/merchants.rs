@@ -3,9 +3,23 @@ use serde::Serialize;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use crate::merchants::AccountSettings;
 use crate::rate_limit::LimitOverrides;
 use courier_domain::Environment;
+
+/// A merchant's account settings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct AccountSettings {
+    /// `notify_customer` of bookings that do not say (the spec's "account setting").
+    pub notify_customer: bool,
+    pub proof_photo_required: bool,
+    pub proof_signature_required: bool,
+    /// The sender of the customer's SMS; null: the service's default sender.
+    pub sms_sender_name: Option<String>,
+    /// Requests per minute per key; null: the service's default (`COURIER_RATE_LIMIT_*`).
+    pub rate_limit_quotes_per_minute: Option<i32>,
+    pub rate_limit_bookings_per_minute: Option<i32>,
+    pub rate_limit_reads_per_minute: Option<i32>,
+}
 
 pub async fn insert_merchant(
     conn: &mut PgConnection,

@@ -123,12 +123,15 @@ pub async fn has_activation(conn: &mut PgConnection, market_id: &str) -> Result<
         .await
 }
 
+/// The channel every process listens on for activations; the payload is the market id.
+pub const ACTIVATION_CHANNEL: &str = "courier_price_book_activated";
+
 pub async fn notify_activation(
     conn: &mut PgConnection,
     market_id: &str,
 ) -> Result<(), sqlx::Error> {
     sqlx::query("SELECT pg_notify($1, $2)")
-        .bind(crate::pricing::ACTIVATION_CHANNEL)
+        .bind(ACTIVATION_CHANNEL)
         .bind(market_id)
         .execute(conn)
         .await?;

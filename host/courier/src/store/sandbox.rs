@@ -4,6 +4,9 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 use uuid::Uuid;
 
+use courier_domain::sandbox::plan::{Scenario, Stage};
+
+use super::jobs::JobRow;
 use super::writes::Writes;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -17,6 +20,24 @@ pub struct RunRow {
     pub leg_seconds: Option<i32>,
     pub stage_started_at: DateTime<Utc>,
     pub next_at: Option<DateTime<Utc>>,
+}
+
+impl RunRow {
+    /// The run written for a newly booked test job.
+    pub fn new(job: &JobRow, scenario: Scenario, now: DateTime<Utc>) -> Self {
+        RunRow {
+            job_id: job.id,
+            scenario: scenario.as_str().to_owned(),
+            stage: Stage::Searching.as_str().to_owned(),
+            courier_id: None,
+            reassigned: false,
+            leg: None,
+            leg_seconds: None,
+            stage_started_at: now,
+            // The worker works out the real due time when it first looks.
+            next_at: scenario.runs_by_itself().then(|| job.search_start()),
+        }
+    }
 }
 
 /// Writes a run: a new one (in its booking's transaction) or its new state.

@@ -2,88 +2,91 @@
 
 use std::time::Duration;
 
-use super::gateway::GatewayConfig;
-use crate::config::{ConfigError, positive_setting};
 use courier_domain::text::MessageTemplate;
 
-#[derive(Clone, Debug)]
+use super::gateway::GatewayConfig;
+use crate::settings;
+
+#[derive(Clone, Debug, clap::Args)]
 pub struct TextsConfig {
-    /// `COURIER_SMS_GATEWAY_URL` (+ `_USERNAME`, `_PASSWORD`, `_TIMEOUT_MS`). Unset: live
-    /// texts are recorded as skipped (`no_gateway`).
-    pub gateway: Option<GatewayConfig>,
-    /// `COURIER_SMS_TEMPLATE`.
+    /// The HTTP SMS gateway customer texts are posted to (see [customer
+    /// texts](tracking-and-texts.md#customer-texts)). Unset: live texts are recorded as skipped
+    /// (`no_gateway`).
+    #[arg(id = "sms-gateway-url", long = "sms-gateway-url", env = "COURIER_SMS_GATEWAY_URL",
+          value_parser = gateway_url)]
+    pub gateway_url: Option<reqwest::Url>,
+    /// HTTP Basic user name for the gateway.
+    #[arg(
+        id = "sms-gateway-username",
+        long = "sms-gateway-username",
+        env = "COURIER_SMS_GATEWAY_USERNAME"
+    )]
+    pub gateway_username: Option<String>,
+    /// HTTP Basic password for the gateway.
+    #[arg(
+        id = "sms-gateway-password",
+        long = "sms-gateway-password",
+        env = "COURIER_SMS_GATEWAY_PASSWORD"
+    )]
+    pub gateway_password: Option<String>,
+    /// How long the gateway has to answer one text.
+    #[arg(id = "sms-gateway-timeout-ms", long = "sms-gateway-timeout-ms",
+          env = "COURIER_SMS_GATEWAY_TIMEOUT_MS", default_value = "10000",
+          value_parser = settings::millis)]
+    pub gateway_timeout: Duration,
+    /// The text; placeholders `{sender}`, `{reference}`, `{tracking_url}` (required).
+    #[arg(id = "sms-template", long = "sms-template", env = "COURIER_SMS_TEMPLATE",
+          default_value = MessageTemplate::DEFAULT, value_parser = template)]
     pub template: MessageTemplate,
-    /// `COURIER_SMS_SENDER`: the sender name when the merchant has not set one.
+    /// Sender name of texts whose merchant has not set one.
+    #[arg(
+        id = "sms-sender",
+        long = "sms-sender",
+        env = "COURIER_SMS_SENDER",
+        default_value = "Courier"
+    )]
     pub default_sender: String,
-    /// `COURIER_SMS_RETRY_BASE_MS`: the wait after the first failed attempt; it doubles.
+    /// Wait after a text's first failed attempt; doubles after each.
+    #[arg(id = "sms-retry-base-ms", long = "sms-retry-base-ms", env = "COURIER_SMS_RETRY_BASE_MS",
+          default_value = "5000", value_parser = settings::millis)]
     pub retry_base: Duration,
-    /// `COURIER_SMS_ATTEMPTS`: attempts in all before a text is given up as failed.
+    /// Attempts in all before a text is given up as `failed`.
+    #[arg(id = "sms-attempts", long = "sms-attempts", env = "COURIER_SMS_ATTEMPTS",
+          default_value = "8", value_parser = settings::positive_u32)]
     pub max_attempts: u32,
     /// How long one instance may hold a text it is sending before another takes it over.
+    #[arg(skip = Duration::from_secs(60))]
     pub lease: Duration,
 }
 
 impl Default for TextsConfig {
     fn default() -> Self {
-        Self {
-            gateway: None,
-            template: MessageTemplate::default(),
-            default_sender: "Courier".to_owned(),
-            retry_base: Duration::from_secs(5),
-            max_attempts: 8,
-            lease: Duration::from_secs(60),
-        }
+        settings::from_lookup(|_| None).expect("the defaults are valid")
     }
 }
 
 impl TextsConfig {
-    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let defaults = Self::default();
-        let invalid = |name: &'static str, reason: String| ConfigError::Invalid { name, reason };
-        let gateway = match lookup("COURIER_SMS_GATEWAY_URL") {
-            None => None,
-            Some(raw) => {
-                let url = reqwest::Url::parse(raw.trim())
-                    .map_err(|e| invalid("COURIER_SMS_GATEWAY_URL", e.to_string()))?;
-                if !matches!(url.scheme(), "http" | "https") {
-                    return Err(invalid(
-                        "COURIER_SMS_GATEWAY_URL",
-                        "must be an http or https URL".into(),
-                    ));
-                }
-                Some(GatewayConfig {
-                    url,
-                    username: lookup("COURIER_SMS_GATEWAY_USERNAME"),
-                    password: lookup("COURIER_SMS_GATEWAY_PASSWORD"),
-                    timeout: millis(lookup, "COURIER_SMS_GATEWAY_TIMEOUT_MS")?
-                        .unwrap_or(Duration::from_secs(10)),
-                })
-            }
-        };
-        let template = match lookup("COURIER_SMS_TEMPLATE") {
-            None => defaults.template,
-            Some(raw) => MessageTemplate::parse(&raw)
-                .map_err(|e| invalid("COURIER_SMS_TEMPLATE", e.to_string()))?,
-        };
-        Ok(Self {
-            gateway,
-            template,
-            default_sender: lookup("COURIER_SMS_SENDER").unwrap_or(defaults.default_sender),
-            retry_base: millis(lookup, "COURIER_SMS_RETRY_BASE_MS")?.unwrap_or(defaults.retry_base),
-            max_attempts: match positive_setting(lookup, "COURIER_SMS_ATTEMPTS")? {
-                Some(n) => u32::try_from(n).unwrap_or(u32::MAX),
-                None => defaults.max_attempts,
-            },
-            lease: defaults.lease,
+    /// The gateway texts are sent through, if one is configured.
+    pub fn gateway(&self) -> Option<GatewayConfig> {
+        Some(GatewayConfig {
+            url: self.gateway_url.clone()?,
+            username: self.gateway_username.clone(),
+            password: self.gateway_password.clone(),
+            timeout: self.gateway_timeout,
         })
     }
 }
 
-fn millis(
-    lookup: &impl Fn(&str) -> Option<String>,
-    name: &'static str,
-) -> Result<Option<Duration>, ConfigError> {
-    Ok(positive_setting(lookup, name)?.map(Duration::from_millis))
+fn gateway_url(raw: &str) -> Result<reqwest::Url, String> {
+    let url = reqwest::Url::parse(raw.trim()).map_err(|e| e.to_string())?;
+    match url.scheme() {
+        "http" | "https" => Ok(url),
+        _ => Err("must be an http or https URL".to_owned()),
+    }
+}
+
+fn template(raw: &str) -> Result<MessageTemplate, String> {
+    MessageTemplate::parse(raw).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -92,10 +95,10 @@ mod tests {
 
     #[test]
     fn defaults_and_overrides() {
-        let config = TextsConfig::from_lookup(&|_| None).unwrap();
-        assert!(config.gateway.is_none());
+        let config = settings::from_lookup::<TextsConfig>(|_| None).unwrap();
+        assert!(config.gateway().is_none());
         assert_eq!(config.max_attempts, 8);
-        let config = TextsConfig::from_lookup(&|n| match n {
+        let config = settings::from_lookup::<TextsConfig>(|n| match n {
             "COURIER_SMS_GATEWAY_URL" => Some("https://sms.example/send".into()),
             "COURIER_SMS_GATEWAY_USERNAME" => Some("acct".into()),
             "COURIER_SMS_GATEWAY_PASSWORD" => Some("hunter2".into()),
@@ -103,7 +106,7 @@ mod tests {
             _ => None,
         })
         .unwrap();
-        let gateway = config.gateway.unwrap();
+        let gateway = config.gateway().unwrap();
         assert_eq!(gateway.url.as_str(), "https://sms.example/send");
         assert!(!format!("{gateway:?}").contains("hunter2"));
         assert_eq!(config.retry_base, Duration::from_millis(20));
@@ -116,7 +119,7 @@ mod tests {
             ("COURIER_SMS_TEMPLATE", "no link"),
             ("COURIER_SMS_ATTEMPTS", "0"),
         ] {
-            let error = TextsConfig::from_lookup(&|n| (n == name).then(|| value.into()))
+            let error = settings::from_lookup::<TextsConfig>(|n| (n == name).then(|| value.into()))
                 .unwrap_err()
                 .to_string();
             assert!(error.contains(name), "{error}");

@@ -53,10 +53,8 @@ pub struct CustomerTexts {
 impl CustomerTexts {
     /// Texts through the HTTP gateway of `config`, if one is configured.
     pub fn new(pool: PgPool, config: TextsConfig) -> Result<Self, reqwest::Error> {
-        let provider = match &config.gateway {
-            Some(gateway) => {
-                Some(Arc::new(HttpSmsGateway::new(gateway.clone())?) as Arc<dyn SmsProvider>)
-            }
+        let provider = match config.gateway() {
+            Some(gateway) => Some(Arc::new(HttpSmsGateway::new(gateway)?) as Arc<dyn SmsProvider>),
             None => None,
         };
         Ok(Self {

@@ -40,20 +40,36 @@ pub const TRACKING_NOT_FOUND: Code = Code::new(
 );
 
 /// `COURIER_TRACKING_*`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, clap::Args)]
 pub struct TrackingConfig {
-    /// How long the page stays up after its job ended.
+    /// How long a job's tracking page stays up after the job ended (7 days); later its link
+    /// answers the same 404 as an unknown one.
+    #[arg(id = "tracking-ttl-secs", long = "tracking-ttl-secs", env = "COURIER_TRACKING_TTL_SECS",
+          default_value = "604800", value_parser = ttl)]
     pub ttl: chrono::Duration,
-    /// How often an open page asks for the state.
+    /// How often an open tracking page asks for its state (at least 250).
+    #[arg(id = "tracking-poll-ms", long = "tracking-poll-ms", env = "COURIER_TRACKING_POLL_MS",
+          default_value = "5000", value_parser = poll_interval)]
     pub poll_interval: std::time::Duration,
 }
 
 impl Default for TrackingConfig {
     fn default() -> Self {
-        Self {
-            ttl: chrono::Duration::days(7),
-            poll_interval: std::time::Duration::from_secs(5),
-        }
+        crate::settings::from_lookup(|_| None).expect("the defaults are valid")
+    }
+}
+
+fn ttl(raw: &str) -> Result<chrono::Duration, String> {
+    crate::settings::whole(raw)
+        .map(|secs| chrono::Duration::seconds(secs as i64))
+        .map_err(|_| format!("{raw:?} must not be negative"))
+}
+
+fn poll_interval(raw: &str) -> Result<std::time::Duration, String> {
+    // Faster than this, open pages would load the service more than they help anyone.
+    match crate::settings::whole(raw)? {
+        ms if ms >= 250 => Ok(std::time::Duration::from_millis(ms)),
+        _ => Err("must be at least 250".to_owned()),
     }
 }
 

@@ -3,117 +3,69 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::config::{ConfigError, flag_setting};
+use crate::settings;
 
 /// Timings and safety switches of webhook delivery; defaults are the spec's values.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, clap::Args)]
 pub struct WebhookConfig {
-    /// `COURIER_WEBHOOK_RETRY_BASE_MS`: wait after the first failed attempt; doubles after each.
+    /// Wait after a webhook attempt's first failure; doubles after each (ten attempts in all).
+    #[arg(id = "webhook-retry-base-ms", long = "webhook-retry-base-ms",
+          env = "COURIER_WEBHOOK_RETRY_BASE_MS", default_value = "10000",
+          value_parser = settings::millis)]
     pub retry_base: Duration,
-    /// `COURIER_WEBHOOK_TIMEOUT_MS`: how long a receiver has to answer.
+    /// How long a webhook receiver has to answer (connecting included).
+    #[arg(id = "webhook-timeout-ms", long = "webhook-timeout-ms",
+          env = "COURIER_WEBHOOK_TIMEOUT_MS", default_value = "10000",
+          value_parser = settings::millis)]
     pub timeout: Duration,
-    /// `COURIER_WEBHOOK_SUSPEND_AFTER`: consecutive failures that suspend an endpoint.
+    /// Consecutive failed attempts that suspend a webhook endpoint.
+    #[arg(id = "webhook-suspend-after", long = "webhook-suspend-after",
+          env = "COURIER_WEBHOOK_SUSPEND_AFTER", default_value = "20",
+          value_parser = settings::positive_i32)]
     pub suspend_after: i32,
     /// Attempts per delivery, the first included (the spec's ten; not configurable).
+    #[arg(skip = 10_i32)]
     pub max_attempts: i32,
-    /// `COURIER_WEBHOOK_ENDPOINT_CONCURRENCY`: requests in flight to one endpoint at once.
+    /// Webhook requests in flight to one endpoint at once, per process.
+    #[arg(id = "webhook-endpoint-concurrency", long = "webhook-endpoint-concurrency",
+          env = "COURIER_WEBHOOK_ENDPOINT_CONCURRENCY", default_value = "16",
+          value_parser = settings::positive_usize)]
     pub endpoint_concurrency: usize,
-    /// `COURIER_WEBHOOK_ALLOW_PRIVATE`: also deliver to loopback and private addresses.
+    /// `true` also delivers to loopback, private and other non-public addresses (local
+    /// development and tests only).
+    #[arg(id = "webhook-allow-private", long = "webhook-allow-private",
+          env = "COURIER_WEBHOOK_ALLOW_PRIVATE", default_value = "false",
+          action = clap::ArgAction::Set,
+        value_parser = settings::flag)]
     pub allow_private: bool,
-    /// `COURIER_WEBHOOK_EXTRA_CA`: a PEM file of roots trusted on top of the public ones.
-    pub extra_ca: Option<PathBuf>,
-    /// `COURIER_WEBHOOK_POLL_MS`: how often the fan-out and the delivery workers look for work
-    /// nothing woke them for (events committed by another process, retries falling due).
+    /// How often the webhook fan-out and delivery workers look for work nothing woke them for:
+    /// events committed by another instance or process that did not announce them, and
+    /// retries falling due. Events this instance commits wake its fan-out at once.
+    #[arg(id = "webhook-poll-ms", long = "webhook-poll-ms", env = "COURIER_WEBHOOK_POLL_MS",
+          default_value = "1000", value_parser = settings::millis)]
     pub poll: Duration,
+    /// A PEM file of root certificates trusted for webhook receivers on top of the public
+    /// roots (test receivers with their own certificate).
+    #[arg(
+        id = "webhook-extra-ca",
+        long = "webhook-extra-ca",
+        env = "COURIER_WEBHOOK_EXTRA_CA"
+    )]
+    pub extra_ca: Option<PathBuf>,
 }
 
 impl Default for WebhookConfig {
     fn default() -> Self {
-        Self {
-            retry_base: Duration::from_secs(10),
-            timeout: Duration::from_secs(10),
-            suspend_after: 20,
-            max_attempts: 10,
-            endpoint_concurrency: 16,
-            allow_private: false,
-            extra_ca: None,
-            poll: Duration::from_secs(1),
-        }
+        settings::from_lookup(|_| None).expect("the defaults are valid")
     }
 }
 
 impl WebhookConfig {
-    pub fn from_lookup(lookup: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let defaults = Self::default();
-        let millis = |name: &'static str, default: Duration| -> Result<Duration, ConfigError> {
-            Ok(match parse::<u64>(lookup, name)? {
-                Some(ms) if ms > 0 => Duration::from_millis(ms),
-                Some(_) => return Err(invalid(name, "must be at least 1")),
-                None => default,
-            })
-        };
-        let suspend_after = match parse::<i32>(lookup, "COURIER_WEBHOOK_SUSPEND_AFTER")? {
-            Some(n) if n > 0 => n,
-            Some(_) => {
-                return Err(invalid(
-                    "COURIER_WEBHOOK_SUSPEND_AFTER",
-                    "must be at least 1",
-                ));
-            }
-            None => defaults.suspend_after,
-        };
-        let endpoint_concurrency =
-            match parse::<usize>(lookup, "COURIER_WEBHOOK_ENDPOINT_CONCURRENCY")? {
-                Some(n) if n > 0 => n,
-                Some(_) => {
-                    return Err(invalid(
-                        "COURIER_WEBHOOK_ENDPOINT_CONCURRENCY",
-                        "must be at least 1",
-                    ));
-                }
-                None => defaults.endpoint_concurrency,
-            };
-        let allow_private = flag_setting(lookup, "COURIER_WEBHOOK_ALLOW_PRIVATE")?;
-        Ok(Self {
-            retry_base: millis("COURIER_WEBHOOK_RETRY_BASE_MS", defaults.retry_base)?,
-            timeout: millis("COURIER_WEBHOOK_TIMEOUT_MS", defaults.timeout)?,
-            suspend_after,
-            max_attempts: defaults.max_attempts,
-            endpoint_concurrency,
-            allow_private,
-            extra_ca: lookup("COURIER_WEBHOOK_EXTRA_CA").map(PathBuf::from),
-            poll: millis("COURIER_WEBHOOK_POLL_MS", defaults.poll)?,
-        })
-    }
-
     /// How long a claim on a delivery lasts: long enough for one attempt and its record, short
     /// enough that a crashed worker's deliveries are taken over promptly.
     pub fn lease(&self) -> Duration {
         self.timeout * 2 + Duration::from_secs(1)
     }
-}
-
-fn invalid(name: &'static str, reason: &str) -> ConfigError {
-    ConfigError::Invalid {
-        name,
-        reason: reason.to_owned(),
-    }
-}
-
-fn parse<T: std::str::FromStr>(
-    lookup: &impl Fn(&str) -> Option<String>,
-    name: &'static str,
-) -> Result<Option<T>, ConfigError>
-where
-    T::Err: std::fmt::Display,
-{
-    lookup(name)
-        .map(|raw| {
-            raw.trim()
-                .parse()
-                .map_err(|e: T::Err| invalid(name, &e.to_string()))
-        })
-        .transpose()
 }
 
 #[cfg(test)]
@@ -122,7 +74,7 @@ mod tests {
 
     #[test]
     fn defaults_are_the_spec_values() {
-        let config = WebhookConfig::from_lookup(&|_| None).unwrap();
+        let config = settings::from_lookup::<WebhookConfig>(|_| None).unwrap();
         assert_eq!(config.retry_base, Duration::from_secs(10));
         assert_eq!(config.timeout, Duration::from_secs(10));
         assert_eq!(config.suspend_after, 20);
@@ -133,7 +85,7 @@ mod tests {
 
     #[test]
     fn values_are_read_and_checked() {
-        let config = WebhookConfig::from_lookup(&|n| match n {
+        let config = settings::from_lookup::<WebhookConfig>(|n| match n {
             "COURIER_WEBHOOK_RETRY_BASE_MS" => Some("5".into()),
             "COURIER_WEBHOOK_ALLOW_PRIVATE" => Some("true".into()),
             "COURIER_WEBHOOK_POLL_MS" => Some("60000".into()),
@@ -143,15 +95,16 @@ mod tests {
         assert_eq!(config.retry_base, Duration::from_millis(5));
         assert_eq!(config.poll, Duration::from_secs(60));
         assert!(config.allow_private);
-        let never =
-            WebhookConfig::from_lookup(&|n| (n == "COURIER_WEBHOOK_POLL_MS").then(|| "0".into()));
+        let never = settings::from_lookup::<WebhookConfig>(|n| {
+            (n == "COURIER_WEBHOOK_POLL_MS").then(|| "0".into())
+        });
         assert!(
             never
                 .unwrap_err()
                 .to_string()
                 .contains("COURIER_WEBHOOK_POLL_MS")
         );
-        let bad = WebhookConfig::from_lookup(&|n| {
+        let bad = settings::from_lookup::<WebhookConfig>(|n| {
             (n == "COURIER_WEBHOOK_TIMEOUT_MS").then(|| "soon".into())
         });
         assert!(

@@ -7,8 +7,9 @@ use serde_json::Value;
 use thiserror::Error;
 use uuid::Uuid;
 
-use super::Webhooks;
-use super::secret;
+use sqlx::PgPool;
+
+use super::secret::{self, SecretCipher};
 use crate::store::webhooks::{self as store, DeliveryRow, EndpointRow, NewEndpoint, Owner};
 use courier_domain::event::EventName;
 use courier_plugins::is_public_address as is_public;
@@ -127,7 +128,23 @@ impl From<DeliveryRow> for DeliveryRecord {
     }
 }
 
-impl Webhooks {
+/// The merchant-facing operations on webhook endpoints.
+pub struct Endpoints {
+    pool: PgPool,
+    cipher: SecretCipher,
+    /// `COURIER_WEBHOOK_ALLOW_PRIVATE`: endpoints may be on non-public addresses.
+    allow_private: bool,
+}
+
+impl Endpoints {
+    pub fn new(pool: PgPool, cipher: SecretCipher, allow_private: bool) -> Self {
+        Self {
+            pool,
+            cipher,
+            allow_private,
+        }
+    }
+
     /// Registers an endpoint from the request body `{url, events}`.
     pub async fn create(&self, owner: Owner<'_>, body: &Value) -> Result<Endpoint, WebhookError> {
         let url = self.valid_url(body.get("url"))?;
@@ -220,7 +237,7 @@ impl Webhooks {
         }
         let literal = host.trim_start_matches('[').trim_end_matches(']');
         if let Ok(ip) = literal.parse()
-            && !self.config.allow_private
+            && !self.allow_private
             && !is_public(ip)
         {
             return Err(invalid("must not point at a private or local address"));

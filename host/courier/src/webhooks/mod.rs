@@ -25,7 +25,7 @@ use tokio::task::JoinHandle;
 
 pub use client::ClientError;
 pub use config::WebhookConfig;
-pub use endpoints::{DeliveryRecord, Endpoint, WebhookError};
+pub use endpoints::{DeliveryRecord, Endpoint, Endpoints, WebhookError};
 
 use crate::events::{EVENTS_CHANNEL, EventBell};
 use crate::secrets::SecretKey;
@@ -52,6 +52,7 @@ pub struct Webhooks {
     client: client::WebhookClient,
     /// Rung by this process's event recorders; wakes the fan-out.
     bell: EventBell,
+    endpoints: Endpoints,
 }
 
 impl std::fmt::Debug for Webhooks {
@@ -84,10 +85,16 @@ impl Webhooks {
         Ok(Arc::new(Self {
             client: client::WebhookClient::new(&config)?,
             cipher: SecretCipher::new(key),
+            endpoints: Endpoints::new(pool.clone(), SecretCipher::new(key), config.allow_private),
             pool,
             config,
             bell: EventBell::default(),
         }))
+    }
+
+    /// Registering, listing, rotating, resuming and deleting endpoints.
+    pub fn endpoints(&self) -> &Endpoints {
+        &self.endpoints
     }
 
     /// The bell that wakes this process's fan-out; ring it after committing events.

@@ -62,6 +62,15 @@ pub const OUTCOMES: [&str; 3] = [
 ];
 /// Accepted file types; each is checked against the file's first bytes too.
 pub const CONTENT_TYPES: [&str; 3] = ["image/jpeg", "image/png", "image/webp"];
+
+crate::named_values!(
+    /// [`OUTCOMES`] in the API description.
+    pub DeliveryOutcome: "What happened at the door" = OUTCOMES
+);
+crate::named_values!(
+    /// [`CONTENT_TYPES`] in the API description.
+    pub ProofContentType: "An accepted image type" = CONTENT_TYPES
+);
 const MAX_NAME_CHARS: usize = 200;
 const MAX_NOTE_CHARS: usize = 1000;
 

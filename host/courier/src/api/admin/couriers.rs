@@ -10,8 +10,10 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::Operator;
-use crate::api::{ApiError, ApiJson, ApiQuery, AppState};
+use super::operators::Operator;
+use crate::api::error::ApiError;
+use crate::api::extract::{ApiJson, ApiQuery};
+use crate::api::state::AppState;
 use crate::couriers::{CourierError, CourierView, CreatedCourier, NewCourier};
 
 fn courier_id(raw: &str) -> Result<Uuid, ApiError> {

@@ -6,8 +6,10 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::Operator;
-use crate::api::{ApiError, ApiJson, AppState, RequestError};
+use super::operators::Operator;
+use crate::api::error::{ApiError, RequestError};
+use crate::api::extract::ApiJson;
+use crate::api::state::AppState;
 use crate::jobs::fulfilment::FulfilmentError;
 use crate::jobs::views::JobDetail;
 use courier_domain::JobStatus;
@@ -55,7 +57,7 @@ pub async fn set_status(
         .fulfilment
         .set_status_by_hand(&operator.name, job_id(&id)?, to, body.reason.as_deref())
         .await?;
-    Ok(Json(JobDetail::new(&job, &state.config.public_url)))
+    Ok(Json(JobDetail::new(&job, &state.config.public_url())))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -94,5 +96,5 @@ pub async fn reassign(
         .fulfilment
         .reassign(&operator.name, job_id(&id)?, courier_id)
         .await?;
-    Ok(Json(JobDetail::new(&job, &state.config.public_url)))
+    Ok(Json(JobDetail::new(&job, &state.config.public_url())))
 }

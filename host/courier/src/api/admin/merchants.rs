@@ -6,8 +6,10 @@ use axum::{Extension, Json};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::Operator;
-use crate::api::{ApiError, ApiJson, AppState};
+use super::operators::Operator;
+use crate::api::error::ApiError;
+use crate::api::extract::ApiJson;
+use crate::api::state::AppState;
 use crate::merchants::{
     self, AccountSettings, ApiKey, CreatedKey, MerchantDetail, MerchantSummary, NewMerchant,
     SettingsChange,

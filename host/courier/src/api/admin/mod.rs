@@ -1,10 +1,11 @@
 //! The operator API under `/admin/v1`, authenticated with a bearer token naming the operator.
 
 mod audit;
+mod charges;
 mod couriers;
 mod jobs;
 mod merchants;
-mod operators;
+pub(super) mod operators;
 mod price_books;
 
 use axum::Router;
@@ -15,7 +16,8 @@ use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
 use utoipa_axum::routes;
 
-use super::{ApiError, AppState};
+use crate::api::error::ApiError;
+use crate::api::state::AppState;
 
 pub use operators::{Operator, OperatorTokens};
 
@@ -31,7 +33,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         )
         .routes(routes!(price_books::activate))
         .routes(routes!(price_books::compare))
-        .routes(routes!(super::charges::refund))
+        .routes(routes!(charges::refund))
         .routes(routes!(couriers::create, couriers::list))
         .routes(routes!(couriers::get))
         .routes(routes!(couriers::suspend))

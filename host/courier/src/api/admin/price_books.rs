@@ -9,8 +9,10 @@ use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::Operator;
-use crate::api::{ApiError, ApiJson, AppState, RequestError};
+use super::operators::Operator;
+use crate::api::error::{ApiError, RequestError};
+use crate::api::extract::ApiJson;
+use crate::api::state::AppState;
 use crate::pricing::{Activation, Comparison, UploadSummary};
 
 #[derive(Deserialize, ToSchema)]

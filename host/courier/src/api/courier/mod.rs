@@ -16,7 +16,9 @@ use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::{ApiError, ApiJson, AppState, RequestError};
+use crate::api::error::{ApiError, RequestError};
+use crate::api::extract::ApiJson;
+use crate::api::state::AppState;
 use crate::couriers::{CourierIdentity, CourierView};
 use crate::jobs::fulfilment::FulfilmentError;
 use crate::jobs::views::ProofRequirement;
@@ -388,7 +390,7 @@ async fn collected(
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct DeliveryBody {
-    #[schema(value_type = super::openapi::DeliveryOutcome)]
+    #[schema(value_type = courier_domain::job::proof::DeliveryOutcome)]
     outcome: String,
     /// Required when the outcome is a handover; at most 200 characters.
     #[schema(max_length = 200)]
@@ -407,7 +409,7 @@ struct DeliveryBody {
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct ProofFileBody {
-    #[schema(value_type = super::openapi::ProofContentType)]
+    #[schema(value_type = courier_domain::job::proof::ProofContentType)]
     content_type: String,
     /// Standard base64 of the file; at most the service's proof file size once decoded.
     #[schema(content_encoding = "base64")]

@@ -1,0 +1,53 @@
+//! The operator's refunds (`POST /admin/v1/charges/{id}/refund`).
+
+use axum::extract::{Path, State};
+use axum::{Extension, Json};
+use serde::Deserialize;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::operators::Operator;
+use crate::api::error::ApiError;
+use crate::api::extract::ApiJson;
+use crate::api::state::AppState;
+use crate::payments::{ChargeView, PaymentError};
+use courier_domain::numeric::Numeric;
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RefundBody {
+    /// Up to what is captured and not yet refunded.
+    #[schema(value_type = i64, minimum = 1)]
+    amount_minor: Numeric<i64>,
+}
+
+#[utoipa::path(
+    post,
+    path = "/charges/{id}/refund",
+    operation_id = "refundCharge",
+    tag = "admin",
+    params(("id" = Uuid, Path, description = "The charge's id")),
+    request_body = RefundBody,
+    responses(
+        (status = 200, description = "The charge after the refund", body = ChargeView),
+        (status = 404, description = "charge.not_found"),
+        (status = 409, description = "charge.not_refundable"),
+        (status = 422, description = "charge.invalid_amount charge.refund_exceeds_captured payment.card_declined payment.live_unavailable"),
+        (status = 503, description = "payment.provider_unreachable payment.provider_busy"),
+    )
+)]
+/// `POST /admin/v1/charges/{id}/refund` `{amount_minor}`: gives back part or all of a
+/// captured charge; answers the charge.
+pub async fn refund(
+    State(state): State<AppState>,
+    Extension(operator): Extension<Operator>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<RefundBody>,
+) -> Result<Json<ChargeView>, ApiError> {
+    let id = Uuid::parse_str(&id).map_err(|_| PaymentError::ChargeNotFound)?;
+    let charge = state
+        .payments
+        .refund(id, body.amount_minor.0, &operator.name)
+        .await?;
+    Ok(Json(charge))
+}
