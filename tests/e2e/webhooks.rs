@@ -779,6 +779,103 @@ async fn a_service_killed_mid_load_loses_no_event() {
     let _ = std::fs::remove_dir_all(&data_dir);
 }
 
+/// SIGTERM while deliveries are in flight: the service stops through its one graceful path.
+/// Every attempt in flight is finished and recorded, every queued claim is given back, and no
+/// delivery is left claimed by the stopped process (a worker aborted mid-attempt would leave
+/// its claim behind until the lease ran out).
+#[tokio::test]
+async fn a_stop_under_load_finishes_or_gives_back_every_delivery() {
+    const EVENTS: usize = 200;
+    let receiver = Receiver::start().await;
+    // Slow enough that attempts are in flight and more are queued when the stop comes.
+    receiver.script("/slow", |_| Reply::Slow(Duration::from_millis(400), 200));
+    let database_url = fresh_database_url().await;
+    let data_dir = std::env::temp_dir().join(format!("courier-stop-{}", Uuid::new_v4()));
+    let port = free_port();
+    let base_url = format!("http://127.0.0.1:{port}");
+    let env: Vec<(String, String)> = [
+        ("DATABASE_URL", database_url.clone()),
+        ("COURIER_LISTEN", format!("127.0.0.1:{port}")),
+        ("COURIER_DATA_DIR", data_dir.to_string_lossy().into_owned()),
+        ("COURIER_SECRET_KEY", "5e".repeat(32)),
+        ("COURIER_DB_POOL_SIZE", "6".into()),
+        ("COURIER_PLUGIN_INSTANCES", "16".into()),
+        ("COURIER_WEBHOOK_ENDPOINT_CONCURRENCY", "4".into()),
+        ("COURIER_WEBHOOK_ALLOW_PRIVATE", "true".into()),
+        (
+            "COURIER_WEBHOOK_EXTRA_CA",
+            receiver.ca_path.to_string_lossy().into_owned(),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let client = reqwest::Client::new();
+    let service = spawn_service(&env);
+    wait_until_ready(&client, &base_url).await;
+
+    let pool = PgPool::connect(&database_url).await.unwrap();
+    let key = courier::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
+    let authenticator = courier::auth::Authenticator::new(pool.clone(), &key);
+    let merchant = courier::merchants::create(&pool, &authenticator, "Stopping Ltd")
+        .await
+        .unwrap();
+    let response = client
+        .post(format!("{base_url}/v1/webhooks"))
+        .auth(&merchant.test())
+        .json(&json!({"url": receiver.url("/slow")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    for _ in 0..EVENTS {
+        raise_for(
+            &pool,
+            merchant.merchant_id,
+            Environment::Test,
+            EventName::JobBooked,
+        )
+        .await;
+    }
+    receiver.wait_for("/slow", 4, WAIT).await;
+
+    // SIGTERM, as an operator or an orchestrator stops it.
+    let stopped_at = std::time::Instant::now();
+    let pid = i32::try_from(service.id()).unwrap();
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = tokio::task::spawn_blocking(move || {
+        let mut service = service;
+        service.wait().unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(status.success(), "a graceful stop exits cleanly: {status}");
+    assert!(
+        stopped_at.elapsed() < Duration::from_secs(10),
+        "the stop waits for attempts in flight, not for the backlog"
+    );
+
+    let claimed: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM webhook_deliveries WHERE lease_token IS NOT NULL")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        claimed, 0,
+        "no delivery is left claimed by the stopped service"
+    );
+    let delivered: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM webhook_deliveries WHERE status = 'delivered'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert!(
+        (delivered as usize) < EVENTS,
+        "the stop came mid-load ({delivered} of {EVENTS} delivered)"
+    );
+    let _ = std::fs::remove_dir_all(&data_dir);
+}
+
 /// A delivered body is what the API description says webhooks carry: a described event, the
 /// envelope's fields exactly, and only described fields in `data`.
 fn assert_described(body: &Value) {

@@ -9,6 +9,7 @@ use tokio::net::TcpListener;
 use crate::api::{self, AppState};
 use crate::auth::Authenticator;
 use crate::config::Config;
+use crate::db::listen::ListenHub;
 use crate::db::{Database, DbError};
 use crate::markets::{Markets, MarketsError};
 use crate::pricing::{PriceBookError, PriceBooks};
@@ -162,15 +163,28 @@ pub async fn run(
     // Road networks load in the background; lookups answer 503 `lookup.not_ready` meanwhile.
     let loading = Arc::clone(&services.markets);
     tokio::task::spawn_blocking(move || loading.load_networks());
-    let follower = services.price_books.spawn_follower();
-    let webhook_workers = services
-        .webhooks
-        .start_workers(&services.plugin_engine)
-        .await?;
-    let scheduler =
-        crate::jobs::spawn_scheduler(services.db.pool.clone(), config.scheduler_interval);
-    // The workers that claim due work in batches, stopped together after the server.
+    // Every background task runs under one lifecycle and is stopped, gracefully, after the
+    // server.
     let workers = crate::workers::Workers::new();
+    // In place before the first request, so no revocation can slip past this process.
+    let mut hub = ListenHub::new(services.db.pool.clone());
+    let activations = hub.subscribe(crate::store::price_books::ACTIVATION_CHANNEL);
+    let credential_changes = hub.subscribe(crate::auth::CHANGES_CHANNEL);
+    let events = hub.subscribe(crate::events::EVENTS_CHANNEL);
+    hub.start(&workers)
+        .await
+        .map_err(|e| StartError::Database(DbError::Connect(e)))?;
+    services.price_books.follow(activations, &workers);
+    crate::auth::follow_changes(services.authenticator.clone(), credential_changes, &workers);
+    services
+        .webhooks
+        .start_workers(&services.plugin_engine, events, &workers)
+        .await?;
+    crate::jobs::run_scheduler(
+        services.db.pool.clone(),
+        config.scheduler_interval,
+        &workers,
+    );
     services.payments.run_retries(&workers);
     let tracking = Arc::new(crate::tracking::Tracking::new(
         services.db.pool.clone(),
@@ -188,8 +202,8 @@ pub async fn run(
         config.sandbox.clone(),
         config.dispatch.deadline,
     ));
-    let simulator = Arc::clone(&sandbox).spawn();
-    let dispatcher = Arc::new(crate::dispatch::Dispatcher::new(
+    Arc::clone(&sandbox).run(&workers);
+    Arc::new(crate::dispatch::Dispatcher::new(
         services.db.pool.clone(),
         Arc::clone(&services.markets),
         services.fulfilment.clone(),
@@ -197,13 +211,12 @@ pub async fn run(
         // While the simulator moves test jobs, real couriers are never offered them.
         sandbox.is_running(),
     ))
-    .spawn();
-    // In place before the first request, so no revocation can slip past this process.
-    let credential_changes = crate::auth::follow_changes(services.authenticator.clone())
-        .await
-        .map_err(|e| StartError::Database(DbError::Connect(e)))?;
-    let key_usage =
-        crate::auth::UsageFlusher::spawn(services.authenticator.clone(), config.key_usage_flush);
+    .run(&workers);
+    crate::auth::flush_usage(
+        services.authenticator.clone(),
+        config.key_usage_flush,
+        &workers,
+    );
     let booking = crate::jobs::booking::BookingContext {
         pool: services.db.pool.clone(),
         payments: Arc::clone(&services.payments),
@@ -237,16 +250,7 @@ pub async fn run(
     tracing::info!(%address, "courier is listening");
     crate::server::serve(listener, api::router(state), header_read_timeout, shutdown).await;
     tracing::info!("stopped accepting requests; shutting down");
-    follower.abort();
-    drop(webhook_workers);
-    scheduler.abort();
-    dispatcher.abort();
-    if let Some(simulator) = simulator {
-        simulator.abort();
-    }
     workers.stop().await;
-    credential_changes.abort();
-    key_usage.stop().await;
     services.db.close().await;
     Ok(())
 }

@@ -1,7 +1,10 @@
-//! One lifecycle for the background workers that claim due work in batches (charge retries,
-//! interrupted bookings, customer texts): each runs its pass again and again until the
-//! service stops, and the stop waits for every pass in progress to finish, so none is cut off
-//! between a provider call and the write of its answer.
+//! One lifecycle for every background task of the service: the workers that claim due work
+//! (charge retries, interrupted bookings, customer texts, scheduled searches, dispatch, the
+//! sandbox simulator), the LISTEN hub and those it wakes (price-book activations, credential
+//! changes, the webhook fan-out), and the webhook deliveries. Each runs until the service
+//! stops; the one stop asks them all and waits until each has finished what it was writing,
+//! so none is cut off between a provider call, an attempt or a claim and the write of its
+//! outcome.
 
 use std::fmt::Display;
 use std::future::Future;
@@ -66,6 +69,30 @@ impl Workers {
         });
     }
 
+    /// Runs `task` with the stop signal; it must return soon after the signal fires, having
+    /// finished what it was writing.
+    pub fn spawn<F, Fut>(&self, task: F)
+    where
+        F: FnOnce(CancellationToken) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.tracker.spawn(task(self.stop.clone()));
+    }
+
+    /// Runs `part`, a piece of work a task hands off (one webhook lane), under the same stop:
+    /// the stop waits for it too.
+    pub fn spawn_part<Fut>(&self, part: Fut)
+    where
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.tracker.spawn(part);
+    }
+
+    /// Whether the stop was asked.
+    pub fn stopping(&self) -> bool {
+        self.stop.is_cancelled()
+    }
+
     /// Asks every worker to stop and waits until each has finished its pass in progress.
     pub async fn stop(&self) {
         self.stop.cancel();
@@ -112,5 +139,28 @@ mod tests {
         workers.stop().await;
         assert_eq!(finished.load(Ordering::SeqCst), 4);
         assert_eq!(passes.load(Ordering::SeqCst), 4, "no pass after the stop");
+    }
+
+    #[tokio::test]
+    async fn the_stop_waits_for_tasks_and_the_parts_they_hand_off() {
+        let workers = Workers::new();
+        let written = Arc::new(AtomicUsize::new(0));
+        let parts = workers.clone();
+        let w = Arc::clone(&written);
+        workers.spawn(move |stop| async move {
+            stop.cancelled().await;
+            // Work handed off while stopping is still waited for.
+            let w2 = Arc::clone(&w);
+            parts.spawn_part(async move {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                w2.fetch_add(1, Ordering::SeqCst);
+            });
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            w.fetch_add(1, Ordering::SeqCst);
+        });
+        assert!(!workers.stopping());
+        workers.stop().await;
+        assert!(workers.stopping());
+        assert_eq!(written.load(Ordering::SeqCst), 2);
     }
 }

@@ -2,11 +2,12 @@
 //! evicted from every verified-credential cache at once.
 
 use sqlx::PgConnection;
-use sqlx::postgres::PgListener;
-use tokio::task::JoinHandle;
+use tokio::sync::mpsc::UnboundedReceiver;
 use uuid::Uuid;
 
 use super::credentials::Authenticator;
+use crate::db::listen::Notice;
+use crate::workers::Workers;
 
 pub const CHANGES_CHANNEL: &str = "courier_credentials_changed";
 
@@ -47,29 +48,25 @@ pub async fn announce(
     Ok(())
 }
 
-/// Listens for changes (the listener is in place when this returns) and evicts them from
-/// `authenticator`'s cache. When the connection drops, notices may have been lost, so the
-/// whole cache is dropped.
-pub async fn follow_changes(authenticator: Authenticator) -> Result<JoinHandle<()>, sqlx::Error> {
-    let mut listener = PgListener::connect_with(authenticator.pool()).await?;
-    listener.listen(CHANGES_CHANNEL).await?;
-    Ok(tokio::spawn(async move {
-        loop {
-            match listener.try_recv().await {
-                Ok(Some(notification)) => match CredentialChange::parse(notification.payload()) {
+/// Evicts the changes `notices` hears from `authenticator`'s cache, until the workers stop.
+/// When notices may have been missed, the whole cache is dropped.
+pub fn follow_changes(
+    authenticator: Authenticator,
+    mut notices: UnboundedReceiver<Notice>,
+    workers: &Workers,
+) {
+    workers.spawn(move |_| async move {
+        while let Some(notice) = notices.recv().await {
+            match notice {
+                Notice::Payload(payload) => match CredentialChange::parse(&payload) {
                     Some(CredentialChange::Key(key)) => authenticator.forget_key(&key),
                     Some(CredentialChange::Merchant(id)) => authenticator.forget_merchant(id),
                     None => authenticator.forget_all(),
                 },
-                Ok(None) => authenticator.forget_all(),
-                Err(e) => {
-                    tracing::warn!(error = %e, "credential change listener failed; retrying");
-                    authenticator.forget_all();
-                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                }
+                Notice::Missed => authenticator.forget_all(),
             }
         }
-    }))
+    });
 }
 
 #[cfg(test)]

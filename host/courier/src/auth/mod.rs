@@ -8,4 +8,4 @@ mod usage;
 pub use basic::{BasicCredentials, parse_basic};
 pub use changes::{CHANGES_CHANNEL, CredentialChange, announce, follow_changes};
 pub use credentials::{AuthError, Authenticator, Caller, IssuedKey, Merchant};
-pub use usage::UsageFlusher;
+pub use usage::flush_usage;

@@ -3,39 +3,22 @@
 
 use std::time::Duration;
 
-use tokio::task::JoinHandle;
-
 use super::credentials::Authenticator;
 use crate::store;
+use crate::workers::Workers;
 
-pub struct UsageFlusher {
-    task: JoinHandle<()>,
-    authenticator: Authenticator,
-}
-
-impl UsageFlusher {
-    pub fn spawn(authenticator: Authenticator, every: Duration) -> Self {
-        let flushing = authenticator.clone();
-        let task = tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(every);
-            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                ticks.tick().await;
-                flush(&flushing).await;
+/// Writes the keys' use every `every` until the workers stop, and what is still noted then.
+pub fn flush_usage(authenticator: Authenticator, every: Duration, workers: &Workers) {
+    workers.spawn(move |stop| async move {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => break,
+                () = tokio::time::sleep(every) => {}
             }
-        });
-        Self {
-            task,
-            authenticator,
+            flush(&authenticator).await;
         }
-    }
-
-    /// Stops flushing, after writing what is still noted.
-    pub async fn stop(self) {
-        self.task.abort();
-        let _ = self.task.await;
-        flush(&self.authenticator).await;
-    }
+        flush(&authenticator).await;
+    });
 }
 
 async fn flush(authenticator: &Authenticator) {

@@ -1,6 +1,7 @@
 //! The system of record: connecting to Postgres (embedded or configured) and migrating it.
 
 mod embedded;
+pub mod listen;
 
 use std::path::Path;
 use std::str::FromStr;

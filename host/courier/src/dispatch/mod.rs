@@ -59,18 +59,16 @@ impl Dispatcher {
         }
     }
 
-    /// Runs a pass every `COURIER_DISPATCH_INTERVAL_MS` until aborted.
-    pub fn spawn(self: Arc<Self>) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(self.config.interval);
-            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                ticks.tick().await;
-                if let Err(error) = self.run_pass().await {
-                    tracing::warn!(%error, "dispatch work failed; retrying");
-                }
+    /// Runs a pass every `COURIER_DISPATCH_INTERVAL_MS` until the workers stop.
+    pub fn run(self: Arc<Self>, workers: &crate::workers::Workers) {
+        let every = self.config.interval;
+        workers.run("dispatch work", every, move || {
+            let dispatcher = Arc::clone(&self);
+            async move {
+                dispatcher.run_pass().await?;
+                Ok::<_, crate::jobs::fulfilment::FulfilmentError>(crate::workers::Pass::Partial)
             }
-        })
+        });
     }
 
     pub async fn run_pass(&self) -> Result<(), crate::jobs::fulfilment::FulfilmentError> {

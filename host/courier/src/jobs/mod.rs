@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use crate::store::jobs as store;
+use crate::workers::{Pass, Workers};
 
 /// How long an `Idempotency-Key` is remembered.
 pub const IDEMPOTENCY_RETENTION: chrono::Duration = chrono::Duration::hours(24);
@@ -21,17 +22,14 @@ pub const POSITION_FRESHNESS: chrono::Duration = chrono::Duration::minutes(2);
 /// Moves pending jobs to searching when their time comes (twenty minutes before
 /// `scheduled_for`) and forgets old idempotency keys. Every instance may run it: each due
 /// job is moved by one statement that skips rows another instance holds.
-pub fn spawn_scheduler(pool: PgPool, every: Duration) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(every);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticks.tick().await;
-            if let Err(e) = run_due_work(&pool, Utc::now()).await {
-                tracing::warn!(error = %e, "scheduled job work failed; retrying");
-            }
+pub fn run_scheduler(pool: PgPool, every: Duration, workers: &Workers) {
+    workers.run("scheduled job work", every, move || {
+        let pool = pool.clone();
+        async move {
+            run_due_work(&pool, Utc::now()).await?;
+            Ok::<_, sqlx::Error>(Pass::Partial)
         }
-    })
+    });
 }
 
 async fn run_due_work(pool: &PgPool, now: DateTime<Utc>) -> Result<(), sqlx::Error> {

@@ -22,9 +22,10 @@ use courier_plugins::{
 };
 use serde::Serialize;
 use sqlx::PgPool;
-use sqlx::postgres::PgListener;
 use thiserror::Error;
+use tokio::sync::mpsc::UnboundedReceiver;
 
+use crate::db::listen::Notice;
 use crate::markets::{Market, Markets};
 use crate::store::price_books as store;
 
@@ -177,32 +178,31 @@ impl PriceBooks {
         Ok(books)
     }
 
-    /// Keeps this process's active books in step with every other process's activations.
-    pub fn spawn_follower(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+    /// Keeps this process's active books in step with every other process's activations:
+    /// follows `notices` (on [`store::ACTIVATION_CHANNEL`], listened to before this is called)
+    /// until the workers stop. Re-reads every market at once (activations made since start-up),
+    /// when notices may have been missed, and every `RECONCILE_EVERY` in any case.
+    pub fn follow(
+        self: &Arc<Self>,
+        mut notices: UnboundedReceiver<Notice>,
+        workers: &crate::workers::Workers,
+    ) {
         let books = Arc::clone(self);
-        tokio::spawn(async move {
+        workers.spawn(move |_| async move {
+            if let Err(error) = books.refresh_all().await {
+                tracing::warn!(%error, "reading price-book activations failed; retrying");
+            }
             loop {
-                if let Err(e) = books.follow().await {
-                    tracing::warn!(error = %e, "following price-book activations failed; retrying");
+                let refreshed = match tokio::time::timeout(RECONCILE_EVERY, notices.recv()).await {
+                    Ok(Some(Notice::Payload(market_id))) => books.refresh(&market_id).await,
+                    Ok(Some(Notice::Missed)) | Err(_) => books.refresh_all().await,
+                    Ok(None) => return,
+                };
+                if let Err(error) = refreshed {
+                    tracing::warn!(%error, "following price-book activations failed; retrying");
                 }
-                tokio::time::sleep(Duration::from_secs(1)).await;
             }
-        })
-    }
-
-    async fn follow(&self) -> Result<(), PriceBookError> {
-        let mut listener = PgListener::connect_with(&self.pool).await?;
-        listener.listen(store::ACTIVATION_CHANNEL).await?;
-        // Anything activated before the listener started.
-        self.refresh_all().await?;
-        loop {
-            match tokio::time::timeout(RECONCILE_EVERY, listener.try_recv()).await {
-                Ok(Ok(Some(notification))) => self.refresh(notification.payload()).await?,
-                // The connection dropped and was re-established: notifications may be lost.
-                Ok(Ok(None)) | Err(_) => self.refresh_all().await?,
-                Ok(Err(e)) => return Err(e.into()),
-            }
-        }
+        });
     }
 
     /// The active book of `market_id`, if it has one.

@@ -163,24 +163,22 @@ impl Simulator {
     }
 
     /// Steps due runs and moves simulated couriers every `COURIER_SANDBOX_INTERVAL_MS`, until
-    /// aborted; None when the simulator is off.
-    pub fn spawn(self: Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
+    /// the workers stop; nothing when the simulator is off.
+    pub fn run(self: Arc<Self>, workers: &crate::workers::Workers) {
         if !self.is_running() {
-            return None;
+            return;
         }
-        Some(tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(self.config.interval);
-            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                ticks.tick().await;
-                if let Err(error) = self.run_due_steps().await {
+        let every = self.config.interval;
+        workers.run("sandbox simulation", every, move || {
+            let simulator = Arc::clone(&self);
+            async move {
+                if let Err(error) = simulator.run_due_steps().await {
                     tracing::warn!(%error, "sandbox simulation failed; retrying");
                 }
-                if let Err(error) = self.report_positions().await {
-                    tracing::warn!(%error, "sandbox courier positions failed; retrying");
-                }
+                simulator.report_positions().await?;
+                Ok::<_, SandboxError>(crate::workers::Pass::Partial)
             }
-        }))
+        });
     }
 
     /// `GET /v1/sandbox/jobs/{id}`: read without locks, so it never waits on a step.

@@ -9,12 +9,14 @@ use std::time::Duration;
 use chrono::Utc;
 use sqlx::PgPool;
 use tokio::sync::{Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::client::{Outcome, Request, WebhookClient};
 use super::config::WebhookConfig;
 use super::secret::SecretCipher;
 use crate::store::webhooks::{self as store, Failure};
+use crate::workers::Workers;
 
 /// Requests in flight at once in this process, all endpoints together.
 const GLOBAL_CONCURRENCY: usize = 256;
@@ -51,6 +53,8 @@ struct Inner {
     global: Semaphore,
     /// Wakes the poller of due retries.
     due: Notify,
+    /// Lanes run as parts of the workers: the stop waits for their attempts in flight.
+    workers: Workers,
 }
 
 impl Dispatcher {
@@ -59,6 +63,7 @@ impl Dispatcher {
         client: WebhookClient,
         cipher: SecretCipher,
         config: WebhookConfig,
+        workers: Workers,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -69,6 +74,7 @@ impl Dispatcher {
                 lanes: Mutex::new(HashMap::new()),
                 global: Semaphore::new(GLOBAL_CONCURRENCY),
                 due: Notify::new(),
+                workers,
             }),
         }
     }
@@ -126,7 +132,7 @@ impl Dispatcher {
         };
         if start {
             let this = self.clone();
-            tokio::spawn(async move { this.run_lane(job).await });
+            self.inner.workers.spawn_part(this.run_lane(job));
         }
         true
     }
@@ -147,6 +153,10 @@ impl Dispatcher {
             {
                 let _permit = self.inner.global.acquire().await.expect("never closed");
                 self.attempt(job).await;
+            }
+            if self.inner.workers.stopping() {
+                self.give_back_lane(job.endpoint_id).await;
+                return;
             }
             let next = {
                 let mut lanes = self.inner.lanes.lock().expect("lanes lock");
@@ -171,6 +181,29 @@ impl Dispatcher {
             match next {
                 Some(next) => job = next,
                 None => return,
+            }
+        }
+    }
+
+    /// While stopping: the lane's queued deliveries go back, claimed by nobody, so another
+    /// instance takes them at once rather than when their leases lapse.
+    async fn give_back_lane(&self, endpoint_id: Uuid) {
+        let waiting: Vec<Job> = {
+            let mut lanes = self.inner.lanes.lock().expect("lanes lock");
+            let Some(lane) = lanes.get_mut(&endpoint_id) else {
+                return;
+            };
+            lane.in_flight = lane.in_flight.saturating_sub(1);
+            let waiting = lane.waiting.drain(..).collect();
+            if lane.in_flight == 0 {
+                lanes.remove(&endpoint_id);
+            }
+            waiting
+        };
+        for job in waiting {
+            if let Err(e) = store::release_claims(&self.inner.pool, &[job.id], job.token).await {
+                // Their leases lapse on their own.
+                tracing::warn!(error = %e, "cannot give back webhook deliveries");
             }
         }
     }
@@ -263,15 +296,17 @@ impl Dispatcher {
     fn wake_at(&self, at: chrono::DateTime<Utc>) {
         let wait = (at - Utc::now()).to_std().unwrap_or_default();
         let this = self.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(wait).await;
-            this.inner.due.notify_one();
+        self.inner.workers.spawn(move |stop| async move {
+            tokio::select! {
+                () = stop.cancelled() => {}
+                () = tokio::time::sleep(wait) => this.inner.due.notify_one(),
+            }
         });
     }
 
-    /// Claims due deliveries (retries, and those whose holder's lease ran out) forever.
-    pub async fn poll_due(self) {
-        loop {
+    /// Claims due deliveries (retries, and those whose holder's lease ran out) until `stop`.
+    pub async fn poll_due(self, stop: CancellationToken) {
+        while !stop.is_cancelled() {
             let token = Uuid::new_v4();
             let claimed = async {
                 let saturated = self.saturated();
@@ -297,6 +332,7 @@ impl Dispatcher {
                 Err(e) => tracing::warn!(error = %e, "cannot claim due webhook deliveries"),
             }
             tokio::select! {
+                () = stop.cancelled() => {}
                 _ = self.inner.due.notified() => {}
                 _ = tokio::time::sleep(self.poll_interval()) => {}
             }

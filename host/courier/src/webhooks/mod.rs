@@ -19,15 +19,17 @@ use std::time::Duration;
 
 use courier_plugins::{PayloadShaper, PluginEngine};
 use sqlx::PgPool;
-use sqlx::postgres::{PgListener, PgPoolOptions};
+use sqlx::postgres::PgPoolOptions;
 use thiserror::Error;
-use tokio::task::JoinHandle;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio_util::sync::CancellationToken;
 
 pub use client::ClientError;
 pub use config::WebhookConfig;
 pub use endpoints::{DeliveryRecord, Endpoint, Endpoints, WebhookError};
 
-use crate::events::{EVENTS_CHANNEL, EventBell};
+use crate::db::listen::Notice;
+use crate::events::EventBell;
 use crate::secrets::SecretKey;
 use delivery::Dispatcher;
 use secret::SecretCipher;
@@ -63,19 +65,6 @@ impl std::fmt::Debug for Webhooks {
     }
 }
 
-/// The running workers; stopped when dropped.
-pub struct Workers {
-    tasks: Vec<JoinHandle<()>>,
-}
-
-impl Drop for Workers {
-    fn drop(&mut self) {
-        for task in &self.tasks {
-            task.abort();
-        }
-    }
-}
-
 impl Webhooks {
     pub fn new(
         pool: PgPool,
@@ -102,8 +91,14 @@ impl Webhooks {
         self.bell.clone()
     }
 
-    /// Loads the payload shaper and starts the fan-out, its wake-ups and the delivery workers.
-    pub async fn start_workers(&self, engine: &PluginEngine) -> Result<Workers, WebhookStartError> {
+    /// Loads the payload shaper and starts, under `workers`, the fan-out, its wake-ups
+    /// (`events`: notices on `crate::events::EVENTS_CHANNEL` from other processes) and the delivery workers.
+    pub async fn start_workers(
+        &self,
+        engine: &PluginEngine,
+        events: UnboundedReceiver<Notice>,
+        workers: &crate::workers::Workers,
+    ) -> Result<(), WebhookStartError> {
         let engine = engine.clone();
         let shaper = tokio::task::spawn_blocking(move || {
             PayloadShaper::load(&engine, courier_plugins::defaults::STANDARD_SHAPER)
@@ -116,22 +111,16 @@ impl Webhooks {
             self.client.clone(),
             self.cipher.clone(),
             self.config.clone(),
+            workers.clone(),
         );
         let lease_ms = self.config.lease().as_millis() as i64;
-        let tasks = vec![
-            // The listener holds one connection for good: not one of the API's.
-            tokio::spawn(listen(workers_pool.clone(), self.bell())),
-            tokio::spawn(fan_out(
-                workers_pool,
-                shaper,
-                dispatcher.clone(),
-                self.bell(),
-                lease_ms,
-                self.config.poll,
-            )),
-            tokio::spawn(dispatcher.poll_due()),
-        ];
-        Ok(Workers { tasks })
+        let bell = self.bell();
+        workers.spawn(move |_| wake_on_events(events, bell));
+        let (bell, poll, fanning) = (self.bell(), self.config.poll, dispatcher.clone());
+        workers
+            .spawn(move |stop| fan_out(workers_pool, shaper, fanning, bell, lease_ms, poll, stop));
+        workers.spawn(move |stop| dispatcher.poll_due(stop));
+        Ok(())
     }
 }
 
@@ -151,27 +140,13 @@ fn attempts_pool(pool: &PgPool) -> PgPool {
         .connect_lazy_with(options)
 }
 
-/// Turns notifications on the events channel (events committed by other processes) into
-/// fan-out wake-ups.
-async fn listen(pool: PgPool, bell: EventBell) {
-    loop {
-        let listened = async {
-            let mut listener = PgListener::connect_with(&pool).await?;
-            listener.listen(EVENTS_CHANNEL).await?;
-            // Anything recorded while not listening.
-            bell.ring();
-            loop {
-                // `None` means the connection was re-established and notifications may have
-                // been lost: a fan-out round catches up either way.
-                listener.try_recv().await?;
-                bell.ring();
-            }
-        };
-        let result: Result<(), sqlx::Error> = listened.await;
-        if let Err(e) = result {
-            tracing::warn!(error = %e, "listening for events failed; retrying");
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+/// Turns notices on the events channel (events committed by other processes) into fan-out
+/// wake-ups; a missed notice wakes it too, and the first round catches up on anything recorded
+/// before the listener started.
+async fn wake_on_events(mut events: UnboundedReceiver<Notice>, bell: EventBell) {
+    bell.ring();
+    while events.recv().await.is_some() {
+        bell.ring();
     }
 }
 
@@ -183,8 +158,9 @@ async fn fan_out(
     bell: EventBell,
     lease_ms: i64,
     poll: Duration,
+    stop: CancellationToken,
 ) {
-    loop {
+    while !stop.is_cancelled() {
         match fanout::fan_out_batch(&pool, &shaper, lease_ms).await {
             Ok((token, made, more)) => {
                 dispatcher
@@ -197,6 +173,7 @@ async fn fan_out(
             Err(e) => tracing::warn!(error = %e, "fanning out events failed; retrying"),
         }
         tokio::select! {
+            () = stop.cancelled() => {}
             _ = bell.rung() => {}
             _ = tokio::time::sleep(poll) => {}
         }
