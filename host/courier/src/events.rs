@@ -9,10 +9,11 @@
 //! capped at one per disk flush; BENCHMARKS.md). The process that commits rings its own
 //! [`EventBell`]; anything else that records events calls [`announce`] after its commit.
 
+use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use courier_domain::event::NewEvent;
-use sqlx::{PgConnection, PgExecutor, Postgres, QueryBuilder};
+use sqlx::{PgConnection, PgExecutor, PgPool, Postgres, QueryBuilder, Transaction};
 use tokio::sync::Notify;
 use uuid::Uuid;
 
@@ -36,6 +37,65 @@ impl EventBell {
     /// Resolves at the next ring (at once if one came since the last wait).
     pub async fn rung(&self) {
         self.0.notified().await;
+    }
+}
+
+/// A transaction that may record events: its commit rings the bell when it did, so no caller
+/// rings by hand (and none forgets to). Derefs to the transaction it wraps.
+pub struct EventTransaction<'c> {
+    tx: Transaction<'c, Postgres>,
+    bell: EventBell,
+    rings: bool,
+}
+
+impl EventTransaction<'static> {
+    /// Begins a transaction on `pool`; `rings`: it will record events.
+    pub async fn begin(pool: &PgPool, bell: &EventBell, rings: bool) -> Result<Self, sqlx::Error> {
+        Ok(Self::wrap(pool.begin().await?, bell, rings))
+    }
+}
+
+impl<'c> EventTransaction<'c> {
+    /// `tx`, begun elsewhere; `rings`: it will record events.
+    pub fn wrap(tx: Transaction<'c, Postgres>, bell: &EventBell, rings: bool) -> Self {
+        Self {
+            tx,
+            bell: bell.clone(),
+            rings,
+        }
+    }
+
+    /// Says that the transaction recorded events after all: its commit rings the bell.
+    pub fn recorded(&mut self) {
+        self.rings = true;
+    }
+
+    /// Rolls back; nothing was recorded, nothing rings.
+    pub async fn rollback(self) -> Result<(), sqlx::Error> {
+        self.tx.rollback().await
+    }
+
+    /// Commits, then rings the bell if events were recorded.
+    pub async fn commit(self) -> Result<(), sqlx::Error> {
+        self.tx.commit().await?;
+        if self.rings {
+            self.bell.ring();
+        }
+        Ok(())
+    }
+}
+
+impl<'c> Deref for EventTransaction<'c> {
+    type Target = Transaction<'c, Postgres>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.tx
+    }
+}
+
+impl DerefMut for EventTransaction<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.tx
     }
 }
 

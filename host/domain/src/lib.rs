@@ -2,6 +2,7 @@
 //! event are, which moves each may make, and how requests about them are validated. The host's
 //! storage, features and HTTP layers build on this crate; it depends on none of them.
 //!
+//! - `backoff`: when a failed call is made again.
 //! - `booking`: validation of a booking request and the job it prepares.
 //! - `charge`: the charge state machine; card numbers that must never be stored.
 //! - `dispatch`: which courier an offer goes to.
@@ -18,6 +19,7 @@
 // The error derive names this crate by its path, inside it as everywhere else.
 extern crate self as courier_domain;
 
+pub mod backoff;
 pub mod booking;
 pub mod charge;
 pub mod dispatch;

@@ -46,7 +46,7 @@ use uuid::Uuid;
 
 use super::views::JobView;
 use crate::auth::Merchant;
-use crate::events::{self, EventBell};
+use crate::events::{self, EventBell, EventTransaction};
 use crate::markets::Markets;
 use crate::payments::{CallSlot, HoldError, Payments, ProviderAnswer, RecordedHold};
 use crate::store::bookings::{self as attempts, AttemptRow};
@@ -209,7 +209,7 @@ pub async fn book(
     // serde_json keeps object keys sorted, so equal bodies hash alike whatever their order.
     let request_hash = Sha256::digest(body.to_string().as_bytes()).to_vec();
     let request = BookingRequest::parse(body, now);
-    let mut tx = context.pool.begin().await?;
+    let mut tx = EventTransaction::begin(&context.pool, &context.bell, false).await?;
     match store::claim_key(
         &mut tx,
         merchant.merchant_id,
@@ -244,8 +244,9 @@ pub async fn book(
             &mut tx, context, merchant, key, &prepared, answer, scenario, None,
         )
         .await?;
+        // The job and its `job.booked`, or the decline and the card's death.
+        tx.recorded();
         tx.commit().await?;
-        context.bell.ring();
         return answer;
     }
     let attempt = AttemptRow {
@@ -404,7 +405,7 @@ async fn complete(
     prepared: &Prepared,
     answer: ProviderAnswer,
 ) -> Result<BookingResponse, BookingError> {
-    let mut tx = context.pool.begin().await?;
+    let mut tx = EventTransaction::begin(&context.pool, &context.bell, false).await?;
     if attempts::lock_attempt(&mut tx, attempt.id).await?.is_none() {
         let stored = attempts::stored_response(
             &mut tx,
@@ -427,8 +428,8 @@ async fn complete(
         Some(attempt),
     )
     .await?;
+    tx.recorded();
     tx.commit().await?;
-    context.bell.ring();
     answer
 }
 

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use courier_domain::backoff::Backoff;
+
 use crate::settings;
 
 #[derive(Clone, Debug, clap::Args)]
@@ -108,8 +110,7 @@ pub struct RetryPolicy {
 impl RetryPolicy {
     /// The wait after the `attempts`-th failed call.
     pub fn delay_after(&self, attempts: u32) -> Duration {
-        let doublings = attempts.saturating_sub(1).min(20);
-        self.base.saturating_mul(1 << doublings)
+        Backoff::new(self.base).wait_after(attempts)
     }
 }
 

@@ -33,7 +33,7 @@ pub use config::{CallLimits, PaymentsConfig, RetryPolicy};
 pub use gateway::{Gateway, GatewayError, Gateways, TestNetwork};
 
 use crate::auth::Merchant;
-use crate::events::{self, EventBell};
+use crate::events::{self, EventBell, EventTransaction};
 use crate::store::payments::{self as store, CardRow, ChargeRow, NewMove};
 use courier_domain::Environment;
 use courier_domain::charge::contains_card_number;
@@ -805,12 +805,11 @@ impl Payments {
             RecordedHold::Held(view) => Ok(view),
             RecordedHold::Declined(decline) => {
                 if let Some(finish) = decline.card_finished {
-                    let mut apart = self.pool.begin().await?;
-                    let buried = Self::bury_card(&mut apart, card.id, finish).await?;
-                    apart.commit().await?;
-                    if buried {
-                        self.bell.ring();
+                    let mut apart = EventTransaction::begin(&self.pool, &self.bell, false).await?;
+                    if Self::bury_card(&mut apart, card.id, finish).await? {
+                        apart.recorded();
                     }
+                    apart.commit().await?;
                 }
                 Err(HoldError::Declined {
                     decline_code: decline.code,
@@ -900,17 +899,16 @@ impl Payments {
         let settled = self
             .settle(&mut tx, &mut current, requested, answer, actor, attempts)
             .await?;
-        let buried = match settled {
-            Settled::Declined(Decline {
-                card_finished: Some(finish),
-                ..
-            }) => Self::bury_card(&mut tx, card.id, finish).await?,
-            _ => false,
-        };
-        tx.commit().await?;
-        if buried {
-            self.bell.ring();
+        let mut tx = EventTransaction::wrap(tx, &self.bell, false);
+        if let Settled::Declined(Decline {
+            card_finished: Some(finish),
+            ..
+        }) = settled
+            && Self::bury_card(&mut tx, card.id, finish).await?
+        {
+            tx.recorded();
         }
+        tx.commit().await?;
         Ok(current)
     }
 

@@ -1,5 +1,7 @@
 //! Webhook endpoints, delivery records and the claims of the delivery workers.
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -341,6 +343,8 @@ pub struct AttemptRow {
     pub url: String,
     pub secret_ciphertext: Vec<u8>,
     pub endpoint_status: String,
+    /// Attempts made before this one.
+    pub attempts: i32,
 }
 
 /// Renews the claim and reads the delivery with its endpoint's current URL and secret; None
@@ -356,7 +360,8 @@ pub async fn begin_attempt(
          SET lease_until = now() + make_interval(secs => $3::float8 / 1000) \
          FROM webhook_endpoints e \
          WHERE d.id = $1 AND d.lease_token = $2 AND d.status = 'pending' AND e.id = d.endpoint_id \
-         RETURNING d.event_name, d.body, e.url, e.secret_ciphertext, e.status AS endpoint_status",
+         RETURNING d.event_name, d.body, e.url, e.secret_ciphertext, e.status AS endpoint_status, \
+           d.attempts",
     )
     .bind(id)
     .bind(token)
@@ -398,7 +403,8 @@ pub struct Failure<'a> {
     /// No further attempt whatever the count (a 410).
     pub final_now: bool,
     pub max_attempts: i32,
-    pub retry_base_ms: i64,
+    /// The wait before the next attempt, if there is one.
+    pub retry_after: Duration,
     pub suspend_after: i32,
 }
 
@@ -428,7 +434,7 @@ pub async fn record_failure(
         "UPDATE webhook_deliveries SET attempts = attempts + 1, \
            status = CASE WHEN $3 OR attempts + 1 >= $4 THEN 'failed' ELSE 'pending' END, \
            next_attempt_at = CASE WHEN $3 OR attempts + 1 >= $4 THEN NULL \
-             ELSE now() + make_interval(secs => $5::float8 / 1000 * power(2, attempts)) END, \
+             ELSE now() + make_interval(secs => $5::float8 / 1000) END, \
            lease_until = NULL, lease_token = NULL, response_status_code = $6, last_error = $7 \
          WHERE id = $1 AND lease_token = $2 AND status = 'pending' RETURNING next_attempt_at",
     )
@@ -436,7 +442,7 @@ pub async fn record_failure(
     .bind(token)
     .bind(failure.final_now)
     .bind(failure.max_attempts)
-    .bind(failure.retry_base_ms)
+    .bind(failure.retry_after.as_millis() as i64)
     .bind(failure.status_code)
     .bind(failure.error)
     .fetch_optional(&mut *tx)

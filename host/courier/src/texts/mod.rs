@@ -24,6 +24,7 @@ pub use gateway::{GatewayConfig, HttpSmsGateway, OutgoingText, SendFailure, SmsP
 use crate::store::texts::{self as store, DueText, NewText};
 use crate::workers::{Pass, Workers};
 use courier_domain::Environment;
+use courier_domain::backoff::Backoff;
 use courier_domain::text::message::{self, Disposition};
 
 const TRACKING_LINK: &str = "tracking_link";
@@ -175,8 +176,7 @@ impl CustomerTexts {
 
     /// The wait after the `attempts`-th failure: the base, doubling each time.
     fn wait_after(&self, attempts: u32) -> chrono::Duration {
-        let factor = 2u32.saturating_pow(attempts.saturating_sub(1).min(16));
-        chrono::Duration::from_std(self.config.retry_base.saturating_mul(factor))
-            .unwrap_or(chrono::Duration::hours(1))
+        let wait = Backoff::new(self.config.retry_base).wait_after(attempts);
+        chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::hours(1))
     }
 }

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::Utc;
+use courier_domain::backoff::Backoff;
 use sqlx::PgPool;
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -252,12 +253,14 @@ impl Dispatcher {
                 }
             }
         };
-        if let Err(e) = self.record(job, outcome).await {
+        let attempt = u32::try_from(row.attempts).unwrap_or(0) + 1;
+        if let Err(e) = self.record(job, attempt, outcome).await {
             tracing::warn!(delivery = %job.id, error = %e, "cannot record a webhook attempt");
         }
     }
 
-    async fn record(&self, job: Job, outcome: Outcome) -> Result<(), sqlx::Error> {
+    /// Records the outcome of `job`'s `attempt`-th attempt.
+    async fn record(&self, job: Job, attempt: u32, outcome: Outcome) -> Result<(), sqlx::Error> {
         let inner = &self.inner;
         match outcome {
             Outcome::Succeeded { status } => {
@@ -269,7 +272,7 @@ impl Dispatcher {
                     error: &error,
                     final_now: status == Some(410),
                     max_attempts: inner.config.max_attempts,
-                    retry_base_ms: inner.config.retry_base.as_millis() as i64,
+                    retry_after: Backoff::new(inner.config.retry_base).wait_after(attempt),
                     suspend_after: inner.config.suspend_after,
                 };
                 let recorded = store::record_failure(
