@@ -168,11 +168,23 @@ async fn a_request_past_the_time_limit_is_abandoned_with_503() {
     let app =
         TestApp::spawn_with(|name| (name == "COURIER_REQUEST_TIMEOUT_MS").then(|| "1".into()))
             .await;
-    let component = std::fs::read(concat!(
+    let mut component = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../plugins/dist/standard-price-book.wasm"
     ))
     .unwrap();
+    // A custom section of fresh bytes at the end: still the same price book, but not one the
+    // engine has compiled, so validating it takes far longer than the limit however fast the
+    // rest of the upload is.
+    let name = b"courier-test";
+    let payload = uuid::Uuid::new_v4().into_bytes();
+    component.extend([
+        0x00,
+        (1 + name.len() + payload.len()) as u8,
+        name.len() as u8,
+    ]);
+    component.extend(name);
+    component.extend(payload);
     let pool = app.pool().await;
     let settings: serde_json::Value = sqlx::query_scalar(
         "SELECT settings FROM price_book_uploads WHERE market_id = 'demo' AND version = 1",
