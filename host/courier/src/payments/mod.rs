@@ -262,7 +262,7 @@ impl From<&ChargeRow> for ChargeView {
         Self {
             id: c.id,
             job_id: c.job_id,
-            status: status_of(c),
+            status: c.status,
             currency: c.currency.clone(),
             amount_minor: c.amount_minor,
             refunded_amount_minor: c.refunded_amount_minor,
@@ -718,7 +718,7 @@ impl Payments {
             environment: merchant.environment.as_str().to_owned(),
             job_id,
             payment_method_id: card.id,
-            status: ChargeStatus::Pending.as_str().to_owned(),
+            status: ChargeStatus::Pending,
             currency: currency.to_owned(),
             amount_minor,
             refunded_amount_minor: 0,
@@ -835,7 +835,7 @@ impl Payments {
         let mut charge = store::lock_charge_of_job(&mut tx, job_id)
             .await?
             .ok_or(PaymentError::ChargeNotFound)?;
-        if status_of(&charge) == ChargeStatus::Pending {
+        if charge.status == ChargeStatus::Pending {
             charge.after_hold = Some(requested.as_str().to_owned());
             charge.updated_at = now();
             store::update_charge(&mut tx, &charge).await?;
@@ -863,7 +863,7 @@ impl Payments {
         actor: &str,
         claimed: bool,
     ) -> Result<ChargeRow, PaymentError> {
-        if let Decision::AlreadyDone = state::decide(status_of(&charge), requested)? {
+        if let Decision::AlreadyDone = state::decide(charge.status, requested)? {
             store::delete_retry(&mut tx, charge.id).await?;
             tx.commit().await?;
             return Ok(charge);
@@ -969,7 +969,7 @@ impl Payments {
             "status": charge.status,
             "refunded_amount_minor": charge.refunded_amount_minor,
         });
-        charge.status = ChargeStatus::Refunded.as_str().to_owned();
+        charge.status = ChargeStatus::Refunded;
         charge.refunded_amount_minor += amount_minor;
         charge.refunded_at = Some(now);
         charge.updated_at = now;
@@ -1013,7 +1013,7 @@ impl Payments {
 
     /// Whether `amount_minor` can be refunded from `charge`; its status when it can.
     fn check_refund(charge: &ChargeRow, amount_minor: i64) -> Result<ChargeStatus, PaymentError> {
-        let from = status_of(charge);
+        let from = charge.status;
         if state::decide(from, Move::Refund).is_err() {
             return Err(PaymentError::NotRefundable {
                 status: from.as_str(),
@@ -1112,7 +1112,7 @@ impl Payments {
         actor: &str,
         attempts: i32,
     ) -> Result<Settled, sqlx::Error> {
-        let from = status_of(charge);
+        let from = charge.status;
         let now = now();
         charge.updated_at = now;
         let (to, reference, detail, settled) = match answer {
@@ -1185,7 +1185,7 @@ impl Payments {
             store::delete_retry(conn, charge.id).await?;
             return Ok(settled);
         }
-        charge.status = to.as_str().to_owned();
+        charge.status = to;
         store::write_move(
             conn,
             charge,
@@ -1210,10 +1210,6 @@ impl Payments {
 fn now() -> DateTime<Utc> {
     use chrono::SubsecRound;
     Utc::now().trunc_subsecs(6)
-}
-
-fn status_of(charge: &ChargeRow) -> ChargeStatus {
-    ChargeStatus::parse(&charge.status).expect("the database allows only known statuses")
 }
 
 /// The `dead_reason` (and event `reason`) of a finished card.

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::{PaymentError, Payments, status_of};
+use super::{PaymentError, Payments};
 use crate::store::payments as store;
 use crate::workers::{Pass, Workers};
 use courier_domain::charge::{ChargeStatus, Move};
@@ -73,7 +73,7 @@ impl Payments {
             Err(other) => return Err(other),
         };
         // A capture or void asked for while the hold was pending follows the hold.
-        if status_of(&charge) == ChargeStatus::Authorised
+        if charge.status == ChargeStatus::Authorised
             && let Some(after) = charge.after_hold.clone()
         {
             let follow = if after == "capture" {

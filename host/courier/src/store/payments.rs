@@ -5,6 +5,8 @@ use sqlx::postgres::PgArguments;
 use sqlx::{PgConnection, PgPool, Postgres};
 use uuid::Uuid;
 
+use courier_domain::charge::ChargeStatus;
+
 use courier_domain::Environment;
 
 /// A card on file as stored (the provider's reference, never the number).
@@ -35,7 +37,8 @@ pub struct ChargeRow {
     pub environment: String,
     pub job_id: Uuid,
     pub payment_method_id: Uuid,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: ChargeStatus,
     pub currency: String,
     pub amount_minor: i64,
     pub refunded_amount_minor: i64,
@@ -341,7 +344,7 @@ pub async fn raise_charge(
     .bind(&c.environment)
     .bind(c.job_id)
     .bind(c.payment_method_id)
-    .bind(&c.status)
+    .bind(c.status.as_str())
     .bind(&c.currency)
     .bind(c.amount_minor)
     .bind(c.refunded_amount_minor)
@@ -372,7 +375,7 @@ fn bind_changes<'q>(
 ) -> sqlx::query::Query<'q, Postgres, PgArguments> {
     query
         .bind(c.id)
-        .bind(&c.status)
+        .bind(c.status.as_str())
         .bind(c.refunded_amount_minor)
         .bind(&c.authorisation_ref)
         .bind(&c.payment_ref)

@@ -56,6 +56,20 @@ impl ChargeStatus {
     }
 }
 
+/// A stored charge status this code does not know.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a charge status")]
+pub struct UnknownChargeStatus(pub String);
+
+/// How a stored status is read: an unknown one is an error, never a guess.
+impl TryFrom<String> for ChargeStatus {
+    type Error = UnknownChargeStatus;
+
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        Self::parse(&value).ok_or(UnknownChargeStatus(value))
+    }
+}
+
 /// What is asked of a charge.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Move {
@@ -227,7 +241,15 @@ mod tests {
                 serde_json::to_value(status).unwrap(),
                 serde_json::json!(status.as_str())
             );
+            assert_eq!(
+                ChargeStatus::try_from(status.as_str().to_owned()),
+                Ok(status)
+            );
         }
         assert_eq!(ChargeStatus::parse("held"), None);
+        assert_eq!(
+            ChargeStatus::try_from("held".to_owned()),
+            Err(UnknownChargeStatus("held".into()))
+        );
     }
 }
