@@ -103,11 +103,7 @@ impl DerefMut for EventTransaction<'_> {
 /// service's processes. Must run after the recording transaction commits (a notification
 /// sent on its own costs no disk flush and does not hold other commits back).
 pub async fn announce(executor: impl PgExecutor<'_>) -> Result<(), sqlx::Error> {
-    sqlx::query("SELECT pg_notify($1, '')")
-        .bind(EVENTS_CHANNEL)
-        .execute(executor)
-        .await?;
-    Ok(())
+    crate::store::notify(executor, EVENTS_CHANNEL, "").await
 }
 
 /// Records `event` on `conn`, which must be the transaction of the change that raised it;

@@ -65,13 +65,10 @@ pub async fn healthz() -> Json<Health> {
     )
 )]
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<Readiness>, ApiError> {
-    sqlx::query("SELECT 1")
-        .execute(&state.pool)
-        .await
-        .map_err(|e| {
-            tracing::warn!(error = %e, "readiness check failed");
-            ApiError::DatabaseUnavailable
-        })?;
+    crate::store::ping(&state.pool).await.map_err(|e| {
+        tracing::warn!(error = %e, "readiness check failed");
+        ApiError::DatabaseUnavailable
+    })?;
     Ok(Json(Readiness {
         status: ReadinessStatus::Ready,
     }))

@@ -40,12 +40,7 @@ pub async fn announce(
     conn: &mut PgConnection,
     change: &CredentialChange,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("SELECT pg_notify($1, $2)")
-        .bind(CHANGES_CHANNEL)
-        .bind(change.payload())
-        .execute(conn)
-        .await?;
-    Ok(())
+    crate::store::notify(conn, CHANGES_CHANNEL, &change.payload()).await
 }
 
 /// Evicts the changes `notices` hears from `authenticator`'s cache, until the workers stop.

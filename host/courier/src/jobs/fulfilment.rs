@@ -258,14 +258,9 @@ impl Fulfilment {
     ) -> Result<JobRow, FulfilmentError> {
         let mut tx = self.pool.begin().await?;
         // Job first, then offer: the order every job move takes its locks in.
-        let job_id: Uuid = sqlx::query_scalar(
-            "SELECT job_id FROM courier_offers WHERE id = $1 AND courier_id = $2",
-        )
-        .bind(offer_id)
-        .bind(courier_id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or(FulfilmentError::OfferNotFound)?;
+        let job_id = offers::job_of_offer(&mut tx, offer_id, courier_id)
+            .await?
+            .ok_or(FulfilmentError::OfferNotFound)?;
         let job = store::lock_job(&mut tx, job_id)
             .await?
             .ok_or(FulfilmentError::OfferNotFound)?;

@@ -49,6 +49,19 @@ pub async fn expire_offers(pool: &PgPool, now: DateTime<Utc>) -> Result<u64, sql
     Ok(expired.rows_affected())
 }
 
+/// The job of the courier's offer, if the offer is the courier's.
+pub async fn job_of_offer(
+    conn: &mut PgConnection,
+    offer_id: Uuid,
+    courier_id: Uuid,
+) -> Result<Option<Uuid>, sqlx::Error> {
+    sqlx::query_scalar("SELECT job_id FROM courier_offers WHERE id = $1 AND courier_id = $2")
+        .bind(offer_id)
+        .bind(courier_id)
+        .fetch_optional(conn)
+        .await
+}
+
 /// The courier's offer, locked for this transaction.
 pub async fn lock_offer(
     conn: &mut PgConnection,

@@ -14,3 +14,26 @@ pub mod texts;
 pub mod tracking;
 pub mod webhooks;
 pub mod writes;
+
+use sqlx::{PgExecutor, PgPool};
+
+/// Whether the database answers (the readiness check).
+pub async fn ping(pool: &PgPool) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT 1").execute(pool).await?;
+    Ok(())
+}
+
+/// `NOTIFY channel, payload`: delivered to the listeners when the executor's transaction
+/// commits (at once outside one).
+pub async fn notify(
+    executor: impl PgExecutor<'_>,
+    channel: &str,
+    payload: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(channel)
+        .bind(payload)
+        .execute(executor)
+        .await?;
+    Ok(())
+}

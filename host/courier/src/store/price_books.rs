@@ -130,12 +130,7 @@ pub async fn notify_activation(
     conn: &mut PgConnection,
     market_id: &str,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("SELECT pg_notify($1, $2)")
-        .bind(ACTIVATION_CHANNEL)
-        .bind(market_id)
-        .execute(conn)
-        .await?;
-    Ok(())
+    super::notify(conn, ACTIVATION_CHANNEL, market_id).await
 }
 
 /// The upload a market's latest activation points at.
