@@ -677,56 +677,108 @@ async fn private_addresses_are_refused_unless_allowed() {
     assert_eq!(hooks.receiver.total(), 0);
 }
 
-// ---- A service killed mid-load -----------------------------------------------------------
+// ---- A service of its own, stopped or killed mid-load ------------------------------------
+
+/// A `courier serve` process of its own on a fresh database, with one merchant whose test
+/// endpoint is `path` on `receiver`.
+struct OwnService {
+    env: Vec<(String, String)>,
+    base_url: String,
+    client: reqwest::Client,
+    /// None once a test took it to wait for its exit.
+    service: Option<std::process::Child>,
+    pool: PgPool,
+    merchant: NewMerchant,
+    endpoint: Value,
+    data_dir: std::path::PathBuf,
+}
+
+impl OwnService {
+    async fn start(receiver: &Receiver, path: &str, settings: &[(&str, &str)]) -> Self {
+        let database_url = fresh_database_url().await;
+        let data_dir = std::env::temp_dir().join(format!("courier-own-{}", Uuid::new_v4()));
+        let port = free_port();
+        let base_url = format!("http://127.0.0.1:{port}");
+        let mut env: Vec<(String, String)> = [
+            ("DATABASE_URL", database_url.clone()),
+            ("COURIER_LISTEN", format!("127.0.0.1:{port}")),
+            ("COURIER_DATA_DIR", data_dir.to_string_lossy().into_owned()),
+            ("COURIER_SECRET_KEY", "5e".repeat(32)),
+            ("COURIER_DB_POOL_SIZE", "6".into()),
+            ("COURIER_PLUGIN_INSTANCES", "16".into()),
+            ("COURIER_WEBHOOK_ALLOW_PRIVATE", "true".into()),
+            (
+                "COURIER_WEBHOOK_EXTRA_CA",
+                receiver.ca_path.to_string_lossy().into_owned(),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        env.extend(
+            settings
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+        let client = reqwest::Client::new();
+        let service = spawn_service(&env);
+        wait_until_ready(&client, &base_url).await;
+
+        let pool = PgPool::connect(&database_url).await.unwrap();
+        let key = courier::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
+        let authenticator = courier::auth::Authenticator::new(pool.clone(), &key);
+        let merchant = courier::merchants::create(&pool, &authenticator, "Own Service Ltd")
+            .await
+            .unwrap();
+        let response = client
+            .post(format!("{base_url}/v1/webhooks"))
+            .auth(&merchant.test())
+            .json(&json!({"url": receiver.url(path)}))
+            .send()
+            .await
+            .unwrap();
+        let (status, endpoint) = status_and_json(response).await;
+        assert_eq!(status, 201, "{endpoint}");
+        Self {
+            env,
+            base_url,
+            client,
+            service: Some(service),
+            pool,
+            merchant,
+            endpoint,
+            data_dir,
+        }
+    }
+}
+
+impl Drop for OwnService {
+    fn drop(&mut self) {
+        if let Some(mut service) = self.service.take() {
+            let _ = service.kill();
+            let _ = service.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
+}
 
 #[tokio::test]
 async fn a_service_killed_mid_load_loses_no_event() {
     const EVENTS: usize = 300;
     let receiver = Receiver::start().await;
     receiver.script("/load", |_| Reply::Slow(Duration::from_millis(5), 200));
-    let database_url = fresh_database_url().await;
-    let data_dir = std::env::temp_dir().join(format!("courier-kill-{}", Uuid::new_v4()));
-    let port = free_port();
-    let base_url = format!("http://127.0.0.1:{port}");
-    let env: Vec<(String, String)> = [
-        ("DATABASE_URL", database_url.clone()),
-        ("COURIER_LISTEN", format!("127.0.0.1:{port}")),
-        ("COURIER_DATA_DIR", data_dir.to_string_lossy().into_owned()),
-        ("COURIER_SECRET_KEY", "5e".repeat(32)),
-        ("COURIER_DB_POOL_SIZE", "6".into()),
-        ("COURIER_PLUGIN_INSTANCES", "16".into()),
-        ("COURIER_WEBHOOK_TIMEOUT_MS", "1000".into()),
-        ("COURIER_WEBHOOK_RETRY_BASE_MS", "50".into()),
-        ("COURIER_WEBHOOK_ALLOW_PRIVATE", "true".into()),
-        (
-            "COURIER_WEBHOOK_EXTRA_CA",
-            receiver.ca_path.to_string_lossy().into_owned(),
-        ),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect();
-    let client = reqwest::Client::new();
-    let mut service = spawn_service(&env);
-    wait_until_ready(&client, &base_url).await;
-
-    let pool = PgPool::connect(&database_url).await.unwrap();
-    let key = courier::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
-    let authenticator = courier::auth::Authenticator::new(pool.clone(), &key);
-    let merchant = courier::merchants::create(&pool, &authenticator, "Crashy Ltd")
-        .await
-        .unwrap();
-    let test = merchant.test();
-    let response = client
-        .post(format!("{base_url}/v1/webhooks"))
-        .auth(&test)
-        .json(&json!({"url": receiver.url("/load")}))
-        .send()
-        .await
-        .unwrap();
-    let (status, endpoint) = status_and_json(response).await;
-    assert_eq!(status, 201, "{endpoint}");
-    let signing_secret = secret(&endpoint);
+    let mut own = OwnService::start(
+        &receiver,
+        "/load",
+        &[
+            ("COURIER_WEBHOOK_TIMEOUT_MS", "1000"),
+            ("COURIER_WEBHOOK_RETRY_BASE_MS", "50"),
+        ],
+    )
+    .await;
+    let signing_secret = secret(&own.endpoint);
+    let pool = own.pool.clone();
+    let merchant = &own.merchant;
 
     // Events keep coming while the service dies and comes back.
     let raising = {
@@ -744,12 +796,13 @@ async fn a_service_killed_mid_load_loses_no_event() {
         })
     };
     receiver.wait_for("/load", 40, WAIT).await;
-    service.kill().unwrap(); // SIGKILL
-    service.wait().unwrap();
+    let mut killed = own.service.take().unwrap();
+    killed.kill().unwrap(); // SIGKILL
+    killed.wait().unwrap();
     let at_kill = receiver.total();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let mut service = spawn_service(&env);
-    wait_until_ready(&client, &base_url).await;
+    own.service = Some(spawn_service(&own.env));
+    wait_until_ready(&own.client, &own.base_url).await;
     let jobs: HashSet<String> = raising.await.unwrap().iter().map(Uuid::to_string).collect();
 
     let what = format!("all {EVENTS} events at the receiver ({at_kill} arrived before the kill)");
@@ -774,9 +827,6 @@ async fn a_service_killed_mid_load_loses_no_event() {
     let arrived: HashSet<String> = delivery_of.keys().cloned().collect();
     assert_eq!(arrived, jobs);
     assert!(at_kill < EVENTS, "the kill came mid-load");
-    service.kill().unwrap();
-    service.wait().unwrap();
-    let _ = std::fs::remove_dir_all(&data_dir);
 }
 
 /// SIGTERM while deliveries are in flight: the service stops through its one graceful path.
@@ -789,45 +839,14 @@ async fn a_stop_under_load_finishes_or_gives_back_every_delivery() {
     let receiver = Receiver::start().await;
     // Slow enough that attempts are in flight and more are queued when the stop comes.
     receiver.script("/slow", |_| Reply::Slow(Duration::from_millis(400), 200));
-    let database_url = fresh_database_url().await;
-    let data_dir = std::env::temp_dir().join(format!("courier-stop-{}", Uuid::new_v4()));
-    let port = free_port();
-    let base_url = format!("http://127.0.0.1:{port}");
-    let env: Vec<(String, String)> = [
-        ("DATABASE_URL", database_url.clone()),
-        ("COURIER_LISTEN", format!("127.0.0.1:{port}")),
-        ("COURIER_DATA_DIR", data_dir.to_string_lossy().into_owned()),
-        ("COURIER_SECRET_KEY", "5e".repeat(32)),
-        ("COURIER_DB_POOL_SIZE", "6".into()),
-        ("COURIER_PLUGIN_INSTANCES", "16".into()),
-        ("COURIER_WEBHOOK_ENDPOINT_CONCURRENCY", "4".into()),
-        ("COURIER_WEBHOOK_ALLOW_PRIVATE", "true".into()),
-        (
-            "COURIER_WEBHOOK_EXTRA_CA",
-            receiver.ca_path.to_string_lossy().into_owned(),
-        ),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect();
-    let client = reqwest::Client::new();
-    let service = spawn_service(&env);
-    wait_until_ready(&client, &base_url).await;
-
-    let pool = PgPool::connect(&database_url).await.unwrap();
-    let key = courier::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
-    let authenticator = courier::auth::Authenticator::new(pool.clone(), &key);
-    let merchant = courier::merchants::create(&pool, &authenticator, "Stopping Ltd")
-        .await
-        .unwrap();
-    let response = client
-        .post(format!("{base_url}/v1/webhooks"))
-        .auth(&merchant.test())
-        .json(&json!({"url": receiver.url("/slow")}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 201);
+    let mut own = OwnService::start(
+        &receiver,
+        "/slow",
+        &[("COURIER_WEBHOOK_ENDPOINT_CONCURRENCY", "4")],
+    )
+    .await;
+    let pool = own.pool.clone();
+    let merchant = &own.merchant;
     for _ in 0..EVENTS {
         raise_for(
             &pool,
@@ -841,14 +860,12 @@ async fn a_stop_under_load_finishes_or_gives_back_every_delivery() {
 
     // SIGTERM, as an operator or an orchestrator stops it.
     let stopped_at = std::time::Instant::now();
+    let mut service = own.service.take().unwrap();
     let pid = i32::try_from(service.id()).unwrap();
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    let status = tokio::task::spawn_blocking(move || {
-        let mut service = service;
-        service.wait().unwrap()
-    })
-    .await
-    .unwrap();
+    let status = tokio::task::spawn_blocking(move || service.wait().unwrap())
+        .await
+        .unwrap();
     assert!(status.success(), "a graceful stop exits cleanly: {status}");
     assert!(
         stopped_at.elapsed() < Duration::from_secs(10),
@@ -873,7 +890,6 @@ async fn a_stop_under_load_finishes_or_gives_back_every_delivery() {
         (delivered as usize) < EVENTS,
         "the stop came mid-load ({delivered} of {EVENTS} delivered)"
     );
-    let _ = std::fs::remove_dir_all(&data_dir);
 }
 
 /// A delivered body is what the API description says webhooks carry: a described event, the

@@ -163,7 +163,7 @@ impl Config {
     pub const DEFAULT_LISTEN: &'static str = "127.0.0.1:8080";
 
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+        Self::from_lookup(settings::environment)
     }
 
     /// Reads the configuration through `lookup`, so tests can supply their own values.

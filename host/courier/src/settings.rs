@@ -59,9 +59,14 @@ pub fn from_lookup<T: Args + FromArgMatches>(
     T::from_arg_matches(&matches).map_err(refused)
 }
 
-/// Reads `T` from the process's environment; an empty variable counts as unset.
+/// Reads `T` from the process's environment.
 pub fn from_env<T: Args + FromArgMatches>() -> Result<T, ConfigError> {
-    from_lookup(|name| std::env::var(name).ok().filter(|value| !value.is_empty()))
+    from_lookup(environment)
+}
+
+/// A variable of the process's environment; an empty one counts as unset.
+pub fn environment(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|value| !value.is_empty())
 }
 
 /// The reason our value parsers gave, without clap's framing.

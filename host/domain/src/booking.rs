@@ -8,8 +8,8 @@ use serde_json::Value;
 use thiserror::Error;
 use uuid::Uuid;
 
-use crate::numeric::{Numeric, NumericValue};
-use crate::quote::{QuoteRequestError, scheduled_for};
+use crate::numeric::Numeric;
+use crate::quote::{QuoteRequestError, scheduled_for, whole};
 
 use crate::error::Code;
 use crate::error::ErrorCode;
@@ -332,12 +332,6 @@ fn optional_amount(value: Option<&Value>, name: &str) -> Result<Option<i64>, Boo
             ))),
         },
     }
-}
-
-fn whole<T: NumericValue>(value: &Value) -> Option<T> {
-    serde_json::from_value::<Numeric<T>>(value.clone())
-        .ok()
-        .map(|n| n.0)
 }
 
 #[cfg(test)]

@@ -148,14 +148,14 @@ struct Module {
 impl Module {
     /// Every crate path this module names, made absolute.
     fn references(&self) -> Vec<Vec<String>> {
-        let mut names = Names::default();
+        // Each `use` leaf: the name it binds (None for globs) and the path as written.
+        let mut uses = Vec::new();
         for item in &self.items {
             if let Item::Use(import) = item {
-                flatten_use(&import.tree, Vec::new(), &mut names.uses);
+                flatten_use(&import.tree, Vec::new(), &mut uses);
             }
         }
-        let aliases: BTreeMap<String, Vec<String>> = names
-            .uses
+        let aliases: BTreeMap<String, Vec<String>> = uses
             .iter()
             .filter_map(|(alias, written)| Some((alias.clone()?, written.clone())))
             .collect();
@@ -166,8 +166,7 @@ impl Module {
                 other => collector.visit_item(other),
             }
         }
-        let written = names
-            .uses
+        let written = uses
             .into_iter()
             .map(|(_, path)| path)
             .chain(collector.paths);
@@ -206,12 +205,6 @@ impl Module {
             }
         }
     }
-}
-
-#[derive(Default)]
-struct Names {
-    /// Each `use` leaf: the name it binds (None for globs) and the path as written.
-    uses: Vec<(Option<String>, Vec<String>)>,
 }
 
 fn flatten_use(tree: &UseTree, prefix: Vec<String>, out: &mut Vec<(Option<String>, Vec<String>)>) {

@@ -201,8 +201,13 @@ impl Dispatcher {
             }
             waiting
         };
+        // One statement per claim (fan-out round or poll) the queued deliveries came from.
+        let mut by_claim: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
         for job in waiting {
-            if let Err(e) = store::release_claims(&self.inner.pool, &[job.id], job.token).await {
+            by_claim.entry(job.token).or_default().push(job.id);
+        }
+        for (token, ids) in by_claim {
+            if let Err(e) = store::release_claims(&self.inner.pool, &ids, token).await {
                 // Their leases lapse on their own.
                 tracing::warn!(error = %e, "cannot give back webhook deliveries");
             }

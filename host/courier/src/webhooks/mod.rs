@@ -71,10 +71,11 @@ impl Webhooks {
         key: &SecretKey,
         config: WebhookConfig,
     ) -> Result<Arc<Self>, WebhookStartError> {
+        let cipher = SecretCipher::new(key);
         Ok(Arc::new(Self {
             client: client::WebhookClient::new(&config)?,
-            cipher: SecretCipher::new(key),
-            endpoints: Endpoints::new(pool.clone(), SecretCipher::new(key), config.allow_private),
+            endpoints: Endpoints::new(pool.clone(), cipher.clone(), config.allow_private),
+            cipher,
             pool,
             config,
             bell: EventBell::default(),
