@@ -170,7 +170,9 @@ pub async fn run(
     let mut hub = ListenHub::new(services.db.pool.clone());
     let activations = hub.subscribe(crate::store::price_books::ACTIVATION_CHANNEL);
     let credential_changes = hub.subscribe(crate::auth::CHANGES_CHANNEL);
-    let events = hub.subscribe(crate::events::EVENTS_CHANNEL);
+    // Other processes' events wake the fan-out from the relay itself: no task in between.
+    let bell = services.webhooks.bell();
+    hub.on(crate::events::EVENTS_CHANNEL, move |_| bell.ring());
     hub.start(&workers)
         .await
         .map_err(|e| StartError::Database(DbError::Connect(e)))?;
@@ -178,7 +180,7 @@ pub async fn run(
     crate::auth::follow_changes(services.authenticator.clone(), credential_changes, &workers);
     services
         .webhooks
-        .start_workers(&services.plugin_engine, events, &workers)
+        .start_workers(&services.plugin_engine, &workers)
         .await?;
     crate::jobs::run_scheduler(
         services.db.pool.clone(),

@@ -22,10 +22,27 @@ pub enum Notice {
     Missed,
 }
 
+/// One subscriber: a stream, or a quick call made in the relay itself (no task to wake).
+enum Subscriber {
+    Stream(UnboundedSender<Notice>),
+    Call(Box<dyn Fn(Notice) + Send + Sync>),
+}
+
+impl Subscriber {
+    fn tell(&self, notice: Notice) {
+        match self {
+            Subscriber::Stream(sender) => {
+                let _ = sender.send(notice);
+            }
+            Subscriber::Call(call) => call(notice),
+        }
+    }
+}
+
 /// The channels of one process and their subscribers, until [`ListenHub::start`].
 pub struct ListenHub {
     pool: PgPool,
-    subscribers: HashMap<&'static str, Vec<UnboundedSender<Notice>>>,
+    subscribers: HashMap<&'static str, Vec<Subscriber>>,
 }
 
 impl ListenHub {
@@ -39,8 +56,21 @@ impl ListenHub {
     /// What is notified on `channel` from the start on.
     pub fn subscribe(&mut self, channel: &'static str) -> UnboundedReceiver<Notice> {
         let (sender, receiver) = unbounded_channel();
-        self.subscribers.entry(channel).or_default().push(sender);
+        self.add(channel, Subscriber::Stream(sender));
         receiver
+    }
+
+    /// Calls `call` with each notice on `channel`, from the relay: for what is quick and never
+    /// waits (waking a task), so a notice reaches it without a task switch in between.
+    pub fn on(&mut self, channel: &'static str, call: impl Fn(Notice) + Send + Sync + 'static) {
+        self.add(channel, Subscriber::Call(Box::new(call)));
+    }
+
+    fn add(&mut self, channel: &'static str, subscriber: Subscriber) {
+        self.subscribers
+            .entry(channel)
+            .or_default()
+            .push(subscriber);
     }
 
     /// Listens on every subscribed channel, then relays until the workers stop. Answers once
@@ -69,7 +99,7 @@ impl ListenHub {
                         .into_iter()
                         .flatten()
                     {
-                        let _ = subscriber.send(notice.clone());
+                        subscriber.tell(notice.clone());
                     }
                 }
                 // Re-established: the listener listens again by itself.
@@ -88,7 +118,7 @@ impl ListenHub {
 
     fn tell_everyone(&self, notice: Notice) {
         for subscriber in self.subscribers.values().flatten() {
-            let _ = subscriber.send(notice.clone());
+            subscriber.tell(notice.clone());
         }
     }
 }

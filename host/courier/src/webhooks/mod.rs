@@ -21,14 +21,12 @@ use courier_plugins::{PayloadShaper, PluginEngine};
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 use thiserror::Error;
-use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
 pub use client::ClientError;
 pub use config::WebhookConfig;
 pub use endpoints::{DeliveryRecord, Endpoint, Endpoints, WebhookError};
 
-use crate::db::listen::Notice;
 use crate::events::EventBell;
 use crate::secrets::SecretKey;
 use delivery::Dispatcher;
@@ -92,12 +90,13 @@ impl Webhooks {
         self.bell.clone()
     }
 
-    /// Loads the payload shaper and starts, under `workers`, the fan-out, its wake-ups
-    /// (`events`: notices on `crate::events::EVENTS_CHANNEL` from other processes) and the delivery workers.
+    /// Loads the payload shaper and starts, under `workers`, the fan-out and the delivery
+    /// workers. The fan-out's first round catches up on events recorded before; later ones are
+    /// woken by the [`bell`](Self::bell), which other processes' notices ring too (the caller
+    /// has the LISTEN hub ring it).
     pub async fn start_workers(
         &self,
         engine: &PluginEngine,
-        events: UnboundedReceiver<Notice>,
         workers: &crate::workers::Workers,
     ) -> Result<(), WebhookStartError> {
         let engine = engine.clone();
@@ -115,8 +114,6 @@ impl Webhooks {
             workers.clone(),
         );
         let lease_ms = self.config.lease().as_millis() as i64;
-        let bell = self.bell();
-        workers.spawn(move |_| wake_on_events(events, bell));
         let (bell, poll, fanning) = (self.bell(), self.config.poll, dispatcher.clone());
         workers
             .spawn(move |stop| fan_out(workers_pool, shaper, fanning, bell, lease_ms, poll, stop));
@@ -139,16 +136,6 @@ fn attempts_pool(pool: &PgPool) -> PgPool {
         .max_connections(ATTEMPT_CONNECTIONS)
         .min_connections(0)
         .connect_lazy_with(options)
-}
-
-/// Turns notices on the events channel (events committed by other processes) into fan-out
-/// wake-ups; a missed notice wakes it too, and the first round catches up on anything recorded
-/// before the listener started.
-async fn wake_on_events(mut events: UnboundedReceiver<Notice>, bell: EventBell) {
-    bell.ring();
-    while events.recv().await.is_some() {
-        bell.ring();
-    }
 }
 
 /// Fans events out as they are recorded (and every `poll`, for events nothing woke it for).
