@@ -168,7 +168,7 @@ pub async fn run(
     let workers = crate::workers::Workers::new();
     // In place before the first request, so no revocation can slip past this process.
     let mut hub = ListenHub::new(services.db.pool.clone());
-    let activations = hub.subscribe(crate::store::price_books::ACTIVATION_CHANNEL);
+    let activations = hub.subscribe(courier_store::price_books::ACTIVATION_CHANNEL);
     let credential_changes = hub.subscribe(crate::auth::CHANGES_CHANNEL);
     // Other processes' events wake the fan-out from the relay itself: no task in between.
     let bell = services.webhooks.bell();

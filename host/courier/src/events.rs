@@ -12,12 +12,10 @@
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-use courier_domain::event::NewEvent;
-use sqlx::{PgConnection, PgExecutor, PgPool, Postgres, QueryBuilder, Transaction};
+use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
 use tokio::sync::Notify;
-use uuid::Uuid;
 
-use crate::store::writes::Writes;
+pub use courier_store::events::{insert, record};
 
 /// Channel that wakes the fan-out of every process listening (see [`announce`]).
 pub const EVENTS_CHANNEL: &str = "courier_events";
@@ -103,41 +101,5 @@ impl DerefMut for EventTransaction<'_> {
 /// service's processes. Must run after the recording transaction commits (a notification
 /// sent on its own costs no disk flush and does not hold other commits back).
 pub async fn announce(executor: impl PgExecutor<'_>) -> Result<(), sqlx::Error> {
-    crate::store::notify(executor, EVENTS_CHANNEL, "").await
-}
-
-/// Records `event` on `conn`, which must be the transaction of the change that raised it;
-/// ring the [`EventBell`] after that transaction commits.
-pub async fn record(conn: &mut PgConnection, event: &NewEvent) -> Result<Uuid, sqlx::Error> {
-    let id = Uuid::new_v4();
-    Writes::new().and(insert(id, event)).execute(conn).await?;
-    Ok(id)
-}
-
-/// [`record`] as one write of a statement that makes others ([`Writes`]).
-pub fn insert<'a>(
-    id: Uuid,
-    event: &'a NewEvent,
-) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
-    move |query| {
-        let job = event
-            .job
-            .as_ref()
-            .map(|j| serde_json::to_value(j).expect("job facts serialise"));
-        let details = serde_json::to_value(&event.details).expect("event details serialise");
-        query.push(
-            "INSERT INTO events (id, merchant_id, environment, name, job_id, occurred_at, job, \
-             details) ",
-        );
-        query.push_values([(job, details)], |mut row, (job, details)| {
-            row.push_bind(id)
-                .push_bind(event.merchant_id)
-                .push_bind(event.environment.as_str())
-                .push_bind(event.name.as_str())
-                .push_bind(event.job.as_ref().map(|j| j.id))
-                .push_bind(event.occurred_at)
-                .push_bind(job)
-                .push_bind(details);
-        });
-    }
+    courier_store::notify(executor, EVENTS_CHANNEL, "").await
 }

@@ -9,7 +9,6 @@
 //! - `markets`: where the service operates; road networks and places per market.
 //! - `pricing`: price books per market: uploads, activation (hot swap), pricing.
 //! - `rate_limit`: per-key request budgets, in memory.
-//! - `store`: SQL queries.
 //! - `tracking`: the public tracking page of a job.
 //! - `workers`: the one lifecycle of the workers that claim due work in batches.
 
@@ -37,7 +36,6 @@ pub mod sandbox;
 pub mod secrets;
 pub mod server;
 pub mod settings;
-pub mod store;
 pub mod telemetry;
 pub mod texts;
 pub mod tracking;

@@ -10,9 +10,9 @@ use uuid::Uuid;
 use crate::auth::Merchant;
 use crate::markets::{Market, Markets, RoutingError};
 use crate::pricing::{PriceBooks, PricingError, convert};
-use crate::store::quotes::{self as store, QuoteRow};
 use courier_domain::error::ErrorCode;
 use courier_domain::quote::{QuoteRequest, QuoteRequestError, Stop};
+use courier_store::quotes::{self as store, QuoteRow};
 
 #[derive(Debug, Error, ErrorCode)]
 pub enum QuoteError {

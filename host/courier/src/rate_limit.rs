@@ -14,6 +14,7 @@ use uuid::Uuid;
 use crate::settings;
 
 use courier_domain::error::Code;
+use courier_domain::limits::LimitOverrides;
 
 pub const RATE_LIMITED: Code = Code::new(
     429,
@@ -81,14 +82,6 @@ impl Limits {
             Budget::Reads => self.reads_per_minute,
         }
     }
-}
-
-/// Per-minute overrides of one merchant (None: the global default).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LimitOverrides {
-    pub quotes_per_minute: Option<u32>,
-    pub bookings_per_minute: Option<u32>,
-    pub reads_per_minute: Option<u32>,
 }
 
 /// `COURIER_RATE_LIMIT_*` and `COURIER_INSTANCES`.

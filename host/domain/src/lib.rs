@@ -2,6 +2,7 @@
 //! event are, which moves each may make, and how requests about them are validated. The host's
 //! storage, features and HTTP layers build on this crate; it depends on none of them.
 //!
+//! - `audit`: what operators do, as the audit trail names it.
 //! - `backoff`: when a failed call is made again.
 //! - `booking`: validation of a booking request and the job it prepares.
 //! - `charge`: the charge state machine; card numbers that must never be stored.
@@ -9,6 +10,7 @@
 //! - `error`: stable error codes and how each error is answered.
 //! - `event`: the events the service records and sends to webhooks.
 //! - `job`: job states, their transitions, references, proof of delivery.
+//! - `limits`: a merchant's own request budgets.
 //! - `quote`: validation of a quote request.
 //! - `sandbox`: the simulator's scenarios and legs.
 //! - `text`: the wording and rules of customer texts.
@@ -19,6 +21,7 @@
 // The error derive names this crate by its path, inside it as everywhere else.
 extern crate self as courier_domain;
 
+pub mod audit;
 pub mod backoff;
 pub mod booking;
 pub mod charge;
@@ -27,6 +30,7 @@ mod environment;
 pub mod error;
 pub mod event;
 pub mod job;
+pub mod limits;
 mod money;
 pub mod numeric;
 pub mod quote;

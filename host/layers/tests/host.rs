@@ -27,3 +27,8 @@ fn no_two_modules_of_the_service_import_each_other() {
 fn no_two_modules_of_the_domain_import_each_other() {
     assert_eq!(pairs_of("domain"), Vec::<(String, String)>::new());
 }
+
+#[test]
+fn no_two_modules_of_the_store_import_each_other() {
+    assert_eq!(pairs_of("store"), Vec::<(String, String)>::new());
+}

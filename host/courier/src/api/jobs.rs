@@ -22,9 +22,9 @@ use crate::auth::Merchant;
 use crate::jobs::POSITION_FRESHNESS;
 use crate::jobs::booking;
 use crate::jobs::views::{JobDetail, JobListItem, JobView};
-use crate::store::jobs::{self as store, ListFilter};
 use courier_domain::JobStatus;
 use courier_domain::numeric::NumericValue;
+use courier_store::jobs::{self as store, ListFilter};
 
 pub const MAX_PAGE_SIZE: i64 = 200;
 const DEFAULT_PAGE_SIZE: i64 = 50;
@@ -354,7 +354,7 @@ pub async fn proof_file(
     if kind != "photo" && kind != "signature" {
         return Err(ApiError::ProofFileNotFound);
     }
-    let file = crate::store::fulfilment::proof_file(&state.pool, job.id, &kind)
+    let file = courier_store::fulfilment::proof_file(&state.pool, job.id, &kind)
         .await?
         .ok_or(ApiError::ProofFileNotFound)?;
     let content_type =

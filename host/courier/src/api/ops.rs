@@ -65,7 +65,7 @@ pub async fn healthz() -> Json<Health> {
     )
 )]
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<Readiness>, ApiError> {
-    crate::store::ping(&state.pool).await.map_err(|e| {
+    courier_store::ping(&state.pool).await.map_err(|e| {
         tracing::warn!(error = %e, "readiness check failed");
         ApiError::DatabaseUnavailable
     })?;

@@ -12,9 +12,9 @@ use super::error::ApiError;
 use super::extract::ApiJson;
 use super::state::AppState;
 use crate::auth::Merchant;
-use crate::store::webhooks::Owner;
 use crate::webhooks::{DeliveryRecord, Endpoint, WebhookError};
 use courier_domain::event::EventName;
+use courier_store::webhooks::Owner;
 
 fn owner(merchant: &Merchant) -> Owner<'static> {
     Owner {

@@ -40,7 +40,7 @@ pub async fn announce(
     conn: &mut PgConnection,
     change: &CredentialChange,
 ) -> Result<(), sqlx::Error> {
-    crate::store::notify(conn, CHANGES_CHANNEL, &change.payload()).await
+    courier_store::notify(conn, CHANGES_CHANNEL, &change.payload()).await
 }
 
 /// Evicts the changes `notices` hears from `authenticator`'s cache, until the workers stop.

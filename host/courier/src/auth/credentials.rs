@@ -11,10 +11,10 @@ use subtle::ConstantTimeEq;
 use thiserror::Error;
 use uuid::Uuid;
 
-use crate::rate_limit::LimitOverrides;
 use crate::secrets::{SecretKey, hmac_sha256};
-use crate::store;
 use courier_domain::Environment;
+use courier_domain::limits::LimitOverrides;
+use courier_store as store;
 
 use super::basic::parse_basic;
 

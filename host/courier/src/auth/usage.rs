@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::credentials::Authenticator;
-use crate::store;
 use crate::workers::Workers;
+use courier_store as store;
 
 /// Writes the keys' use every `every` until the workers stop, and what is still noted then.
 pub fn flush_usage(authenticator: Authenticator, every: Duration, workers: &Workers) {

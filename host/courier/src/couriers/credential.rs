@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::auth::AuthError;
 use crate::secrets::{SecretKey, hmac_sha256};
-use crate::store::couriers as store;
+use courier_store::couriers as store;
 
 use courier_domain::error::Code;
 use courier_domain::error::ErrorCode;

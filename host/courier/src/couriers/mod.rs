@@ -17,9 +17,9 @@ pub use credential::{CourierAuthError, CourierCredentials, CourierIdentity};
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::clock::now;
 use crate::markets::Markets;
-use crate::store::couriers::{self as store, ACTIVE, CourierRow};
-use crate::store::dispatch as offers;
 use courier_domain::booking::normalise_phone;
+use courier_store::couriers::{self as store, ACTIVE, CourierRow};
+use courier_store::dispatch as offers;
 
 use courier_domain::error::Code;
 use courier_domain::error::ErrorCode;
@@ -322,7 +322,7 @@ impl Couriers {
     /// Online couriers can be offered jobs; going offline withdraws the open offer.
     pub async fn set_online(&self, id: Uuid, online: bool) -> Result<CourierView, CourierError> {
         let mut tx = self.pool.begin().await?;
-        let row = crate::store::couriers::set_online(&mut tx, id, online).await?;
+        let row = courier_store::couriers::set_online(&mut tx, id, online).await?;
         if !online {
             offers::withdraw_courier_offers(&mut tx, id, now()).await?;
         }

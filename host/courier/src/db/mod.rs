@@ -29,7 +29,7 @@ pub enum DbError {
     Join(#[from] tokio::task::JoinError),
 }
 
-pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+pub use courier_store::MIGRATOR;
 
 /// A connection pool plus, when no `DATABASE_URL` was given, the private cluster behind it.
 #[derive(Clone, Debug)]
@@ -97,26 +97,9 @@ pub async fn create_database_if_missing(
     let mut admin = sqlx::PgConnection::connect(&cluster.url("postgres"))
         .await
         .map_err(DbError::Connect)?;
-    let exists: bool =
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
-            .bind(database)
-            .fetch_one(&mut admin)
-            .await
-            .map_err(DbError::Connect)?;
-    if !exists {
-        // Identifiers cannot be bound; callers pass fixed or generated names only.
-        let quoted = database.replace('"', "\"\"");
-        let created = sqlx::query(&format!("CREATE DATABASE \"{quoted}\""))
-            .execute(&mut admin)
-            .await;
-        match created {
-            Ok(_) => {}
-            // Another process won the race: "already exists", or the catalogue's unique index.
-            Err(sqlx::Error::Database(e))
-                if matches!(e.code().as_deref(), Some("42P04") | Some("23505")) => {}
-            Err(e) => return Err(DbError::Connect(e)),
-        }
-    }
+    courier_store::cluster::create_database_if_missing(&mut admin, database)
+        .await
+        .map_err(DbError::Connect)?;
     admin.close().await.ok();
     Ok(())
 }

@@ -23,9 +23,9 @@ use crate::clock::now;
 use crate::jobs::POSITION_FRESHNESS;
 use crate::jobs::fulfilment::Fulfilment;
 use crate::markets::Markets;
-use crate::store::couriers::{self as couriers_store, CandidateSearch};
-use crate::store::dispatch::{self as store, OfferRow};
-use crate::store::jobs::JobRow;
+use courier_store::couriers::{self as couriers_store, CandidateSearch};
+use courier_store::dispatch::{self as store, OfferRow};
+use courier_store::jobs::JobRow;
 
 /// Couriers routed per job: the nearest in a straight line.
 const CANDIDATES: i64 = 10;

@@ -49,11 +49,6 @@ use crate::auth::Merchant;
 use crate::events::{self, EventBell, EventTransaction};
 use crate::markets::Markets;
 use crate::payments::{CallSlot, HoldError, Payments, ProviderAnswer, RecordedHold};
-use crate::store::bookings::{self as attempts, AttemptRow};
-use crate::store::jobs::{self as store, JobRow, KeyClaim};
-use crate::store::payments::CardRow;
-use crate::store::quotes::QuoteRow;
-use crate::store::writes::Writes;
 use courier_domain::booking::{
     BookingRequest, BookingRequestError, Contact, StopRole, normalise_phone,
 };
@@ -61,6 +56,11 @@ use courier_domain::event::{EventDetails, EventName, JobFacts, NewEvent};
 use courier_domain::job::reference::{new_reference, new_tracking_token};
 use courier_domain::sandbox::Scenario;
 use courier_domain::{Environment, JobStatus};
+use courier_store::bookings::{self as attempts, AttemptRow};
+use courier_store::jobs::{self as store, JobRow, KeyClaim};
+use courier_store::payments::CardRow;
+use courier_store::quotes::QuoteRow;
+use courier_store::writes::Writes;
 
 use courier_domain::error::Code;
 use courier_domain::error::ErrorCode;
@@ -474,7 +474,7 @@ async fn record(
         .into()));
     }
     let run = (merchant.environment == Environment::Test).then(|| {
-        crate::store::sandbox::RunRow::new(job, scenario.unwrap_or_default(), job.booked_at)
+        courier_store::sandbox::RunRow::new(job, scenario.unwrap_or_default(), job.booked_at)
     });
     let event = booked_event(job, merchant, job.booked_at);
     let body =
@@ -495,7 +495,7 @@ async fn record(
         None => writes = writes.and(store::mark_quote_used(job.quote_id, job.booked_at)),
     }
     if let Some(run) = &run {
-        writes = writes.and(crate::store::sandbox::upsert(run));
+        writes = writes.and(courier_store::sandbox::upsert(run));
     }
     writes.execute(conn).await?;
     let recorded = context

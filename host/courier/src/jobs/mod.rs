@@ -11,8 +11,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use crate::store::jobs as store;
 use crate::workers::{Pass, Workers};
+use courier_store::jobs as store;
 
 /// How long an `Idempotency-Key` is remembered.
 pub const IDEMPOTENCY_RETENTION: chrono::Duration = chrono::Duration::hours(24);

@@ -7,7 +7,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::store::jobs::JobRow;
+use courier_store::jobs::JobRow;
 
 /// The booking response (spec: "Job").
 #[derive(Debug, Serialize, ToSchema)]

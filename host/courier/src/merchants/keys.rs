@@ -10,8 +10,8 @@ use uuid::Uuid;
 use super::error::{MAX_LABEL_CHARS, MerchantError};
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::auth::{Authenticator, CredentialChange};
-use crate::store;
 use courier_domain::Environment;
+use courier_store as store;
 
 /// A key as operators see it (no secret, no hash).
 pub type ApiKey = store::merchants::KeyRow;

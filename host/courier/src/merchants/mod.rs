@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::auth::Authenticator;
-use crate::store;
 use courier_domain::Environment;
+use courier_store as store;
 
 use error::MAX_NAME_CHARS;
 pub use error::{MERCHANT_NOT_FOUND, MerchantError, SettingsError};

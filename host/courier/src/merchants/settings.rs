@@ -9,21 +9,9 @@ use uuid::Uuid;
 use super::error::{MAX_PER_MINUTE, MerchantError, SettingsError};
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::auth::{Authenticator, CredentialChange};
-use crate::rate_limit::LimitOverrides;
-use crate::store;
-pub use crate::store::merchants::AccountSettings;
 use courier_domain::numeric::Numeric;
-
-impl AccountSettings {
-    pub fn limit_overrides(&self) -> LimitOverrides {
-        let per_minute = |value: Option<i32>| value.and_then(|v| u32::try_from(v).ok());
-        LimitOverrides {
-            quotes_per_minute: per_minute(self.rate_limit_quotes_per_minute),
-            bookings_per_minute: per_minute(self.rate_limit_bookings_per_minute),
-            reads_per_minute: per_minute(self.rate_limit_reads_per_minute),
-        }
-    }
-}
+use courier_store as store;
+pub use courier_store::merchants::AccountSettings;
 
 /// A change to some account settings; what is absent stays as it is, and `null` puts a
 /// nullable setting back to the service's default.

@@ -34,11 +34,11 @@ pub use gateway::{Gateway, GatewayError, Gateways, TestNetwork};
 
 use crate::auth::Merchant;
 use crate::events::{self, EventBell, EventTransaction};
-use crate::store::payments::{self as store, CardRow, ChargeRow, NewMove};
 use courier_domain::Environment;
 use courier_domain::charge::contains_card_number;
 use courier_domain::charge::state::{self, ChargeStatus, Decision, InvalidMove, Move};
 use courier_domain::event::{EventDetails, EventName, NewEvent};
+use courier_store::payments::{self as store, CardRow, ChargeRow, NewMove};
 
 use courier_domain::error::Code;
 use courier_domain::error::ErrorCode;

@@ -12,9 +12,9 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::{PaymentError, Payments};
-use crate::store::payments as store;
 use crate::workers::{Pass, Workers};
 use courier_domain::charge::{ChargeStatus, Move};
+use courier_store::payments as store;
 
 /// Due retries taken per claim: small, so a shutdown waits for little.
 const CLAIM_BATCH: i64 = 5;

@@ -27,7 +27,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::db::listen::Notice;
 use crate::markets::{Market, Markets};
-use crate::store::price_books as store;
+use courier_store::price_books as store;
 
 use courier_domain::error::Code;
 use courier_domain::error::ErrorCode;
@@ -379,7 +379,8 @@ impl PriceBooks {
         let market = self.market(market_id)?;
         let candidate = self.upload_book(market.id(), version).await?;
         let recent =
-            crate::store::quotes::recent_in_market(&self.pool, market.id(), COMPARE_SAMPLE).await?;
+            courier_store::quotes::recent_in_market(&self.pool, market.id(), COMPARE_SAMPLE)
+                .await?;
         let timezone = market.definition.timezone;
         let mut comparison = Comparison {
             market: market.id().to_owned(),
@@ -680,7 +681,7 @@ fn sample_requests(
 /// What `quote` comes to under `book`.
 fn reprice(
     book: &ActiveBook,
-    quote: &crate::store::quotes::QuoteRow,
+    quote: &courier_store::quotes::QuoteRow,
     timezone: chrono_tz::Tz,
 ) -> Result<i64, PricingError> {
     let vehicle: courier_geo::Vehicle = quote

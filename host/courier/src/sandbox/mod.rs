@@ -31,12 +31,12 @@ use crate::clock::now;
 use crate::dispatch::point;
 use crate::jobs::fulfilment::{self, Fulfilment, FulfilmentError, SimulatedMove};
 use crate::markets::Markets;
-use crate::store::fulfilment::lock_job;
-use crate::store::jobs::JobRow;
-use crate::store::sandbox::{self as store, RunRow};
 use courier_domain::JobStatus;
 use courier_domain::job::proof::{Proof, ProofFile};
 use courier_domain::job::transitions;
+use courier_store::fulfilment::lock_job;
+use courier_store::jobs::JobRow;
+use courier_store::sandbox::{self as store, RunRow};
 
 use courier_domain::error::Code;
 use courier_domain::error::ErrorCode;
@@ -183,7 +183,7 @@ impl Simulator {
 
     /// `GET /v1/sandbox/jobs/{id}`: read without locks, so it never waits on a step.
     pub async fn view(&self, merchant: &Merchant, job_id: Uuid) -> Result<RunView, SandboxError> {
-        let job = crate::store::jobs::find(
+        let job = courier_store::jobs::find(
             &self.pool,
             merchant.merchant_id,
             merchant.environment,

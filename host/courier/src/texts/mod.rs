@@ -21,11 +21,11 @@ use uuid::Uuid;
 pub use config::TextsConfig;
 pub use gateway::{GatewayConfig, HttpSmsGateway, OutgoingText, SendFailure, SmsProvider};
 
-use crate::store::texts::{self as store, DueText, NewText};
 use crate::workers::{Pass, Workers};
 use courier_domain::Environment;
 use courier_domain::backoff::Backoff;
 use courier_domain::text::message::{self, Disposition};
+use courier_store::texts::{self as store, DueText, NewText};
 
 const TRACKING_LINK: &str = "tracking_link";
 /// Texts taken per claim: small, so a shutdown waits for little.

@@ -23,12 +23,12 @@ pub use view::TrackingState;
 
 use crate::jobs::POSITION_FRESHNESS;
 use crate::markets::{Market, Markets};
-use crate::store::jobs::{self as jobs_store, JobRow};
-use crate::store::tracking as store;
 use courier_domain::JobStatus;
 use courier_domain::tracking::eta::TravelTimes;
 use courier_domain::tracking::timeline::Milestones;
 use courier_domain::tracking::wording;
+use courier_store::jobs::{self as jobs_store, JobRow};
+use courier_store::tracking as store;
 use map::MapInput;
 
 use courier_domain::error::Code;

@@ -16,8 +16,8 @@ use uuid::Uuid;
 use super::client::{Outcome, Request, WebhookClient};
 use super::config::WebhookConfig;
 use super::secret::SecretCipher;
-use crate::store::webhooks::{self as store, Failure};
 use crate::workers::Workers;
+use courier_store::webhooks::{self as store, Failure};
 
 /// Requests in flight at once in this process, all endpoints together.
 const GLOBAL_CONCURRENCY: usize = 256;

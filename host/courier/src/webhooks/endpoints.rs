@@ -10,9 +10,9 @@ use uuid::Uuid;
 use sqlx::PgPool;
 
 use super::secret::{self, SecretCipher};
-use crate::store::webhooks::{self as store, DeliveryRow, EndpointRow, NewEndpoint, Owner};
 use courier_domain::event::EventName;
 use courier_plugins::is_public_address as is_public;
+use courier_store::webhooks::{self as store, DeliveryRow, EndpointRow, NewEndpoint, Owner};
 
 use courier_domain::error::Code;
 use courier_domain::error::ErrorCode;

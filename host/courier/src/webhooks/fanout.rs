@@ -7,8 +7,8 @@ use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::store::webhooks::{self as store, EventRow, NewDelivery, SubscriberRow};
 use courier_domain::event::{EventDetails, JobFacts};
+use courier_store::webhooks::{self as store, EventRow, NewDelivery, SubscriberRow};
 
 /// Events taken per transaction.
 const BATCH: i64 = 256;

@@ -90,11 +90,9 @@ pub async fn list(
         .transpose()?;
     let filter = AuditFilter {
         operator: text("operator"),
-        action: text("action")
-            .map(|a| AuditFilter::action(&a))
-            .transpose()?,
+        action: text("action").map(|a| audit::action(&a)).transpose()?,
         target_type: text("target_type")
-            .map(|t| AuditFilter::target_type(&t))
+            .map(|t| audit::target_type(&t))
             .transpose()?,
         target_id: text("target_id"),
         merchant_id,

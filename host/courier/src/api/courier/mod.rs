@@ -22,12 +22,12 @@ use crate::api::state::AppState;
 use crate::couriers::{CourierIdentity, CourierView};
 use crate::jobs::fulfilment::FulfilmentError;
 use crate::jobs::views::ProofRequirement;
-use crate::store::dispatch::{self as offers_store, OfferRow};
-use crate::store::fulfilment as jobs_store;
-use crate::store::jobs::JobRow;
 use courier_domain::booking::{Contact, Item};
 use courier_domain::job::proof::{DeliveryRequest, Proof, Requirement};
 use courier_domain::numeric::Numeric;
+use courier_store::dispatch::{self as offers_store, OfferRow};
+use courier_store::fulfilment as jobs_store;
+use courier_store::jobs::JobRow;
 
 /// The couriers' API routes, described; [`with_courier_layers`] serves them. Proof of
 /// delivery carries files, so its route takes bodies up to `proof_body_limit`.

@@ -18,12 +18,12 @@ use uuid::Uuid;
 use super::{ABANDONED, BookingContext, BookingError, Prepared, complete, hold};
 use crate::auth::Merchant;
 use crate::payments::ProviderAnswer;
-use crate::store::bookings::{self as attempts, AttemptRow};
-use crate::store::jobs as store;
-use crate::store::payments as payment_store;
-use crate::store::writes::Writes;
 use crate::workers::{Pass, Workers};
 use courier_domain::Environment;
+use courier_store::bookings::{self as attempts, AttemptRow};
+use courier_store::jobs as store;
+use courier_store::payments as payment_store;
+use courier_store::writes::Writes;
 
 /// Attempts taken per claim: small, so a shutdown waits for little.
 const CLAIM_BATCH: i64 = 5;
@@ -123,7 +123,7 @@ async fn abandon(
     context: &BookingContext,
     merchant: &Merchant,
     attempt: &AttemptRow,
-    card: &crate::store::payments::CardRow,
+    card: &courier_store::payments::CardRow,
     slot: crate::payments::CallSlot,
 ) -> Result<(), NotFinished> {
     let amount = attempt.job["price_amount_minor"]

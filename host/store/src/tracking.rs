@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::store::jobs::JobRow;
+use crate::jobs::JobRow;
 
 /// The job whose tracking token is `token` (the unique index on `tracking_token` answers it).
 pub async fn find_by_token(pool: &PgPool, token: &str) -> Result<Option<JobRow>, sqlx::Error> {

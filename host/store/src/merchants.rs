@@ -3,8 +3,8 @@ use serde::Serialize;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use crate::rate_limit::LimitOverrides;
 use courier_domain::Environment;
+use courier_domain::limits::LimitOverrides;
 
 /// A merchant's account settings.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
@@ -82,6 +82,22 @@ type StoredApiKeyRow = (
     Option<i32>,
 );
 
+impl AccountSettings {
+    /// The merchant's own request budgets, where set.
+    pub fn limit_overrides(&self) -> LimitOverrides {
+        LimitOverrides {
+            quotes_per_minute: per_minute(self.rate_limit_quotes_per_minute),
+            bookings_per_minute: per_minute(self.rate_limit_bookings_per_minute),
+            reads_per_minute: per_minute(self.rate_limit_reads_per_minute),
+        }
+    }
+}
+
+/// A stored budget: null or out of range is no override.
+fn per_minute(value: Option<i32>) -> Option<u32> {
+    value.and_then(|v| u32::try_from(v).ok())
+}
+
 /// A key with what authenticating with it needs: its merchant's request budgets too.
 pub async fn find_api_key(pool: &PgPool, key: &str) -> Result<Option<StoredApiKey>, sqlx::Error> {
     let row: Option<StoredApiKeyRow> = sqlx::query_as(
@@ -90,7 +106,6 @@ pub async fn find_api_key(pool: &PgPool, key: &str) -> Result<Option<StoredApiKe
     .bind(key)
     .fetch_optional(pool)
     .await?;
-    let per_minute = |value: Option<i32>| value.and_then(|v| u32::try_from(v).ok());
     Ok(row.and_then(
         |(id, merchant_id, environment, secret_hash, revoked, quotes, bookings, reads)| {
             Some(StoredApiKey {

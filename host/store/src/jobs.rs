@@ -185,7 +185,7 @@ pub async fn open_due_searches(pool: &PgPool, now: DateTime<Utc>) -> Result<u64,
 #[derive(sqlx::FromRow)]
 pub struct QuoteToBook {
     #[sqlx(flatten)]
-    pub quote: crate::store::quotes::QuoteRow,
+    pub quote: crate::quotes::QuoteRow,
     pub notify_customer_default: bool,
     pub proof_photo_required: bool,
     pub proof_signature_required: bool,

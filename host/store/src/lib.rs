@@ -1,8 +1,11 @@
-//! SQL, one module per table group. Queries only: rules live in `domain`.
+//! Courier's SQL, one module per table group. Queries only: rules live in `courier-domain`.
 
+pub mod audit;
 pub mod bookings;
+pub mod cluster;
 pub mod couriers;
 pub mod dispatch;
+pub mod events;
 pub mod fulfilment;
 pub mod jobs;
 pub mod merchants;
@@ -16,6 +19,9 @@ pub mod webhooks;
 pub mod writes;
 
 use sqlx::{PgExecutor, PgPool};
+
+/// The schema's migrations (`migrations/`), applied at start.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 
 /// Whether the database answers (the readiness check).
 pub async fn ping(pool: &PgPool) -> Result<(), sqlx::Error> {
