@@ -42,6 +42,20 @@ impl Environment {
     }
 }
 
+/// A stored environment this code does not know.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not an environment")]
+pub struct UnknownEnvironment(pub String);
+
+/// How a stored environment is read: an unknown one is an error, never a guess.
+impl TryFrom<String> for Environment {
+    type Error = UnknownEnvironment;
+
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        Self::parse(&value).ok_or(UnknownEnvironment(value))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,7 +41,7 @@ pub mod tracking;
 mod vehicle;
 pub mod webhook;
 
-pub use environment::Environment;
+pub use environment::{Environment, UnknownEnvironment};
 pub use job::JobStatus;
 pub use money::{Currency, UnknownCurrency};
 pub use vehicle::VehicleName;

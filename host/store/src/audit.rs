@@ -15,20 +15,20 @@ pub async fn record(
     record: &AuditRecord<'_>,
 ) -> Result<Uuid, sqlx::Error> {
     let id = Uuid::new_v4();
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO audit_log \
          (id, operator, action, target_type, target_id, merchant_id, before, after, occurred_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        id,
+        record.operator,
+        record.action.as_str(),
+        record.target_type,
+        &record.target_id,
+        record.merchant_id,
+        record.before.as_ref(),
+        record.after.as_ref(),
+        record.occurred_at,
     )
-    .bind(id)
-    .bind(record.operator)
-    .bind(record.action.as_str())
-    .bind(record.target_type)
-    .bind(&record.target_id)
-    .bind(record.merchant_id)
-    .bind(&record.before)
-    .bind(&record.after)
-    .bind(record.occurred_at)
     .execute(conn)
     .await?;
     Ok(id)
@@ -79,40 +79,48 @@ pub async fn list(
     pool: &PgPool,
     filter: &AuditFilter,
 ) -> Result<(Vec<AuditEntry>, i64), sqlx::Error> {
-    const MATCHES: &str = "($1::text IS NULL OR operator = $1) \
+    let action = filter.action.map(AuditAction::as_str);
+    let entries = sqlx::query_as!(
+        AuditEntry,
+        "SELECT id, operator, action, target_type, target_id, merchant_id, before, after, \
+                occurred_at \
+         FROM audit_log WHERE ($1::text IS NULL OR operator = $1) \
          AND ($2::text IS NULL OR action = $2) \
          AND ($3::text IS NULL OR target_type = $3) \
          AND ($4::text IS NULL OR target_id = $4) \
          AND ($5::uuid IS NULL OR merchant_id = $5) \
          AND ($6::timestamptz IS NULL OR occurred_at >= $6) \
-         AND ($7::timestamptz IS NULL OR occurred_at < $7)";
-    let action = filter.action.map(AuditAction::as_str);
-    let entries = sqlx::query_as(&format!(
-        "SELECT id, operator, action, target_type, target_id, merchant_id, before, after, \
-                occurred_at \
-         FROM audit_log WHERE {MATCHES} \
-         ORDER BY occurred_at DESC, id DESC LIMIT $8 OFFSET $9"
-    ))
-    .bind(&filter.operator)
-    .bind(action)
-    .bind(filter.target_type)
-    .bind(&filter.target_id)
-    .bind(filter.merchant_id)
-    .bind(filter.from)
-    .bind(filter.to)
-    .bind(filter.limit)
-    .bind(filter.offset)
+         AND ($7::timestamptz IS NULL OR occurred_at < $7) \
+         ORDER BY occurred_at DESC, id DESC LIMIT $8 OFFSET $9",
+        filter.operator.as_deref(),
+        action,
+        filter.target_type,
+        filter.target_id.as_deref(),
+        filter.merchant_id,
+        filter.from,
+        filter.to,
+        filter.limit,
+        filter.offset,
+    )
     .fetch_all(pool)
     .await?;
-    let total: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM audit_log WHERE {MATCHES}"))
-        .bind(&filter.operator)
-        .bind(action)
-        .bind(filter.target_type)
-        .bind(&filter.target_id)
-        .bind(filter.merchant_id)
-        .bind(filter.from)
-        .bind(filter.to)
-        .fetch_one(pool)
-        .await?;
+    let total: i64 = sqlx::query_scalar!(
+        "SELECT count(*) AS \"count!\" FROM audit_log WHERE ($1::text IS NULL OR operator = $1) \
+         AND ($2::text IS NULL OR action = $2) \
+         AND ($3::text IS NULL OR target_type = $3) \
+         AND ($4::text IS NULL OR target_id = $4) \
+         AND ($5::uuid IS NULL OR merchant_id = $5) \
+         AND ($6::timestamptz IS NULL OR occurred_at >= $6) \
+         AND ($7::timestamptz IS NULL OR occurred_at < $7)",
+        filter.operator.as_deref(),
+        action,
+        filter.target_type,
+        filter.target_id.as_deref(),
+        filter.merchant_id,
+        filter.from,
+        filter.to,
+    )
+    .fetch_one(pool)
+    .await?;
     Ok((entries, total))
 }

@@ -73,10 +73,13 @@ pub async fn lock_attempt(
     conn: &mut PgConnection,
     id: Uuid,
 ) -> Result<Option<AttemptRow>, sqlx::Error> {
-    sqlx::query_as("SELECT * FROM booking_attempts WHERE id = $1 FOR UPDATE")
-        .bind(id)
-        .fetch_optional(conn)
-        .await
+    sqlx::query_as!(
+        AttemptRow,
+        "SELECT * FROM booking_attempts WHERE id = $1 FOR UPDATE",
+        id,
+    )
+    .fetch_optional(conn)
+    .await
 }
 
 /// Claims up to `limit` attempts whose lease ran out (their request died or lost the
@@ -87,16 +90,17 @@ pub async fn claim_interrupted(
     limit: i64,
     lease: std::time::Duration,
 ) -> Result<Vec<AttemptRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        AttemptRow,
         "UPDATE booking_attempts SET leased_until = now() + make_interval(secs => $2), \
          recoveries = recoveries + 1 \
          WHERE id IN ( \
            SELECT id FROM booking_attempts WHERE leased_until < now() \
            ORDER BY leased_until LIMIT $1 FOR UPDATE SKIP LOCKED) \
          RETURNING *",
+        limit,
+        lease.as_secs_f64(),
     )
-    .bind(limit)
-    .bind(lease.as_secs_f64())
     .fetch_all(pool)
     .await
 }
@@ -108,14 +112,14 @@ pub async fn stored_response(
     environment: Environment,
     key: &str,
 ) -> Result<Option<(i32, serde_json::Value)>, sqlx::Error> {
-    let row: Option<(Option<i32>, Option<serde_json::Value>)> = sqlx::query_as(
+    let row = sqlx::query!(
         "SELECT response_status, response_body FROM idempotency_keys \
          WHERE merchant_id = $1 AND environment = $2 AND key = $3",
+        merchant_id,
+        environment.as_str(),
+        key,
     )
-    .bind(merchant_id)
-    .bind(environment.as_str())
-    .bind(key)
     .fetch_optional(conn)
     .await?;
-    Ok(row.and_then(|(status, body)| status.zip(body)))
+    Ok(row.and_then(|r| r.response_status.zip(r.response_body)))
 }

@@ -8,11 +8,12 @@ pub async fn create_database_if_missing(
     admin: &mut PgConnection,
     database: &str,
 ) -> Result<(), sqlx::Error> {
-    let exists: bool =
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
-            .bind(database)
-            .fetch_one(&mut *admin)
-            .await?;
+    let exists: bool = sqlx::query_scalar!(
+        "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1) AS \"exists!\"",
+        database,
+    )
+    .fetch_one(&mut *admin)
+    .await?;
     if exists {
         return Ok(());
     }

@@ -24,55 +24,61 @@ pub struct CourierRow {
 }
 
 pub async fn insert(conn: &mut PgConnection, courier: &CourierRow) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO couriers (id, name, phone, vehicle, market_id, status, online, \
          credential_key, secret_hash, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        courier.id,
+        &courier.name,
+        &courier.phone,
+        &courier.vehicle,
+        &courier.market_id,
+        &courier.status,
+        courier.online,
+        &courier.credential_key,
+        &courier.secret_hash,
+        courier.created_at,
     )
-    .bind(courier.id)
-    .bind(&courier.name)
-    .bind(&courier.phone)
-    .bind(&courier.vehicle)
-    .bind(&courier.market_id)
-    .bind(&courier.status)
-    .bind(courier.online)
-    .bind(&courier.credential_key)
-    .bind(&courier.secret_hash)
-    .bind(courier.created_at)
     .execute(conn)
     .await?;
     Ok(())
 }
 
 pub async fn find(pool: &PgPool, id: Uuid) -> Result<Option<CourierRow>, sqlx::Error> {
-    sqlx::query_as("SELECT * FROM couriers WHERE id = $1")
-        .bind(id)
+    sqlx::query_as!(CourierRow, "SELECT * FROM couriers WHERE id = $1", id,)
         .fetch_optional(pool)
         .await
 }
 
 /// The courier, locked for this transaction.
 pub async fn lock(conn: &mut PgConnection, id: Uuid) -> Result<Option<CourierRow>, sqlx::Error> {
-    sqlx::query_as("SELECT * FROM couriers WHERE id = $1 FOR UPDATE")
-        .bind(id)
-        .fetch_optional(conn)
-        .await
+    sqlx::query_as!(
+        CourierRow,
+        "SELECT * FROM couriers WHERE id = $1 FOR UPDATE",
+        id,
+    )
+    .fetch_optional(conn)
+    .await
 }
 
 pub async fn find_by_key(pool: &PgPool, key: &str) -> Result<Option<CourierRow>, sqlx::Error> {
-    sqlx::query_as("SELECT * FROM couriers WHERE credential_key = $1")
-        .bind(key)
-        .fetch_optional(pool)
-        .await
+    sqlx::query_as!(
+        CourierRow,
+        "SELECT * FROM couriers WHERE credential_key = $1",
+        key,
+    )
+    .fetch_optional(pool)
+    .await
 }
 
 /// All couriers, or a market's, newest first.
 pub async fn list(pool: &PgPool, market: Option<&str>) -> Result<Vec<CourierRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        CourierRow,
         "SELECT * FROM couriers WHERE $1::text IS NULL OR market_id = $1 \
          ORDER BY created_at DESC, id DESC",
+        market,
     )
-    .bind(market)
     .fetch_all(pool)
     .await
 }
@@ -85,15 +91,16 @@ pub async fn set_status(
     at: Option<DateTime<Utc>>,
     reason: Option<&str>,
 ) -> Result<CourierRow, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        CourierRow,
         "UPDATE couriers SET status = $2, suspended_at = $3, suspension_reason = $4, \
          online = CASE WHEN $2 = 'suspended' THEN false ELSE online END \
          WHERE id = $1 RETURNING *",
+        id,
+        status,
+        at,
+        reason,
     )
-    .bind(id)
-    .bind(status)
-    .bind(at)
-    .bind(reason)
     .fetch_one(conn)
     .await
 }
@@ -103,11 +110,14 @@ pub async fn set_online(
     id: Uuid,
     online: bool,
 ) -> Result<CourierRow, sqlx::Error> {
-    sqlx::query_as("UPDATE couriers SET online = $2 WHERE id = $1 RETURNING *")
-        .bind(id)
-        .bind(online)
-        .fetch_one(conn)
-        .await
+    sqlx::query_as!(
+        CourierRow,
+        "UPDATE couriers SET online = $2 WHERE id = $1 RETURNING *",
+        id,
+        online,
+    )
+    .fetch_one(conn)
+    .await
 }
 
 /// Keeps the courier's latest position.
@@ -118,15 +128,15 @@ pub async fn report_position(
     longitude: f64,
     seen_at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO courier_positions (courier_id, latitude, longitude, seen_at) \
          VALUES ($1, $2, $3, $4) ON CONFLICT (courier_id) DO UPDATE \
          SET latitude = $2, longitude = $3, seen_at = $4",
+        id,
+        latitude,
+        longitude,
+        seen_at,
     )
-    .bind(id)
-    .bind(latitude)
-    .bind(longitude)
-    .bind(seen_at)
     .execute(pool)
     .await?;
     Ok(())
@@ -162,30 +172,31 @@ pub async fn candidates(
 ) -> Result<Vec<Candidate>, sqlx::Error> {
     // Longitude degrees shrink with latitude; the box widens to match.
     let lon_degrees = search.box_degrees / search.latitude.to_radians().cos().abs().max(0.01);
-    sqlx::query_as(
+    sqlx::query_as!(
+        Candidate,
         "SELECT c.id, p.latitude, p.longitude FROM couriers c \
          JOIN courier_positions p ON p.courier_id = c.id \
          WHERE c.market_id = $1 AND c.vehicle = $2 AND c.status = 'active' AND c.online \
            AND p.seen_at >= $3 \
-           AND p.latitude BETWEEN $4 - $6 AND $4 + $6 \
-           AND p.longitude BETWEEN $5 - $7 AND $5 + $7 \
+           AND p.latitude BETWEEN $4::float8 - $6::float8 AND $4 + $6 \
+           AND p.longitude BETWEEN $5::float8 - $7::float8 AND $5 + $7 \
            AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.courier_id = c.id \
                            AND j.status IN ('assigned', 'in_transit')) \
            AND NOT EXISTS (SELECT 1 FROM courier_offers o WHERE o.courier_id = c.id \
                            AND (o.status = 'open' OR o.job_id = $8)) \
-         ORDER BY power(p.latitude - $4, 2) + power((p.longitude - $5) * $9, 2), c.id \
+         ORDER BY power(p.latitude - $4, 2) + power((p.longitude - $5) * $9::float8, 2), c.id \
          LIMIT $10",
+        search.market_id,
+        search.vehicle,
+        search.fresh_since,
+        search.latitude,
+        search.longitude,
+        search.box_degrees,
+        lon_degrees,
+        search.job_id,
+        search.latitude.to_radians().cos(),
+        search.limit,
     )
-    .bind(search.market_id)
-    .bind(search.vehicle)
-    .bind(search.fresh_since)
-    .bind(search.latitude)
-    .bind(search.longitude)
-    .bind(search.box_degrees)
-    .bind(lon_degrees)
-    .bind(search.job_id)
-    .bind(search.latitude.to_radians().cos())
-    .bind(search.limit)
     .fetch_all(conn)
     .await
 }

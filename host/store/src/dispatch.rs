@@ -21,16 +21,16 @@ pub struct OfferRow {
 /// Inserts an open offer; false when the job or the courier already has one (another
 /// dispatcher was first) or the courier was offered this job before.
 pub async fn insert_offer(conn: &mut PgConnection, offer: &OfferRow) -> Result<bool, sqlx::Error> {
-    let inserted = sqlx::query(
+    let inserted = sqlx::query!(
         "INSERT INTO courier_offers (id, job_id, courier_id, travel_seconds, status, offered_at, \
          expires_at) VALUES ($1, $2, $3, $4, 'open', $5, $6) ON CONFLICT DO NOTHING",
+        offer.id,
+        offer.job_id,
+        offer.courier_id,
+        offer.travel_seconds,
+        offer.offered_at,
+        offer.expires_at,
     )
-    .bind(offer.id)
-    .bind(offer.job_id)
-    .bind(offer.courier_id)
-    .bind(offer.travel_seconds)
-    .bind(offer.offered_at)
-    .bind(offer.expires_at)
     .execute(conn)
     .await?;
     Ok(inserted.rows_affected() == 1)
@@ -38,12 +38,12 @@ pub async fn insert_offer(conn: &mut PgConnection, offer: &OfferRow) -> Result<b
 
 /// Closes the open offers that have run out; returns how many.
 pub async fn expire_offers(pool: &PgPool, now: DateTime<Utc>) -> Result<u64, sqlx::Error> {
-    let expired = sqlx::query(
+    let expired = sqlx::query!(
         "UPDATE courier_offers SET status = 'expired', answered_at = $1 WHERE id IN ( \
            SELECT id FROM courier_offers WHERE status = 'open' AND expires_at <= $1 \
            ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED)",
+        now,
     )
-    .bind(now)
     .execute(pool)
     .await?;
     Ok(expired.rows_affected())
@@ -55,11 +55,13 @@ pub async fn job_of_offer(
     offer_id: Uuid,
     courier_id: Uuid,
 ) -> Result<Option<Uuid>, sqlx::Error> {
-    sqlx::query_scalar("SELECT job_id FROM courier_offers WHERE id = $1 AND courier_id = $2")
-        .bind(offer_id)
-        .bind(courier_id)
-        .fetch_optional(conn)
-        .await
+    sqlx::query_scalar!(
+        "SELECT job_id FROM courier_offers WHERE id = $1 AND courier_id = $2",
+        offer_id,
+        courier_id,
+    )
+    .fetch_optional(conn)
+    .await
 }
 
 /// The courier's offer, locked for this transaction.
@@ -68,11 +70,14 @@ pub async fn lock_offer(
     id: Uuid,
     courier_id: Uuid,
 ) -> Result<Option<OfferRow>, sqlx::Error> {
-    sqlx::query_as("SELECT * FROM courier_offers WHERE id = $1 AND courier_id = $2 FOR UPDATE")
-        .bind(id)
-        .bind(courier_id)
-        .fetch_optional(conn)
-        .await
+    sqlx::query_as!(
+        OfferRow,
+        "SELECT * FROM courier_offers WHERE id = $1 AND courier_id = $2 FOR UPDATE",
+        id,
+        courier_id,
+    )
+    .fetch_optional(conn)
+    .await
 }
 
 pub async fn answer_offer(
@@ -81,12 +86,14 @@ pub async fn answer_offer(
     status: &str,
     at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE courier_offers SET status = $2, answered_at = $3 WHERE id = $1")
-        .bind(id)
-        .bind(status)
-        .bind(at)
-        .execute(conn)
-        .await?;
+    sqlx::query!(
+        "UPDATE courier_offers SET status = $2, answered_at = $3 WHERE id = $1",
+        id,
+        status,
+        at,
+    )
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
@@ -96,12 +103,12 @@ pub async fn withdraw_job_offers(
     job_id: Uuid,
     at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE courier_offers SET status = 'withdrawn', answered_at = $2 \
          WHERE job_id = $1 AND status = 'open'",
+        job_id,
+        at,
     )
-    .bind(job_id)
-    .bind(at)
     .execute(conn)
     .await?;
     Ok(())
@@ -113,12 +120,12 @@ pub async fn withdraw_courier_offers(
     courier_id: Uuid,
     at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE courier_offers SET status = 'withdrawn', answered_at = $2 \
          WHERE courier_id = $1 AND status = 'open'",
+        courier_id,
+        at,
     )
-    .bind(courier_id)
-    .bind(at)
     .execute(conn)
     .await?;
     Ok(())
@@ -130,20 +137,21 @@ pub async fn open_offers(
     courier_id: Uuid,
     now: DateTime<Utc>,
 ) -> Result<Vec<(OfferRow, JobRow)>, sqlx::Error> {
-    let offers: Vec<OfferRow> = sqlx::query_as(
+    let offers: Vec<OfferRow> = sqlx::query_as!(
+        OfferRow,
         "SELECT * FROM courier_offers WHERE courier_id = $1 AND status = 'open' \
          AND expires_at > $2 ORDER BY expires_at",
+        courier_id,
+        now,
     )
-    .bind(courier_id)
-    .bind(now)
     .fetch_all(pool)
     .await?;
     let mut found = Vec::with_capacity(offers.len());
     for offer in offers {
-        let job: JobRow = sqlx::query_as("SELECT * FROM jobs WHERE id = $1")
-            .bind(offer.job_id)
-            .fetch_one(pool)
-            .await?;
+        let job: JobRow =
+            sqlx::query_as!(JobRow, "SELECT * FROM jobs WHERE id = $1", offer.job_id,)
+                .fetch_one(pool)
+                .await?;
         found.push((offer, job));
     }
     Ok(found)
@@ -156,16 +164,17 @@ pub async fn claim_overdue_searches(
     now: DateTime<Utc>,
     limit: i64,
 ) -> Result<Vec<JobRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        JobRow,
         "SELECT * FROM jobs WHERE status = 'searching' \
          AND coalesce(search_opened_at, search_opens_at, booked_at) \
-             <= $1 - make_interval(secs => $2) \
+             <= $1::timestamptz - make_interval(secs => $2) \
          ORDER BY coalesce(search_opened_at, search_opens_at, booked_at) \
          LIMIT $3 FOR UPDATE SKIP LOCKED",
+        now,
+        deadline.as_seconds_f64(),
+        limit,
     )
-    .bind(now)
-    .bind(deadline.as_seconds_f64())
-    .bind(limit)
     .fetch_all(conn)
     .await
 }
@@ -178,16 +187,17 @@ pub async fn claim_unoffered_search(
     passed: &[Uuid],
     live_only: bool,
 ) -> Result<Option<JobRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        JobRow,
         "SELECT * FROM jobs j WHERE status = 'searching' AND id <> ALL($1) \
          AND (environment = 'live' OR NOT $2) \
          AND NOT EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
                          AND o.status = 'open') \
          ORDER BY coalesce(search_opened_at, search_opens_at, booked_at) \
          LIMIT 1 FOR UPDATE SKIP LOCKED",
+        passed,
+        live_only,
     )
-    .bind(passed)
-    .bind(live_only)
     .fetch_optional(conn)
     .await
 }

@@ -8,8 +8,7 @@ use super::jobs::JobRow;
 
 /// The job, locked for this transaction.
 pub async fn lock_job(conn: &mut PgConnection, id: Uuid) -> Result<Option<JobRow>, sqlx::Error> {
-    sqlx::query_as("SELECT * FROM jobs WHERE id = $1 FOR UPDATE")
-        .bind(id)
+    sqlx::query_as!(JobRow, "SELECT * FROM jobs WHERE id = $1 FOR UPDATE", id,)
         .fetch_optional(conn)
         .await
 }
@@ -21,20 +20,21 @@ pub async fn move_job(
     job: &JobRow,
     from: &str,
 ) -> Result<Option<JobRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        JobRow,
         "UPDATE jobs SET status = $3, courier_id = $4, assigned_at = $5, completed_at = $6, \
          cancellation_reason = $7, proof = $8, search_opened_at = $9 \
          WHERE id = $1 AND status = $2 RETURNING *",
+        job.id,
+        from,
+        &job.status,
+        job.courier_id,
+        job.assigned_at,
+        job.completed_at,
+        job.cancellation_reason.as_deref(),
+        job.proof.as_ref(),
+        job.search_opened_at,
     )
-    .bind(job.id)
-    .bind(from)
-    .bind(&job.status)
-    .bind(job.courier_id)
-    .bind(job.assigned_at)
-    .bind(job.completed_at)
-    .bind(&job.cancellation_reason)
-    .bind(&job.proof)
-    .bind(job.search_opened_at)
     .fetch_optional(conn)
     .await
 }
@@ -46,21 +46,25 @@ pub async fn set_courier(
     courier_id: Uuid,
     at: DateTime<Utc>,
 ) -> Result<JobRow, sqlx::Error> {
-    sqlx::query_as("UPDATE jobs SET courier_id = $2, assigned_at = $3 WHERE id = $1 RETURNING *")
-        .bind(job_id)
-        .bind(courier_id)
-        .bind(at)
-        .fetch_one(conn)
-        .await
+    sqlx::query_as!(
+        JobRow,
+        "UPDATE jobs SET courier_id = $2, assigned_at = $3 WHERE id = $1 RETURNING *",
+        job_id,
+        courier_id,
+        at,
+    )
+    .fetch_one(conn)
+    .await
 }
 
 /// The jobs under way of a courier (assigned or in transit), oldest assignment first.
 pub async fn courier_jobs(pool: &PgPool, courier_id: Uuid) -> Result<Vec<JobRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        JobRow,
         "SELECT * FROM jobs WHERE courier_id = $1 AND status IN ('assigned', 'in_transit') \
          ORDER BY assigned_at, id",
+        courier_id,
     )
-    .bind(courier_id)
     .fetch_all(pool)
     .await
 }
@@ -80,16 +84,16 @@ pub async fn insert_proof_file(
     conn: &mut PgConnection,
     file: &ProofFileRow,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO proof_files (job_id, kind, content_type, size_bytes, bytes, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6)",
+        file.job_id,
+        &file.kind,
+        &file.content_type,
+        file.size_bytes,
+        &file.bytes,
+        file.created_at,
     )
-    .bind(file.job_id)
-    .bind(&file.kind)
-    .bind(&file.content_type)
-    .bind(file.size_bytes)
-    .bind(&file.bytes)
-    .bind(file.created_at)
     .execute(conn)
     .await?;
     Ok(())
@@ -100,11 +104,14 @@ pub async fn proof_file(
     job_id: Uuid,
     kind: &str,
 ) -> Result<Option<ProofFileRow>, sqlx::Error> {
-    sqlx::query_as("SELECT * FROM proof_files WHERE job_id = $1 AND kind = $2")
-        .bind(job_id)
-        .bind(kind)
-        .fetch_optional(pool)
-        .await
+    sqlx::query_as!(
+        ProofFileRow,
+        "SELECT * FROM proof_files WHERE job_id = $1 AND kind = $2",
+        job_id,
+        kind,
+    )
+    .fetch_optional(pool)
+    .await
 }
 
 /// Records what the job's ending owes its charge, due at `due_at` if not done before.
@@ -114,13 +121,13 @@ pub async fn owe_settlement(
     operation: &str,
     due_at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO job_settlements (job_id, operation, due_at) VALUES ($1, $2, $3) \
          ON CONFLICT (job_id) DO UPDATE SET operation = $2, due_at = $3, leased_until = NULL",
+        job_id,
+        operation,
+        due_at,
     )
-    .bind(job_id)
-    .bind(operation)
-    .bind(due_at)
     .execute(conn)
     .await?;
     Ok(())
@@ -140,27 +147,30 @@ pub async fn claim_due_settlements(
     limit: i64,
     lease: std::time::Duration,
 ) -> Result<Vec<SettlementRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        SettlementRow,
         "UPDATE job_settlements SET leased_until = now() + make_interval(secs => $2) \
          WHERE job_id IN ( \
            SELECT job_id FROM job_settlements \
            WHERE due_at <= now() AND (leased_until IS NULL OR leased_until < now()) \
            ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED) \
          RETURNING job_id, operation",
+        limit,
+        lease.as_secs_f64(),
     )
-    .bind(limit)
-    .bind(lease.as_secs_f64())
     .fetch_all(pool)
     .await
 }
 
 /// Forgets a settlement once done, if it still asks for `operation`.
 pub async fn settled(pool: &PgPool, job_id: Uuid, operation: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("DELETE FROM job_settlements WHERE job_id = $1 AND operation = $2")
-        .bind(job_id)
-        .bind(operation)
-        .execute(pool)
-        .await?;
+    sqlx::query!(
+        "DELETE FROM job_settlements WHERE job_id = $1 AND operation = $2",
+        job_id,
+        operation,
+    )
+    .execute(pool)
+    .await?;
     Ok(())
 }
 
@@ -171,13 +181,13 @@ pub async fn settlement_failed(
     error: &str,
     retry_at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE job_settlements SET last_error = $2, due_at = $3, leased_until = NULL \
          WHERE job_id = $1",
+        job_id,
+        error,
+        retry_at,
     )
-    .bind(job_id)
-    .bind(error)
-    .bind(retry_at)
     .execute(pool)
     .await?;
     Ok(())

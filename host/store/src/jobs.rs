@@ -110,12 +110,15 @@ pub async fn find(
     environment: Environment,
     id: Uuid,
 ) -> Result<Option<JobRow>, sqlx::Error> {
-    sqlx::query_as("SELECT * FROM jobs WHERE id = $1 AND merchant_id = $2 AND environment = $3")
-        .bind(id)
-        .bind(merchant_id)
-        .bind(environment.as_str())
-        .fetch_optional(pool)
-        .await
+    sqlx::query_as!(
+        JobRow,
+        "SELECT * FROM jobs WHERE id = $1 AND merchant_id = $2 AND environment = $3",
+        id,
+        merchant_id,
+        environment.as_str(),
+    )
+    .fetch_optional(pool)
+    .await
 }
 
 pub struct ListFilter<'a> {
@@ -170,21 +173,19 @@ pub async fn list(
 /// Opens the search of pending jobs whose time has come; returns how many moved. One
 /// statement, so concurrent workers on several instances never move a job twice.
 pub async fn open_due_searches(pool: &PgPool, now: DateTime<Utc>) -> Result<u64, sqlx::Error> {
-    let moved = sqlx::query(
+    let moved = sqlx::query!(
         "UPDATE jobs SET status = 'searching', search_opened_at = $1 WHERE id IN ( \
              SELECT id FROM jobs WHERE status = 'pending' AND search_opens_at <= $1 \
              ORDER BY search_opens_at LIMIT 500 FOR UPDATE SKIP LOCKED)",
+        now,
     )
-    .bind(now)
     .execute(pool)
     .await?;
     Ok(moved.rows_affected())
 }
 
 /// A quote being booked, with the account settings of the merchant it was made for.
-#[derive(sqlx::FromRow)]
 pub struct QuoteToBook {
-    #[sqlx(flatten)]
     pub quote: crate::quotes::QuoteRow,
     pub notify_customer_default: bool,
     pub proof_photo_required: bool,
@@ -196,14 +197,45 @@ pub async fn lock_quote(
     conn: &mut PgConnection,
     id: Uuid,
 ) -> Result<Option<QuoteToBook>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT q.*, m.notify_customer_default, m.proof_photo_required, \
-         m.proof_signature_required \
+    let row = sqlx::query!(
+        "SELECT q.id, q.merchant_id, q.environment, q.market_id, q.currency, q.vehicle, q.pickup_latitude, q.pickup_longitude, q.pickup_postcode, q.dropoff_latitude, q.dropoff_longitude, q.dropoff_postcode, q.weight_grams, q.scheduled_for, q.priced_for, q.demand_permille, q.distance_metres, q.duration_seconds, q.total_amount_minor, q.breakdown, q.price_book_version, q.created_at, q.expires_at, q.used_at, \
+         m.notify_customer_default, m.proof_photo_required, m.proof_signature_required \
          FROM quotes q JOIN merchants m ON m.id = q.merchant_id WHERE q.id = $1 FOR UPDATE OF q",
+        id,
     )
-    .bind(id)
     .fetch_optional(conn)
-    .await
+    .await?;
+    Ok(row.map(|r| QuoteToBook {
+        quote: crate::quotes::QuoteRow {
+            id: r.id,
+            merchant_id: r.merchant_id,
+            environment: r.environment,
+            market_id: r.market_id,
+            currency: r.currency,
+            vehicle: r.vehicle,
+            pickup_latitude: r.pickup_latitude,
+            pickup_longitude: r.pickup_longitude,
+            pickup_postcode: r.pickup_postcode,
+            dropoff_latitude: r.dropoff_latitude,
+            dropoff_longitude: r.dropoff_longitude,
+            dropoff_postcode: r.dropoff_postcode,
+            weight_grams: r.weight_grams,
+            scheduled_for: r.scheduled_for,
+            priced_for: r.priced_for,
+            demand_permille: r.demand_permille,
+            distance_metres: r.distance_metres,
+            duration_seconds: r.duration_seconds,
+            total_amount_minor: r.total_amount_minor,
+            breakdown: r.breakdown,
+            price_book_version: r.price_book_version,
+            created_at: r.created_at,
+            expires_at: r.expires_at,
+            used_at: r.used_at,
+        },
+        notify_customer_default: r.notify_customer_default,
+        proof_photo_required: r.proof_photo_required,
+        proof_signature_required: r.proof_signature_required,
+    }))
 }
 
 /// The latest position of a courier, if seen since `fresh_since`.
@@ -212,14 +244,15 @@ pub async fn courier_position(
     courier_id: Uuid,
     fresh_since: DateTime<Utc>,
 ) -> Result<Option<(f64, f64, DateTime<Utc>)>, sqlx::Error> {
-    sqlx::query_as(
+    let position = sqlx::query!(
         "SELECT latitude, longitude, seen_at FROM courier_positions \
          WHERE courier_id = $1 AND seen_at >= $2",
+        courier_id,
+        fresh_since,
     )
-    .bind(courier_id)
-    .bind(fresh_since)
     .fetch_optional(pool)
-    .await
+    .await?;
+    Ok(position.map(|p| (p.latitude, p.longitude, p.seen_at)))
 }
 
 /// What claiming an idempotency key found.
@@ -242,32 +275,31 @@ pub async fn claim_key(
     key: &str,
     request_hash: &[u8],
 ) -> Result<KeyClaim, sqlx::Error> {
-    let inserted = sqlx::query(
+    let inserted = sqlx::query!(
         "INSERT INTO idempotency_keys (merchant_id, environment, key, request_hash) \
          VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+        merchant_id,
+        environment.as_str(),
+        key,
+        request_hash,
     )
-    .bind(merchant_id)
-    .bind(environment.as_str())
-    .bind(key)
-    .bind(request_hash)
     .execute(&mut *conn)
     .await?;
     if inserted.rows_affected() == 1 {
         return Ok(KeyClaim::Claimed);
     }
-    let (request_hash, status, body): (Vec<u8>, Option<i32>, Option<serde_json::Value>) =
-        sqlx::query_as(
-            "SELECT request_hash, response_status, response_body FROM idempotency_keys \
+    let taken = sqlx::query!(
+        "SELECT request_hash, response_status, response_body FROM idempotency_keys \
              WHERE merchant_id = $1 AND environment = $2 AND key = $3",
-        )
-        .bind(merchant_id)
-        .bind(environment.as_str())
-        .bind(key)
-        .fetch_one(&mut *conn)
-        .await?;
+        merchant_id,
+        environment.as_str(),
+        key,
+    )
+    .fetch_one(&mut *conn)
+    .await?;
     Ok(KeyClaim::Taken {
-        request_hash,
-        response: status.zip(body),
+        request_hash: taken.request_hash,
+        response: taken.response_status.zip(taken.response_body),
     })
 }
 
@@ -297,8 +329,7 @@ pub fn store_response<'a>(
 /// Forgets keys older than `before`.
 pub async fn expire_keys(pool: &PgPool, before: DateTime<Utc>) -> Result<u64, sqlx::Error> {
     Ok(
-        sqlx::query("DELETE FROM idempotency_keys WHERE created_at < $1")
-            .bind(before)
+        sqlx::query!("DELETE FROM idempotency_keys WHERE created_at < $1", before,)
             .execute(pool)
             .await?
             .rows_affected(),

@@ -13,6 +13,7 @@ pub mod payments;
 pub mod price_books;
 pub mod quotes;
 pub mod sandbox;
+pub mod text;
 pub mod texts;
 pub mod tracking;
 pub mod webhooks;
@@ -25,7 +26,9 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations"
 
 /// Whether the database answers (the readiness check).
 pub async fn ping(pool: &PgPool) -> Result<(), sqlx::Error> {
-    sqlx::query("SELECT 1").execute(pool).await?;
+    sqlx::query!("SELECT 1 AS \"answered!\"")
+        .fetch_one(pool)
+        .await?;
     Ok(())
 }
 
@@ -36,9 +39,7 @@ pub async fn notify(
     channel: &str,
     payload: &str,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("SELECT pg_notify($1, $2)")
-        .bind(channel)
-        .bind(payload)
+    sqlx::query!("SELECT pg_notify($1, $2)", channel, payload,)
         .execute(executor)
         .await?;
     Ok(())

@@ -6,6 +6,8 @@ use uuid::Uuid;
 use courier_domain::Environment;
 use courier_domain::limits::LimitOverrides;
 
+use crate::text::Text;
+
 /// A merchant's account settings.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct AccountSettings {
@@ -26,9 +28,7 @@ pub async fn insert_merchant(
     id: Uuid,
     name: &str,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("INSERT INTO merchants (id, name) VALUES ($1, $2)")
-        .bind(id)
-        .bind(name)
+    sqlx::query!("INSERT INTO merchants (id, name) VALUES ($1, $2)", id, name,)
         .execute(conn)
         .await?;
     Ok(())
@@ -47,16 +47,16 @@ pub async fn insert_api_key(
     conn: &mut PgConnection,
     new: &NewApiKey<'_>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO api_keys (id, merchant_id, key, environment, secret_hash, label) \
          VALUES ($1, $2, $3, $4, $5, $6)",
+        new.id,
+        new.merchant_id,
+        new.key,
+        new.environment.as_str(),
+        new.secret_hash,
+        new.label,
     )
-    .bind(new.id)
-    .bind(new.merchant_id)
-    .bind(new.key)
-    .bind(new.environment.as_str())
-    .bind(new.secret_hash)
-    .bind(new.label)
     .execute(conn)
     .await?;
     Ok(())
@@ -70,17 +70,6 @@ pub struct StoredApiKey {
     pub revoked: bool,
     pub limits: LimitOverrides,
 }
-
-type StoredApiKeyRow = (
-    Uuid,
-    Uuid,
-    String,
-    Vec<u8>,
-    bool,
-    Option<i32>,
-    Option<i32>,
-    Option<i32>,
-);
 
 impl AccountSettings {
     /// The merchant's own request budgets, where set.
@@ -100,28 +89,28 @@ fn per_minute(value: Option<i32>) -> Option<u32> {
 
 /// A key with what authenticating with it needs: its merchant's request budgets too.
 pub async fn find_api_key(pool: &PgPool, key: &str) -> Result<Option<StoredApiKey>, sqlx::Error> {
-    let row: Option<StoredApiKeyRow> = sqlx::query_as(
-        "SELECT k.id, k.merchant_id, k.environment, k.secret_hash, k.revoked_at IS NOT NULL,                 m.rate_limit_quotes_per_minute, m.rate_limit_bookings_per_minute,                 m.rate_limit_reads_per_minute          FROM api_keys k JOIN merchants m ON m.id = k.merchant_id WHERE k.key = $1",
+    let row = sqlx::query!(
+        "SELECT k.id, k.merchant_id, k.environment AS \"environment: Text<Environment>\", \
+                k.secret_hash, k.revoked_at IS NOT NULL AS \"revoked!\", \
+                m.rate_limit_quotes_per_minute, m.rate_limit_bookings_per_minute, \
+                m.rate_limit_reads_per_minute \
+         FROM api_keys k JOIN merchants m ON m.id = k.merchant_id WHERE k.key = $1",
+        key,
     )
-    .bind(key)
     .fetch_optional(pool)
     .await?;
-    Ok(row.and_then(
-        |(id, merchant_id, environment, secret_hash, revoked, quotes, bookings, reads)| {
-            Some(StoredApiKey {
-                id,
-                merchant_id,
-                environment: Environment::parse(&environment)?,
-                secret_hash,
-                revoked,
-                limits: LimitOverrides {
-                    quotes_per_minute: per_minute(quotes),
-                    bookings_per_minute: per_minute(bookings),
-                    reads_per_minute: per_minute(reads),
-                },
-            })
+    Ok(row.map(|r| StoredApiKey {
+        id: r.id,
+        merchant_id: r.merchant_id,
+        environment: r.environment.0,
+        secret_hash: r.secret_hash,
+        revoked: r.revoked,
+        limits: LimitOverrides {
+            quotes_per_minute: per_minute(r.rate_limit_quotes_per_minute),
+            bookings_per_minute: per_minute(r.rate_limit_bookings_per_minute),
+            reads_per_minute: per_minute(r.rate_limit_reads_per_minute),
         },
-    ))
+    }))
 }
 
 /// A key as operators see it: never its secret or hash.
@@ -140,34 +129,36 @@ pub struct KeyRow {
     pub revoked_at: Option<DateTime<Utc>>,
 }
 
-const KEY_COLUMNS: &str =
-    "id, merchant_id, key, environment, label, created_at, last_used_at, revoked_at";
-
 pub async fn keys_of(
     conn: &mut PgConnection,
     merchant_id: Uuid,
 ) -> Result<Vec<KeyRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "SELECT {KEY_COLUMNS} FROM api_keys WHERE merchant_id = $1          ORDER BY created_at, key"
-    ))
-    .bind(merchant_id)
+    sqlx::query_as!(
+        KeyRow,
+        "SELECT id, merchant_id, key, environment, label, created_at, last_used_at, revoked_at FROM api_keys WHERE merchant_id = $1          ORDER BY created_at, key",
+        merchant_id,
+    )
     .fetch_all(conn)
     .await
 }
 
 /// The key, locked for this transaction.
 pub async fn lock_key(conn: &mut PgConnection, key: &str) -> Result<Option<KeyRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "SELECT {KEY_COLUMNS} FROM api_keys WHERE key = $1 FOR UPDATE"
-    ))
-    .bind(key)
+    sqlx::query_as!(
+        KeyRow,
+        "SELECT id, merchant_id, key, environment, label, created_at, last_used_at, revoked_at FROM api_keys WHERE key = $1 FOR UPDATE",
+        key,
+    )
     .fetch_optional(conn)
     .await
 }
 
 pub async fn find_key(conn: &mut PgConnection, id: Uuid) -> Result<KeyRow, sqlx::Error> {
-    sqlx::query_as(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = $1"))
-        .bind(id)
+    sqlx::query_as!(
+        KeyRow,
+        "SELECT id, merchant_id, key, environment, label, created_at, last_used_at, revoked_at FROM api_keys WHERE id = $1",
+        id,
+    )
         .fetch_one(conn)
         .await
 }
@@ -177,11 +168,12 @@ pub async fn revoke_key(
     id: Uuid,
     at: DateTime<Utc>,
 ) -> Result<KeyRow, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "UPDATE api_keys SET revoked_at = $2 WHERE id = $1 RETURNING {KEY_COLUMNS}"
-    ))
-    .bind(id)
-    .bind(at)
+    sqlx::query_as!(
+        KeyRow,
+        "UPDATE api_keys SET revoked_at = $2 WHERE id = $1 RETURNING id, merchant_id, key, environment, label, created_at, last_used_at, revoked_at",
+        id,
+        at,
+    )
     .fetch_one(conn)
     .await
 }
@@ -192,11 +184,13 @@ pub async fn mark_keys_used(
     ids: &[Uuid],
     at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE api_keys SET last_used_at = GREATEST(last_used_at, $2) WHERE id = ANY($1)")
-        .bind(ids)
-        .bind(at)
-        .execute(pool)
-        .await?;
+    sqlx::query!(
+        "UPDATE api_keys SET last_used_at = GREATEST(last_used_at, $2) WHERE id = ANY($1)",
+        ids,
+        at,
+    )
+    .execute(pool)
+    .await?;
     Ok(())
 }
 
@@ -210,33 +204,37 @@ pub struct MerchantRow {
 }
 
 pub async fn list_merchants(pool: &PgPool) -> Result<Vec<MerchantRow>, sqlx::Error> {
-    sqlx::query_as("SELECT id, name, created_at FROM merchants ORDER BY created_at DESC, id")
-        .fetch_all(pool)
-        .await
+    sqlx::query_as!(
+        MerchantRow,
+        "SELECT id, name, created_at FROM merchants ORDER BY created_at DESC, id",
+    )
+    .fetch_all(pool)
+    .await
 }
 
 pub async fn find_merchant(
     conn: &mut PgConnection,
     id: Uuid,
 ) -> Result<Option<MerchantRow>, sqlx::Error> {
-    sqlx::query_as("SELECT id, name, created_at FROM merchants WHERE id = $1")
-        .bind(id)
-        .fetch_optional(conn)
-        .await
+    sqlx::query_as!(
+        MerchantRow,
+        "SELECT id, name, created_at FROM merchants WHERE id = $1",
+        id,
+    )
+    .fetch_optional(conn)
+    .await
 }
 
 /// Locks the merchant row for this transaction; false when there is no such merchant.
 pub async fn lock_merchant(conn: &mut PgConnection, id: Uuid) -> Result<bool, sqlx::Error> {
-    let found: Option<i32> = sqlx::query_scalar("SELECT 1 FROM merchants WHERE id = $1 FOR SHARE")
-        .bind(id)
-        .fetch_optional(conn)
-        .await?;
+    let found = sqlx::query_scalar!(
+        "SELECT 1 AS \"found!\" FROM merchants WHERE id = $1 FOR SHARE",
+        id,
+    )
+    .fetch_optional(conn)
+    .await?;
     Ok(found.is_some())
 }
-
-const SETTINGS_COLUMNS: &str = "notify_customer_default AS notify_customer, \
-     proof_photo_required, proof_signature_required, sms_sender_name, \
-     rate_limit_quotes_per_minute, rate_limit_bookings_per_minute, rate_limit_reads_per_minute";
 
 /// The merchant's settings; `lock` also locks its row for this transaction.
 pub async fn settings(
@@ -244,13 +242,29 @@ pub async fn settings(
     merchant_id: Uuid,
     lock: bool,
 ) -> Result<Option<AccountSettings>, sqlx::Error> {
-    let lock = if lock { " FOR UPDATE" } else { "" };
-    sqlx::query_as(&format!(
-        "SELECT {SETTINGS_COLUMNS} FROM merchants WHERE id = $1{lock}"
-    ))
-    .bind(merchant_id)
-    .fetch_optional(conn)
-    .await
+    if lock {
+        sqlx::query_as!(
+            AccountSettings,
+            "SELECT notify_customer_default AS notify_customer, proof_photo_required, \
+         proof_signature_required, sms_sender_name, rate_limit_quotes_per_minute, \
+         rate_limit_bookings_per_minute, rate_limit_reads_per_minute \
+             FROM merchants WHERE id = $1 FOR UPDATE",
+            merchant_id,
+        )
+        .fetch_optional(conn)
+        .await
+    } else {
+        sqlx::query_as!(
+            AccountSettings,
+            "SELECT notify_customer_default AS notify_customer, proof_photo_required, \
+         proof_signature_required, sms_sender_name, rate_limit_quotes_per_minute, \
+         rate_limit_bookings_per_minute, rate_limit_reads_per_minute \
+             FROM merchants WHERE id = $1",
+            merchant_id,
+        )
+        .fetch_optional(conn)
+        .await
+    }
 }
 
 pub async fn write_settings(
@@ -258,21 +272,21 @@ pub async fn write_settings(
     merchant_id: Uuid,
     settings: &AccountSettings,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE merchants SET notify_customer_default = $2, proof_photo_required = $3, \
              proof_signature_required = $4, sms_sender_name = $5, \
              rate_limit_quotes_per_minute = $6, rate_limit_bookings_per_minute = $7, \
              rate_limit_reads_per_minute = $8 \
          WHERE id = $1",
+        merchant_id,
+        settings.notify_customer,
+        settings.proof_photo_required,
+        settings.proof_signature_required,
+        settings.sms_sender_name.as_deref(),
+        settings.rate_limit_quotes_per_minute,
+        settings.rate_limit_bookings_per_minute,
+        settings.rate_limit_reads_per_minute,
     )
-    .bind(merchant_id)
-    .bind(settings.notify_customer)
-    .bind(settings.proof_photo_required)
-    .bind(settings.proof_signature_required)
-    .bind(&settings.sms_sender_name)
-    .bind(settings.rate_limit_quotes_per_minute)
-    .bind(settings.rate_limit_bookings_per_minute)
-    .bind(settings.rate_limit_reads_per_minute)
     .execute(conn)
     .await?;
     Ok(())

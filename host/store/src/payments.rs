@@ -1,11 +1,12 @@
 //! Cards on file, charges, their moves and retries.
 
 use chrono::{DateTime, Utc};
-use sqlx::postgres::PgArguments;
-use sqlx::{PgConnection, PgPool, Postgres};
+use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use courier_domain::charge::ChargeStatus;
+
+use crate::text::Text;
 
 use courier_domain::Environment;
 
@@ -37,7 +38,6 @@ pub struct ChargeRow {
     pub environment: String,
     pub job_id: Uuid,
     pub payment_method_id: Uuid,
-    #[sqlx(try_from = "String")]
     pub status: ChargeStatus,
     pub currency: String,
     pub amount_minor: i64,
@@ -74,11 +74,11 @@ pub async fn customer(
     merchant_id: Uuid,
     environment: Environment,
 ) -> Result<Option<String>, sqlx::Error> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "SELECT customer_id FROM payment_customers WHERE merchant_id = $1 AND environment = $2",
+        merchant_id,
+        environment.as_str(),
     )
-    .bind(merchant_id)
-    .bind(environment.as_str())
     .fetch_optional(conn)
     .await
 }
@@ -90,13 +90,13 @@ pub async fn keep_customer(
     environment: Environment,
     customer_id: &str,
 ) -> Result<String, sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO payment_customers (merchant_id, environment, customer_id) \
          VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+        merchant_id,
+        environment.as_str(),
+        customer_id,
     )
-    .bind(merchant_id)
-    .bind(environment.as_str())
-    .bind(customer_id)
     .execute(&mut *conn)
     .await?;
     Ok(customer(conn, merchant_id, environment)
@@ -112,34 +112,33 @@ pub async fn lock_cards(
     merchant_id: Uuid,
     environment: Environment,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-        .bind(format!(
-            "payment_methods:{merchant_id}:{}",
-            environment.as_str()
-        ))
-        .execute(conn)
-        .await?;
+    sqlx::query!(
+        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+        format!("payment_methods:{merchant_id}:{}", environment.as_str()),
+    )
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
 pub async fn insert_card(conn: &mut PgConnection, card: &CardRow) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO payment_methods (id, merchant_id, environment, provider_ref, customer_id, \
          brand, last_four, expiry_month, expiry_year, status, is_default, attached_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        card.id,
+        card.merchant_id,
+        &card.environment,
+        &card.provider_ref,
+        &card.customer_id,
+        &card.brand,
+        &card.last_four,
+        card.expiry_month,
+        card.expiry_year,
+        &card.status,
+        card.is_default,
+        card.attached_at,
     )
-    .bind(card.id)
-    .bind(card.merchant_id)
-    .bind(&card.environment)
-    .bind(&card.provider_ref)
-    .bind(&card.customer_id)
-    .bind(&card.brand)
-    .bind(&card.last_four)
-    .bind(card.expiry_month)
-    .bind(card.expiry_year)
-    .bind(&card.status)
-    .bind(card.is_default)
-    .bind(card.attached_at)
     .execute(conn)
     .await?;
     Ok(())
@@ -151,13 +150,14 @@ pub async fn list_cards(
     merchant_id: Uuid,
     environment: Environment,
 ) -> Result<Vec<CardRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        CardRow,
         "SELECT * FROM payment_methods \
          WHERE merchant_id = $1 AND environment = $2 AND removed_at IS NULL \
          ORDER BY attached_at DESC, id",
+        merchant_id,
+        environment.as_str(),
     )
-    .bind(merchant_id)
-    .bind(environment.as_str())
     .fetch_all(conn)
     .await
 }
@@ -169,13 +169,14 @@ pub async fn card(
     environment: Environment,
     id: Uuid,
 ) -> Result<Option<CardRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        CardRow,
         "SELECT * FROM payment_methods \
          WHERE id = $1 AND merchant_id = $2 AND environment = $3 AND removed_at IS NULL",
+        id,
+        merchant_id,
+        environment.as_str(),
     )
-    .bind(id)
-    .bind(merchant_id)
-    .bind(environment.as_str())
     .fetch_optional(conn)
     .await
 }
@@ -187,23 +188,23 @@ pub async fn working_card_by_reference(
     environment: Environment,
     provider_ref: &str,
 ) -> Result<Option<CardRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        CardRow,
         "SELECT * FROM payment_methods \
          WHERE merchant_id = $1 AND environment = $2 AND provider_ref = $3 \
            AND status = 'active' AND removed_at IS NULL \
          ORDER BY attached_at DESC LIMIT 1",
+        merchant_id,
+        environment.as_str(),
+        provider_ref,
     )
-    .bind(merchant_id)
-    .bind(environment.as_str())
-    .bind(provider_ref)
     .fetch_optional(conn)
     .await
 }
 
 /// A card by id whatever its state: an open charge keeps using its card.
 pub async fn card_by_id(conn: &mut PgConnection, id: Uuid) -> Result<CardRow, sqlx::Error> {
-    sqlx::query_as("SELECT * FROM payment_methods WHERE id = $1")
-        .bind(id)
+    sqlx::query_as!(CardRow, "SELECT * FROM payment_methods WHERE id = $1", id,)
         .fetch_one(conn)
         .await
 }
@@ -213,12 +214,12 @@ pub async fn has_default(
     merchant_id: Uuid,
     environment: Environment,
 ) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "SELECT EXISTS (SELECT 1 FROM payment_methods \
-         WHERE merchant_id = $1 AND environment = $2 AND is_default)",
+         WHERE merchant_id = $1 AND environment = $2 AND is_default) AS \"exists!\"",
+        merchant_id,
+        environment.as_str(),
     )
-    .bind(merchant_id)
-    .bind(environment.as_str())
     .fetch_one(conn)
     .await
 }
@@ -228,12 +229,12 @@ pub async fn clear_default(
     merchant_id: Uuid,
     environment: Environment,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE payment_methods SET is_default = false \
          WHERE merchant_id = $1 AND environment = $2 AND is_default",
+        merchant_id,
+        environment.as_str(),
     )
-    .bind(merchant_id)
-    .bind(environment.as_str())
     .execute(conn)
     .await?;
     Ok(())
@@ -241,10 +242,12 @@ pub async fn clear_default(
 
 /// Makes `id` the default; the caller has cleared the previous one.
 pub async fn set_default(conn: &mut PgConnection, id: Uuid) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE payment_methods SET is_default = true WHERE id = $1")
-        .bind(id)
-        .execute(conn)
-        .await?;
+    sqlx::query!(
+        "UPDATE payment_methods SET is_default = true WHERE id = $1",
+        id,
+    )
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
@@ -254,7 +257,7 @@ pub async fn promote_default(
     merchant_id: Uuid,
     environment: Environment,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE payment_methods SET is_default = true WHERE id = ( \
            SELECT id FROM payment_methods \
            WHERE merchant_id = $1 AND environment = $2 AND status = 'active' \
@@ -262,9 +265,9 @@ pub async fn promote_default(
              AND NOT EXISTS (SELECT 1 FROM payment_methods d \
                              WHERE d.merchant_id = $1 AND d.environment = $2 AND d.is_default) \
            ORDER BY attached_at DESC, id LIMIT 1)",
+        merchant_id,
+        environment.as_str(),
     )
-    .bind(merchant_id)
-    .bind(environment.as_str())
     .execute(conn)
     .await?;
     Ok(())
@@ -275,11 +278,13 @@ pub async fn remove_card(
     id: Uuid,
     at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE payment_methods SET removed_at = $2, is_default = false WHERE id = $1")
-        .bind(id)
-        .bind(at)
-        .execute(conn)
-        .await?;
+    sqlx::query!(
+        "UPDATE payment_methods SET removed_at = $2, is_default = false WHERE id = $1",
+        id,
+        at,
+    )
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
@@ -290,14 +295,15 @@ pub async fn mark_dead(
     reason: &str,
     at: DateTime<Utc>,
 ) -> Result<Option<CardRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        CardRow,
         "UPDATE payment_methods \
          SET status = 'dead', dead_reason = $2, died_at = $3, is_default = false \
          WHERE id = $1 AND status = 'active' RETURNING *",
+        id,
+        reason,
+        at,
     )
-    .bind(id)
-    .bind(reason)
-    .bind(at)
     .fetch_optional(conn)
     .await
 }
@@ -308,14 +314,15 @@ pub async fn usable_card(
     merchant_id: Uuid,
     environment: Environment,
 ) -> Result<Option<CardRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        CardRow,
         "SELECT * FROM payment_methods \
          WHERE merchant_id = $1 AND environment = $2 AND status = 'active' \
            AND removed_at IS NULL \
          ORDER BY is_default DESC, attached_at DESC, id LIMIT 1",
+        merchant_id,
+        environment.as_str(),
     )
-    .bind(merchant_id)
-    .bind(environment.as_str())
     .fetch_optional(conn)
     .await
 }
@@ -330,7 +337,7 @@ pub async fn raise_charge(
     detail: &str,
     actor: &str,
 ) -> Result<bool, sqlx::Error> {
-    let raised = sqlx::query(
+    let raised = sqlx::query!(
         "WITH raised AS ( \
            INSERT INTO charges (id, merchant_id, environment, job_id, payment_method_id, status, \
            currency, amount_minor, refunded_amount_minor, raised_at, updated_at, hold_key) \
@@ -338,56 +345,24 @@ pub async fn raise_charge(
            ON CONFLICT (job_id) DO NOTHING RETURNING id) \
          INSERT INTO charge_moves (charge_id, from_status, to_status, amount_minor, actor, \
          detail, at) SELECT id, NULL, $6, $8, $12, $13, $10 FROM raised",
+        c.id,
+        c.merchant_id,
+        &c.environment,
+        c.job_id,
+        c.payment_method_id,
+        c.status.as_str(),
+        &c.currency,
+        c.amount_minor,
+        c.refunded_amount_minor,
+        c.raised_at,
+        c.updated_at,
+        actor,
+        detail,
+        c.hold_key.as_deref(),
     )
-    .bind(c.id)
-    .bind(c.merchant_id)
-    .bind(&c.environment)
-    .bind(c.job_id)
-    .bind(c.payment_method_id)
-    .bind(c.status.as_str())
-    .bind(&c.currency)
-    .bind(c.amount_minor)
-    .bind(c.refunded_amount_minor)
-    .bind(c.raised_at)
-    .bind(c.updated_at)
-    .bind(actor)
-    .bind(detail)
-    .bind(&c.hold_key)
     .execute(conn)
     .await?;
     Ok(raised.rows_affected() == 1)
-}
-
-/// Every field a move can change, as `$2` to `$14` (the charge's id is `$1`); bound by
-/// [`bind_changes`].
-macro_rules! charge_changes {
-    () => {
-        "status = $2, refunded_amount_minor = $3, authorisation_ref = $4, payment_ref = $5, \
-         after_hold = $6, decline_code = $7, last_error = $8, authorised_at = $9, \
-         captured_at = $10, voided_at = $11, failed_at = $12, refunded_at = $13, updated_at = $14"
-    };
-}
-
-/// Binds the charge's id and every field a move can change, as [`charge_changes`] names them.
-fn bind_changes<'q>(
-    query: sqlx::query::Query<'q, Postgres, PgArguments>,
-    c: &'q ChargeRow,
-) -> sqlx::query::Query<'q, Postgres, PgArguments> {
-    query
-        .bind(c.id)
-        .bind(c.status.as_str())
-        .bind(c.refunded_amount_minor)
-        .bind(&c.authorisation_ref)
-        .bind(&c.payment_ref)
-        .bind(&c.after_hold)
-        .bind(&c.decline_code)
-        .bind(&c.last_error)
-        .bind(c.authorised_at)
-        .bind(c.captured_at)
-        .bind(c.voided_at)
-        .bind(c.failed_at)
-        .bind(c.refunded_at)
-        .bind(c.updated_at)
 }
 
 /// Writes a charge that moved: every field a move can change, its pending retry dropped (the
@@ -397,24 +372,37 @@ pub async fn write_move(
     c: &ChargeRow,
     m: &NewMove<'_>,
 ) -> Result<(), sqlx::Error> {
-    bind_changes(
-        sqlx::query(concat!(
-            "WITH moved AS (UPDATE charges SET ",
-            charge_changes!(),
-            " WHERE id = $1), \
-             settled AS (DELETE FROM charge_retries WHERE charge_id = $1) \
-             INSERT INTO charge_moves (charge_id, from_status, to_status, amount_minor, \
-             provider_ref, detail, actor, at) VALUES ($1, $15, $16, $17, $18, $19, $20, $21)"
-        )),
-        c,
+    sqlx::query!(
+        "WITH moved AS (UPDATE charges SET status = $2, refunded_amount_minor = $3, authorisation_ref = $4, \
+           payment_ref = $5, after_hold = $6, decline_code = $7, last_error = $8, \
+           authorised_at = $9, captured_at = $10, voided_at = $11, failed_at = $12, \
+           refunded_at = $13, updated_at = $14 \
+           WHERE id = $1), \
+         settled AS (DELETE FROM charge_retries WHERE charge_id = $1) \
+         INSERT INTO charge_moves (charge_id, from_status, to_status, amount_minor, \
+           provider_ref, detail, actor, at) VALUES ($1, $15, $16, $17, $18, $19, $20, $21)",
+        c.id,
+        c.status.as_str(),
+        c.refunded_amount_minor,
+        c.authorisation_ref.as_deref(),
+        c.payment_ref.as_deref(),
+        c.after_hold.as_deref(),
+        c.decline_code.as_deref(),
+        c.last_error.as_deref(),
+        c.authorised_at,
+        c.captured_at,
+        c.voided_at,
+        c.failed_at,
+        c.refunded_at,
+        c.updated_at,
+        m.from_status,
+        m.to_status,
+        m.amount_minor,
+        m.provider_ref,
+        m.detail,
+        m.actor,
+        m.at,
     )
-    .bind(m.from_status)
-    .bind(m.to_status)
-    .bind(m.amount_minor)
-    .bind(m.provider_ref)
-    .bind(m.detail)
-    .bind(m.actor)
-    .bind(m.at)
     .execute(conn)
     .await?;
     Ok(())
@@ -422,13 +410,26 @@ pub async fn write_move(
 
 /// Writes every field a move can change.
 pub async fn update_charge(conn: &mut PgConnection, c: &ChargeRow) -> Result<(), sqlx::Error> {
-    bind_changes(
-        sqlx::query(concat!(
-            "UPDATE charges SET ",
-            charge_changes!(),
-            " WHERE id = $1"
-        )),
-        c,
+    sqlx::query!(
+        "UPDATE charges SET status = $2, refunded_amount_minor = $3, authorisation_ref = $4, \
+           payment_ref = $5, after_hold = $6, decline_code = $7, last_error = $8, \
+           authorised_at = $9, captured_at = $10, voided_at = $11, failed_at = $12, \
+           refunded_at = $13, updated_at = $14 \
+         WHERE id = $1",
+        c.id,
+        c.status.as_str(),
+        c.refunded_amount_minor,
+        c.authorisation_ref.as_deref(),
+        c.payment_ref.as_deref(),
+        c.after_hold.as_deref(),
+        c.decline_code.as_deref(),
+        c.last_error.as_deref(),
+        c.authorised_at,
+        c.captured_at,
+        c.voided_at,
+        c.failed_at,
+        c.refunded_at,
+        c.updated_at,
     )
     .execute(conn)
     .await?;
@@ -440,8 +441,12 @@ pub async fn lock_charge_of_job(
     conn: &mut PgConnection,
     job_id: Uuid,
 ) -> Result<Option<ChargeRow>, sqlx::Error> {
-    sqlx::query_as("SELECT * FROM charges WHERE job_id = $1 FOR UPDATE")
-        .bind(job_id)
+    sqlx::query_as!(
+        ChargeRow,
+        "SELECT id, merchant_id, environment, job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
+         FROM charges WHERE job_id = $1 FOR UPDATE",
+        job_id,
+    )
         .fetch_optional(conn)
         .await
 }
@@ -451,15 +456,23 @@ pub async fn lock_charge(
     conn: &mut PgConnection,
     id: Uuid,
 ) -> Result<Option<ChargeRow>, sqlx::Error> {
-    sqlx::query_as("SELECT * FROM charges WHERE id = $1 FOR UPDATE")
-        .bind(id)
+    sqlx::query_as!(
+        ChargeRow,
+        "SELECT id, merchant_id, environment, job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
+         FROM charges WHERE id = $1 FOR UPDATE",
+        id,
+    )
         .fetch_optional(conn)
         .await
 }
 
 pub async fn charge(conn: &mut PgConnection, id: Uuid) -> Result<Option<ChargeRow>, sqlx::Error> {
-    sqlx::query_as("SELECT * FROM charges WHERE id = $1")
-        .bind(id)
+    sqlx::query_as!(
+        ChargeRow,
+        "SELECT id, merchant_id, environment, job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
+         FROM charges WHERE id = $1",
+        id,
+    )
         .fetch_optional(conn)
         .await
 }
@@ -468,8 +481,12 @@ pub async fn charge_of_job(
     conn: &mut PgConnection,
     job_id: Uuid,
 ) -> Result<Option<ChargeRow>, sqlx::Error> {
-    sqlx::query_as("SELECT * FROM charges WHERE job_id = $1")
-        .bind(job_id)
+    sqlx::query_as!(
+        ChargeRow,
+        "SELECT id, merchant_id, environment, job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
+         FROM charges WHERE job_id = $1",
+        job_id,
+    )
         .fetch_optional(conn)
         .await
 }
@@ -481,13 +498,15 @@ pub async fn recent_charges(
     environment: Environment,
     limit: i64,
 ) -> Result<Vec<ChargeRow>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT * FROM charges WHERE merchant_id = $1 AND environment = $2 \
+    sqlx::query_as!(
+        ChargeRow,
+        "SELECT id, merchant_id, environment, job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
+         FROM charges WHERE merchant_id = $1 AND environment = $2 \
          ORDER BY raised_at DESC, id DESC LIMIT $3",
+        merchant_id,
+        environment.as_str(),
+        limit,
     )
-    .bind(merchant_id)
-    .bind(environment.as_str())
-    .bind(limit)
     .fetch_all(conn)
     .await
 }
@@ -505,18 +524,18 @@ pub struct NewMove<'a> {
 }
 
 pub async fn record_move(conn: &mut PgConnection, m: &NewMove<'_>) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO charge_moves (charge_id, from_status, to_status, amount_minor, \
          provider_ref, detail, actor, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        m.charge_id,
+        m.from_status,
+        m.to_status,
+        m.amount_minor,
+        m.provider_ref,
+        m.detail,
+        m.actor,
+        m.at,
     )
-    .bind(m.charge_id)
-    .bind(m.from_status)
-    .bind(m.to_status)
-    .bind(m.amount_minor)
-    .bind(m.provider_ref)
-    .bind(m.detail)
-    .bind(m.actor)
-    .bind(m.at)
     .execute(conn)
     .await?;
     Ok(())
@@ -533,17 +552,17 @@ pub async fn schedule_retry(
     due_at: DateTime<Utc>,
     last_error: &str,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO charge_retries (charge_id, operation, attempts, due_at, last_error) \
          VALUES ($1, $2, $3, $4, $5) \
          ON CONFLICT (charge_id) DO UPDATE SET operation = $2, attempts = $3, due_at = $4, \
          last_error = $5, leased_until = NULL",
+        charge_id,
+        operation,
+        attempts,
+        due_at,
+        last_error,
     )
-    .bind(charge_id)
-    .bind(operation)
-    .bind(attempts)
-    .bind(due_at)
-    .bind(last_error)
     .execute(conn)
     .await?;
     Ok(())
@@ -562,18 +581,18 @@ pub async fn lease_call(
     lease: std::time::Duration,
     claimed: bool,
 ) -> Result<Option<i32>, sqlx::Error> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "INSERT INTO charge_retries AS r (charge_id, operation, attempts, due_at, leased_until) \
          VALUES ($1, $2, 0, now(), now() + make_interval(secs => $3)) \
          ON CONFLICT (charge_id) DO UPDATE SET operation = $2, due_at = now(), \
          leased_until = now() + make_interval(secs => $3) \
          WHERE $4 OR r.operation <> $2 OR r.leased_until IS NULL OR r.leased_until <= now() \
          RETURNING r.attempts",
+        charge_id,
+        operation,
+        lease.as_secs_f64(),
+        claimed,
     )
-    .bind(charge_id)
-    .bind(operation)
-    .bind(lease.as_secs_f64())
-    .bind(claimed)
     .fetch_optional(conn)
     .await
 }
@@ -585,18 +604,17 @@ pub async fn has_move_with_reference(
     charge_id: Uuid,
     provider_ref: &str,
 ) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM charge_moves WHERE charge_id = $1 AND provider_ref = $2)",
+    sqlx::query_scalar!(
+        "SELECT EXISTS (SELECT 1 FROM charge_moves WHERE charge_id = $1 AND provider_ref = $2) AS \"exists!\"",
+        charge_id,
+        provider_ref,
     )
-    .bind(charge_id)
-    .bind(provider_ref)
     .fetch_one(conn)
     .await
 }
 
 pub async fn delete_retry(conn: &mut PgConnection, charge_id: Uuid) -> Result<(), sqlx::Error> {
-    sqlx::query("DELETE FROM charge_retries WHERE charge_id = $1")
-        .bind(charge_id)
+    sqlx::query!("DELETE FROM charge_retries WHERE charge_id = $1", charge_id,)
         .execute(conn)
         .await?;
     Ok(())
@@ -610,16 +628,17 @@ pub async fn claim_due_retries(
     limit: i64,
     lease: std::time::Duration,
 ) -> Result<Vec<RetryRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        RetryRow,
         "UPDATE charge_retries SET leased_until = now() + make_interval(secs => $2) \
          WHERE charge_id IN ( \
            SELECT charge_id FROM charge_retries \
            WHERE due_at <= now() AND (leased_until IS NULL OR leased_until < now()) \
            ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED) \
          RETURNING charge_id, operation, attempts, due_at",
+        limit,
+        lease.as_secs_f64(),
     )
-    .bind(limit)
-    .bind(lease.as_secs_f64())
     .fetch_all(pool)
     .await
 }

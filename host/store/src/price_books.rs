@@ -3,10 +3,12 @@ use sqlx::{PgConnection, PgPool};
 
 pub async fn lock_market(conn: &mut PgConnection, market_id: &str) -> Result<(), sqlx::Error> {
     // Serialises version numbering per market across processes, for this transaction.
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('price_books:' || $1))")
-        .bind(market_id)
-        .execute(conn)
-        .await?;
+    sqlx::query!(
+        "SELECT pg_advisory_xact_lock(hashtext('price_books:' || $1))",
+        market_id,
+    )
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
@@ -16,23 +18,25 @@ pub async fn insert_component(
     world: &str,
     bytes: &[u8],
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO plugin_components (sha256, world, bytes) VALUES ($1, $2, $3) \
          ON CONFLICT (sha256) DO NOTHING",
+        sha256,
+        world,
+        bytes,
     )
-    .bind(sha256)
-    .bind(world)
-    .bind(bytes)
     .execute(conn)
     .await?;
     Ok(())
 }
 
 pub async fn component_bytes(pool: &PgPool, sha256: &str) -> Result<Vec<u8>, sqlx::Error> {
-    sqlx::query_scalar("SELECT bytes FROM plugin_components WHERE sha256 = $1")
-        .bind(sha256)
-        .fetch_one(pool)
-        .await
+    sqlx::query_scalar!(
+        "SELECT bytes FROM plugin_components WHERE sha256 = $1",
+        sha256,
+    )
+    .fetch_one(pool)
+    .await
 }
 
 pub struct NewUpload<'a> {
@@ -49,19 +53,19 @@ pub async fn insert_upload(
     conn: &mut PgConnection,
     new: &NewUpload<'_>,
 ) -> Result<i32, sqlx::Error> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "INSERT INTO price_book_uploads \
              (market_id, version, sha256, name, version_label, settings, uploaded_by) \
          SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5, $6 \
          FROM price_book_uploads WHERE market_id = $1 \
          RETURNING version",
+        new.market_id,
+        new.sha256,
+        new.name,
+        new.version_label,
+        new.settings,
+        new.uploaded_by,
     )
-    .bind(new.market_id)
-    .bind(new.sha256)
-    .bind(new.name)
-    .bind(new.version_label)
-    .bind(new.settings)
-    .bind(new.uploaded_by)
     .fetch_one(conn)
     .await
 }
@@ -71,11 +75,11 @@ pub async fn upload_exists(
     market_id: &str,
     version: i32,
 ) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM price_book_uploads WHERE market_id = $1 AND version = $2)",
+    sqlx::query_scalar!(
+        "SELECT EXISTS (SELECT 1 FROM price_book_uploads WHERE market_id = $1 AND version = $2) AS \"exists!\"",
+        market_id,
+        version,
     )
-    .bind(market_id)
-    .bind(version)
     .fetch_one(conn)
     .await
 }
@@ -87,16 +91,16 @@ pub async fn insert_activation(
     upload_version: i32,
     activated_by: &str,
 ) -> Result<i32, sqlx::Error> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "INSERT INTO price_book_activations \
              (market_id, price_book_version, upload_version, activated_by) \
          SELECT $1, COALESCE(MAX(price_book_version), 0) + 1, $2, $3 \
          FROM price_book_activations WHERE market_id = $1 \
          RETURNING price_book_version",
+        market_id,
+        upload_version,
+        activated_by,
     )
-    .bind(market_id)
-    .bind(upload_version)
-    .bind(activated_by)
     .fetch_one(conn)
     .await
 }
@@ -107,20 +111,22 @@ pub async fn active_upload_version(
     conn: &mut PgConnection,
     market_id: &str,
 ) -> Result<Option<i32>, sqlx::Error> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "SELECT upload_version FROM price_book_activations WHERE market_id = $1 \
          ORDER BY price_book_version DESC LIMIT 1",
+        market_id,
     )
-    .bind(market_id)
     .fetch_optional(conn)
     .await
 }
 
 pub async fn has_activation(conn: &mut PgConnection, market_id: &str) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM price_book_activations WHERE market_id = $1)")
-        .bind(market_id)
-        .fetch_one(conn)
-        .await
+    sqlx::query_scalar!(
+        "SELECT EXISTS (SELECT 1 FROM price_book_activations WHERE market_id = $1) AS \"exists!\"",
+        market_id,
+    )
+    .fetch_one(conn)
+    .await
 }
 
 /// The channel every process listens on for activations; the payload is the market id.
@@ -143,13 +149,14 @@ pub struct ActiveRow {
 }
 
 pub async fn active(pool: &PgPool, market_id: &str) -> Result<Option<ActiveRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        ActiveRow,
         "SELECT a.price_book_version, a.upload_version, u.sha256, u.settings \
          FROM price_book_activations a \
          JOIN price_book_uploads u ON u.market_id = a.market_id AND u.version = a.upload_version \
          WHERE a.market_id = $1 ORDER BY a.price_book_version DESC LIMIT 1",
+        market_id,
     )
-    .bind(market_id)
     .fetch_optional(pool)
     .await
 }
@@ -173,19 +180,20 @@ async fn uploads_where(
     market_id: &str,
     version: Option<i32>,
 ) -> Result<Vec<UploadRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        UploadRow,
         "SELECT u.version, u.sha256, u.name, u.version_label, u.settings, u.uploaded_by, \
                 u.uploaded_at, \
                 COALESCE(ARRAY_AGG(a.price_book_version ORDER BY a.price_book_version) \
-                         FILTER (WHERE a.price_book_version IS NOT NULL), '{}') AS activations \
+                         FILTER (WHERE a.price_book_version IS NOT NULL), '{}') AS \"activations!\" \
          FROM price_book_uploads u \
          LEFT JOIN price_book_activations a \
              ON a.market_id = u.market_id AND a.upload_version = u.version \
          WHERE u.market_id = $1 AND ($2::integer IS NULL OR u.version = $2) \
          GROUP BY u.market_id, u.version ORDER BY u.version",
+        market_id,
+        version,
     )
-    .bind(market_id)
-    .bind(version)
     .fetch_all(pool)
     .await
 }

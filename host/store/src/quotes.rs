@@ -74,9 +74,12 @@ pub async fn recent_in_market(
     market_id: &str,
     limit: i64,
 ) -> Result<Vec<QuoteRow>, sqlx::Error> {
-    sqlx::query_as("SELECT * FROM quotes WHERE market_id = $1 ORDER BY created_at DESC LIMIT $2")
-        .bind(market_id)
-        .bind(limit)
-        .fetch_all(pool)
-        .await
+    sqlx::query_as!(
+        QuoteRow,
+        "SELECT * FROM quotes WHERE market_id = $1 ORDER BY created_at DESC LIMIT $2",
+        market_id,
+        limit,
+    )
+    .fetch_all(pool)
+    .await
 }

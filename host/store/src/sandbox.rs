@@ -74,10 +74,13 @@ pub fn upsert<'a>(run: &'a RunRow) -> impl FnOnce(&mut QueryBuilder<'a, Postgres
 }
 
 pub async fn find(pool: &PgPool, job_id: Uuid) -> Result<Option<RunRow>, sqlx::Error> {
-    sqlx::query_as("SELECT * FROM sandbox_runs WHERE job_id = $1")
-        .bind(job_id)
-        .fetch_optional(pool)
-        .await
+    sqlx::query_as!(
+        RunRow,
+        "SELECT * FROM sandbox_runs WHERE job_id = $1",
+        job_id,
+    )
+    .fetch_optional(pool)
+    .await
 }
 
 /// The run of the merchant's own test job, locked for this transaction.
@@ -86,13 +89,14 @@ pub async fn lock_own(
     merchant_id: Uuid,
     job_id: Uuid,
 ) -> Result<Option<RunRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        RunRow,
         "SELECT r.* FROM sandbox_runs r JOIN jobs j ON j.id = r.job_id \
          WHERE r.job_id = $1 AND j.merchant_id = $2 AND j.environment = 'test' \
          FOR UPDATE OF r",
+        job_id,
+        merchant_id,
     )
-    .bind(job_id)
-    .bind(merchant_id)
     .fetch_optional(conn)
     .await
 }
@@ -103,12 +107,13 @@ pub async fn claim_due(
     now: DateTime<Utc>,
     passed: &[Uuid],
 ) -> Result<Option<RunRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        RunRow,
         "SELECT * FROM sandbox_runs WHERE next_at <= $1 AND job_id <> ALL($2) \
          ORDER BY next_at LIMIT 1 FOR UPDATE SKIP LOCKED",
+        now,
+        passed,
     )
-    .bind(now)
-    .bind(passed)
     .fetch_optional(conn)
     .await
 }
@@ -119,21 +124,24 @@ pub async fn postpone(
     job_id: Uuid,
     until: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE sandbox_runs SET next_at = $2 WHERE job_id = $1")
-        .bind(job_id)
-        .bind(until)
-        .execute(pool)
-        .await?;
+    sqlx::query!(
+        "UPDATE sandbox_runs SET next_at = $2 WHERE job_id = $1",
+        job_id,
+        until,
+    )
+    .execute(pool)
+    .await?;
     Ok(())
 }
 
 /// Runs with a simulated courier on the job, for their positions.
 pub async fn under_way(conn: &mut PgConnection, limit: i64) -> Result<Vec<RunRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        RunRow,
         "SELECT * FROM sandbox_runs WHERE stage <> 'done' AND courier_id IS NOT NULL \
          ORDER BY job_id LIMIT $1",
+        limit,
     )
-    .bind(limit)
     .fetch_all(conn)
     .await
 }
@@ -146,26 +154,28 @@ pub async fn report_positions(
     longitudes: &[f64],
     seen_at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO courier_positions (courier_id, latitude, longitude, seen_at) \
          SELECT id, lat, lon, $4 FROM UNNEST($1::uuid[], $2::float8[], $3::float8[]) \
               AS p (id, lat, lon) \
          ON CONFLICT (courier_id) DO UPDATE \
          SET latitude = excluded.latitude, longitude = excluded.longitude, seen_at = $4",
+        couriers,
+        latitudes,
+        longitudes,
+        seen_at,
     )
-    .bind(couriers)
-    .bind(latitudes)
-    .bind(longitudes)
-    .bind(seen_at)
     .execute(conn)
     .await?;
     Ok(())
 }
 
 pub async fn forget_position(conn: &mut PgConnection, courier_id: Uuid) -> Result<(), sqlx::Error> {
-    sqlx::query("DELETE FROM courier_positions WHERE courier_id = $1")
-        .bind(courier_id)
-        .execute(conn)
-        .await?;
+    sqlx::query!(
+        "DELETE FROM courier_positions WHERE courier_id = $1",
+        courier_id,
+    )
+    .execute(conn)
+    .await?;
     Ok(())
 }

@@ -31,23 +31,23 @@ pub struct DueText {
 
 /// Records a text unless the job already has one of this kind; true when recorded.
 pub async fn insert(conn: &mut PgConnection, text: &NewText<'_>) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "INSERT INTO customer_texts (id, job_id, kind, environment, to_phone, sender, body, \
          status, skip_reason, due_at, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
-                 CASE WHEN $8 = 'queued' THEN $10 END, $10) \
+                 CASE WHEN $8 = 'queued' THEN $10::timestamptz END, $10) \
          ON CONFLICT (job_id, kind) DO NOTHING",
+        text.id,
+        text.job_id,
+        text.kind,
+        text.environment,
+        text.to_phone,
+        text.sender,
+        text.body,
+        text.status,
+        text.skip_reason,
+        text.created_at,
     )
-    .bind(text.id)
-    .bind(text.job_id)
-    .bind(text.kind)
-    .bind(text.environment)
-    .bind(text.to_phone)
-    .bind(text.sender)
-    .bind(text.body)
-    .bind(text.status)
-    .bind(text.skip_reason)
-    .bind(text.created_at)
     .execute(conn)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -59,11 +59,11 @@ pub async fn mark_job_notified(
     job_id: Uuid,
     at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE jobs SET customer_notified_at = COALESCE(customer_notified_at, $2) WHERE id = $1",
+        job_id,
+        at,
     )
-    .bind(job_id)
-    .bind(at)
     .execute(conn)
     .await?;
     Ok(())
@@ -76,7 +76,8 @@ pub async fn claim_due(
     limit: i64,
     lease: std::time::Duration,
 ) -> Result<Vec<DueText>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        DueText,
         "UPDATE customer_texts SET leased_until = now() + make_interval(secs => $2) \
          WHERE id IN ( \
            SELECT id FROM customer_texts \
@@ -84,9 +85,9 @@ pub async fn claim_due(
              AND (leased_until IS NULL OR leased_until < now()) \
            ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED) \
          RETURNING id, job_id, to_phone, sender, body, attempts",
+        limit,
+        lease.as_secs_f64(),
     )
-    .bind(limit)
-    .bind(lease.as_secs_f64())
     .fetch_all(pool)
     .await
 }
@@ -99,14 +100,14 @@ pub async fn mark_sent(
     at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
     let mut tx = pool.begin().await?;
-    let updated = sqlx::query(
+    let updated = sqlx::query!(
         "UPDATE customer_texts SET status = 'sent', attempts = attempts + 1, sent_at = $2, \
          provider_message_id = $3, leased_until = NULL, due_at = NULL, last_error = NULL \
          WHERE id = $1 AND status = 'queued'",
+        text.id,
+        at,
+        provider_message_id,
     )
-    .bind(text.id)
-    .bind(at)
-    .bind(provider_message_id)
     .execute(&mut *tx)
     .await?;
     if updated.rows_affected() == 1 {
@@ -122,15 +123,15 @@ pub async fn mark_attempt_failed(
     due_at: Option<DateTime<Utc>>,
     error: &str,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE customer_texts SET attempts = attempts + 1, last_error = $3, \
          leased_until = NULL, due_at = $2, \
          status = CASE WHEN $2::timestamptz IS NULL THEN 'failed' ELSE status END \
          WHERE id = $1 AND status = 'queued'",
+        id,
+        due_at,
+        error,
     )
-    .bind(id)
-    .bind(due_at)
-    .bind(error)
     .execute(pool)
     .await?;
     Ok(())

@@ -8,10 +8,13 @@ use crate::jobs::JobRow;
 
 /// The job whose tracking token is `token` (the unique index on `tracking_token` answers it).
 pub async fn find_by_token(pool: &PgPool, token: &str) -> Result<Option<JobRow>, sqlx::Error> {
-    sqlx::query_as("SELECT * FROM jobs WHERE tracking_token = $1")
-        .bind(token)
-        .fetch_optional(pool)
-        .await
+    sqlx::query_as!(
+        JobRow,
+        "SELECT * FROM jobs WHERE tracking_token = $1",
+        token,
+    )
+    .fetch_optional(pool)
+    .await
 }
 
 /// The job's events (name, when), oldest first.
@@ -19,8 +22,14 @@ pub async fn job_events(
     pool: &PgPool,
     job_id: Uuid,
 ) -> Result<Vec<(String, DateTime<Utc>)>, sqlx::Error> {
-    sqlx::query_as("SELECT name, occurred_at FROM events WHERE job_id = $1 ORDER BY occurred_at")
-        .bind(job_id)
-        .fetch_all(pool)
-        .await
+    let events = sqlx::query!(
+        "SELECT name, occurred_at FROM events WHERE job_id = $1 ORDER BY occurred_at",
+        job_id,
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(events
+        .into_iter()
+        .map(|e| (e.name, e.occurred_at))
+        .collect())
 }

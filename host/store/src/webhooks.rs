@@ -6,9 +6,6 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-const ENDPOINT_COLUMNS: &str = "id, url, status, events, created_at, last_succeeded_at, \
-     last_failed_at, consecutive_failures, suspension_reason";
-
 /// An endpoint as the API shows it (never the secret).
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct EndpointRow {
@@ -42,16 +39,18 @@ pub async fn insert_endpoint(
     pool: &PgPool,
     endpoint: &NewEndpoint<'_>,
 ) -> Result<EndpointRow, sqlx::Error> {
-    sqlx::query_as(&format!(
+    sqlx::query_as!(
+        EndpointRow,
         "INSERT INTO webhook_endpoints (id, merchant_id, environment, url, events, \
-         secret_ciphertext) VALUES ($1, $2, $3, $4, $5, $6) RETURNING {ENDPOINT_COLUMNS}"
-    ))
-    .bind(endpoint.id)
-    .bind(endpoint.owner.merchant_id)
-    .bind(endpoint.owner.environment)
-    .bind(endpoint.url)
-    .bind(endpoint.events)
-    .bind(endpoint.secret_ciphertext)
+         secret_ciphertext) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, url, status, events, created_at, last_succeeded_at, \
+     last_failed_at, consecutive_failures, suspension_reason",
+        endpoint.id,
+        endpoint.owner.merchant_id,
+        endpoint.owner.environment,
+        endpoint.url,
+        endpoint.events,
+        endpoint.secret_ciphertext,
+    )
     .fetch_one(pool)
     .await
 }
@@ -60,12 +59,14 @@ pub async fn list_endpoints(
     pool: &PgPool,
     owner: Owner<'_>,
 ) -> Result<Vec<EndpointRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints \
-         WHERE merchant_id = $1 AND environment = $2 ORDER BY created_at, id"
-    ))
-    .bind(owner.merchant_id)
-    .bind(owner.environment)
+    sqlx::query_as!(
+        EndpointRow,
+        "SELECT id, url, status, events, created_at, last_succeeded_at, \
+     last_failed_at, consecutive_failures, suspension_reason FROM webhook_endpoints \
+         WHERE merchant_id = $1 AND environment = $2 ORDER BY created_at, id",
+        owner.merchant_id,
+        owner.environment,
+    )
     .fetch_all(pool)
     .await
 }
@@ -75,13 +76,13 @@ pub async fn endpoint_exists(
     id: Uuid,
     owner: Owner<'_>,
 ) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "SELECT EXISTS (SELECT 1 FROM webhook_endpoints \
-         WHERE id = $1 AND merchant_id = $2 AND environment = $3)",
+         WHERE id = $1 AND merchant_id = $2 AND environment = $3) AS \"exists!\"",
+        id,
+        owner.merchant_id,
+        owner.environment,
     )
-    .bind(id)
-    .bind(owner.merchant_id)
-    .bind(owner.environment)
     .fetch_one(pool)
     .await
 }
@@ -92,15 +93,17 @@ pub async fn resume(
     id: Uuid,
     owner: Owner<'_>,
 ) -> Result<Option<EndpointRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
+    sqlx::query_as!(
+        EndpointRow,
         "UPDATE webhook_endpoints SET \
            active_since = CASE WHEN status = 'active' THEN active_since ELSE now() END, \
            status = 'active', consecutive_failures = 0, suspension_reason = NULL \
-         WHERE id = $1 AND merchant_id = $2 AND environment = $3 RETURNING {ENDPOINT_COLUMNS}"
-    ))
-    .bind(id)
-    .bind(owner.merchant_id)
-    .bind(owner.environment)
+         WHERE id = $1 AND merchant_id = $2 AND environment = $3 RETURNING id, url, status, events, created_at, last_succeeded_at, \
+     last_failed_at, consecutive_failures, suspension_reason",
+        id,
+        owner.merchant_id,
+        owner.environment,
+    )
     .fetch_optional(pool)
     .await
 }
@@ -111,14 +114,16 @@ pub async fn replace_secret(
     owner: Owner<'_>,
     secret_ciphertext: &[u8],
 ) -> Result<Option<EndpointRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
+    sqlx::query_as!(
+        EndpointRow,
         "UPDATE webhook_endpoints SET secret_ciphertext = $4 \
-         WHERE id = $1 AND merchant_id = $2 AND environment = $3 RETURNING {ENDPOINT_COLUMNS}"
-    ))
-    .bind(id)
-    .bind(owner.merchant_id)
-    .bind(owner.environment)
-    .bind(secret_ciphertext)
+         WHERE id = $1 AND merchant_id = $2 AND environment = $3 RETURNING id, url, status, events, created_at, last_succeeded_at, \
+     last_failed_at, consecutive_failures, suspension_reason",
+        id,
+        owner.merchant_id,
+        owner.environment,
+        secret_ciphertext,
+    )
     .fetch_optional(pool)
     .await
 }
@@ -138,12 +143,12 @@ pub async fn delete(pool: &PgPool, id: Uuid, owner: Owner<'_>) -> Result<bool, s
 }
 
 async fn delete_once(pool: &PgPool, id: Uuid, owner: Owner<'_>) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query(
+    let done = sqlx::query!(
         "DELETE FROM webhook_endpoints WHERE id = $1 AND merchant_id = $2 AND environment = $3",
+        id,
+        owner.merchant_id,
+        owner.environment,
     )
-    .bind(id)
-    .bind(owner.merchant_id)
-    .bind(owner.environment)
     .execute(pool)
     .await?;
     Ok(done.rows_affected() == 1)
@@ -168,13 +173,14 @@ pub async fn recent_deliveries(
     endpoint_id: Uuid,
     limit: i64,
 ) -> Result<Vec<DeliveryRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        DeliveryRow,
         "SELECT id, event_name, status, attempts, occurred_at, delivered_at, next_attempt_at, \
          response_status_code, last_error FROM webhook_deliveries WHERE endpoint_id = $1 \
          ORDER BY created_at DESC, occurred_at DESC LIMIT $2",
+        endpoint_id,
+        limit,
     )
-    .bind(endpoint_id)
-    .bind(limit)
     .fetch_all(pool)
     .await
 }
@@ -199,12 +205,13 @@ pub async fn claim_events(
     conn: &mut PgConnection,
     limit: i64,
 ) -> Result<Vec<EventRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        EventRow,
         "SELECT id, merchant_id, environment, name, occurred_at, recorded_at, job, details \
          FROM events WHERE fanned_out_at IS NULL ORDER BY recorded_at LIMIT $1 \
          FOR UPDATE SKIP LOCKED",
+        limit,
     )
-    .bind(limit)
     .fetch_all(conn)
     .await
 }
@@ -223,11 +230,12 @@ pub async fn active_endpoints_of(
     conn: &mut PgConnection,
     merchant_ids: &[Uuid],
 ) -> Result<Vec<SubscriberRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        SubscriberRow,
         "SELECT id, merchant_id, environment, events, active_since FROM webhook_endpoints \
          WHERE merchant_id = ANY($1) AND status = 'active'",
+        merchant_ids,
     )
-    .bind(merchant_ids)
     .fetch_all(conn)
     .await
 }
@@ -252,10 +260,10 @@ pub async fn record_fan_out(
     token: Uuid,
 ) -> Result<(), sqlx::Error> {
     let column = |f: fn(&NewDelivery) -> Uuid| deliveries.iter().map(f).collect::<Vec<_>>();
-    let names: Vec<&str> = deliveries.iter().map(|d| d.event_name.as_str()).collect();
+    let names: Vec<String> = deliveries.iter().map(|d| d.event_name.clone()).collect();
     let occurred: Vec<DateTime<Utc>> = deliveries.iter().map(|d| d.occurred_at).collect();
-    let bodies: Vec<&[u8]> = deliveries.iter().map(|d| d.body.as_slice()).collect();
-    sqlx::query(
+    let bodies: Vec<Vec<u8>> = deliveries.iter().map(|d| d.body.clone()).collect();
+    sqlx::query!(
         "WITH made AS ( \
            INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_name, occurred_at, \
              body, next_attempt_at, lease_until, lease_token) \
@@ -265,16 +273,16 @@ pub async fn record_fan_out(
              $6::bytea[]) AS d (id, endpoint_id, event_id, event_name, occurred_at, body) \
            ON CONFLICT (endpoint_id, event_id) DO NOTHING) \
          UPDATE events SET fanned_out_at = now() WHERE id = ANY($9)",
+        &column(|d| d.id),
+        &column(|d| d.endpoint_id),
+        &column(|d| d.event_id),
+        &names as &[String],
+        &occurred,
+        &bodies as &[Vec<u8>],
+        lease_ms as f64,
+        token,
+        done,
     )
-    .bind(column(|d| d.id))
-    .bind(column(|d| d.endpoint_id))
-    .bind(column(|d| d.event_id))
-    .bind(names)
-    .bind(occurred)
-    .bind(bodies)
-    .bind(lease_ms)
-    .bind(token)
-    .bind(done)
     // Planned afresh each time: the plan a connection cached while the outbox was nearly
     // empty (a new database, before autovacuum's first analyze) took 3-5 ms per round once
     // a burst had put 20,000 events in it (BENCHMARKS.md).
@@ -301,7 +309,8 @@ pub async fn claim_due(
     token: Uuid,
     skip_endpoints: &[Uuid],
 ) -> Result<Vec<ClaimRow>, sqlx::Error> {
-    sqlx::query_as(
+    // Runtime-checked: a macro query cannot be told not to keep its plan (below).
+    sqlx::query_as::<_, ClaimRow>(
         "WITH due AS ( \
            SELECT id FROM webhook_deliveries \
            WHERE status = 'pending' AND next_attempt_at <= now() \
@@ -324,12 +333,12 @@ pub async fn claim_due(
 
 /// Gives back claims this worker cannot start soon, for any worker to take.
 pub async fn release_claims(pool: &PgPool, ids: &[Uuid], token: Uuid) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE webhook_deliveries SET lease_until = NULL, lease_token = NULL \
          WHERE id = ANY($1) AND lease_token = $2",
+        ids,
+        token,
     )
-    .bind(ids)
-    .bind(token)
     .execute(pool)
     .await?;
     Ok(())
@@ -355,17 +364,18 @@ pub async fn begin_attempt(
     token: Uuid,
     lease_ms: i64,
 ) -> Result<Option<AttemptRow>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        AttemptRow,
         "UPDATE webhook_deliveries d \
          SET lease_until = now() + make_interval(secs => $3::float8 / 1000) \
          FROM webhook_endpoints e \
          WHERE d.id = $1 AND d.lease_token = $2 AND d.status = 'pending' AND e.id = d.endpoint_id \
          RETURNING d.event_name, d.body, e.url, e.secret_ciphertext, e.status AS endpoint_status, \
            d.attempts",
+        id,
+        token,
+        lease_ms as f64,
     )
-    .bind(id)
-    .bind(token)
-    .bind(lease_ms)
     .fetch_optional(pool)
     .await
 }
@@ -378,7 +388,7 @@ pub async fn record_success(
     token: Uuid,
     status_code: i32,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "WITH d AS ( \
            UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, \
              delivered_at = now(), next_attempt_at = NULL, lease_until = NULL, \
@@ -387,10 +397,10 @@ pub async fn record_success(
          UPDATE webhook_endpoints e SET last_succeeded_at = now(), consecutive_failures = 0 \
          FROM d WHERE e.id = d.endpoint_id AND (e.consecutive_failures <> 0 \
            OR e.last_succeeded_at IS NULL OR e.last_succeeded_at < now() - interval '1 second')",
+        id,
+        token,
+        status_code,
     )
-    .bind(id)
-    .bind(token)
-    .bind(status_code)
     .execute(pool)
     .await?;
     Ok(())
@@ -426,32 +436,34 @@ pub async fn record_failure(
     failure: &Failure<'_>,
 ) -> Result<Option<FailureRecorded>, sqlx::Error> {
     let mut tx = pool.begin().await?;
-    sqlx::query("SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR UPDATE")
-        .bind(endpoint_id)
-        .execute(&mut *tx)
-        .await?;
-    let next: Option<(Option<DateTime<Utc>>,)> = sqlx::query_as(
+    sqlx::query!(
+        "SELECT 1 AS \"locked!\" FROM webhook_endpoints WHERE id = $1 FOR UPDATE",
+        endpoint_id,
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let next = sqlx::query_scalar!(
         "UPDATE webhook_deliveries SET attempts = attempts + 1, \
            status = CASE WHEN $3 OR attempts + 1 >= $4 THEN 'failed' ELSE 'pending' END, \
            next_attempt_at = CASE WHEN $3 OR attempts + 1 >= $4 THEN NULL \
              ELSE now() + make_interval(secs => $5::float8 / 1000) END, \
            lease_until = NULL, lease_token = NULL, response_status_code = $6, last_error = $7 \
          WHERE id = $1 AND lease_token = $2 AND status = 'pending' RETURNING next_attempt_at",
+        id,
+        token,
+        failure.final_now,
+        failure.max_attempts,
+        failure.retry_after.as_millis() as i64,
+        failure.status_code,
+        failure.error,
     )
-    .bind(id)
-    .bind(token)
-    .bind(failure.final_now)
-    .bind(failure.max_attempts)
-    .bind(failure.retry_after.as_millis() as i64)
-    .bind(failure.status_code)
-    .bind(failure.error)
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((next_attempt_at,)) = next else {
+    let Some(next_attempt_at) = next else {
         // The claim was lost or the delivery cancelled meanwhile: nothing to count.
         return Ok(None);
     };
-    let status: Option<String> = sqlx::query_scalar(
+    let status: Option<String> = sqlx::query_scalar!(
         "UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1, \
            last_failed_at = now(), \
            suspension_reason = CASE WHEN status = 'active' AND consecutive_failures + 1 >= $2 \
@@ -460,10 +472,10 @@ pub async fn record_failure(
              ELSE suspension_reason END, \
            status = CASE WHEN consecutive_failures + 1 >= $2 THEN 'suspended' ELSE status END \
          WHERE id = $1 RETURNING status",
+        endpoint_id,
+        failure.suspend_after,
+        failure.error,
     )
-    .bind(endpoint_id)
-    .bind(failure.suspend_after)
-    .bind(failure.error)
     .fetch_optional(&mut *tx)
     .await?;
     let suspended = status.as_deref() == Some("suspended");
@@ -484,14 +496,14 @@ pub async fn cancel_pending(
     endpoint_id: Uuid,
     reason: &str,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, \
            lease_until = NULL, lease_token = NULL, last_error = coalesce(last_error, $2) \
          WHERE id IN (SELECT id FROM webhook_deliveries \
            WHERE endpoint_id = $1 AND status = 'pending' FOR UPDATE SKIP LOCKED)",
+        endpoint_id,
+        reason,
     )
-    .bind(endpoint_id)
-    .bind(reason)
     .execute(conn)
     .await?;
     Ok(())
@@ -499,14 +511,14 @@ pub async fn cancel_pending(
 
 /// Cancels one delivery whose endpoint stopped taking deliveries.
 pub async fn cancel(pool: &PgPool, id: Uuid, token: Uuid, reason: &str) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, \
            lease_until = NULL, lease_token = NULL, last_error = coalesce(last_error, $3) \
          WHERE id = $1 AND lease_token = $2 AND status = 'pending'",
+        id,
+        token,
+        reason,
     )
-    .bind(id)
-    .bind(token)
-    .bind(reason)
     .execute(pool)
     .await?;
     Ok(())

@@ -61,6 +61,20 @@ impl JobStatus {
     }
 }
 
+/// A stored job status this code does not know.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a job status")]
+pub struct UnknownJobStatus(pub String);
+
+/// How a stored status is read: an unknown one is an error, never a guess.
+impl TryFrom<String> for JobStatus {
+    type Error = UnknownJobStatus;
+
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        Self::parse(&value).ok_or(UnknownJobStatus(value))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
