@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use courier::auth::Merchant;
-use courier::events::EventBell;
-use courier::payments::{Gateways, Payments, RetryPolicy};
+use courier_core::auth::Merchant;
+use courier_core::events::EventBell;
+use courier_core::payments::{Gateways, Payments, RetryPolicy};
 use courier_domain::Environment;
 use courier_plugins::{AdapterConfig, EngineConfig, PaymentAdapter, PluginEngine};
 use reqwest::Method;

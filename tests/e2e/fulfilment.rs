@@ -11,7 +11,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use courier::merchants::NewMerchant;
+use courier_core::merchants::NewMerchant;
 
 use crate::quotes::journey;
 use crate::support::receiver::Receiver;

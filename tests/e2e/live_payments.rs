@@ -734,11 +734,11 @@ async fn a_crash_between_the_phases_leaves_no_orphaned_or_double_hold() {
     wait_until_ready(&client, &base_url).await;
     // A merchant, a card and 20 quotes, through the running service.
     let pool = sqlx::PgPool::connect(&database_url).await.unwrap();
-    let authenticator = courier::auth::Authenticator::new(
+    let authenticator = courier_core::auth::Authenticator::new(
         pool.clone(),
-        &courier::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap(),
+        &courier_core::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap(),
     );
-    let merchant = courier::merchants::create(&pool, &authenticator, "Crash Test Ltd")
+    let merchant = courier_core::merchants::create(&pool, &authenticator, "Crash Test Ltd")
         .await
         .unwrap();
     let live = merchant.live();

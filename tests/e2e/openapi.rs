@@ -17,7 +17,7 @@ async fn the_description_is_served_without_credentials() {
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "application/json");
     let served: Value = response.json().await.unwrap();
-    assert_eq!(&served, courier::api::openapi_document());
+    assert_eq!(&served, courier_api::openapi_document());
     assert_eq!(served["openapi"], "3.1.0");
     app.stop().await;
 }
@@ -41,7 +41,7 @@ async fn every_described_operation_is_routed_and_answers_as_described() {
     assert_eq!(status, 201, "{created}");
     let courier_token = created["credential"].as_str().unwrap().to_owned();
 
-    let document = courier::api::openapi_document();
+    let document = courier_api::openapi_document();
     let mut called = 0;
     for (path, item) in document["paths"].as_object().unwrap() {
         for (method, operation) in item.as_object().unwrap() {

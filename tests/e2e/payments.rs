@@ -1,5 +1,5 @@
 //! Cards on file (`/v1/payment-methods`), charges (`/v1/charges`), operator refunds, and the
-//! charge functions bookings and fulfilment call (`courier::payments::Payments`), run against
+//! charge functions bookings and fulfilment call (`courier_core::payments::Payments`), run against
 //! the test's database and observed through the API.
 
 use std::collections::BTreeMap;
@@ -7,11 +7,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use courier::api::ApiError;
-use courier::auth::Merchant;
-use courier::events::EventBell;
-use courier::merchants::NewMerchant;
-use courier::payments::{
+use courier_api::ApiError;
+use courier_core::auth::Merchant;
+use courier_core::events::EventBell;
+use courier_core::merchants::NewMerchant;
+use courier_core::payments::{
     ChargeView, Gateway, GatewayError, Gateways, HoldError, PaymentError, Payments, RetryPolicy,
 };
 use courier_domain::Environment;
@@ -562,7 +562,7 @@ async fn a_configured_live_adapter_is_used_for_live_and_never_the_sandbox() {
         &engine,
         Some(&sandbox_file),
         None,
-        &courier::payments::TestNetwork::default(),
+        &courier_core::payments::TestNetwork::default(),
     );
     assert!(matches!(refused, Err(GatewayError::LiveIsSandbox)));
     let _ = std::fs::remove_dir_all(&dir);

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use courier::merchants::NewMerchant;
+use courier_core::merchants::NewMerchant;
 use courier_domain::Environment;
 use courier_domain::event::{EventDetails, EventName, JobFacts, NewEvent};
 
@@ -172,9 +172,9 @@ async fn raise_for(
         details,
     };
     let mut tx = pool.begin().await.unwrap();
-    courier::events::record(&mut tx, &event).await.unwrap();
+    courier_core::events::record(&mut tx, &event).await.unwrap();
     tx.commit().await.unwrap();
-    courier::events::announce(pool).await.unwrap();
+    courier_core::events::announce(pool).await.unwrap();
     subject
 }
 
@@ -725,9 +725,9 @@ impl OwnService {
         wait_until_ready(&client, &base_url).await;
 
         let pool = PgPool::connect(&database_url).await.unwrap();
-        let key = courier::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
-        let authenticator = courier::auth::Authenticator::new(pool.clone(), &key);
-        let merchant = courier::merchants::create(&pool, &authenticator, "Own Service Ltd")
+        let key = courier_core::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
+        let authenticator = courier_core::auth::Authenticator::new(pool.clone(), &key);
+        let merchant = courier_core::merchants::create(&pool, &authenticator, "Own Service Ltd")
             .await
             .unwrap();
         let response = client
@@ -895,7 +895,7 @@ async fn a_stop_under_load_finishes_or_gives_back_every_delivery() {
 /// A delivered body is what the API description says webhooks carry: a described event, the
 /// envelope's fields exactly, and only described fields in `data`.
 fn assert_described(body: &Value) {
-    let document = courier::api::openapi_document();
+    let document = courier_api::openapi_document();
     let event = body["type"].as_str().unwrap();
     assert!(
         document["webhooks"].get(event).is_some(),

@@ -22,9 +22,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{Latencies, SECRET_HEX, booking_body, env_or, quote_body, wait_until_ready};
-use courier::auth::Authenticator;
-use courier::db::{EmbeddedPostgres, create_database_if_missing};
-use courier::secrets::SecretKey;
+use courier_core::auth::Authenticator;
+use courier_core::db::{EmbeddedPostgres, create_database_if_missing};
+use courier_core::secrets::SecretKey;
 use serde_json::{Value, json};
 use stripe::{Latency, StripeStandIn};
 
@@ -98,7 +98,7 @@ fn main() {
             .unwrap();
         wait_until_ready(&http, &base).await;
         let pool = sqlx::PgPool::connect(&url).await.unwrap();
-        let merchant = courier::merchants::create(
+        let merchant = courier_core::merchants::create(
             &pool,
             &Authenticator::new(pool.clone(), &SecretKey::from_hex(SECRET_HEX).unwrap()),
             "Live Bench",

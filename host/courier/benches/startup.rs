@@ -11,9 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Latencies, env_or, quote_body};
-use courier::auth::Authenticator;
-use courier::db::{EmbeddedPostgres, create_database_if_missing};
-use courier::secrets::SecretKey;
+use courier_core::auth::Authenticator;
+use courier_core::db::{EmbeddedPostgres, create_database_if_missing};
+use courier_core::secrets::SecretKey;
 
 const SECRET_HEX: &str = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e";
 /// A start slower than this is a failure, not a measurement.
@@ -108,12 +108,15 @@ async fn main() {
 
     // The first start migrates the database and compiles the components into the cache.
     let pool = sqlx::PgPool::connect(&database_url).await.unwrap();
-    courier::db::MIGRATOR.run(&pool).await.unwrap();
+    courier_core::db::MIGRATOR.run(&pool).await.unwrap();
     let hash_key = SecretKey::from_hex(SECRET_HEX).unwrap();
-    let merchant =
-        courier::merchants::create(&pool, &Authenticator::new(pool.clone(), &hash_key), "Start")
-            .await
-            .unwrap();
+    let merchant = courier_core::merchants::create(
+        &pool,
+        &Authenticator::new(pool.clone(), &hash_key),
+        "Start",
+    )
+    .await
+    .unwrap();
     let credential = (merchant.test_key.as_str(), merchant.test_secret.as_str());
     let first = start_once(&http, &database_url, &data_dir, credential).await;
 

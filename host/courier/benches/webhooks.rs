@@ -29,7 +29,7 @@ use sqlx::{Connection, PgPool};
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use courier::config::Config;
+use courier_core::config::Config;
 use courier_domain::Environment;
 use courier_domain::event::{EventDetails, EventName, JobFacts, NewEvent};
 
@@ -62,13 +62,13 @@ fn env_number(name: &str, default: usize) -> usize {
 }
 
 /// A database for the run: `DATABASE_URL`, or a new one in a private embedded cluster.
-async fn database(root: &std::path::Path) -> (String, Option<courier::db::EmbeddedPostgres>) {
+async fn database(root: &std::path::Path) -> (String, Option<courier_core::db::EmbeddedPostgres>) {
     if let Ok(url) = std::env::var("DATABASE_URL") {
         return (url, None);
     }
     let pg_root = root.join("pg");
     let cluster =
-        tokio::task::spawn_blocking(move || courier::db::EmbeddedPostgres::start(&pg_root))
+        tokio::task::spawn_blocking(move || courier_core::db::EmbeddedPostgres::start(&pg_root))
             .await
             .unwrap()
             .expect("starting PostgreSQL (install it or set DATABASE_URL)");
@@ -147,9 +147,9 @@ async fn main() {
     }
 
     let pool = PgPool::connect(&database_url).await.unwrap();
-    let key = courier::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
-    let authenticator = courier::auth::Authenticator::new(pool.clone(), &key);
-    let merchant = courier::merchants::create(&pool, &authenticator, "Bench Ltd")
+    let key = courier_core::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
+    let authenticator = courier_core::auth::Authenticator::new(pool.clone(), &key);
+    let merchant = courier_core::merchants::create(&pool, &authenticator, "Bench Ltd")
         .await
         .unwrap();
     let created = client
@@ -164,11 +164,11 @@ async fn main() {
     // Warm-up: connections, the shaper, the TLS session.
     for _ in 0..200 {
         let mut tx = pool.begin().await.unwrap();
-        courier::events::record(&mut tx, &event(merchant.merchant_id).1)
+        courier_core::events::record(&mut tx, &event(merchant.merchant_id).1)
             .await
             .unwrap();
         tx.commit().await.unwrap();
-        courier::events::announce(&pool).await.unwrap();
+        courier_core::events::announce(&pool).await.unwrap();
     }
     wait_for_total(&receiver, 200, Duration::from_secs(30)).await;
 
@@ -178,12 +178,12 @@ async fn main() {
     for _ in 0..events.div_ceil(100) {
         let mut tx = pool.begin().await.unwrap();
         for _ in 0..100 {
-            courier::events::record(&mut tx, &event(merchant.merchant_id).1)
+            courier_core::events::record(&mut tx, &event(merchant.merchant_id).1)
                 .await
                 .unwrap();
         }
         tx.commit().await.unwrap();
-        courier::events::announce(&pool).await.unwrap();
+        courier_core::events::announce(&pool).await.unwrap();
     }
     let recorded_in = started.elapsed();
     let total = events.div_ceil(100) * 100;
@@ -205,9 +205,9 @@ async fn main() {
         ticks.tick().await;
         let (job, event) = event(merchant.merchant_id);
         let mut tx = pool.begin().await.unwrap();
-        courier::events::record(&mut tx, &event).await.unwrap();
+        courier_core::events::record(&mut tx, &event).await.unwrap();
         tx.commit().await.unwrap();
-        courier::events::announce(&pool).await.unwrap();
+        courier_core::events::announce(&pool).await.unwrap();
         committed.push((job.to_string(), Instant::now()));
     }
     wait_for_total(&receiver, before + count, Duration::from_secs(60)).await;

@@ -6,15 +6,15 @@ use std::sync::Arc;
 use courier_plugins::{EngineConfig, PluginEngine};
 use tokio::net::TcpListener;
 
-use crate::api::{self, AppState};
-use crate::auth::Authenticator;
-use crate::config::Config;
-use crate::db::listen::ListenHub;
-use crate::db::{Database, DbError};
-use crate::markets::{Markets, MarketsError};
-use crate::pricing::{PriceBookError, PriceBooks};
-use crate::secrets::{SecretKey, SecretKeyError};
-use crate::telemetry;
+use courier_api::{self as api, AppState};
+use courier_core::auth::Authenticator;
+use courier_core::config::Config;
+use courier_core::db::listen::ListenHub;
+use courier_core::db::{Database, DbError};
+use courier_core::markets::{Markets, MarketsError};
+use courier_core::pricing::{PriceBookError, PriceBooks};
+use courier_core::secrets::{SecretKey, SecretKeyError};
+use courier_core::telemetry;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -35,9 +35,9 @@ pub enum StartError {
     #[error("starting the plugin engine: {0}")]
     Plugins(#[from] courier_plugins::PluginError),
     #[error("starting the webhook engine: {0}")]
-    Webhooks(#[from] crate::webhooks::WebhookStartError),
+    Webhooks(#[from] courier_core::webhooks::WebhookStartError),
     #[error("starting the payment adapters: {0}")]
-    Payments(#[from] crate::payments::GatewayError),
+    Payments(#[from] courier_core::payments::GatewayError),
     #[error("starting the SMS gateway client: {0}")]
     Texts(#[source] reqwest::Error),
     #[error("serving HTTP: {0}")]
@@ -52,11 +52,11 @@ pub struct Services {
     pub price_books: Arc<PriceBooks>,
     /// The one plugin engine of the process.
     pub plugin_engine: PluginEngine,
-    pub webhooks: Arc<crate::webhooks::Webhooks>,
-    pub payments: Arc<crate::payments::Payments>,
-    pub texts: Arc<crate::texts::CustomerTexts>,
-    pub couriers: crate::couriers::Couriers,
-    pub fulfilment: crate::jobs::fulfilment::Fulfilment,
+    pub webhooks: Arc<courier_core::webhooks::Webhooks>,
+    pub payments: Arc<courier_core::payments::Payments>,
+    pub texts: Arc<courier_core::texts::CustomerTexts>,
+    pub couriers: courier_core::couriers::Couriers,
+    pub fulfilment: courier_core::jobs::fulfilment::Fulfilment,
 }
 
 impl Services {
@@ -76,25 +76,28 @@ impl Services {
         let engine = plugin_engine(config)?;
         let price_books =
             PriceBooks::start(engine.clone(), db.pool.clone(), Arc::clone(&markets)).await?;
-        let webhooks =
-            crate::webhooks::Webhooks::new(db.pool.clone(), &secret_key, config.webhooks.clone())?;
-        let gateways = crate::payments::Gateways::load(
+        let webhooks = courier_core::webhooks::Webhooks::new(
+            db.pool.clone(),
+            &secret_key,
+            config.webhooks.clone(),
+        )?;
+        let gateways = courier_core::payments::Gateways::load(
             &engine,
             config.payments.live_adapter.as_deref(),
             config.payments.live_config.as_deref(),
-            &crate::payments::TestNetwork {
+            &courier_core::payments::TestNetwork {
                 allow_private: config.payments.allow_private,
                 extra_ca: config.payments.extra_ca.clone(),
             },
         )?;
         let payments = Arc::new(
-            crate::payments::Payments::new(
+            courier_core::payments::Payments::new(
                 db.pool.clone(),
                 gateways,
                 config.payments.retry,
                 webhooks.bell(),
             )
-            .with_call_limits(crate::payments::CallLimits {
+            .with_call_limits(courier_core::payments::CallLimits {
                 // Each call in flight keeps a plugin instance while it waits on the network:
                 // half of them at most, so price books and shapers always find one.
                 max_calls: config
@@ -107,18 +110,18 @@ impl Services {
             }),
         );
         let texts = Arc::new(
-            crate::texts::CustomerTexts::new(db.pool.clone(), config.texts.clone())
+            courier_core::texts::CustomerTexts::new(db.pool.clone(), config.texts.clone())
                 .map_err(StartError::Texts)?,
         );
-        let couriers = crate::couriers::Couriers::new(
+        let couriers = courier_core::couriers::Couriers::new(
             db.pool.clone(),
             Arc::clone(&markets),
-            crate::couriers::CourierCredentials::new(db.pool.clone(), &secret_key),
+            courier_core::couriers::CourierCredentials::new(db.pool.clone(), &secret_key),
         );
-        let fulfilment = crate::jobs::fulfilment::Fulfilment::new(
+        let fulfilment = courier_core::jobs::fulfilment::Fulfilment::new(
             db.pool.clone(),
             Arc::clone(&payments),
-            crate::jobs::fulfilment::CollectionTexts {
+            courier_core::jobs::fulfilment::CollectionTexts {
                 texts: Arc::clone(&texts),
                 markets: Arc::clone(&markets),
                 public_url: config.public_url(),
@@ -165,30 +168,34 @@ pub async fn run(
     tokio::task::spawn_blocking(move || loading.load_networks());
     // Every background task runs under one lifecycle and is stopped, gracefully, after the
     // server.
-    let workers = crate::workers::Workers::new();
+    let workers = courier_core::workers::Workers::new();
     // In place before the first request, so no revocation can slip past this process.
     let mut hub = ListenHub::new(services.db.pool.clone());
     let activations = hub.subscribe(courier_store::price_books::ACTIVATION_CHANNEL);
-    let credential_changes = hub.subscribe(crate::auth::CHANGES_CHANNEL);
+    let credential_changes = hub.subscribe(courier_core::auth::CHANGES_CHANNEL);
     // Other processes' events wake the fan-out from the relay itself: no task in between.
     let bell = services.webhooks.bell();
-    hub.on(crate::events::EVENTS_CHANNEL, move |_| bell.ring());
+    hub.on(courier_core::events::EVENTS_CHANNEL, move |_| bell.ring());
     hub.start(&workers)
         .await
         .map_err(|e| StartError::Database(DbError::Connect(e)))?;
     services.price_books.follow(activations, &workers);
-    crate::auth::follow_changes(services.authenticator.clone(), credential_changes, &workers);
+    courier_core::auth::follow_changes(
+        services.authenticator.clone(),
+        credential_changes,
+        &workers,
+    );
     services
         .webhooks
         .start_workers(&services.plugin_engine, &workers)
         .await?;
-    crate::jobs::run_scheduler(
+    courier_core::jobs::run_scheduler(
         services.db.pool.clone(),
         config.scheduler_interval,
         &workers,
     );
     services.payments.run_retries(&workers);
-    let tracking = Arc::new(crate::tracking::Tracking::new(
+    let tracking = Arc::new(courier_core::tracking::Tracking::new(
         services.db.pool.clone(),
         Arc::clone(&services.markets),
         config.tracking,
@@ -197,7 +204,7 @@ pub async fn run(
         .texts
         .run_sender(&workers, config.scheduler_interval);
     let header_read_timeout = config.header_read_timeout;
-    let sandbox = Arc::new(crate::sandbox::Simulator::new(
+    let sandbox = Arc::new(courier_core::sandbox::Simulator::new(
         services.db.pool.clone(),
         Arc::clone(&services.markets),
         services.fulfilment.clone(),
@@ -205,7 +212,7 @@ pub async fn run(
         config.dispatch.deadline,
     ));
     Arc::clone(&sandbox).run(&workers);
-    Arc::new(crate::dispatch::Dispatcher::new(
+    Arc::new(courier_core::dispatch::Dispatcher::new(
         services.db.pool.clone(),
         Arc::clone(&services.markets),
         services.fulfilment.clone(),
@@ -214,19 +221,19 @@ pub async fn run(
         sandbox.is_running(),
     ))
     .run(&workers);
-    crate::auth::flush_usage(
+    courier_core::auth::flush_usage(
         services.authenticator.clone(),
         config.key_usage_flush,
         &workers,
     );
-    let booking = crate::jobs::booking::BookingContext {
+    let booking = courier_core::jobs::booking::BookingContext {
         pool: services.db.pool.clone(),
         payments: Arc::clone(&services.payments),
         markets: Arc::clone(&services.markets),
         public_url: Arc::from(config.public_url().as_str()),
         bell: services.webhooks.bell(),
     };
-    crate::jobs::booking::recovery::run(
+    courier_core::jobs::booking::recovery::run(
         booking.clone(),
         &workers,
         std::time::Duration::from_secs(1),
@@ -246,7 +253,7 @@ pub async fn run(
         fulfilment: services.fulfilment.clone(),
         sandbox,
         operators: Arc::new(api::OperatorTokens::from_config(&config)),
-        rate_limiter: Arc::new(crate::rate_limit::RateLimiter::new()),
+        rate_limiter: Arc::new(courier_core::rate_limit::RateLimiter::new()),
     };
     let address = listener.local_addr().map_err(StartError::Serve)?;
     tracing::info!(%address, "courier is listening");

@@ -6,8 +6,8 @@ use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 
 use crate::app::{self, Services};
-use crate::config::Config;
-use crate::merchants;
+use courier_core::config::Config;
+use courier_core::merchants;
 use courier_domain::numeric::Numeric;
 
 #[derive(Debug, Parser)]
@@ -366,7 +366,7 @@ async fn courier(services: &Services, command: CourierCommand) -> anyhow::Result
             market,
             operator,
         } => {
-            let request = crate::couriers::NewCourier {
+            let request = courier_core::couriers::NewCourier {
                 name: Some(name),
                 phone: Some(phone),
                 vehicle: Some(vehicle),

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use courier_domain::error::catalogue;
 
-use crate::api::ApiError;
-use crate::config::Config;
-use crate::settings::variables;
+use courier_api::ApiError;
+use courier_core::config::Config;
+use courier_core::settings::variables;
 
 /// The table of every error code the API answers with, for `docs/errors.md`.
 pub fn error_table() -> String {

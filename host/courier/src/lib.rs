@@ -1,43 +1,13 @@
-//! Courier: a courier delivery service for merchants, over a REST API.
+//! Courier: a courier delivery service for merchants, over a REST API. This crate is the
+//! service itself: the `courier` binary's commands, the process that wires the features
+//! (`courier-core`) to the HTTP layer (`courier-api`), and the server that listens.
 //!
-//! - `api`: HTTP routing, extractors and the one error model.
-//! - `audit`: the operator audit trail.
-//! - `auth`: merchant credentials (HTTP Basic), issued and verified.
-//! - `couriers`: couriers and their credentials for the courier API.
-//! - `db`: the Postgres connection, the embedded cluster, migrations.
-//! - `dispatch`: offers of searching jobs to couriers, deadlines, the due-work worker.
-//! - `markets`: where the service operates; road networks and places per market.
-//! - `pricing`: price books per market: uploads, activation (hot swap), pricing.
-//! - `rate_limit`: per-key request budgets, in memory.
-//! - `tracking`: the public tracking page of a job.
-//! - `workers`: the one lifecycle of the workers that claim due work in batches.
+//! - `app`: one running service: pool, plugins, workers, router, and its graceful stop.
+//! - `cli`: the `courier` commands.
+//! - `server`: HTTP/1 and HTTP/2 on one listener, with a graceful stop.
 
-pub mod api;
 pub mod app;
-pub mod audit;
-pub mod auth;
 pub mod cli;
-pub mod clock;
-pub mod config;
-pub mod couriers;
-pub mod db;
-pub mod dispatch;
-pub mod events;
 #[cfg(test)]
 mod generated_docs;
-pub mod jobs;
-pub mod markets;
-pub mod merchants;
-pub mod payments;
-pub mod pricing;
-pub mod quotes;
-pub mod rate_limit;
-pub mod sandbox;
-pub mod secrets;
 pub mod server;
-pub mod settings;
-pub mod telemetry;
-pub mod texts;
-pub mod tracking;
-pub mod webhooks;
-pub mod workers;

@@ -24,6 +24,16 @@ fn no_two_modules_of_the_service_import_each_other() {
 }
 
 #[test]
+fn no_two_modules_of_the_http_layer_import_each_other() {
+    assert_eq!(pairs_of("api"), Vec::<(String, String)>::new());
+}
+
+#[test]
+fn no_two_modules_of_the_features_import_each_other() {
+    assert_eq!(pairs_of("core"), Vec::<(String, String)>::new());
+}
+
+#[test]
 fn no_two_modules_of_the_domain_import_each_other() {
     assert_eq!(pairs_of("domain"), Vec::<(String, String)>::new());
 }

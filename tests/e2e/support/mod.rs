@@ -17,8 +17,8 @@ use sqlx::PgPool;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use courier::config::Config;
-use courier::merchants::NewMerchant;
+use courier_core::config::Config;
+use courier_core::merchants::NewMerchant;
 
 pub use cluster::fresh_database_url;
 pub use eventually::eventually;
@@ -136,9 +136,9 @@ impl TestApp {
     /// Creates a merchant the way the CLI does and returns its credentials.
     pub async fn create_merchant(&self, name: &str) -> NewMerchant {
         let pool = self.pool().await;
-        let key = courier::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
-        let authenticator = courier::auth::Authenticator::new(pool.clone(), &key);
-        let merchant = courier::merchants::create(&pool, &authenticator, name)
+        let key = courier_core::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
+        let authenticator = courier_core::auth::Authenticator::new(pool.clone(), &key);
+        let merchant = courier_core::merchants::create(&pool, &authenticator, name)
             .await
             .unwrap();
         pool.close().await;

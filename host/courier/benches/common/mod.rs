@@ -6,10 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use courier::auth::Authenticator;
-use courier::config::Config;
-use courier::db::{EmbeddedPostgres, create_database_if_missing};
-use courier::secrets::SecretKey;
+use courier_core::auth::Authenticator;
+use courier_core::config::Config;
+use courier_core::db::{EmbeddedPostgres, create_database_if_missing};
+use courier_core::secrets::SecretKey;
 use serde_json::{Value, json};
 
 pub const PICKUP: (f64, f64) = (20.00285, 50.0043);
@@ -130,7 +130,7 @@ impl Bench {
             .unwrap();
         wait_until_ready(&http, &base).await;
         let hash_key = SecretKey::from_hex(SECRET_HEX).unwrap();
-        let merchant = courier::merchants::create(
+        let merchant = courier_core::merchants::create(
             &pool,
             &Authenticator::new(pool.clone(), &hash_key),
             "Bench",

@@ -7,12 +7,12 @@ use axum::extract::State;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::api::error::{ApiError, RequestError};
-use crate::api::extract::ApiQuery;
-use crate::api::jobs::{date_time_parameter, whole_parameter};
-use crate::api::state::AppState;
-use crate::audit::{self, AuditEntry, AuditFilter};
-use crate::audit::{AuditActionName, AuditTargetType};
+use crate::error::{ApiError, RequestError};
+use crate::extract::ApiQuery;
+use crate::jobs::{date_time_parameter, whole_parameter};
+use crate::state::AppState;
+use courier_core::audit::{self, AuditEntry, AuditFilter};
+use courier_core::audit::{AuditActionName, AuditTargetType};
 
 const DEFAULT_PAGE_SIZE: i64 = 50;
 const MAX_PAGE_SIZE: i64 = 200;

@@ -16,12 +16,12 @@ use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use crate::api::error::{ApiError, RequestError};
-use crate::api::extract::ApiJson;
-use crate::api::state::AppState;
-use crate::couriers::{CourierIdentity, CourierView};
-use crate::jobs::fulfilment::FulfilmentError;
-use crate::jobs::views::ProofRequirement;
+use crate::error::{ApiError, RequestError};
+use crate::extract::ApiJson;
+use crate::state::AppState;
+use courier_core::couriers::{CourierIdentity, CourierView};
+use courier_core::jobs::fulfilment::FulfilmentError;
+use courier_core::jobs::views::ProofRequirement;
 use courier_domain::booking::{Contact, Item};
 use courier_domain::job::proof::{DeliveryRequest, Proof, Requirement};
 use courier_domain::numeric::Numeric;
@@ -239,7 +239,8 @@ async fn list_offers(
     State(state): State<AppState>,
     Extension(c): Courier,
 ) -> Result<Json<Vec<OfferView>>, ApiError> {
-    let open = offers_store::open_offers(&state.pool, c.courier_id, crate::clock::now()).await?;
+    let open =
+        offers_store::open_offers(&state.pool, c.courier_id, courier_core::clock::now()).await?;
     Ok(Json(open.iter().map(|(o, j)| offer_view(o, j)).collect()))
 }
 
@@ -445,7 +446,7 @@ async fn delivered(
                 photo: job.proof_photo_required,
                 signature: job.proof_signature_required,
             };
-            Proof::parse(body, requirement, max_bytes, crate::clock::now())
+            Proof::parse(body, requirement, max_bytes, courier_core::clock::now())
         })
         .await?;
     Ok(Json(CourierJobView::from(&job)))

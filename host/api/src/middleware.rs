@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::error::{ApiError, RequestError};
 use super::state::AppState;
-use crate::rate_limit::{Budget, Decision, whole_seconds};
+use courier_core::rate_limit::{Budget, Decision, whole_seconds};
 
 /// Authenticates every /v1 request and spends one request of the key's budget for its kind;
 /// handlers read the `Merchant` from the extensions. Every authenticated answer carries the

@@ -10,11 +10,11 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::operators::Operator;
-use crate::api::error::ApiError;
-use crate::api::extract::{ApiJson, ApiQuery};
-use crate::api::state::AppState;
-use crate::couriers::{CourierError, CourierView, CreatedCourier, NewCourier};
+use crate::error::ApiError;
+use crate::extract::{ApiJson, ApiQuery};
+use crate::state::AppState;
+use courier_core::auth::operators::Operator;
+use courier_core::couriers::{CourierError, CourierView, CreatedCourier, NewCourier};
 
 fn courier_id(raw: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw).map_err(|_| CourierError::NotFound.into())

@@ -11,8 +11,8 @@ use utoipa::ToSchema;
 use super::error::{ApiError, RequestError};
 use super::extract::{ApiJson, job_id};
 use super::state::AppState;
-use crate::auth::Merchant;
-use crate::sandbox::{RunView, SandboxError};
+use courier_core::auth::Merchant;
+use courier_core::sandbox::{RunView, SandboxError};
 use courier_domain::Environment;
 use courier_domain::sandbox::Scenario;
 

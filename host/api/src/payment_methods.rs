@@ -13,8 +13,8 @@ use uuid::Uuid;
 use super::error::{ApiError, RequestError};
 use super::extract::ApiJson;
 use super::state::AppState;
-use crate::auth::Merchant;
-use crate::payments::{CardFormView, HoldError, PaymentError, PaymentMethodView};
+use courier_core::auth::Merchant;
+use courier_core::payments::{CardFormView, HoldError, PaymentError, PaymentMethodView};
 use courier_domain::charge::{contains_card_number, json_contains_card_number};
 
 impl From<HoldError> for ApiError {

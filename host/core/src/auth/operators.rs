@@ -4,7 +4,7 @@
 use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
-use crate::auth::AuthError;
+use super::AuthError;
 use crate::config::Config;
 
 /// The operator behind an admin request, for the records.

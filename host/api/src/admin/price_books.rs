@@ -9,11 +9,11 @@ use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::operators::Operator;
-use crate::api::error::{ApiError, RequestError};
-use crate::api::extract::ApiJson;
-use crate::api::state::AppState;
-use crate::pricing::{Activation, Comparison, UploadSummary};
+use crate::error::{ApiError, RequestError};
+use crate::extract::ApiJson;
+use crate::state::AppState;
+use courier_core::auth::operators::Operator;
+use courier_core::pricing::{Activation, Comparison, UploadSummary};
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -42,10 +42,10 @@ pub enum Budget {
 
 impl Budget {
     /// The budget a `/v1` request spends; `path` may or may not carry the `/v1` prefix.
-    pub fn of(method: &axum::http::Method, path: &str) -> Self {
+    pub fn of(method: &http::Method, path: &str) -> Self {
         let path = path.strip_prefix("/v1").unwrap_or(path);
         let path = path.trim_end_matches('/');
-        match (method == axum::http::Method::POST, path) {
+        match (method == http::Method::POST, path) {
             (true, "/quotes") => Budget::Quotes,
             (true, "/jobs") => Budget::Bookings,
             _ => Budget::Reads,
@@ -223,7 +223,7 @@ pub fn whole_seconds(duration: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::Method;
+    use http::Method;
 
     fn key() -> Uuid {
         Uuid::new_v4()

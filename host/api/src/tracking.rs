@@ -11,7 +11,7 @@ use axum::response::{Html, IntoResponse, Response};
 use super::error::ApiError;
 use super::middleware::PageForPeople;
 use super::state::AppState;
-use crate::tracking;
+use courier_core::tracking;
 
 /// The page answers HTML whatever happens: its refusals are pages for people, without a code.
 #[utoipa::path(
@@ -34,7 +34,12 @@ pub async fn page(
     token: Result<Path<String>, PathRejection>,
 ) -> Response {
     let found = match token {
-        Ok(Path(token)) => state.tracking.state(&token, crate::clock::now()).await,
+        Ok(Path(token)) => {
+            state
+                .tracking
+                .state(&token, courier_core::clock::now())
+                .await
+        }
         Err(_) => Ok(None),
     };
     let (status, html) = match found {
@@ -73,7 +78,7 @@ pub async fn state(
     };
     let view = state
         .tracking
-        .state(&token, crate::clock::now())
+        .state(&token, courier_core::clock::now())
         .await?
         .ok_or(ApiError::TrackingNotFound)?;
     Ok((page_headers(), Json(view)).into_response())

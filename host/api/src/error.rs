@@ -12,18 +12,18 @@ use thiserror::Error;
 use courier_domain::error::{self as codes, Answer, Code, ErrorCode};
 use courier_domain::quote::QuoteRequestError;
 
-use crate::audit::AuditQueryError;
-use crate::auth::AuthError;
-use crate::couriers::{CourierAuthError, CourierError};
-use crate::jobs::booking::BookingError;
-use crate::jobs::fulfilment::FulfilmentError;
-use crate::markets::RoutingError;
-use crate::merchants::MerchantError;
-use crate::payments::PaymentError;
-use crate::pricing::{PriceBookError, PricingError};
-use crate::quotes::QuoteError;
-use crate::sandbox::SandboxError;
-use crate::webhooks::WebhookError;
+use courier_core::audit::AuditQueryError;
+use courier_core::auth::AuthError;
+use courier_core::couriers::{CourierAuthError, CourierError};
+use courier_core::jobs::booking::BookingError;
+use courier_core::jobs::fulfilment::FulfilmentError;
+use courier_core::markets::RoutingError;
+use courier_core::merchants::MerchantError;
+use courier_core::payments::PaymentError;
+use courier_core::pricing::{PriceBookError, PricingError};
+use courier_core::quotes::QuoteError;
+use courier_core::sandbox::SandboxError;
+use courier_core::webhooks::WebhookError;
 
 pub const ROUTE_NOT_FOUND: Code = Code::new(
     404,
@@ -164,10 +164,10 @@ pub enum ApiError {
     #[code(courier_domain::job::JOB_NOT_FOUND)]
     JobNotFound,
     #[error("no such merchant")]
-    #[code(crate::merchants::MERCHANT_NOT_FOUND)]
+    #[code(courier_core::merchants::MERCHANT_NOT_FOUND)]
     MerchantNotFound,
     #[error("no such tracking page (unknown link, or the delivery ended a while ago)")]
-    #[code(crate::tracking::TRACKING_NOT_FOUND)]
+    #[code(courier_core::tracking::TRACKING_NOT_FOUND)]
     TrackingNotFound,
     #[error(transparent)]
     #[code(via)]
@@ -210,9 +210,9 @@ pub enum ApiError {
     AuditQuery(#[from] AuditQueryError),
     #[error(
         "this key has used its budget for this kind of request; retry after {} s",
-        crate::rate_limit::whole_seconds(*retry_after)
+        courier_core::rate_limit::whole_seconds(*retry_after)
     )]
-    #[code(crate::rate_limit::RATE_LIMITED)]
+    #[code(courier_core::rate_limit::RATE_LIMITED)]
     RateLimited { retry_after: std::time::Duration },
     #[error("the request took longer than this service allows and was abandoned; try again")]
     #[code(TIMEOUT)]
@@ -286,7 +286,7 @@ impl IntoResponse for ApiError {
         if let ApiError::RateLimited { retry_after } = self {
             response.headers_mut().insert(
                 header::RETRY_AFTER,
-                HeaderValue::from(crate::rate_limit::whole_seconds(retry_after).max(1)),
+                HeaderValue::from(courier_core::rate_limit::whole_seconds(retry_after).max(1)),
             );
             return response;
         }

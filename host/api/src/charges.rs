@@ -5,8 +5,8 @@ use axum::{Extension, Json};
 
 use super::error::ApiError;
 use super::state::AppState;
-use crate::auth::Merchant;
-use crate::payments::ChargeView;
+use courier_core::auth::Merchant;
+use courier_core::payments::ChargeView;
 
 /// `GET /v1/charges`: the last 50, one per job, newest first.
 #[utoipa::path(

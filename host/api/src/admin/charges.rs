@@ -6,11 +6,11 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::operators::Operator;
-use crate::api::error::ApiError;
-use crate::api::extract::ApiJson;
-use crate::api::state::AppState;
-use crate::payments::{ChargeView, PaymentError};
+use crate::error::ApiError;
+use crate::extract::ApiJson;
+use crate::state::AppState;
+use courier_core::auth::operators::Operator;
+use courier_core::payments::{ChargeView, PaymentError};
 use courier_domain::numeric::Numeric;
 
 #[derive(Deserialize, ToSchema)]

@@ -18,10 +18,10 @@ use super::extract::{ApiJson, ApiQuery, job_id};
 use super::lookups::PointBody;
 use super::sandbox;
 use super::state::AppState;
-use crate::auth::Merchant;
-use crate::jobs::POSITION_FRESHNESS;
-use crate::jobs::booking;
-use crate::jobs::views::{JobDetail, JobListItem, JobView};
+use courier_core::auth::Merchant;
+use courier_core::jobs::POSITION_FRESHNESS;
+use courier_core::jobs::booking;
+use courier_core::jobs::views::{JobDetail, JobListItem, JobView};
 use courier_domain::JobStatus;
 use courier_domain::numeric::NumericValue;
 use courier_store::jobs::{self as store, ListFilter};
@@ -118,7 +118,7 @@ pub async fn create(
         key,
         &body,
         scenario,
-        crate::clock::now(),
+        courier_core::clock::now(),
     )
     .await?;
     let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::CREATED);

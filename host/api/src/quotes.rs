@@ -11,8 +11,8 @@ use utoipa::ToSchema;
 use super::error::ApiError;
 use super::extract::ApiJson;
 use super::state::AppState;
-use crate::auth::Merchant;
-use crate::quotes::{self, Quote, QuoteContext};
+use courier_core::auth::Merchant;
+use courier_core::quotes::{self, Quote, QuoteContext};
 use courier_domain::VehicleName;
 use courier_domain::quote::QuoteRequest;
 
@@ -60,7 +60,7 @@ pub async fn create(
     Extension(merchant): Extension<Merchant>,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<Quote>), ApiError> {
-    let now = crate::clock::now();
+    let now = courier_core::clock::now();
     let request = QuoteRequest::parse(&body, now)?;
     let context = QuoteContext {
         markets: &state.markets,

@@ -6,12 +6,12 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::operators::Operator;
-use crate::api::error::{ApiError, RequestError};
-use crate::api::extract::ApiJson;
-use crate::api::state::AppState;
-use crate::jobs::fulfilment::FulfilmentError;
-use crate::jobs::views::JobDetail;
+use crate::error::{ApiError, RequestError};
+use crate::extract::ApiJson;
+use crate::state::AppState;
+use courier_core::auth::operators::Operator;
+use courier_core::jobs::fulfilment::FulfilmentError;
+use courier_core::jobs::views::JobDetail;
 use courier_domain::JobStatus;
 
 fn job_id(raw: &str) -> Result<Uuid, ApiError> {

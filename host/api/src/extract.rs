@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::error::{ApiError, RequestError};
 use super::state::AppState;
-use crate::auth::Merchant;
+use courier_core::auth::Merchant;
 
 /// Every handler that takes a `Merchant` requires credentials.
 impl FromRequestParts<AppState> for Merchant {

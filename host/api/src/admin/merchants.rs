@@ -6,11 +6,11 @@ use axum::{Extension, Json};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::operators::Operator;
-use crate::api::error::ApiError;
-use crate::api::extract::ApiJson;
-use crate::api::state::AppState;
-use crate::merchants::{
+use crate::error::ApiError;
+use crate::extract::ApiJson;
+use crate::state::AppState;
+use courier_core::auth::operators::Operator;
+use courier_core::merchants::{
     self, AccountSettings, ApiKey, CreatedKey, MerchantDetail, MerchantSummary, NewMerchant,
     SettingsChange,
 };

@@ -5,7 +5,7 @@ mod charges;
 mod couriers;
 mod jobs;
 mod merchants;
-pub(super) mod operators;
+
 mod price_books;
 
 use axum::Router;
@@ -16,10 +16,10 @@ use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
 use utoipa_axum::routes;
 
-use crate::api::error::ApiError;
-use crate::api::state::AppState;
+use crate::error::ApiError;
+use crate::state::AppState;
 
-pub use operators::{Operator, OperatorTokens};
+pub use courier_core::auth::operators::{Operator, OperatorTokens};
 
 /// Price-book components arrive base64-encoded in JSON; allow for a few megabytes.
 const UPLOAD_BODY_LIMIT: usize = 16 << 20;

@@ -11,8 +11,8 @@ use uuid::Uuid;
 use super::error::ApiError;
 use super::extract::ApiJson;
 use super::state::AppState;
-use crate::auth::Merchant;
-use crate::webhooks::{DeliveryRecord, Endpoint, WebhookError};
+use courier_core::auth::Merchant;
+use courier_core::webhooks::{DeliveryRecord, Endpoint, WebhookError};
 use courier_domain::event::EventName;
 use courier_store::webhooks::Owner;
 

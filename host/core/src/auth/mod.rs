@@ -3,6 +3,7 @@
 mod basic;
 mod changes;
 mod credentials;
+pub mod operators;
 mod usage;
 
 pub use basic::{BasicCredentials, parse_basic};
