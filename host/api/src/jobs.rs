@@ -256,10 +256,7 @@ pub async fn courier_position(
     .await?
     .ok_or(ApiError::JobNotFound)?;
     // Only while someone is on the job: after it ends, where its courier is concerns nobody.
-    let under_way = matches!(
-        JobStatus::parse(&job.status),
-        Some(JobStatus::Assigned | JobStatus::InTransit)
-    );
+    let under_way = matches!(job.status, JobStatus::Assigned | JobStatus::InTransit);
     let Some(courier_id) = job.courier_id.filter(|_| under_way) else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };

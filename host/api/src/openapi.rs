@@ -11,6 +11,7 @@
 
 use std::collections::BTreeSet;
 
+use courier_domain::error::Code;
 use serde_json::{Value, json};
 use utoipa::OpenApi;
 
@@ -316,11 +317,12 @@ fn finish(mut document: Value) -> Value {
     let paths = document["paths"]
         .as_object_mut()
         .expect("the description has paths");
+    let declared = courier_domain::error::catalogue::<crate::ApiError>();
     for (path, item) in paths.iter_mut() {
         let section = Section::of(path);
         for method in METHODS {
             if let Some(operation) = item.get_mut(*method) {
-                finish_operation(section, operation);
+                finish_operation(section, operation, &declared);
             }
         }
     }
@@ -328,7 +330,8 @@ fn finish(mut document: Value) -> Value {
     document
 }
 
-fn finish_operation(section: Section, operation: &mut Value) {
+/// `declared`: every code the service answers with, whose meanings describe the refusals.
+fn finish_operation(section: Section, operation: &mut Value, declared: &[&Code]) {
     let operation = operation.as_object_mut().expect("operations are objects");
     match section.security_scheme() {
         Some(scheme) => operation.insert("security".into(), json!([{ scheme: [] }])),
@@ -378,7 +381,7 @@ fn finish_operation(section: Section, operation: &mut Value) {
         }
         let codes: Vec<String> = codes.into_iter().collect();
         let mut response = json!({
-            "description": format!("Refused: {}", codes.join(", ")),
+            "description": refusal_description(&codes, declared),
             "content": { "application/json": { "schema": error_schema(Some(&codes)) } },
         });
         if let Some(headers) = refusal_headers(section, status) {
@@ -386,6 +389,18 @@ fn finish_operation(section: Section, operation: &mut Value) {
         }
         responses.insert(status.to_string(), response);
     }
+}
+
+/// "Refused:" and each code with its meaning, as the code's declaration gives it.
+fn refusal_description(codes: &[String], declared: &[&Code]) -> String {
+    let mut description = String::from("Refused:");
+    for code in codes {
+        description.push_str(&format!("\n- `{code}`"));
+        if let Some(declaration) = declared.iter().find(|d| d.code == code) {
+            description.push_str(&format!(": {}", declaration.meaning));
+        }
+    }
+    description
 }
 
 /// `{code, message}`; with `codes`, the code is one of them.

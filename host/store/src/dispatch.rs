@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::jobs::JobRow;
+use super::jobs::{JobRecord, JobRow};
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct OfferRow {
@@ -149,9 +149,10 @@ pub async fn open_offers(
     let mut found = Vec::with_capacity(offers.len());
     for offer in offers {
         let job: JobRow =
-            sqlx::query_as!(JobRow, "SELECT * FROM jobs WHERE id = $1", offer.job_id,)
+            sqlx::query_as!(JobRecord, "SELECT * FROM jobs WHERE id = $1", offer.job_id,)
                 .fetch_one(pool)
-                .await?;
+                .await?
+                .try_into()?;
         found.push((offer, job));
     }
     Ok(found)
@@ -165,7 +166,7 @@ pub async fn claim_overdue_searches(
     limit: i64,
 ) -> Result<Vec<JobRow>, sqlx::Error> {
     sqlx::query_as!(
-        JobRow,
+        JobRecord,
         "SELECT * FROM jobs WHERE status = 'searching' \
          AND coalesce(search_opened_at, search_opens_at, booked_at) \
              <= $1::timestamptz - make_interval(secs => $2) \
@@ -176,7 +177,10 @@ pub async fn claim_overdue_searches(
         limit,
     )
     .fetch_all(conn)
-    .await
+    .await?
+    .into_iter()
+    .map(JobRow::try_from)
+    .collect()
 }
 
 /// The searching job with no open offer that has searched longest, except those in
@@ -188,7 +192,7 @@ pub async fn claim_unoffered_search(
     live_only: bool,
 ) -> Result<Option<JobRow>, sqlx::Error> {
     sqlx::query_as!(
-        JobRow,
+        JobRecord,
         "SELECT * FROM jobs j WHERE status = 'searching' AND id <> ALL($1) \
          AND (environment = 'live' OR NOT $2) \
          AND NOT EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
@@ -199,5 +203,7 @@ pub async fn claim_unoffered_search(
         live_only,
     )
     .fetch_optional(conn)
-    .await
+    .await?
+    .map(JobRow::try_from)
+    .transpose()
 }

@@ -1,16 +1,19 @@
 //! The moves of jobs, their proof files, and the settlements their endings owe.
 
 use chrono::{DateTime, Utc};
+use courier_domain::JobStatus;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::jobs::JobRow;
+use super::jobs::{JobRecord, JobRow};
 
 /// The job, locked for this transaction.
 pub async fn lock_job(conn: &mut PgConnection, id: Uuid) -> Result<Option<JobRow>, sqlx::Error> {
-    sqlx::query_as!(JobRow, "SELECT * FROM jobs WHERE id = $1 FOR UPDATE", id,)
+    sqlx::query_as!(JobRecord, "SELECT * FROM jobs WHERE id = $1 FOR UPDATE", id,)
         .fetch_optional(conn)
-        .await
+        .await?
+        .map(JobRow::try_from)
+        .transpose()
 }
 
 /// Writes a job's new state, only if it is still in `from`: a job moved meanwhile is left
@@ -18,16 +21,16 @@ pub async fn lock_job(conn: &mut PgConnection, id: Uuid) -> Result<Option<JobRow
 pub async fn move_job(
     conn: &mut PgConnection,
     job: &JobRow,
-    from: &str,
+    from: JobStatus,
 ) -> Result<Option<JobRow>, sqlx::Error> {
     sqlx::query_as!(
-        JobRow,
+        JobRecord,
         "UPDATE jobs SET status = $3, courier_id = $4, assigned_at = $5, completed_at = $6, \
          cancellation_reason = $7, proof = $8, search_opened_at = $9 \
          WHERE id = $1 AND status = $2 RETURNING *",
         job.id,
-        from,
-        &job.status,
+        from.as_str(),
+        job.status.as_str(),
         job.courier_id,
         job.assigned_at,
         job.completed_at,
@@ -36,7 +39,9 @@ pub async fn move_job(
         job.search_opened_at,
     )
     .fetch_optional(conn)
-    .await
+    .await?
+    .map(JobRow::try_from)
+    .transpose()
 }
 
 /// A job's courier, changed by hand; returns the job after it.
@@ -47,7 +52,7 @@ pub async fn set_courier(
     at: DateTime<Utc>,
 ) -> Result<JobRow, sqlx::Error> {
     sqlx::query_as!(
-        JobRow,
+        JobRecord,
         "UPDATE jobs SET courier_id = $2, assigned_at = $3 WHERE id = $1 RETURNING *",
         job_id,
         courier_id,
@@ -55,18 +60,22 @@ pub async fn set_courier(
     )
     .fetch_one(conn)
     .await
+    .and_then(JobRow::try_from)
 }
 
 /// The jobs under way of a courier (assigned or in transit), oldest assignment first.
 pub async fn courier_jobs(pool: &PgPool, courier_id: Uuid) -> Result<Vec<JobRow>, sqlx::Error> {
     sqlx::query_as!(
-        JobRow,
+        JobRecord,
         "SELECT * FROM jobs WHERE courier_id = $1 AND status IN ('assigned', 'in_transit') \
          ORDER BY assigned_at, id",
         courier_id,
     )
     .fetch_all(pool)
-    .await
+    .await?
+    .into_iter()
+    .map(JobRow::try_from)
+    .collect()
 }
 
 /// A proof file as stored.

@@ -2,7 +2,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 use uuid::Uuid;
 
-use courier_domain::Environment;
+use courier_domain::{Environment, JobStatus};
 
 /// A job as stored (and, as JSON, as a booking between its phases keeps it).
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, serde::Deserialize)]
@@ -13,7 +13,8 @@ pub struct JobRow {
     pub quote_id: Uuid,
     pub reference: String,
     pub tracking_token: String,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: JobStatus,
     pub market_id: String,
     pub currency: String,
     pub price_amount_minor: i64,
@@ -39,6 +40,86 @@ pub struct JobRow {
     pub cancellation_reason: Option<String>,
     /// When the job last entered `searching`, when it did after booking.
     pub search_opened_at: Option<DateTime<Utc>>,
+}
+
+/// A `jobs` row as the query macros read it, its status still text: [`JobRow`]'s conversion
+/// checks it, and a status this code does not know is a decode error.
+pub(crate) struct JobRecord {
+    pub(crate) id: Uuid,
+    pub(crate) merchant_id: Uuid,
+    pub(crate) environment: String,
+    pub(crate) quote_id: Uuid,
+    pub(crate) reference: String,
+    pub(crate) tracking_token: String,
+    pub(crate) status: String,
+    pub(crate) market_id: String,
+    pub(crate) currency: String,
+    pub(crate) price_amount_minor: i64,
+    pub(crate) tax_amount_minor: i64,
+    pub(crate) vehicle: String,
+    pub(crate) pickup: serde_json::Value,
+    pub(crate) dropoff: serde_json::Value,
+    pub(crate) items: serde_json::Value,
+    pub(crate) items_subtotal_minor: i64,
+    pub(crate) discount_minor: i64,
+    pub(crate) items_total_minor: i64,
+    pub(crate) notify_customer: bool,
+    pub(crate) customer_notified_at: Option<DateTime<Utc>>,
+    pub(crate) proof_photo_required: bool,
+    pub(crate) proof_signature_required: bool,
+    pub(crate) proof: Option<serde_json::Value>,
+    pub(crate) courier_id: Option<Uuid>,
+    pub(crate) booked_at: DateTime<Utc>,
+    pub(crate) scheduled_for: Option<DateTime<Utc>>,
+    pub(crate) search_opens_at: Option<DateTime<Utc>>,
+    pub(crate) assigned_at: Option<DateTime<Utc>>,
+    pub(crate) completed_at: Option<DateTime<Utc>>,
+    pub(crate) cancellation_reason: Option<String>,
+    pub(crate) search_opened_at: Option<DateTime<Utc>>,
+}
+
+impl TryFrom<JobRecord> for JobRow {
+    type Error = sqlx::Error;
+
+    fn try_from(record: JobRecord) -> Result<Self, Self::Error> {
+        let status = JobStatus::try_from(record.status).map_err(|e| sqlx::Error::ColumnDecode {
+            index: "status".into(),
+            source: Box::new(e),
+        })?;
+        Ok(JobRow {
+            status,
+            id: record.id,
+            merchant_id: record.merchant_id,
+            environment: record.environment,
+            quote_id: record.quote_id,
+            reference: record.reference,
+            tracking_token: record.tracking_token,
+            market_id: record.market_id,
+            currency: record.currency,
+            price_amount_minor: record.price_amount_minor,
+            tax_amount_minor: record.tax_amount_minor,
+            vehicle: record.vehicle,
+            pickup: record.pickup,
+            dropoff: record.dropoff,
+            items: record.items,
+            items_subtotal_minor: record.items_subtotal_minor,
+            discount_minor: record.discount_minor,
+            items_total_minor: record.items_total_minor,
+            notify_customer: record.notify_customer,
+            customer_notified_at: record.customer_notified_at,
+            proof_photo_required: record.proof_photo_required,
+            proof_signature_required: record.proof_signature_required,
+            proof: record.proof,
+            courier_id: record.courier_id,
+            booked_at: record.booked_at,
+            scheduled_for: record.scheduled_for,
+            search_opens_at: record.search_opens_at,
+            assigned_at: record.assigned_at,
+            completed_at: record.completed_at,
+            cancellation_reason: record.cancellation_reason,
+            search_opened_at: record.search_opened_at,
+        })
+    }
 }
 
 impl JobRow {
@@ -81,7 +162,7 @@ pub fn insert_job<'a>(job: &'a JobRow) -> impl FnOnce(&mut QueryBuilder<'a, Post
                 .push_bind(j.quote_id)
                 .push_bind(&j.reference)
                 .push_bind(&j.tracking_token)
-                .push_bind(&j.status)
+                .push_bind(j.status.as_str())
                 .push_bind(&j.market_id)
                 .push_bind(&j.currency)
                 .push_bind(j.price_amount_minor)
@@ -111,14 +192,16 @@ pub async fn find(
     id: Uuid,
 ) -> Result<Option<JobRow>, sqlx::Error> {
     sqlx::query_as!(
-        JobRow,
+        JobRecord,
         "SELECT * FROM jobs WHERE id = $1 AND merchant_id = $2 AND environment = $3",
         id,
         merchant_id,
         environment.as_str(),
     )
     .fetch_optional(pool)
-    .await
+    .await?
+    .map(JobRow::try_from)
+    .transpose()
 }
 
 pub struct ListFilter<'a> {

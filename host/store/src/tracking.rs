@@ -4,17 +4,19 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::jobs::JobRow;
+use crate::jobs::{JobRecord, JobRow};
 
 /// The job whose tracking token is `token` (the unique index on `tracking_token` answers it).
 pub async fn find_by_token(pool: &PgPool, token: &str) -> Result<Option<JobRow>, sqlx::Error> {
     sqlx::query_as!(
-        JobRow,
+        JobRecord,
         "SELECT * FROM jobs WHERE tracking_token = $1",
         token,
     )
     .fetch_optional(pool)
-    .await
+    .await?
+    .map(JobRow::try_from)
+    .transpose()
 }
 
 /// The job's events (name, when), oldest first.

@@ -330,7 +330,7 @@ impl From<&JobRow> for CourierJobView {
         Self {
             id: job.id,
             reference: job.reference.clone(),
-            status: job.status.clone(),
+            status: job.status.as_str().to_owned(),
             vehicle: job.vehicle.clone(),
             pickup: job.pickup.clone(),
             dropoff: job.dropoff.clone(),

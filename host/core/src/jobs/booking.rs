@@ -336,9 +336,7 @@ async fn prepare(
         status: match request.scheduled_for {
             None => JobStatus::Searching,
             Some(_) => JobStatus::Pending,
-        }
-        .as_str()
-        .to_owned(),
+        },
         market_id: quote.market_id.clone(),
         currency: quote.currency.clone(),
         price_amount_minor: quote.total_amount_minor,

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::auth::Merchant;
 use crate::clock::now;
-use crate::events::{self, EventBell};
+use crate::events::{self, EventBell, EventTransaction};
 use crate::markets::Markets;
 use crate::payments::{PaymentError, Payments};
 use crate::texts::{CustomerTexts, TrackingText};
@@ -172,7 +172,7 @@ impl Fulfilment {
         conn: &mut PgConnection,
         job: &JobRow,
     ) -> Result<(), FulfilmentError> {
-        if !job.notify_customer || status(job) != JobStatus::InTransit {
+        if !job.notify_customer || job.status != JobStatus::InTransit {
             return Ok(());
         }
         let Some(to_phone) = job.dropoff["contact_phone"].as_str() else {
@@ -217,7 +217,7 @@ impl Fulfilment {
         reason: Option<&str>,
     ) -> Result<JobRow, FulfilmentError> {
         let reason = optional_reason(reason)?.unwrap_or(MERCHANT_CANCELLED_REASON);
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin(true).await?;
         let job = store::lock_job(&mut tx, job_id)
             .await?
             .filter(|j| {
@@ -225,7 +225,7 @@ impl Fulfilment {
                     && j.environment == merchant.environment.as_str()
             })
             .ok_or(FulfilmentError::JobNotFound)?;
-        let from = status(&job);
+        let from = job.status;
         if from == JobStatus::Cancelled {
             return Ok(job);
         }
@@ -245,7 +245,7 @@ impl Fulfilment {
         )
         .await?;
         tx.commit().await?;
-        self.committed(&moved).await;
+        self.settle_ended(&moved).await;
         Ok(moved)
     }
 
@@ -256,7 +256,7 @@ impl Fulfilment {
         courier_id: Uuid,
         offer_id: Uuid,
     ) -> Result<JobRow, FulfilmentError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin(true).await?;
         // Job first, then offer: the order every job move takes its locks in.
         let job_id = offers::job_of_offer(&mut tx, offer_id, courier_id)
             .await?
@@ -276,7 +276,7 @@ impl Fulfilment {
         if offer.status == "expired" {
             return Err(FulfilmentError::OfferExpired);
         }
-        if offer.status != "open" || status(&job) != JobStatus::Searching {
+        if offer.status != "open" || job.status != JobStatus::Searching {
             return Err(FulfilmentError::OfferNotOpen);
         }
         let moved = apply(
@@ -293,7 +293,7 @@ impl Fulfilment {
         .await?;
         offers::answer_offer(&mut tx, offer.id, "accepted", now).await?;
         tx.commit().await?;
-        self.committed(&moved).await;
+        self.settle_ended(&moved).await;
         Ok(moved)
     }
 
@@ -303,7 +303,7 @@ impl Fulfilment {
         courier_id: Uuid,
         offer_id: Uuid,
     ) -> Result<(), FulfilmentError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin(true).await?;
         let offer = offers::lock_offer(&mut tx, offer_id, courier_id)
             .await?
             .ok_or(FulfilmentError::OfferNotFound)?;
@@ -349,9 +349,9 @@ impl Fulfilment {
         job_id: Uuid,
         check: impl FnOnce(&JobRow) -> Result<Proof, ProofError>,
     ) -> Result<JobRow, FulfilmentError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin(true).await?;
         let job = courier_job(&mut tx, courier_id, job_id).await?;
-        transitions::check(Actor::Courier, status(&job), JobStatus::Delivered)?;
+        transitions::check(Actor::Courier, job.status, JobStatus::Delivered)?;
         let proof = check(&job)?;
         keep_proof_files(&mut tx, job_id, &proof).await?;
         let moved = apply(
@@ -367,7 +367,7 @@ impl Fulfilment {
         )
         .await?;
         tx.commit().await?;
-        self.committed(&moved).await;
+        self.settle_ended(&moved).await;
         Ok(moved)
     }
 
@@ -379,7 +379,7 @@ impl Fulfilment {
         reason: Option<&str>,
         proof: Option<&Proof>,
     ) -> Result<JobRow, FulfilmentError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin(true).await?;
         let job = courier_job(&mut tx, courier_id, job_id).await?;
         let moved = apply(
             &mut tx,
@@ -395,7 +395,7 @@ impl Fulfilment {
         .await?;
         self.text_on_collection(&mut tx, &moved).await?;
         tx.commit().await?;
-        self.committed(&moved).await;
+        self.settle_ended(&moved).await;
         Ok(moved)
     }
 
@@ -409,7 +409,7 @@ impl Fulfilment {
         reason: Option<&str>,
     ) -> Result<JobRow, FulfilmentError> {
         let reason = required_reason(reason)?;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin(true).await?;
         let job = store::lock_job(&mut tx, job_id)
             .await?
             .ok_or(FulfilmentError::JobNotFound)?;
@@ -441,7 +441,7 @@ impl Fulfilment {
         .await?;
         self.text_on_collection(&mut tx, &moved).await?;
         tx.commit().await?;
-        self.committed(&moved).await;
+        self.settle_ended(&moved).await;
         Ok(moved)
     }
 
@@ -453,11 +453,11 @@ impl Fulfilment {
         job_id: Uuid,
         courier_id: Uuid,
     ) -> Result<JobRow, FulfilmentError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin(true).await?;
         let job = store::lock_job(&mut tx, job_id)
             .await?
             .ok_or(FulfilmentError::JobNotFound)?;
-        let from = status(&job);
+        let from = job.status;
         if !transitions::can_reassign(from) {
             return Err(InvalidTransition {
                 from,
@@ -495,7 +495,7 @@ impl Fulfilment {
         )
         .await?;
         tx.commit().await?;
-        self.committed(&moved).await;
+        self.settle_ended(&moved).await;
         Ok(moved)
     }
 
@@ -505,7 +505,7 @@ impl Fulfilment {
         &self,
         deadline: chrono::Duration,
     ) -> Result<usize, FulfilmentError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin(true).await?;
         let due = offers::claim_overdue_searches(&mut tx, deadline, now(), 50).await?;
         let mut failed = Vec::with_capacity(due.len());
         for job in &due {
@@ -525,17 +525,22 @@ impl Fulfilment {
         }
         tx.commit().await?;
         for job in &failed {
-            self.committed(job).await;
+            self.settle_ended(job).await;
         }
         Ok(failed.len())
     }
 
-    /// What follows the commit of a move of `job`: the webhook fan-out is woken for its
-    /// event, and the charge of a job the move ended is settled. Settlement failures are left
-    /// to the worker: the settlement row stays.
-    pub async fn committed(&self, job: &JobRow) {
-        self.bell.ring();
-        if let Some(settlement) = transitions::settlement(status(job)) {
+    /// A transaction for moves of jobs: its commit wakes the webhook fan-out for the events
+    /// they recorded. `moves`: it will make one (or the caller says so with
+    /// [`EventTransaction::recorded`]).
+    pub async fn begin(&self, moves: bool) -> Result<EventTransaction<'static>, sqlx::Error> {
+        EventTransaction::begin(&self.pool, &self.bell, moves).await
+    }
+
+    /// What follows the commit of a move of `job`: the charge of a job the move ended is
+    /// settled. Settlement failures are left to the worker: the settlement row stays.
+    pub async fn settle_ended(&self, job: &JobRow) {
+        if let Some(settlement) = transitions::settlement(job.status) {
             self.settle(job.id, settlement).await;
         }
     }
@@ -568,7 +573,8 @@ impl Fulfilment {
 
     /// Applies a move of the sandbox simulator to `job`, locked by the caller in `conn`, as
     /// the courier, operations or dispatch would make it (same checks, events and
-    /// settlements owed). The caller commits, then calls [`Fulfilment::committed`].
+    /// settlements owed), in a transaction of [`Fulfilment::begin`]. The caller commits, then
+    /// calls [`Fulfilment::settle_ended`].
     pub async fn simulated_move(
         &self,
         conn: &mut PgConnection,
@@ -662,7 +668,7 @@ async fn put_on_courier(
     courier_id: Uuid,
     now: DateTime<Utc>,
 ) -> Result<JobRow, FulfilmentError> {
-    let from = status(job);
+    let from = job.status;
     let refused = InvalidTransition {
         from,
         to: JobStatus::Assigned,
@@ -674,10 +680,10 @@ async fn put_on_courier(
     next.courier_id = Some(courier_id);
     next.assigned_at = Some(now);
     if from == JobStatus::Searching {
-        next.status = JobStatus::Assigned.as_str().to_owned();
+        next.status = JobStatus::Assigned;
         offers::withdraw_job_offers(conn, job.id, now).await?;
     }
-    let moved = store::move_job(conn, &next, &job.status)
+    let moved = store::move_job(conn, &next, job.status)
         .await?
         .ok_or(refused)?;
     record_event(
@@ -713,11 +719,11 @@ async fn apply(
     step: &Move<'_>,
 ) -> Result<JobRow, FulfilmentError> {
     use JobStatus::*;
-    let from = status(job);
+    let from = job.status;
     transitions::check(step.actor, from, step.to)?;
     let now = now();
     let mut next = job.clone();
-    next.status = step.to.as_str().to_owned();
+    next.status = step.to;
     match step.to {
         Assigned => {
             next.courier_id = step.courier;
@@ -736,7 +742,7 @@ async fn apply(
         Cancelled => next.cancellation_reason = step.reason.map(str::to_owned),
         Pending | InTransit | Failed => {}
     }
-    let moved = store::move_job(conn, &next, &job.status)
+    let moved = store::move_job(conn, &next, job.status)
         .await?
         .ok_or(InvalidTransition { from, to: step.to })?;
     if from == Searching {
@@ -820,10 +826,6 @@ pub fn facts(job: &JobRow) -> JobFacts {
         tax_amount_minor: job.tax_amount_minor,
         scheduled_for: job.scheduled_for,
     }
-}
-
-pub fn status(job: &JobRow) -> JobStatus {
-    JobStatus::parse(&job.status).expect("jobs hold known statuses")
 }
 
 fn optional_reason(reason: Option<&str>) -> Result<Option<&str>, FulfilmentError> {

@@ -30,7 +30,7 @@ impl JobView {
         Self {
             id: job.id,
             reference: job.reference.clone(),
-            status: job.status.clone(),
+            status: job.status.as_str().to_owned(),
             currency: job.currency.clone(),
             price_amount_minor: job.price_amount_minor,
             vehicle: job.vehicle.clone(),
@@ -129,7 +129,7 @@ impl From<&JobRow> for JobListItem {
         Self {
             id: job.id,
             reference: job.reference.clone(),
-            status: job.status.clone(),
+            status: job.status.as_str().to_owned(),
             currency: job.currency.clone(),
             price_amount_minor: job.price_amount_minor,
             vehicle: job.vehicle.clone(),

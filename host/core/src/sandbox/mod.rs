@@ -29,7 +29,7 @@ use courier_domain::sandbox::plan::{
 use crate::auth::Merchant;
 use crate::clock::now;
 use crate::dispatch::point;
-use crate::jobs::fulfilment::{self, Fulfilment, FulfilmentError, SimulatedMove};
+use crate::jobs::fulfilment::{Fulfilment, FulfilmentError, SimulatedMove};
 use crate::markets::Markets;
 use courier_domain::JobStatus;
 use courier_domain::job::proof::{Proof, ProofFile};
@@ -213,10 +213,7 @@ impl Simulator {
         let job = lock_job(&mut tx, job_id)
             .await?
             .ok_or(SandboxError::JobNotFound)?;
-        let open = matches!(
-            fulfilment::status(&job),
-            JobStatus::Pending | JobStatus::Searching
-        );
+        let open = matches!(job.status, JobStatus::Pending | JobStatus::Searching);
         if stage_of(&run) != Stage::Searching || !open {
             return Err(SandboxError::ScenarioLocked);
         }
@@ -234,7 +231,7 @@ impl Simulator {
         merchant: &Merchant,
         job_id: Uuid,
     ) -> Result<RunView, SandboxError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.fulfilment.begin(true).await?;
         let mut run = store::lock_own(&mut tx, merchant.merchant_id, job_id)
             .await?
             .ok_or(SandboxError::JobNotFound)?;
@@ -254,14 +251,14 @@ impl Simulator {
             ));
         };
         tx.commit().await?;
-        self.fulfilment.committed(&job).await;
+        self.fulfilment.settle_ended(&job).await;
         Ok(view(&run, &job))
     }
 
     async fn run_due_steps(&self) -> Result<(), SandboxError> {
         let mut passed = Vec::new();
         while passed.len() < RUNS_PER_PASS {
-            let mut tx = self.pool.begin().await?;
+            let mut tx = self.fulfilment.begin(false).await?;
             let now = now();
             let Some(mut run) = store::claim_due(&mut tx, now, &passed).await? else {
                 break;
@@ -269,9 +266,12 @@ impl Simulator {
             passed.push(run.job_id);
             match self.take_step(&mut tx, &mut run, now, false).await {
                 Ok(moved) => {
+                    if moved.is_some() {
+                        tx.recorded();
+                    }
                     tx.commit().await?;
                     if let Some(job) = moved {
-                        self.fulfilment.committed(&job).await;
+                        self.fulfilment.settle_ended(&job).await;
                     }
                 }
                 Err(error) => {
@@ -340,7 +340,7 @@ impl Simulator {
         let Some(step) = next_step(scenario, stage_of(run), run.reassigned) else {
             return Ok(None);
         };
-        let status = fulfilment::status(&job);
+        let status = job.status;
         if status == JobStatus::Pending {
             if forced {
                 return Err(SandboxError::NothingToAdvance(
@@ -378,7 +378,7 @@ impl Simulator {
     /// Someone else moved the job (the merchant cancelled it, operations changed it, a
     /// deadline failed it): the run follows. Returns whether the run changed.
     fn follow_job(&self, run: &mut RunRow, job: &JobRow, now: DateTime<Utc>) -> bool {
-        let status = fulfilment::status(job);
+        let status = job.status;
         let stage = stage_of(run);
         let next = if stage == Stage::Done {
             return false;
@@ -485,7 +485,7 @@ impl Simulator {
         if step.moves_job()
             && moved
                 .as_ref()
-                .is_some_and(|j| transitions::is_final(fulfilment::status(j)))
+                .is_some_and(|j| transitions::is_final(j.status))
         {
             set_stage(run, Stage::Done, Leg::none(), now);
         }
@@ -629,7 +629,7 @@ fn view(run: &RunRow, job: &JobRow) -> RunView {
     let stage = stage_of(run);
     RunView {
         job_id: run.job_id,
-        status: job.status.clone(),
+        status: job.status.as_str().to_owned(),
         scenario: scenario.as_str(),
         stage: stage.as_str(),
         courier_id: run.courier_id.filter(|_| stage != Stage::Done),

@@ -113,7 +113,7 @@ impl Tracking {
             return Ok(None);
         };
         let events = store::job_events(&self.pool, job.id).await?;
-        let status = JobStatus::parse(&job.status);
+        let status = Some(job.status);
         let milestones = milestones(&job, &events);
         if view::is_ended(status) {
             let ended_at = milestones.ended_at.unwrap_or(job.booked_at);
@@ -156,7 +156,7 @@ impl Tracking {
         );
         let facts = view::Facts {
             reference: job.reference.clone(),
-            status_name: job.status.clone(),
+            status_name: job.status.as_str().to_owned(),
             status,
             milestones,
             scheduled_for: job.scheduled_for,
