@@ -20,8 +20,8 @@ use crate::support::{
     MerchantCredentials, TestApp, assert_refusal, attach_working_card, status_and_json,
 };
 
-const ALICE: &str = "alice-token";
-const BOB: &str = "bob-token";
+const ALICE: &str = "alice-token-0123456789abcdef0123456789";
+const BOB: &str = "bob-token-0123456789abcdef0123456789ab";
 
 async fn with_operators() -> TestApp {
     TestApp::spawn_with(|name| {
@@ -422,5 +422,72 @@ async fn the_trail_is_filtered_and_paged() {
         .await
         .unwrap();
     assert_refusal(response, 401, "auth.invalid_credentials").await;
+    app.stop().await;
+}
+
+/// After `COURIER_OPERATOR_FAILURE_LIMIT` failed sign-ins from one address, its next attempt is
+/// 429 with `Retry-After`, the right token included, until the window ends; each failure is in
+/// the audit trail with the address, never with the token tried.
+#[tokio::test]
+async fn failed_operator_sign_ins_are_limited_and_audited() {
+    const GUESS: &str = "guessed-token-0123456789abcdef0123456789";
+    let app = TestApp::spawn_with(|name| match name {
+        "COURIER_OPERATOR_FAILURE_LIMIT" => Some("3".into()),
+        "COURIER_OPERATOR_FAILURE_WINDOW_MS" => Some("1500".into()),
+        _ => None,
+    })
+    .await;
+    let path = "/admin/v1/markets/demo/price-books";
+    let guess = || app.request(Method::GET, path).bearer_auth(GUESS).send();
+    for _ in 0..3 {
+        assert_refusal(guess().await.unwrap(), 401, "auth.invalid_credentials").await;
+    }
+    let response = app
+        .admin(Method::GET, "/markets/demo/price-books")
+        .send()
+        .await
+        .unwrap();
+    let retry_after: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=2).contains(&retry_after), "{retry_after}");
+    assert_refusal(response, 429, "rate_limited").await;
+    // Turned away before the token is looked at: this one is not counted or audited.
+    assert_refusal(guess().await.unwrap(), 429, "rate_limited").await;
+
+    let pool = app.pool().await;
+    let failures: Vec<(String, String, String, Value)> = sqlx::query_as(
+        "SELECT operator, target_type, target_id, after FROM audit_log \
+         WHERE action = 'operator.sign_in_failed' ORDER BY occurred_at",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(failures.len(), 3, "{failures:?}");
+    for (operator, target_type, target_id, after) in &failures {
+        assert_eq!(
+            (operator.as_str(), target_type.as_str(), target_id.as_str()),
+            ("unknown", "client_address", "127.0.0.1")
+        );
+        assert_eq!(after, &json!({"refusal": "invalid"}));
+    }
+
+    // When the window ends, the right token works again.
+    crate::support::eventually(
+        "the operator API to take the right token again",
+        Duration::from_secs(5),
+        Duration::from_millis(100),
+        || async {
+            let response = app
+                .admin(Method::GET, "/markets/demo/price-books")
+                .send()
+                .await
+                .unwrap();
+            (response.status() == 200).then_some(())
+        },
+    )
+    .await;
     app.stop().await;
 }

@@ -398,3 +398,43 @@ async fn merchant_keys_and_settings_through_the_cli_are_audited() {
     );
     app.stop().await;
 }
+
+/// The service does not start with an operator token shorter than 32 characters, or with one
+/// token under two names; it says which variable is wrong and never prints the token.
+#[test]
+fn serve_refuses_short_or_shared_operator_tokens() {
+    const TOKEN: &str = "shared-token-0123456789abcdef0123456789";
+    let shared = format!("alice={TOKEN},bob={TOKEN}");
+    let also_admin = format!("bob={TOKEN}");
+    let cases = [
+        (
+            vec![("COURIER_ADMIN_TOKEN", "too-short-token")],
+            "COURIER_ADMIN_TOKEN",
+        ),
+        (
+            vec![("COURIER_OPERATOR_TOKENS", "alice=too-short-token")],
+            "COURIER_OPERATOR_TOKENS",
+        ),
+        (
+            vec![("COURIER_OPERATOR_TOKENS", shared.as_str())],
+            "COURIER_OPERATOR_TOKENS",
+        ),
+        (
+            vec![
+                ("COURIER_ADMIN_TOKEN", TOKEN),
+                ("COURIER_OPERATOR_TOKENS", also_admin.as_str()),
+            ],
+            "COURIER_OPERATOR_TOKENS",
+        ),
+    ];
+    for (env, variable) in cases {
+        let output = courier(&["serve"], &env).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{env:?} started");
+        assert!(stderr.contains(variable), "{env:?}: {stderr}");
+        assert!(
+            !stderr.contains(TOKEN) && !stderr.contains("too-short-token"),
+            "{stderr}"
+        );
+    }
+}

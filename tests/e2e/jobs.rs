@@ -841,3 +841,77 @@ async fn a_booking_is_announced_to_the_merchants_webhook() {
     assert_eq!(data["environment"], 0, "test is 0");
     booking.quoting.app.stop().await;
 }
+
+/// No request carries a card number, whichever free-text field holds it and however it is
+/// written: notes, item names, contact names and cancellation reasons are refused with
+/// `payment.raw_card_number` (and the refusal never repeats the number), so is a query string;
+/// UUIDs, references and phone numbers in the same fields pass.
+#[tokio::test]
+async fn card_numbers_in_free_text_are_refused_and_lookalikes_pass() {
+    let booking = Booking::start().await;
+    let quote = booking.quote(journey(None)).await;
+    let numbers = [
+        "4111111111111111",
+        "4111 1111 1111 1111",
+        "4111-1111-1111-1111",
+        "4111.1111.1111.1111",
+    ];
+    for number in numbers {
+        let placements = [
+            (
+                "/dropoff/notes",
+                json!(format!("pay with {number}, thanks")),
+            ),
+            ("/pickup/contact_name", json!(number)),
+            (
+                "/items",
+                json!([{"name": format!("Gift card {number}"), "unit_price_minor": 100, "quantity": 1}]),
+            ),
+        ];
+        for (pointer, value) in placements {
+            let mut body = booking_body(&quote);
+            let (parent, field) = pointer.rsplit_once('/').unwrap();
+            let target = if parent.is_empty() {
+                &mut body
+            } else {
+                body.pointer_mut(parent).unwrap()
+            };
+            target[field] = value;
+            let (status, answer) = booking.book(&key(), &body).await;
+            assert_eq!(status, 422, "{pointer} {number}: {answer}");
+            assert_eq!(answer["code"], "payment.raw_card_number", "{answer}");
+            assert!(!answer.to_string().contains("1111"), "{answer}");
+        }
+    }
+    let (status, answer) = booking.get("/v1/places?q=4111.1111.1111.1111").await;
+    assert_eq!(
+        (status, &answer["code"]),
+        (422, &json!("payment.raw_card_number"))
+    );
+
+    // Nothing was booked, so the quote books; lookalikes pass.
+    let mut body = booking_body(&quote);
+    body["dropoff"]["notes"] = json!(
+        "order 3f2b1c4e-8a9d-4e7f-b6a5-0c1d2e3f4a5b (see deadbeef-abcd-ef01-2345-678901234569), \
+         ref CR-7KD2-9QX4, call +44 7700 900123 or +1-202-555-0187"
+    );
+    body["items"] =
+        json!([{"name": "Parcel ORD-2026-000123", "unit_price_minor": 100, "quantity": 1}]);
+    let (status, job) = booking.book(&key(), &body).await;
+    assert_eq!(status, 201, "{job}");
+
+    // A cancellation reason is free text too; the refused cancellation leaves the job as it was.
+    let id = job["id"].as_str().unwrap();
+    let response = booking
+        .quoting
+        .app
+        .request(Method::POST, &format!("/v1/jobs/{id}/cancel"))
+        .auth(booking.credential())
+        .json(&json!({"reason": "refund it to 4111_1111_1111_1111"}))
+        .send()
+        .await
+        .unwrap();
+    assert_refusal(response, 422, "payment.raw_card_number").await;
+    let (_, detail) = booking.get(&format!("/v1/jobs/{id}")).await;
+    assert_eq!(detail["status"], "searching");
+}

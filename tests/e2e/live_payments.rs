@@ -736,7 +736,7 @@ async fn a_crash_between_the_phases_leaves_no_orphaned_or_double_hold() {
     let pool = sqlx::PgPool::connect(&database_url).await.unwrap();
     let authenticator = courier_core::auth::Authenticator::new(
         pool.clone(),
-        &courier_core::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap(),
+        &courier_core::infra::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap(),
     );
     let merchant = courier_core::merchants::create(&pool, &authenticator, "Crash Test Ltd")
         .await

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use courier_core::db::EmbeddedPostgres;
+use courier_core::infra::db::EmbeddedPostgres;
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -130,7 +130,7 @@ async fn every_confirmed_booking_survives_a_kill_mid_load() {
     wait_until_ready(&client, &base_url).await;
 
     let pool = PgPool::connect(&database_url).await.unwrap();
-    let key = courier_core::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
+    let key = courier_core::infra::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
     let authenticator = courier_core::auth::Authenticator::new(pool.clone(), &key);
     let merchant = courier_core::merchants::create(&pool, &authenticator, "Crashy Ltd")
         .await

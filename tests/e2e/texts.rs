@@ -33,7 +33,7 @@ async fn booked_job() -> (Booking, Uuid) {
 }
 
 fn config_for(gateway: Option<&Receiver>) -> TextsConfig {
-    courier_core::settings::from_lookup::<TextsConfig>(|name| match (name, gateway) {
+    courier_core::infra::settings::from_lookup::<TextsConfig>(|name| match (name, gateway) {
         ("COURIER_SMS_GATEWAY_URL", Some(gateway)) => Some(gateway.url("/send")),
         ("COURIER_SMS_GATEWAY_USERNAME", Some(_)) => Some("acct".into()),
         ("COURIER_SMS_GATEWAY_PASSWORD", Some(_)) => Some("gateway-pass".into()),
@@ -64,7 +64,7 @@ async fn record(
                 sender: Some("ShopName"),
                 text_countries: &["SA".to_owned()],
             },
-            courier_core::clock::now(),
+            courier_core::infra::clock::now(),
         )
         .await
         .unwrap();

@@ -226,6 +226,81 @@ fn secret(endpoint: &Value) -> String {
     endpoint["signing_secret"].as_str().unwrap().to_owned()
 }
 
+/// 10,000 registrations, 32 at a time: exactly the cap (16 by default) are made, every other
+/// one is refused with `webhook.too_many_endpoints`; the other environment has a cap of its
+/// own, and deleting an endpoint frees its place.
+#[tokio::test]
+async fn registrations_past_the_endpoint_cap_are_refused() {
+    const ATTEMPTS: usize = 10_000;
+    const AT_ONCE: usize = 32;
+    const CAP: usize = 16;
+    let hooks = Hooks::start(&[("COURIER_RATE_LIMIT_READS_PER_MINUTE", "10000000")]).await;
+    let (test, live) = (hooks.merchant.test(), hooks.merchant.live());
+    let url = hooks.app.url("/v1/webhooks");
+    let target = hooks.receiver.url("/capped");
+    let workers: Vec<_> = (0..AT_ONCE)
+        .map(|_| {
+            let (client, url, target, test) = (
+                hooks.app.client.clone(),
+                url.clone(),
+                target.clone(),
+                test.clone(),
+            );
+            tokio::spawn(async move {
+                let mut answers = Vec::new();
+                for _ in 0..ATTEMPTS / AT_ONCE {
+                    let response = client
+                        .post(&url)
+                        .auth(&test)
+                        .json(&json!({ "url": target }))
+                        .send()
+                        .await
+                        .unwrap();
+                    answers.push(status_and_json(response).await);
+                }
+                answers
+            })
+        })
+        .collect();
+    let mut made = 0;
+    let mut refused = 0;
+    for worker in workers {
+        for (status, body) in worker.await.unwrap() {
+            match status {
+                201 => made += 1,
+                422 => {
+                    assert_eq!(body["code"], "webhook.too_many_endpoints", "{body}");
+                    refused += 1;
+                }
+                other => panic!("unexpected {other}: {body}"),
+            }
+        }
+    }
+    assert_eq!(made, CAP);
+    assert_eq!(made + refused, ATTEMPTS / AT_ONCE * AT_ONCE);
+    let (_, listed) = hooks.call(Method::GET, "/v1/webhooks", &test).await;
+    assert_eq!(listed.as_array().unwrap().len(), CAP);
+
+    // The live environment has its own cap.
+    hooks.register(&live, "/live", Value::Null).await;
+    // A deleted endpoint frees its place, and only its place.
+    let id = listed[0]["id"].as_str().unwrap();
+    let (status, _) = hooks
+        .call(Method::DELETE, &format!("/v1/webhooks/{id}"), &test)
+        .await;
+    assert_eq!(status, 204);
+    hooks.register(&test, "/again", Value::Null).await;
+    let response = hooks
+        .app
+        .request(Method::POST, "/v1/webhooks")
+        .auth(&test)
+        .json(&json!({ "url": target }))
+        .send()
+        .await
+        .unwrap();
+    assert_refusal(response, 422, "webhook.too_many_endpoints").await;
+}
+
 #[tokio::test]
 async fn endpoints_are_registered_listed_and_kept_to_their_owner() {
     let hooks = Hooks::start(&[]).await;
@@ -725,7 +800,7 @@ impl OwnService {
         wait_until_ready(&client, &base_url).await;
 
         let pool = PgPool::connect(&database_url).await.unwrap();
-        let key = courier_core::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
+        let key = courier_core::infra::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
         let authenticator = courier_core::auth::Authenticator::new(pool.clone(), &key);
         let merchant = courier_core::merchants::create(&pool, &authenticator, "Own Service Ltd")
             .await

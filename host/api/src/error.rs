@@ -103,6 +103,11 @@ pub enum RequestError {
     #[error("the body is larger than this service accepts")]
     #[code(BODY_TOO_LARGE)]
     BodyTooLarge,
+    #[error(
+        "a card number was sent; the service never takes one (cards are added through the payment provider's card form)"
+    )]
+    #[code(courier_core::payments::RAW_CARD_NUMBER)]
+    CardNumber,
     #[error("the query string is not valid: {0}")]
     #[code(INVALID_QUERY)]
     InvalidQuery(String),

@@ -4,6 +4,7 @@ use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
+use courier_domain::charge::{contains_card_number, json_contains_card_number};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -58,6 +59,10 @@ pub fn from_document<T: DeserializeOwned>(document: Value) -> Result<T, RequestE
     if holds_nul(&document) {
         return Err(RequestError::InvalidBody(NUL_REFUSAL.into()));
     }
+    // Before the shape is checked: a shape error's message could quote the number.
+    if json_contains_card_number(&document) {
+        return Err(RequestError::CardNumber);
+    }
     serde_path_to_error::deserialize(document).map_err(|e| {
         let path = e.path().to_string();
         RequestError::InvalidBody(if path == "." {
@@ -109,6 +114,11 @@ where
             .any(|(name, value)| name.contains('\0') || value.contains('\0'))
         {
             return Err(RequestError::InvalidQuery(NUL_REFUSAL.into()).into());
+        }
+        if form_urlencoded::parse(query)
+            .any(|(name, value)| contains_card_number(&name) || contains_card_number(&value))
+        {
+            return Err(RequestError::CardNumber.into());
         }
         match axum::extract::Query::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Query(value)) => Ok(Self(value)),

@@ -118,7 +118,7 @@ pub async fn create(
         key,
         &body,
         scenario,
-        courier_core::clock::now(),
+        courier_core::infra::clock::now(),
     )
     .await?;
     let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::CREATED);
@@ -175,7 +175,7 @@ pub struct JobPage {
     ),
     responses(
         (status = 200, description = "A page of jobs", body = JobPage),
-        (status = 422, description = "request.unknown_status request.invalid_page request.invalid_page_size request.invalid_query"),
+        (status = 422, description = "request.unknown_status request.invalid_page request.invalid_page_size request.invalid_query payment.raw_card_number"),
     )
 )]
 pub async fn list(

@@ -88,7 +88,7 @@ impl From<Place> for PlaceBody {
     ),
     responses(
         (status = 200, description = "Every bend in order", body = RouteBody),
-        (status = 422, description = "request.invalid_pickup request.invalid_dropoff request.unknown_vehicle pricing.origin_not_covered pricing.destination_not_covered pricing.vehicle_not_available pricing.no_route"),
+        (status = 422, description = "request.invalid_pickup request.invalid_dropoff request.unknown_vehicle pricing.origin_not_covered pricing.destination_not_covered pricing.vehicle_not_available pricing.no_route payment.raw_card_number"),
         (status = 503, description = "lookup.not_ready lookup.unavailable"),
     )
 )]
@@ -120,7 +120,7 @@ pub async fn route(
     ),
     responses(
         (status = 200, description = "Suggestions", body = Vec<PlaceBody>),
-        (status = 422, description = "request.invalid_query request.invalid_location request.invalid_limit"),
+        (status = 422, description = "request.invalid_query payment.raw_card_number request.invalid_location request.invalid_limit"),
         (status = 503, description = "lookup.not_ready lookup.unavailable"),
     )
 )]
@@ -167,7 +167,7 @@ pub async fn search_places(
     responses(
         (status = 200, description = "The nearest address", body = PlaceBody),
         (status = 204, description = "Nothing found near the point"),
-        (status = 422, description = "request.invalid_location"),
+        (status = 422, description = "request.invalid_location payment.raw_card_number"),
         (status = 503, description = "lookup.not_ready lookup.unavailable"),
     )
 )]

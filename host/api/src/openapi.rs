@@ -167,6 +167,7 @@ impl Section {
             ],
             Section::Operator => vec![
                 (401, CREDENTIALS),
+                (429, &["rate_limited"]),
                 (503, &["service.database_unavailable", "service.timeout"]),
             ],
             Section::Courier => vec![
@@ -182,7 +183,14 @@ impl Section {
 const BODY_REFUSALS: &[(u16, &[&str])] = &[
     (413, &["request.body_too_large"]),
     (415, &["request.unsupported_media_type"]),
-    (422, &["request.malformed_json", "request.invalid_body"]),
+    (
+        422,
+        &[
+            "request.malformed_json",
+            "request.invalid_body",
+            "payment.raw_card_number",
+        ],
+    ),
 ];
 
 const METHODS: &[&str] = &["get", "put", "post", "delete", "patch"];

@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 
 use super::error::ApiError;
 use super::state::AppState;
-use courier_core::telemetry;
+use courier_core::infra::telemetry;
 
 /// `GET /healthz`'s answer: always `{"status": "ok"}`.
 #[derive(Serialize, ToSchema)]

@@ -174,12 +174,10 @@ mod tests {
 
     #[test]
     fn a_uuid_is_an_id_even_when_its_digits_pass_the_luhn_check() {
-        // About one random UUID in a few thousand holds a digit run that passes the check.
-        let lookalike = (0..2_000_000)
-            .map(|_| Uuid::new_v4().to_string())
-            .find(|id| contains_card_number(id))
-            .expect("some UUIDs look like card numbers");
-        assert!(card_id(&lookalike).is_ok(), "{lookalike}");
+        // Its last three groups, joined, are a Luhn-valid run of 18 digits.
+        let lookalike = "deadbeef-abcd-ef01-2345-678901234569";
+        assert!(contains_card_number("01-2345-678901234569"));
+        assert!(card_id(lookalike).is_ok(), "{lookalike}");
         assert!(matches!(
             card_id("4242424242424242"),
             Err(PaymentError::RawCardNumber)

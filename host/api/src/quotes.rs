@@ -60,7 +60,7 @@ pub async fn create(
     Extension(merchant): Extension<Merchant>,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<(StatusCode, Json<Quote>), ApiError> {
-    let now = courier_core::clock::now();
+    let now = courier_core::infra::clock::now();
     let request = QuoteRequest::parse(&body, now)?;
     let context = QuoteContext {
         markets: &state.markets,

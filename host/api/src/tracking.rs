@@ -37,7 +37,7 @@ pub async fn page(
         Ok(Path(token)) => {
             state
                 .tracking
-                .state(&token, courier_core::clock::now())
+                .state(&token, courier_core::infra::clock::now())
                 .await
         }
         Err(_) => Ok(None),
@@ -78,7 +78,7 @@ pub async fn state(
     };
     let view = state
         .tracking
-        .state(&token, courier_core::clock::now())
+        .state(&token, courier_core::infra::clock::now())
         .await?
         .ok_or(ApiError::TrackingNotFound)?;
     Ok((page_headers(), Json(view)).into_response())

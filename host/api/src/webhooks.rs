@@ -48,7 +48,7 @@ pub struct NewEndpointBody {
     request_body = NewEndpointBody,
     responses(
         (status = 201, description = "The endpoint, with its signing secret", body = Endpoint),
-        (status = 422, description = "webhook.invalid_url webhook.unknown_event request.invalid_body"),
+        (status = 422, description = "webhook.invalid_url webhook.unknown_event webhook.too_many_endpoints request.invalid_body"),
     )
 )]
 pub async fn create(

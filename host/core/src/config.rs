@@ -1,12 +1,12 @@
 //! Service configuration, read from the environment (documented in docs/configuration.md).
-//! Each feature declares its own settings (`crate::settings`); this root assembles them.
+//! Each feature declares its own settings (`crate::infra::settings`); this root assembles them.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::settings;
-pub use crate::settings::ConfigError;
+use crate::infra::settings;
+pub use crate::infra::settings::ConfigError;
 
 /// Everything the service reads from its environment.
 #[derive(Clone, Debug, clap::Args)]
@@ -33,13 +33,28 @@ pub struct Config {
     pub secret_key: Option<String>,
     /// Bearer token of the operator API (`/admin/v1`), operator `admin` in the audit trail. The
     /// operator API is closed while neither this nor `COURIER_OPERATOR_TOKENS` is set.
-    #[arg(id = "admin-token", long = "admin-token", env = "COURIER_ADMIN_TOKEN")]
+    /// At least 32 characters.
+    #[arg(id = "admin-token", long = "admin-token", env = "COURIER_ADMIN_TOKEN",
+          value_parser = operator_secret)]
     pub admin_token: Option<String>,
     /// Named operator tokens, `name=token,name=token` (names: 1–64 letters, digits, `.`, `_`,
-    /// `-`, each once). The name is who the audit trail records.
+    /// `-`, each once; tokens: at least 32 characters, no two alike). The name is who the audit
+    /// trail records.
     #[arg(id = "operator-tokens", long = "operator-tokens", env = "COURIER_OPERATOR_TOKENS",
           value_delimiter = ',', value_parser = operator_token)]
     pub operator_tokens: Vec<OperatorToken>,
+    /// Failed operator sign-ins one client address may make per window
+    /// (`COURIER_OPERATOR_FAILURE_WINDOW_MS`); past them it is answered 429 until the window
+    /// ends, the right token included. Each failure is in the audit trail.
+    #[arg(id = "operator-failure-limit", long = "operator-failure-limit",
+          env = "COURIER_OPERATOR_FAILURE_LIMIT", default_value = "10",
+          value_parser = settings::positive_u32)]
+    pub operator_failure_limit: u32,
+    /// The window of `COURIER_OPERATOR_FAILURE_LIMIT`.
+    #[arg(id = "operator-failure-window-ms", long = "operator-failure-window-ms",
+          env = "COURIER_OPERATOR_FAILURE_WINDOW_MS", default_value = "60000",
+          value_parser = settings::millis)]
+    pub operator_failure_window: std::time::Duration,
     /// Database connections per process.
     #[arg(id = "db-pool-size", long = "db-pool-size", env = "COURIER_DB_POOL_SIZE",
           default_value = "16", value_parser = settings::positive_u32)]
@@ -112,7 +127,7 @@ pub struct Config {
     #[command(flatten)]
     pub sandbox: crate::sandbox::SandboxConfig,
     #[command(flatten)]
-    pub log: crate::telemetry::LogSettings,
+    pub log: crate::infra::telemetry::LogSettings,
 }
 
 /// One named operator token; the name is what the audit trail records.
@@ -146,13 +161,24 @@ fn operator_token(entry: &str) -> Result<OperatorToken, String> {
             "{name:?}: a name is 1 to 64 letters, digits, `.`, `_` or `-`"
         ));
     }
-    if token.is_empty() {
-        return Err(format!("the token of {name} is empty"));
-    }
+    operator_secret(token).map_err(|reason| format!("the token of {name}: {reason}"))?;
     Ok(OperatorToken {
         name: name.to_owned(),
         token: token.to_owned(),
     })
+}
+
+/// Shortest operator token accepted: a token is all an operator shows.
+pub const OPERATOR_TOKEN_MIN_LENGTH: usize = 32;
+
+fn operator_secret(raw: &str) -> Result<String, String> {
+    let token = raw.trim();
+    if token.chars().count() < OPERATOR_TOKEN_MIN_LENGTH {
+        return Err(format!(
+            "an operator token has at least {OPERATOR_TOKEN_MIN_LENGTH} characters"
+        ));
+    }
+    Ok(token.to_owned())
 }
 
 fn socket_address(raw: &str) -> Result<SocketAddr, String> {
@@ -178,6 +204,18 @@ impl Config {
             return Err(ConfigError::Invalid {
                 name: "COURIER_OPERATOR_TOKENS".into(),
                 reason: format!("{} is named twice", twice.name),
+            });
+        }
+        // One token, two names: the trail could not tell who acted.
+        let mut tokens = std::collections::HashSet::new();
+        let all = config
+            .admin_token
+            .iter()
+            .chain(config.operator_tokens.iter().map(|t| &t.token));
+        if all.into_iter().any(|token| !tokens.insert(token.as_str())) {
+            return Err(ConfigError::Invalid {
+                name: "COURIER_OPERATOR_TOKENS".into(),
+                reason: "two operators share one token (COURIER_ADMIN_TOKEN included)".into(),
             });
         }
         Ok(config)
@@ -234,38 +272,66 @@ mod tests {
 
     #[test]
     fn operator_tokens_are_named_and_checked() {
+        const ALICE: &str = "alice-0123456789abcdef0123456789abcdef";
+        const BOB: &str = "bob=0123456789abcdef0123456789abcdef";
         let read = |raw: &str| {
             let raw = raw.to_owned();
             Config::from_lookup(move |n| (n == "COURIER_OPERATOR_TOKENS").then(|| raw.clone()))
                 .map(|config| config.operator_tokens)
         };
-        let tokens = read("alice=tok1, bob = tok=2").unwrap();
+        let tokens = read(&format!("alice={ALICE}, bob = {BOB}")).unwrap();
         assert_eq!(tokens.len(), 2);
         assert_eq!(
             (tokens[0].name.as_str(), tokens[0].token.as_str()),
-            ("alice", "tok1")
+            ("alice", ALICE)
         );
         assert_eq!(
             (tokens[1].name.as_str(), tokens[1].token.as_str()),
-            ("bob", "tok=2")
+            ("bob", BOB)
         );
         assert!(
-            !format!("{tokens:?}").contains("tok1"),
+            !format!("{tokens:?}").contains(ALICE),
             "tokens stay out of logs"
         );
         for bad in [
-            "alice",
-            "=tok",
-            "alice=",
-            "al ice=tok",
-            "a=1,a=2",
-            "a=1,,b=2",
+            "alice".to_owned(),
+            format!("={ALICE}"),
+            "alice=".to_owned(),
+            format!("al ice={ALICE}"),
+            format!("a={ALICE},a={BOB}"),
+            format!("a={ALICE},,b={BOB}"),
+            // Too short, even by one character.
+            "alice=short-token".to_owned(),
+            format!("alice={}", &ALICE[..31]),
+            // Two names, one token.
+            format!("alice={ALICE},bob={ALICE}"),
         ] {
-            let err = read(bad).unwrap_err().to_string();
+            let err = read(&bad).unwrap_err().to_string();
             assert!(err.contains("COURIER_OPERATOR_TOKENS"), "{bad}: {err}");
         }
+        assert_eq!(read(&format!("a={}", &ALICE[..32])).unwrap().len(), 1);
         let none = Config::from_lookup(|_| None).unwrap();
         assert!(none.operator_tokens.is_empty());
+    }
+
+    #[test]
+    fn the_admin_token_is_long_and_nobody_else_s() {
+        const TOKEN: &str = "admin-0123456789abcdef0123456789abcdef";
+        let read = |admin: &str, named: Option<String>| {
+            let admin = admin.to_owned();
+            Config::from_lookup(move |n| match n {
+                "COURIER_ADMIN_TOKEN" => Some(admin.clone()),
+                "COURIER_OPERATOR_TOKENS" => named.clone(),
+                _ => None,
+            })
+        };
+        assert!(read(TOKEN, None).is_ok());
+        let err = read("admin-token", None).unwrap_err().to_string();
+        assert!(err.contains("COURIER_ADMIN_TOKEN"), "{err}");
+        let err = read(TOKEN, Some(format!("bob={TOKEN}")))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("share one token"), "{err}");
     }
 
     #[test]

@@ -1,25 +1,33 @@
-//! Courier's features and infrastructure, under the HTTP layer (`courier-api`) and over the
-//! store (`courier-store`) and the domain (`courier-domain`).
+//! Courier's features and the infrastructure they run on, under the HTTP layer
+//! (`courier-api`) and over the store (`courier-store`) and the domain (`courier-domain`).
 //!
+//! Features, one folder or file each:
 //! - `audit`: the operator audit trail.
-//! - `auth`: merchant credentials (HTTP Basic), issued and verified.
+//! - `auth`: merchant and operator credentials, issued and verified.
 //! - `couriers`: couriers and their credentials for the courier API.
-//! - `db`: the Postgres connection, the embedded cluster, migrations.
 //! - `dispatch`: offers of searching jobs to couriers, deadlines, the due-work worker.
+//! - `events`: the outbox transaction and the bell that wakes the webhook fan-out.
+//! - `jobs`: booking, the moves of fulfilment, the views of a job.
 //! - `markets`: where the service operates; road networks and places per market.
+//! - `merchants`: onboarding, keys, account settings.
+//! - `payments`: cards, charges, the provider adapters and their retries.
 //! - `pricing`: price books per market: uploads, activation (hot swap), pricing.
+//! - `quotes`: pricing a journey and keeping the quote.
 //! - `rate_limit`: per-key request budgets, in memory.
+//! - `sandbox`: the simulator of test jobs.
+//! - `texts`: the customer's texts.
 //! - `tracking`: the public tracking page of a job.
-//! - `workers`: the one lifecycle of the workers that claim due work in batches.
+//! - `webhooks`: endpoints, the fan-out and the delivery workers.
+//!
+//! And `config`, every feature's settings assembled; `infra`, what they all run on.
 
 pub mod audit;
 pub mod auth;
-pub mod clock;
 pub mod config;
 pub mod couriers;
-pub mod db;
 pub mod dispatch;
 pub mod events;
+pub mod infra;
 pub mod jobs;
 pub mod markets;
 pub mod merchants;
@@ -28,10 +36,6 @@ pub mod pricing;
 pub mod quotes;
 pub mod rate_limit;
 pub mod sandbox;
-pub mod secrets;
-pub mod settings;
-pub mod telemetry;
 pub mod texts;
 pub mod tracking;
 pub mod webhooks;
-pub mod workers;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
-use crate::settings;
+use crate::infra::settings;
 
 use courier_domain::error::Code;
 use courier_domain::limits::LimitOverrides;
@@ -19,7 +19,7 @@ use courier_domain::limits::LimitOverrides;
 pub const RATE_LIMITED: Code = Code::new(
     429,
     "rate_limited",
-    "The key has used its budget for this kind of request (see [rate limits](api-behaviour.md#rate-limits)); `Retry-After` says when to try again.",
+    "The key has used its budget for this kind of request (see [rate limits](api-behaviour.md#rate-limits)), or the client address its failed operator sign-ins; `Retry-After` says when to try again.",
 );
 
 /// The window a per-minute limit is spread over.

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{Bench, Latencies, env_or};
-use courier_core::db::{EmbeddedPostgres, create_database_if_missing, find_server_binaries};
+use courier_core::infra::db::{EmbeddedPostgres, create_database_if_missing, find_server_binaries};
 
 /// Runs `request` from `clients` tasks until `seconds` pass; returns (completed, latencies).
 async fn drive<F, Fut>(clients: usize, seconds: u64, request: F) -> (usize, Latencies, Duration)

@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use common::{Latencies, SECRET_HEX, booking_body, env_or, quote_body, wait_until_ready};
 use courier_core::auth::Authenticator;
-use courier_core::db::{EmbeddedPostgres, create_database_if_missing};
-use courier_core::secrets::SecretKey;
+use courier_core::infra::db::{EmbeddedPostgres, create_database_if_missing};
+use courier_core::infra::secrets::SecretKey;
 use serde_json::{Value, json};
 use stripe::{Latency, StripeStandIn};
 

@@ -113,7 +113,7 @@ async fn stock_quotes(bench: &Arc<Bench>, count: usize) -> Vec<String> {
 /// Gives a new merchant `count` jobs, copies of `template_job` (with their own quotes, and
 /// references and tracking tokens told apart by the merchant), and returns its test credentials.
 async fn merchant_with_jobs(bench: &Bench, template_job: Uuid, count: i64) -> (String, String) {
-    let hash_key = courier_core::secrets::SecretKey::from_hex(&"be".repeat(32)).unwrap();
+    let hash_key = courier_core::infra::secrets::SecretKey::from_hex(&"be".repeat(32)).unwrap();
     let authenticator = courier_core::auth::Authenticator::new(bench.pool.clone(), &hash_key);
     let merchant = courier_core::merchants::create(&bench.pool, &authenticator, "Lister")
         .await

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use common::{Latencies, env_or, quote_body};
 use courier_core::auth::Authenticator;
-use courier_core::db::{EmbeddedPostgres, create_database_if_missing};
-use courier_core::secrets::SecretKey;
+use courier_core::infra::db::{EmbeddedPostgres, create_database_if_missing};
+use courier_core::infra::secrets::SecretKey;
 
 const SECRET_HEX: &str = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e";
 /// A start slower than this is a failure, not a measurement.
@@ -108,7 +108,7 @@ async fn main() {
 
     // The first start migrates the database and compiles the components into the cache.
     let pool = sqlx::PgPool::connect(&database_url).await.unwrap();
-    courier_core::db::MIGRATOR.run(&pool).await.unwrap();
+    courier_core::infra::db::MIGRATOR.run(&pool).await.unwrap();
     let hash_key = SecretKey::from_hex(SECRET_HEX).unwrap();
     let merchant = courier_core::merchants::create(
         &pool,

@@ -62,16 +62,19 @@ fn env_number(name: &str, default: usize) -> usize {
 }
 
 /// A database for the run: `DATABASE_URL`, or a new one in a private embedded cluster.
-async fn database(root: &std::path::Path) -> (String, Option<courier_core::db::EmbeddedPostgres>) {
+async fn database(
+    root: &std::path::Path,
+) -> (String, Option<courier_core::infra::db::EmbeddedPostgres>) {
     if let Ok(url) = std::env::var("DATABASE_URL") {
         return (url, None);
     }
     let pg_root = root.join("pg");
-    let cluster =
-        tokio::task::spawn_blocking(move || courier_core::db::EmbeddedPostgres::start(&pg_root))
-            .await
-            .unwrap()
-            .expect("starting PostgreSQL (install it or set DATABASE_URL)");
+    let cluster = tokio::task::spawn_blocking(move || {
+        courier_core::infra::db::EmbeddedPostgres::start(&pg_root)
+    })
+    .await
+    .unwrap()
+    .expect("starting PostgreSQL (install it or set DATABASE_URL)");
     let mut admin = sqlx::PgConnection::connect(&cluster.url("postgres"))
         .await
         .unwrap();
@@ -147,7 +150,7 @@ async fn main() {
     }
 
     let pool = PgPool::connect(&database_url).await.unwrap();
-    let key = courier_core::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
+    let key = courier_core::infra::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
     let authenticator = courier_core::auth::Authenticator::new(pool.clone(), &key);
     let merchant = courier_core::merchants::create(&pool, &authenticator, "Bench Ltd")
         .await

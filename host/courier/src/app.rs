@@ -9,12 +9,12 @@ use tokio::net::TcpListener;
 use courier_api::{self as api, AppState};
 use courier_core::auth::Authenticator;
 use courier_core::config::Config;
-use courier_core::db::listen::ListenHub;
-use courier_core::db::{Database, DbError};
+use courier_core::infra::db::listen::ListenHub;
+use courier_core::infra::db::{Database, DbError};
+use courier_core::infra::secrets::{SecretKey, SecretKeyError};
+use courier_core::infra::telemetry;
 use courier_core::markets::{Markets, MarketsError};
 use courier_core::pricing::{PriceBookError, PriceBooks};
-use courier_core::secrets::{SecretKey, SecretKeyError};
-use courier_core::telemetry;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -168,7 +168,7 @@ pub async fn run(
     tokio::task::spawn_blocking(move || loading.load_networks());
     // Every background task runs under one lifecycle and is stopped, gracefully, after the
     // server.
-    let workers = courier_core::workers::Workers::new();
+    let workers = courier_core::infra::workers::Workers::new();
     // In place before the first request, so no revocation can slip past this process.
     let mut hub = ListenHub::new(services.db.pool.clone());
     let activations = hub.subscribe(courier_store::price_books::ACTIVATION_CHANNEL);

@@ -8,7 +8,7 @@ use courier_domain::error::catalogue;
 
 use courier_api::ApiError;
 use courier_core::config::Config;
-use courier_core::settings::variables;
+use courier_core::infra::settings::variables;
 
 /// The table of every error code the API answers with, for `docs/errors.md`.
 pub fn error_table() -> String {

@@ -2,7 +2,7 @@ use clap::Parser;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    courier_core::telemetry::init_logging();
+    courier_core::infra::telemetry::init_logging();
     match courier::cli::Cli::parse().run().await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

@@ -6,11 +6,13 @@ use std::future::Future;
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::connect_info::ConnectInfo;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tower::ServiceExt;
 
 /// How long in-flight requests may take to finish once shutdown begins.
 const DRAIN_DEADLINE: Duration = Duration::from_secs(30);
@@ -34,8 +36,8 @@ pub async fn serve(
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
+                let (stream, peer) = match accepted {
+                    Ok(accepted) => accepted,
                     Err(error) => {
                         // Out of file descriptors and the like: pause rather than spin.
                         tracing::warn!(%error, "accepting a connection failed");
@@ -44,7 +46,13 @@ pub async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let service = TowerToHyperService::new(router.clone());
+                // Handlers that need the client's address read it as `ConnectInfo`.
+                let service = TowerToHyperService::new(router.clone().map_request(
+                    move |mut request: axum::http::Request<hyper::body::Incoming>| {
+                        request.extensions_mut().insert(ConnectInfo(peer));
+                        request
+                    },
+                ));
                 let connection = builder
                     .serve_connection_with_upgrades(TokioIo::new(stream), service)
                     .into_owned();

@@ -5,13 +5,14 @@ use serde_json::Value;
 use uuid::Uuid;
 
 /// The kinds of thing operators act on: `AuditRecord::target_type`.
-pub const TARGET_TYPES: [&str; 6] = [
+pub const TARGET_TYPES: [&str; 7] = [
     "merchant",
     "api_key",
     "price_book",
     "charge",
     "job",
     "courier",
+    "client_address",
 ];
 
 crate::named_values!(
@@ -39,10 +40,12 @@ pub enum AuditAction {
     CourierCreated,
     CourierSuspended,
     CourierReinstated,
+    /// A request to the operator API without a valid token (target: its client address).
+    SignInFailed,
 }
 
 impl AuditAction {
-    pub const ALL: [AuditAction; 13] = [
+    pub const ALL: [AuditAction; 14] = [
         AuditAction::MerchantCreated,
         AuditAction::KeyCreated,
         AuditAction::KeyRevoked,
@@ -56,6 +59,7 @@ impl AuditAction {
         AuditAction::CourierCreated,
         AuditAction::CourierSuspended,
         AuditAction::CourierReinstated,
+        AuditAction::SignInFailed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -73,6 +77,7 @@ impl AuditAction {
             AuditAction::CourierCreated => "courier.created",
             AuditAction::CourierSuspended => "courier.suspended",
             AuditAction::CourierReinstated => "courier.reinstated",
+            AuditAction::SignInFailed => "operator.sign_in_failed",
         }
     }
 

@@ -35,15 +35,38 @@ pub struct NewEndpoint<'a> {
     pub secret_ciphertext: &'a [u8],
 }
 
+/// Inserts the endpoint unless its owner already has `max` of them (None then). Registrations
+/// of one owner are serialised, so racing ones cannot pass the cap together.
 pub async fn insert_endpoint(
     pool: &PgPool,
     endpoint: &NewEndpoint<'_>,
-) -> Result<EndpointRow, sqlx::Error> {
-    sqlx::query_as!(
+    max: i32,
+) -> Result<Option<EndpointRow>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query!(
+        "SELECT pg_advisory_xact_lock(hashtextextended('webhook_endpoints:' || $1::text || ':' || $2, 0))",
+        endpoint.owner.merchant_id.to_string(),
+        endpoint.owner.environment,
+    )
+    .execute(&mut *tx)
+    .await?;
+    let count = sqlx::query_scalar!(
+        "SELECT count(*) AS \"count!\" FROM webhook_endpoints \
+         WHERE merchant_id = $1 AND environment = $2",
+        endpoint.owner.merchant_id,
+        endpoint.owner.environment,
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    if count >= i64::from(max) {
+        return Ok(None);
+    }
+    let row = sqlx::query_as!(
         EndpointRow,
         "INSERT INTO webhook_endpoints (id, merchant_id, environment, url, events, \
-         secret_ciphertext) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id, url, status, events, created_at, last_succeeded_at, \
-     last_failed_at, consecutive_failures, suspension_reason",
+         secret_ciphertext) VALUES ($1, $2, $3, $4, $5, $6) \
+         RETURNING id, url, status, events, created_at, last_succeeded_at, last_failed_at, \
+         consecutive_failures, suspension_reason",
         endpoint.id,
         endpoint.owner.merchant_id,
         endpoint.owner.environment,
@@ -51,8 +74,10 @@ pub async fn insert_endpoint(
         endpoint.events,
         endpoint.secret_ciphertext,
     )
-    .fetch_one(pool)
-    .await
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(Some(row))
 }
 
 pub async fn list_endpoints(

@@ -8,7 +8,7 @@ use sqlx::Connection;
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
-use courier_core::db::EmbeddedPostgres;
+use courier_core::infra::db::EmbeddedPostgres;
 
 enum Server {
     External(String),
@@ -75,7 +75,7 @@ async fn template() -> &'static str {
             let name = format!("courier_template_{}", std::process::id());
             create_database(&name, None).await;
             let pool = sqlx::PgPool::connect(&url_for(&name)).await.unwrap();
-            courier_core::db::MIGRATOR.run(&pool).await.unwrap();
+            courier_core::infra::db::MIGRATOR.run(&pool).await.unwrap();
             // A template is copied only while nobody is connected to it.
             pool.close().await;
             name

@@ -24,7 +24,7 @@ pub use cluster::fresh_database_url;
 pub use eventually::eventually;
 
 /// The operator token every test service accepts.
-pub const ADMIN_TOKEN: &str = "test-operator-token";
+pub const ADMIN_TOKEN: &str = "test-operator-token-0123456789abcdef";
 
 /// A running service on its own database.
 pub struct TestApp {
@@ -136,7 +136,7 @@ impl TestApp {
     /// Creates a merchant the way the CLI does and returns its credentials.
     pub async fn create_merchant(&self, name: &str) -> NewMerchant {
         let pool = self.pool().await;
-        let key = courier_core::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
+        let key = courier_core::infra::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
         let authenticator = courier_core::auth::Authenticator::new(pool.clone(), &key);
         let merchant = courier_core::merchants::create(&pool, &authenticator, name)
             .await

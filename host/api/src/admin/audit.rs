@@ -56,7 +56,7 @@ pub struct AuditPage {
     ),
     responses(
         (status = 200, description = "A page of entries", body = AuditPage),
-        (status = 422, description = "request.invalid_query request.invalid_page request.invalid_page_size audit.unknown_action audit.unknown_target_type"),
+        (status = 422, description = "request.invalid_query payment.raw_card_number request.invalid_page request.invalid_page_size audit.unknown_action audit.unknown_target_type"),
     )
 )]
 pub async fn list(

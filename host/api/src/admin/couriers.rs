@@ -50,7 +50,7 @@ pub async fn create(
     params(("market" = Option<String>, Query, description = "Only this market's couriers")),
     responses(
         (status = 200, description = "Couriers", body = Vec<CourierView>),
-        (status = 422, description = "request.invalid_query"),
+        (status = 422, description = "request.invalid_query payment.raw_card_number"),
     )
 )]
 pub async fn list(

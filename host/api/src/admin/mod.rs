@@ -8,7 +8,10 @@ mod merchants;
 
 mod price_books;
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
 use axum::Router;
+use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::middleware::Next;
@@ -19,6 +22,9 @@ use utoipa_axum::routes;
 use crate::error::ApiError;
 use crate::state::AppState;
 
+use courier_core::audit::{AuditAction, AuditRecord};
+use courier_core::auth::AuthError;
+use courier_core::auth::operators::OperatorRefusal;
 pub use courier_core::auth::operators::{Operator, OperatorTokens};
 
 /// Price-book components arrive base64-encoded in JSON; allow for a few megabytes.
@@ -70,11 +76,51 @@ async fn require_operator(
     next: Next,
 ) -> Response {
     let presented = request.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
-    match state.operators.check(presented) {
+    let client = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |ConnectInfo(peer)| {
+            peer.ip()
+        });
+    match state.operators.check_from(presented, client) {
         Ok(operator) => {
             request.extensions_mut().insert(operator);
             next.run(request).await
         }
-        Err(e) => ApiError::AdminAuth(e).into_response(),
+        Err(OperatorRefusal::Credentials(refusal)) => {
+            record_failed_sign_in(&state, client, &refusal).await;
+            ApiError::AdminAuth(refusal).into_response()
+        }
+        Err(OperatorRefusal::TooManyFailures(retry_after)) => {
+            ApiError::RateLimited { retry_after }.into_response()
+        }
+    }
+}
+
+/// Puts a failed sign-in in the audit trail (at most `COURIER_OPERATOR_FAILURE_LIMIT` per
+/// client address and window get this far). Never the token presented.
+async fn record_failed_sign_in(state: &AppState, client: IpAddr, refusal: &AuthError) {
+    let record = AuditRecord {
+        operator: "unknown",
+        action: AuditAction::SignInFailed,
+        target_type: "client_address",
+        target_id: client.to_string(),
+        merchant_id: None,
+        before: None,
+        after: Some(serde_json::json!({ "refusal": match refusal {
+            AuthError::Missing => "missing",
+            AuthError::Malformed => "malformed",
+            _ => "invalid",
+        } })),
+        occurred_at: courier_core::infra::clock::now(),
+    };
+    let recorded = match state.pool.acquire().await {
+        Ok(mut conn) => courier_core::audit::record(&mut conn, &record)
+            .await
+            .map(drop),
+        Err(error) => Err(error),
+    };
+    if let Err(error) = recorded {
+        tracing::warn!(%error, %client, "a failed operator sign-in could not be audited");
     }
 }

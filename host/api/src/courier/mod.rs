@@ -240,7 +240,8 @@ async fn list_offers(
     Extension(c): Courier,
 ) -> Result<Json<Vec<OfferView>>, ApiError> {
     let open =
-        offers_store::open_offers(&state.pool, c.courier_id, courier_core::clock::now()).await?;
+        offers_store::open_offers(&state.pool, c.courier_id, courier_core::infra::clock::now())
+            .await?;
     Ok(Json(open.iter().map(|(o, j)| offer_view(o, j)).collect()))
 }
 
@@ -446,7 +447,12 @@ async fn delivered(
                 photo: job.proof_photo_required,
                 signature: job.proof_signature_required,
             };
-            Proof::parse(body, requirement, max_bytes, courier_core::clock::now())
+            Proof::parse(
+                body,
+                requirement,
+                max_bytes,
+                courier_core::infra::clock::now(),
+            )
         })
         .await?;
     Ok(Json(CourierJobView::from(&job)))

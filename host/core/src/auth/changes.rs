@@ -6,8 +6,8 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use uuid::Uuid;
 
 use super::credentials::Authenticator;
-use crate::db::listen::Notice;
-use crate::workers::Workers;
+use crate::infra::db::listen::Notice;
+use crate::infra::workers::Workers;
 
 pub const CHANGES_CHANNEL: &str = "courier_credentials_changed";
 

@@ -11,7 +11,7 @@ use subtle::ConstantTimeEq;
 use thiserror::Error;
 use uuid::Uuid;
 
-use crate::secrets::{SecretKey, hmac_sha256};
+use crate::infra::secrets::{SecretKey, hmac_sha256};
 use courier_domain::Environment;
 use courier_domain::limits::LimitOverrides;
 use courier_store as store;

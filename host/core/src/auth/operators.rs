@@ -1,6 +1,11 @@
 //! Operator bearer tokens: `COURIER_ADMIN_TOKEN` (operator "admin") and the named
 //! `COURIER_OPERATOR_TOKENS`. The name of the matching token is who the audit trail records.
 
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
@@ -16,9 +21,20 @@ pub struct Operator {
 /// The operator name `COURIER_ADMIN_TOKEN` stands for.
 pub const ADMIN_OPERATOR: &str = "admin";
 
-/// The accepted tokens, kept as SHA-256 digests so every comparison is of equal length.
+/// The accepted tokens, kept as SHA-256 digests so every comparison is of equal length, and
+/// the failed sign-ins of each client address.
 pub struct OperatorTokens {
     tokens: Vec<(String, [u8; 32])>,
+    failures: SignInFailures,
+}
+
+/// Why an operator request was turned away.
+#[derive(Debug, PartialEq, Eq)]
+pub enum OperatorRefusal {
+    /// No token, a malformed header, or a token nobody has.
+    Credentials(AuthError),
+    /// The client address used up its failed sign-ins; it may try again after this long.
+    TooManyFailures(Duration),
 }
 
 impl OperatorTokens {
@@ -33,7 +49,29 @@ impl OperatorTokens {
             .map(|t| (t.name.clone(), digest(&t.token)));
         Self {
             tokens: admin.chain(named).collect(),
+            failures: SignInFailures::new(
+                config.operator_failure_limit,
+                config.operator_failure_window,
+            ),
         }
+    }
+
+    /// [`check`](Self::check), for a request from `client`: an address that used up its
+    /// failed sign-ins is turned away before its token is looked at, the right one included,
+    /// so guessing stays slow; each failure counts.
+    pub fn check_from(
+        &self,
+        header: Option<&[u8]>,
+        client: IpAddr,
+    ) -> Result<Operator, OperatorRefusal> {
+        let now = Instant::now();
+        if let Some(wait) = self.failures.wait(client, now) {
+            return Err(OperatorRefusal::TooManyFailures(wait));
+        }
+        self.check(header).map_err(|refusal| {
+            self.failures.failed(client, now);
+            OperatorRefusal::Credentials(refusal)
+        })
     }
 
     /// The operator a `Bearer` header value names. Every token is compared, in constant time,
@@ -60,6 +98,61 @@ impl OperatorTokens {
         } else {
             Err(AuthError::Invalid)
         }
+    }
+}
+
+/// Failed sign-ins per client address, in fixed windows: past `limit` in one, the address waits
+/// for the window's end.
+struct SignInFailures {
+    limit: u32,
+    window: Duration,
+    seen: Mutex<HashMap<IpAddr, (Instant, u32)>>,
+}
+
+/// Addresses tracked at once; past it, the windows that ended are forgotten first.
+const TRACKED_ADDRESSES: usize = 100_000;
+
+impl SignInFailures {
+    fn new(limit: u32, window: Duration) -> Self {
+        Self {
+            limit,
+            window,
+            seen: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// How long `client` must wait, if it used up its failures in the current window.
+    fn wait(&self, client: IpAddr, now: Instant) -> Option<Duration> {
+        let seen = self
+            .seen
+            .lock()
+            .expect("the failure table is never poisoned");
+        let &(started, failures) = seen.get(&client)?;
+        let ends = started + self.window;
+        (failures >= self.limit && ends > now).then(|| ends - now)
+    }
+
+    fn failed(&self, client: IpAddr, now: Instant) {
+        let mut seen = self
+            .seen
+            .lock()
+            .expect("the failure table is never poisoned");
+        if seen.len() >= TRACKED_ADDRESSES && !seen.contains_key(&client) {
+            let window = self.window;
+            seen.retain(|_, (started, _)| *started + window > now);
+            if seen.len() >= TRACKED_ADDRESSES {
+                // Every window still runs: the oldest goes.
+                if let Some(oldest) = seen.iter().min_by_key(|(_, (started, _))| *started) {
+                    let oldest = *oldest.0;
+                    seen.remove(&oldest);
+                }
+            }
+        }
+        let entry = seen.entry(client).or_insert((now, 0));
+        if entry.0 + self.window <= now {
+            *entry = (now, 0);
+        }
+        entry.1 += 1;
     }
 }
 
@@ -113,6 +206,52 @@ mod tests {
             tokens.check(Some(b"Bearer tok3")).unwrap_err(),
             AuthError::Invalid
         );
+    }
+
+    #[test]
+    fn an_address_that_fails_too_often_waits_for_the_window_to_end() {
+        let tokens = tokens(Some("s3cret"), &[]);
+        let (client, other): (IpAddr, IpAddr) =
+            ("192.0.2.1".parse().unwrap(), "192.0.2.2".parse().unwrap());
+        for _ in 0..10 {
+            assert_eq!(
+                tokens
+                    .check_from(Some(b"Bearer guess"), client)
+                    .unwrap_err(),
+                OperatorRefusal::Credentials(AuthError::Invalid)
+            );
+        }
+        // The eleventh attempt is turned away, the right token included.
+        assert!(matches!(
+            tokens.check_from(Some(b"Bearer s3cret"), client),
+            Err(OperatorRefusal::TooManyFailures(wait)) if wait <= Duration::from_secs(60)
+        ));
+        // Other addresses are not held back.
+        assert_eq!(
+            tokens
+                .check_from(Some(b"Bearer s3cret"), other)
+                .unwrap()
+                .name,
+            "admin"
+        );
+    }
+
+    #[test]
+    fn failures_are_counted_per_window() {
+        let failures = SignInFailures::new(2, Duration::from_secs(1));
+        let client: IpAddr = "192.0.2.1".parse().unwrap();
+        let start = Instant::now();
+        failures.failed(client, start);
+        assert_eq!(failures.wait(client, start), None);
+        failures.failed(client, start);
+        assert_eq!(
+            failures.wait(client, start + Duration::from_millis(400)),
+            Some(Duration::from_millis(600))
+        );
+        assert_eq!(failures.wait(client, start + Duration::from_secs(1)), None);
+        // A failure after the window starts a new one.
+        failures.failed(client, start + Duration::from_secs(1));
+        assert_eq!(failures.wait(client, start + Duration::from_secs(1)), None);
     }
 
     #[test]

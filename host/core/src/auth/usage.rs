@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::credentials::Authenticator;
-use crate::workers::Workers;
+use crate::infra::workers::Workers;
 use courier_store as store;
 
 /// Writes the keys' use every `every` until the workers stop, and what is still noted then.
@@ -26,7 +26,7 @@ async fn flush(authenticator: &Authenticator) {
     if used.is_empty() {
         return;
     }
-    let at = crate::clock::now();
+    let at = crate::infra::clock::now();
     if let Err(e) = store::merchants::mark_keys_used(authenticator.pool(), &used, at).await {
         // Only the freshness of `last_used_at` suffers; the next use notes the key again.
         tracing::warn!(error = %e, keys = used.len(), "recording key use failed");

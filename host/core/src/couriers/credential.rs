@@ -10,7 +10,7 @@ use thiserror::Error;
 use uuid::Uuid;
 
 use crate::auth::AuthError;
-use crate::secrets::{SecretKey, hmac_sha256};
+use crate::infra::secrets::{SecretKey, hmac_sha256};
 use courier_store::couriers as store;
 
 use courier_domain::error::Code;

@@ -15,7 +15,7 @@ use uuid::Uuid;
 pub use credential::{CourierAuthError, CourierCredentials, CourierIdentity};
 
 use crate::audit::{self, AuditAction, AuditRecord};
-use crate::clock::now;
+use crate::infra::clock::now;
 use crate::markets::Markets;
 use courier_domain::booking::normalise_phone;
 use courier_store::couriers::{self as store, ACTIVE, CourierRow};

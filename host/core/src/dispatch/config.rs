@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::settings;
+use crate::infra::settings;
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct DispatchConfig {

@@ -19,7 +19,7 @@ use uuid::Uuid;
 pub use config::DispatchConfig;
 use courier_domain::dispatch::{Reachable, choose};
 
-use crate::clock::now;
+use crate::infra::clock::now;
 use crate::jobs::POSITION_FRESHNESS;
 use crate::jobs::fulfilment::Fulfilment;
 use crate::markets::Markets;
@@ -60,13 +60,15 @@ impl Dispatcher {
     }
 
     /// Runs a pass every `COURIER_DISPATCH_INTERVAL_MS` until the workers stop.
-    pub fn run(self: Arc<Self>, workers: &crate::workers::Workers) {
+    pub fn run(self: Arc<Self>, workers: &crate::infra::workers::Workers) {
         let every = self.config.interval;
         workers.run("dispatch work", every, move || {
             let dispatcher = Arc::clone(&self);
             async move {
                 dispatcher.run_pass().await?;
-                Ok::<_, crate::jobs::fulfilment::FulfilmentError>(crate::workers::Pass::Partial)
+                Ok::<_, crate::jobs::fulfilment::FulfilmentError>(
+                    crate::infra::workers::Pass::Partial,
+                )
             }
         });
     }

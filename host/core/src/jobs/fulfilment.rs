@@ -15,8 +15,8 @@ use uuid::Uuid;
 
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::auth::Merchant;
-use crate::clock::now;
 use crate::events::{self, EventBell, EventTransaction};
+use crate::infra::clock::now;
 use crate::markets::Markets;
 use crate::payments::{PaymentError, Payments};
 use crate::texts::{CustomerTexts, TrackingText};

@@ -11,7 +11,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use crate::workers::{Pass, Workers};
+use crate::infra::workers::{Pass, Workers};
 use courier_store::jobs as store;
 
 /// How long an `Idempotency-Key` is remembered.

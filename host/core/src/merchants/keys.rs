@@ -99,7 +99,7 @@ pub async fn revoke_key(
     if stored.revoked_at.is_some() {
         return Ok(stored);
     }
-    let now = crate::clock::now();
+    let now = crate::infra::clock::now();
     let revoked = store::merchants::revoke_key(&mut tx, stored.id, now).await?;
     audit::record(
         &mut tx,

@@ -94,7 +94,7 @@ pub async fn create_as(
                     key_record(&live.key, Environment::Live),
                 ],
             })),
-            occurred_at: crate::clock::now(),
+            occurred_at: crate::infra::clock::now(),
         },
     )
     .await?;

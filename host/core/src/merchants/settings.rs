@@ -145,7 +145,7 @@ pub async fn change_settings(
             merchant_id: Some(merchant_id),
             before: Some(json!(before)),
             after: Some(json!(after)),
-            occurred_at: crate::clock::now(),
+            occurred_at: crate::infra::clock::now(),
         },
     )
     .await?;

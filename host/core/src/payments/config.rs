@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use courier_domain::backoff::Backoff;
 
-use crate::settings;
+use crate::infra::settings;
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct PaymentsConfig {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::{PaymentError, Payments};
-use crate::workers::{Pass, Workers};
+use crate::infra::workers::{Pass, Workers};
 use courier_domain::charge::{ChargeStatus, Move};
 use courier_store::payments as store;
 

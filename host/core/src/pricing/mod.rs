@@ -25,7 +25,7 @@ use sqlx::PgPool;
 use thiserror::Error;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::db::listen::Notice;
+use crate::infra::db::listen::Notice;
 use crate::markets::{Market, Markets};
 use courier_store::price_books as store;
 
@@ -185,7 +185,7 @@ impl PriceBooks {
     pub fn follow(
         self: &Arc<Self>,
         mut notices: UnboundedReceiver<Notice>,
-        workers: &crate::workers::Workers,
+        workers: &crate::infra::workers::Workers,
     ) {
         let books = Arc::clone(self);
         workers.spawn(move |_| async move {
@@ -264,7 +264,7 @@ impl PriceBooks {
                     "sha256": book.sha256(),
                     "settings": settings,
                 })),
-                occurred_at: crate::clock::now(),
+                occurred_at: crate::infra::clock::now(),
             },
         )
         .await?;
@@ -317,7 +317,7 @@ impl PriceBooks {
                     "active_version": version,
                     "price_book_version": price_book_version,
                 })),
-                occurred_at: crate::clock::now(),
+                occurred_at: crate::infra::clock::now(),
             },
         )
         .await?;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::settings;
+use crate::infra::settings;
 
 /// Fastest simulation accepted: a day's delivery in under a second.
 const MAX_SPEED: f64 = 100_000.0;

@@ -27,8 +27,8 @@ use courier_domain::sandbox::plan::{
 };
 
 use crate::auth::Merchant;
-use crate::clock::now;
 use crate::dispatch::point;
+use crate::infra::clock::now;
 use crate::jobs::fulfilment::{Fulfilment, FulfilmentError, SimulatedMove};
 use crate::markets::Markets;
 use courier_domain::JobStatus;
@@ -164,7 +164,7 @@ impl Simulator {
 
     /// Steps due runs and moves simulated couriers every `COURIER_SANDBOX_INTERVAL_MS`, until
     /// the workers stop; nothing when the simulator is off.
-    pub fn run(self: Arc<Self>, workers: &crate::workers::Workers) {
+    pub fn run(self: Arc<Self>, workers: &crate::infra::workers::Workers) {
         if !self.is_running() {
             return;
         }
@@ -176,7 +176,7 @@ impl Simulator {
                     tracing::warn!(%error, "sandbox simulation failed; retrying");
                 }
                 simulator.report_positions().await?;
-                Ok::<_, SandboxError>(crate::workers::Pass::Partial)
+                Ok::<_, SandboxError>(crate::infra::workers::Pass::Partial)
             }
         });
     }

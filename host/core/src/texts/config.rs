@@ -5,7 +5,7 @@ use std::time::Duration;
 use courier_domain::text::MessageTemplate;
 
 use super::gateway::GatewayConfig;
-use crate::settings;
+use crate::infra::settings;
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct TextsConfig {

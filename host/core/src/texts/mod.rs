@@ -21,7 +21,7 @@ use uuid::Uuid;
 pub use config::TextsConfig;
 pub use gateway::{GatewayConfig, HttpSmsGateway, OutgoingText, SendFailure, SmsProvider};
 
-use crate::workers::{Pass, Workers};
+use crate::infra::workers::{Pass, Workers};
 use courier_domain::Environment;
 use courier_domain::backoff::Backoff;
 use courier_domain::text::message::{self, Disposition};
@@ -148,15 +148,20 @@ impl CustomerTexts {
         };
         match provider.send(&outgoing).await {
             Ok(message_id) => {
-                store::mark_sent(&self.pool, text, message_id.as_deref(), crate::clock::now())
-                    .await?;
+                store::mark_sent(
+                    &self.pool,
+                    text,
+                    message_id.as_deref(),
+                    crate::infra::clock::now(),
+                )
+                .await?;
                 tracing::info!(job_id = %text.job_id, "customer texted the tracking link");
             }
             Err(failure) => {
                 let attempts = u32::try_from(text.attempts).unwrap_or(0) + 1;
                 let retry_at = match &failure {
                     SendFailure::Retryable(_) if attempts < self.config.max_attempts => {
-                        Some(crate::clock::now() + self.wait_after(attempts))
+                        Some(crate::infra::clock::now() + self.wait_after(attempts))
                     }
                     _ => None,
                 };

@@ -55,19 +55,19 @@ pub struct TrackingConfig {
 
 impl Default for TrackingConfig {
     fn default() -> Self {
-        crate::settings::from_lookup(|_| None).expect("the defaults are valid")
+        crate::infra::settings::from_lookup(|_| None).expect("the defaults are valid")
     }
 }
 
 fn ttl(raw: &str) -> Result<chrono::Duration, String> {
-    crate::settings::whole(raw)
+    crate::infra::settings::whole(raw)
         .map(|secs| chrono::Duration::seconds(secs as i64))
         .map_err(|_| format!("{raw:?} must not be negative"))
 }
 
 fn poll_interval(raw: &str) -> Result<std::time::Duration, String> {
     // Faster than this, open pages would load the service more than they help anyone.
-    match crate::settings::whole(raw)? {
+    match crate::infra::settings::whole(raw)? {
         ms if ms >= 250 => Ok(std::time::Duration::from_millis(ms)),
         _ => Err("must be at least 250".to_owned()),
     }

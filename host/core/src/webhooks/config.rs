@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::settings;
+use crate::infra::settings;
 
 /// Timings and safety switches of webhook delivery; defaults are the spec's values.
 #[derive(Clone, Debug, clap::Args)]
@@ -31,6 +31,13 @@ pub struct WebhookConfig {
           env = "COURIER_WEBHOOK_ENDPOINT_CONCURRENCY", default_value = "16",
           value_parser = settings::positive_usize)]
     pub endpoint_concurrency: usize,
+    /// Webhook endpoints one merchant may have in one environment; a registration past it is
+    /// refused with `webhook.too_many_endpoints`. Each event is signed and sent once per
+    /// endpoint, so the cap bounds what one event can cost.
+    #[arg(id = "webhook-max-endpoints", long = "webhook-max-endpoints",
+          env = "COURIER_WEBHOOK_MAX_ENDPOINTS", default_value = "16",
+          value_parser = settings::positive_i32)]
+    pub max_endpoints: i32,
     /// `true` also delivers to loopback, private and other non-public addresses (local
     /// development and tests only).
     #[arg(id = "webhook-allow-private", long = "webhook-allow-private",

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use super::client::{Outcome, Request, WebhookClient};
 use super::config::WebhookConfig;
 use super::secret::SecretCipher;
-use crate::workers::Workers;
+use crate::infra::workers::Workers;
 use courier_store::webhooks::{self as store, Failure};
 
 /// Requests in flight at once in this process, all endpoints together.

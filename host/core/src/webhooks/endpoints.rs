@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use sqlx::PgPool;
 
+use super::config::WebhookConfig;
 use super::secret::{self, SecretCipher};
 use courier_domain::event::EventName;
 use courier_plugins::is_public_address as is_public;
@@ -26,6 +27,11 @@ pub const UNKNOWN_EVENT: Code = Code::new(
     422,
     "webhook.unknown_event",
     "An `events` entry is not one of the spec's event names.",
+);
+pub const TOO_MANY_ENDPOINTS: Code = Code::new(
+    422,
+    "webhook.too_many_endpoints",
+    "The merchant already has the most webhook endpoints one environment may have (`COURIER_WEBHOOK_MAX_ENDPOINTS`, 16 by default); delete one first.",
 );
 pub const ENDPOINT_NOT_FOUND: Code = Code::new(
     404,
@@ -49,6 +55,9 @@ pub enum WebhookError {
     #[error("`events` must be null or an array of event names")]
     #[code(courier_domain::error::INVALID_BODY)]
     InvalidEvents,
+    #[error("this environment already has {0} webhook endpoints, the most it may have")]
+    #[code(TOO_MANY_ENDPOINTS)]
+    TooManyEndpoints(i32),
     #[error("no such webhook endpoint")]
     #[code(ENDPOINT_NOT_FOUND)]
     NotFound,
@@ -134,14 +143,17 @@ pub struct Endpoints {
     cipher: SecretCipher,
     /// `COURIER_WEBHOOK_ALLOW_PRIVATE`: endpoints may be on non-public addresses.
     allow_private: bool,
+    /// `COURIER_WEBHOOK_MAX_ENDPOINTS`: endpoints per merchant and environment.
+    max_endpoints: i32,
 }
 
 impl Endpoints {
-    pub fn new(pool: PgPool, cipher: SecretCipher, allow_private: bool) -> Self {
+    pub fn new(pool: PgPool, cipher: SecretCipher, config: &WebhookConfig) -> Self {
         Self {
             pool,
             cipher,
-            allow_private,
+            allow_private: config.allow_private,
+            max_endpoints: config.max_endpoints,
         }
     }
 
@@ -161,8 +173,10 @@ impl Endpoints {
                 events: &events,
                 secret_ciphertext: &sealed,
             },
+            self.max_endpoints,
         )
-        .await?;
+        .await?
+        .ok_or(WebhookError::TooManyEndpoints(self.max_endpoints))?;
         Ok(Endpoint::from_row(row, Some(signing_secret)))
     }
 

@@ -28,7 +28,7 @@ pub use config::WebhookConfig;
 pub use endpoints::{DeliveryRecord, Endpoint, Endpoints, WebhookError};
 
 use crate::events::EventBell;
-use crate::secrets::SecretKey;
+use crate::infra::secrets::SecretKey;
 use delivery::Dispatcher;
 use secret::SecretCipher;
 
@@ -72,7 +72,7 @@ impl Webhooks {
         let cipher = SecretCipher::new(key);
         Ok(Arc::new(Self {
             client: client::WebhookClient::new(&config)?,
-            endpoints: Endpoints::new(pool.clone(), cipher.clone(), config.allow_private),
+            endpoints: Endpoints::new(pool.clone(), cipher.clone(), &config),
             cipher,
             pool,
             config,
@@ -97,7 +97,7 @@ impl Webhooks {
     pub async fn start_workers(
         &self,
         engine: &PluginEngine,
-        workers: &crate::workers::Workers,
+        workers: &crate::infra::workers::Workers,
     ) -> Result<(), WebhookStartError> {
         let engine = engine.clone();
         let shaper = tokio::task::spawn_blocking(move || {

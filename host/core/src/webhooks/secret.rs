@@ -5,7 +5,7 @@ use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use thiserror::Error;
 use uuid::Uuid;
 
-use crate::secrets::SecretKey;
+use crate::infra::secrets::SecretKey;
 
 const NONCE_BYTES: usize = 24;
 /// Subkey label: a leaked ciphertext cannot be opened with any other derived key.

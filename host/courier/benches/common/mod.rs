@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use courier_core::auth::Authenticator;
 use courier_core::config::Config;
-use courier_core::db::{EmbeddedPostgres, create_database_if_missing};
-use courier_core::secrets::SecretKey;
+use courier_core::infra::db::{EmbeddedPostgres, create_database_if_missing};
+use courier_core::infra::secrets::SecretKey;
 use serde_json::{Value, json};
 
 pub const PICKUP: (f64, f64) = (20.00285, 50.0043);

@@ -1,9 +1,14 @@
 //! Spotting raw card numbers wherever they are sent, so they are refused before anything
 //! stores, logs or echoes them.
 //!
-//! A card number is a run of 12 to 19 digits, possibly grouped by single spaces or dashes,
-//! that passes the Luhn check. The only exception is the sandbox's designated test numbers
-//! inside a `pm_sandbox_…` reference: those are references by design, and public.
+//! A card number is a run of 12 to 19 digits that passes the Luhn check, written plain or in
+//! groups split by up to three of the separators people type (spaces, dashes, dots, slashes,
+//! underscores, tabs, no-break spaces). Three kinds of digits are never taken for one:
+//! - the sandbox's designated test numbers inside a `pm_sandbox_…` reference: those are
+//!   references by design, and public;
+//! - a phone number in international form, whose digits follow a `+`;
+//! - the digits of a UUID (`8-4-4-4-12` hexadecimal), whose groups could otherwise join into a
+//!   Luhn-valid run.
 
 use serde_json::Value;
 
@@ -19,6 +24,26 @@ const SANDBOX_NUMBERS: [&str; 6] = [
     "4000000000000119",
 ];
 
+/// Separators allowed between two groups of a card number, at most this many in a row.
+const MAX_SEPARATORS: usize = 3;
+
+/// The characters people put between the groups of a card number.
+fn is_separator(c: char) -> bool {
+    matches!(
+        c,
+        ' ' | '-'
+            | '.'
+            | '/'
+            | '_'
+            | '\t'
+            | '\u{a0}'
+            | '\u{2007}'
+            | '\u{2009}'
+            | '\u{202f}'
+            | '\u{2010}'..='\u{2015}'
+    )
+}
+
 /// Whether any string, key or number anywhere in `value` holds a card number.
 pub fn json_contains_card_number(value: &Value) -> bool {
     match value {
@@ -32,10 +57,18 @@ pub fn json_contains_card_number(value: &Value) -> bool {
     }
 }
 
-/// Whether `text` holds a card number outside a designated sandbox reference.
+/// Whether `text` holds a card number outside a designated sandbox reference, a phone number
+/// and a UUID.
 pub fn contains_card_number(text: &str) -> bool {
-    digit_runs(text).into_iter().any(|(start, digits)| {
-        is_card_number(&digits) && !is_sandbox_reference(text, start, &digits)
+    // Most text has too few digits to hold one: no scan.
+    if text.bytes().filter(u8::is_ascii_digit).count() < 12 {
+        return false;
+    }
+    let text = without_uuids(text);
+    digit_runs(&text).into_iter().any(|(start, digits)| {
+        is_card_number(&digits)
+            && !text[..start].ends_with('+')
+            && !is_sandbox_reference(&text, start, &digits)
     })
 }
 
@@ -53,28 +86,73 @@ fn is_sandbox_reference(text: &str, start: usize, digits: &[u8]) -> bool {
         })
 }
 
-/// Maximal runs of digits, where one space or dash may sit between two digits: each run's
-/// byte offset and its digit values.
-fn digit_runs(text: &str) -> Vec<(usize, Vec<u8>)> {
+/// `text` with every UUID's characters replaced by `x` (same length, so offsets hold).
+fn without_uuids(text: &str) -> std::borrow::Cow<'_, str> {
+    const GROUPS: [usize; 5] = [8, 4, 4, 4, 12];
+    const LENGTH: usize = 36;
     let bytes = text.as_bytes();
+    let is_uuid_at = |at: usize| {
+        let Some(candidate) = bytes.get(at..at + LENGTH) else {
+            return false;
+        };
+        let mut position = 0;
+        for (index, group) in GROUPS.iter().enumerate() {
+            if index > 0 {
+                if candidate[position] != b'-' {
+                    return false;
+                }
+                position += 1;
+            }
+            if !candidate[position..position + group]
+                .iter()
+                .all(u8::is_ascii_hexdigit)
+            {
+                return false;
+            }
+            position += group;
+        }
+        let before = at.checked_sub(1).map(|i| bytes[i]);
+        let after = bytes.get(at + LENGTH).copied();
+        !before.is_some_and(|b| b.is_ascii_alphanumeric())
+            && !after.is_some_and(|b| b.is_ascii_alphanumeric())
+    };
+    let starts: Vec<usize> = (0..bytes.len()).filter(|&at| is_uuid_at(at)).collect();
+    if starts.is_empty() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut masked = bytes.to_vec();
+    for at in starts {
+        masked[at..at + LENGTH].fill(b'x');
+    }
+    // Only ASCII was replaced by ASCII.
+    std::borrow::Cow::Owned(String::from_utf8(masked).expect("still UTF-8"))
+}
+
+/// Maximal runs of digits, where up to [`MAX_SEPARATORS`] separators may sit between two
+/// digits: each run's byte offset and its digit values.
+fn digit_runs(text: &str) -> Vec<(usize, Vec<u8>)> {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let digit = |i: usize| chars.get(i).and_then(|(_, c)| c.to_digit(10));
     let mut runs = Vec::new();
     let mut i = 0;
-    while i < bytes.len() {
-        if !bytes[i].is_ascii_digit() {
+    while i < chars.len() {
+        if digit(i).is_none() {
             i += 1;
             continue;
         }
-        let start = i;
+        let start = chars[i].0;
         let mut digits = Vec::new();
-        while i < bytes.len() {
-            if bytes[i].is_ascii_digit() {
-                digits.push(bytes[i] - b'0');
+        loop {
+            while let Some(d) = digit(i) {
+                digits.push(d as u8);
                 i += 1;
-            } else if matches!(bytes[i], b' ' | b'-')
-                && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)
-                && i > start
-            {
-                i += 1;
+            }
+            let mut next = i;
+            while next < chars.len() && next - i < MAX_SEPARATORS && is_separator(chars[next].1) {
+                next += 1;
+            }
+            if next > i && digit(next).is_some() {
+                i = next;
             } else {
                 break;
             }
@@ -113,8 +191,17 @@ mod tests {
             "4242424242424242",
             "4242 4242 4242 4242",
             "4242-4242-4242-4242",
+            "4242.4242.4242.4242",
+            "4242/4242/4242/4242",
+            "4242_4242_4242_4242",
+            "4242\t4242\t4242\t4242",
+            "4242\u{a0}4242\u{a0}4242\u{a0}4242",
+            "4242 - 4242 - 4242 - 4242",
+            "4242  4242  4242  4242",
             "card: 4111111111111111 thanks",
+            "leave with neighbour, pay with 4111.1111.1111.1111",
             "378282246310005",
+            "3782 822463 10005",
             "pm_live_4242424242424242",
             "pm_sandbox_4111111111111111",
             "4000000000000002",
@@ -133,9 +220,37 @@ mod tests {
             "42424242424",          // too short
             "42424242424242424242", // too long
             "+44 20 7946 0958",     // a phone number
+            "+4930901820",
+            "+1 (415) 555-0132",
             "2026-11-21T10:00:00Z",
+            "4111    1111 1111 1111", // four separators in a row split it
         ] {
             assert!(!contains_card_number(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn uuids_references_and_phone_numbers_are_never_card_numbers() {
+        // A UUID whose last three groups join into a Luhn-valid run of 18 digits.
+        let uuid = "deadbeef-abcd-ef01-2345-678901234569";
+        assert!(contains_card_number("01-2345-678901234569"));
+        assert!(!contains_card_number(uuid));
+        for text in [
+            "12345678-1234-1234-1234-123456789012",
+            "job 00000000-0000-4000-8000-000000000000 and 42424242-4242-4242-4242-424242424242",
+            "a1b2c3d4-1111-2222-3333-444444444444",
+            "CR-7KD2-9QX4",
+            "ORD-2026-000123",
+            "+44 7700 900123",
+            "+1-202-555-0187",
+        ] {
+            assert!(!contains_card_number(text), "{text}");
+        }
+        // Random UUIDs, as the API hands them out.
+        for _ in 0..10_000 {
+            let id = uuid::Uuid::new_v4().to_string();
+            assert!(!contains_card_number(&id), "{id}");
+            assert!(!contains_card_number(&format!("ref {id}, note")), "{id}");
         }
     }
 

@@ -17,8 +17,8 @@ use uuid::Uuid;
 
 use super::{ABANDONED, BookingContext, BookingError, Prepared, complete, hold};
 use crate::auth::Merchant;
+use crate::infra::workers::{Pass, Workers};
 use crate::payments::ProviderAnswer;
-use crate::workers::{Pass, Workers};
 use courier_domain::Environment;
 use courier_store::bookings::{self as attempts, AttemptRow};
 use courier_store::jobs as store;

@@ -18,7 +18,7 @@ pub struct LogSettings {
 
 /// Logs to stderr (stdout is reserved for command output), filtered by `RUST_LOG`.
 pub fn init_logging() {
-    let settings: Option<LogSettings> = crate::settings::from_env().ok();
+    let settings: Option<LogSettings> = crate::infra::settings::from_env().ok();
     let filter = settings
         .and_then(|settings| EnvFilter::try_new(settings.filter).ok())
         .unwrap_or_else(|| EnvFilter::new(DEFAULT_LOG_FILTER));

@@ -29,7 +29,8 @@ pub fn from_lookup<T: Args + FromArgMatches>(
         else {
             continue;
         };
-        if let Some(value) = lookup(name) {
+        // An empty value counts as unset, as in the process's environment.
+        if let Some(value) = lookup(name).filter(|value| !value.is_empty()) {
             argv.push(format!("--{long}={value}"));
         }
     }

@@ -11,7 +11,7 @@ use sqlx::postgres::PgListener;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 
-use crate::workers::Workers;
+use crate::infra::workers::Workers;
 
 /// What a subscriber hears.
 #[derive(Clone, Debug, PartialEq, Eq)]
