@@ -915,3 +915,35 @@ async fn card_numbers_in_free_text_are_refused_and_lookalikes_pass() {
     let (_, detail) = booking.get(&format!("/v1/jobs/{id}")).await;
     assert_eq!(detail["status"], "searching");
 }
+
+/// The jobs list goes `COURIER_JOBS_LIST_DEPTH` matches deep: no page lists past them, a page
+/// that starts past them is refused with `request.page_too_deep`, and `total` stops one past
+/// the depth (meaning "more than that").
+#[tokio::test]
+async fn the_jobs_list_goes_only_so_deep() {
+    let booking =
+        Booking::start_with(|name| (name == "COURIER_JOBS_LIST_DEPTH").then(|| "3".to_owned()))
+            .await;
+    for _ in 0..5 {
+        let quote = booking.quote(journey(None)).await;
+        let (status, job) = booking.book(&key(), &booking_body(&quote)).await;
+        assert_eq!(status, 201, "{job}");
+    }
+    let (status, page) = booking.get("/v1/jobs?size=2").await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(
+        (page["items"].as_array().unwrap().len(), &page["total"]),
+        (2, &json!(4))
+    );
+    // The second page stops at the depth: one job, not two.
+    let (_, page) = booking.get("/v1/jobs?size=2&page=2").await;
+    assert_eq!(page["items"].as_array().unwrap().len(), 1, "{page}");
+    let (status, refusal) = booking.get("/v1/jobs?size=2&page=3").await;
+    assert_eq!(
+        (status, &refusal["code"]),
+        (422, &json!("request.page_too_deep"))
+    );
+    // Narrowed below the depth, the total is exact again.
+    let (_, page) = booking.get("/v1/jobs?status=delivered").await;
+    assert_eq!(page["total"], 0);
+}

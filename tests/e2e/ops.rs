@@ -2,7 +2,8 @@
 
 use reqwest::Method;
 
-use crate::support::{TestApp, status_and_json};
+use crate::support::process::{free_port, spawn_service, wait_until_ready};
+use crate::support::{TestApp, assert_refusal, fresh_database_url, status_and_json};
 
 #[tokio::test]
 async fn health_and_readiness_answer() {
@@ -65,4 +66,106 @@ async fn graceful_stop_releases_the_port() {
     let address = app.address;
     app.stop().await;
     assert!(tokio::net::TcpStream::connect(address).await.is_err());
+}
+
+/// 100,000 requests with made-up methods and unknown paths add no series to `/metrics` (every
+/// made-up method is `other`, every unknown path `unmatched`), and the service's resident
+/// memory grows by less than 20 MB; with `COURIER_METRICS_TOKEN` set, only that bearer token
+/// reads the metrics.
+#[tokio::test]
+async fn made_up_methods_and_paths_mint_no_series_and_hold_no_memory() {
+    const TOKEN: &str = "metrics-token-0123456789abcdef0123456789";
+    const AT_ONCE: usize = 32;
+    let port = free_port();
+    let base_url = format!("http://127.0.0.1:{port}");
+    let data_dir = std::env::temp_dir().join(format!("courier-metrics-{}", uuid::Uuid::new_v4()));
+    let mut service = spawn_service(&[
+        ("DATABASE_URL".to_owned(), fresh_database_url().await),
+        ("COURIER_LISTEN".to_owned(), format!("127.0.0.1:{port}")),
+        (
+            "COURIER_DATA_DIR".to_owned(),
+            data_dir.to_string_lossy().into_owned(),
+        ),
+        ("COURIER_METRICS_TOKEN".to_owned(), TOKEN.to_owned()),
+    ]);
+    let client = reqwest::Client::new();
+    wait_until_ready(&client, &base_url).await;
+
+    let metrics = format!("{base_url}/metrics");
+    let response = client.get(&metrics).send().await.unwrap();
+    assert_refusal(response, 401, "auth.missing_credentials").await;
+    let response = client
+        .get(&metrics)
+        .bearer_auth("a-guess")
+        .send()
+        .await
+        .unwrap();
+    assert_refusal(response, 401, "auth.invalid_credentials").await;
+    let series = || async {
+        let text = client
+            .get(&metrics)
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .filter(|line| line.starts_with("http_"))
+            .count()
+    };
+    let flood = |requests: usize, offset: usize| {
+        let workers: Vec<_> = (0..AT_ONCE)
+            .map(|worker| {
+                let (client, base_url) = (client.clone(), base_url.clone());
+                tokio::spawn(async move {
+                    for n in 0..requests / AT_ONCE {
+                        let n = offset + worker * requests + n;
+                        let method = reqwest::Method::from_bytes(format!("FOO{n}").as_bytes());
+                        let path = match n % 3 {
+                            0 => format!("/nowhere/{n}"),
+                            1 => format!("/v1/nowhere/{n}"),
+                            _ => format!("/healthz/{n}"),
+                        };
+                        client
+                            .request(method.unwrap(), format!("{base_url}{path}"))
+                            .send()
+                            .await
+                            .unwrap();
+                    }
+                })
+            })
+            .collect::<Vec<_>>();
+        async move {
+            for worker in workers {
+                worker.await.unwrap();
+            }
+        }
+    };
+    // Every kind of answer once, and a scrape, so the series they make exist already.
+    flood(3_000, 0).await;
+    series().await;
+    let (series_before, resident_before) = (series().await, resident_kib(service.id()));
+    flood(100_000, 10_000_000).await;
+    let (series_after, resident_after) = (series().await, resident_kib(service.id()));
+    assert_eq!(series_after, series_before);
+    let grown = resident_after.saturating_sub(resident_before);
+    assert!(
+        grown < 20 * 1024,
+        "resident memory grew by {grown} KiB ({resident_before} to {resident_after})"
+    );
+    service.kill().unwrap();
+    service.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&data_dir);
+}
+
+/// The resident memory of process `pid`, in KiB.
+fn resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
 }

@@ -516,7 +516,7 @@ async fn hostile_input_gets_clear_refusals_and_the_service_keeps_serving() {
         ),
         (
             "/v1/jobs?page=9223372036854775807&size=200",
-            "request.invalid_page",
+            "request.page_too_deep",
         ),
         ("/v1/jobs?page=-1", "request.invalid_page"),
         (

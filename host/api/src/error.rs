@@ -71,6 +71,11 @@ pub const INVALID_PAGE: Code = Code::new(
     "request.invalid_page",
     "`page` below 1 (jobs list, audit trail).",
 );
+pub const PAGE_TOO_DEEP: Code = Code::new(
+    422,
+    "request.page_too_deep",
+    "The jobs list's `page` starts past its deepest match (10,000 by default, `COURIER_JOBS_LIST_DEPTH`); narrow the list with `from`, `to` or `status`.",
+);
 pub const INVALID_PAGE_SIZE: Code = Code::new(
     422,
     "request.invalid_page_size",
@@ -132,6 +137,11 @@ pub enum RequestError {
     #[error("`page` must be a whole number from 1")]
     #[code(INVALID_PAGE)]
     InvalidPage,
+    #[error(
+        "the list goes {depth} jobs deep; this page starts past them: narrow it with `from`, `to` or `status`"
+    )]
+    #[code(PAGE_TOO_DEEP)]
+    PageTooDeep { depth: u32 },
     #[error("`size` must be a whole number from 1 to {max}")]
     #[code(INVALID_PAGE_SIZE)]
     InvalidPageSize { max: i64 },

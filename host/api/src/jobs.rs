@@ -155,6 +155,8 @@ pub async fn get(
 #[derive(Serialize, ToSchema)]
 pub struct JobPage {
     items: Vec<JobListItem>,
+    /// The matches, counted up to one more than `COURIER_JOBS_LIST_DEPTH` (10,000): that
+    /// one more means "more than the list goes deep".
     total: i64,
     page: i64,
     size: i64,
@@ -175,7 +177,7 @@ pub struct JobPage {
     ),
     responses(
         (status = 200, description = "A page of jobs", body = JobPage),
-        (status = 422, description = "request.unknown_status request.invalid_page request.invalid_page_size request.invalid_query payment.raw_card_number"),
+        (status = 422, description = "request.unknown_status request.invalid_page request.page_too_deep request.invalid_page_size request.invalid_query payment.raw_card_number"),
     )
 )]
 pub async fn list(
@@ -202,17 +204,21 @@ pub async fn list(
     let size = whole_parameter(&query, "size", DEFAULT_PAGE_SIZE)
         .filter(|s| (1..=MAX_PAGE_SIZE).contains(s))
         .ok_or(RequestError::InvalidPageSize { max: MAX_PAGE_SIZE })?;
+    let depth = state.config.jobs_list_depth;
     let offset = (page - 1)
         .checked_mul(size)
-        .ok_or(RequestError::InvalidPage)?;
+        .filter(|offset| *offset < i64::from(depth))
+        .ok_or(RequestError::PageTooDeep { depth })?;
     let filter = ListFilter {
         merchant_id: merchant.merchant_id,
         environment: merchant.environment,
         statuses: &statuses,
         from: date_time_parameter(&query, "from")?,
         to: date_time_parameter(&query, "to")?,
-        limit: size,
+        // Never past the deepest match.
+        limit: size.min(i64::from(depth) - offset),
         offset,
+        count_up_to: i64::from(depth) + 1,
     };
     let (rows, total) = store::list(&state.pool, &filter).await?;
     Ok(Json(JobPage {

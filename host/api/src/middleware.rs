@@ -86,7 +86,7 @@ pub async fn record_metrics(request: Request, next: Next) -> Response {
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_owned())
         .unwrap_or_else(|| "unmatched".to_owned());
-    let method = request.method().to_string();
+    let method = courier_core::infra::telemetry::method_label(request.method()).to_owned();
     let started = Instant::now();
     let response = next.run(request).await;
     let status = response.status().as_u16().to_string();

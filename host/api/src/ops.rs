@@ -1,14 +1,18 @@
-//! Operations endpoints: liveness, readiness, metrics. No credentials needed.
+//! Operations endpoints: liveness, readiness, metrics. No credentials needed, but for the
+//! metrics when `COURIER_METRICS_TOKEN` is set.
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::header::CONTENT_TYPE;
+use axum::http::HeaderMap;
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
 use axum::response::IntoResponse;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::ApiError;
 use super::state::AppState;
+use courier_core::auth::AuthError;
+use courier_core::auth::operators::{bearer_token, same_token};
 use courier_core::infra::telemetry;
 
 /// `GET /healthz`'s answer: always `{"status": "ok"}`.
@@ -82,11 +86,25 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Readiness>, Ap
     tag = "operations",
     summary = "Prometheus metrics",
     security(()),
-    responses((status = 200, description = "Prometheus text exposition format 0.0.4", content_type = "text/plain; version=0.0.4", body = String))
+    responses(
+        (status = 200, description = "Prometheus text exposition format 0.0.4", content_type = "text/plain; version=0.0.4", body = String),
+        (status = 401, description = "auth.missing_credentials auth.malformed_credentials auth.invalid_credentials"),
+    )
 )]
-pub async fn metrics() -> impl IntoResponse {
-    (
+/// With `COURIER_METRICS_TOKEN` set, only `Authorization: Bearer <that token>` reads them.
+pub async fn metrics(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<impl IntoResponse, ApiError> {
+    if let Some(token) = &state.config.metrics_token {
+        let header = headers.get(AUTHORIZATION).map(|v| v.as_bytes());
+        let presented = bearer_token(header).map_err(ApiError::AdminAuth)?;
+        if !same_token(presented, token) {
+            return Err(ApiError::AdminAuth(AuthError::Invalid));
+        }
+    }
+    Ok((
         [(CONTENT_TYPE, "text/plain; version=0.0.4")],
         telemetry::render_metrics(),
-    )
+    ))
 }

@@ -43,6 +43,11 @@ pub struct Config {
     #[arg(id = "operator-tokens", long = "operator-tokens", env = "COURIER_OPERATOR_TOKENS",
           value_delimiter = ',', value_parser = operator_token)]
     pub operator_tokens: Vec<OperatorToken>,
+    /// Bearer token `GET /metrics` requires (at least 32 characters); unset, the metrics are
+    /// public. They name routes and counts, never merchants or paths.
+    #[arg(id = "metrics-token", long = "metrics-token", env = "COURIER_METRICS_TOKEN",
+          value_parser = operator_secret)]
+    pub metrics_token: Option<String>,
     /// Failed operator sign-ins one client address may make per window
     /// (`COURIER_OPERATOR_FAILURE_WINDOW_MS`); past them it is answered 429 until the window
     /// ends, the right token included. Each failure is in the audit trail.
@@ -104,6 +109,12 @@ pub struct Config {
           env = "COURIER_SCHEDULER_INTERVAL_MS", default_value = "1000",
           value_parser = settings::millis)]
     pub scheduler_interval: Duration,
+    /// How deep `GET /v1/jobs` lists: no page starts past this many matches, and `total`
+    /// counts up to one more than it (one more means "more than this"), so a deep page or a
+    /// large account costs a bounded read.
+    #[arg(id = "jobs-list-depth", long = "jobs-list-depth", env = "COURIER_JOBS_LIST_DEPTH",
+          default_value = "10000", value_parser = settings::positive_u32)]
+    pub jobs_list_depth: u32,
     #[command(flatten)]
     pub tracking: crate::tracking::TrackingConfig,
     /// How long a client has to send a request's complete headers; slower connections are

@@ -195,6 +195,7 @@ pub async fn run(
         &workers,
     );
     services.payments.run_retries(&workers);
+    telemetry::run_metrics_upkeep(&workers);
     let tracking = Arc::new(courier_core::tracking::Tracking::new(
         services.db.pool.clone(),
         Arc::clone(&services.markets),

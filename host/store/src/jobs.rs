@@ -212,6 +212,8 @@ pub struct ListFilter<'a> {
     pub to: Option<DateTime<Utc>>,
     pub limit: i64,
     pub offset: i64,
+    /// `total` counts matches up to this many, no further.
+    pub count_up_to: i64,
 }
 
 fn push_filter<'a>(query: &mut QueryBuilder<'a, Postgres>, filter: &'a ListFilter<'a>) {
@@ -234,7 +236,8 @@ fn push_filter<'a>(query: &mut QueryBuilder<'a, Postgres>, filter: &'a ListFilte
     }
 }
 
-/// One page of the merchant's jobs, newest first, and how many match in all.
+/// One page of the merchant's jobs, newest first, and how many match, counted up to
+/// `filter.count_up_to`.
 pub async fn list(
     pool: &PgPool,
     filter: &ListFilter<'_>,
@@ -247,8 +250,12 @@ pub async fn list(
         .push(" OFFSET ")
         .push_bind(filter.offset);
     let rows = query.build_query_as().fetch_all(pool).await?;
-    let mut count = QueryBuilder::new("SELECT count(*) FROM jobs");
+    let mut count = QueryBuilder::new("SELECT count(*) FROM (SELECT 1 FROM jobs");
     push_filter(&mut count, filter);
+    count
+        .push(" LIMIT ")
+        .push_bind(filter.count_up_to)
+        .push(") AS matches");
     let total: i64 = count.build_query_scalar().fetch_one(pool).await?;
     Ok((rows, total))
 }

@@ -77,13 +77,7 @@ impl OperatorTokens {
     /// The operator a `Bearer` header value names. Every token is compared, in constant time,
     /// so timing tells nothing about which (if any) was close.
     pub fn check(&self, header: Option<&[u8]>) -> Result<Operator, AuthError> {
-        let header = header.ok_or(AuthError::Missing)?;
-        let header = std::str::from_utf8(header).map_err(|_| AuthError::Malformed)?;
-        let (scheme, token) = header.trim().split_once(' ').ok_or(AuthError::Malformed)?;
-        if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {
-            return Err(AuthError::Malformed);
-        }
-        let presented = digest(token.trim());
+        let presented = digest(bearer_token(header)?);
         let mut found = subtle::Choice::from(0);
         let mut index = 0u32;
         for (position, (_, expected)) in self.tokens.iter().enumerate() {
@@ -154,6 +148,23 @@ impl SignInFailures {
         }
         entry.1 += 1;
     }
+}
+
+/// The token of an `Authorization: Bearer <token>` header value.
+pub fn bearer_token(header: Option<&[u8]>) -> Result<&str, AuthError> {
+    let header = header.ok_or(AuthError::Missing)?;
+    let header = std::str::from_utf8(header).map_err(|_| AuthError::Malformed)?;
+    let (scheme, token) = header.trim().split_once(' ').ok_or(AuthError::Malformed)?;
+    let token = token.trim();
+    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
+        return Err(AuthError::Malformed);
+    }
+    Ok(token)
+}
+
+/// Whether `presented` is `expected`, compared as digests in constant time.
+pub fn same_token(presented: &str, expected: &str) -> bool {
+    digest(presented).ct_eq(&digest(expected)).into()
 }
 
 fn digest(token: &str) -> [u8; 32] {

@@ -1,9 +1,13 @@
 //! Logging and metrics set-up.
 
+use std::convert::Infallible;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tracing_subscriber::EnvFilter;
+
+use super::workers::{Pass, Workers};
 
 const DEFAULT_LOG_FILTER: &str = "info,sqlx=warn,tower_http=warn";
 
@@ -50,7 +54,52 @@ pub fn init_metrics() {
     metrics_handle();
 }
 
+/// How often the recorder folds the histogram samples taken since into their buckets: without
+/// it, samples pile up in memory until the next scrape, or for ever when nobody scrapes.
+const METRICS_UPKEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// Runs the recorder's upkeep on a timer, under the workers' lifecycle.
+pub fn run_metrics_upkeep(workers: &Workers) {
+    workers.run("metrics upkeep", METRICS_UPKEEP_EVERY, || async {
+        metrics_handle().run_upkeep();
+        Ok::<_, Infallible>(Pass::Partial)
+    });
+}
+
+/// The `method` label of a request: one of the standard methods, or `other`, so made-up
+/// methods cannot mint new series.
+pub fn method_label(method: &http::Method) -> &'static str {
+    use http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "other",
+    }
+}
+
 /// Current metrics in Prometheus text format.
 pub fn render_metrics() -> String {
     metrics_handle().render()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn made_up_methods_share_one_label() {
+        assert_eq!(method_label(&http::Method::GET), "GET");
+        assert_eq!(method_label(&http::Method::PATCH), "PATCH");
+        for made_up in ["FOO1", "FOO2", "get", "PROPFIND"] {
+            let method = http::Method::from_bytes(made_up.as_bytes()).unwrap();
+            assert_eq!(method_label(&method), "other", "{made_up}");
+        }
+    }
 }
