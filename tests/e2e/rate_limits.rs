@@ -1,4 +1,4 @@
-//! Per-key budgets: 429 `rate_limited` with `Retry-After` past the budget, `RateLimit-*`
+//! Per-merchant and per-key budgets: 429 `rate_limited` with `Retry-After` past the budget, `RateLimit-*`
 //! headers on every authenticated answer, separate budgets, per-merchant settings, and the
 //! request time limit.
 
@@ -16,14 +16,18 @@ fn header(response: &reqwest::Response, name: &str) -> Option<u64> {
         .map(|v| v.to_str().unwrap().parse().unwrap())
 }
 
-/// `(status, RateLimit-Limit, RateLimit-Remaining)` of a read.
-async fn read(app: &TestApp, credential: &Credential) -> (u16, u64, u64) {
-    let response = app
-        .request(Method::GET, "/v1/jobs")
+/// A read: `GET /v1/jobs`.
+async fn list_jobs(app: &TestApp, credential: &Credential) -> reqwest::Response {
+    app.request(Method::GET, "/v1/jobs")
         .auth(credential)
         .send()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// `(status, RateLimit-Limit, RateLimit-Remaining)` of a read.
+async fn read(app: &TestApp, credential: &Credential) -> (u16, u64, u64) {
+    let response = list_jobs(app, credential).await;
     let reset = header(&response, "ratelimit-reset").expect("RateLimit-Reset");
     assert!(reset <= 60, "{reset}");
     (
@@ -84,6 +88,47 @@ async fn a_flood_from_one_key_gets_429s_while_another_merchant_is_unaffected() {
         .unwrap();
     assert_eq!(header(&unknown, "ratelimit-remaining"), Some(3));
     assert_refusal(unknown, 404, "not_found").await;
+    app.stop().await;
+}
+
+/// The budgets are the merchant's: its keys, test and live alike, spend one budget, so a second
+/// key adds nothing.
+#[tokio::test]
+async fn a_merchants_keys_share_one_budget() {
+    let app = TestApp::spawn_with(|name| {
+        (name == "COURIER_RATE_LIMIT_READS_PER_MINUTE").then(|| "5".into())
+    })
+    .await;
+    let merchant = app.create_merchant("Many Keys Ltd").await;
+    let (status, second) = status_and_json(
+        app.admin(
+            Method::POST,
+            &format!("/merchants/{}/keys", merchant.merchant_id),
+        )
+        .json(&json!({"environment": "test", "label": "second"}))
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{second}");
+    let second = Credential {
+        key: second["key"].as_str().unwrap().to_owned(),
+        secret: second["secret"].as_str().unwrap().to_owned(),
+    };
+    let first = merchant.test();
+    for remaining in (2..5).rev() {
+        assert_eq!(read(&app, &first).await, (200, 5, remaining));
+    }
+    for remaining in (0..2).rev() {
+        assert_eq!(read(&app, &second).await, (200, 5, remaining));
+    }
+    for credential in [&first, &second, &merchant.live()] {
+        assert_refusal(list_jobs(&app, credential).await, 429, "rate_limited").await;
+    }
+    // Another merchant is untouched.
+    let other = app.create_merchant("Other Ltd").await.test();
+    assert_eq!(read(&app, &other).await, (200, 5, 4));
     app.stop().await;
 }
 

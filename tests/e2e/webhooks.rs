@@ -719,6 +719,38 @@ async fn a_rotated_secret_signs_from_the_moment_it_is_issued() {
     assert!(!requests[1].verifies_with(&old));
 }
 
+/// A failed attempt's record says what went wrong in a few fixed words, never the error chain
+/// of the HTTP client (which names the URL and internals).
+#[tokio::test]
+async fn a_failed_attempt_is_recorded_in_fixed_words() {
+    let hooks = Hooks::start(&[]).await;
+    let test = hooks.merchant.test();
+    // Nothing listens on this port.
+    let closed = free_port();
+    let (status, endpoint) = status_and_json(
+        hooks
+            .app
+            .request(Method::POST, "/v1/webhooks")
+            .auth(&test)
+            .json(&json!({"url": format!("https://localhost:{closed}/hook")}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{endpoint}");
+    hooks.raise(Environment::Test, EventName::JobBooked).await;
+    let records = hooks
+        .deliveries_until(&test, &endpoint, |r| {
+            r.first().is_some_and(|d| d["attempts"] == 1)
+        })
+        .await;
+    assert_eq!(
+        records[0]["last_error"], "connection refused",
+        "{records:?}"
+    );
+}
+
 #[tokio::test]
 async fn private_addresses_are_refused_unless_allowed() {
     let hooks = Hooks::start(&[("COURIER_WEBHOOK_ALLOW_PRIVATE", "false")]).await;

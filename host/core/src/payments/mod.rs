@@ -1166,14 +1166,17 @@ impl Payments {
                         &message,
                     )
                     .await?;
-                    charge.last_error = Some(message);
+                    // The adapter's own words go to the log and the retry row, which
+                    // merchants never read; the charge says it in fixed words.
+                    tracing::warn!(charge = %charge.id, attempts, error = %message,
+                        "no usable answer from the payment provider; will retry");
+                    charge.last_error = Some(unanswered(requested, None));
                     store::update_charge(conn, charge).await?;
                     return Ok(Settled::WillRetry);
                 }
-                charge.last_error = Some(format!(
-                    "gave up after {attempts} attempts to {}: {message}",
-                    requested.as_str()
-                ));
+                tracing::warn!(charge = %charge.id, attempts, error = %message,
+                    "no usable answer from the payment provider; giving up");
+                charge.last_error = Some(unanswered(requested, Some(attempts)));
                 charge.failed_at = Some(now);
                 charge.after_hold = None;
                 let detail = charge.last_error.clone();
@@ -1240,6 +1243,27 @@ async fn run<T: Send + 'static>(
     match task.await {
         Ok(value) => value,
         Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
+/// A charge's `last_error` when the provider gave no usable answer to `requested`, in fixed
+/// words with the stable code; `gave_up_after`: the calls made when the charge failed.
+fn unanswered(requested: Move, gave_up_after: Option<i32>) -> String {
+    let code = PROVIDER_UNREACHABLE.code;
+    let requested = match requested {
+        Move::Authorise => "hold",
+        Move::Capture => "capture",
+        Move::Void => "release of the hold",
+        Move::Refund => "refund",
+        Move::Fail => "failure",
+    };
+    match gave_up_after {
+        None => {
+            format!("{code}: no usable answer from the provider to the {requested}; trying again")
+        }
+        Some(attempts) => format!(
+            "{code}: no usable answer from the provider to the {requested} after {attempts} attempts"
+        ),
     }
 }
 

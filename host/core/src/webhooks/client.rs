@@ -148,23 +148,40 @@ impl WebhookClient {
     }
 }
 
-/// A short, caller-safe account of a transport error.
+/// A short, fixed account of a transport error for the merchant's delivery record: never the
+/// error chain, which can name internals; the whole chain goes to the log.
 fn describe(error: &reqwest::Error, timeout: Duration) -> String {
+    let mut chain = error.to_string();
+    let mut not_public = false;
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        not_public |= cause.downcast_ref::<NotPublic>().is_some();
+        chain.push_str(": ");
+        chain.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    tracing::debug!(error = %chain, "a webhook request failed");
     if error.is_timeout() {
         return format!("no answer within {} ms", timeout.as_millis());
     }
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    if error.is_connect() {
-        format!("connection failed ({text})")
+    let chain = chain.to_ascii_lowercase();
+    let text = if not_public {
+        "refused: the host resolves to no public address"
+    } else if chain.contains("dns error") || chain.contains("failed to lookup") {
+        "the host name does not resolve"
+    } else if chain.contains("certificate") || chain.contains("tls") || chain.contains("handshake")
+    {
+        "the TLS handshake failed"
+    } else if chain.contains("connection refused") {
+        "connection refused"
+    } else if error.is_connect() {
+        "connection failed"
+    } else if error.is_body() || error.is_decode() {
+        "the answer could not be read"
     } else {
-        text
-    }
+        "the request failed"
+    };
+    text.to_owned()
 }
 
 #[derive(Debug, Error)]
