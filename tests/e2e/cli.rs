@@ -438,3 +438,66 @@ fn serve_refuses_short_or_shared_operator_tokens() {
         );
     }
 }
+
+/// The database keeps a fingerprint of the secret key it was first used with: a command run
+/// with another key (here another `COURIER_DATA_DIR`, so another generated key) refuses to
+/// start, says which variable to set, and makes nothing; given the first key, it runs.
+#[tokio::test]
+async fn a_process_with_another_secret_key_refuses_to_start() {
+    let database_url = fresh_database_url().await;
+    let folder = |name: &str| {
+        std::env::temp_dir().join(format!("courier-key-{name}-{}", uuid::Uuid::new_v4()))
+    };
+    let (first, other) = (folder("first"), folder("other"));
+    let (first_dir, other_dir) = (first.to_str().unwrap(), other.to_str().unwrap());
+    succeed(
+        courier(
+            &["merchant", "create", "--name", "First Ltd"],
+            &[
+                ("DATABASE_URL", &database_url),
+                ("COURIER_DATA_DIR", first_dir),
+            ],
+        )
+        .output()
+        .unwrap(),
+    );
+    let refused = courier(
+        &["merchant", "create", "--name", "Other Ltd"],
+        &[
+            ("DATABASE_URL", &database_url),
+            ("COURIER_DATA_DIR", other_dir),
+        ],
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("another secret key") && stderr.contains("COURIER_SECRET_KEY"),
+        "{stderr}"
+    );
+    assert!(refused.stdout.is_empty(), "no credentials are printed");
+    let first_key = std::fs::read_to_string(first.join("secret.key")).unwrap();
+    succeed(
+        courier(
+            &["merchant", "create", "--name", "Third Ltd"],
+            &[
+                ("DATABASE_URL", &database_url),
+                ("COURIER_DATA_DIR", other_dir),
+                ("COURIER_SECRET_KEY", first_key.trim()),
+            ],
+        )
+        .output()
+        .unwrap(),
+    );
+    let pool = sqlx::PgPool::connect(&database_url).await.unwrap();
+    let names: Vec<String> = sqlx::query_scalar("SELECT name FROM merchants ORDER BY created_at")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(names, ["First Ltd", "Third Ltd"]);
+    pool.close().await;
+    for dir in [first, other] {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

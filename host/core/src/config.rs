@@ -28,7 +28,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// 64 hex digits (32 bytes). Keys the hashes of API secrets. Unset: generated once into
     /// `$COURIER_DATA_DIR/secret.key` (mode 0600). Every instance sharing a database must use
-    /// the same key.
+    /// the same key: a process whose key is not the one the database was first used with
+    /// refuses to start.
     #[arg(id = "secret-key", long = "secret-key", env = "COURIER_SECRET_KEY")]
     pub secret_key: Option<String>,
     /// Bearer token of the operator API (`/admin/v1`), operator `admin` in the audit trail. The

@@ -22,6 +22,10 @@ pub enum StartError {
     Database(#[from] DbError),
     #[error(transparent)]
     SecretKey(#[from] SecretKeyError),
+    #[error(
+        "this database was first used with another secret key, so credentials made here would be refused everywhere else: set COURIER_SECRET_KEY to the key the other instances use (or COURIER_DATA_DIR to their data folder, whose secret.key holds it)"
+    )]
+    OtherSecretKey,
     #[error("binding {address}: {source}")]
     Bind {
         address: String,
@@ -70,6 +74,13 @@ impl Services {
         )
         .await?;
         db.migrate().await?;
+        let recorded =
+            courier_store::secret_key::recorded_fingerprint(&db.pool, &secret_key.fingerprint())
+                .await
+                .map_err(DbError::Connect)?;
+        if recorded.as_slice() != secret_key.fingerprint().as_slice() {
+            return Err(StartError::OtherSecretKey);
+        }
         let authenticator =
             Authenticator::with_cache(db.pool.clone(), &secret_key, config.auth_cache);
         let markets = Arc::new(Markets::from_file(config.markets_file.as_deref())?);

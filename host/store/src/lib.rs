@@ -13,6 +13,7 @@ pub mod payments;
 pub mod price_books;
 pub mod quotes;
 pub mod sandbox;
+pub mod secret_key;
 pub mod text;
 pub mod texts;
 pub mod tracking;

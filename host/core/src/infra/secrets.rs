@@ -85,6 +85,12 @@ impl SecretKey {
         }
     }
 
+    /// What the database records of the key (`secret_key_fingerprint`): keyed, so it shows
+    /// nothing of the key, and the same for every process with the same key.
+    pub fn fingerprint(&self) -> [u8; 32] {
+        self.derive("courier secret-key fingerprint v1")
+    }
+
     /// A subkey for one purpose.
     pub fn derive(&self, purpose: &str) -> [u8; 32] {
         self.mac(purpose.as_bytes())
