@@ -1,4 +1,4 @@
-//! Per-merchant and per-key budgets: 429 `rate_limited` with `Retry-After` past the budget, `RateLimit-*`
+//! Per-merchant budgets: 429 `rate_limited` with `Retry-After` past the budget, `RateLimit-*`
 //! headers on every authenticated answer, separate budgets, per-merchant settings, and the
 //! request time limit.
 

@@ -110,15 +110,13 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let query = parts.uri.query().unwrap_or_default().as_bytes();
-        if form_urlencoded::parse(query)
-            .any(|(name, value)| name.contains('\0') || value.contains('\0'))
-        {
-            return Err(RequestError::InvalidQuery(NUL_REFUSAL.into()).into());
-        }
-        if form_urlencoded::parse(query)
-            .any(|(name, value)| contains_card_number(&name) || contains_card_number(&value))
-        {
-            return Err(RequestError::CardNumber.into());
+        for (name, value) in form_urlencoded::parse(query) {
+            if name.contains('\0') || value.contains('\0') {
+                return Err(RequestError::InvalidQuery(NUL_REFUSAL.into()).into());
+            }
+            if contains_card_number(&name) || contains_card_number(&value) {
+                return Err(RequestError::CardNumber.into());
+            }
         }
         match axum::extract::Query::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Query(value)) => Ok(Self(value)),

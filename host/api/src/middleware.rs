@@ -33,24 +33,12 @@ pub async fn require_merchant(
         .rate_limits
         .limits_for(&caller.limits)
         .of(budget);
-    // The merchant's budget, shared by all its keys (test and live alike), so another key
-    // adds nothing; then the key's own.
-    let now = Instant::now();
-    let merchant_wide = state
-        .rate_limiter
-        .check(caller.merchant.merchant_id, budget, limit, now);
-    let decision = if merchant_wide.allowed {
-        let per_key = state
+    // The merchant's budget, spent by all its keys (test and live alike): another key adds
+    // nothing.
+    let decision =
+        state
             .rate_limiter
-            .check(caller.merchant.key_id, budget, limit, now);
-        if per_key.remaining < merchant_wide.remaining || !per_key.allowed {
-            per_key
-        } else {
-            merchant_wide
-        }
-    } else {
-        merchant_wide
-    };
+            .check(caller.merchant.merchant_id, budget, limit, Instant::now());
     let mut response = if decision.allowed {
         request.extensions_mut().insert(caller.merchant);
         next.run(request).await

@@ -1,5 +1,6 @@
-//! Per-key request budgets, enforced in memory by each instance (GCRA: a token bucket kept as
-//! one "theoretical arrival time" per key and budget), so no request waits on the database.
+//! Per-merchant request budgets, enforced in memory by each instance (GCRA: a token bucket kept
+//! as one "theoretical arrival time" per merchant and budget), so no request waits on the
+//! database.
 //!
 //! A budget is N requests per minute with bursts of up to N. With several instances, each
 //! enforces its share: the limit divided by `COURIER_INSTANCES`, rounded up.
@@ -19,12 +20,12 @@ use courier_domain::limits::LimitOverrides;
 pub const RATE_LIMITED: Code = Code::new(
     429,
     "rate_limited",
-    "The key has used its budget for this kind of request (see [rate limits](api-behaviour.md#rate-limits)), or the client address its failed operator sign-ins; `Retry-After` says when to try again.",
+    "The merchant has used its budget for this kind of request (see [rate limits](api-behaviour.md#rate-limits)), or the client address its failed operator sign-ins; `Retry-After` says when to try again.",
 );
 
 /// The window a per-minute limit is spread over.
 const WINDOW: Duration = Duration::from_secs(60);
-/// Independent locks, so concurrent requests of different keys rarely wait on each other.
+/// Independent locks, so concurrent requests of different merchants rarely wait on each other.
 const SHARDS: usize = 32;
 /// Past this many remembered buckets a shard forgets the full ones (they carry no state).
 const SHARD_SWEEP_AT: usize = 4096;
@@ -56,18 +57,18 @@ impl Budget {
 /// Requests per minute of each budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::Args)]
 pub struct Limits {
-    /// Default budget of `POST /v1/quotes` per key (merchants may have their own, see [account
+    /// Default budget of `POST /v1/quotes` per merchant (merchants may have their own, see [account
     /// settings](api-behaviour.md#account-settings)).
     #[arg(id = "rate-limit-quotes-per-minute", long = "rate-limit-quotes-per-minute",
           env = "COURIER_RATE_LIMIT_QUOTES_PER_MINUTE", default_value = "1200",
           value_parser = settings::positive_u32)]
     pub quotes_per_minute: u32,
-    /// Default budget of `POST /v1/jobs` per key.
+    /// Default budget of `POST /v1/jobs` per merchant.
     #[arg(id = "rate-limit-bookings-per-minute", long = "rate-limit-bookings-per-minute",
           env = "COURIER_RATE_LIMIT_BOOKINGS_PER_MINUTE", default_value = "300",
           value_parser = settings::positive_u32)]
     pub bookings_per_minute: u32,
-    /// Default budget of every other `/v1` request per key.
+    /// Default budget of every other `/v1` request per merchant.
     #[arg(id = "rate-limit-reads-per-minute", long = "rate-limit-reads-per-minute",
           env = "COURIER_RATE_LIMIT_READS_PER_MINUTE", default_value = "1200",
           value_parser = settings::positive_u32)]
@@ -139,14 +140,14 @@ pub struct Decision {
     pub retry_after: Duration,
 }
 
-/// The buckets of every key and budget seen by this instance.
+/// The buckets of every merchant and budget seen by this instance.
 pub struct RateLimiter {
     shards: Vec<Mutex<Shard>>,
     hasher: RandomState,
 }
 
-/// Theoretical arrival times by key and budget; `sweep_at` grows with the busy keys, so a
-/// shard full of active buckets is not swept on every request.
+/// Theoretical arrival times by merchant and budget; `sweep_at` grows with the busy merchants,
+/// so a shard full of active buckets is not swept on every request.
 struct Shard {
     buckets: HashMap<(Uuid, Budget), Instant>,
     sweep_at: usize,
@@ -173,17 +174,18 @@ impl RateLimiter {
         }
     }
 
-    /// Spends one request of `key`'s `budget` at `now` (passed in, so tests drive the clock).
-    pub fn check(&self, key: Uuid, budget: Budget, limit: u32, now: Instant) -> Decision {
+    /// Spends one request of `owner`'s `budget` (a merchant's) at `now` (passed in, so tests
+    /// drive the clock).
+    pub fn check(&self, owner: Uuid, budget: Budget, limit: u32, now: Instant) -> Decision {
         let limit = limit.max(1);
         let interval = WINDOW / limit;
         let capacity = interval * limit;
-        let shard = &self.shards[(self.hasher.hash_one((key, budget)) as usize) % SHARDS];
+        let shard = &self.shards[(self.hasher.hash_one((owner, budget)) as usize) % SHARDS];
         let mut shard = shard.lock().expect("lock poisoned");
         // The theoretical arrival time: when the bucket would be full again. Never in the past.
         let tat = shard
             .buckets
-            .get(&(key, budget))
+            .get(&(owner, budget))
             .copied()
             .filter(|tat| *tat > now)
             .unwrap_or(now);
@@ -203,7 +205,7 @@ impl RateLimiter {
             shard.buckets.retain(|_, tat| *tat > now);
             shard.sweep_at = SHARD_SWEEP_AT.max(2 * shard.buckets.len());
         }
-        shard.buckets.insert((key, budget), next_tat);
+        shard.buckets.insert((owner, budget), next_tat);
         let remaining = ((capacity - backlog).as_nanos() / interval.as_nanos()) as u32;
         Decision {
             allowed: true,

@@ -17,7 +17,7 @@ pub struct AccountSettings {
     pub proof_signature_required: bool,
     /// The sender of the customer's SMS; null: the service's default sender.
     pub sms_sender_name: Option<String>,
-    /// Requests per minute per key; null: the service's default (`COURIER_RATE_LIMIT_*`).
+    /// Requests per minute, shared by all the merchant's keys; null: the service's default (`COURIER_RATE_LIMIT_*`).
     pub rate_limit_quotes_per_minute: Option<i32>,
     pub rate_limit_bookings_per_minute: Option<i32>,
     pub rate_limit_reads_per_minute: Option<i32>,

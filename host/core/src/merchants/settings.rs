@@ -26,15 +26,15 @@ pub struct SettingsChange {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>, min_length = 3, max_length = 11, pattern = "^[A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*$")]
     pub sms_sender_name: Option<Option<String>>,
-    /// Requests per minute per key; null: the service's default.
+    /// Requests per minute, shared by all the merchant's keys; null: the service's default.
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<i64>, minimum = 1, maximum = 1_000_000)]
     pub rate_limit_quotes_per_minute: Option<Option<Numeric<i64>>>,
-    /// Requests per minute per key; null: the service's default.
+    /// Requests per minute, shared by all the merchant's keys; null: the service's default.
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<i64>, minimum = 1, maximum = 1_000_000)]
     pub rate_limit_bookings_per_minute: Option<Option<Numeric<i64>>>,
-    /// Requests per minute per key; null: the service's default.
+    /// Requests per minute, shared by all the merchant's keys; null: the service's default.
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<i64>, minimum = 1, maximum = 1_000_000)]
     pub rate_limit_reads_per_minute: Option<Option<Numeric<i64>>>,
