@@ -23,6 +23,7 @@ use courier_core::jobs::POSITION_FRESHNESS;
 use courier_core::jobs::booking;
 use courier_core::jobs::views::{JobDetail, JobListItem, JobView};
 use courier_domain::JobStatus;
+use courier_domain::job::proof::ProofKind;
 use courier_domain::numeric::NumericValue;
 use courier_store::jobs::{self as store, ListFilter};
 
@@ -354,10 +355,8 @@ pub async fn proof_file(
     )
     .await?
     .ok_or(ApiError::JobNotFound)?;
-    if kind != "photo" && kind != "signature" {
-        return Err(ApiError::ProofFileNotFound);
-    }
-    let file = courier_store::fulfilment::proof_file(&state.pool, job.id, &kind)
+    let kind = ProofKind::parse(&kind).ok_or(ApiError::ProofFileNotFound)?;
+    let file = courier_store::fulfilment::proof_file(&state.pool, job.id, kind)
         .await?
         .ok_or(ApiError::ProofFileNotFound)?;
     let content_type =

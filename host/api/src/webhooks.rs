@@ -16,10 +16,10 @@ use courier_core::webhooks::{DeliveryRecord, Endpoint, WebhookError};
 use courier_domain::event::EventName;
 use courier_store::webhooks::Owner;
 
-fn owner(merchant: &Merchant) -> Owner<'static> {
+fn owner(merchant: &Merchant) -> Owner {
     Owner {
         merchant_id: merchant.merchant_id,
-        environment: merchant.environment.as_str(),
+        environment: merchant.environment,
     }
 }
 

@@ -48,7 +48,7 @@ pub struct Quote {
     pub distance_metres: i32,
     pub estimated_duration_seconds: i32,
     #[schema(value_type = courier_domain::VehicleName)]
-    pub vehicle: String,
+    pub vehicle: courier_domain::Vehicle,
     pub expires_at: DateTime<Utc>,
     pub breakdown: Vec<BreakdownLine>,
     pub price_book_version: i32,
@@ -103,10 +103,10 @@ pub async fn create(
     let row = QuoteRow {
         id: Uuid::new_v4(),
         merchant_id: merchant.merchant_id,
-        environment: merchant.environment.as_str().to_owned(),
+        environment: merchant.environment,
         market_id: market.id().to_owned(),
         currency: market.definition.currency.code(),
-        vehicle: vehicle.as_str().to_owned(),
+        vehicle,
         pickup_latitude: request.pickup.point.lat,
         pickup_longitude: request.pickup.point.lon,
         pickup_postcode,

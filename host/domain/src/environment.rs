@@ -1,30 +1,13 @@
-use serde::Serialize;
-
-/// Test (sandbox) or live; decided by the credential a request carries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Environment {
-    Test,
-    Live,
+crate::names::named_enum! {
+    /// Test (sandbox) or live; decided by the credential a request carries.
+    pub enum Environment {
+        Test,
+        Live,
+    }
 }
 
 impl Environment {
     pub const ALL: [Environment; 2] = [Environment::Test, Environment::Live];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Environment::Test => "test",
-            Environment::Live => "live",
-        }
-    }
-
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            "test" => Some(Environment::Test),
-            "live" => Some(Environment::Live),
-            _ => None,
-        }
-    }
 
     /// The prefix every API key of this environment starts with.
     pub fn key_prefix(self) -> &'static str {
@@ -42,20 +25,6 @@ impl Environment {
     }
 }
 
-/// A stored environment this code does not know.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0:?} is not an environment")]
-pub struct UnknownEnvironment(pub String);
-
-/// How a stored environment is read: an unknown one is an error, never a guess.
-impl TryFrom<String> for Environment {
-    type Error = UnknownEnvironment;
-
-    fn try_from(value: String) -> Result<Self, Self::Error> {
-        Self::parse(&value).ok_or(UnknownEnvironment(value))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,5 +35,17 @@ mod tests {
         assert_eq!(Environment::of_key("ck_live_abc"), Some(Environment::Live));
         assert_eq!(Environment::of_key("ck_prod_abc"), None);
         assert_eq!(Environment::of_key("CK_TEST_abc"), None);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for env in Environment::ALL {
+            assert_eq!(Environment::parse(env.as_str()), Some(env));
+            assert_eq!(
+                serde_json::to_value(env).unwrap(),
+                serde_json::json!(env.as_str())
+            );
+        }
+        assert_eq!(Environment::parse("Test"), None);
     }
 }

@@ -32,6 +32,7 @@ pub mod event;
 pub mod job;
 pub mod limits;
 mod money;
+mod names;
 pub mod numeric;
 pub mod quote;
 pub mod sandbox;
@@ -41,7 +42,8 @@ pub mod tracking;
 mod vehicle;
 pub mod webhook;
 
-pub use environment::{Environment, UnknownEnvironment};
+pub use courier_geo::Vehicle;
+pub use environment::Environment;
 pub use job::JobStatus;
 pub use money::{Currency, UnknownCurrency};
 pub use vehicle::VehicleName;

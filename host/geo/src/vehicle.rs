@@ -9,7 +9,10 @@ use std::str::FromStr;
 /// # Road rules
 ///
 #[doc = include_str!("vehicle_rules.md")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum Vehicle {
     Bicycle,
     ElectricBicycle,
@@ -78,6 +81,10 @@ mod tests {
     #[test]
     fn names_round_trip() {
         for vehicle in Vehicle::ALL {
+            assert_eq!(
+                serde_json::to_value(vehicle).unwrap(),
+                serde_json::json!(vehicle.as_str())
+            );
             assert_eq!(vehicle.as_str().parse::<Vehicle>(), Ok(vehicle));
             assert_eq!(vehicle.to_string(), vehicle.as_str());
         }

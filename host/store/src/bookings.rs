@@ -7,12 +7,14 @@ use uuid::Uuid;
 
 use courier_domain::Environment;
 
+use crate::text::Text;
+
 /// A booking whose card hold was asked for, and whose outcome is not written yet.
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct AttemptRow {
     pub id: Uuid,
     pub merchant_id: Uuid,
-    pub environment: String,
+    pub environment: Environment,
     pub idempotency_key: String,
     pub quote_id: Uuid,
     pub payment_method_id: Uuid,
@@ -36,7 +38,7 @@ pub fn insert_attempt<'a>(
         query.push_values([attempt], |mut row, a| {
             row.push_bind(a.id)
                 .push_bind(a.merchant_id)
-                .push_bind(&a.environment)
+                .push_bind(a.environment.as_str())
                 .push_bind(&a.idempotency_key)
                 .push_bind(a.quote_id)
                 .push_bind(a.payment_method_id)
@@ -75,7 +77,7 @@ pub async fn lock_attempt(
 ) -> Result<Option<AttemptRow>, sqlx::Error> {
     sqlx::query_as!(
         AttemptRow,
-        "SELECT * FROM booking_attempts WHERE id = $1 FOR UPDATE",
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", idempotency_key, quote_id, payment_method_id, hold_key, job, created_at, leased_until, recoveries FROM booking_attempts WHERE id = $1 FOR UPDATE",
         id,
     )
     .fetch_optional(conn)
@@ -97,7 +99,7 @@ pub async fn claim_interrupted(
          WHERE id IN ( \
            SELECT id FROM booking_attempts WHERE leased_until < now() \
            ORDER BY leased_until LIMIT $1 FOR UPDATE SKIP LOCKED) \
-         RETURNING *",
+         RETURNING id, merchant_id, environment AS \"environment: Text<Environment>\", idempotency_key, quote_id, payment_method_id, hold_key, job, created_at, leased_until, recoveries",
         limit,
         lease.as_secs_f64(),
     )

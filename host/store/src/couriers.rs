@@ -4,17 +4,20 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-pub const ACTIVE: &str = "active";
+use courier_domain::Vehicle;
+use courier_domain::dispatch::CourierStatus;
+
+use crate::text::Text;
 
 /// A courier as stored (the credential's secret only as its keyed hash).
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct CourierRow {
     pub id: Uuid,
     pub name: String,
     pub phone: String,
-    pub vehicle: String,
+    pub vehicle: Vehicle,
     pub market_id: String,
-    pub status: String,
+    pub status: CourierStatus,
     pub online: bool,
     pub credential_key: String,
     pub secret_hash: Vec<u8>,
@@ -31,9 +34,9 @@ pub async fn insert(conn: &mut PgConnection, courier: &CourierRow) -> Result<(),
         courier.id,
         &courier.name,
         &courier.phone,
-        &courier.vehicle,
+        courier.vehicle.as_str(),
         &courier.market_id,
-        &courier.status,
+        courier.status.as_str(),
         courier.online,
         &courier.credential_key,
         &courier.secret_hash,
@@ -45,7 +48,7 @@ pub async fn insert(conn: &mut PgConnection, courier: &CourierRow) -> Result<(),
 }
 
 pub async fn find(pool: &PgPool, id: Uuid) -> Result<Option<CourierRow>, sqlx::Error> {
-    sqlx::query_as!(CourierRow, "SELECT * FROM couriers WHERE id = $1", id,)
+    sqlx::query_as!(CourierRow, "SELECT id, name, phone, vehicle AS \"vehicle: Text<Vehicle>\", market_id, status AS \"status: Text<CourierStatus>\", online, credential_key, secret_hash, created_at, suspended_at, suspension_reason FROM couriers WHERE id = $1", id,)
         .fetch_optional(pool)
         .await
 }
@@ -54,7 +57,7 @@ pub async fn find(pool: &PgPool, id: Uuid) -> Result<Option<CourierRow>, sqlx::E
 pub async fn lock(conn: &mut PgConnection, id: Uuid) -> Result<Option<CourierRow>, sqlx::Error> {
     sqlx::query_as!(
         CourierRow,
-        "SELECT * FROM couriers WHERE id = $1 FOR UPDATE",
+        "SELECT id, name, phone, vehicle AS \"vehicle: Text<Vehicle>\", market_id, status AS \"status: Text<CourierStatus>\", online, credential_key, secret_hash, created_at, suspended_at, suspension_reason FROM couriers WHERE id = $1 FOR UPDATE",
         id,
     )
     .fetch_optional(conn)
@@ -64,7 +67,7 @@ pub async fn lock(conn: &mut PgConnection, id: Uuid) -> Result<Option<CourierRow
 pub async fn find_by_key(pool: &PgPool, key: &str) -> Result<Option<CourierRow>, sqlx::Error> {
     sqlx::query_as!(
         CourierRow,
-        "SELECT * FROM couriers WHERE credential_key = $1",
+        "SELECT id, name, phone, vehicle AS \"vehicle: Text<Vehicle>\", market_id, status AS \"status: Text<CourierStatus>\", online, credential_key, secret_hash, created_at, suspended_at, suspension_reason FROM couriers WHERE credential_key = $1",
         key,
     )
     .fetch_optional(pool)
@@ -75,7 +78,7 @@ pub async fn find_by_key(pool: &PgPool, key: &str) -> Result<Option<CourierRow>,
 pub async fn list(pool: &PgPool, market: Option<&str>) -> Result<Vec<CourierRow>, sqlx::Error> {
     sqlx::query_as!(
         CourierRow,
-        "SELECT * FROM couriers WHERE $1::text IS NULL OR market_id = $1 \
+        "SELECT id, name, phone, vehicle AS \"vehicle: Text<Vehicle>\", market_id, status AS \"status: Text<CourierStatus>\", online, credential_key, secret_hash, created_at, suspended_at, suspension_reason FROM couriers WHERE $1::text IS NULL OR market_id = $1 \
          ORDER BY created_at DESC, id DESC",
         market,
     )
@@ -87,7 +90,7 @@ pub async fn list(pool: &PgPool, market: Option<&str>) -> Result<Vec<CourierRow>
 pub async fn set_status(
     conn: &mut PgConnection,
     id: Uuid,
-    status: &str,
+    status: CourierStatus,
     at: Option<DateTime<Utc>>,
     reason: Option<&str>,
 ) -> Result<CourierRow, sqlx::Error> {
@@ -95,9 +98,9 @@ pub async fn set_status(
         CourierRow,
         "UPDATE couriers SET status = $2, suspended_at = $3, suspension_reason = $4, \
          online = CASE WHEN $2 = 'suspended' THEN false ELSE online END \
-         WHERE id = $1 RETURNING *",
+         WHERE id = $1 RETURNING id, name, phone, vehicle AS \"vehicle: Text<Vehicle>\", market_id, status AS \"status: Text<CourierStatus>\", online, credential_key, secret_hash, created_at, suspended_at, suspension_reason",
         id,
-        status,
+        status.as_str(),
         at,
         reason,
     )
@@ -112,7 +115,7 @@ pub async fn set_online(
 ) -> Result<CourierRow, sqlx::Error> {
     sqlx::query_as!(
         CourierRow,
-        "UPDATE couriers SET online = $2 WHERE id = $1 RETURNING *",
+        "UPDATE couriers SET online = $2 WHERE id = $1 RETURNING id, name, phone, vehicle AS \"vehicle: Text<Vehicle>\", market_id, status AS \"status: Text<CourierStatus>\", online, credential_key, secret_hash, created_at, suspended_at, suspension_reason",
         id,
         online,
     )
@@ -154,7 +157,7 @@ pub struct Candidate {
 pub struct CandidateSearch<'a> {
     pub job_id: Uuid,
     pub market_id: &'a str,
-    pub vehicle: &'a str,
+    pub vehicle: Vehicle,
     pub latitude: f64,
     pub longitude: f64,
     /// Half the side of the box searched around the pickup, in degrees of latitude.
@@ -187,7 +190,7 @@ pub async fn candidates(
          ORDER BY power(p.latitude - $4, 2) + power((p.longitude - $5) * $9::float8, 2), c.id \
          LIMIT $10",
         search.market_id,
-        search.vehicle,
+        search.vehicle.as_str(),
         search.fresh_since,
         search.latitude,
         search.longitude,

@@ -4,15 +4,19 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
+use courier_domain::dispatch::OfferStatus;
+
+use crate::text::Text;
+
 use super::jobs::{JobRecord, JobRow};
 
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct OfferRow {
     pub id: Uuid,
     pub job_id: Uuid,
     pub courier_id: Uuid,
     pub travel_seconds: i32,
-    pub status: String,
+    pub status: OfferStatus,
     pub offered_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
     pub answered_at: Option<DateTime<Utc>>,
@@ -72,7 +76,7 @@ pub async fn lock_offer(
 ) -> Result<Option<OfferRow>, sqlx::Error> {
     sqlx::query_as!(
         OfferRow,
-        "SELECT * FROM courier_offers WHERE id = $1 AND courier_id = $2 FOR UPDATE",
+        "SELECT id, job_id, courier_id, travel_seconds, status AS \"status: Text<OfferStatus>\", offered_at, expires_at, answered_at FROM courier_offers WHERE id = $1 AND courier_id = $2 FOR UPDATE",
         id,
         courier_id,
     )
@@ -83,13 +87,13 @@ pub async fn lock_offer(
 pub async fn answer_offer(
     conn: &mut PgConnection,
     id: Uuid,
-    status: &str,
+    status: OfferStatus,
     at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
     sqlx::query!(
         "UPDATE courier_offers SET status = $2, answered_at = $3 WHERE id = $1",
         id,
-        status,
+        status.as_str(),
         at,
     )
     .execute(conn)
@@ -139,7 +143,7 @@ pub async fn open_offers(
 ) -> Result<Vec<(OfferRow, JobRow)>, sqlx::Error> {
     let offers: Vec<OfferRow> = sqlx::query_as!(
         OfferRow,
-        "SELECT * FROM courier_offers WHERE courier_id = $1 AND status = 'open' \
+        "SELECT id, job_id, courier_id, travel_seconds, status AS \"status: Text<OfferStatus>\", offered_at, expires_at, answered_at FROM courier_offers WHERE courier_id = $1 AND status = 'open' \
          AND expires_at > $2 ORDER BY expires_at",
         courier_id,
         now,

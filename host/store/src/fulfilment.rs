@@ -5,6 +5,11 @@ use courier_domain::JobStatus;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
+use courier_domain::job::proof::ProofKind;
+use courier_domain::job::transitions::Settlement;
+
+use crate::text::Text;
+
 use super::jobs::{JobRecord, JobRow};
 
 /// The job, locked for this transaction.
@@ -79,10 +84,10 @@ pub async fn courier_jobs(pool: &PgPool, courier_id: Uuid) -> Result<Vec<JobRow>
 }
 
 /// A proof file as stored.
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct ProofFileRow {
     pub job_id: Uuid,
-    pub kind: String,
+    pub kind: ProofKind,
     pub content_type: String,
     pub size_bytes: i32,
     pub bytes: Vec<u8>,
@@ -97,7 +102,7 @@ pub async fn insert_proof_file(
         "INSERT INTO proof_files (job_id, kind, content_type, size_bytes, bytes, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6)",
         file.job_id,
-        &file.kind,
+        file.kind.as_str(),
         &file.content_type,
         file.size_bytes,
         &file.bytes,
@@ -111,13 +116,13 @@ pub async fn insert_proof_file(
 pub async fn proof_file(
     pool: &PgPool,
     job_id: Uuid,
-    kind: &str,
+    kind: ProofKind,
 ) -> Result<Option<ProofFileRow>, sqlx::Error> {
     sqlx::query_as!(
         ProofFileRow,
-        "SELECT * FROM proof_files WHERE job_id = $1 AND kind = $2",
+        "SELECT job_id, kind AS \"kind: Text<ProofKind>\", content_type, size_bytes, bytes, created_at FROM proof_files WHERE job_id = $1 AND kind = $2",
         job_id,
-        kind,
+        kind.as_str(),
     )
     .fetch_optional(pool)
     .await
@@ -127,14 +132,14 @@ pub async fn proof_file(
 pub async fn owe_settlement(
     conn: &mut PgConnection,
     job_id: Uuid,
-    operation: &str,
+    operation: Settlement,
     due_at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
     sqlx::query!(
         "INSERT INTO job_settlements (job_id, operation, due_at) VALUES ($1, $2, $3) \
          ON CONFLICT (job_id) DO UPDATE SET operation = $2, due_at = $3, leased_until = NULL",
         job_id,
-        operation,
+        operation.as_str(),
         due_at,
     )
     .execute(conn)
@@ -143,10 +148,10 @@ pub async fn owe_settlement(
 }
 
 /// A settlement still owed.
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct SettlementRow {
     pub job_id: Uuid,
-    pub operation: String,
+    pub operation: Settlement,
 }
 
 /// Claims due settlements for `lease`: one instance works on each at a time, and a row whose
@@ -163,7 +168,7 @@ pub async fn claim_due_settlements(
            SELECT job_id FROM job_settlements \
            WHERE due_at <= now() AND (leased_until IS NULL OR leased_until < now()) \
            ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED) \
-         RETURNING job_id, operation",
+         RETURNING job_id, operation AS \"operation: Text<Settlement>\"",
         limit,
         lease.as_secs_f64(),
     )
@@ -172,11 +177,15 @@ pub async fn claim_due_settlements(
 }
 
 /// Forgets a settlement once done, if it still asks for `operation`.
-pub async fn settled(pool: &PgPool, job_id: Uuid, operation: &str) -> Result<(), sqlx::Error> {
+pub async fn settled(
+    pool: &PgPool,
+    job_id: Uuid,
+    operation: Settlement,
+) -> Result<(), sqlx::Error> {
     sqlx::query!(
         "DELETE FROM job_settlements WHERE job_id = $1 AND operation = $2",
         job_id,
-        operation,
+        operation.as_str(),
     )
     .execute(pool)
     .await?;

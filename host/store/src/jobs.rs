@@ -2,24 +2,28 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 use uuid::Uuid;
 
-use courier_domain::{Environment, JobStatus};
+use courier_domain::{Environment, JobStatus, Vehicle};
+
+use crate::text::{Text, column};
 
 /// A job as stored (and, as JSON, as a booking between its phases keeps it).
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, serde::Deserialize)]
 pub struct JobRow {
     pub id: Uuid,
     pub merchant_id: Uuid,
-    pub environment: String,
+    #[sqlx(try_from = "Text<Environment>")]
+    pub environment: Environment,
     pub quote_id: Uuid,
     pub reference: String,
     pub tracking_token: String,
-    #[sqlx(try_from = "String")]
+    #[sqlx(try_from = "Text<JobStatus>")]
     pub status: JobStatus,
     pub market_id: String,
     pub currency: String,
     pub price_amount_minor: i64,
     pub tax_amount_minor: i64,
-    pub vehicle: String,
+    #[sqlx(try_from = "Text<Vehicle>")]
+    pub vehicle: Vehicle,
     pub pickup: serde_json::Value,
     pub dropoff: serde_json::Value,
     pub items: serde_json::Value,
@@ -42,8 +46,8 @@ pub struct JobRow {
     pub search_opened_at: Option<DateTime<Utc>>,
 }
 
-/// A `jobs` row as the query macros read it, its status still text: [`JobRow`]'s conversion
-/// checks it, and a status this code does not know is a decode error.
+/// A `jobs` row as the query macros read it from `SELECT *`, its names still text: [`JobRow`]'s
+/// conversion reads them, and a name this code does not know is a decode error.
 pub(crate) struct JobRecord {
     pub(crate) id: Uuid,
     pub(crate) merchant_id: Uuid,
@@ -82,15 +86,12 @@ impl TryFrom<JobRecord> for JobRow {
     type Error = sqlx::Error;
 
     fn try_from(record: JobRecord) -> Result<Self, Self::Error> {
-        let status = JobStatus::try_from(record.status).map_err(|e| sqlx::Error::ColumnDecode {
-            index: "status".into(),
-            source: Box::new(e),
-        })?;
         Ok(JobRow {
-            status,
+            environment: column("environment", &record.environment)?,
+            status: column("status", &record.status)?,
+            vehicle: column("vehicle", &record.vehicle)?,
             id: record.id,
             merchant_id: record.merchant_id,
-            environment: record.environment,
             quote_id: record.quote_id,
             reference: record.reference,
             tracking_token: record.tracking_token,
@@ -98,7 +99,6 @@ impl TryFrom<JobRecord> for JobRow {
             currency: record.currency,
             price_amount_minor: record.price_amount_minor,
             tax_amount_minor: record.tax_amount_minor,
-            vehicle: record.vehicle,
             pickup: record.pickup,
             dropoff: record.dropoff,
             items: record.items,
@@ -158,7 +158,7 @@ pub fn insert_job<'a>(job: &'a JobRow) -> impl FnOnce(&mut QueryBuilder<'a, Post
         query.push_values([job], |mut row, j| {
             row.push_bind(j.id)
                 .push_bind(j.merchant_id)
-                .push_bind(&j.environment)
+                .push_bind(j.environment.as_str())
                 .push_bind(j.quote_id)
                 .push_bind(&j.reference)
                 .push_bind(&j.tracking_token)
@@ -167,7 +167,7 @@ pub fn insert_job<'a>(job: &'a JobRow) -> impl FnOnce(&mut QueryBuilder<'a, Post
                 .push_bind(&j.currency)
                 .push_bind(j.price_amount_minor)
                 .push_bind(j.tax_amount_minor)
-                .push_bind(&j.vehicle)
+                .push_bind(j.vehicle.as_str())
                 .push_bind(&j.pickup)
                 .push_bind(&j.dropoff)
                 .push_bind(&j.items)
@@ -288,7 +288,8 @@ pub async fn lock_quote(
     id: Uuid,
 ) -> Result<Option<QuoteToBook>, sqlx::Error> {
     let row = sqlx::query!(
-        "SELECT q.id, q.merchant_id, q.environment, q.market_id, q.currency, q.vehicle, q.pickup_latitude, q.pickup_longitude, q.pickup_postcode, q.dropoff_latitude, q.dropoff_longitude, q.dropoff_postcode, q.weight_grams, q.scheduled_for, q.priced_for, q.demand_permille, q.distance_metres, q.duration_seconds, q.total_amount_minor, q.breakdown, q.price_book_version, q.created_at, q.expires_at, q.used_at, \
+        "SELECT q.id, q.merchant_id, q.environment AS \"environment: Text<Environment>\", \
+         q.market_id, q.currency, q.vehicle AS \"vehicle: Text<Vehicle>\", q.pickup_latitude, q.pickup_longitude, q.pickup_postcode, q.dropoff_latitude, q.dropoff_longitude, q.dropoff_postcode, q.weight_grams, q.scheduled_for, q.priced_for, q.demand_permille, q.distance_metres, q.duration_seconds, q.total_amount_minor, q.breakdown, q.price_book_version, q.created_at, q.expires_at, q.used_at, \
          m.notify_customer_default, m.proof_photo_required, m.proof_signature_required \
          FROM quotes q JOIN merchants m ON m.id = q.merchant_id WHERE q.id = $1 FOR UPDATE OF q",
         id,
@@ -299,10 +300,10 @@ pub async fn lock_quote(
         quote: crate::quotes::QuoteRow {
             id: r.id,
             merchant_id: r.merchant_id,
-            environment: r.environment,
+            environment: r.environment.into(),
             market_id: r.market_id,
             currency: r.currency,
-            vehicle: r.vehicle,
+            vehicle: r.vehicle.into(),
             pickup_latitude: r.pickup_latitude,
             pickup_longitude: r.pickup_longitude,
             pickup_postcode: r.pickup_postcode,

@@ -114,7 +114,7 @@ pub async fn find_api_key(pool: &PgPool, key: &str) -> Result<Option<StoredApiKe
 }
 
 /// A key as operators see it: never its secret or hash.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[schema(as = ApiKey)]
 pub struct KeyRow {
     #[serde(skip)]
@@ -122,7 +122,7 @@ pub struct KeyRow {
     pub merchant_id: Uuid,
     pub key: String,
     #[schema(value_type = courier_domain::Environment)]
-    pub environment: String,
+    pub environment: Environment,
     pub label: String,
     pub created_at: DateTime<Utc>,
     pub last_used_at: Option<DateTime<Utc>>,
@@ -135,7 +135,7 @@ pub async fn keys_of(
 ) -> Result<Vec<KeyRow>, sqlx::Error> {
     sqlx::query_as!(
         KeyRow,
-        "SELECT id, merchant_id, key, environment, label, created_at, last_used_at, revoked_at FROM api_keys WHERE merchant_id = $1          ORDER BY created_at, key",
+        "SELECT id, merchant_id, key, environment AS \"environment: Text<Environment>\", label, created_at, last_used_at, revoked_at FROM api_keys WHERE merchant_id = $1          ORDER BY created_at, key",
         merchant_id,
     )
     .fetch_all(conn)
@@ -146,7 +146,7 @@ pub async fn keys_of(
 pub async fn lock_key(conn: &mut PgConnection, key: &str) -> Result<Option<KeyRow>, sqlx::Error> {
     sqlx::query_as!(
         KeyRow,
-        "SELECT id, merchant_id, key, environment, label, created_at, last_used_at, revoked_at FROM api_keys WHERE key = $1 FOR UPDATE",
+        "SELECT id, merchant_id, key, environment AS \"environment: Text<Environment>\", label, created_at, last_used_at, revoked_at FROM api_keys WHERE key = $1 FOR UPDATE",
         key,
     )
     .fetch_optional(conn)
@@ -156,7 +156,7 @@ pub async fn lock_key(conn: &mut PgConnection, key: &str) -> Result<Option<KeyRo
 pub async fn find_key(conn: &mut PgConnection, id: Uuid) -> Result<KeyRow, sqlx::Error> {
     sqlx::query_as!(
         KeyRow,
-        "SELECT id, merchant_id, key, environment, label, created_at, last_used_at, revoked_at FROM api_keys WHERE id = $1",
+        "SELECT id, merchant_id, key, environment AS \"environment: Text<Environment>\", label, created_at, last_used_at, revoked_at FROM api_keys WHERE id = $1",
         id,
     )
         .fetch_one(conn)
@@ -170,7 +170,7 @@ pub async fn revoke_key(
 ) -> Result<KeyRow, sqlx::Error> {
     sqlx::query_as!(
         KeyRow,
-        "UPDATE api_keys SET revoked_at = $2 WHERE id = $1 RETURNING id, merchant_id, key, environment, label, created_at, last_used_at, revoked_at",
+        "UPDATE api_keys SET revoked_at = $2 WHERE id = $1 RETURNING id, merchant_id, key, environment AS \"environment: Text<Environment>\", label, created_at, last_used_at, revoked_at",
         id,
         at,
     )

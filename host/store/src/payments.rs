@@ -4,25 +4,25 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use courier_domain::charge::ChargeStatus;
+use courier_domain::charge::{CardStatus, ChargeStatus, Move};
 
 use crate::text::Text;
 
 use courier_domain::Environment;
 
 /// A card on file as stored (the provider's reference, never the number).
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct CardRow {
     pub id: Uuid,
     pub merchant_id: Uuid,
-    pub environment: String,
+    pub environment: Environment,
     pub provider_ref: String,
     pub customer_id: String,
     pub brand: String,
     pub last_four: String,
     pub expiry_month: i32,
     pub expiry_year: i32,
-    pub status: String,
+    pub status: CardStatus,
     pub is_default: bool,
     pub attached_at: DateTime<Utc>,
     pub dead_reason: Option<String>,
@@ -31,11 +31,11 @@ pub struct CardRow {
 }
 
 /// A charge as stored.
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct ChargeRow {
     pub id: Uuid,
     pub merchant_id: Uuid,
-    pub environment: String,
+    pub environment: Environment,
     pub job_id: Uuid,
     pub payment_method_id: Uuid,
     pub status: ChargeStatus,
@@ -59,10 +59,10 @@ pub struct ChargeRow {
 }
 
 /// A provider call to try again.
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct RetryRow {
     pub charge_id: Uuid,
-    pub operation: String,
+    pub operation: Move,
     pub attempts: i32,
     pub due_at: DateTime<Utc>,
 }
@@ -128,14 +128,14 @@ pub async fn insert_card(conn: &mut PgConnection, card: &CardRow) -> Result<(), 
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         card.id,
         card.merchant_id,
-        &card.environment,
+        card.environment.as_str(),
         &card.provider_ref,
         &card.customer_id,
         &card.brand,
         &card.last_four,
         card.expiry_month,
         card.expiry_year,
-        &card.status,
+        card.status.as_str(),
         card.is_default,
         card.attached_at,
     )
@@ -152,7 +152,7 @@ pub async fn list_cards(
 ) -> Result<Vec<CardRow>, sqlx::Error> {
     sqlx::query_as!(
         CardRow,
-        "SELECT * FROM payment_methods \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", provider_ref, customer_id, brand, last_four, expiry_month, expiry_year, status AS \"status: Text<CardStatus>\", is_default, attached_at, dead_reason, died_at, removed_at FROM payment_methods \
          WHERE merchant_id = $1 AND environment = $2 AND removed_at IS NULL \
          ORDER BY attached_at DESC, id",
         merchant_id,
@@ -171,7 +171,7 @@ pub async fn card(
 ) -> Result<Option<CardRow>, sqlx::Error> {
     sqlx::query_as!(
         CardRow,
-        "SELECT * FROM payment_methods \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", provider_ref, customer_id, brand, last_four, expiry_month, expiry_year, status AS \"status: Text<CardStatus>\", is_default, attached_at, dead_reason, died_at, removed_at FROM payment_methods \
          WHERE id = $1 AND merchant_id = $2 AND environment = $3 AND removed_at IS NULL",
         id,
         merchant_id,
@@ -190,7 +190,7 @@ pub async fn working_card_by_reference(
 ) -> Result<Option<CardRow>, sqlx::Error> {
     sqlx::query_as!(
         CardRow,
-        "SELECT * FROM payment_methods \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", provider_ref, customer_id, brand, last_four, expiry_month, expiry_year, status AS \"status: Text<CardStatus>\", is_default, attached_at, dead_reason, died_at, removed_at FROM payment_methods \
          WHERE merchant_id = $1 AND environment = $2 AND provider_ref = $3 \
            AND status = 'active' AND removed_at IS NULL \
          ORDER BY attached_at DESC LIMIT 1",
@@ -204,7 +204,7 @@ pub async fn working_card_by_reference(
 
 /// A card by id whatever its state: an open charge keeps using its card.
 pub async fn card_by_id(conn: &mut PgConnection, id: Uuid) -> Result<CardRow, sqlx::Error> {
-    sqlx::query_as!(CardRow, "SELECT * FROM payment_methods WHERE id = $1", id,)
+    sqlx::query_as!(CardRow, "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", provider_ref, customer_id, brand, last_four, expiry_month, expiry_year, status AS \"status: Text<CardStatus>\", is_default, attached_at, dead_reason, died_at, removed_at FROM payment_methods WHERE id = $1", id,)
         .fetch_one(conn)
         .await
 }
@@ -299,7 +299,7 @@ pub async fn mark_dead(
         CardRow,
         "UPDATE payment_methods \
          SET status = 'dead', dead_reason = $2, died_at = $3, is_default = false \
-         WHERE id = $1 AND status = 'active' RETURNING *",
+         WHERE id = $1 AND status = 'active' RETURNING id, merchant_id, environment AS \"environment: Text<Environment>\", provider_ref, customer_id, brand, last_four, expiry_month, expiry_year, status AS \"status: Text<CardStatus>\", is_default, attached_at, dead_reason, died_at, removed_at",
         id,
         reason,
         at,
@@ -316,7 +316,7 @@ pub async fn usable_card(
 ) -> Result<Option<CardRow>, sqlx::Error> {
     sqlx::query_as!(
         CardRow,
-        "SELECT * FROM payment_methods \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", provider_ref, customer_id, brand, last_four, expiry_month, expiry_year, status AS \"status: Text<CardStatus>\", is_default, attached_at, dead_reason, died_at, removed_at FROM payment_methods \
          WHERE merchant_id = $1 AND environment = $2 AND status = 'active' \
            AND removed_at IS NULL \
          ORDER BY is_default DESC, attached_at DESC, id LIMIT 1",
@@ -347,7 +347,7 @@ pub async fn raise_charge(
          detail, at) SELECT id, NULL, $6, $8, $12, $13, $10 FROM raised",
         c.id,
         c.merchant_id,
-        &c.environment,
+        c.environment.as_str(),
         c.job_id,
         c.payment_method_id,
         c.status.as_str(),
@@ -395,8 +395,8 @@ pub async fn write_move(
         c.failed_at,
         c.refunded_at,
         c.updated_at,
-        m.from_status,
-        m.to_status,
+        m.from_status.map(ChargeStatus::as_str),
+        m.to_status.as_str(),
         m.amount_minor,
         m.provider_ref,
         m.detail,
@@ -443,7 +443,7 @@ pub async fn lock_charge_of_job(
 ) -> Result<Option<ChargeRow>, sqlx::Error> {
     sqlx::query_as!(
         ChargeRow,
-        "SELECT id, merchant_id, environment, job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
          FROM charges WHERE job_id = $1 FOR UPDATE",
         job_id,
     )
@@ -458,7 +458,7 @@ pub async fn lock_charge(
 ) -> Result<Option<ChargeRow>, sqlx::Error> {
     sqlx::query_as!(
         ChargeRow,
-        "SELECT id, merchant_id, environment, job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
          FROM charges WHERE id = $1 FOR UPDATE",
         id,
     )
@@ -469,7 +469,7 @@ pub async fn lock_charge(
 pub async fn charge(conn: &mut PgConnection, id: Uuid) -> Result<Option<ChargeRow>, sqlx::Error> {
     sqlx::query_as!(
         ChargeRow,
-        "SELECT id, merchant_id, environment, job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
          FROM charges WHERE id = $1",
         id,
     )
@@ -483,7 +483,7 @@ pub async fn charge_of_job(
 ) -> Result<Option<ChargeRow>, sqlx::Error> {
     sqlx::query_as!(
         ChargeRow,
-        "SELECT id, merchant_id, environment, job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
          FROM charges WHERE job_id = $1",
         job_id,
     )
@@ -500,7 +500,7 @@ pub async fn recent_charges(
 ) -> Result<Vec<ChargeRow>, sqlx::Error> {
     sqlx::query_as!(
         ChargeRow,
-        "SELECT id, merchant_id, environment, job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
          FROM charges WHERE merchant_id = $1 AND environment = $2 \
          ORDER BY raised_at DESC, id DESC LIMIT $3",
         merchant_id,
@@ -514,8 +514,8 @@ pub async fn recent_charges(
 /// One recorded move of a charge.
 pub struct NewMove<'a> {
     pub charge_id: Uuid,
-    pub from_status: Option<&'a str>,
-    pub to_status: &'a str,
+    pub from_status: Option<ChargeStatus>,
+    pub to_status: ChargeStatus,
     pub amount_minor: Option<i64>,
     pub provider_ref: Option<&'a str>,
     pub detail: Option<&'a str>,
@@ -528,8 +528,8 @@ pub async fn record_move(conn: &mut PgConnection, m: &NewMove<'_>) -> Result<(),
         "INSERT INTO charge_moves (charge_id, from_status, to_status, amount_minor, \
          provider_ref, detail, actor, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         m.charge_id,
-        m.from_status,
-        m.to_status,
+        m.from_status.map(ChargeStatus::as_str),
+        m.to_status.as_str(),
         m.amount_minor,
         m.provider_ref,
         m.detail,
@@ -547,7 +547,7 @@ pub async fn record_move(conn: &mut PgConnection, m: &NewMove<'_>) -> Result<(),
 pub async fn schedule_retry(
     conn: &mut PgConnection,
     charge_id: Uuid,
-    operation: &str,
+    operation: Move,
     attempts: i32,
     due_at: DateTime<Utc>,
     last_error: &str,
@@ -558,7 +558,7 @@ pub async fn schedule_retry(
          ON CONFLICT (charge_id) DO UPDATE SET operation = $2, attempts = $3, due_at = $4, \
          last_error = $5, leased_until = NULL",
         charge_id,
-        operation,
+        operation.as_str(),
         attempts,
         due_at,
         last_error,
@@ -577,7 +577,7 @@ pub async fn schedule_retry(
 pub async fn lease_call(
     conn: &mut PgConnection,
     charge_id: Uuid,
-    operation: &str,
+    operation: Move,
     lease: std::time::Duration,
     claimed: bool,
 ) -> Result<Option<i32>, sqlx::Error> {
@@ -589,7 +589,7 @@ pub async fn lease_call(
          WHERE $4 OR r.operation <> $2 OR r.leased_until IS NULL OR r.leased_until <= now() \
          RETURNING r.attempts",
         charge_id,
-        operation,
+        operation.as_str(),
         lease.as_secs_f64(),
         claimed,
     )
@@ -635,7 +635,7 @@ pub async fn claim_due_retries(
            SELECT charge_id FROM charge_retries \
            WHERE due_at <= now() AND (leased_until IS NULL OR leased_until < now()) \
            ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED) \
-         RETURNING charge_id, operation, attempts, due_at",
+         RETURNING charge_id, operation AS \"operation: Text<Move>\", attempts, due_at",
         limit,
         lease.as_secs_f64(),
     )

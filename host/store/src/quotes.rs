@@ -2,15 +2,19 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgPool, Postgres, QueryBuilder};
 use uuid::Uuid;
 
+use courier_domain::{Environment, Vehicle};
+
+use crate::text::Text;
+
 /// A quote as stored.
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct QuoteRow {
     pub id: Uuid,
     pub merchant_id: Uuid,
-    pub environment: String,
+    pub environment: Environment,
     pub market_id: String,
     pub currency: String,
-    pub vehicle: String,
+    pub vehicle: Vehicle,
     pub pickup_latitude: f64,
     pub pickup_longitude: f64,
     pub pickup_postcode: Option<String>,
@@ -42,10 +46,10 @@ pub async fn insert(pool: &PgPool, quote: &QuoteRow) -> Result<(), sqlx::Error> 
     query.push_values([quote], |mut row, q| {
         row.push_bind(q.id)
             .push_bind(q.merchant_id)
-            .push_bind(&q.environment)
+            .push_bind(q.environment.as_str())
             .push_bind(&q.market_id)
             .push_bind(&q.currency)
-            .push_bind(&q.vehicle)
+            .push_bind(q.vehicle.as_str())
             .push_bind(q.pickup_latitude)
             .push_bind(q.pickup_longitude)
             .push_bind(&q.pickup_postcode)
@@ -76,7 +80,7 @@ pub async fn recent_in_market(
 ) -> Result<Vec<QuoteRow>, sqlx::Error> {
     sqlx::query_as!(
         QuoteRow,
-        "SELECT * FROM quotes WHERE market_id = $1 ORDER BY created_at DESC LIMIT $2",
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", market_id, currency, vehicle AS \"vehicle: Text<Vehicle>\", pickup_latitude, pickup_longitude, pickup_postcode, dropoff_latitude, dropoff_longitude, dropoff_postcode, weight_grams, scheduled_for, priced_for, demand_permille, distance_metres, duration_seconds, total_amount_minor, breakdown, price_book_version, created_at, expires_at, used_at FROM quotes WHERE market_id = $1 ORDER BY created_at DESC LIMIT $2",
         market_id,
         limit,
     )

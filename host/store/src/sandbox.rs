@@ -7,13 +7,14 @@ use uuid::Uuid;
 use courier_domain::sandbox::plan::{Scenario, Stage};
 
 use super::jobs::JobRow;
+use super::text::Text;
 use super::writes::Writes;
 
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct RunRow {
     pub job_id: Uuid,
-    pub scenario: String,
-    pub stage: String,
+    pub scenario: Scenario,
+    pub stage: Stage,
     pub courier_id: Option<Uuid>,
     pub reassigned: bool,
     pub leg: Option<serde_json::Value>,
@@ -27,8 +28,8 @@ impl RunRow {
     pub fn new(job: &JobRow, scenario: Scenario, now: DateTime<Utc>) -> Self {
         RunRow {
             job_id: job.id,
-            scenario: scenario.as_str().to_owned(),
-            stage: Stage::Searching.as_str().to_owned(),
+            scenario,
+            stage: Stage::Searching,
             courier_id: None,
             reassigned: false,
             leg: None,
@@ -54,8 +55,8 @@ pub fn upsert<'a>(run: &'a RunRow) -> impl FnOnce(&mut QueryBuilder<'a, Postgres
         );
         query.push_values([run], |mut row, r| {
             row.push_bind(r.job_id)
-                .push_bind(&r.scenario)
-                .push_bind(&r.stage)
+                .push_bind(r.scenario.as_str())
+                .push_bind(r.stage.as_str())
                 .push_bind(r.courier_id)
                 .push_bind(r.reassigned)
                 .push_bind(&r.leg)
@@ -76,7 +77,9 @@ pub fn upsert<'a>(run: &'a RunRow) -> impl FnOnce(&mut QueryBuilder<'a, Postgres
 pub async fn find(pool: &PgPool, job_id: Uuid) -> Result<Option<RunRow>, sqlx::Error> {
     sqlx::query_as!(
         RunRow,
-        "SELECT * FROM sandbox_runs WHERE job_id = $1",
+        "SELECT job_id, scenario AS \"scenario: Text<Scenario>\", stage AS \"stage: Text<Stage>\", \
+         courier_id, reassigned, leg, leg_seconds, stage_started_at, next_at \
+         FROM sandbox_runs WHERE job_id = $1",
         job_id,
     )
     .fetch_optional(pool)
@@ -91,7 +94,9 @@ pub async fn lock_own(
 ) -> Result<Option<RunRow>, sqlx::Error> {
     sqlx::query_as!(
         RunRow,
-        "SELECT r.* FROM sandbox_runs r JOIN jobs j ON j.id = r.job_id \
+        "SELECT r.job_id, r.scenario AS \"scenario: Text<Scenario>\", r.stage AS \"stage: Text<Stage>\", \
+         r.courier_id, r.reassigned, r.leg, r.leg_seconds, r.stage_started_at, r.next_at \
+         FROM sandbox_runs r JOIN jobs j ON j.id = r.job_id \
          WHERE r.job_id = $1 AND j.merchant_id = $2 AND j.environment = 'test' \
          FOR UPDATE OF r",
         job_id,
@@ -109,7 +114,9 @@ pub async fn claim_due(
 ) -> Result<Option<RunRow>, sqlx::Error> {
     sqlx::query_as!(
         RunRow,
-        "SELECT * FROM sandbox_runs WHERE next_at <= $1 AND job_id <> ALL($2) \
+        "SELECT job_id, scenario AS \"scenario: Text<Scenario>\", stage AS \"stage: Text<Stage>\", \
+         courier_id, reassigned, leg, leg_seconds, stage_started_at, next_at \
+         FROM sandbox_runs WHERE next_at <= $1 AND job_id <> ALL($2) \
          ORDER BY next_at LIMIT 1 FOR UPDATE SKIP LOCKED",
         now,
         passed,
@@ -138,7 +145,9 @@ pub async fn postpone(
 pub async fn under_way(conn: &mut PgConnection, limit: i64) -> Result<Vec<RunRow>, sqlx::Error> {
     sqlx::query_as!(
         RunRow,
-        "SELECT * FROM sandbox_runs WHERE stage <> 'done' AND courier_id IS NOT NULL \
+        "SELECT job_id, scenario AS \"scenario: Text<Scenario>\", stage AS \"stage: Text<Stage>\", \
+         courier_id, reassigned, leg, leg_seconds, stage_started_at, next_at \
+         FROM sandbox_runs WHERE stage <> 'done' AND courier_id IS NOT NULL \
          ORDER BY job_id LIMIT $1",
         limit,
     )

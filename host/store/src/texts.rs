@@ -4,12 +4,14 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
+use courier_domain::Environment;
+
 /// A text to record.
 pub struct NewText<'a> {
     pub id: Uuid,
     pub job_id: Uuid,
     pub kind: &'a str,
-    pub environment: &'a str,
+    pub environment: Environment,
     pub to_phone: &'a str,
     pub sender: &'a str,
     pub body: &'a str,
@@ -40,7 +42,7 @@ pub async fn insert(conn: &mut PgConnection, text: &NewText<'_>) -> Result<bool,
         text.id,
         text.job_id,
         text.kind,
-        text.environment,
+        text.environment.as_str(),
         text.to_phone,
         text.sender,
         text.body,

@@ -6,12 +6,17 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
+use courier_domain::Environment;
+use courier_domain::webhook::{DeliveryStatus, EndpointStatus};
+
+use crate::text::Text;
+
 /// An endpoint as the API shows it (never the secret).
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct EndpointRow {
     pub id: Uuid,
     pub url: String,
-    pub status: String,
+    pub status: EndpointStatus,
     pub events: Vec<String>,
     pub created_at: DateTime<Utc>,
     pub last_succeeded_at: Option<DateTime<Utc>>,
@@ -22,14 +27,14 @@ pub struct EndpointRow {
 
 /// Whose endpoint: a merchant in one environment.
 #[derive(Clone, Copy, Debug)]
-pub struct Owner<'a> {
+pub struct Owner {
     pub merchant_id: Uuid,
-    pub environment: &'a str,
+    pub environment: Environment,
 }
 
 pub struct NewEndpoint<'a> {
     pub id: Uuid,
-    pub owner: Owner<'a>,
+    pub owner: Owner,
     pub url: &'a str,
     pub events: &'a [String],
     pub secret_ciphertext: &'a [u8],
@@ -46,7 +51,7 @@ pub async fn insert_endpoint(
     sqlx::query!(
         "SELECT pg_advisory_xact_lock(hashtextextended('webhook_endpoints:' || $1::text || ':' || $2, 0))",
         endpoint.owner.merchant_id.to_string(),
-        endpoint.owner.environment,
+        endpoint.owner.environment.as_str(),
     )
     .execute(&mut *tx)
     .await?;
@@ -54,7 +59,7 @@ pub async fn insert_endpoint(
         "SELECT count(*) AS \"count!\" FROM webhook_endpoints \
          WHERE merchant_id = $1 AND environment = $2",
         endpoint.owner.merchant_id,
-        endpoint.owner.environment,
+        endpoint.owner.environment.as_str(),
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -65,11 +70,11 @@ pub async fn insert_endpoint(
         EndpointRow,
         "INSERT INTO webhook_endpoints (id, merchant_id, environment, url, events, \
          secret_ciphertext) VALUES ($1, $2, $3, $4, $5, $6) \
-         RETURNING id, url, status, events, created_at, last_succeeded_at, last_failed_at, \
+         RETURNING id, url, status AS \"status: Text<EndpointStatus>\", events, created_at, last_succeeded_at, last_failed_at, \
          consecutive_failures, suspension_reason",
         endpoint.id,
         endpoint.owner.merchant_id,
-        endpoint.owner.environment,
+        endpoint.owner.environment.as_str(),
         endpoint.url,
         endpoint.events,
         endpoint.secret_ciphertext,
@@ -80,33 +85,26 @@ pub async fn insert_endpoint(
     Ok(Some(row))
 }
 
-pub async fn list_endpoints(
-    pool: &PgPool,
-    owner: Owner<'_>,
-) -> Result<Vec<EndpointRow>, sqlx::Error> {
+pub async fn list_endpoints(pool: &PgPool, owner: Owner) -> Result<Vec<EndpointRow>, sqlx::Error> {
     sqlx::query_as!(
         EndpointRow,
-        "SELECT id, url, status, events, created_at, last_succeeded_at, \
+        "SELECT id, url, status AS \"status: Text<EndpointStatus>\", events, created_at, last_succeeded_at, \
      last_failed_at, consecutive_failures, suspension_reason FROM webhook_endpoints \
          WHERE merchant_id = $1 AND environment = $2 ORDER BY created_at, id",
         owner.merchant_id,
-        owner.environment,
+        owner.environment.as_str(),
     )
     .fetch_all(pool)
     .await
 }
 
-pub async fn endpoint_exists(
-    pool: &PgPool,
-    id: Uuid,
-    owner: Owner<'_>,
-) -> Result<bool, sqlx::Error> {
+pub async fn endpoint_exists(pool: &PgPool, id: Uuid, owner: Owner) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar!(
         "SELECT EXISTS (SELECT 1 FROM webhook_endpoints \
          WHERE id = $1 AND merchant_id = $2 AND environment = $3) AS \"exists!\"",
         id,
         owner.merchant_id,
-        owner.environment,
+        owner.environment.as_str(),
     )
     .fetch_one(pool)
     .await
@@ -116,18 +114,18 @@ pub async fn endpoint_exists(
 pub async fn resume(
     pool: &PgPool,
     id: Uuid,
-    owner: Owner<'_>,
+    owner: Owner,
 ) -> Result<Option<EndpointRow>, sqlx::Error> {
     sqlx::query_as!(
         EndpointRow,
         "UPDATE webhook_endpoints SET \
            active_since = CASE WHEN status = 'active' THEN active_since ELSE now() END, \
            status = 'active', consecutive_failures = 0, suspension_reason = NULL \
-         WHERE id = $1 AND merchant_id = $2 AND environment = $3 RETURNING id, url, status, events, created_at, last_succeeded_at, \
+         WHERE id = $1 AND merchant_id = $2 AND environment = $3 RETURNING id, url, status AS \"status: Text<EndpointStatus>\", events, created_at, last_succeeded_at, \
      last_failed_at, consecutive_failures, suspension_reason",
         id,
         owner.merchant_id,
-        owner.environment,
+        owner.environment.as_str(),
     )
     .fetch_optional(pool)
     .await
@@ -136,17 +134,17 @@ pub async fn resume(
 pub async fn replace_secret(
     pool: &PgPool,
     id: Uuid,
-    owner: Owner<'_>,
+    owner: Owner,
     secret_ciphertext: &[u8],
 ) -> Result<Option<EndpointRow>, sqlx::Error> {
     sqlx::query_as!(
         EndpointRow,
         "UPDATE webhook_endpoints SET secret_ciphertext = $4 \
-         WHERE id = $1 AND merchant_id = $2 AND environment = $3 RETURNING id, url, status, events, created_at, last_succeeded_at, \
+         WHERE id = $1 AND merchant_id = $2 AND environment = $3 RETURNING id, url, status AS \"status: Text<EndpointStatus>\", events, created_at, last_succeeded_at, \
      last_failed_at, consecutive_failures, suspension_reason",
         id,
         owner.merchant_id,
-        owner.environment,
+        owner.environment.as_str(),
         secret_ciphertext,
     )
     .fetch_optional(pool)
@@ -156,7 +154,7 @@ pub async fn replace_secret(
 /// Deletes the endpoint and its delivery records; true when it existed. A worker recording a
 /// success locks its delivery, then the endpoint, while the cascade here goes the other way; the
 /// rare deadlock that can cause is resolved by Postgres aborting one side, and retried here.
-pub async fn delete(pool: &PgPool, id: Uuid, owner: Owner<'_>) -> Result<bool, sqlx::Error> {
+pub async fn delete(pool: &PgPool, id: Uuid, owner: Owner) -> Result<bool, sqlx::Error> {
     let mut tries = 0;
     loop {
         tries += 1;
@@ -167,12 +165,12 @@ pub async fn delete(pool: &PgPool, id: Uuid, owner: Owner<'_>) -> Result<bool, s
     }
 }
 
-async fn delete_once(pool: &PgPool, id: Uuid, owner: Owner<'_>) -> Result<bool, sqlx::Error> {
+async fn delete_once(pool: &PgPool, id: Uuid, owner: Owner) -> Result<bool, sqlx::Error> {
     let done = sqlx::query!(
         "DELETE FROM webhook_endpoints WHERE id = $1 AND merchant_id = $2 AND environment = $3",
         id,
         owner.merchant_id,
-        owner.environment,
+        owner.environment.as_str(),
     )
     .execute(pool)
     .await?;
@@ -180,11 +178,11 @@ async fn delete_once(pool: &PgPool, id: Uuid, owner: Owner<'_>) -> Result<bool, 
 }
 
 /// A delivery record as the API shows it.
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct DeliveryRow {
     pub id: Uuid,
     pub event_name: String,
-    pub status: String,
+    pub status: DeliveryStatus,
     pub attempts: i32,
     pub occurred_at: DateTime<Utc>,
     pub delivered_at: Option<DateTime<Utc>>,
@@ -200,7 +198,7 @@ pub async fn recent_deliveries(
 ) -> Result<Vec<DeliveryRow>, sqlx::Error> {
     sqlx::query_as!(
         DeliveryRow,
-        "SELECT id, event_name, status, attempts, occurred_at, delivered_at, next_attempt_at, \
+        "SELECT id, event_name, status AS \"status: Text<DeliveryStatus>\", attempts, occurred_at, delivered_at, next_attempt_at, \
          response_status_code, last_error FROM webhook_deliveries WHERE endpoint_id = $1 \
          ORDER BY created_at DESC, occurred_at DESC LIMIT $2",
         endpoint_id,
@@ -213,11 +211,11 @@ pub async fn recent_deliveries(
 // ---- Fan-out -------------------------------------------------------------------------------
 
 /// An event waiting to be fanned out.
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct EventRow {
     pub id: Uuid,
     pub merchant_id: Uuid,
-    pub environment: String,
+    pub environment: Environment,
     pub name: String,
     pub occurred_at: DateTime<Utc>,
     pub recorded_at: DateTime<Utc>,
@@ -232,7 +230,7 @@ pub async fn claim_events(
 ) -> Result<Vec<EventRow>, sqlx::Error> {
     sqlx::query_as!(
         EventRow,
-        "SELECT id, merchant_id, environment, name, occurred_at, recorded_at, job, details \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", name, occurred_at, recorded_at, job, details \
          FROM events WHERE fanned_out_at IS NULL ORDER BY recorded_at LIMIT $1 \
          FOR UPDATE SKIP LOCKED",
         limit,
@@ -242,11 +240,11 @@ pub async fn claim_events(
 }
 
 /// An active endpoint of one of the merchants, with what fan-out needs to choose it.
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct SubscriberRow {
     pub id: Uuid,
     pub merchant_id: Uuid,
-    pub environment: String,
+    pub environment: Environment,
     pub events: Vec<String>,
     pub active_since: DateTime<Utc>,
 }
@@ -257,7 +255,7 @@ pub async fn active_endpoints_of(
 ) -> Result<Vec<SubscriberRow>, sqlx::Error> {
     sqlx::query_as!(
         SubscriberRow,
-        "SELECT id, merchant_id, environment, events, active_since FROM webhook_endpoints \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", events, active_since FROM webhook_endpoints \
          WHERE merchant_id = ANY($1) AND status = 'active'",
         merchant_ids,
     )
@@ -370,13 +368,13 @@ pub async fn release_claims(pool: &PgPool, ids: &[Uuid], token: Uuid) -> Result<
 }
 
 /// Everything one attempt needs, read as the claim is renewed.
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct AttemptRow {
     pub event_name: String,
     pub body: Vec<u8>,
     pub url: String,
     pub secret_ciphertext: Vec<u8>,
-    pub endpoint_status: String,
+    pub endpoint_status: EndpointStatus,
     /// Attempts made before this one.
     pub attempts: i32,
 }
@@ -395,7 +393,7 @@ pub async fn begin_attempt(
          SET lease_until = now() + make_interval(secs => $3::float8 / 1000) \
          FROM webhook_endpoints e \
          WHERE d.id = $1 AND d.lease_token = $2 AND d.status = 'pending' AND e.id = d.endpoint_id \
-         RETURNING d.event_name, d.body, e.url, e.secret_ciphertext, e.status AS endpoint_status, \
+         RETURNING d.event_name, d.body, e.url, e.secret_ciphertext, e.status AS \"endpoint_status: Text<EndpointStatus>\", \
            d.attempts",
         id,
         token,

@@ -309,9 +309,9 @@ struct CourierJobView {
     id: Uuid,
     reference: String,
     #[schema(value_type = courier_domain::JobStatus)]
-    status: String,
+    status: courier_domain::JobStatus,
     #[schema(value_type = courier_domain::VehicleName)]
-    vehicle: String,
+    vehicle: courier_domain::Vehicle,
     #[schema(value_type = Contact)]
     pickup: Value,
     #[schema(value_type = Contact)]
@@ -331,8 +331,8 @@ impl From<&JobRow> for CourierJobView {
         Self {
             id: job.id,
             reference: job.reference.clone(),
-            status: job.status.as_str().to_owned(),
-            vehicle: job.vehicle.clone(),
+            status: job.status,
+            vehicle: job.vehicle,
             pickup: job.pickup.clone(),
             dropoff: job.dropoff.clone(),
             items: job.items.clone(),

@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use crate::auth::AuthError;
 use crate::infra::secrets::{SecretKey, hmac_sha256};
+use courier_domain::dispatch::CourierStatus;
 use courier_store::couriers as store;
 
 use courier_domain::error::Code;
@@ -46,7 +47,7 @@ pub struct IssuedCredential {
 pub struct CourierIdentity {
     pub courier_id: Uuid,
     pub market_id: String,
-    pub vehicle: String,
+    pub vehicle: courier_domain::Vehicle,
 }
 
 #[derive(Clone)]
@@ -91,7 +92,7 @@ impl CourierCredentials {
         if !bool::from(stored.secret_hash.ct_eq(expected.as_slice())) {
             return Err(AuthError::Invalid.into());
         }
-        if stored.status != store::ACTIVE {
+        if stored.status != CourierStatus::Active {
             return Err(CourierAuthError::Suspended);
         }
         Ok(CourierIdentity {

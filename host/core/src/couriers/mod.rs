@@ -17,8 +17,10 @@ pub use credential::{CourierAuthError, CourierCredentials, CourierIdentity};
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::infra::clock::now;
 use crate::markets::Markets;
+use courier_domain::Vehicle;
 use courier_domain::booking::normalise_phone;
-use courier_store::couriers::{self as store, ACTIVE, CourierRow};
+use courier_domain::dispatch::CourierStatus;
+use courier_store::couriers::{self as store, CourierRow};
 use courier_store::dispatch as offers;
 
 use courier_domain::error::Code;
@@ -55,7 +57,6 @@ pub const COURIER_NOT_FOUND: Code = Code::new(
     "No such courier (admin routes, reassignment).",
 );
 
-pub const SUSPENDED: &str = "suspended";
 const MAX_NAME_CHARS: usize = 200;
 const MAX_REASON_CHARS: usize = 500;
 
@@ -112,11 +113,9 @@ pub struct CourierView {
     pub name: String,
     pub phone: String,
     #[schema(value_type = courier_domain::VehicleName)]
-    pub vehicle: String,
+    pub vehicle: Vehicle,
     pub market: String,
-    /// `active` or `suspended`.
-    #[schema(example = "active")]
-    pub status: String,
+    pub status: CourierStatus,
     pub online: bool,
     pub created_at: DateTime<Utc>,
     pub suspended_at: Option<DateTime<Utc>>,
@@ -129,9 +128,9 @@ impl From<&CourierRow> for CourierView {
             id: c.id,
             name: c.name.clone(),
             phone: c.phone.clone(),
-            vehicle: c.vehicle.clone(),
+            vehicle: c.vehicle,
             market: c.market_id.clone(),
-            status: c.status.clone(),
+            status: c.status,
             online: c.online,
             created_at: c.created_at,
             suspended_at: c.suspended_at,
@@ -180,7 +179,7 @@ impl Couriers {
             return Err(CourierError::InvalidName);
         }
         let vehicle_name = request.vehicle.as_deref().unwrap_or_default();
-        let vehicle: courier_geo::Vehicle = vehicle_name
+        let vehicle: Vehicle = vehicle_name
             .parse()
             .map_err(|_| CourierError::UnknownVehicle(vehicle_name.to_owned()))?;
         let market_id = request.market.as_deref().unwrap_or_default();
@@ -204,9 +203,9 @@ impl Couriers {
             id: Uuid::new_v4(),
             name: name.to_owned(),
             phone,
-            vehicle: vehicle.as_str().to_owned(),
+            vehicle,
             market_id: market_id.to_owned(),
-            status: ACTIVE.to_owned(),
+            status: CourierStatus::Active,
             online: false,
             credential_key: issued.key,
             secret_hash: issued.secret_hash.to_vec(),
@@ -267,19 +266,21 @@ impl Couriers {
         if reason.is_some_and(|r| r.chars().count() > MAX_REASON_CHARS) {
             return Err(CourierError::InvalidReason);
         }
-        self.change_status(operator, id, SUSPENDED, reason).await
+        self.change_status(operator, id, CourierStatus::Suspended, reason)
+            .await
     }
 
     /// Reinstates a suspended courier (offline until it goes online).
     pub async fn reinstate(&self, operator: &str, id: Uuid) -> Result<CourierView, CourierError> {
-        self.change_status(operator, id, ACTIVE, None).await
+        self.change_status(operator, id, CourierStatus::Active, None)
+            .await
     }
 
     async fn change_status(
         &self,
         operator: &str,
         id: Uuid,
-        status: &str,
+        status: CourierStatus,
         reason: Option<&str>,
     ) -> Result<CourierView, CourierError> {
         let mut tx = self.pool.begin().await?;
@@ -290,7 +291,7 @@ impl Couriers {
             return Ok(CourierView::from(&before));
         }
         let now = now();
-        let suspended = status == SUSPENDED;
+        let suspended = status == CourierStatus::Suspended;
         let after =
             store::set_status(&mut tx, id, status, suspended.then_some(now), reason).await?;
         if suspended {

@@ -12,12 +12,12 @@ mod config;
 
 use std::sync::Arc;
 
-use courier_geo::{LatLon, Vehicle};
+use courier_geo::LatLon;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 pub use config::DispatchConfig;
-use courier_domain::dispatch::{Reachable, choose};
+use courier_domain::dispatch::{OfferStatus, Reachable, choose};
 
 use crate::infra::clock::now;
 use crate::jobs::POSITION_FRESHNESS;
@@ -113,19 +113,17 @@ impl Dispatcher {
         conn: &mut PgConnection,
         job: &JobRow,
     ) -> Result<Option<OfferRow>, sqlx::Error> {
-        let (Some(market), Ok(vehicle), Some(pickup)) = (
-            self.markets.get(&job.market_id),
-            job.vehicle.parse::<Vehicle>(),
-            point(&job.pickup),
-        ) else {
-            tracing::error!(job_id = %job.id, "a searching job has no market, vehicle or pickup");
+        let vehicle = job.vehicle;
+        let (Some(market), Some(pickup)) = (self.markets.get(&job.market_id), point(&job.pickup))
+        else {
+            tracing::error!(job_id = %job.id, "a searching job has no market or pickup");
             return Ok(None);
         };
         let now = now();
         let search = CandidateSearch {
             job_id: job.id,
             market_id: &job.market_id,
-            vehicle: vehicle.as_str(),
+            vehicle,
             latitude: pickup.lat,
             longitude: pickup.lon,
             box_degrees: self.config.radius_km / KM_PER_DEGREE_OF_LATITUDE,
@@ -153,7 +151,7 @@ impl Dispatcher {
                 travel_seconds: best
                     .travel_seconds
                     .map_or(i32::MAX, |s| i32::try_from(s).unwrap_or(i32::MAX)),
-                status: "open".to_owned(),
+                status: OfferStatus::Open,
                 offered_at: now,
                 expires_at: now + self.config.offer_timeout,
                 answered_at: None,

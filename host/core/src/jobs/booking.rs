@@ -252,7 +252,7 @@ pub async fn book(
     let attempt = AttemptRow {
         id: Uuid::new_v4(),
         merchant_id: merchant.merchant_id,
-        environment: merchant.environment.as_str().to_owned(),
+        environment: merchant.environment,
         idempotency_key: key.to_owned(),
         quote_id: prepared.job.quote_id,
         payment_method_id: prepared.card.id,
@@ -300,7 +300,7 @@ async fn prepare(
         .await?
         .filter(|q| {
             q.quote.merchant_id == merchant.merchant_id
-                && q.quote.environment == merchant.environment.as_str()
+                && q.quote.environment == merchant.environment
         })
         .ok_or(BookingError::QuoteNotFound)?;
     if quote.used_at.is_some() {
@@ -329,7 +329,7 @@ async fn prepare(
     let job = JobRow {
         id: Uuid::new_v4(),
         merchant_id: merchant.merchant_id,
-        environment: merchant.environment.as_str().to_owned(),
+        environment: merchant.environment,
         quote_id: quote.id,
         reference: new_reference(),
         tracking_token: new_tracking_token(),
@@ -341,7 +341,7 @@ async fn prepare(
         currency: quote.currency.clone(),
         price_amount_minor: quote.total_amount_minor,
         tax_amount_minor: tax_of(&quote),
-        vehicle: quote.vehicle.clone(),
+        vehicle: quote.vehicle,
         pickup: contact_json(&request.pickup),
         dropoff: contact_json(&request.dropoff),
         items: serde_json::to_value(&request.items).expect("items serialise"),

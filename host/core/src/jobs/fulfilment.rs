@@ -20,12 +20,12 @@ use crate::infra::clock::now;
 use crate::markets::Markets;
 use crate::payments::{PaymentError, Payments};
 use crate::texts::{CustomerTexts, TrackingText};
+use courier_domain::JobStatus;
+use courier_domain::dispatch::{CourierStatus, OfferStatus};
 use courier_domain::event::{EventDetails, EventName, JobFacts, NewEvent};
 use courier_domain::job::proof::{Proof, ProofError};
 use courier_domain::job::transitions::{self, Actor, InvalidTransition, Settlement};
-use courier_domain::{Environment, JobStatus};
 use courier_store::couriers as couriers_store;
-use courier_store::couriers::ACTIVE;
 use courier_store::dispatch as offers;
 use courier_store::fulfilment::{self as store, ProofFileRow};
 use courier_store::jobs::JobRow;
@@ -195,7 +195,7 @@ impl Fulfilment {
                 conn,
                 &TrackingText {
                     job_id: job.id,
-                    environment: Environment::parse(&job.environment).unwrap_or(Environment::Live),
+                    environment: job.environment,
                     reference: &job.reference,
                     tracking_url: &tracking_url,
                     to_phone,
@@ -221,8 +221,7 @@ impl Fulfilment {
         let job = store::lock_job(&mut tx, job_id)
             .await?
             .filter(|j| {
-                j.merchant_id == merchant.merchant_id
-                    && j.environment == merchant.environment.as_str()
+                j.merchant_id == merchant.merchant_id && j.environment == merchant.environment
             })
             .ok_or(FulfilmentError::JobNotFound)?;
         let from = job.status;
@@ -268,15 +267,15 @@ impl Fulfilment {
             .await?
             .ok_or(FulfilmentError::OfferNotFound)?;
         let now = now();
-        if offer.status == "open" && offer.expires_at <= now {
-            offers::answer_offer(&mut tx, offer.id, "expired", now).await?;
+        if offer.status == OfferStatus::Open && offer.expires_at <= now {
+            offers::answer_offer(&mut tx, offer.id, OfferStatus::Expired, now).await?;
             tx.commit().await?;
             return Err(FulfilmentError::OfferExpired);
         }
-        if offer.status == "expired" {
+        if offer.status == OfferStatus::Expired {
             return Err(FulfilmentError::OfferExpired);
         }
-        if offer.status != "open" || job.status != JobStatus::Searching {
+        if offer.status != OfferStatus::Open || job.status != JobStatus::Searching {
             return Err(FulfilmentError::OfferNotOpen);
         }
         let moved = apply(
@@ -291,7 +290,7 @@ impl Fulfilment {
             },
         )
         .await?;
-        offers::answer_offer(&mut tx, offer.id, "accepted", now).await?;
+        offers::answer_offer(&mut tx, offer.id, OfferStatus::Accepted, now).await?;
         tx.commit().await?;
         self.settle_ended(&moved).await;
         Ok(moved)
@@ -308,13 +307,13 @@ impl Fulfilment {
             .await?
             .ok_or(FulfilmentError::OfferNotFound)?;
         let now = now();
-        match offer.status.as_str() {
-            "open" if offer.expires_at > now => {
-                offers::answer_offer(&mut tx, offer.id, "declined", now).await?;
+        match offer.status {
+            OfferStatus::Open if offer.expires_at > now => {
+                offers::answer_offer(&mut tx, offer.id, OfferStatus::Declined, now).await?;
                 tx.commit().await?;
                 Ok(())
             }
-            "open" | "expired" => Err(FulfilmentError::OfferExpired),
+            OfferStatus::Open | OfferStatus::Expired => Err(FulfilmentError::OfferExpired),
             _ => Err(FulfilmentError::OfferNotOpen),
         }
     }
@@ -468,7 +467,7 @@ impl Fulfilment {
         let courier = couriers_store::lock(&mut tx, courier_id)
             .await?
             .ok_or(FulfilmentError::CourierNotFound)?;
-        if courier.status != ACTIVE {
+        if courier.status != CourierStatus::Active {
             return Err(FulfilmentError::CourierNotAvailable(
                 "the courier is suspended",
             ));
@@ -553,7 +552,7 @@ impl Fulfilment {
         let outcome = match result {
             // Done, handed to the charge retries, or nothing left to do on this charge.
             Ok(_) | Err(PaymentError::InvalidMove(_) | PaymentError::ChargeNotFound) => {
-                store::settled(&self.pool, job_id, settlement.as_str()).await
+                store::settled(&self.pool, job_id, settlement).await
             }
             Err(error) => {
                 tracing::warn!(%error, %job_id, "settling a job's charge failed; will retry");
@@ -630,9 +629,7 @@ impl Fulfilment {
         let due =
             store::claim_due_settlements(&self.pool, SETTLEMENT_BATCH, SETTLEMENT_LEASE).await?;
         for row in &due {
-            if let Some(settlement) = Settlement::parse(&row.operation) {
-                self.settle(row.job_id, settlement).await;
-            }
+            self.settle(row.job_id, row.operation).await;
         }
         Ok(due.len())
     }
@@ -648,7 +645,7 @@ async fn keep_proof_files(
             conn,
             &ProofFileRow {
                 job_id,
-                kind: file.kind.to_owned(),
+                kind: file.kind,
                 content_type: file.content_type.clone(),
                 size_bytes: i32::try_from(file.bytes.len()).unwrap_or(i32::MAX),
                 bytes: file.bytes.clone(),
@@ -788,7 +785,7 @@ async fn apply(
         record_event(conn, &moved, name, details, now).await?;
     }
     if let Some(settlement) = transitions::settlement(step.to) {
-        store::owe_settlement(conn, job.id, settlement.as_str(), now + SETTLEMENT_GRACE).await?;
+        store::owe_settlement(conn, job.id, settlement, now + SETTLEMENT_GRACE).await?;
     }
     Ok(moved)
 }
@@ -805,7 +802,7 @@ async fn record_event(
         &NewEvent {
             name,
             merchant_id: job.merchant_id,
-            environment: Environment::parse(&job.environment).unwrap_or(Environment::Live),
+            environment: job.environment,
             occurred_at: at,
             job: Some(facts(job)),
             details,

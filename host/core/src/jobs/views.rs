@@ -7,6 +7,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use courier_domain::{JobStatus, Vehicle};
 use courier_store::jobs::JobRow;
 
 /// The booking response (spec: "Job").
@@ -15,11 +16,11 @@ pub struct JobView {
     pub id: Uuid,
     pub reference: String,
     #[schema(value_type = courier_domain::JobStatus)]
-    pub status: String,
+    pub status: JobStatus,
     pub currency: String,
     pub price_amount_minor: i64,
     #[schema(value_type = courier_domain::VehicleName)]
-    pub vehicle: String,
+    pub vehicle: Vehicle,
     pub tracking_url: String,
     pub booked_at: DateTime<Utc>,
     pub scheduled_for: Option<DateTime<Utc>>,
@@ -30,10 +31,10 @@ impl JobView {
         Self {
             id: job.id,
             reference: job.reference.clone(),
-            status: job.status.as_str().to_owned(),
+            status: job.status,
             currency: job.currency.clone(),
             price_amount_minor: job.price_amount_minor,
-            vehicle: job.vehicle.clone(),
+            vehicle: job.vehicle,
             tracking_url: tracking_url(public_url, &job.tracking_token),
             booked_at: job.booked_at,
             scheduled_for: job.scheduled_for,
@@ -110,11 +111,11 @@ pub struct JobListItem {
     pub id: Uuid,
     pub reference: String,
     #[schema(value_type = courier_domain::JobStatus)]
-    pub status: String,
+    pub status: JobStatus,
     pub currency: String,
     pub price_amount_minor: i64,
     #[schema(value_type = courier_domain::VehicleName)]
-    pub vehicle: String,
+    pub vehicle: Vehicle,
     pub pickup_address: String,
     pub dropoff_address: String,
     pub booked_at: DateTime<Utc>,
@@ -129,10 +130,10 @@ impl From<&JobRow> for JobListItem {
         Self {
             id: job.id,
             reference: job.reference.clone(),
-            status: job.status.as_str().to_owned(),
+            status: job.status,
             currency: job.currency.clone(),
             price_amount_minor: job.price_amount_minor,
-            vehicle: job.vehicle.clone(),
+            vehicle: job.vehicle,
             pickup_address: address(&job.pickup),
             dropoff_address: address(&job.dropoff),
             booked_at: job.booked_at,

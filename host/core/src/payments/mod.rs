@@ -35,8 +35,8 @@ pub use gateway::{Gateway, GatewayError, Gateways, TestNetwork};
 use crate::auth::Merchant;
 use crate::events::{self, EventBell, EventTransaction};
 use courier_domain::Environment;
-use courier_domain::charge::contains_card_number;
 use courier_domain::charge::state::{self, ChargeStatus, Decision, InvalidMove, Move};
+use courier_domain::charge::{CardStatus, contains_card_number};
 use courier_domain::event::{EventDetails, EventName, NewEvent};
 use courier_store::payments::{self as store, CardRow, ChargeRow, NewMove};
 
@@ -108,10 +108,6 @@ pub const REFUND_EXCEEDS_CAPTURED: Code = Code::new(
 
 /// How many charges `GET /v1/charges` shows.
 pub const RECENT_CHARGES: i64 = 50;
-/// The status of a working card.
-pub const CARD_ACTIVE: &str = "active";
-/// The status of a card that stopped working for good (`dead_reason` says why).
-pub const CARD_DEAD: &str = "dead";
 /// Who made the moves nobody asked for by name.
 const SYSTEM: &str = "system";
 const SANDBOX_PREFIX: &str = "pm_sandbox_";
@@ -220,7 +216,7 @@ pub struct PaymentMethodView {
     pub last_four: String,
     pub expiry_month: i32,
     pub expiry_year: i32,
-    pub status: String,
+    pub status: CardStatus,
     pub is_default: bool,
     pub attached_at: DateTime<Utc>,
     pub dead_reason: Option<String>,
@@ -462,14 +458,14 @@ impl Payments {
         let row = CardRow {
             id: Uuid::new_v4(),
             merchant_id: merchant.merchant_id,
-            environment: merchant.environment.as_str().to_owned(),
+            environment: merchant.environment,
             provider_ref: provider_ref.to_owned(),
             customer_id,
             brand: card.brand,
             last_four: card.last_four,
             expiry_month: i32::from(card.expiry_month),
             expiry_year: i32::from(card.expiry_year),
-            status: CARD_ACTIVE.to_owned(),
+            status: CardStatus::Active,
             is_default: make_default || !has_default,
             attached_at: now(),
             dead_reason: None,
@@ -524,7 +520,7 @@ impl Payments {
         let card = store::card(&mut tx, merchant.merchant_id, merchant.environment, id)
             .await?
             .ok_or(PaymentError::PaymentMethodNotFound)?;
-        if card.status != CARD_ACTIVE {
+        if card.status != CardStatus::Active {
             return Err(PaymentError::CardDead {
                 reason: card.dead_reason.unwrap_or_default(),
             });
@@ -565,16 +561,15 @@ impl Payments {
         let now = now();
         // The merchant's card lock first, as every change to its cards takes it first.
         let known = store::card_by_id(conn, card_id).await?;
-        let environment = Environment::parse(&known.environment).unwrap_or(Environment::Live);
-        store::lock_cards(conn, known.merchant_id, environment).await?;
+        store::lock_cards(conn, known.merchant_id, known.environment).await?;
         let Some(card) = store::mark_dead(conn, card_id, dead_reason(finish), now).await? else {
             return Ok(false);
         };
-        store::promote_default(conn, card.merchant_id, environment).await?;
+        store::promote_default(conn, card.merchant_id, card.environment).await?;
         let event = NewEvent {
             name: EventName::PaymentMethodDead,
             merchant_id: card.merchant_id,
-            environment,
+            environment: card.environment,
             occurred_at: now,
             job: None,
             details: EventDetails {
@@ -715,7 +710,7 @@ impl Payments {
         let mut charge = ChargeRow {
             id: Uuid::new_v4(),
             merchant_id: merchant.merchant_id,
-            environment: merchant.environment.as_str().to_owned(),
+            environment: merchant.environment,
             job_id,
             payment_method_id: card.id,
             status: ChargeStatus::Pending,
@@ -868,17 +863,11 @@ impl Payments {
             tx.commit().await?;
             return Ok(charge);
         }
-        let environment = Environment::parse(&charge.environment).unwrap_or(Environment::Live);
+        let environment = charge.environment;
         let gateway = self.gateway(environment)?;
         let slot = self.call_slot(environment)?;
-        let Some(attempts) = store::lease_call(
-            &mut tx,
-            charge.id,
-            requested.as_str(),
-            self.call_lease,
-            claimed,
-        )
-        .await?
+        let Some(attempts) =
+            store::lease_call(&mut tx, charge.id, requested, self.call_lease, claimed).await?
         else {
             // The same call is in flight elsewhere; its caller records the answer.
             tx.commit().await?;
@@ -933,7 +922,7 @@ impl Payments {
                 .ok_or(PaymentError::ChargeNotFound)?
         };
         Self::check_refund(&charge, amount_minor)?;
-        let environment = Environment::parse(&charge.environment).unwrap_or(Environment::Live);
+        let environment = charge.environment;
         let gateway = self.gateway(environment)?;
         let slot = self.call_slot(environment)?;
         let request = RefundRequest {
@@ -978,8 +967,8 @@ impl Payments {
             &mut tx,
             &NewMove {
                 charge_id: charge.id,
-                from_status: Some(from.as_str()),
-                to_status: ChargeStatus::Refunded.as_str(),
+                from_status: Some(from),
+                to_status: ChargeStatus::Refunded,
                 amount_minor: Some(amount_minor),
                 provider_ref: Some(&reference),
                 detail: None,
@@ -1157,15 +1146,8 @@ impl Payments {
                 if attempts < max {
                     let delay = self.retry.delay_after(attempts.unsigned_abs());
                     let due = now + chrono::Duration::from_std(delay).unwrap_or_default();
-                    store::schedule_retry(
-                        conn,
-                        charge.id,
-                        requested.as_str(),
-                        attempts,
-                        due,
-                        &message,
-                    )
-                    .await?;
+                    store::schedule_retry(conn, charge.id, requested, attempts, due, &message)
+                        .await?;
                     // The adapter's own words go to the log and the retry row, which
                     // merchants never read; the charge says it in fixed words.
                     tracing::warn!(charge = %charge.id, attempts, error = %message,
@@ -1194,8 +1176,8 @@ impl Payments {
             charge,
             &NewMove {
                 charge_id: charge.id,
-                from_status: Some(from.as_str()),
-                to_status: to.as_str(),
+                from_status: Some(from),
+                to_status: to,
                 amount_minor: Some(charge.amount_minor),
                 provider_ref: reference.as_deref(),
                 detail: detail.as_deref(),

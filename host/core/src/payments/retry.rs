@@ -42,24 +42,19 @@ impl Payments {
     pub async fn run_due_retries(&self) -> Result<usize, PaymentError> {
         let due = store::claim_due_retries(&self.pool, CLAIM_BATCH, self.retry.lease).await?;
         for row in &due {
-            if let Err(error) = self.retry_charge(row.charge_id, &row.operation).await {
+            if let Err(error) = self.retry_charge(row.charge_id, row.operation).await {
                 tracing::warn!(%error, charge_id = %row.charge_id, "charge retry failed");
             }
         }
         Ok(due.len())
     }
 
-    async fn retry_charge(&self, charge_id: Uuid, operation: &str) -> Result<(), PaymentError> {
+    async fn retry_charge(&self, charge_id: Uuid, requested: Move) -> Result<(), PaymentError> {
         let mut tx = self.pool.begin().await?;
         let Some(charge) = store::lock_charge(&mut tx, charge_id).await? else {
             store::delete_retry(&mut tx, charge_id).await?;
             tx.commit().await?;
             return Ok(());
-        };
-        let requested = match operation {
-            "authorise" => Move::Authorise,
-            "capture" => Move::Capture,
-            _ => Move::Void,
         };
         let charge = match self.advance(tx, charge, requested, WORKER, true).await {
             Ok(charge) => charge,
@@ -74,13 +69,8 @@ impl Payments {
         };
         // A capture or void asked for while the hold was pending follows the hold.
         if charge.status == ChargeStatus::Authorised
-            && let Some(after) = charge.after_hold.clone()
+            && let Some(follow) = charge.after_hold.as_deref().and_then(Move::parse)
         {
-            let follow = if after == "capture" {
-                Move::Capture
-            } else {
-                Move::Void
-            };
             let mut tx = self.pool.begin().await?;
             if let Some(charge) = store::lock_charge(&mut tx, charge_id).await? {
                 self.advance(tx, charge, follow, WORKER, false).await?;

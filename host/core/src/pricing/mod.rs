@@ -684,10 +684,7 @@ fn reprice(
     quote: &courier_store::quotes::QuoteRow,
     timezone: chrono_tz::Tz,
 ) -> Result<i64, PricingError> {
-    let vehicle: courier_geo::Vehicle = quote
-        .vehicle
-        .parse()
-        .map_err(|_| PricingError::VehicleNotOffered)?;
+    let vehicle = quote.vehicle;
     let request = courier_plugins::PriceRequest {
         market: quote.market_id.clone(),
         currency: quote.currency.clone(),

@@ -14,7 +14,7 @@ mod config;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use courier_geo::{LatLon, Vehicle};
+use courier_geo::LatLon;
 use serde::Serialize;
 use sqlx::{PgConnection, PgPool};
 use thiserror::Error;
@@ -32,7 +32,7 @@ use crate::infra::clock::now;
 use crate::jobs::fulfilment::{Fulfilment, FulfilmentError, SimulatedMove};
 use crate::markets::Markets;
 use courier_domain::JobStatus;
-use courier_domain::job::proof::{Proof, ProofFile};
+use courier_domain::job::proof::{Proof, ProofFile, ProofKind};
 use courier_domain::job::transitions;
 use courier_store::fulfilment::lock_job;
 use courier_store::jobs::JobRow;
@@ -214,10 +214,10 @@ impl Simulator {
             .await?
             .ok_or(SandboxError::JobNotFound)?;
         let open = matches!(job.status, JobStatus::Pending | JobStatus::Searching);
-        if stage_of(&run) != Stage::Searching || !open {
+        if run.stage != Stage::Searching || !open {
             return Err(SandboxError::ScenarioLocked);
         }
-        run.scenario = scenario.as_str().to_owned();
+        run.scenario = scenario;
         self.schedule(&mut run, &job);
         store::save(&mut tx, &run).await?;
         tx.commit().await?;
@@ -237,7 +237,7 @@ impl Simulator {
             .ok_or(SandboxError::JobNotFound)?;
         let mut moved = None;
         for _ in 0..Stage::ALL.len() {
-            if stage_of(&run) == Stage::Done {
+            if run.stage == Stage::Done {
                 break;
             }
             moved = self.take_step(&mut tx, &mut run, now(), true).await?;
@@ -336,8 +336,8 @@ impl Simulator {
             retire_courier(conn, courier_before, run).await?;
             return Ok(None);
         }
-        let scenario = scenario_of(run);
-        let Some(step) = next_step(scenario, stage_of(run), run.reassigned) else {
+        let scenario = run.scenario;
+        let Some(step) = next_step(scenario, run.stage, run.reassigned) else {
             return Ok(None);
         };
         let status = job.status;
@@ -368,7 +368,7 @@ impl Simulator {
         store::save(conn, run).await?;
         retire_courier(conn, courier_before, run).await?;
         if let (Some(courier), Some(at)) = (run.courier_id, self.position(run, now))
-            && stage_of(run) != Stage::Done
+            && run.stage != Stage::Done
         {
             store::report_positions(conn, &[courier], &[at.lat], &[at.lon], now).await?;
         }
@@ -379,7 +379,7 @@ impl Simulator {
     /// deadline failed it): the run follows. Returns whether the run changed.
     fn follow_job(&self, run: &mut RunRow, job: &JobRow, now: DateTime<Utc>) -> bool {
         let status = job.status;
-        let stage = stage_of(run);
+        let stage = run.stage;
         let next = if stage == Stage::Done {
             return false;
         } else if transitions::is_final(status) {
@@ -495,8 +495,8 @@ impl Simulator {
     /// When the run's next step is due, from its stage's start (for the search, from when
     /// the job's search opened); none in manual mode, once done, or with the simulator off.
     fn schedule(&self, run: &mut RunRow, job: &JobRow) {
-        let scenario = scenario_of(run);
-        let stage = stage_of(run);
+        let scenario = run.scenario;
+        let stage = run.stage;
         run.next_at = match next_step(scenario, stage, run.reassigned) {
             Some(step) if scenario.runs_by_itself() && self.is_running() => {
                 let start = if stage == Stage::Searching {
@@ -517,12 +517,11 @@ impl Simulator {
     /// job's id picks); from the pickup itself when none does.
     fn approach(&self, job: &JobRow) -> Result<Leg, SandboxError> {
         let pickup = point(&job.pickup).ok_or(SandboxError::RouteUnavailable)?;
-        let (Some(market), Ok(vehicle)) = (
-            self.markets.get(&job.market_id),
-            job.vehicle.parse::<Vehicle>(),
-        ) else {
-            return Err(SandboxError::RouteUnavailable);
-        };
+        let vehicle = job.vehicle;
+        let market = self
+            .markets
+            .get(&job.market_id)
+            .ok_or(SandboxError::RouteUnavailable)?;
         let first = usize::from(job.id.as_bytes()[0]) % 8;
         for direction in (0..8).map(|i| (first + i) % 8) {
             let angle = std::f64::consts::FRAC_PI_4 * direction as f64;
@@ -548,9 +547,7 @@ impl Simulator {
             Trip::DropoffToPickup => (dropoff, pickup),
         };
         let market = self.markets.get(&job.market_id)?;
-        let route = market
-            .route(job.vehicle.parse::<Vehicle>().ok()?, from, to)
-            .ok()?;
+        let route = market.route(job.vehicle, from, to).ok()?;
         Some(Leg::of_route(&route.shape, route.duration_seconds))
     }
 }
@@ -563,7 +560,7 @@ async fn retire_courier(
     run: &RunRow,
 ) -> Result<(), sqlx::Error> {
     match courier_before {
-        Some(courier) if run.courier_id != Some(courier) || stage_of(run) == Stage::Done => {
+        Some(courier) if run.courier_id != Some(courier) || run.stage == Stage::Done => {
             store::forget_position(conn, courier).await
         }
         _ => Ok(()),
@@ -603,7 +600,7 @@ impl Leg {
 }
 
 fn set_stage(run: &mut RunRow, stage: Stage, leg: Leg, now: DateTime<Utc>) {
-    run.stage = stage.as_str().to_owned();
+    run.stage = stage;
     run.leg = leg.shape;
     run.leg_seconds = leg.seconds;
     run.stage_started_at = now;
@@ -616,17 +613,9 @@ fn standing_at(stop: &serde_json::Value) -> Result<Leg, SandboxError> {
         .ok_or(SandboxError::RouteUnavailable)
 }
 
-fn scenario_of(run: &RunRow) -> Scenario {
-    Scenario::parse(&run.scenario).unwrap_or_default()
-}
-
-fn stage_of(run: &RunRow) -> Stage {
-    Stage::parse(&run.stage).unwrap_or(Stage::Done)
-}
-
 fn view(run: &RunRow, job: &JobRow) -> RunView {
-    let scenario = scenario_of(run);
-    let stage = stage_of(run);
+    let scenario = run.scenario;
+    let stage = run.stage;
     RunView {
         job_id: run.job_id,
         status: job.status.as_str().to_owned(),
@@ -642,8 +631,8 @@ fn view(run: &RunRow, job: &JobRow) -> RunView {
 fn simulated_proof(job: &JobRow, now: DateTime<Utc>) -> Proof {
     let mut files = Vec::new();
     for (required, kind) in [
-        (job.proof_photo_required, "photo"),
-        (job.proof_signature_required, "signature"),
+        (job.proof_photo_required, ProofKind::Photo),
+        (job.proof_signature_required, ProofKind::Signature),
     ] {
         if required {
             files.push(ProofFile {

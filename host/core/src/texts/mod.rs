@@ -95,7 +95,7 @@ impl CustomerTexts {
                 id: Uuid::new_v4(),
                 job_id: text.job_id,
                 kind: TRACKING_LINK,
-                environment: text.environment.as_str(),
+                environment: text.environment,
                 to_phone: text.to_phone,
                 sender,
                 body: &body,

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use courier_geo::{LatLon, Route, Vehicle};
+use courier_geo::{LatLon, Route};
 use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -136,11 +136,8 @@ impl Tracking {
             Some(JobStatus::Assigned) => pickup,
             _ => dropoff,
         };
-        let vehicle = job.vehicle.parse::<Vehicle>().ok();
-        let courier_leg = match (market, vehicle, courier, next_stop) {
-            (Some(market), Some(vehicle), Some(from), Some(to)) => {
-                market.route(vehicle, from, to).ok()
-            }
+        let courier_leg = match (market, courier, next_stop) {
+            (Some(market), Some(from), Some(to)) => market.route(job.vehicle, from, to).ok(),
             _ => None,
         };
         let description = map_description(status, &journey, courier, courier_leg.as_ref());
@@ -183,10 +180,8 @@ impl Tracking {
             return known;
         }
         let (pickup, dropoff) = (stop_point(&job.pickup), stop_point(&job.dropoff));
-        let route = match (market, job.vehicle.parse::<Vehicle>().ok(), pickup, dropoff) {
-            (Some(market), Some(vehicle), Some(from), Some(to)) => {
-                market.route(vehicle, from, to).ok()
-            }
+        let route = match (market, pickup, dropoff) {
+            (Some(market), Some(from), Some(to)) => market.route(job.vehicle, from, to).ok(),
             _ => None,
         };
         let journey = Arc::new(Journey {

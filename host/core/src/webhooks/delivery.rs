@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use courier_domain::backoff::Backoff;
+use courier_domain::webhook::EndpointStatus;
 use sqlx::PgPool;
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -227,7 +228,7 @@ impl Dispatcher {
                 return;
             }
         };
-        if row.endpoint_status != "active" {
+        if row.endpoint_status != EndpointStatus::Active {
             let reason = "the endpoint was suspended";
             if let Err(e) = store::cancel(pool, job.id, job.token, reason).await {
                 tracing::warn!(delivery = %job.id, error = %e, "cannot cancel a delivery");

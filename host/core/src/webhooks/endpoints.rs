@@ -12,6 +12,7 @@ use sqlx::PgPool;
 use super::config::WebhookConfig;
 use super::secret::{self, SecretCipher};
 use courier_domain::event::EventName;
+use courier_domain::webhook::{DeliveryStatus, EndpointStatus};
 use courier_plugins::is_public_address as is_public;
 use courier_store::webhooks::{self as store, DeliveryRow, EndpointRow, NewEndpoint, Owner};
 
@@ -71,9 +72,7 @@ pub enum WebhookError {
 pub struct Endpoint {
     pub id: Uuid,
     pub url: String,
-    /// `active` or `suspended`.
-    #[schema(example = "active")]
-    pub status: String,
+    pub status: EndpointStatus,
     /// Subscribed event names; empty means every event.
     #[schema(value_type = Vec<EventName>)]
     pub events: Vec<String>,
@@ -111,8 +110,7 @@ pub struct DeliveryRecord {
     pub id: Uuid,
     #[schema(value_type = EventName)]
     pub event: String,
-    /// `pending`, `delivered`, `failed` or `cancelled`.
-    pub status: String,
+    pub status: DeliveryStatus,
     pub attempts: i32,
     pub occurred_at: DateTime<Utc>,
     pub delivered_at: Option<DateTime<Utc>>,
@@ -158,7 +156,7 @@ impl Endpoints {
     }
 
     /// Registers an endpoint from the request body `{url, events}`.
-    pub async fn create(&self, owner: Owner<'_>, body: &Value) -> Result<Endpoint, WebhookError> {
+    pub async fn create(&self, owner: Owner, body: &Value) -> Result<Endpoint, WebhookError> {
         let url = self.valid_url(body.get("url"))?;
         let events = valid_events(body.get("events"))?;
         let id = Uuid::new_v4();
@@ -180,7 +178,7 @@ impl Endpoints {
         Ok(Endpoint::from_row(row, Some(signing_secret)))
     }
 
-    pub async fn list(&self, owner: Owner<'_>) -> Result<Vec<Endpoint>, WebhookError> {
+    pub async fn list(&self, owner: Owner) -> Result<Vec<Endpoint>, WebhookError> {
         let rows = store::list_endpoints(&self.pool, owner).await?;
         Ok(rows
             .into_iter()
@@ -190,7 +188,7 @@ impl Endpoints {
 
     pub async fn deliveries(
         &self,
-        owner: Owner<'_>,
+        owner: Owner,
         id: Uuid,
     ) -> Result<Vec<DeliveryRecord>, WebhookError> {
         if !store::endpoint_exists(&self.pool, id, owner).await? {
@@ -200,18 +198,14 @@ impl Endpoints {
         Ok(rows.into_iter().map(DeliveryRecord::from).collect())
     }
 
-    pub async fn resume(&self, owner: Owner<'_>, id: Uuid) -> Result<Endpoint, WebhookError> {
+    pub async fn resume(&self, owner: Owner, id: Uuid) -> Result<Endpoint, WebhookError> {
         let row = store::resume(&self.pool, id, owner).await?;
         row.map(|row| Endpoint::from_row(row, None))
             .ok_or(WebhookError::NotFound)
     }
 
     /// A new secret; the old one signs nothing from the moment this commits.
-    pub async fn rotate_secret(
-        &self,
-        owner: Owner<'_>,
-        id: Uuid,
-    ) -> Result<Endpoint, WebhookError> {
+    pub async fn rotate_secret(&self, owner: Owner, id: Uuid) -> Result<Endpoint, WebhookError> {
         let signing_secret = secret::generate();
         let sealed = self.cipher.seal(id, &signing_secret);
         let row = store::replace_secret(&self.pool, id, owner, &sealed).await?;
@@ -220,7 +214,7 @@ impl Endpoints {
     }
 
     /// Deletes the endpoint; attempts not yet started find it gone and are not made.
-    pub async fn delete(&self, owner: Owner<'_>, id: Uuid) -> Result<(), WebhookError> {
+    pub async fn delete(&self, owner: Owner, id: Uuid) -> Result<(), WebhookError> {
         if store::delete(&self.pool, id, owner).await? {
             Ok(())
         } else {

@@ -9,8 +9,6 @@
 //! Asking for a move the charge has already made (a retried capture, a second void) is not an
 //! error: it is [`Decision::AlreadyDone`], and nothing is sent to the provider again.
 
-use serde::Serialize;
-
 use crate::error::Code;
 
 pub const INVALID_STATE: Code = Code::new(
@@ -19,15 +17,18 @@ pub const INVALID_STATE: Code = Code::new(
     "Capture of a voided or failed charge, void of a captured one (fulfilment).",
 );
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ChargeStatus {
-    Pending,
-    Authorised,
-    Captured,
-    Voided,
-    Failed,
-    Refunded,
+crate::names::named_enum! {
+    /// Where a charge is: held (`authorised`), taken (`captured`), released (`voided`), refused
+    /// or given up (`failed`), some or all given back (`refunded`), or not yet answered
+    /// (`pending`).
+    pub enum ChargeStatus {
+        Pending,
+        Authorised,
+        Captured,
+        Voided,
+        Failed,
+        Refunded,
+    }
 }
 
 impl ChargeStatus {
@@ -39,50 +40,22 @@ impl ChargeStatus {
         ChargeStatus::Failed,
         ChargeStatus::Refunded,
     ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChargeStatus::Pending => "pending",
-            ChargeStatus::Authorised => "authorised",
-            ChargeStatus::Captured => "captured",
-            ChargeStatus::Voided => "voided",
-            ChargeStatus::Failed => "failed",
-            ChargeStatus::Refunded => "refunded",
-        }
-    }
-
-    pub fn parse(value: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.as_str() == value)
-    }
 }
 
-/// A stored charge status this code does not know.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0:?} is not a charge status")]
-pub struct UnknownChargeStatus(pub String);
-
-/// How a stored status is read: an unknown one is an error, never a guess.
-impl TryFrom<String> for ChargeStatus {
-    type Error = UnknownChargeStatus;
-
-    fn try_from(value: String) -> Result<Self, Self::Error> {
-        Self::parse(&value).ok_or(UnknownChargeStatus(value))
+crate::names::named_enum! {
+    /// What is asked of a charge.
+    pub enum Move {
+        /// Place the hold (the provider approved the authorisation).
+        Authorise,
+        /// The provider refused for good, or retries gave up.
+        Fail,
+        /// Take the held money.
+        Capture,
+        /// Release the hold.
+        Void,
+        /// Give captured money back (in full or in part; amounts are checked separately).
+        Refund,
     }
-}
-
-/// What is asked of a charge.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Move {
-    /// Place the hold (the provider approved the authorisation).
-    Authorise,
-    /// The provider refused for good, or retries gave up.
-    Fail,
-    /// Take the held money.
-    Capture,
-    /// Release the hold.
-    Void,
-    /// Give captured money back (in full or in part; amounts are checked separately).
-    Refund,
 }
 
 impl Move {
@@ -93,16 +66,6 @@ impl Move {
         Move::Void,
         Move::Refund,
     ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Move::Authorise => "authorise",
-            Move::Fail => "fail",
-            Move::Capture => "capture",
-            Move::Void => "void",
-            Move::Refund => "refund",
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -241,15 +204,7 @@ mod tests {
                 serde_json::to_value(status).unwrap(),
                 serde_json::json!(status.as_str())
             );
-            assert_eq!(
-                ChargeStatus::try_from(status.as_str().to_owned()),
-                Ok(status)
-            );
         }
         assert_eq!(ChargeStatus::parse("held"), None);
-        assert_eq!(
-            ChargeStatus::try_from("held".to_owned()),
-            Err(UnknownChargeStatus("held".into()))
-        );
     }
 }

@@ -1,5 +1,25 @@
-//! Dispatch: which courier an offer goes to.
+//! Dispatch: couriers, their offers, and which courier an offer goes to.
 
 pub mod choice;
 
 pub use choice::{Reachable, choose};
+
+crate::names::named_enum! {
+    /// An offer of a job to one courier: `open` until the courier accepts or declines it, it
+    /// expires, or the job goes elsewhere (`withdrawn`).
+    pub enum OfferStatus {
+        Open,
+        Accepted,
+        Declined,
+        Expired,
+        Withdrawn,
+    }
+}
+
+crate::names::named_enum! {
+    /// A courier: `active` may take offers and sign in; `suspended` may do neither.
+    pub enum CourierStatus {
+        Active,
+        Suspended,
+    }
+}

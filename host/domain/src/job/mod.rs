@@ -6,8 +6,6 @@ pub mod proof;
 pub mod reference;
 pub mod transitions;
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::Code;
 
 pub const JOB_NOT_FOUND: Code = Code::new(
@@ -16,19 +14,19 @@ pub const JOB_NOT_FOUND: Code = Code::new(
     "The job is not the caller's: another merchant's job, a job of the other environment, an unknown id and a non-UUID id all answer it, with the same body (also for proof files). Sandbox endpoints: no such test job of this merchant. Courier API: a job that is not the courier's.",
 );
 
-/// A job's status
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[schema(as = JobStatusName)]
-pub enum JobStatus {
-    Pending,
-    Searching,
-    Assigned,
-    InTransit,
-    Delivered,
-    Returned,
-    Cancelled,
-    Failed,
+crate::names::named_enum! {
+    /// A job's status
+    #[schema(as = JobStatusName)]
+    pub enum JobStatus {
+        Pending,
+        Searching,
+        Assigned,
+        InTransit,
+        Delivered,
+        Returned,
+        Cancelled,
+        Failed,
+    }
 }
 
 impl JobStatus {
@@ -42,37 +40,6 @@ impl JobStatus {
         JobStatus::Cancelled,
         JobStatus::Failed,
     ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobStatus::Pending => "pending",
-            JobStatus::Searching => "searching",
-            JobStatus::Assigned => "assigned",
-            JobStatus::InTransit => "in_transit",
-            JobStatus::Delivered => "delivered",
-            JobStatus::Returned => "returned",
-            JobStatus::Cancelled => "cancelled",
-            JobStatus::Failed => "failed",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.as_str() == name)
-    }
-}
-
-/// A stored job status this code does not know.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0:?} is not a job status")]
-pub struct UnknownJobStatus(pub String);
-
-/// How a stored status is read: an unknown one is an error, never a guess.
-impl TryFrom<String> for JobStatus {
-    type Error = UnknownJobStatus;
-
-    fn try_from(value: String) -> Result<Self, Self::Error> {
-        Self::parse(&value).ok_or(UnknownJobStatus(value))
-    }
 }
 
 #[cfg(test)]

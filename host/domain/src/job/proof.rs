@@ -92,16 +92,13 @@ pub enum ProofError {
     SignatureRequired,
     #[error("the {kind} is larger than {max_bytes} bytes")]
     #[code(FILE_TOO_LARGE)]
-    FileTooLarge {
-        kind: &'static str,
-        max_bytes: usize,
-    },
+    FileTooLarge { kind: ProofKind, max_bytes: usize },
     #[error("the {0} must be image/jpeg, image/png or image/webp")]
     #[code(UNSUPPORTED_CONTENT_TYPE)]
-    UnsupportedContentType(&'static str),
+    UnsupportedContentType(ProofKind),
     #[error("the {0} is not base64 of an image of its content_type")]
     #[code(INVALID_FILE)]
-    InvalidFile(&'static str),
+    InvalidFile(ProofKind),
     #[error("{0}")]
     #[code(crate::error::INVALID_BODY)]
     InvalidText(&'static str),
@@ -126,10 +123,18 @@ pub struct FileUpload {
     pub data: String,
 }
 
+crate::names::named_enum! {
+    /// What a proof file shows; also its name in the file's URL.
+    pub enum ProofKind {
+        Photo,
+        Signature,
+    }
+}
+
 /// A checked file, ready to keep.
 #[derive(Debug)]
 pub struct ProofFile {
-    pub kind: &'static str,
+    pub kind: ProofKind,
     pub content_type: String,
     pub bytes: Vec<u8>,
 }
@@ -172,16 +177,19 @@ impl Proof {
             "`note` must be at most 1000 characters",
         ))?;
         let mut files = Vec::new();
-        for (kind, upload) in [("photo", request.photo), ("signature", request.signature)] {
+        for (kind, upload) in [
+            (ProofKind::Photo, request.photo),
+            (ProofKind::Signature, request.signature),
+        ] {
             if let Some(upload) = upload {
                 files.push(file(kind, upload, max_file_bytes)?);
             }
         }
-        let has = |kind: &str| files.iter().any(|f| f.kind == kind);
-        if requirement.photo && !has("photo") {
+        let has = |kind| files.iter().any(|f| f.kind == kind);
+        if requirement.photo && !has(ProofKind::Photo) {
             return Err(ProofError::PhotoRequired);
         }
-        if requirement.signature && !has("signature") {
+        if requirement.signature && !has(ProofKind::Signature) {
             return Err(ProofError::SignatureRequired);
         }
         Ok(Self {
@@ -193,7 +201,7 @@ impl Proof {
         })
     }
 
-    fn has(&self, kind: &str) -> bool {
+    fn has(&self, kind: ProofKind) -> bool {
         self.files.iter().any(|f| f.kind == kind)
     }
 
@@ -204,8 +212,8 @@ impl Proof {
             "recipient_name": self.recipient_name,
             "note": self.note,
             "recorded_at": self.recorded_at,
-            "has_photo": self.has("photo"),
-            "has_signature": self.has("signature"),
+            "has_photo": self.has(ProofKind::Photo),
+            "has_signature": self.has(ProofKind::Signature),
         })
     }
 
@@ -213,8 +221,8 @@ impl Proof {
         ProofFacts {
             outcome: self.outcome.clone(),
             recipient_name: self.recipient_name.clone(),
-            has_photo: self.has("photo"),
-            has_signature: self.has("signature"),
+            has_photo: self.has(ProofKind::Photo),
+            has_signature: self.has(ProofKind::Signature),
         }
     }
 }
@@ -236,7 +244,7 @@ pub struct ProofView {
 }
 
 pub fn view(stored: &Value, job_id: Uuid, public_url: &str) -> Value {
-    let url = |kind: &str| {
+    let url = |kind: ProofKind| {
         stored[format!("has_{kind}")]
             .as_bool()
             .unwrap_or(false)
@@ -247,13 +255,13 @@ pub fn view(stored: &Value, job_id: Uuid, public_url: &str) -> Value {
         "recipient_name": stored["recipient_name"],
         "note": stored["note"],
         "recorded_at": stored["recorded_at"],
-        "photo_url": url("photo"),
-        "signature_url": url("signature"),
+        "photo_url": url(ProofKind::Photo),
+        "signature_url": url(ProofKind::Signature),
     })
 }
 
-/// Where the merchant fetches a proof file (`photo` or `signature`).
-pub fn file_url(public_url: &str, job_id: Uuid, kind: &str) -> String {
+/// Where the merchant fetches a proof file.
+pub fn file_url(public_url: &str, job_id: Uuid, kind: ProofKind) -> String {
     format!(
         "{}/v1/jobs/{job_id}/proof/{kind}",
         public_url.trim_end_matches('/')
@@ -269,7 +277,7 @@ fn text(value: Option<String>, max_chars: usize) -> Option<Option<String>> {
     }
 }
 
-fn file(kind: &'static str, upload: FileUpload, max_bytes: usize) -> Result<ProofFile, ProofError> {
+fn file(kind: ProofKind, upload: FileUpload, max_bytes: usize) -> Result<ProofFile, ProofError> {
     let content_type = upload.content_type.trim().to_ascii_lowercase();
     if !CONTENT_TYPES.contains(&content_type.as_str()) {
         return Err(ProofError::UnsupportedContentType(kind));
@@ -388,25 +396,25 @@ mod tests {
         let parse = |r| Proof::parse(r, NOTHING, 16, Utc::now()).unwrap_err();
         assert_eq!(
             parse(with(upload("image/svg+xml", b"<svg/>"))),
-            ProofError::UnsupportedContentType("photo")
+            ProofError::UnsupportedContentType(ProofKind::Photo)
         );
         assert_eq!(
             parse(with(upload("image/jpeg", PNG))),
-            ProofError::InvalidFile("photo")
+            ProofError::InvalidFile(ProofKind::Photo)
         );
         assert_eq!(
             parse(with(Some(FileUpload {
                 content_type: "image/png".into(),
                 data: "not base64!".into(),
             }))),
-            ProofError::InvalidFile("photo")
+            ProofError::InvalidFile(ProofKind::Photo)
         );
         let mut big = PNG.to_vec();
         big.resize(17, 0);
         assert_eq!(
             parse(with(upload("image/png", &big))),
             ProofError::FileTooLarge {
-                kind: "photo",
+                kind: ProofKind::Photo,
                 max_bytes: 16
             }
         );

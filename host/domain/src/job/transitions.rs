@@ -35,29 +35,13 @@ pub enum Actor {
     Operator,
 }
 
-/// What a job's ending does to its charge.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Settlement {
-    /// The money is taken: delivered or returned.
-    Capture,
-    /// The hold is released: cancelled or failed.
-    Void,
-}
-
-impl Settlement {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Settlement::Capture => "capture",
-            Settlement::Void => "void",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "capture" => Some(Settlement::Capture),
-            "void" => Some(Settlement::Void),
-            _ => None,
-        }
+crate::names::named_enum! {
+    /// What a job's ending does to its charge.
+    pub enum Settlement {
+        /// The money is taken: delivered or returned.
+        Capture,
+        /// The hold is released: cancelled or failed.
+        Void,
     }
 }
 

@@ -1,24 +1,26 @@
 //! The simulator's plan: the scenarios a merchant may choose, the stages a simulated delivery
 //! goes through, which step comes next and how long (in simulated seconds) it waits. Pure.
 
-/// What happens to a test job, chosen per job (docs/sandbox.md).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, utoipa::ToSchema)]
-#[schema(as = SandboxScenario, rename_all = "snake_case")]
-pub enum Scenario {
-    /// Assigned, collected, driven to the drop-off and delivered.
-    #[default]
-    HappyPath,
-    /// Nobody takes the job: it fails at the dispatch deadline.
-    NoCourier,
-    /// On the way to the pickup the job is handed to a second courier, who completes it.
-    CourierReassigned,
-    /// Nobody takes it at the door: it is driven back and returned.
-    Returned,
-    /// Operations call the job off while the courier is on the way to the pickup.
-    CancelledByOperations,
-    /// Nothing happens until `POST /v1/sandbox/jobs/{id}/advance`, which takes the happy
-    /// path's next step.
-    Manual,
+crate::names::named_enum! {
+    /// What happens to a test job, chosen per job (docs/sandbox.md).
+    #[derive(Default)]
+    #[schema(as = SandboxScenario, rename_all = "snake_case")]
+    pub enum Scenario {
+        /// Assigned, collected, driven to the drop-off and delivered.
+        #[default]
+        HappyPath,
+        /// Nobody takes the job: it fails at the dispatch deadline.
+        NoCourier,
+        /// On the way to the pickup the job is handed to a second courier, who completes it.
+        CourierReassigned,
+        /// Nobody takes it at the door: it is driven back and returned.
+        Returned,
+        /// Operations call the job off while the courier is on the way to the pickup.
+        CancelledByOperations,
+        /// Nothing happens until `POST /v1/sandbox/jobs/{id}/advance`, which takes the happy
+        /// path's next step.
+        Manual,
+    }
 }
 
 impl Scenario {
@@ -31,45 +33,31 @@ impl Scenario {
         Scenario::Manual,
     ];
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scenario::HappyPath => "happy_path",
-            Scenario::NoCourier => "no_courier",
-            Scenario::CourierReassigned => "courier_reassigned",
-            Scenario::Returned => "returned",
-            Scenario::CancelledByOperations => "cancelled_by_operations",
-            Scenario::Manual => "manual",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.as_str() == name)
-    }
-
     /// Whether steps happen on their own, when due.
     pub fn runs_by_itself(self) -> bool {
         self != Scenario::Manual
     }
 }
 
-/// Where a simulated delivery is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, utoipa::ToSchema)]
-#[schema(as = SandboxStage, rename_all = "snake_case")]
-pub enum Stage {
-    /// Waiting for the job's search, or for a courier.
-    Searching,
-    /// A courier is driving to the pickup.
-    ToPickup,
-    /// At the pickup, loading.
-    AtPickup,
-    /// Collected, driving to the drop-off.
-    ToDropoff,
-    /// At the drop-off door.
-    AtDropoff,
-    /// Nobody took it: driving back to the pickup.
-    Returning,
-    /// The job ended, or someone else took it over: nothing more to simulate.
-    Done,
+crate::names::named_enum! {
+    /// Where a simulated delivery is.
+    #[schema(as = SandboxStage, rename_all = "snake_case")]
+    pub enum Stage {
+        /// Waiting for the job's search, or for a courier.
+        Searching,
+        /// A courier is driving to the pickup.
+        ToPickup,
+        /// At the pickup, loading.
+        AtPickup,
+        /// Collected, driving to the drop-off.
+        ToDropoff,
+        /// At the drop-off door.
+        AtDropoff,
+        /// Nobody took it: driving back to the pickup.
+        Returning,
+        /// The job ended, or someone else took it over: nothing more to simulate.
+        Done,
+    }
 }
 
 impl Stage {
@@ -82,22 +70,6 @@ impl Stage {
         Stage::Returning,
         Stage::Done,
     ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Stage::Searching => "searching",
-            Stage::ToPickup => "to_pickup",
-            Stage::AtPickup => "at_pickup",
-            Stage::ToDropoff => "to_dropoff",
-            Stage::AtDropoff => "at_dropoff",
-            Stage::Returning => "returning",
-            Stage::Done => "done",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.as_str() == name)
-    }
 }
 
 /// One step of a run.

@@ -19,7 +19,6 @@ use super::{ABANDONED, BookingContext, BookingError, Prepared, complete, hold};
 use crate::auth::Merchant;
 use crate::infra::workers::{Pass, Workers};
 use crate::payments::ProviderAnswer;
-use courier_domain::Environment;
 use courier_store::bookings::{self as attempts, AttemptRow};
 use courier_store::jobs as store;
 use courier_store::payments as payment_store;
@@ -73,7 +72,7 @@ pub async fn recover_due(context: &BookingContext) -> Result<usize, sqlx::Error>
 }
 
 async fn recover(context: &BookingContext, attempt: &AttemptRow) -> Result<(), NotFinished> {
-    let environment = Environment::parse(&attempt.environment).unwrap_or(Environment::Live);
+    let environment = attempt.environment;
     let merchant = Merchant {
         merchant_id: attempt.merchant_id,
         environment,

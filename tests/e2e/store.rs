@@ -1,0 +1,453 @@
+//! The store's statements that are built at run time, and so are not checked against the
+//! schema when the crate compiles: the booking's joined writes, the job list's optional filters
+//! and the webhook claim. Each runs here against a migrated database, as the service runs it.
+//! Also: a text column holding a name the code does not know is a decode error, on the
+//! compile-checked path and on the runtime one alike.
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::json;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use courier_domain::charge::CardStatus;
+use courier_domain::event::{EventDetails, EventName, NewEvent};
+use courier_domain::{Environment, JobStatus, Vehicle};
+use courier_store::bookings::{self, AttemptRow};
+use courier_store::jobs::{self, JobRow, ListFilter};
+use courier_store::payments::{self, CardRow};
+use courier_store::quotes::{self, QuoteRow};
+use courier_store::webhooks::{self, NewDelivery, NewEndpoint, Owner};
+use courier_store::writes::Writes;
+use courier_store::{events, merchants};
+
+use crate::support::fresh_database_url;
+
+async fn database() -> PgPool {
+    PgPool::connect(&fresh_database_url().await).await.unwrap()
+}
+
+async fn merchant(pool: &PgPool) -> Uuid {
+    let id = Uuid::new_v4();
+    let mut conn = pool.acquire().await.unwrap();
+    merchants::insert_merchant(&mut conn, id, "Store Test Ltd")
+        .await
+        .unwrap();
+    id
+}
+
+async fn quote(pool: &PgPool, merchant_id: Uuid, at: DateTime<Utc>) -> QuoteRow {
+    let row = QuoteRow {
+        id: Uuid::new_v4(),
+        merchant_id,
+        environment: Environment::Test,
+        market_id: "demo".into(),
+        currency: "EUR".into(),
+        vehicle: Vehicle::Car,
+        pickup_latitude: 47.1,
+        pickup_longitude: 9.5,
+        pickup_postcode: Some("9490".into()),
+        dropoff_latitude: 47.2,
+        dropoff_longitude: 9.6,
+        dropoff_postcode: None,
+        weight_grams: 1200,
+        scheduled_for: None,
+        priced_for: at,
+        demand_permille: 1000,
+        distance_metres: 5400,
+        duration_seconds: 600,
+        total_amount_minor: 1290,
+        breakdown: json!([]),
+        price_book_version: 1,
+        created_at: at,
+        expires_at: at + Duration::minutes(15),
+        used_at: None,
+    };
+    quotes::insert(pool, &row).await.unwrap();
+    row
+}
+
+fn job(quote: &QuoteRow, status: JobStatus, booked_at: DateTime<Utc>) -> JobRow {
+    JobRow {
+        id: Uuid::new_v4(),
+        merchant_id: quote.merchant_id,
+        environment: quote.environment,
+        quote_id: quote.id,
+        reference: format!("CR-{}", &Uuid::new_v4().simple().to_string()[..8]),
+        tracking_token: Uuid::new_v4().simple().to_string(),
+        status,
+        market_id: quote.market_id.clone(),
+        currency: quote.currency.clone(),
+        price_amount_minor: quote.total_amount_minor,
+        tax_amount_minor: 0,
+        vehicle: quote.vehicle,
+        pickup: json!({"address": "Städtle 1, Vaduz"}),
+        dropoff: json!({"address": "Landstrasse 2, Schaan"}),
+        items: json!([]),
+        items_subtotal_minor: 0,
+        discount_minor: 0,
+        items_total_minor: 0,
+        notify_customer: false,
+        customer_notified_at: None,
+        proof_photo_required: false,
+        proof_signature_required: true,
+        proof: None,
+        courier_id: None,
+        booked_at,
+        scheduled_for: None,
+        search_opens_at: None,
+        assigned_at: None,
+        completed_at: None,
+        cancellation_reason: None,
+        search_opened_at: None,
+    }
+}
+
+async fn card(pool: &PgPool, merchant_id: Uuid) -> CardRow {
+    let row = CardRow {
+        id: Uuid::new_v4(),
+        merchant_id,
+        environment: Environment::Test,
+        provider_ref: "pm_store_test".into(),
+        customer_id: "cus_store_test".into(),
+        brand: "visa".into(),
+        last_four: "4242".into(),
+        expiry_month: 12,
+        expiry_year: 2030,
+        status: CardStatus::Active,
+        is_default: true,
+        attached_at: Utc::now(),
+        dead_reason: None,
+        died_at: None,
+        removed_at: None,
+    };
+    let mut conn = pool.acquire().await.unwrap();
+    payments::insert_card(&mut conn, &row).await.unwrap();
+    row
+}
+
+/// A booking's first phase writes the quote's reservation, the job and the attempt as one
+/// statement: all of it lands, typed values read back as written, and a statement with one
+/// failing part leaves nothing of the others behind.
+#[tokio::test]
+async fn a_bookings_joined_writes_land_together_or_not_at_all() {
+    let pool = database().await;
+    let merchant_id = merchant(&pool).await;
+    let now = Utc::now();
+    let quote = quote(&pool, merchant_id, now).await;
+    let card = card(&pool, merchant_id).await;
+    let booked = job(&quote, JobStatus::Searching, now);
+    let attempt = AttemptRow {
+        id: Uuid::new_v4(),
+        merchant_id,
+        environment: Environment::Test,
+        idempotency_key: "store-test-1".into(),
+        quote_id: quote.id,
+        payment_method_id: card.id,
+        hold_key: "hold-1".into(),
+        job: serde_json::to_value(&booked).unwrap(),
+        created_at: now,
+        leased_until: now + Duration::seconds(30),
+        recoveries: 0,
+    };
+    let mut conn = pool.acquire().await.unwrap();
+    Writes::new()
+        .and(jobs::mark_quote_used(quote.id, now))
+        .and(jobs::insert_job(&booked))
+        .and(bookings::insert_attempt(&attempt))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+
+    let stored = jobs::find(&pool, merchant_id, Environment::Test, booked.id)
+        .await
+        .unwrap()
+        .expect("the job was written");
+    assert_eq!(stored.status, JobStatus::Searching);
+    assert_eq!(stored.environment, Environment::Test);
+    assert_eq!(stored.vehicle, Vehicle::Car);
+    assert_eq!(stored.reference, booked.reference);
+    assert!(stored.proof_signature_required && !stored.proof_photo_required);
+    let kept = bookings::lock_attempt(&mut conn, attempt.id)
+        .await
+        .unwrap()
+        .expect("the attempt was written");
+    assert_eq!(kept.environment, Environment::Test);
+    let kept_job: JobRow = serde_json::from_value(kept.job).unwrap();
+    assert_eq!(kept_job.id, booked.id);
+    assert_eq!(kept_job.vehicle, Vehicle::Car);
+    let reserved = jobs::lock_quote(&mut conn, quote.id)
+        .await
+        .unwrap()
+        .expect("the quote exists");
+    assert!(reserved.quote.used_at.is_some());
+    assert_eq!(reserved.quote.vehicle, Vehicle::Car);
+    assert!(!reserved.proof_photo_required);
+
+    // The second quote's reservation and a job whose id is taken: the insert fails, and the
+    // reservation written in the same statement is not kept either.
+    let other = self::quote(&pool, merchant_id, now).await;
+    let mut twin = job(&other, JobStatus::Searching, now);
+    twin.id = booked.id;
+    let failed = Writes::new()
+        .and(jobs::mark_quote_used(other.id, now))
+        .and(jobs::insert_job(&twin))
+        .execute(&mut conn)
+        .await;
+    assert!(failed.is_err(), "a duplicate job id is refused");
+    let untouched = jobs::lock_quote(&mut conn, other.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(untouched.quote.used_at, None);
+
+    // A settled attempt is deleted, and its quote released, in one statement.
+    Writes::new()
+        .and(bookings::delete_attempt(attempt.id))
+        .and(bookings::release_quote(quote.id))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    assert!(
+        bookings::lock_attempt(&mut conn, attempt.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let released = jobs::lock_quote(&mut conn, quote.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(released.quote.used_at, None);
+}
+
+/// The job list's filters are optional and combine; pages are newest first; the total
+/// counts up to its cap and no further; another merchant's jobs never match.
+#[tokio::test]
+async fn the_job_list_filters_pages_and_caps_its_count() {
+    let pool = database().await;
+    let merchant_id = merchant(&pool).await;
+    let stranger = merchant(&pool).await;
+    let start = Utc::now() - Duration::hours(10);
+    let mut conn = pool.acquire().await.unwrap();
+    let statuses = [
+        JobStatus::Searching,
+        JobStatus::Delivered,
+        JobStatus::Cancelled,
+    ];
+    let mut written = Vec::new();
+    for n in 0..9 {
+        let at = start + Duration::hours(n);
+        let quote = quote(&pool, merchant_id, at).await;
+        let row = job(&quote, statuses[usize::try_from(n).unwrap() % 3], at);
+        Writes::new()
+            .and(jobs::insert_job(&row))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        written.push(row);
+    }
+    let theirs = quote(&pool, stranger, start).await;
+    Writes::new()
+        .and(jobs::insert_job(&job(&theirs, JobStatus::Searching, start)))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+
+    let filter = |statuses: &'static [&'static str], limit, offset, count_up_to| ListFilter {
+        merchant_id,
+        environment: Environment::Test,
+        statuses,
+        from: None,
+        to: None,
+        limit,
+        offset,
+        count_up_to,
+    };
+    let (all, total) = jobs::list(&pool, &filter(&[], 100, 0, 1000)).await.unwrap();
+    assert_eq!(total, 9);
+    let newest_first: Vec<Uuid> = written.iter().rev().map(|j| j.id).collect();
+    assert_eq!(all.iter().map(|j| j.id).collect::<Vec<_>>(), newest_first);
+    assert!(all.iter().all(|j| j.environment == Environment::Test));
+
+    let (page, total) = jobs::list(&pool, &filter(&[], 3, 3, 1000)).await.unwrap();
+    assert_eq!(total, 9);
+    assert_eq!(
+        page.iter().map(|j| j.id).collect::<Vec<_>>(),
+        newest_first[3..6]
+    );
+
+    let (_, capped) = jobs::list(&pool, &filter(&[], 2, 0, 5)).await.unwrap();
+    assert_eq!(capped, 5, "the count stops at its cap");
+
+    let (ended, total) = jobs::list(&pool, &filter(&["delivered", "cancelled"], 100, 0, 1000))
+        .await
+        .unwrap();
+    assert_eq!(total, 6);
+    assert!(
+        ended
+            .iter()
+            .all(|j| matches!(j.status, JobStatus::Delivered | JobStatus::Cancelled))
+    );
+
+    let window = ListFilter {
+        from: Some(start + Duration::hours(2)),
+        to: Some(start + Duration::hours(5)),
+        ..filter(&["searching"], 100, 0, 1000)
+    };
+    let (found, total) = jobs::list(&pool, &window).await.unwrap();
+    assert_eq!(total, 1, "hours 2, 3 and 4; searching only at hour 3");
+    assert_eq!(found[0].id, written[3].id);
+
+    let live = ListFilter {
+        environment: Environment::Live,
+        ..filter(&[], 100, 0, 1000)
+    };
+    assert_eq!(jobs::list(&pool, &live).await.unwrap().1, 0);
+}
+
+/// A due delivery is claimed by one worker at a time: not while another's lease holds it, not
+/// when its endpoint is skipped, and once only after its lease is given back.
+#[tokio::test]
+async fn a_due_delivery_is_claimed_by_one_worker_at_a_time() {
+    let pool = database().await;
+    let merchant_id = merchant(&pool).await;
+    let owner = Owner {
+        merchant_id,
+        environment: Environment::Test,
+    };
+    let endpoint = webhooks::insert_endpoint(
+        &pool,
+        &NewEndpoint {
+            id: Uuid::new_v4(),
+            owner,
+            url: "https://hooks.example.com/courier",
+            events: &[],
+            secret_ciphertext: b"not a real ciphertext",
+        },
+        16,
+    )
+    .await
+    .unwrap()
+    .expect("under the cap");
+    let mut conn = pool.acquire().await.unwrap();
+    let event_id = events::record(
+        &mut conn,
+        &NewEvent {
+            name: EventName::JobBooked,
+            merchant_id,
+            environment: Environment::Test,
+            occurred_at: Utc::now(),
+            job: None,
+            details: EventDetails::default(),
+        },
+    )
+    .await
+    .unwrap();
+    let fan_out = Uuid::new_v4();
+    let delivery = Uuid::new_v4();
+    webhooks::record_fan_out(
+        &mut conn,
+        &[NewDelivery {
+            id: delivery,
+            endpoint_id: endpoint.id,
+            event_id,
+            event_name: EventName::JobBooked.as_str().to_owned(),
+            occurred_at: Utc::now(),
+            body: b"{}".to_vec(),
+        }],
+        &[event_id],
+        60_000,
+        fan_out,
+    )
+    .await
+    .unwrap();
+
+    let worker = Uuid::new_v4();
+    let held = webhooks::claim_due(&pool, 10, 60_000, worker, &[])
+        .await
+        .unwrap();
+    assert!(held.is_empty(), "the fan-out's lease still holds it");
+
+    webhooks::release_claims(&pool, &[delivery], fan_out)
+        .await
+        .unwrap();
+    let skipped = webhooks::claim_due(&pool, 10, 60_000, worker, &[endpoint.id])
+        .await
+        .unwrap();
+    assert!(skipped.is_empty(), "a skipped endpoint's deliveries stay");
+
+    let claimed = webhooks::claim_due(&pool, 10, 60_000, worker, &[])
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(
+        (claimed[0].id, claimed[0].endpoint_id),
+        (delivery, endpoint.id)
+    );
+    let again = webhooks::claim_due(&pool, 10, 60_000, Uuid::new_v4(), &[])
+        .await
+        .unwrap();
+    assert!(again.is_empty(), "claimed once");
+
+    let attempt = webhooks::begin_attempt(&pool, delivery, worker, 60_000)
+        .await
+        .unwrap()
+        .expect("the holder may attempt it");
+    assert_eq!(
+        attempt.endpoint_status,
+        courier_domain::webhook::EndpointStatus::Active
+    );
+    assert!(
+        webhooks::begin_attempt(&pool, delivery, Uuid::new_v4(), 60_000)
+            .await
+            .unwrap()
+            .is_none(),
+        "nobody else may"
+    );
+}
+
+/// A status the code does not know (written by a newer version, or by hand) fails the read
+/// loudly, naming the value, on the compile-checked path and the runtime one; it is never
+/// read as some other status.
+#[tokio::test]
+async fn a_stored_name_the_code_does_not_know_is_a_decode_error() {
+    let pool = database().await;
+    let merchant_id = merchant(&pool).await;
+    let now = Utc::now();
+    let quote = quote(&pool, merchant_id, now).await;
+    let row = job(&quote, JobStatus::Searching, now);
+    let mut conn = pool.acquire().await.unwrap();
+    Writes::new()
+        .and(jobs::insert_job(&row))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE jobs SET status = 'teleported' WHERE id = $1")
+        .bind(row.id)
+        .execute(&pool)
+        .await
+        .unwrap();
+
+    let checked = jobs::find(&pool, merchant_id, Environment::Test, row.id).await;
+    let error = checked
+        .expect_err("an unknown status is not read")
+        .to_string();
+    assert!(error.contains("teleported"), "{error}");
+
+    let listed = jobs::list(
+        &pool,
+        &ListFilter {
+            merchant_id,
+            environment: Environment::Test,
+            statuses: &[],
+            from: None,
+            to: None,
+            limit: 10,
+            offset: 0,
+            count_up_to: 10,
+        },
+    )
+    .await;
+    let error = listed.expect_err("nor on the runtime path").to_string();
+    assert!(error.contains("teleported"), "{error}");
+}
