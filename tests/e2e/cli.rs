@@ -22,6 +22,8 @@ fn courier(args: &[&str], env: &[(&str, &str)]) -> Command {
         .env("COURIER_DATA_DIR", scratch)
         .env_remove("DATABASE_URL")
         .env("RUST_LOG", "warn")
+        // A stopped `serve` stops at once: no balancer waits for it to drain.
+        .env("COURIER_DRAIN_MS", "0")
         .stdin(Stdio::null());
     for (name, value) in env {
         command.env(name, value);

@@ -1,9 +1,11 @@
 //! Operations endpoints and request ids.
 
+use std::time::Duration;
+
 use reqwest::Method;
 
 use crate::support::process::{free_port, spawn_service, wait_until_ready};
-use crate::support::{TestApp, assert_refusal, fresh_database_url, status_and_json};
+use crate::support::{TestApp, assert_refusal, eventually, fresh_database_url, status_and_json};
 
 #[tokio::test]
 async fn health_and_readiness_answer() {
@@ -58,6 +60,105 @@ async fn metrics_count_requests_by_route_template_and_status() {
     // Concrete paths never become labels.
     assert!(!text.contains("/v1/some/thing"));
     app.stop().await;
+}
+
+/// `courier serve` on its own port and the test's database, draining for `drain_ms` when
+/// stopped; its base URL and address.
+async fn service_that_drains(drain_ms: u64) -> (std::process::Child, String, String) {
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let data_dir = std::env::temp_dir().join(format!("courier-drain-{}", uuid::Uuid::new_v4()));
+    let env: Vec<(String, String)> = [
+        ("DATABASE_URL", fresh_database_url().await),
+        ("COURIER_LISTEN", address.clone()),
+        ("COURIER_DATA_DIR", data_dir.to_string_lossy().into_owned()),
+        ("COURIER_SECRET_KEY", "5e".repeat(32)),
+        ("COURIER_DRAIN_MS", drain_ms.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let child = spawn_service(&env);
+    let base_url = format!("http://{address}");
+    wait_until_ready(&reqwest::Client::new(), &base_url).await;
+    (child, base_url, address)
+}
+
+async fn exit_status(child: std::process::Child) -> std::process::ExitStatus {
+    let mut child = child;
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::task::spawn_blocking(move || child.wait().unwrap()),
+    )
+    .await
+    .expect("the service exits")
+    .unwrap()
+}
+
+/// SIGTERM: the instance first reports not ready (503 `service.draining`) and keeps answering
+/// requests for `COURIER_DRAIN_MS`, each HTTP/1 answer closing its connection so the client
+/// reconnects through the balancer; then it stops accepting connections and exits cleanly.
+#[tokio::test]
+async fn a_stopping_instance_drains_before_it_stops_accepting() {
+    const DRAIN: Duration = Duration::from_millis(2000);
+    let (child, base_url, address) =
+        service_that_drains(u64::try_from(DRAIN.as_millis()).unwrap()).await;
+    let client = reqwest::Client::new();
+    let told = std::time::Instant::now();
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+
+    let body = eventually(
+        "/readyz to report the drain",
+        Duration::from_secs(2),
+        Duration::from_millis(10),
+        || async {
+            let response = client.get(format!("{base_url}/readyz")).send().await.ok()?;
+            let (status, body) = status_and_json(response).await;
+            (status == 503).then_some(body)
+        },
+    )
+    .await;
+    assert_eq!(body["code"], "service.draining");
+    let response = client
+        .get(format!("{base_url}/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "still serving while draining");
+    assert_eq!(response.headers()["connection"], "close");
+    assert!(told.elapsed() < DRAIN, "answered within the drain period");
+
+    let status = exit_status(child).await;
+    assert!(status.success(), "a clean exit after the drain: {status}");
+    assert!(told.elapsed() >= DRAIN, "not before the drain period ended");
+    assert!(tokio::net::TcpStream::connect(&address).await.is_err());
+}
+
+/// A second signal cuts the drain short: an operator who means "now" is obeyed.
+#[tokio::test]
+async fn a_second_signal_ends_the_drain_at_once() {
+    let (child, base_url, _) = service_that_drains(60_000).await;
+    let client = reqwest::Client::new();
+    let pid = child.id() as i32;
+    let told = std::time::Instant::now();
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    eventually(
+        "/readyz to report the drain",
+        Duration::from_secs(2),
+        Duration::from_millis(10),
+        || async {
+            let response = client.get(format!("{base_url}/readyz")).send().await.ok()?;
+            (response.status() == 503).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let status = exit_status(child).await;
+    assert!(status.success(), "{status}");
+    assert!(
+        told.elapsed() < Duration::from_secs(30),
+        "the drain was cut short"
+    );
 }
 
 #[tokio::test]

@@ -87,6 +87,12 @@ pub const TIMEOUT: Code = Code::new(
     "The request took longer than `COURIER_REQUEST_TIMEOUT_MS` and was abandoned (its transaction rolled back); retry (bookings with the same `Idempotency-Key`).",
 );
 
+pub const DRAINING: Code = Code::new(
+    503,
+    "service.draining",
+    "`GET /readyz` while the instance is stopping (told to by SIGTERM): it still serves requests for `COURIER_DRAIN_MS`, but a load balancer should send it no new ones.",
+);
+
 /// Problems with the request itself, independent of any resource.
 #[derive(Debug, Error, ErrorCode)]
 pub enum RequestError {
@@ -232,6 +238,9 @@ pub enum ApiError {
     #[error("the request took longer than this service allows and was abandoned; try again")]
     #[code(TIMEOUT)]
     Timeout,
+    #[error("this instance is stopping; send requests to another")]
+    #[code(DRAINING)]
+    Draining,
 }
 
 /// Whether `error` says the database is away rather than that the request failed in it: no

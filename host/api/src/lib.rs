@@ -35,7 +35,7 @@ use utoipa_axum::routes;
 pub use admin::{Operator, OperatorTokens};
 pub use error::{ApiError, RequestError};
 pub use extract::{ApiJson, ApiQuery};
-pub use state::AppState;
+pub use state::{AppState, Draining};
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
@@ -130,7 +130,12 @@ pub fn router(state: AppState) -> Router {
         .nest("/v1", v1)
         .nest("/admin/v1", admin::with_operator_layers(state.clone()))
         .nest("/courier/v1", courier::with_courier_layers(state.clone()));
-    with_edge_layers(routes, state.config.max_body_bytes).with_state(state)
+    with_edge_layers(routes, state.config.max_body_bytes)
+        .layer(axum::middleware::from_fn_with_state(
+            state.draining.clone(),
+            middleware::close_while_draining,
+        ))
+        .with_state(state)
 }
 
 /// What every request goes through, whatever its route: ids, logs, panics, error bodies,
@@ -168,7 +173,10 @@ where
                         latency_ms = latency.as_secs_f64() * 1000.0,
                         "response"
                     );
-                }),
+                })
+                // Every answer is logged above; a fault is logged where it happens, with its
+                // cause. A 503 a balancer polls for (`/readyz` while draining) is no error.
+                .on_failure(()),
         )
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))

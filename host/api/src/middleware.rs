@@ -5,13 +5,13 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::header::{AUTHORIZATION, CONNECTION, CONTENT_TYPE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::{ApiError, RequestError};
-use super::state::AppState;
+use super::state::{AppState, Draining};
 use courier_core::rate_limit::{Budget, Decision, whole_seconds};
 
 /// Authenticates every /v1 request and spends one request of the key's budget for its kind;
@@ -60,6 +60,24 @@ fn add_rate_limit_headers(response: &mut Response, decision: &Decision) {
         "ratelimit-reset",
         HeaderValue::from(whole_seconds(decision.reset)),
     );
+}
+
+/// While the instance drains, each HTTP/1 response closes its connection: a client that keeps
+/// connections alive opens a new one, which the load balancer sends to another instance.
+/// (HTTP/2 connections are told to go away when the drain period ends.)
+pub async fn close_while_draining(
+    State(draining): State<Draining>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let http1 = request.version() < axum::http::Version::HTTP_2;
+    let mut response = next.run(request).await;
+    if http1 && draining.is_on() {
+        response
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
 }
 
 /// Abandons a request still unanswered after `limit`: 503 `service.timeout`. Dropping the

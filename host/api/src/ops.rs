@@ -55,20 +55,23 @@ pub async fn healthz() -> Json<Health> {
     })
 }
 
-/// The process can serve: its database answers.
+/// The process can serve: its database answers, and it is not stopping.
 #[utoipa::path(
     get,
     path = "/readyz",
     operation_id = "getReadiness",
     tag = "operations",
-    summary = "Readiness: the database answers",
+    summary = "Readiness: the database answers and the instance is not stopping",
     security(()),
     responses(
         (status = 200, description = "Ready", body = Readiness),
-        (status = 503, description = "service.database_unavailable"),
+        (status = 503, description = "service.database_unavailable service.draining"),
     )
 )]
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<Readiness>, ApiError> {
+    if state.draining.is_on() {
+        return Err(ApiError::Draining);
+    }
     courier_store::ping(&state.pool).await.map_err(|e| {
         tracing::warn!(error = %e, "readiness check failed");
         ApiError::DatabaseUnavailable

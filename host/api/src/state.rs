@@ -1,6 +1,7 @@
 //! What every handler can reach.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use courier_core::auth::Authenticator;
 use courier_core::config::Config;
@@ -28,4 +29,21 @@ pub struct AppState {
     pub rate_limiter: Arc<courier_core::rate_limit::RateLimiter>,
     /// What bookings need (shared with the booking recovery worker).
     pub booking: courier_core::jobs::booking::BookingContext,
+    /// Whether this instance is stopping.
+    pub draining: Draining,
+}
+
+/// Set once the instance is told to stop: `/readyz` answers 503 `service.draining` and HTTP/1
+/// responses close their connection, while requests are still served for the drain period.
+#[derive(Clone, Debug, Default)]
+pub struct Draining(Arc<AtomicBool>);
+
+impl Draining {
+    pub fn begin(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_on(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
 }

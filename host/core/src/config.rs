@@ -124,6 +124,12 @@ pub struct Config {
           env = "COURIER_HEADER_READ_TIMEOUT_MS", default_value = "10000",
           value_parser = settings::millis)]
     pub header_read_timeout: Duration,
+    /// How long an instance told to stop (SIGTERM) keeps serving while `/readyz` answers 503
+    /// `service.draining`, so that a load balancer's health check takes it out of rotation
+    /// before it stops accepting connections. A second signal cuts it short; 0 stops at once.
+    #[arg(id = "drain-ms", long = "drain-ms", env = "COURIER_DRAIN_MS", default_value = "5000",
+          value_parser = settings::millis_or_zero)]
+    pub drain: Duration,
     #[command(flatten)]
     pub dispatch: crate::dispatch::DispatchConfig,
     /// Largest request body accepted; larger gets 413 `request.body_too_large`.

@@ -136,6 +136,7 @@ async fn main() {
         "COURIER_WEBHOOK_ALLOW_PRIVATE" => Some("true".into()),
         "COURIER_WEBHOOK_EXTRA_CA" => Some(ca.clone()),
         "COURIER_SANDBOX_SPEED" => Some("0".into()),
+        "COURIER_DRAIN_MS" => Some("0".into()),
         _ => None,
     })
     .unwrap();

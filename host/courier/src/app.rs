@@ -216,6 +216,7 @@ pub async fn run(
         .texts
         .run_sender(&workers, config.scheduler_interval);
     let header_read_timeout = config.header_read_timeout;
+    let draining = api::Draining::default();
     let sandbox = Arc::new(courier_core::sandbox::Simulator::new(
         services.db.pool.clone(),
         Arc::clone(&services.markets),
@@ -266,10 +267,12 @@ pub async fn run(
         sandbox,
         operators: Arc::new(api::OperatorTokens::from_config(&config)),
         rate_limiter: Arc::new(courier_core::rate_limit::RateLimiter::new()),
+        draining: draining.clone(),
     };
     let address = listener.local_addr().map_err(StartError::Serve)?;
     tracing::info!(%address, "courier is listening");
-    crate::server::serve(listener, api::router(state), header_read_timeout, shutdown).await;
+    let stop = drain_after(shutdown, draining, config.drain);
+    crate::server::serve(listener, api::router(state), header_read_timeout, stop).await;
     tracing::info!("stopped accepting requests; shutting down");
     workers.stop().await;
     services.db.close().await;
@@ -287,6 +290,29 @@ fn plugin_engine(config: &Config) -> Result<PluginEngine, courier_plugins::Plugi
         },
         ..EngineConfig::default()
     })
+}
+
+/// Completes `period` after `shutdown` (or at a second signal), having begun `draining`: the
+/// instance keeps serving meanwhile, reporting not ready, so a load balancer's health check
+/// takes it out before it stops accepting connections.
+async fn drain_after(
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    draining: api::Draining,
+    period: std::time::Duration,
+) {
+    shutdown.await;
+    draining.begin();
+    if period.is_zero() {
+        return;
+    }
+    tracing::info!(
+        drain_ms = period.as_millis(),
+        "stopping: /readyz answers 503 service.draining; still serving until the drain ends"
+    );
+    tokio::select! {
+        () = tokio::time::sleep(period) => {}
+        () = shutdown_signal() => tracing::info!("told again: stopping now"),
+    }
 }
 
 async fn shutdown_signal() {

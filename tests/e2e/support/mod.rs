@@ -64,6 +64,8 @@ impl TestApp {
                     "COURIER_PLUGIN_INSTANCES" => Some("16".into()),
                     // Test jobs move only as a test moves them, unless it starts the simulator.
                     "COURIER_SANDBOX_SPEED" => Some("0".into()),
+                    // Stopped at once: no balancer waits for these to drain.
+                    "COURIER_DRAIN_MS" => Some("0".into()),
                     _ => None,
                 })
             })

@@ -24,6 +24,8 @@ pub fn spawn_service(env: &[(String, String)]) -> Child {
         .env("RUST_LOG", "error")
         // Test jobs move only as a test moves them, unless it starts the simulator.
         .env("COURIER_SANDBOX_SPEED", "0")
+        // Stopped at once unless a test drains it.
+        .env("COURIER_DRAIN_MS", "0")
         .stdin(Stdio::null())
         .stdout(Stdio::null());
     for (name, value) in env {
