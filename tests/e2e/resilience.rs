@@ -403,6 +403,126 @@ async fn a_database_restart_mid_load_answers_503_then_recovers() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// A database that takes no writes (as a standby, or a primary in recovery does): requests are
+/// answered 503 `service.database_unavailable` with `Retry-After`, never 500, and nothing is
+/// written; once it takes writes again the service serves, without a restart.
+#[tokio::test]
+async fn a_read_only_database_is_a_503_until_it_takes_writes_again() {
+    let app = TestApp::spawn_with(|name| match name {
+        // Every request meets the database, credentials included.
+        "COURIER_AUTH_CACHE_MS" => Some("0".into()),
+        _ => None,
+    })
+    .await;
+    let merchant = app.create_merchant("Standby Ltd").await;
+    let test = merchant.test();
+    let quote = || async {
+        let response = app
+            .client
+            .post(app.url("/v1/quotes"))
+            .auth(&test)
+            .json(&journey(None))
+            .timeout(Duration::from_secs(20))
+            .send()
+            .await
+            .unwrap();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let (status, body) = status_and_json(response).await;
+        (status, body, retry_after)
+    };
+    assert_eq!(quote().await.0, 201);
+
+    let mut admin = <sqlx::PgConnection as sqlx::Connection>::connect(&app.database_url)
+        .await
+        .unwrap();
+    let database: String = sqlx::query_scalar("SELECT current_database()")
+        .fetch_one(&mut admin)
+        .await
+        .unwrap();
+    let quotes_written = "SELECT count(*) FROM quotes";
+    let before: i64 = sqlx::query_scalar(quotes_written)
+        .fetch_one(&mut admin)
+        .await
+        .unwrap();
+    // New sessions are read-only, and the service's sessions end (as at a failover).
+    sqlx::query(&format!(
+        "ALTER DATABASE \"{database}\" SET default_transaction_read_only = on"
+    ))
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    sqlx::query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    .execute(&mut admin)
+    .await
+    .unwrap();
+
+    let (status, body, retry_after) = quote().await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (503, Some("service.database_unavailable")),
+        "{body}"
+    );
+    assert_eq!(retry_after.as_deref(), Some("2"));
+    let readiness = app.request(Method::GET, "/readyz").send().await.unwrap();
+    assert_eq!(readiness.status(), 503);
+    let during: i64 = sqlx::query_scalar(quotes_written)
+        .fetch_one(&mut admin)
+        .await
+        .unwrap();
+    assert_eq!(during, before, "nothing written");
+
+    sqlx::query(&format!(
+        "ALTER DATABASE \"{database}\" RESET default_transaction_read_only"
+    ))
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    eventually(
+        "quotes to be taken again",
+        Duration::from_secs(20),
+        Duration::from_millis(100),
+        || async { (quote().await.0 == 201).then_some(()) },
+    )
+    .await;
+    let readiness = app.request(Method::GET, "/readyz").send().await.unwrap();
+    assert_eq!(readiness.status(), 200);
+    app.stop().await;
+}
+
+/// A pooled connection whose server turned read-only (SQLSTATE 25006) is dropped, not lent
+/// again: the next statement runs on a new connection.
+#[tokio::test]
+async fn a_pooled_connection_on_a_read_only_server_is_dropped_not_lent_again() {
+    use courier_core::infra::db::{availability, pool};
+    let pool = pool(&fresh_database_url().await, 1).await.unwrap();
+    let backend = "SELECT pg_backend_pid()";
+    let first: i32 = sqlx::query_scalar(backend).fetch_one(&pool).await.unwrap();
+    // The pool's one connection turns read-only, as on a server gone into recovery.
+    sqlx::query("SET SESSION default_transaction_read_only = on")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let error = sqlx::query("CREATE TABLE written (x int)")
+        .execute(&pool)
+        .await
+        .unwrap_err();
+    assert!(availability::is_unavailable(&error), "{error}");
+    availability::take_note(&error);
+
+    sqlx::query("CREATE TABLE written (x int)")
+        .execute(&pool)
+        .await
+        .expect("a new connection takes the write");
+    let now: i32 = sqlx::query_scalar(backend).fetch_one(&pool).await.unwrap();
+    assert_ne!(now, first, "the read-only connection was dropped");
+}
+
 /// Sends raw bytes as one HTTP/1.1 request and returns the status and body of the answer.
 async fn raw_request(app: &TestApp, request: &[u8]) -> (u16, Value) {
     let mut stream = TcpStream::connect(app.address).await.unwrap();

@@ -15,6 +15,7 @@ use courier_domain::quote::QuoteRequestError;
 use courier_core::audit::AuditQueryError;
 use courier_core::auth::AuthError;
 use courier_core::couriers::{CourierAuthError, CourierError};
+use courier_core::infra::db::availability;
 use courier_core::jobs::booking::BookingError;
 use courier_core::jobs::fulfilment::FulfilmentError;
 use courier_core::markets::RoutingError;
@@ -243,27 +244,13 @@ pub enum ApiError {
     Draining,
 }
 
-/// Whether `error` says the database is away rather than that the request failed in it: no
-/// connection to be had, or the server refusing or closing connections (SQLSTATE class 08,
-/// connection exceptions, and 57P, shutting down or restarting: a connection the server closed
-/// while idle reports its `57P01` on the next query).
-fn database_unavailable(error: &sqlx::Error) -> bool {
-    match error {
-        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => true,
-        sqlx::Error::Database(e) => e
-            .code()
-            .is_some_and(|code| code.starts_with("08") || code.starts_with("57P")),
-        _ => false,
-    }
-}
-
 impl ApiError {
     /// The code this error is answered with.
     pub fn code(&self) -> &'static Code {
         match self.answer() {
             Answer::Refused(code) => code,
             Answer::Fault(cause) => match cause.downcast_ref::<sqlx::Error>() {
-                Some(error) if database_unavailable(error) => &codes::DATABASE_UNAVAILABLE,
+                Some(error) if availability::is_unavailable(error) => &codes::DATABASE_UNAVAILABLE,
                 _ => &codes::INTERNAL,
             },
         }
@@ -294,6 +281,11 @@ impl IntoResponse for ApiError {
         let message = match code.fixed_message {
             Some(fixed) => {
                 if *code == codes::DATABASE_UNAVAILABLE {
+                    if let Answer::Fault(cause) = self.answer()
+                        && let Some(error) = cause.downcast_ref::<sqlx::Error>()
+                    {
+                        availability::take_note(error);
+                    }
                     tracing::warn!(error = %self, "database unavailable");
                 } else {
                     tracing::error!(error = %self, code = code.code, "request failed");
@@ -307,6 +299,14 @@ impl IntoResponse for ApiError {
             message,
         };
         let mut response = (status, Json(body)).into_response();
+        if *code == codes::DATABASE_UNAVAILABLE {
+            // Long enough for a failover or a restart to make progress, short enough to notice
+            // its end.
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
+            return response;
+        }
         if let ApiError::RateLimited { retry_after } = self {
             response.headers_mut().insert(
                 header::RETRY_AFTER,

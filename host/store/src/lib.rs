@@ -20,7 +20,7 @@ pub mod tracking;
 pub mod webhooks;
 pub mod writes;
 
-use sqlx::{PgExecutor, PgPool};
+use sqlx::{PgConnection, PgExecutor, PgPool};
 
 /// The schema's migrations (`migrations/`), applied at start.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
@@ -31,6 +31,17 @@ pub async fn ping(pool: &PgPool) -> Result<(), sqlx::Error> {
         .fetch_one(pool)
         .await?;
     Ok(())
+}
+
+/// Whether the connection's server takes no writes: in recovery (a standby, or a primary
+/// being restarted) or read-only.
+pub async fn read_only_server(conn: &mut PgConnection) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar!(
+        "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on' \
+         AS \"read_only!\""
+    )
+    .fetch_one(conn)
+    .await
 }
 
 /// `NOTIFY channel, payload`: delivered to the listeners when the executor's transaction

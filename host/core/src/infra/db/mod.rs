@@ -1,5 +1,6 @@
 //! The system of record: connecting to Postgres (embedded or configured) and migrating it.
 
+pub mod availability;
 mod embedded;
 pub mod listen;
 
@@ -76,7 +77,8 @@ impl Database {
     }
 }
 
-/// A pool on `url` whose connections are checked on start.
+/// A pool on `url` whose connections are checked on start, and kept off read-only servers
+/// ([`availability`]).
 pub async fn pool(url: &str, size: u32) -> Result<PgPool, DbError> {
     let options = PgConnectOptions::from_str(url)
         .map_err(DbError::Connect)?
@@ -84,6 +86,8 @@ pub async fn pool(url: &str, size: u32) -> Result<PgPool, DbError> {
     PgPoolOptions::new()
         .max_connections(size)
         .acquire_timeout(Duration::from_secs(5))
+        .after_connect(|conn, _| Box::pin(availability::accept_new(conn)))
+        .before_acquire(|conn, _| Box::pin(availability::keep_before_use(conn)))
         .connect_with(options)
         .await
         .map_err(DbError::Connect)
