@@ -8,6 +8,7 @@ mod auth;
 mod cli;
 mod dispatch;
 mod errors;
+mod fleet;
 mod fulfilment;
 mod instances;
 mod jobs;

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use courier_core::infra::db::EmbeddedPostgres;
@@ -11,17 +11,19 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use uuid::Uuid;
 
 use crate::quotes::journey;
+use crate::support::forwarder::Forwarder;
 use crate::support::process::{free_port, spawn_service, wait_until_ready};
 use crate::support::{
     Authed, Credential, MerchantCredentials, TestApp, assert_refusal, eventually,
     fresh_database_url, status_and_json,
 };
 
-fn stop_body(name: &str, stop: &str) -> Value {
+/// A booking's stop at the demo journey's `stop` (`pickup` or `dropoff`), for `name`.
+pub fn stop_body(name: &str, stop: &str) -> Value {
     let point = &journey(None)[stop];
     json!({
         "latitude": point["latitude"], "longitude": point["longitude"],
@@ -237,44 +239,6 @@ async fn every_confirmed_booking_survives_a_kill_mid_load() {
     let _ = std::fs::remove_dir_all(&data_dir);
 }
 
-/// A TCP forwarder in front of PostgreSQL, so the database can be restarted on another port
-/// while the service keeps the address it was given.
-struct Forwarder {
-    port: u16,
-    upstream: Arc<AtomicU16>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Forwarder {
-    async fn start(upstream_port: u16) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let upstream = Arc::new(AtomicU16::new(upstream_port));
-        let target = upstream.clone();
-        let task = tokio::spawn(async move {
-            while let Ok((mut inbound, _)) = listener.accept().await {
-                let port = target.load(Ordering::SeqCst);
-                tokio::spawn(async move {
-                    if let Ok(mut outbound) = TcpStream::connect(("127.0.0.1", port)).await {
-                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-                    }
-                });
-            }
-        });
-        Self {
-            port,
-            upstream,
-            task,
-        }
-    }
-}
-
-impl Drop for Forwarder {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
 fn port_of(url: &str) -> u16 {
     url::Url::parse(url).unwrap().port().unwrap()
 }
@@ -379,9 +343,7 @@ async fn a_database_restart_mid_load_answers_503_then_recovers() {
     );
     // The same cluster comes back (on another port, behind the same address).
     let cluster = start_cluster(root.clone()).await;
-    forwarder
-        .upstream
-        .store(port_of(&cluster.url("postgres")), Ordering::SeqCst);
+    forwarder.point_at(port_of(&cluster.url("postgres")));
     tokio::time::timeout(Duration::from_secs(45), quoting)
         .await
         .expect("quoting recovered")

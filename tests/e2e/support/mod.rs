@@ -3,6 +3,8 @@
 pub mod browser;
 mod cluster;
 pub mod eventually;
+pub mod fleet;
+pub mod forwarder;
 pub mod process;
 pub mod receiver;
 pub mod stripe;

@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use courier_plugins::{PayloadShaper, PluginEngine};
 use sqlx::PgPool;
-use sqlx::postgres::PgPoolOptions;
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 
@@ -132,8 +131,9 @@ fn attempts_pool(pool: &PgPool) -> PgPool {
         .as_ref()
         .clone()
         .options([("synchronous_commit", "off")]);
-    PgPoolOptions::new()
-        .max_connections(ATTEMPT_CONNECTIONS)
+    crate::infra::db::pool_options(ATTEMPT_CONNECTIONS)
+        // Lanes wait their turn for a connection rather than fail a pass.
+        .acquire_timeout(std::time::Duration::from_secs(30))
         .min_connections(0)
         .connect_lazy_with(options)
 }

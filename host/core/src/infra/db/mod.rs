@@ -83,14 +83,20 @@ pub async fn pool(url: &str, size: u32) -> Result<PgPool, DbError> {
     let options = PgConnectOptions::from_str(url)
         .map_err(DbError::Connect)?
         .log_statements(tracing::log::LevelFilter::Trace);
+    pool_options(size)
+        .connect_with(options)
+        .await
+        .map_err(DbError::Connect)
+}
+
+/// What every pool of the service shares: at most `size` connections, a 5 s wait for one,
+/// and none on a read-only server ([`availability`]).
+pub fn pool_options(size: u32) -> PgPoolOptions {
     PgPoolOptions::new()
         .max_connections(size)
         .acquire_timeout(Duration::from_secs(5))
         .after_connect(|conn, _| Box::pin(availability::accept_new(conn)))
         .before_acquire(|conn, _| Box::pin(availability::keep_before_use(conn)))
-        .connect_with(options)
-        .await
-        .map_err(DbError::Connect)
 }
 
 /// Creates `database` on the embedded cluster unless it exists.
