@@ -63,11 +63,11 @@ async fn metrics_count_requests_by_route_template_and_status() {
 }
 
 /// `courier serve` on its own port and the test's database, draining for `drain_ms` when
-/// stopped; its base URL and address.
+/// stopped; its base URL and address. Its data folder goes with it ([`exit_status`]).
 async fn service_that_drains(drain_ms: u64) -> (std::process::Child, String, String) {
     let port = free_port();
     let address = format!("127.0.0.1:{port}");
-    let data_dir = std::env::temp_dir().join(format!("courier-drain-{}", uuid::Uuid::new_v4()));
+    let data_dir = drain_data_dir(port);
     let env: Vec<(String, String)> = [
         ("DATABASE_URL", fresh_database_url().await),
         ("COURIER_LISTEN", address.clone()),
@@ -84,15 +84,23 @@ async fn service_that_drains(drain_ms: u64) -> (std::process::Child, String, Str
     (child, base_url, address)
 }
 
-async fn exit_status(child: std::process::Child) -> std::process::ExitStatus {
+fn drain_data_dir(port: u16) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("courier-drain-{}-{port}", std::process::id()))
+}
+
+/// Waits for the service on `address` to exit, and removes its data folder.
+async fn exit_status(child: std::process::Child, address: &str) -> std::process::ExitStatus {
     let mut child = child;
-    tokio::time::timeout(
+    let status = tokio::time::timeout(
         Duration::from_secs(30),
         tokio::task::spawn_blocking(move || child.wait().unwrap()),
     )
     .await
     .expect("the service exits")
-    .unwrap()
+    .unwrap();
+    let port = address.rsplit(':').next().unwrap().parse().unwrap();
+    let _ = std::fs::remove_dir_all(drain_data_dir(port));
+    status
 }
 
 /// SIGTERM: the instance first reports not ready (503 `service.draining`) and keeps answering
@@ -128,7 +136,7 @@ async fn a_stopping_instance_drains_before_it_stops_accepting() {
     assert_eq!(response.headers()["connection"], "close");
     assert!(told.elapsed() < DRAIN, "answered within the drain period");
 
-    let status = exit_status(child).await;
+    let status = exit_status(child, &address).await;
     assert!(status.success(), "a clean exit after the drain: {status}");
     assert!(told.elapsed() >= DRAIN, "not before the drain period ended");
     assert!(tokio::net::TcpStream::connect(&address).await.is_err());
@@ -137,7 +145,7 @@ async fn a_stopping_instance_drains_before_it_stops_accepting() {
 /// A second signal cuts the drain short: an operator who means "now" is obeyed.
 #[tokio::test]
 async fn a_second_signal_ends_the_drain_at_once() {
-    let (child, base_url, _) = service_that_drains(60_000).await;
+    let (child, base_url, address) = service_that_drains(60_000).await;
     let client = reqwest::Client::new();
     let pid = child.id() as i32;
     let told = std::time::Instant::now();
@@ -153,7 +161,7 @@ async fn a_second_signal_ends_the_drain_at_once() {
     )
     .await;
     assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
-    let status = exit_status(child).await;
+    let status = exit_status(child, &address).await;
     assert!(status.success(), "{status}");
     assert!(
         told.elapsed() < Duration::from_secs(30),

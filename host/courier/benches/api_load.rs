@@ -1,10 +1,14 @@
-//! Quotes and bookings under load, beside the machine's one-row insert ceiling.
+//! Quotes, bookings and job reads under load, beside the machine's one-row insert ceiling,
+//! with the CPU time each request costs the service and PostgreSQL.
 //!
 //! Starts a private PostgreSQL cluster, measures the ceiling with pgbench (8 clients, one
-//! `INSERT` per transaction), then runs the real service in this process on that cluster and
-//! drives it over HTTP from `BENCH_CLIENTS` concurrent clients (default 32) for
-//! `BENCH_SECONDS` per phase (default 10): first quotes, then bookings of quotes made
-//! beforehand, each with its own `Idempotency-Key`. Client and service share the machine.
+//! `INSERT` per transaction), then runs the real service in this process, on a runtime of its
+//! own, on that cluster and drives it over HTTP from `BENCH_CLIENTS` concurrent clients
+//! (default 32) for `BENCH_SECONDS` per phase (default 10): quotes, then bookings of quotes
+//! made beforehand, each with its own `Idempotency-Key`, then reads of the booked jobs. Client
+//! and service share the machine; the CPU figures count the service's threads and the
+//! cluster's processes only (read from `/proc` around each phase and a settling second after
+//! it, so background work a phase causes is counted with it).
 //!
 //! cargo bench -p courier --bench api_load
 
@@ -13,6 +17,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::cpu::CpuSample;
 use common::{Bench, Latencies, env_or};
 use courier_core::infra::db::{EmbeddedPostgres, create_database_if_missing, find_server_binaries};
 
@@ -49,6 +54,13 @@ where
     }
     let elapsed = started.elapsed();
     (all.len(), Latencies(all), elapsed)
+}
+
+/// CPU per request of a phase that made `requests`, counted from `before` to a second after
+/// the phase (the background work it caused: events, dispatch passes).
+async fn settled_cpu(bench: &Bench, before: CpuSample, requests: usize) -> (f64, f64) {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    before.per_request(&bench.cpu(), requests)
 }
 
 fn pgbench_ceiling(cluster: &EmbeddedPostgres, seconds: u64) -> Option<f64> {
@@ -92,11 +104,13 @@ fn main() {
         };
 
         let b = Arc::clone(&bench);
+        let cpu_before = bench.cpu();
         let (quotes, mut quote_latency, quote_time) = drive(clients, seconds, move |_| {
             let b = Arc::clone(&b);
             async move { b.quote().await.is_some() }
         })
         .await;
+        let quote_cpu = settled_cpu(&bench, cpu_before, quotes).await;
 
         // Quotes to book, made beforehand so the booking phase measures bookings alone.
         let wanted = (quotes as f64 * 0.6) as usize + 1000;
@@ -121,45 +135,82 @@ fn main() {
             task.await.unwrap();
         }
         let (b, b_stock) = (Arc::clone(&bench), Arc::clone(&stock));
+        let booked = Arc::new(tokio::sync::Mutex::new(Vec::new()));
+        let b_booked = Arc::clone(&booked);
+        let cpu_before = bench.cpu();
         let (bookings, mut booking_latency, booking_time) = drive(clients, seconds, move |n| {
-            let (b, stock) = (Arc::clone(&b), Arc::clone(&b_stock));
+            let (b, stock, booked) = (Arc::clone(&b), Arc::clone(&b_stock), Arc::clone(&b_booked));
             async move {
                 let Some(quote_id) = stock.lock().await.pop() else {
                     return false;
                 };
-                b.book(&quote_id, &format!("bench-{n}")).await
+                match b.book_job(&quote_id, &format!("bench-{n}")).await {
+                    Some(id) => {
+                        booked.lock().await.push(id);
+                        true
+                    }
+                    None => false,
+                }
             }
         })
         .await;
+        let booking_cpu = settled_cpu(&bench, cpu_before, bookings).await;
+
+        let jobs = Arc::new(std::mem::take(&mut *booked.lock().await));
+        let b = Arc::clone(&bench);
+        let cpu_before = bench.cpu();
+        let (reads, mut read_latency, read_time) = drive(clients, seconds, move |n| {
+            let (b, jobs) = (Arc::clone(&b), Arc::clone(&jobs));
+            async move {
+                let id = &jobs[n % jobs.len().max(1)];
+                b.read(&format!("/v1/jobs/{id}")).await
+            }
+        })
+        .await;
+        let read_cpu = settled_cpu(&bench, cpu_before, reads).await;
 
         let per_second = |n: usize, t: Duration| n as f64 / t.as_secs_f64();
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         let quote_rate = per_second(quotes, quote_time);
         let booking_rate = per_second(bookings, booking_time);
+        let read_rate = per_second(reads, read_time);
         println!("clients: {clients}, seconds per phase: {seconds}");
-        println!("| measure | result |");
-        println!("|---|---|");
+        println!("| measure | result | CPU per request: service + PostgreSQL |");
+        println!("|---|---|---|");
         match ceiling {
-            Some(tps) => println!("| pgbench one-row INSERT ceiling (8 clients) | {tps:.0}/s |"),
-            None => println!("| pgbench one-row INSERT ceiling | pgbench not found |"),
+            Some(tps) => println!("| pgbench one-row INSERT ceiling (8 clients) | {tps:.0}/s | |"),
+            None => println!("| pgbench one-row INSERT ceiling | pgbench not found | |"),
         }
+        let of_ceiling = |rate: f64| {
+            ceiling.map_or("-".into(), |c| {
+                format!("{:.0}% of the ceiling", rate / c * 100.0)
+            })
+        };
+        let cpu = |(service, postgres): (f64, f64)| {
+            format!(
+                "{:.0} µs = {service:.0} µs + {postgres:.0} µs",
+                service + postgres
+            )
+        };
         println!(
-            "| quotes | {quote_rate:.0}/s ({}), p50 {:.2} ms, p99 {:.2} ms |",
-            ceiling.map_or("-".into(), |c| format!(
-                "{:.0}% of the ceiling",
-                quote_rate / c * 100.0
-            )),
+            "| quotes | {quote_rate:.0}/s ({}), p50 {:.2} ms, p99 {:.2} ms | {} |",
+            of_ceiling(quote_rate),
             ms(quote_latency.percentile(0.5)),
             ms(quote_latency.percentile(0.99)),
+            cpu(quote_cpu),
         );
         println!(
-            "| bookings | {booking_rate:.0}/s ({}), p50 {:.2} ms, p99 {:.2} ms |",
-            ceiling.map_or("-".into(), |c| format!(
-                "{:.0}% of the ceiling",
-                booking_rate / c * 100.0
-            )),
+            "| bookings | {booking_rate:.0}/s ({}), p50 {:.2} ms, p99 {:.2} ms | {} |",
+            of_ceiling(booking_rate),
             ms(booking_latency.percentile(0.5)),
             ms(booking_latency.percentile(0.99)),
+            cpu(booking_cpu),
+        );
+        println!(
+            "| job reads | {read_rate:.0}/s, p50 {:.2} ms, p99 {:.2} ms | {} |",
+            ms(read_latency.percentile(0.5)),
+            ms(read_latency.percentile(0.99)),
+            cpu(read_cpu),
         );
         match Arc::try_unwrap(bench) {
             Ok(bench) => bench.finish().await,

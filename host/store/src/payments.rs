@@ -169,16 +169,16 @@ pub async fn card(
     environment: Environment,
     id: Uuid,
 ) -> Result<Option<CardRow>, sqlx::Error> {
-    sqlx::query_as!(
-        CardRow,
-        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", provider_ref, customer_id, brand, last_four, expiry_month, expiry_year, status AS \"status: Text<CardStatus>\", is_default, attached_at, dead_reason, died_at, removed_at FROM payment_methods \
-         WHERE id = $1 AND merchant_id = $2 AND environment = $3 AND removed_at IS NULL",
-        id,
-        merchant_id,
-        environment.as_str(),
-    )
-    .fetch_optional(conn)
-    .await
+    // By the primary key alone, the owner checked here (as `jobs::find`).
+    let card = card_by_id(conn, id).await;
+    match card {
+        Ok(card) => Ok((card.merchant_id == merchant_id
+            && card.environment == environment
+            && card.removed_at.is_none())
+        .then_some(card)),
+        Err(sqlx::Error::RowNotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// A working card on file with this provider reference, if any.

@@ -3,6 +3,8 @@
 // Each benchmark uses a part of this module.
 #![allow(dead_code)]
 
+pub mod cpu;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -122,7 +124,21 @@ impl Bench {
             })
         })
         .unwrap();
-        tokio::spawn(courier::app::run(config, listener, std::future::pending()));
+        // The service runs on a runtime of its own, whose threads' CPU time is read apart from
+        // the load client's (`cpu`).
+        let listener = listener.into_std().unwrap();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name(cpu::SERVICE_THREADS)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                let _ = courier::app::run(config, listener, std::future::pending()).await;
+            });
+        });
         let base = format!("http://{address}");
         let http = reqwest::Client::builder()
             .pool_max_idle_per_host(clients)
@@ -177,6 +193,20 @@ impl Bench {
 
     /// Books `quote_id`; true on 201.
     pub async fn book(&self, quote_id: &str, idempotency_key: &str) -> bool {
+        self.booking(quote_id, idempotency_key)
+            .await
+            .is_some_and(|r| r.status() == 201)
+    }
+
+    /// Books `quote_id`; the job's id on 201.
+    pub async fn book_job(&self, quote_id: &str, idempotency_key: &str) -> Option<String> {
+        let response = self.booking(quote_id, idempotency_key).await?;
+        (response.status() == 201).then_some(())?;
+        let job: Value = response.json().await.ok()?;
+        job["id"].as_str().map(str::to_owned)
+    }
+
+    async fn booking(&self, quote_id: &str, idempotency_key: &str) -> Option<reqwest::Response> {
         self.http
             .post(format!("{}/v1/jobs", self.base))
             .basic_auth(&self.key, Some(&self.secret))
@@ -184,7 +214,7 @@ impl Bench {
             .json(&booking_body(quote_id))
             .send()
             .await
-            .is_ok_and(|r| r.status() == 201)
+            .ok()
     }
 
     /// GETs `path`; true on 200.
@@ -195,6 +225,14 @@ impl Bench {
             .send()
             .await
             .is_ok_and(|r| r.status() == 200)
+    }
+
+    /// CPU used so far by the service and by the cluster.
+    pub fn cpu(&self) -> cpu::CpuSample {
+        let pid_file = std::fs::read_to_string(self.root.join("data").join("postmaster.pid"))
+            .expect("the cluster is running");
+        let postmaster = pid_file.lines().next().unwrap().trim().parse().unwrap();
+        cpu::CpuSample::now(postmaster)
     }
 
     pub async fn finish(self) {
