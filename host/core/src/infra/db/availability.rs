@@ -56,10 +56,19 @@ pub async fn accept_new(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// The pool's check before lending a connection: while watchful, one on a read-only server
-/// is dropped.
-pub async fn keep_before_use(conn: &mut PgConnection) -> Result<bool, sqlx::Error> {
-    if !watchful(millis_now()) {
+/// How long a pooled connection may sit unused before it is checked again before use.
+const CHECK_AFTER_IDLE: Duration = Duration::from_secs(1);
+
+/// The pool's check before lending a connection, in place of a ping on every lending: one
+/// unused for [`CHECK_AFTER_IDLE`] is checked (a connection the server closed meanwhile
+/// fails the check and is replaced), and while watchful, every one; one on a read-only
+/// server is dropped. A connection in steady use was answered a moment ago (the pool pings
+/// each on its return).
+pub async fn keep_before_use(
+    conn: &mut PgConnection,
+    idle_for: Duration,
+) -> Result<bool, sqlx::Error> {
+    if idle_for < CHECK_AFTER_IDLE && !watchful(millis_now()) {
         return Ok(true);
     }
     Ok(!on_read_only_server(conn).await?)

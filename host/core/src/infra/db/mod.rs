@@ -96,7 +96,9 @@ pub fn pool_options(size: u32) -> PgPoolOptions {
         .max_connections(size)
         .acquire_timeout(Duration::from_secs(5))
         .after_connect(|conn, _| Box::pin(availability::accept_new(conn)))
-        .before_acquire(|conn, _| Box::pin(availability::keep_before_use(conn)))
+        // Checked by `keep_before_use` instead of a ping each time a connection is lent.
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| Box::pin(availability::keep_before_use(conn, meta.idle_for)))
 }
 
 /// Creates `database` on the embedded cluster unless it exists.
