@@ -6,6 +6,7 @@ mod support;
 mod audit;
 mod auth;
 mod cli;
+mod connections;
 mod dispatch;
 mod errors;
 mod fleet;

@@ -124,6 +124,17 @@ pub struct Config {
           env = "COURIER_HEADER_READ_TIMEOUT_MS", default_value = "10000",
           value_parser = settings::millis)]
     pub header_read_timeout: Duration,
+    /// How long a connection may stay open with no request in flight (HTTP/1 keep-alive and
+    /// HTTP/2 alike) before it is closed. Keep it above a load balancer's own idle timeout for
+    /// the connections it reuses (HAProxy's `timeout http-keep-alive`).
+    #[arg(id = "idle-timeout-ms", long = "idle-timeout-ms", env = "COURIER_IDLE_TIMEOUT_MS",
+          default_value = "75000", value_parser = settings::millis)]
+    pub idle_timeout: Duration,
+    /// Connections served at once; more wait, unaccepted, until one closes. Keep it under the
+    /// process's open-file limit.
+    #[arg(id = "max-connections", long = "max-connections", env = "COURIER_MAX_CONNECTIONS",
+          default_value = "10000", value_parser = settings::positive_usize)]
+    pub max_connections: usize,
     /// How long an instance told to stop (SIGTERM) keeps serving while `/readyz` answers 503
     /// `service.draining`, so that a load balancer's health check takes it out of rotation
     /// before it stops accepting connections. A second signal cuts it short; 0 stops at once.

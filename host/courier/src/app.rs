@@ -156,13 +156,27 @@ impl Services {
 
 /// Binds `config.listen` and serves until SIGINT or SIGTERM.
 pub async fn serve(config: Config) -> Result<(), StartError> {
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .map_err(|source| StartError::Bind {
-            address: config.listen.to_string(),
-            source,
-        })?;
+    let listener = bind(config.listen).map_err(|source| StartError::Bind {
+        address: config.listen.to_string(),
+        source,
+    })?;
     run(config, listener, shutdown_signal()).await
+}
+
+/// Connections the kernel holds for the server to accept (at most `net.core.somaxconn`).
+const ACCEPT_QUEUE: u32 = 4096;
+
+/// The listening socket, with a long accept queue: a burst of new connections waits there
+/// while the server is busy, instead of being dropped and tried again a second later.
+fn bind(address: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if address.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(ACCEPT_QUEUE)
 }
 
 /// Serves on `listener` until `shutdown` completes, then finishes in-flight requests and
@@ -215,7 +229,11 @@ pub async fn run(
     services
         .texts
         .run_sender(&workers, config.scheduler_interval);
-    let header_read_timeout = config.header_read_timeout;
+    let limits = crate::server::ConnectionLimits {
+        header_read_timeout: config.header_read_timeout,
+        idle_timeout: config.idle_timeout,
+        max_connections: config.max_connections,
+    };
     let draining = api::Draining::default();
     let sandbox = Arc::new(courier_core::sandbox::Simulator::new(
         services.db.pool.clone(),
@@ -272,7 +290,7 @@ pub async fn run(
     let address = listener.local_addr().map_err(StartError::Serve)?;
     tracing::info!(%address, "courier is listening");
     let stop = drain_after(shutdown, draining, config.drain);
-    crate::server::serve(listener, api::router(state), header_read_timeout, stop).await;
+    crate::server::serve(listener, api::router(state), limits, stop).await;
     tracing::info!("stopped accepting requests; shutting down");
     workers.stop().await;
     services.db.close().await;
