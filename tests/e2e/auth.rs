@@ -101,6 +101,138 @@ async fn wrong_unknown_or_swapped_credentials_get_401() {
     app.stop().await;
 }
 
+/// An unknown key, or a known key with a wrong secret, is refused from memory after its first
+/// lookup (for `COURIER_AUTH_CACHE_MS`), like a right one is accepted: a flood of either
+/// costs no database round trip. Shown by taking the keys table away after the first
+/// lookups: the flood is still answered 401, not 503.
+#[tokio::test]
+async fn a_flood_of_unknown_keys_or_wrong_secrets_is_refused_from_memory() {
+    // The failure budget per address is another test's (it would answer 429 here).
+    let app = TestApp::spawn_with(|name| {
+        (name == "COURIER_AUTH_FAILURE_LIMIT").then(|| "100000".to_owned())
+    })
+    .await;
+    let merchant = app.create_merchant("Probed Ltd").await;
+    let test = merchant.test();
+    let unknown = Credential {
+        key: "ck_test_nobodyissuedthis0000000".into(),
+        secret: test.secret.clone(),
+    };
+    let wrong = Credential {
+        key: test.key.clone(),
+        secret: "not-the-secret".into(),
+    };
+    let status = |credential: &Credential| {
+        let request = app.request(Method::GET, ANY_V1_PATH).auth(credential);
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(status(&unknown).await, 401);
+    assert_eq!(status(&wrong).await, 401);
+    assert_eq!(status(&test).await, 404, "the right secret is accepted");
+
+    let pool = sqlx::PgPool::connect(&app.database_url).await.unwrap();
+    sqlx::query("ALTER TABLE api_keys RENAME TO api_keys_away")
+        .execute(&pool)
+        .await
+        .unwrap();
+    for _ in 0..500 {
+        assert_eq!(status(&unknown).await, 401);
+        assert_eq!(status(&wrong).await, 401);
+    }
+    assert_eq!(status(&test).await, 404);
+    // A key not seen before does need the database, which is away.
+    let unseen = Credential {
+        key: "ck_test_neverseenbeforeeither00".into(),
+        secret: "x".into(),
+    };
+    assert_eq!(status(&unseen).await, 503);
+    sqlx::query("ALTER TABLE api_keys_away RENAME TO api_keys")
+        .execute(&pool)
+        .await
+        .unwrap();
+    app.stop().await;
+}
+
+/// One client address may fail to sign in `COURIER_AUTH_FAILURE_LIMIT` times per window; then
+/// its requests are answered 429 `rate_limited` with `Retry-After`, before any lookup, but for
+/// credentials verified a moment ago. From a trusted proxy, the address it forwards is the
+/// one counted; from anyone else `X-Forwarded-For` changes nothing.
+#[tokio::test]
+async fn failed_sign_ins_are_limited_per_client_address() {
+    let status = |app: &TestApp, credential: &Credential, forwarded_for: &str| {
+        let request = app
+            .request(Method::GET, ANY_V1_PATH)
+            .auth(credential)
+            .header("X-Forwarded-For", forwarded_for);
+        async move {
+            let response = request.send().await.unwrap();
+            let retry_after = response.headers().contains_key("retry-after");
+            let status = response.status().as_u16();
+            let body: serde_json::Value = response.json().await.unwrap();
+            if status == 429 {
+                assert_eq!(body["code"], "rate_limited");
+                assert!(retry_after, "429 says when to try again");
+            }
+            status
+        }
+    };
+    let wrong = |merchant: &Credential| Credential {
+        key: merchant.key.clone(),
+        secret: "wrong".into(),
+    };
+
+    // Behind a trusted proxy (here, the test itself at 127.0.0.1).
+    let app = TestApp::spawn_with(|name| match name {
+        "COURIER_AUTH_FAILURE_LIMIT" => Some("5".into()),
+        "COURIER_TRUSTED_PROXIES" => Some("127.0.0.1".into()),
+        _ => None,
+    })
+    .await;
+    let seen = app.create_merchant("Seen Ltd").await.test();
+    let unseen = app.create_merchant("Unseen Ltd").await.test();
+    let guesser = "203.0.113.7";
+    assert_eq!(
+        status(&app, &seen, guesser).await,
+        404,
+        "verified, and remembered"
+    );
+    for _ in 0..5 {
+        assert_eq!(status(&app, &wrong(&seen), guesser).await, 401);
+    }
+    assert_eq!(status(&app, &wrong(&seen), guesser).await, 429);
+    assert_eq!(
+        status(&app, &unseen, guesser).await,
+        429,
+        "right credentials not verified a moment ago wait too"
+    );
+    assert_eq!(
+        status(&app, &seen, guesser).await,
+        404,
+        "credentials verified a moment ago are still served"
+    );
+    assert_eq!(
+        status(&app, &wrong(&seen), "203.0.113.8").await,
+        401,
+        "another client behind the same proxy has its own budget"
+    );
+    assert_eq!(status(&app, &unseen, "203.0.113.8").await, 404);
+    app.stop().await;
+
+    // No trusted proxy: the header is the client's own claim, and changes nothing.
+    let app = TestApp::spawn_with(|name| match name {
+        "COURIER_AUTH_FAILURE_LIMIT" => Some("5".into()),
+        _ => None,
+    })
+    .await;
+    let merchant = app.create_merchant("Direct Ltd").await.test();
+    for n in 0..5 {
+        let claimed = format!("198.51.100.{n}");
+        assert_eq!(status(&app, &wrong(&merchant), &claimed).await, 401);
+    }
+    assert_eq!(status(&app, &wrong(&merchant), "198.51.100.99").await, 429);
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn valid_test_and_live_credentials_are_accepted() {
     let app = TestApp::spawn().await;

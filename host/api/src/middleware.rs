@@ -4,6 +4,9 @@ use std::any::Any;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::header::{AUTHORIZATION, CONNECTION, CONTENT_TYPE};
 use axum::http::{HeaderValue, StatusCode};
@@ -12,20 +15,50 @@ use axum::response::{IntoResponse, Response};
 
 use super::error::{ApiError, RequestError};
 use super::state::{AppState, Draining};
+use courier_core::auth::AuthError;
 use courier_core::rate_limit::{Budget, Decision, whole_seconds};
+
+/// The client's address: the peer's, or, from a trusted proxy, the one it forwarded.
+pub fn client_address(state: &AppState, request: &Request) -> IpAddr {
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |ConnectInfo(peer)| {
+            peer.ip()
+        });
+    let forwarded = request
+        .headers()
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|value| value.to_str().ok());
+    state.trusted_proxies.client_address(peer, forwarded)
+}
 
 /// Authenticates every /v1 request and spends one request of the key's budget for its kind;
 /// handlers read the `Merchant` from the extensions. Every authenticated answer carries the
-/// budget's `RateLimit-*` headers.
+/// budget's `RateLimit-*` headers. A client address that used up its failed sign-ins is
+/// answered 429 before any lookup, unless its credentials were verified a moment ago.
 pub async fn require_merchant(
     State(state): State<AppState>,
     mut request: Request,
     next: Next,
 ) -> Response {
     let header = request.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
+    let client = client_address(&state, &request);
+    let now = Instant::now();
+    if let Some(retry_after) = state.auth_failures.wait(client, now)
+        && !state.authenticator.verified_in_memory(header)
+    {
+        return ApiError::RateLimited { retry_after }.into_response();
+    }
     let caller = match state.authenticator.verify(header).await {
         Ok(caller) => caller,
-        Err(e) => return ApiError::from(e).into_response(),
+        Err(e) => {
+            if e != AuthError::Unavailable {
+                state.auth_failures.failed(client, now);
+            }
+            return ApiError::from(e).into_response();
+        }
     };
     let budget = Budget::of(request.method(), request.uri().path());
     let limit = state

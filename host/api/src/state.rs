@@ -31,6 +31,10 @@ pub struct AppState {
     pub booking: courier_core::jobs::booking::BookingContext,
     /// Whether this instance is stopping.
     pub draining: Draining,
+    /// Failed merchant sign-ins per client address.
+    pub auth_failures: Arc<courier_core::auth::failures::FailureBudget>,
+    /// Whose `X-Forwarded-For` names the client.
+    pub trusted_proxies: Arc<courier_core::auth::client::TrustedProxies>,
 }
 
 /// Set once the instance is told to stop: `/readyz` answers 503 `service.draining` and HTTP/1

@@ -56,6 +56,25 @@ pub struct Config {
           env = "COURIER_OPERATOR_FAILURE_LIMIT", default_value = "10",
           value_parser = settings::positive_u32)]
     pub operator_failure_limit: u32,
+    /// Requests with wrong, unknown or malformed merchant credentials one client address may
+    /// make per window (`COURIER_AUTH_FAILURE_WINDOW_MS`); past them its requests are answered
+    /// 429 `rate_limited` before any lookup, but for credentials already verified in memory.
+    #[arg(id = "auth-failure-limit", long = "auth-failure-limit",
+          env = "COURIER_AUTH_FAILURE_LIMIT", default_value = "100",
+          value_parser = settings::positive_u32)]
+    pub auth_failure_limit: u32,
+    /// The window of `COURIER_AUTH_FAILURE_LIMIT`.
+    #[arg(id = "auth-failure-window-ms", long = "auth-failure-window-ms",
+          env = "COURIER_AUTH_FAILURE_WINDOW_MS", default_value = "60000",
+          value_parser = settings::millis)]
+    pub auth_failure_window: Duration,
+    /// Load balancers and proxies whose `X-Forwarded-For` names the client (addresses or
+    /// networks, comma-separated, e.g. `10.0.0.5,10.1.0.0/16`). Per-address budgets count the
+    /// client so named; from any other peer the header is ignored. Empty: the peer is the
+    /// client.
+    #[arg(id = "trusted-proxies", long = "trusted-proxies", env = "COURIER_TRUSTED_PROXIES",
+          value_delimiter = ',', value_parser = settings::network)]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// The window of `COURIER_OPERATOR_FAILURE_LIMIT`.
     #[arg(id = "operator-failure-window-ms", long = "operator-failure-window-ms",
           env = "COURIER_OPERATOR_FAILURE_WINDOW_MS", default_value = "60000",
@@ -81,9 +100,10 @@ pub struct Config {
     #[arg(id = "plugin-instances", long = "plugin-instances", env = "COURIER_PLUGIN_INSTANCES",
           default_value = "256", value_parser = settings::positive_u32)]
     pub plugin_instances: u32,
-    /// How long a verified credential is trusted from memory. A revocation evicts it on every
-    /// instance at once (Postgres `NOTIFY`); this is the worst-case bound should a notification
-    /// be missed. `0` checks the database on every request.
+    /// How long what the database said of a key (its stored hash, or that there is no such
+    /// key) is trusted from memory. A revocation evicts it on every instance at once (Postgres
+    /// `NOTIFY`); this is the worst-case bound should a notification be missed. `0` checks the
+    /// database on every request.
     #[arg(id = "auth-cache-ms", long = "auth-cache-ms", env = "COURIER_AUTH_CACHE_MS",
           default_value = "5000", value_parser = settings::millis_or_zero)]
     pub auth_cache: Duration,

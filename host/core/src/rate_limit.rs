@@ -20,7 +20,7 @@ use courier_domain::limits::LimitOverrides;
 pub const RATE_LIMITED: Code = Code::new(
     429,
     "rate_limited",
-    "The merchant has used its budget for this kind of request (see [rate limits](api-behaviour.md#rate-limits)), or the client address its failed operator sign-ins; `Retry-After` says when to try again.",
+    "The merchant has used its budget for this kind of request (see [rate limits](api-behaviour.md#rate-limits)), or the client address its failed sign-ins (merchant or operator API); `Retry-After` says when to try again.",
 );
 
 /// The window a per-minute limit is spread over.

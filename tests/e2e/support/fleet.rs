@@ -339,6 +339,8 @@ impl Fleet {
                 ("COURIER_INSTANCES", "3".to_owned()),
                 ("COURIER_DRAIN_MS", DRAIN_MS.to_string()),
                 ("COURIER_DB_POOL_SIZE", "8".to_owned()),
+                // HAProxy, on loopback, forwards the client's address.
+                ("COURIER_TRUSTED_PROXIES", "127.0.0.1".to_owned()),
             ]
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v))

@@ -8,10 +8,9 @@ mod merchants;
 
 mod price_books;
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::IpAddr;
 
 use axum::Router;
-use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::middleware::Next;
@@ -76,12 +75,7 @@ async fn require_operator(
     next: Next,
 ) -> Response {
     let presented = request.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
-    let client = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |ConnectInfo(peer)| {
-            peer.ip()
-        });
+    let client = crate::middleware::client_address(&state, &request);
     match state.operators.check_from(presented, client) {
         Ok(operator) => {
             request.extensions_mut().insert(operator);

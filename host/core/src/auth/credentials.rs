@@ -76,24 +76,34 @@ pub struct IssuedKey {
     pub secret: String,
 }
 
-/// Most verified credentials kept in memory; past this the cache starts over.
+/// Most keys kept in memory; past this the cache starts over.
 const CACHE_CAPACITY: usize = 100_000;
 
-/// A credential verified against the database, trusted until `until`.
-struct Verified {
-    secret_hash: [u8; 32],
-    caller: Caller,
+/// What the database said of a key, trusted until `until`: its stored hash and caller, or
+/// that there is no such key. Kept for unknown keys and wrong secrets too, so that a flood
+/// of either costs no database round trip.
+struct Looked {
+    found: Option<Found>,
     until: Instant,
+}
+
+#[derive(Clone)]
+struct Found {
+    merchant_id: Uuid,
+    secret_hash: Vec<u8>,
+    /// None when the key cannot be used: revoked, or stored for the other environment.
+    caller: Option<Caller>,
 }
 
 #[derive(Clone)]
 pub struct Authenticator {
     pool: PgPool,
     hash_key: [u8; 32],
-    /// Verified credentials by key, so a busy key is not looked up on every request. A
-    /// revocation evicts the key's entry on every instance at once (see `changes`); should
-    /// that notice be missed, the entry still expires within `cache_for`.
-    verified: Arc<Mutex<HashMap<String, Verified>>>,
+    /// Keys as last looked up, so a busy key (or a flood of unknown keys or wrong secrets)
+    /// is not looked up on every request. A revocation evicts the key's entry on every
+    /// instance at once (see `changes`); should that notice be missed, the entry still
+    /// expires within `cache_for`.
+    looked: Arc<Mutex<HashMap<String, Looked>>>,
     cache_for: Duration,
     /// Counts evictions: a look-up that began before one may have read what was just
     /// revoked, so its answer is not cached.
@@ -114,7 +124,7 @@ impl Authenticator {
         Self {
             pool,
             hash_key: secret_key.derive("api-key-secret-hash"),
-            verified: Arc::new(Mutex::new(HashMap::new())),
+            looked: Arc::new(Mutex::new(HashMap::new())),
             cache_for,
             evictions: Arc::new(AtomicU64::new(0)),
             used: Arc::new(Mutex::new(HashSet::new())),
@@ -163,78 +173,96 @@ impl Authenticator {
             parse_basic(header.ok_or(AuthError::Missing)?).ok_or(AuthError::Malformed)?;
         let environment = Environment::of_key(&credentials.key).ok_or(AuthError::Invalid)?;
         let expected = self.hash(&credentials.key, &credentials.secret);
-        if let Some(caller) = self.cached(&credentials.key, &expected) {
-            self.note_use(caller.merchant.key_id);
-            return Ok(caller);
-        }
-        let evictions_before = self.evictions.load(Ordering::Acquire);
-        let stored = store::merchants::find_api_key(&self.pool, &credentials.key)
-            .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "looking up an API key failed");
-                AuthError::Unavailable
-            })?
-            .ok_or(AuthError::Invalid)?;
-        let matches: bool = stored.secret_hash.ct_eq(expected.as_slice()).into();
-        // The stored environment must agree with the key's prefix, so a key can never be
-        // presented as belonging to the other environment.
-        if !matches || stored.environment != environment || stored.revoked {
-            return Err(AuthError::Invalid);
-        }
-        let caller = Caller {
-            merchant: Merchant {
-                merchant_id: stored.merchant_id,
-                environment,
-                key_id: stored.id,
-            },
-            limits: stored.limits,
+        let found = match self.cached(&credentials.key) {
+            Some(found) => found,
+            None => {
+                let evictions_before = self.evictions.load(Ordering::Acquire);
+                let stored = store::merchants::find_api_key(&self.pool, &credentials.key)
+                    .await
+                    .map_err(|e| {
+                        tracing::error!(error = %e, "looking up an API key failed");
+                        AuthError::Unavailable
+                    })?;
+                let found = stored.map(|stored| Found {
+                    merchant_id: stored.merchant_id,
+                    // The stored environment must agree with the key's prefix, so a key can
+                    // never be presented as belonging to the other environment.
+                    caller: (stored.environment == environment && !stored.revoked).then_some(
+                        Caller {
+                            merchant: Merchant {
+                                merchant_id: stored.merchant_id,
+                                environment,
+                                key_id: stored.id,
+                            },
+                            limits: stored.limits,
+                        },
+                    ),
+                    secret_hash: stored.secret_hash,
+                });
+                self.remember(credentials.key, found.clone(), evictions_before);
+                found
+            }
         };
-        self.remember(credentials.key, expected, caller, evictions_before);
-        self.note_use(stored.id);
+        let found = found.ok_or(AuthError::Invalid)?;
+        let matches: bool = found.secret_hash.ct_eq(expected.as_slice()).into();
+        let caller = found.caller.filter(|_| matches).ok_or(AuthError::Invalid)?;
+        self.note_use(caller.merchant.key_id);
         Ok(caller)
     }
 
-    fn cached(&self, key: &str, secret_hash: &[u8; 32]) -> Option<Caller> {
-        let verified = self.verified.lock().expect("lock poisoned");
-        let entry = verified.get(key)?;
-        let same: bool = entry.secret_hash.ct_eq(secret_hash).into();
-        (same && entry.until > Instant::now()).then_some(entry.caller)
+    /// Whether `header` holds credentials verified a moment ago, answered from memory without
+    /// a lookup: what an address past its failure budget may still use.
+    pub fn verified_in_memory(&self, header: Option<&[u8]>) -> bool {
+        let Some(credentials) = header.and_then(parse_basic) else {
+            return false;
+        };
+        let expected = self.hash(&credentials.key, &credentials.secret);
+        matches!(
+            self.cached(&credentials.key),
+            Some(Some(found)) if found.caller.is_some()
+                && bool::from(found.secret_hash.ct_eq(expected.as_slice()))
+        )
     }
 
-    fn remember(&self, key: String, secret_hash: [u8; 32], caller: Caller, evictions_before: u64) {
+    /// What was last looked up of `key`, while it is trusted: Some(None) for no such key.
+    fn cached(&self, key: &str) -> Option<Option<Found>> {
+        let looked = self.looked.lock().expect("lock poisoned");
+        let entry = looked.get(key)?;
+        (entry.until > Instant::now()).then(|| entry.found.clone())
+    }
+
+    fn remember(&self, key: String, found: Option<Found>, evictions_before: u64) {
         if self.cache_for.is_zero() {
             return;
         }
-        let mut verified = self.verified.lock().expect("lock poisoned");
+        let mut looked = self.looked.lock().expect("lock poisoned");
         // Evictions happen under this lock, so this check and the insert cannot straddle one.
         if self.evictions.load(Ordering::Acquire) != evictions_before {
             return;
         }
-        if verified.len() >= CACHE_CAPACITY {
-            verified.clear();
+        if looked.len() >= CACHE_CAPACITY {
+            looked.clear();
         }
         let until = Instant::now() + self.cache_for;
-        verified.insert(
-            key,
-            Verified {
-                secret_hash,
-                caller,
-                until,
-            },
-        );
+        looked.insert(key, Looked { found, until });
     }
 
     /// Drops what is remembered of `key` (revoked, or its merchant's budgets changed).
     pub fn forget_key(&self, key: &str) {
-        self.evict(|verified| {
-            verified.remove(key);
+        self.evict(|looked| {
+            looked.remove(key);
         });
     }
 
     /// Drops what is remembered of every key of `merchant_id`.
     pub fn forget_merchant(&self, merchant_id: Uuid) {
-        self.evict(|verified| {
-            verified.retain(|_, entry| entry.caller.merchant.merchant_id != merchant_id);
+        self.evict(|looked| {
+            looked.retain(|_, entry| {
+                entry
+                    .found
+                    .as_ref()
+                    .is_none_or(|found| found.merchant_id != merchant_id)
+            });
         });
     }
 
@@ -243,9 +271,9 @@ impl Authenticator {
         self.evict(HashMap::clear);
     }
 
-    fn evict(&self, how: impl FnOnce(&mut HashMap<String, Verified>)) {
-        let mut verified = self.verified.lock().expect("lock poisoned");
-        how(&mut verified);
+    fn evict(&self, how: impl FnOnce(&mut HashMap<String, Looked>)) {
+        let mut looked = self.looked.lock().expect("lock poisoned");
+        how(&mut looked);
         self.evictions.fetch_add(1, Ordering::AcqRel);
     }
 

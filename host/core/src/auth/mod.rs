@@ -2,7 +2,9 @@
 
 mod basic;
 mod changes;
+pub mod client;
 mod credentials;
+pub mod failures;
 pub mod operators;
 mod usage;
 

@@ -158,6 +158,14 @@ pub fn millis_or_zero(raw: &str) -> Result<Duration, String> {
     whole(raw).map(Duration::from_millis)
 }
 
+/// An IP address or network (CIDR), as `COURIER_TRUSTED_PROXIES` lists them.
+pub fn network(raw: &str) -> Result<ipnet::IpNet, String> {
+    let raw = raw.trim();
+    raw.parse::<ipnet::IpNet>()
+        .or_else(|_| raw.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("{raw:?} is not an IP address or a network such as 10.0.0.0/8"))
+}
+
 /// Seconds, at least one.
 pub fn seconds(raw: &str) -> Result<chrono::Duration, String> {
     positive(raw).map(|s| chrono::Duration::seconds(s as i64))
@@ -175,6 +183,15 @@ pub fn flag(raw: &str) -> Result<bool, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn networks_are_addresses_or_cidr_ranges() {
+        assert_eq!(network("10.0.0.5").unwrap().to_string(), "10.0.0.5/32");
+        assert_eq!(network(" 10.1.0.0/16 ").unwrap().to_string(), "10.1.0.0/16");
+        assert!(network("::1").is_ok());
+        assert!(network("10.0.0.0/33").is_err());
+        assert!(network("balancer").is_err());
+    }
 
     /// Two settings of a made-up feature.
     #[derive(Args, Debug)]
