@@ -233,6 +233,38 @@ async fn failed_sign_ins_are_limited_per_client_address() {
     app.stop().await;
 }
 
+/// The courier API's wrong credentials count against the same budget per address.
+#[tokio::test]
+async fn failed_courier_sign_ins_count_against_the_same_budget() {
+    let app =
+        TestApp::spawn_with(|name| (name == "COURIER_AUTH_FAILURE_LIMIT").then(|| "3".to_owned()))
+            .await;
+    let forged = || {
+        app.request(Method::GET, "/courier/v1/me")
+            .bearer_auth(format!("crk_{}.{}", "k".repeat(24), "s".repeat(40)))
+    };
+    for _ in 0..3 {
+        assert_refusal(
+            forged().send().await.unwrap(),
+            401,
+            "auth.invalid_credentials",
+        )
+        .await;
+    }
+    let response = forged().send().await.unwrap();
+    assert!(response.headers().contains_key("retry-after"));
+    assert_refusal(response, 429, "rate_limited").await;
+    let merchant = app.create_merchant("Same Address Ltd").await.test();
+    let response = app
+        .request(Method::GET, ANY_V1_PATH)
+        .auth(&merchant)
+        .send()
+        .await
+        .unwrap();
+    assert_refusal(response, 429, "rate_limited").await;
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn valid_test_and_live_credentials_are_accepted() {
     let app = TestApp::spawn().await;

@@ -173,6 +173,7 @@ impl Section {
             Section::Courier => vec![
                 (401, CREDENTIALS),
                 (403, &["courier.suspended"]),
+                (429, &["rate_limited"]),
                 (503, &["service.database_unavailable"]),
             ],
         }

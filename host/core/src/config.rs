@@ -56,9 +56,10 @@ pub struct Config {
           env = "COURIER_OPERATOR_FAILURE_LIMIT", default_value = "10",
           value_parser = settings::positive_u32)]
     pub operator_failure_limit: u32,
-    /// Requests with wrong, unknown or malformed merchant credentials one client address may
-    /// make per window (`COURIER_AUTH_FAILURE_WINDOW_MS`); past them its requests are answered
-    /// 429 `rate_limited` before any lookup, but for credentials already verified in memory.
+    /// Requests with wrong, unknown or malformed merchant or courier credentials one client
+    /// address may make per window (`COURIER_AUTH_FAILURE_WINDOW_MS`); past them its requests
+    /// are answered 429 `rate_limited` before any lookup, but for merchant credentials
+    /// already verified in memory.
     #[arg(id = "auth-failure-limit", long = "auth-failure-limit",
           env = "COURIER_AUTH_FAILURE_LIMIT", default_value = "100",
           value_parser = settings::positive_u32)]

@@ -19,7 +19,8 @@ use uuid::Uuid;
 use crate::error::{ApiError, RequestError};
 use crate::extract::ApiJson;
 use crate::state::AppState;
-use courier_core::couriers::{CourierIdentity, CourierView};
+use courier_core::auth::AuthError;
+use courier_core::couriers::{CourierAuthError, CourierIdentity, CourierView};
 use courier_core::jobs::fulfilment::FulfilmentError;
 use courier_core::jobs::views::ProofRequirement;
 use courier_domain::booking::{Contact, Item};
@@ -61,12 +62,27 @@ async fn require_courier(
     next: Next,
 ) -> Response {
     let header = request.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
+    // Wrong courier credentials count against the same per-address budget as the merchant
+    // API's; a courier's are never cached, so past it every request waits.
+    let client = crate::middleware::client_address(&state, &request);
+    let now = std::time::Instant::now();
+    if let Some(retry_after) = state.auth_failures.wait(client, now) {
+        return ApiError::RateLimited { retry_after }.into_response();
+    }
     match state.couriers.credentials().authenticate(header).await {
         Ok(courier) => {
             request.extensions_mut().insert(courier);
             next.run(request).await
         }
-        Err(e) => ApiError::CourierAuth(e).into_response(),
+        Err(e) => {
+            if let CourierAuthError::Credential(
+                AuthError::Missing | AuthError::Malformed | AuthError::Invalid,
+            ) = e
+            {
+                state.auth_failures.failed(client, now);
+            }
+            ApiError::CourierAuth(e).into_response()
+        }
     }
 }
 
