@@ -1,8 +1,7 @@
 //! The `courier` binary: merchant creation, migrations, and the embedded PostgreSQL default.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use reqwest::Method;
@@ -14,28 +13,10 @@ use crate::support::{
 
 const BINARY: &str = env!("CARGO_BIN_EXE_courier");
 
-/// The parent of the commands' own data folders, removed when the test process exits.
-static SCRATCH: OnceLock<PathBuf> = OnceLock::new();
-
-fn scratch_folder() -> PathBuf {
-    let root = SCRATCH.get_or_init(|| {
-        // SAFETY: registers a plain function; atexit has no other preconditions.
-        unsafe { libc::atexit(remove_scratch) };
-        std::env::temp_dir().join(format!("courier-cli-{}", std::process::id()))
-    });
-    root.join(uuid::Uuid::new_v4().to_string())
-}
-
-extern "C" fn remove_scratch() {
-    if let Some(root) = SCRATCH.get() {
-        let _ = std::fs::remove_dir_all(root);
-    }
-}
-
 fn courier(args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(BINARY);
     // A data folder of its own unless the test names one: nothing lands in the source tree.
-    let scratch = scratch_folder();
+    let scratch = crate::support::scratch_path("cli");
     command
         .args(args)
         .env("COURIER_DATA_DIR", scratch)

@@ -1178,7 +1178,7 @@ async fn the_cli_manages_couriers_with_the_operator_in_the_audit_trail() {
     let database_url = crate::support::fresh_database_url().await;
     let secret_key = "5e".repeat(32);
     let run = |args: &[&str]| {
-        let scratch = std::env::temp_dir().join(format!("courier-cli-{}", Uuid::new_v4()));
+        let scratch = crate::support::scratch_path("cli");
         let output = std::process::Command::new(env!("CARGO_BIN_EXE_courier"))
             .args(args)
             .env("DATABASE_URL", &database_url)

@@ -234,10 +234,31 @@ pub async fn attach_working_card(app: &TestApp, credential: &Credential) {
     assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
 }
 
+/// The parent of the files and folders tests make for the service (data folders, markets
+/// files, adapter configurations), removed when the test process exits.
+static SCRATCH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// A fresh path under this test process's scratch folder, named after `what`.
+pub fn scratch_path(what: &str) -> std::path::PathBuf {
+    let root = SCRATCH.get_or_init(|| {
+        // SAFETY: registers a plain function; atexit has no other preconditions.
+        unsafe { libc::atexit(remove_scratch) };
+        std::env::temp_dir().join(format!("courier-e2e-{}", std::process::id()))
+    });
+    std::fs::create_dir_all(root).unwrap();
+    root.join(format!("{what}-{}", Uuid::new_v4()))
+}
+
+extern "C" fn remove_scratch() {
+    if let Some(root) = SCRATCH.get() {
+        let _ = std::fs::remove_dir_all(root);
+    }
+}
+
 /// A markets file with one market on Demo City that offers only cars, in EUR, with a coverage
 /// polygon reaching kilometres past its roads (so a covered point can have no road near it).
 pub fn car_only_market_file() -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!("markets-{}.toml", Uuid::new_v4()));
+    let path = scratch_path("markets").with_extension("toml");
     let settings = concat!(env!("CARGO_MANIFEST_DIR"), "/markets/settings/eur.json");
     std::fs::write(
         &path,

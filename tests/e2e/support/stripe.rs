@@ -269,8 +269,7 @@ impl StripeStandIn {
 
     /// The live adapter's configuration file (`COURIER_LIVE_PAYMENT_CONFIG`) for this stand-in.
     pub fn adapter_config(&self) -> PathBuf {
-        let path =
-            std::env::temp_dir().join(format!("stripe-config-{}.json", uuid::Uuid::new_v4()));
+        let path = super::scratch_path("stripe-config").with_extension("json");
         let config = json!({"secret_key": SECRET_KEY, "api_base": self.api_base()});
         std::fs::write(&path, config.to_string()).unwrap();
         path
