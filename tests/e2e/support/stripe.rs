@@ -267,9 +267,10 @@ impl StripeStandIn {
         format!("https://localhost:{}", self.port)
     }
 
-    /// The live adapter's configuration file (`COURIER_LIVE_PAYMENT_CONFIG`) for this stand-in.
+    /// The live adapter's configuration file (`COURIER_LIVE_PAYMENT_CONFIG`) for this stand-in,
+    /// removed with it.
     pub fn adapter_config(&self) -> PathBuf {
-        let path = super::scratch_path("stripe-config").with_extension("json");
+        let path = self.config_path();
         let config = json!({"secret_key": SECRET_KEY, "api_base": self.api_base()});
         std::fs::write(&path, config.to_string()).unwrap();
         path
@@ -358,10 +359,17 @@ impl StripeStandIn {
     }
 }
 
+impl StripeStandIn {
+    fn config_path(&self) -> PathBuf {
+        self.ca_path.with_extension("config.json")
+    }
+}
+
 impl Drop for StripeStandIn {
     fn drop(&mut self) {
         self.task.abort();
         let _ = std::fs::remove_file(&self.ca_path);
+        let _ = std::fs::remove_file(self.config_path());
     }
 }
 
