@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::quotes::journey;
-use crate::support::process::{free_port, spawn_service, wait_until_ready};
+use crate::support::process::{free_port, service_settings, spawn_service, wait_until_ready};
 use crate::support::{Authed, Credential, MerchantCredentials, fresh_database_url};
 
 /// The client preface of HTTP/2 with prior knowledge, and an empty SETTINGS frame.
@@ -38,15 +38,7 @@ async fn service(settings: &[(&str, &str)]) -> Service {
     let port = free_port();
     let address = format!("127.0.0.1:{port}");
     let data_dir = std::env::temp_dir().join(format!("courier-connections-{port}"));
-    let mut env: Vec<(String, String)> = [
-        ("DATABASE_URL", database_url.clone()),
-        ("COURIER_LISTEN", address.clone()),
-        ("COURIER_DATA_DIR", data_dir.to_string_lossy().into_owned()),
-        ("COURIER_SECRET_KEY", "5e".repeat(32)),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect();
+    let mut env = service_settings(&database_url, &address, &data_dir);
     env.extend(
         settings
             .iter()

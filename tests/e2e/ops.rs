@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use reqwest::Method;
 
-use crate::support::process::{free_port, spawn_service, wait_until_ready};
+use crate::support::process::{free_port, service_settings, spawn_service, wait_until_ready};
 use crate::support::{TestApp, assert_refusal, eventually, fresh_database_url, status_and_json};
 
 #[tokio::test]
@@ -68,16 +68,8 @@ async fn service_that_drains(drain_ms: u64) -> (std::process::Child, String, Str
     let port = free_port();
     let address = format!("127.0.0.1:{port}");
     let data_dir = drain_data_dir(port);
-    let env: Vec<(String, String)> = [
-        ("DATABASE_URL", fresh_database_url().await),
-        ("COURIER_LISTEN", address.clone()),
-        ("COURIER_DATA_DIR", data_dir.to_string_lossy().into_owned()),
-        ("COURIER_SECRET_KEY", "5e".repeat(32)),
-        ("COURIER_DRAIN_MS", drain_ms.to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect();
+    let mut env = service_settings(&fresh_database_url().await, &address, &data_dir);
+    env.push(("COURIER_DRAIN_MS".to_owned(), drain_ms.to_string()));
     let child = spawn_service(&env);
     let base_url = format!("http://{address}");
     wait_until_ready(&reqwest::Client::new(), &base_url).await;

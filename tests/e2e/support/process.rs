@@ -15,6 +15,24 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// The settings a separate `courier serve` needs: its database, its address, its own data
+/// folder, and the tests' secret key.
+pub fn service_settings(
+    database_url: &str,
+    address: &str,
+    data_dir: &std::path::Path,
+) -> Vec<(String, String)> {
+    [
+        ("DATABASE_URL", database_url.to_owned()),
+        ("COURIER_LISTEN", address.to_owned()),
+        ("COURIER_DATA_DIR", data_dir.to_string_lossy().into_owned()),
+        ("COURIER_SECRET_KEY", "5e".repeat(32)),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_owned(), value))
+    .collect()
+}
+
 /// Starts `courier serve` with `env` (and no inherited `DATABASE_URL`).
 pub fn spawn_service(env: &[(String, String)]) -> Child {
     let mut command = Command::new(BINARY);
