@@ -350,6 +350,7 @@ async fn a_due_delivery_is_claimed_by_one_worker_at_a_time() {
         &[NewDelivery {
             id: delivery,
             endpoint_id: endpoint.id,
+            merchant_id,
             event_id,
             event_name: EventName::JobBooked.as_str().to_owned(),
             occurred_at: Utc::now(),

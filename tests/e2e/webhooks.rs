@@ -1027,3 +1027,104 @@ fn assert_described(body: &Value) {
         assert!(described.contains(field), "data.{field} is not described");
     }
 }
+
+/// Quotes the demo journey and books it as `credential`; returns the job's id.
+async fn book_demo_job(app: &TestApp, credential: &Credential) -> String {
+    let quote = app
+        .request(Method::POST, "/v1/quotes")
+        .auth(credential)
+        .json(&crate::quotes::journey(None))
+        .send()
+        .await
+        .unwrap();
+    let (status, quote) = status_and_json(quote).await;
+    assert_eq!(status, 201, "{quote}");
+    let booked = app
+        .request(Method::POST, "/v1/jobs")
+        .auth(credential)
+        .header("Idempotency-Key", Uuid::new_v4().to_string())
+        .json(&crate::jobs::booking_body(&quote))
+        .send()
+        .await
+        .unwrap();
+    let (status, job) = status_and_json(booked).await;
+    assert_eq!(status, 201, "{job}");
+    job["id"].as_str().unwrap().to_owned()
+}
+
+/// One merchant with the most endpoints, every one answering after 9 s, books 500 jobs; its
+/// backlog takes only its share of the send slots, and another merchant's events keep
+/// arriving within a second.
+#[tokio::test]
+async fn one_merchants_backlog_does_not_delay_another_merchants_events() {
+    let hooks = Hooks::start(&[
+        ("COURIER_RATE_LIMIT_QUOTES_PER_MINUTE", "100000"),
+        ("COURIER_RATE_LIMIT_BOOKINGS_PER_MINUTE", "100000"),
+    ])
+    .await;
+    let flooder = hooks.merchant.test();
+    crate::support::attach_working_card(&hooks.app, &flooder).await;
+    for n in 0..16 {
+        let path = format!("/slow/{n}");
+        hooks
+            .receiver
+            .script(&path, |_| Reply::Slow(Duration::from_secs(9), 200));
+        hooks.register(&flooder, &path, Value::Null).await;
+    }
+    let other = hooks.app.create_merchant("Punctual Ltd").await;
+    let punctual = other.test();
+    crate::support::attach_working_card(&hooks.app, &punctual).await;
+    hooks.register(&punctual, "/prompt", Value::Null).await;
+
+    let book_a_quarter = || async {
+        for _ in 0..125 {
+            book_demo_job(&hooks.app, &flooder).await;
+        }
+    };
+    tokio::join!(
+        book_a_quarter(),
+        book_a_quarter(),
+        book_a_quarter(),
+        book_a_quarter()
+    );
+    let slow_paths = |receiver: &Receiver| {
+        (0..16)
+            .map(|n| receiver.received(&format!("/slow/{n}")).len())
+            .sum::<usize>()
+    };
+    hooks.receiver.wait_for("/slow/15", 1, WAIT).await;
+
+    // While the backlog waits, the other merchant books 20 jobs.
+    let mut delays = Vec::new();
+    for _ in 0..20 {
+        let job = book_demo_job(&hooks.app, &punctual).await;
+        let booked_at = std::time::Instant::now();
+        let arrived = eventually(
+            "the punctual merchant's job.booked",
+            WAIT,
+            Duration::from_millis(5),
+            || async {
+                hooks
+                    .receiver
+                    .received("/prompt")
+                    .into_iter()
+                    .find(|r| r.json()["data"]["jobId"] == job.as_str())
+                    .map(|r| r.at)
+            },
+        )
+        .await;
+        delays.push(arrived.saturating_duration_since(booked_at));
+    }
+    delays.sort();
+    let p99 = delays[delays.len() * 99 / 100];
+    eprintln!(
+        "fairness: the punctual merchant's events arrived after p50 {:?}, p99 {:?}, max {:?}",
+        delays[delays.len() / 2],
+        p99,
+        delays.last().unwrap()
+    );
+    assert!(p99 < Duration::from_secs(1), "p99 {p99:?}");
+    // The flooding merchant holds its share of the slots (64 by default), not all of them:
+    // none of its slow requests has been answered yet.
+    assert_eq!(slow_paths(&hooks.receiver), 64);
+}

@@ -267,6 +267,8 @@ pub async fn active_endpoints_of(
 pub struct NewDelivery {
     pub id: Uuid,
     pub endpoint_id: Uuid,
+    /// The endpoint's owner (not stored with the delivery).
+    pub merchant_id: Uuid,
     pub event_id: Uuid,
     pub event_name: String,
     pub occurred_at: DateTime<Utc>,
@@ -322,6 +324,7 @@ pub async fn record_fan_out(
 pub struct ClaimRow {
     pub id: Uuid,
     pub endpoint_id: Uuid,
+    pub merchant_id: Uuid,
 }
 
 /// Claims due deliveries nobody holds (or whose holder's lease ran out).
@@ -342,7 +345,8 @@ pub async fn claim_due(
            ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED) \
          UPDATE webhook_deliveries d \
          SET lease_until = now() + make_interval(secs => $2::float8 / 1000), lease_token = $3 \
-         FROM due WHERE d.id = due.id RETURNING d.id, d.endpoint_id",
+         FROM due, webhook_endpoints e WHERE d.id = due.id AND e.id = d.endpoint_id \
+         RETURNING d.id, d.endpoint_id, e.merchant_id",
     )
     .bind(limit)
     .bind(lease_ms)

@@ -31,6 +31,17 @@ pub struct WebhookConfig {
           env = "COURIER_WEBHOOK_ENDPOINT_CONCURRENCY", default_value = "16",
           value_parser = settings::positive_usize)]
     pub endpoint_concurrency: usize,
+    /// Webhook requests in flight at once for one merchant (all its endpoints), per process:
+    /// its fair share of the send slots, so one merchant's backlog leaves the rest for others.
+    #[arg(id = "webhook-merchant-concurrency", long = "webhook-merchant-concurrency",
+          env = "COURIER_WEBHOOK_MERCHANT_CONCURRENCY", default_value = "64",
+          value_parser = settings::positive_usize)]
+    pub merchant_concurrency: usize,
+    /// Webhook requests in flight at once, all merchants together, per process.
+    #[arg(id = "webhook-concurrency", long = "webhook-concurrency",
+          env = "COURIER_WEBHOOK_CONCURRENCY", default_value = "256",
+          value_parser = settings::positive_usize)]
+    pub concurrency: usize,
     /// Webhook endpoints one merchant may have in one environment; a registration past it is
     /// refused with `webhook.too_many_endpoints`. Each event is signed and sent once per
     /// endpoint, so the cap bounds what one event can cost.
@@ -88,6 +99,14 @@ mod tests {
         assert_eq!(config.max_attempts, 10);
         assert!(!config.allow_private);
         assert_eq!(config.poll, Duration::from_secs(1));
+        assert_eq!(
+            (
+                config.concurrency,
+                config.merchant_concurrency,
+                config.endpoint_concurrency
+            ),
+            (256, 64, 16)
+        );
     }
 
     #[test]

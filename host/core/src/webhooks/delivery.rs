@@ -1,8 +1,8 @@
-//! The delivery workers: claimed deliveries are attempted with bounded concurrency per
-//! endpoint (a slow or dead endpoint occupies only its own lane) and a global bound shared
-//! first-come first-served across lanes; results, retries and suspensions are recorded.
+//! The delivery workers: claimed deliveries wait in a fair [`Schedule`] (round-robin between
+//! merchants, then between each merchant's endpoints, each with a cap) for one of the
+//! process's send slots; results, retries and suspensions are recorded.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,18 +10,17 @@ use chrono::Utc;
 use courier_domain::backoff::Backoff;
 use courier_domain::webhook::EndpointStatus;
 use sqlx::PgPool;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::client::{Outcome, Request, WebhookClient};
 use super::config::WebhookConfig;
+use super::schedule::{Limits, Schedule};
 use super::secret::SecretCipher;
 use crate::infra::workers::Workers;
 use courier_store::webhooks::{self as store, Failure};
 
-/// Requests in flight at once in this process, all endpoints together.
-const GLOBAL_CONCURRENCY: usize = 256;
 /// Due deliveries claimed per poll.
 const CLAIM_BATCH: i64 = 256;
 
@@ -30,15 +29,8 @@ const CLAIM_BATCH: i64 = 256;
 pub struct Job {
     pub id: Uuid,
     pub endpoint_id: Uuid,
+    pub merchant_id: Uuid,
     pub token: Uuid,
-}
-
-#[derive(Default)]
-struct Lane {
-    in_flight: usize,
-    waiting: VecDeque<Job>,
-    /// Jobs were turned away: wake the poller once there is room again.
-    overflowed: bool,
 }
 
 #[derive(Clone)]
@@ -51,11 +43,10 @@ struct Inner {
     client: WebhookClient,
     cipher: SecretCipher,
     config: WebhookConfig,
-    lanes: Mutex<HashMap<Uuid, Lane>>,
-    global: Semaphore,
+    schedule: Mutex<Schedule<Job>>,
     /// Wakes the poller of due retries.
     due: Notify,
-    /// Lanes run as parts of the workers: the stop waits for their attempts in flight.
+    /// Attempts run as parts of the workers: the stop waits for those in flight.
     workers: Workers,
 }
 
@@ -67,14 +58,22 @@ impl Dispatcher {
         config: WebhookConfig,
         workers: Workers,
     ) -> Self {
+        // Most deliveries an endpoint queues in memory. Beyond that claims are given back and
+        // taken again by the poller once the endpoint has drained, so a dead endpoint cannot
+        // grow this process's memory, and nothing waits for a lease to lapse.
+        let limits = Limits {
+            total: config.concurrency,
+            per_merchant: config.merchant_concurrency,
+            per_endpoint: config.endpoint_concurrency,
+            backlog_per_endpoint: config.endpoint_concurrency * 64,
+        };
         Self {
             inner: Arc::new(Inner {
                 pool,
                 client,
                 cipher,
                 config,
-                lanes: Mutex::new(HashMap::new()),
-                global: Semaphore::new(GLOBAL_CONCURRENCY),
+                schedule: Mutex::new(Schedule::new(limits)),
                 due: Notify::new(),
                 workers,
             }),
@@ -85,126 +84,57 @@ impl Dispatcher {
         self.inner.config.lease().as_millis() as i64
     }
 
-    /// Most jobs a lane queues in memory. Beyond that claims are given back and taken again
-    /// by the poller once the lane has drained, so a dead endpoint cannot grow this process's
-    /// memory, and nothing waits for a lease to lapse.
-    fn backlog_cap(&self) -> usize {
-        self.inner.config.endpoint_concurrency * 64
+    fn schedule(&self) -> std::sync::MutexGuard<'_, Schedule<Job>> {
+        self.inner.schedule.lock().expect("schedule lock")
     }
 
-    /// Starts each job in its endpoint's lane or queues it there; gives back the claims of
-    /// those a full lane cannot take.
-    pub async fn submit_all(&self, token: Uuid, jobs: impl IntoIterator<Item = (Uuid, Uuid)>) {
-        let mut refused = Vec::new();
-        for (id, endpoint_id) in jobs {
-            let job = Job {
-                id,
-                endpoint_id,
-                token,
-            };
-            if !self.submit(job) {
-                refused.push(id);
-            }
-        }
-        if !refused.is_empty()
-            && let Err(e) = store::release_claims(&self.inner.pool, &refused, token).await
-        {
-            // Their leases lapse on their own.
-            tracing::warn!(error = %e, "cannot give back webhook deliveries");
-        }
-    }
-
-    /// Starts `job` in its endpoint's lane or queues it behind the lane's requests; false when
-    /// the lane is full.
-    fn submit(&self, job: Job) -> bool {
-        let cap = self.inner.config.endpoint_concurrency;
-        let start = {
-            let mut lanes = self.inner.lanes.lock().expect("lanes lock");
-            let lane = lanes.entry(job.endpoint_id).or_default();
-            if lane.in_flight < cap {
-                lane.in_flight += 1;
-                true
-            } else if lane.waiting.len() < self.backlog_cap() {
-                lane.waiting.push_back(job);
-                false
-            } else {
-                lane.overflowed = true;
-                return false;
-            }
+    /// Queues each job for a send slot and starts what may start; gives back the claims of
+    /// those a full endpoint backlog cannot take.
+    pub async fn submit_all(&self, jobs: impl IntoIterator<Item = Job>) {
+        let refused: Vec<Job> = {
+            let mut schedule = self.schedule();
+            jobs.into_iter()
+                .filter_map(|job| schedule.offer(job.merchant_id, job.endpoint_id, job).err())
+                .collect()
         };
-        if start {
-            let this = self.clone();
-            self.inner.workers.spawn_part(this.run_lane(job));
-        }
-        true
+        self.start_what_may_start();
+        self.give_back(refused).await;
     }
 
-    /// Endpoints whose lanes are full: the poller leaves their deliveries alone for now.
-    fn saturated(&self) -> Vec<Uuid> {
-        let lanes = self.inner.lanes.lock().expect("lanes lock");
-        lanes
-            .iter()
-            .filter(|(_, lane)| lane.waiting.len() >= self.backlog_cap())
-            .map(|(id, _)| *id)
-            .collect()
-    }
-
-    async fn run_lane(self, first: Job) {
-        let mut job = first;
+    /// Starts queued deliveries while send slots are free.
+    fn start_what_may_start(&self) {
         loop {
-            {
-                let _permit = self.inner.global.acquire().await.expect("never closed");
-                self.attempt(job).await;
-            }
-            if self.inner.workers.stopping() {
-                self.give_back_lane(job.endpoint_id).await;
-                return;
-            }
-            let next = {
-                let mut lanes = self.inner.lanes.lock().expect("lanes lock");
-                let Some(lane) = lanes.get_mut(&job.endpoint_id) else {
-                    return;
-                };
-                if lane.overflowed && lane.waiting.len() <= self.backlog_cap() / 2 {
-                    lane.overflowed = false;
-                    self.inner.due.notify_one();
-                }
-                match lane.waiting.pop_front() {
-                    Some(next) => Some(next),
-                    None => {
-                        lane.in_flight -= 1;
-                        if lane.in_flight == 0 {
-                            lanes.remove(&job.endpoint_id);
-                        }
-                        None
-                    }
-                }
+            let (next, wake) = {
+                let mut schedule = self.schedule();
+                (schedule.next(), schedule.take_wake())
             };
-            match next {
-                Some(next) => job = next,
-                None => return,
+            if wake {
+                self.inner.due.notify_one();
             }
+            let Some((_, job)) = next else { return };
+            let this = self.clone();
+            self.inner.workers.spawn_part(this.run(job));
         }
     }
 
-    /// While stopping: the lane's queued deliveries go back, claimed by nobody, so another
-    /// instance takes them at once rather than when their leases lapse.
-    async fn give_back_lane(&self, endpoint_id: Uuid) {
-        let waiting: Vec<Job> = {
-            let mut lanes = self.inner.lanes.lock().expect("lanes lock");
-            let Some(lane) = lanes.get_mut(&endpoint_id) else {
-                return;
-            };
-            lane.in_flight = lane.in_flight.saturating_sub(1);
-            let waiting = lane.waiting.drain(..).collect();
-            if lane.in_flight == 0 {
-                lanes.remove(&endpoint_id);
-            }
-            waiting
-        };
-        // One statement per claim (fan-out round or poll) the queued deliveries came from.
+    async fn run(self, job: Job) {
+        self.attempt(job).await;
+        self.schedule().finish(job.endpoint_id);
+        if self.inner.workers.stopping() {
+            // Queued deliveries go back, claimed by nobody, so another instance takes them at
+            // once rather than when their leases lapse.
+            let queued = self.schedule().drain();
+            self.give_back(queued).await;
+            return;
+        }
+        self.start_what_may_start();
+    }
+
+    /// Releases the claims on `jobs`: one statement per claim (fan-out round or poll) they
+    /// came from.
+    async fn give_back(&self, jobs: Vec<Job>) {
         let mut by_claim: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
-        for job in waiting {
+        for job in jobs {
             by_claim.entry(job.token).or_default().push(job.id);
         }
         for (token, ids) in by_claim {
@@ -317,22 +247,24 @@ impl Dispatcher {
     pub async fn poll_due(self, stop: CancellationToken) {
         while !stop.is_cancelled() {
             let token = Uuid::new_v4();
-            let claimed = async {
-                let saturated = self.saturated();
-                store::claim_due(
-                    &self.inner.pool,
-                    CLAIM_BATCH,
-                    self.lease_ms(),
-                    token,
-                    &saturated,
-                )
-                .await
-            };
+            let saturated = self.schedule().saturated();
+            let claimed = store::claim_due(
+                &self.inner.pool,
+                CLAIM_BATCH,
+                self.lease_ms(),
+                token,
+                &saturated,
+            );
             match claimed.await {
                 Ok(rows) => {
                     let full = rows.len() as i64 == CLAIM_BATCH;
-                    self.submit_all(token, rows.into_iter().map(|r| (r.id, r.endpoint_id)))
-                        .await;
+                    self.submit_all(rows.into_iter().map(|r| Job {
+                        id: r.id,
+                        endpoint_id: r.endpoint_id,
+                        merchant_id: r.merchant_id,
+                        token,
+                    }))
+                    .await;
                     if full {
                         tokio::task::yield_now().await;
                         continue;

@@ -18,6 +18,7 @@ const BATCH: i64 = 256;
 pub struct Made {
     pub id: Uuid,
     pub endpoint_id: Uuid,
+    pub merchant_id: Uuid,
 }
 
 /// Fans out one batch; returns the claim token and the deliveries made, and whether the batch
@@ -71,6 +72,7 @@ pub async fn fan_out_batch(
             deliveries.push(NewDelivery {
                 id: delivery_id(event.id, endpoint.id),
                 endpoint_id: endpoint.id,
+                merchant_id: endpoint.merchant_id,
                 event_id: event.id,
                 event_name: event.name.clone(),
                 occurred_at: event.occurred_at,
@@ -87,6 +89,7 @@ pub async fn fan_out_batch(
         .map(|d| Made {
             id: d.id,
             endpoint_id: d.endpoint_id,
+            merchant_id: d.merchant_id,
         })
         .collect();
     Ok((token, made, full))

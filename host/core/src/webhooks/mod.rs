@@ -3,7 +3,9 @@
 //!
 //! - `endpoints`: the merchant-facing operations (register, list, rotate, resume, delete).
 //! - `fanout`: events → one delivery per subscribed active endpoint, body shaped once.
-//! - `delivery`: claimed deliveries attempted in per-endpoint lanes; retries and suspension.
+//! - `schedule`: which claimed delivery takes the next send slot (fair between merchants, then
+//!   between endpoints).
+//! - `delivery`: the attempts, their results, retries and suspension.
 //! - `client`: the outbound HTTP client that only connects to vetted public addresses.
 //! - `signer`, `secret`: signatures, encrypted secrets (address rules: `courier_plugins::is_public_address`).
 
@@ -12,6 +14,7 @@ mod config;
 mod delivery;
 mod endpoints;
 mod fanout;
+mod schedule;
 mod secret;
 
 use std::sync::Arc;
@@ -152,7 +155,12 @@ async fn fan_out(
         match fanout::fan_out_batch(&pool, &shaper, lease_ms).await {
             Ok((token, made, more)) => {
                 dispatcher
-                    .submit_all(token, made.into_iter().map(|m| (m.id, m.endpoint_id)))
+                    .submit_all(made.into_iter().map(|m| delivery::Job {
+                        id: m.id,
+                        endpoint_id: m.endpoint_id,
+                        merchant_id: m.merchant_id,
+                        token,
+                    }))
                     .await;
                 if more {
                     continue;
