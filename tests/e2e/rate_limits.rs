@@ -258,3 +258,51 @@ async fn a_request_past_the_time_limit_is_abandoned_with_503() {
     assert_eq!(ready.status(), 200);
     app.stop().await;
 }
+
+/// The public routes count requests per client address: past the budget, 429 `rate_limited`
+/// with `Retry-After`, while another address is served.
+#[tokio::test]
+async fn public_routes_have_a_budget_per_client_address() {
+    let app = TestApp::spawn_with(|name| {
+        (name == "COURIER_PUBLIC_REQUEST_LIMIT").then(|| "20".to_owned())
+    })
+    .await;
+    // The readiness checks of the start spent part of the budget already.
+    let mut served = 0;
+    while app
+        .client
+        .get(app.url("/healthz"))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        == 200
+    {
+        served += 1;
+        assert!(served <= 20, "more than the budget was served");
+    }
+    for path in [
+        "/healthz",
+        "/readyz",
+        "/track/unknown-token/state",
+        "/v1/openapi.json",
+    ] {
+        let response = app.client.get(app.url(path)).send().await.unwrap();
+        assert!(
+            header(&response, "retry-after").is_some_and(|s| s >= 1),
+            "{path}"
+        );
+        assert_refusal(response, 429, "rate_limited").await;
+    }
+    // Merchant requests have budgets of their own.
+    let merchant = app.create_merchant("Unaffected Ltd").await;
+    let listed = list_jobs(&app, &merchant.test()).await;
+    assert_eq!(listed.status(), 200);
+    // Another client address has its whole budget.
+    let elsewhere = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .unwrap();
+    let response = elsewhere.get(app.url("/healthz")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+}

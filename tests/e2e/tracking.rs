@@ -8,7 +8,7 @@ use reqwest::Method;
 use serde_json::Value;
 
 use crate::fulfilment::{Floor, PICKUP, Rider};
-use crate::support::{Authed, assert_refusal, status_and_json};
+use crate::support::{Authed, assert_refusal, eventually, status_and_json};
 
 /// What must never appear on the page or in its state: contact names, phones (as sent and as
 /// stored), the free-text addresses, the recipient's name from the proof.
@@ -308,4 +308,49 @@ async fn unknown_and_expired_tokens_get_the_same_friendly_404() {
         .await
         .unwrap();
     assert_eq!(response.status(), 404);
+}
+
+/// With every tracking slot taken (a lookup held up by a lock on the jobs table), the next
+/// lookup is answered 503 `service.busy` with `Retry-After` at once, and the held one completes
+/// once the lock goes.
+#[tokio::test]
+async fn tracking_lookups_past_the_cap_are_answered_busy_at_once() {
+    let tracked = Tracked::book(&[("COURIER_TRACKING_CONCURRENCY", "1")]).await;
+    let pool = tracked.floor.app.pool().await;
+    let mut lock = pool.begin().await.unwrap();
+    sqlx::query("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut *lock)
+        .await
+        .unwrap();
+    let url = format!("{}/state", tracked.tracking_url());
+    let held = tokio::spawn({
+        let client = tracked.floor.app.client.clone();
+        let url = url.clone();
+        async move { client.get(url).send().await.unwrap().status() }
+    });
+    // The first lookup waits on the lock, holding the one slot.
+    eventually(
+        "the first lookup to wait on the lock",
+        Duration::from_secs(5),
+        Duration::from_millis(20),
+        || async {
+            let waiting: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+            )
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            (waiting > 0).then_some(())
+        },
+    )
+    .await;
+    let busy = get(&tracked, &url).await;
+    assert_eq!(busy.headers()["retry-after"], "1");
+    let body = assert_refusal(busy, 503, "service.busy").await;
+    assert!(body["message"].as_str().unwrap().contains("tracking"));
+    let page = get(&tracked, &tracked.tracking_url()).await;
+    assert_eq!(page.status(), 503);
+    lock.rollback().await.unwrap();
+    assert_eq!(held.await.unwrap(), 200);
+    assert_eq!(get(&tracked, &url).await.status(), 200);
 }

@@ -1128,3 +1128,168 @@ async fn one_merchants_backlog_does_not_delay_another_merchants_events() {
     // none of its slow requests has been answered yet.
     assert_eq!(slow_paths(&hooks.receiver), 64);
 }
+
+/// Four endpoints of one merchant and 2,000 events: every endpoint receives every event once,
+/// and an event reaches an endpoint twice only where its earlier attempt failed.
+#[tokio::test]
+async fn four_endpoints_each_receive_every_one_of_2000_events() {
+    let hooks = Hooks::start(&[("COURIER_WEBHOOK_RETRY_BASE_MS", "50")]).await;
+    let test = hooks.merchant.test();
+    let paths = ["/four/0", "/four/1", "/four/2", "/four/3"];
+    for path in paths {
+        hooks.register(&test, path, Value::Null).await;
+    }
+    // The first 10 requests to one endpoint fail (fewer than suspend it).
+    hooks.receiver.script(paths[0], |nth| {
+        Reply::Status(if nth < 10 { 503 } else { 200 })
+    });
+    let mut jobs = HashSet::new();
+    for _ in 0..20 {
+        let mut tx = hooks.pool.begin().await.unwrap();
+        for _ in 0..100 {
+            let (job, event) = booked_event(hooks.merchant.merchant_id);
+            courier_core::events::record(&mut tx, &event).await.unwrap();
+            jobs.insert(job.to_string());
+        }
+        tx.commit().await.unwrap();
+        courier_core::events::announce(&hooks.pool).await.unwrap();
+    }
+    eventually(
+        "every event at every endpoint",
+        Duration::from_secs(60),
+        Duration::from_millis(50),
+        || async {
+            let complete = paths.iter().all(|path| {
+                let ok = hooks.receiver.received(path);
+                let distinct: HashSet<String> = ok
+                    .iter()
+                    .map(|r| r.json()["data"]["jobId"].as_str().unwrap().to_owned())
+                    .collect();
+                distinct.len() == jobs.len()
+            });
+            complete.then_some(())
+        },
+    )
+    .await;
+    let arrivals = hooks.receiver.arrivals_since(0);
+    assert!(arrivals.len() >= 8000);
+    for (n, path) in paths.iter().enumerate() {
+        let received = hooks.receiver.received(path);
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for (nth, request) in received.iter().enumerate() {
+            assert_eq!(
+                request.json()["data"]["jobId"]
+                    .as_str()
+                    .map(|j| jobs.contains(j)),
+                Some(true)
+            );
+            if let Some(first) = seen.insert(request.delivery.clone(), nth) {
+                // A second arrival: its first attempt must have been answered with a failure.
+                assert!(
+                    n == 0 && first < 10,
+                    "{path}: delivery {} arrived twice",
+                    request.delivery
+                );
+            }
+        }
+        assert_eq!(seen.len(), 2000, "{path}");
+        let expected = if n == 0 { 2010 } else { 2000 };
+        assert_eq!(received.len(), expected, "{path}");
+    }
+}
+
+/// A `job.booked` event for a new job id of `merchant_id`.
+fn booked_event(merchant_id: Uuid) -> (Uuid, NewEvent) {
+    let job = Uuid::new_v4();
+    let event = NewEvent {
+        name: EventName::JobBooked,
+        merchant_id,
+        environment: Environment::Test,
+        occurred_at: chrono::Utc::now(),
+        job: Some(JobFacts {
+            id: job,
+            reference: format!("CR-{}", &job.to_string()[..8]),
+            market: "demo".into(),
+            currency: "USD".into(),
+            price_amount_minor: 1250,
+            tax_amount_minor: 250,
+            scheduled_for: None,
+        }),
+        details: EventDetails::default(),
+    };
+    (job, event)
+}
+
+/// One of a merchant's four endpoints answers after 9 s: it holds only its own share of the
+/// send slots, and the other three keep receiving each event within moments.
+#[tokio::test]
+async fn one_slow_endpoint_of_four_does_not_slow_the_other_three() {
+    let hooks = Hooks::start(&[]).await;
+    let test = hooks.merchant.test();
+    let prompt = ["/quick/0", "/quick/1", "/quick/2"];
+    hooks
+        .receiver
+        .script("/sluggish", |_| Reply::Slow(Duration::from_secs(9), 200));
+    hooks.register(&test, "/sluggish", Value::Null).await;
+    for path in prompt {
+        hooks.register(&test, path, Value::Null).await;
+    }
+    let mut raised = Vec::new();
+    for _ in 0..100 {
+        let job = hooks.raise(Environment::Test, EventName::JobBooked).await;
+        raised.push((job.to_string(), std::time::Instant::now()));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut delays = Vec::new();
+    for path in prompt {
+        let received = hooks.receiver.wait_for(path, raised.len(), WAIT).await;
+        let arrived: HashMap<String, std::time::Instant> = received
+            .iter()
+            .map(|r| (r.json()["data"]["jobId"].as_str().unwrap().to_owned(), r.at))
+            .collect();
+        for (job, at) in &raised {
+            delays.push(arrived[job].saturating_duration_since(*at));
+        }
+    }
+    delays.sort();
+    let p99 = delays[delays.len() * 99 / 100];
+    eprintln!(
+        "beside a 9 s endpoint, the other three received each event after p50 {:?}, p99 {:?}",
+        delays[delays.len() / 2],
+        p99
+    );
+    assert!(p99 < Duration::from_millis(500), "p99 {p99:?}");
+    // The slow endpoint has its own share in flight (16 by default), no more.
+    assert_eq!(hooks.receiver.received("/sluggish").len(), 16);
+}
+
+/// A process with delivery off records events and serves the API but sends nothing; another
+/// process on the same database, with delivery on, sends what it recorded.
+#[tokio::test]
+async fn a_process_with_delivery_off_leaves_its_events_to_another() {
+    let hooks = Hooks::start(&[
+        ("COURIER_WEBHOOK_DELIVERY", "false"),
+        ("COURIER_WEBHOOK_POLL_MS", "50"),
+    ])
+    .await;
+    hooks
+        .register(&hooks.merchant.test(), "/later", Value::Null)
+        .await;
+    let job = hooks.raise(Environment::Test, EventName::JobBooked).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(hooks.receiver.total(), 0);
+    let (ca, url) = (
+        hooks.receiver.ca_path.to_string_lossy().into_owned(),
+        hooks.app.database_url.clone(),
+    );
+    let delivering = TestApp::spawn_with(move |name| match name {
+        "DATABASE_URL" => Some(url.clone()),
+        "COURIER_WEBHOOK_EXTRA_CA" => Some(ca.clone()),
+        "COURIER_WEBHOOK_ALLOW_PRIVATE" => Some("true".into()),
+        _ => None,
+    })
+    .await;
+    let received = hooks.receiver.wait_for("/later", 1, WAIT).await;
+    assert_eq!(received[0].json()["data"]["jobId"], job.to_string());
+    delivering.stop().await;
+}

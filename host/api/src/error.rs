@@ -88,6 +88,12 @@ pub const TIMEOUT: Code = Code::new(
     "The request took longer than `COURIER_REQUEST_TIMEOUT_MS` and was abandoned (its transaction rolled back); retry (bookings with the same `Idempotency-Key`).",
 );
 
+pub const BUSY: Code = Code::new(
+    503,
+    "service.busy",
+    "The tracking page's lookups are at their limit in this instance (`COURIER_TRACKING_CONCURRENCY`); retry after the `Retry-After` seconds.",
+);
+
 pub const DRAINING: Code = Code::new(
     503,
     "service.draining",
@@ -242,6 +248,9 @@ pub enum ApiError {
     #[error("this instance is stopping; send requests to another")]
     #[code(DRAINING)]
     Draining,
+    #[error("too many tracking lookups at once; try again in a second")]
+    #[code(BUSY)]
+    Busy,
 }
 
 impl ApiError {
@@ -299,6 +308,12 @@ impl IntoResponse for ApiError {
             message,
         };
         let mut response = (status, Json(body)).into_response();
+        if *code == BUSY {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return response;
+        }
         if *code == codes::DATABASE_UNAVAILABLE {
             // Long enough for a failover or a restart to make progress, short enough to notice
             // its end.

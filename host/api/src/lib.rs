@@ -126,7 +126,11 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             middleware::require_merchant,
         ));
-    let routes = Router::from(public_routes())
+    let public = Router::from(public_routes()).layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        middleware::limit_public,
+    ));
+    let routes = public
         .nest("/v1", v1)
         .nest("/admin/v1", admin::with_operator_layers(state.clone()))
         .nest("/courier/v1", courier::with_courier_layers(state.clone()));

@@ -55,7 +55,7 @@ pub async fn require_merchant(
         Ok(caller) => caller,
         Err(e) => {
             if e != AuthError::Unavailable {
-                state.auth_failures.failed(client, now);
+                state.auth_failures.spend(client, now);
             }
             return ApiError::from(e).into_response();
         }
@@ -83,6 +83,17 @@ pub async fn require_merchant(
     };
     add_rate_limit_headers(&mut response, &decision);
     response
+}
+
+/// Spends one request of the client address's budget for the public routes; past it, 429.
+pub async fn limit_public(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let client = client_address(&state, &request);
+    let now = Instant::now();
+    if let Some(retry_after) = state.public_requests.wait(client, now) {
+        return ApiError::RateLimited { retry_after }.into_response();
+    }
+    state.public_requests.spend(client, now);
+    next.run(request).await
 }
 
 fn add_rate_limit_headers(response: &mut Response, decision: &Decision) {

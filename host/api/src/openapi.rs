@@ -159,7 +159,8 @@ impl Section {
             "auth.invalid_credentials",
         ];
         match self {
-            Section::Public => vec![],
+            // Every public route counts against the client address's budget.
+            Section::Public => vec![(429, &["rate_limited"])],
             Section::Merchant => vec![
                 (401, CREDENTIALS),
                 (429, &["rate_limited"]),

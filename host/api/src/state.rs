@@ -32,9 +32,13 @@ pub struct AppState {
     /// Whether this instance is stopping.
     pub draining: Draining,
     /// Failed merchant sign-ins per client address.
-    pub auth_failures: Arc<courier_core::auth::failures::FailureBudget>,
+    pub auth_failures: Arc<courier_core::auth::failures::AddressBudget>,
     /// Whose `X-Forwarded-For` names the client.
     pub trusted_proxies: Arc<courier_core::auth::client::TrustedProxies>,
+    /// Requests to the public routes per client address.
+    pub public_requests: Arc<courier_core::auth::failures::AddressBudget>,
+    /// Tracking-page lookups in progress at once.
+    pub tracking_slots: Arc<tokio::sync::Semaphore>,
 }
 
 /// Set once the instance is told to stop: `/readyz` answers 503 `service.draining` and HTTP/1

@@ -25,7 +25,7 @@ use courier_core::tracking;
     responses(
         (status = 200, description = "The page", content_type = "text/html", body = String),
         (status = 404, description = "A page for people: unknown link, or the delivery ended a while ago", content_type = "text/html", body = String),
-        (status = 503, description = "A page for people: the database is unavailable", content_type = "text/html", body = String),
+        (status = 503, description = "A page for people: the database is unavailable, or too many lookups at once (with Retry-After)", content_type = "text/html", body = String),
         (status = 500, description = "A page for people: something failed on our side", content_type = "text/html", body = String),
     )
 )]
@@ -35,6 +35,17 @@ pub async fn page(
 ) -> Response {
     let found = match token {
         Ok(Path(token)) => {
+            let Ok(_slot) = state.tracking_slots.try_acquire() else {
+                let mut response = (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    [(header::RETRY_AFTER, HeaderValue::from_static("1"))],
+                    page_headers(),
+                    Html(tracking::render_unavailable()),
+                )
+                    .into_response();
+                response.extensions_mut().insert(PageForPeople);
+                return response;
+            };
             state
                 .tracking
                 .state(&token, courier_core::infra::clock::now())
@@ -66,7 +77,7 @@ pub async fn page(
     responses(
         (status = 200, description = "The tracked job's state: areas only, never names or phones", body = tracking::TrackingState),
         (status = 404, description = "tracking.not_found"),
-        (status = 503, description = "service.database_unavailable"),
+        (status = 503, description = "service.database_unavailable service.busy"),
     )
 )]
 pub async fn state(
@@ -75,6 +86,9 @@ pub async fn state(
 ) -> Result<Response, ApiError> {
     let Ok(Path(token)) = token else {
         return Err(ApiError::TrackingNotFound);
+    };
+    let Ok(_slot) = state.tracking_slots.try_acquire() else {
+        return Err(ApiError::Busy);
     };
     let view = state
         .tracking

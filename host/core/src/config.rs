@@ -69,6 +69,25 @@ pub struct Config {
           env = "COURIER_AUTH_FAILURE_WINDOW_MS", default_value = "60000",
           value_parser = settings::millis)]
     pub auth_failure_window: Duration,
+    /// Requests one client address may make to the public routes (`/track/*`, `/healthz`,
+    /// `/readyz`, `/metrics`, `/v1/openapi.json`) per window (`COURIER_PUBLIC_REQUEST_WINDOW_MS`);
+    /// past them it is answered 429 `rate_limited` with `Retry-After` until the window ends.
+    #[arg(id = "public-request-limit", long = "public-request-limit",
+          env = "COURIER_PUBLIC_REQUEST_LIMIT", default_value = "1200",
+          value_parser = settings::positive_u32)]
+    pub public_request_limit: u32,
+    /// The window of `COURIER_PUBLIC_REQUEST_LIMIT`.
+    #[arg(id = "public-request-window-ms", long = "public-request-window-ms",
+          env = "COURIER_PUBLIC_REQUEST_WINDOW_MS", default_value = "60000",
+          value_parser = settings::millis)]
+    pub public_request_window: Duration,
+    /// Tracking-page lookups (`/track/*`) in progress at once, per process; one past it is
+    /// answered 503 `service.busy` with `Retry-After: 1` at once, so a flood of tracking
+    /// requests cannot take the database connections merchants need.
+    #[arg(id = "tracking-concurrency", long = "tracking-concurrency",
+          env = "COURIER_TRACKING_CONCURRENCY", default_value = "32",
+          value_parser = settings::positive_usize)]
+    pub tracking_concurrency: usize,
     /// Load balancers and proxies whose `X-Forwarded-For` names the client (addresses or
     /// networks, comma-separated, e.g. `10.0.0.5,10.1.0.0/16`). Per-address budgets count the
     /// client so named; from any other peer the header is ignored. Empty: the peer is the

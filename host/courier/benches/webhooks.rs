@@ -1,20 +1,31 @@
-//! Webhook delivery benchmark: the real service (fan-out, shaper, signer, HTTPS client) against
-//! a local HTTPS receiver that answers 200 at once.
+//! Webhook delivery as a merchant's system sees it: `courier serve` runs as its own process on
+//! a private PostgreSQL cluster; this process books jobs over HTTP (each booking raises one
+//! `job.booked`) and receives the webhooks on a local HTTPS receiver that answers 200 at once.
 //!
-//! - Throughput: events recorded as fast as possible (100 per transaction) until every one has
-//!   arrived; deliveries per second from the first commit to the last arrival.
-//! - Latency: events recorded one per transaction at a steady rate; per event, the time from
-//!   its commit to its first attempt arriving at the receiver (p50, p99, max).
+//! Shapes, run one after the other on the same, growing database:
+//! - no endpoint (the reference: what a booking costs without webhooks);
+//! - one merchant with 1, 4 and 16 endpoints;
+//! - 100 merchants with 2 endpoints each (bookings spread over them);
+//! - a backlog drained: bookings made by a service with delivery off
+//!   (`COURIER_WEBHOOK_DELIVERY=false`), then sent by a service started with it on, for 4 and
+//!   16 endpoints of one merchant and for 100 merchants with 2 each: the delivery capacity,
+//!   and the CPU per delivery with no booking beside it;
+//! - a steady rate of bookings to a merchant with 4 endpoints.
 //!
-//! The bench records events from outside the service's own code, so it wakes the fan-out as
-//! such recorders do: `events::announce` (a `NOTIFY`) after each commit. That is one round trip
-//! and a listener hop more than an event the service commits itself (it rings its bell in
-//! memory), so the latency measured here is an upper bound.
+//! Each reports bookings/s, deliveries/s (first arrival to last), the delay from the event
+//! (its `occurred_at`) to the arrival of its first attempt (p50, p99, max), and the CPU time
+//! of the service process and of the cluster's processes per delivery: each shape's CPU per
+//! booking less the reference's, divided by the endpoints per booking.
 //!
-//! `cargo bench -p courier --bench webhooks` (uses `DATABASE_URL` when set, else a private
-//! embedded cluster). `WEBHOOK_BENCH_EVENTS` (default 20000) and `WEBHOOK_BENCH_RATE`
-//! (default 500 events/s for 10 s) change the loads.
+//! cargo bench -p courier --bench webhooks
+//!
+//! `COURIER_BIN` runs another build of the service. `WEBHOOK_BENCH_BOOKINGS` (default 2000 per shape), `WEBHOOK_BENCH_CLIENTS` (16),
+//! `WEBHOOK_BENCH_RATE` (bookings/s of the steady shape, 200) and `WEBHOOK_BENCH_SHAPES`
+//! (a comma-separated subset of `1,4,16,100x2,drain4,drain16,drain100x2,steady`) change the
+//! loads;
+//! `WEBHOOK_BENCH_STATEMENTS=1` prints the statements that took PostgreSQL's time per shape.
 
+mod common;
 #[path = "../../../tests/e2e/support/receiver.rs"]
 #[allow(dead_code)]
 mod receiver;
@@ -22,218 +33,586 @@ mod receiver;
 mod tls;
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
-use chrono::Utc;
-use sqlx::{Connection, PgPool};
-use tokio::sync::oneshot;
-use uuid::Uuid;
+use common::{SECRET_HEX, booking_body, env_or, quote_body, wait_until_ready};
+use courier_core::infra::db::{EmbeddedPostgres, create_database_if_missing};
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
 
-use courier_core::config::Config;
-use courier_domain::Environment;
-use courier_domain::event::{EventDetails, EventName, JobFacts, NewEvent};
-
-fn event(merchant_id: Uuid) -> (Uuid, NewEvent) {
-    let id = Uuid::new_v4();
-    let event = NewEvent {
-        name: EventName::JobBooked,
-        merchant_id,
-        environment: Environment::Test,
-        occurred_at: Utc::now(),
-        job: Some(JobFacts {
-            id,
-            reference: "CR-BENCH".into(),
-            market: "demo".into(),
-            currency: "USD".into(),
-            price_amount_minor: 1250,
-            tax_amount_minor: 250,
-            scheduled_for: None,
-        }),
-        details: EventDetails::default(),
-    };
-    (id, event)
+struct Merchant {
+    key: String,
+    secret: String,
 }
 
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+struct Run {
+    cluster: EmbeddedPostgres,
+    root: std::path::PathBuf,
+    pool: sqlx::PgPool,
+    settings: Settings,
+    service: Mutex<std::process::Child>,
+    http: reqwest::Client,
+    base: String,
+    receiver: receiver::Receiver,
+    /// An instant and the wall-clock time it stands for, to place arrivals on the clock the
+    /// events' `occurred_at` is read from.
+    clock: (Instant, SystemTime),
 }
 
-/// A database for the run: `DATABASE_URL`, or a new one in a private embedded cluster.
-async fn database(
-    root: &std::path::Path,
-) -> (String, Option<courier_core::infra::db::EmbeddedPostgres>) {
-    if let Ok(url) = std::env::var("DATABASE_URL") {
-        return (url, None);
+/// One load: `bookings` spread over `merchants`, each with `endpoints_each` endpoints, from
+/// `clients` at once, or at `rate` per second when given.
+struct Shape {
+    name: String,
+    merchants: Vec<Merchant>,
+    endpoints_each: usize,
+    bookings: usize,
+    clients: usize,
+    rate: Option<f64>,
+}
+
+/// How the service is started.
+struct Settings {
+    database_url: String,
+    address: String,
+    data_dir: std::path::PathBuf,
+    ca: std::path::PathBuf,
+}
+
+impl Settings {
+    /// Starts `courier serve`; `delivery` false leaves the events it records for later.
+    fn spawn(&self, delivery: bool) -> std::process::Child {
+        // `COURIER_BIN` runs another build (A/B comparisons).
+        let binary =
+            std::env::var("COURIER_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_courier").into());
+        std::process::Command::new(binary)
+            .arg("serve")
+            .env("DATABASE_URL", &self.database_url)
+            .env("COURIER_LISTEN", &self.address)
+            .env("COURIER_DATA_DIR", &self.data_dir)
+            .env("COURIER_SECRET_KEY", SECRET_HEX)
+            .env("COURIER_DB_POOL_SIZE", "32")
+            .env("COURIER_SANDBOX_SPEED", "0")
+            .env("COURIER_DRAIN_MS", "0")
+            .env("COURIER_WEBHOOK_ALLOW_PRIVATE", "true")
+            .env("COURIER_WEBHOOK_EXTRA_CA", &self.ca)
+            .env("COURIER_WEBHOOK_DELIVERY", delivery.to_string())
+            .env("COURIER_RATE_LIMIT_QUOTES_PER_MINUTE", "100000000")
+            .env("COURIER_RATE_LIMIT_BOOKINGS_PER_MINUTE", "100000000")
+            .env("RUST_LOG", "warn")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("courier serve")
     }
-    let pg_root = root.join("pg");
-    let cluster = tokio::task::spawn_blocking(move || {
-        courier_core::infra::db::EmbeddedPostgres::start(&pg_root)
-    })
-    .await
-    .unwrap()
-    .expect("starting PostgreSQL (install it or set DATABASE_URL)");
-    let mut admin = sqlx::PgConnection::connect(&cluster.url("postgres"))
-        .await
-        .unwrap();
-    sqlx::query("CREATE DATABASE webhook_bench")
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    admin.close().await.unwrap();
-    (cluster.url("webhook_bench"), Some(cluster))
 }
 
-/// Arrival time of each job's first attempt.
-fn first_arrivals(receiver: &receiver::Receiver) -> HashMap<String, Instant> {
-    let mut first = HashMap::new();
-    for request in receiver.received("/bench") {
-        let job = request.json()["data"]["jobId"].as_str().unwrap().to_owned();
-        first
-            .entry(job)
-            .and_modify(|at: &mut Instant| *at = (*at).min(request.at))
-            .or_insert(request.at);
+/// CPU per booking of a shape, in microseconds.
+#[derive(Clone, Copy)]
+struct Cost {
+    service: f64,
+    postgres: f64,
+}
+
+impl Run {
+    async fn start() -> Self {
+        let root = std::env::temp_dir().join(format!("courier-webhooks-{}", std::process::id()));
+        let cluster = {
+            let root = root.clone();
+            tokio::task::spawn_blocking(move || EmbeddedPostgres::start(&root))
+                .await
+                .unwrap()
+                .expect("a private PostgreSQL cluster")
+        };
+        create_database_if_missing(&cluster, "bench").await.unwrap();
+        let mut pool = sqlx::PgPool::connect(&cluster.url("bench")).await.unwrap();
+        let cluster = if statements_wanted() {
+            sqlx::query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+                .execute(&pool)
+                .await
+                .unwrap();
+            pool.close().await;
+            let root = root.clone();
+            let cluster = tokio::task::spawn_blocking(move || {
+                cluster.stop().unwrap();
+                EmbeddedPostgres::start(&root).expect("the cluster again")
+            })
+            .await
+            .unwrap();
+            // The cluster may listen on another port now.
+            pool = sqlx::PgPool::connect(&cluster.url("bench")).await.unwrap();
+            sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+                .execute(&pool)
+                .await
+                .unwrap();
+            cluster
+        } else {
+            cluster
+        };
+        let url = cluster.url("bench");
+        let receiver = receiver::Receiver::start().await;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let address = format!("127.0.0.1:{port}");
+        let settings = Settings {
+            database_url: url,
+            address: address.clone(),
+            data_dir: root.join("service"),
+            ca: receiver.ca_path.clone(),
+        };
+        let service = settings.spawn(true);
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(64)
+            .build()
+            .unwrap();
+        let base = format!("http://{address}");
+        wait_until_ready(&http, &base).await;
+        Self {
+            cluster,
+            root,
+            pool,
+            settings,
+            service: Mutex::new(service),
+            http,
+            base,
+            receiver,
+            clock: (Instant::now(), SystemTime::now()),
+        }
     }
-    first
-}
 
-async fn wait_for_total(receiver: &receiver::Receiver, count: usize, within: Duration) {
-    let deadline = Instant::now() + within;
-    while receiver.total() < count {
-        assert!(
-            Instant::now() < deadline,
-            "only {} of {count} deliveries arrived",
-            receiver.total()
+    /// Stops the service and starts it again, delivering webhooks or not; returns once it is
+    /// ready.
+    async fn restart(&self, delivery: bool) {
+        self.replace_service(Some(delivery));
+        wait_until_ready(&self.http, &self.base).await;
+    }
+
+    /// Kills the service, and starts another unless `delivery` is None.
+    fn replace_service(&self, delivery: Option<bool>) {
+        let mut service = self.service.lock().unwrap();
+        let _ = service.kill();
+        let _ = service.wait();
+        if let Some(delivery) = delivery {
+            *service = self.settings.spawn(delivery);
+        }
+    }
+
+    async fn merchant(&self, name: &str, endpoints: &[String]) -> Merchant {
+        let key = courier_core::infra::secrets::SecretKey::from_hex(SECRET_HEX).unwrap();
+        let authenticator = courier_core::auth::Authenticator::new(self.pool.clone(), &key);
+        let created = courier_core::merchants::create(&self.pool, &authenticator, name)
+            .await
+            .unwrap();
+        let merchant = Merchant {
+            key: created.test_key,
+            secret: created.test_secret,
+        };
+        let card = self
+            .post(&merchant, "/v1/payment-methods", None)
+            .json(&json!({"provider_ref": "pm_sandbox_4242424242424242"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(card.status(), 201);
+        for path in endpoints {
+            let registered = self
+                .post(&merchant, "/v1/webhooks", None)
+                .json(&json!({"url": self.receiver.url(path)}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(registered.status(), 201);
+        }
+        merchant
+    }
+
+    fn post(&self, merchant: &Merchant, path: &str, key: Option<&str>) -> reqwest::RequestBuilder {
+        let request = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .basic_auth(&merchant.key, Some(&merchant.secret));
+        match key {
+            Some(key) => request.header("Idempotency-Key", key),
+            None => request,
+        }
+    }
+
+    /// Quotes and books one job.
+    async fn book(&self, merchant: &Merchant, n: usize) {
+        let quote: Value = self
+            .post(merchant, "/v1/quotes", None)
+            .json(&quote_body())
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let quote_id = quote["id"].as_str().expect("a quote");
+        let booked = self
+            .post(merchant, "/v1/jobs", Some(&format!("bench-{n}-{quote_id}")))
+            .json(&booking_body(quote_id))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(booked.status(), 201);
+    }
+
+    /// Books `count` jobs, spread over `merchants`, from `clients` at once, or at `rate` per
+    /// second when given.
+    async fn book_all(
+        self: &Arc<Self>,
+        merchants: &Arc<Vec<Merchant>>,
+        count: usize,
+        clients: usize,
+        rate: Option<f64>,
+    ) {
+        let slots = Arc::new(Semaphore::new(clients));
+        let mut ticks = rate.map(|r| tokio::time::interval(Duration::from_secs_f64(1.0 / r)));
+        let mut tasks = Vec::with_capacity(count);
+        for n in 0..count {
+            if let Some(ticks) = &mut ticks {
+                ticks.tick().await;
+            }
+            let permit = Arc::clone(&slots).acquire_owned().await.unwrap();
+            let (run, merchants) = (Arc::clone(self), Arc::clone(merchants));
+            tasks.push(tokio::spawn(async move {
+                run.book(&merchants[n % merchants.len()], n).await;
+                drop(permit);
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+    }
+
+    fn cpu(&self) -> (Duration, Duration) {
+        let pid_file = std::fs::read_to_string(self.root.join("data").join("postmaster.pid"))
+            .expect("the cluster is running");
+        let postmaster = pid_file.lines().next().unwrap().trim().parse().unwrap();
+        (
+            common::cpu::process_cpu(self.service.lock().unwrap().id()),
+            common::cpu::cluster_cpu(postmaster),
+        )
+    }
+
+    async fn wait_for_total(&self, count: usize) {
+        let deadline = Instant::now() + Duration::from_secs(600);
+        while self.receiver.total() < count {
+            assert!(
+                Instant::now() < deadline,
+                "only {} of {count} deliveries arrived",
+                self.receiver.total()
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
+    /// Books `bookings` jobs for one shape and waits for every delivery; prints the figures.
+    async fn shape(self: &Arc<Self>, shape: Shape, reference: Option<Cost>) -> Cost {
+        let Shape {
+            name,
+            merchants,
+            endpoints_each,
+            bookings,
+            clients,
+            rate,
+        } = shape;
+        let merchants = Arc::new(merchants);
+        let before = self.receiver.total();
+        let expected = bookings * endpoints_each;
+        let (service_before, postgres_before) = self.cpu();
+        let started = Instant::now();
+        self.book_all(&merchants, bookings, clients, rate).await;
+        let booked_in = started.elapsed();
+        self.wait_for_total(before + expected).await;
+        // Background work the shape caused (the last records, autovacuum) counts with it.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let (service_after, postgres_after) = self.cpu();
+        let per_booking =
+            |a: Duration, b: Duration| b.saturating_sub(a).as_secs_f64() * 1e6 / bookings as f64;
+        let cost = Cost {
+            service: per_booking(service_before, service_after),
+            postgres: per_booking(postgres_before, postgres_after),
+        };
+        let arrivals = self.receiver.arrivals_since(before);
+        let (delays, first, last) = self.delays(&arrivals);
+        let mut line = format!(
+            "{name:>22}: {bookings} bookings in {:.2} s ({:.0}/s)",
+            booked_in.as_secs_f64(),
+            bookings as f64 / booked_in.as_secs_f64()
         );
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        if expected > 0 {
+            let spread = last
+                .saturating_duration_since(first)
+                .as_secs_f64()
+                .max(1e-3);
+            line += &format!(
+                "; {expected} deliveries, {:.0}/s first arrival to last; event to first attempt \
+                 p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+                expected as f64 / spread,
+                percentile(&delays, 0.50),
+                percentile(&delays, 0.99),
+                delays.last().copied().unwrap_or_default(),
+            );
+        }
+        line += &format!(
+            "; CPU per booking: service {:.0} µs, postgres {:.0} µs",
+            cost.service, cost.postgres
+        );
+        if let (Some(reference), true) = (reference, endpoints_each > 0) {
+            let per = |shape: f64, base: f64| (shape - base) / endpoints_each as f64;
+            line += &format!(
+                "; per delivery: service {:.0} µs, postgres {:.0} µs",
+                per(cost.service, reference.service),
+                per(cost.postgres, reference.postgres)
+            );
+        }
+        println!("{line}");
+        if statements_wanted() {
+            self.print_statements().await;
+        }
+        cost
+    }
+
+    /// The statements that took the cluster's time in the shape just run, then a fresh count.
+    async fn print_statements(&self) {
+        let rows: Vec<(String, i64, f64, f64)> = sqlx::query_as(
+            "SELECT regexp_replace(left(query, 90), '\\s+', ' ', 'g'), calls, \
+               total_exec_time, mean_exec_time FROM pg_stat_statements \
+             ORDER BY total_exec_time DESC LIMIT 8",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .unwrap();
+        for (query, calls, total, mean) in rows {
+            println!("    {total:>8.0} ms {calls:>7} calls {mean:>7.3} ms  {query}");
+        }
+        sqlx::query("SELECT pg_stat_statements_reset()")
+            .execute(&self.pool)
+            .await
+            .unwrap();
+    }
+
+    /// A backlog drained: the shape's bookings are made by a service with delivery off, then
+    /// a service with delivery on starts and sends them all. Deliveries/s run from its start
+    /// to the last arrival; the CPU counted is the draining service's (its idle start-up, as
+    /// measured on the restart before, taken off) and the cluster's, per delivery.
+    async fn drain(self: &Arc<Self>, shape: Shape) {
+        let Shape {
+            name,
+            merchants,
+            endpoints_each,
+            bookings,
+            clients,
+            ..
+        } = shape;
+        let merchants = Arc::new(merchants);
+        self.restart(false).await;
+        let start_up = self.cpu().0;
+        let before = self.receiver.total();
+        let expected = bookings * endpoints_each;
+        self.book_all(&merchants, bookings, clients, None).await;
+        let postgres_before = self.cpu().1;
+        let started = Instant::now();
+        self.replace_service(Some(true));
+        self.wait_for_total(before + expected).await;
+        let drained_in = started.elapsed();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let (service_after, postgres_after) = self.cpu();
+        let per = |d: Duration| d.as_secs_f64() * 1e6 / expected as f64;
+        let arrivals = self.receiver.arrivals_since(before);
+        let (_, first, last) = self.delays(&arrivals);
+        let spread = last
+            .saturating_duration_since(first)
+            .as_secs_f64()
+            .max(1e-3);
+        println!(
+            "{name:>22}: {expected} deliveries of {bookings} bookings drained in {:.2} s from \
+             the start, {:.0}/s first arrival to last; CPU per delivery: service {:.0} µs, \
+             postgres {:.0} µs",
+            drained_in.as_secs_f64(),
+            expected as f64 / spread,
+            per(service_after.saturating_sub(start_up)),
+            per(postgres_after.saturating_sub(postgres_before)),
+        );
+        if statements_wanted() {
+            self.print_statements().await;
+        }
+    }
+
+    /// Milliseconds from each delivery's event to its first arrival, sorted; and the first and
+    /// last arrival.
+    fn delays(&self, arrivals: &[(String, Instant, Vec<u8>)]) -> (Vec<f64>, Instant, Instant) {
+        let mut first: HashMap<&str, (Instant, &[u8])> = HashMap::new();
+        for (delivery, at, body) in arrivals {
+            first
+                .entry(delivery.as_str())
+                .and_modify(|seen| {
+                    if *at < seen.0 {
+                        *seen = (*at, body);
+                    }
+                })
+                .or_insert((*at, body));
+        }
+        let (anchor, wall) = self.clock;
+        let mut delays: Vec<f64> = first
+            .values()
+            .map(|(at, body)| {
+                let arrived = wall + at.saturating_duration_since(anchor);
+                let body: Value = serde_json::from_slice(body).unwrap();
+                let occurred: chrono::DateTime<chrono::Utc> =
+                    body["occurred_at"].as_str().unwrap().parse().unwrap();
+                let occurred = SystemTime::from(occurred);
+                arrived
+                    .duration_since(occurred)
+                    .unwrap_or_default()
+                    .as_secs_f64()
+                    * 1e3
+            })
+            .collect();
+        delays.sort_by(f64::total_cmp);
+        let at = |pick: fn(Instant, Instant) -> Instant| {
+            arrivals
+                .iter()
+                .map(|(_, at, _)| *at)
+                .reduce(pick)
+                .unwrap_or(anchor)
+        };
+        (delays, at(Instant::min), at(Instant::max))
+    }
+
+    async fn finish(self) {
+        self.replace_service(None);
+        self.pool.close().await;
+        let _ = tokio::task::spawn_blocking(move || {
+            let _ = self.cluster.stop();
+            let _ = std::fs::remove_dir_all(&self.root);
+        })
+        .await;
     }
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index]
+/// `WEBHOOK_BENCH_STATEMENTS=1`: after each shape, the statements that took the cluster's time
+/// (`pg_stat_statements`).
+fn statements_wanted() -> bool {
+    std::env::var("WEBHOOK_BENCH_STATEMENTS").is_ok_and(|v| v == "1")
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn paths(shape: &str, merchant: usize, count: usize) -> Vec<String> {
+    (0..count)
+        .map(|e| format!("/{shape}/m{merchant}/e{e}"))
+        .collect()
 }
 
 #[tokio::main]
 async fn main() {
-    let events = env_number("WEBHOOK_BENCH_EVENTS", 20_000);
-    let rate = env_number("WEBHOOK_BENCH_RATE", 500);
-    let root = std::env::temp_dir().join(format!("courier-webhook-bench-{}", Uuid::new_v4()));
-    let (database_url, cluster) = database(&root).await;
+    let bookings: usize = env_or("WEBHOOK_BENCH_BOOKINGS", 2000);
+    let clients: usize = env_or("WEBHOOK_BENCH_CLIENTS", 16);
+    let rate: f64 = env_or("WEBHOOK_BENCH_RATE", 200.0);
+    let shapes: String = env_or(
+        "WEBHOOK_BENCH_SHAPES",
+        "1,4,16,100x2,drain4,drain16,drain100x2,steady".to_owned(),
+    );
+    let wanted: Vec<&str> = shapes.split(',').map(str::trim).collect();
+    let run = Arc::new(Run::start().await);
+    let shape = |name: String, merchants: Vec<Merchant>, endpoints_each: usize| Shape {
+        name,
+        merchants,
+        endpoints_each,
+        bookings,
+        clients,
+        rate: None,
+    };
 
-    let receiver = receiver::Receiver::start().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let ca = receiver.ca_path.to_string_lossy().into_owned();
-    let data_dir = root.join("data").to_string_lossy().into_owned();
-    let url = database_url.clone();
-    let config = Config::from_lookup(move |name| match name {
-        "DATABASE_URL" => Some(url.clone()),
-        "COURIER_DATA_DIR" => Some(data_dir.clone()),
-        "COURIER_SECRET_KEY" => Some("5e".repeat(32)),
-        "COURIER_WEBHOOK_ALLOW_PRIVATE" => Some("true".into()),
-        "COURIER_WEBHOOK_EXTRA_CA" => Some(ca.clone()),
-        "COURIER_SANDBOX_SPEED" => Some("0".into()),
-        "COURIER_DRAIN_MS" => Some("0".into()),
-        _ => None,
-    })
-    .unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let server = tokio::spawn(courier::app::run(config, listener, async {
-        let _ = stopped.await;
-    }));
-    let client = reqwest::Client::new();
-    let base = format!("http://{address}");
-    while client.get(format!("{base}/readyz")).send().await.is_err() {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // Warm-up: connections, the shaper, the TLS sessions, the route cache.
+    let warm = run.merchant("Warm-up", &paths("warm", 0, 1)).await;
+    let warm_up = Shape {
+        bookings: 200,
+        ..shape("warm-up".into(), vec![warm], 1)
+    };
+    run.shape(warm_up, None).await;
 
-    let pool = PgPool::connect(&database_url).await.unwrap();
-    let key = courier_core::infra::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
-    let authenticator = courier_core::auth::Authenticator::new(pool.clone(), &key);
-    let merchant = courier_core::merchants::create(&pool, &authenticator, "Bench Ltd")
-        .await
-        .unwrap();
-    let created = client
-        .post(format!("{base}/v1/webhooks"))
-        .basic_auth(&merchant.test_key, Some(&merchant.test_secret))
-        .json(&serde_json::json!({"url": receiver.url("/bench")}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(created.status(), 201);
-
-    // Warm-up: connections, the shaper, the TLS session.
-    for _ in 0..200 {
-        let mut tx = pool.begin().await.unwrap();
-        courier_core::events::record(&mut tx, &event(merchant.merchant_id).1)
-            .await
-            .unwrap();
-        tx.commit().await.unwrap();
-        courier_core::events::announce(&pool).await.unwrap();
-    }
-    wait_for_total(&receiver, 200, Duration::from_secs(30)).await;
-
-    // Throughput.
-    let before = receiver.total();
-    let started = Instant::now();
-    for _ in 0..events.div_ceil(100) {
-        let mut tx = pool.begin().await.unwrap();
-        for _ in 0..100 {
-            courier_core::events::record(&mut tx, &event(merchant.merchant_id).1)
-                .await
-                .unwrap();
+    let quiet = run.merchant("No endpoints", &[]).await;
+    let reference = run
+        .shape(shape("no endpoint".into(), vec![quiet], 0), None)
+        .await;
+    for endpoints in [1, 4, 16] {
+        if !wanted.contains(&endpoints.to_string().as_str()) {
+            continue;
         }
-        tx.commit().await.unwrap();
-        courier_core::events::announce(&pool).await.unwrap();
+        let merchant = run
+            .merchant(
+                &format!("{endpoints} endpoints"),
+                &paths(&endpoints.to_string(), 0, endpoints),
+            )
+            .await;
+        let name = format!("1 merchant x {endpoints}");
+        run.shape(shape(name, vec![merchant], endpoints), Some(reference))
+            .await;
     }
-    let recorded_in = started.elapsed();
-    let total = events.div_ceil(100) * 100;
-    wait_for_total(&receiver, before + total, Duration::from_secs(300)).await;
-    let elapsed = started.elapsed();
-    println!(
-        "throughput: {total} deliveries in {:.2} s = {:.0} deliveries/s (recording took {:.2} s)",
-        elapsed.as_secs_f64(),
-        total as f64 / elapsed.as_secs_f64(),
-        recorded_in.as_secs_f64()
-    );
-
-    // Latency at a steady rate.
-    let count = rate * 10;
-    let mut committed: Vec<(String, Instant)> = Vec::with_capacity(count);
-    let mut ticks = tokio::time::interval(Duration::from_secs_f64(1.0 / rate as f64));
-    let before = receiver.total();
-    for _ in 0..count {
-        ticks.tick().await;
-        let (job, event) = event(merchant.merchant_id);
-        let mut tx = pool.begin().await.unwrap();
-        courier_core::events::record(&mut tx, &event).await.unwrap();
-        tx.commit().await.unwrap();
-        courier_core::events::announce(&pool).await.unwrap();
-        committed.push((job.to_string(), Instant::now()));
+    if wanted.contains(&"100x2") {
+        let mut merchants = Vec::new();
+        for m in 0..100 {
+            merchants.push(
+                run.merchant(&format!("Many {m}"), &paths("many", m, 2))
+                    .await,
+            );
+        }
+        run.shape(
+            shape("100 merchants x 2".into(), merchants, 2),
+            Some(reference),
+        )
+        .await;
     }
-    wait_for_total(&receiver, before + count, Duration::from_secs(60)).await;
-    let arrivals = first_arrivals(&receiver);
-    let mut latencies: Vec<Duration> = committed
-        .iter()
-        .map(|(job, at)| arrivals[job].saturating_duration_since(*at))
-        .collect();
-    latencies.sort_unstable();
-    println!(
-        "latency at {rate} events/s ({count} events), commit to first attempt: \
-         p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-        percentile(&latencies, 0.50).as_secs_f64() * 1e3,
-        percentile(&latencies, 0.99).as_secs_f64() * 1e3,
-        latencies.last().unwrap().as_secs_f64() * 1e3,
-    );
-
-    pool.close().await;
-    let _ = stop.send(());
-    let _ = server.await;
-    if let Some(cluster) = cluster {
-        let _ = cluster.stop();
+    for endpoints in [4, 16] {
+        if !wanted.contains(&format!("drain{endpoints}").as_str()) {
+            continue;
+        }
+        let merchant = run
+            .merchant(
+                &format!("Drained {endpoints}"),
+                &paths(&format!("drain{endpoints}"), 0, endpoints),
+            )
+            .await;
+        let name = format!("backlog, 1 x {endpoints}");
+        run.drain(shape(name, vec![merchant], endpoints)).await;
     }
-    let _ = std::fs::remove_dir_all(&root);
+    if wanted.contains(&"drain100x2") {
+        let mut merchants = Vec::new();
+        for m in 0..100 {
+            let paths = paths("drained-many", m, 2);
+            merchants.push(run.merchant(&format!("Drained {m}"), &paths).await);
+        }
+        run.drain(shape("backlog, 100 x 2".into(), merchants, 2))
+            .await;
+    }
+    if wanted.contains(&"steady") {
+        // At a steady rate the fixed costs of each second (polls, autovacuum) weigh on every
+        // booking: the reference is the same rate without endpoints.
+        let steady = |name: String, merchant: Merchant, endpoints_each: usize| Shape {
+            bookings: (rate * 10.0) as usize,
+            clients: clients.max(64),
+            rate: Some(rate),
+            ..shape(name, vec![merchant], endpoints_each)
+        };
+        let quiet = run.merchant("Steady, no endpoints", &[]).await;
+        let name = format!("{rate:.0} bookings/s x 0");
+        let reference = run.shape(steady(name, quiet, 0), None).await;
+        let merchant = run.merchant("Steady", &paths("steady", 0, 4)).await;
+        let name = format!("{rate:.0} bookings/s x 4");
+        run.shape(steady(name, merchant, 4), Some(reference)).await;
+    }
+    let run = Arc::into_inner(run).expect("every booking has finished");
+    run.finish().await;
 }

@@ -286,13 +286,18 @@ pub async fn run(
         operators: Arc::new(api::OperatorTokens::from_config(&config)),
         rate_limiter: Arc::new(courier_core::rate_limit::RateLimiter::new()),
         draining: draining.clone(),
-        auth_failures: Arc::new(courier_core::auth::failures::FailureBudget::new(
+        auth_failures: Arc::new(courier_core::auth::failures::AddressBudget::new(
             config.auth_failure_limit,
             config.auth_failure_window,
         )),
         trusted_proxies: Arc::new(courier_core::auth::client::TrustedProxies::new(
             config.trusted_proxies.clone(),
         )),
+        public_requests: Arc::new(courier_core::auth::failures::AddressBudget::new(
+            config.public_request_limit,
+            config.public_request_window,
+        )),
+        tracking_slots: Arc::new(tokio::sync::Semaphore::new(config.tracking_concurrency)),
     };
     let address = listener.local_addr().map_err(StartError::Serve)?;
     tracing::info!(%address, "courier is listening");

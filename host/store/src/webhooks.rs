@@ -232,7 +232,7 @@ pub async fn claim_events(
         EventRow,
         "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", name, occurred_at, recorded_at, job, details \
          FROM events WHERE fanned_out_at IS NULL ORDER BY recorded_at LIMIT $1 \
-         FOR UPDATE SKIP LOCKED",
+         FOR NO KEY UPDATE SKIP LOCKED",
         limit,
     )
     .fetch_all(conn)
@@ -296,7 +296,7 @@ pub async fn record_fan_out(
              now() + make_interval(secs => $7::float8 / 1000), $8 \
            FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::timestamptz[], \
              $6::bytea[]) AS d (id, endpoint_id, event_id, event_name, occurred_at, body) \
-           ON CONFLICT (endpoint_id, event_id) DO NOTHING) \
+           ON CONFLICT (id) DO NOTHING) \
          UPDATE events SET fanned_out_at = now() WHERE id = ANY($9)",
         &column(|d| d.id),
         &column(|d| d.endpoint_id),
@@ -320,14 +320,19 @@ pub async fn record_fan_out(
 // ---- Delivery workers ----------------------------------------------------------------------
 
 /// A claimed delivery: only the holder of `token` may attempt it.
-#[derive(Clone, Copy, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct ClaimRow {
     pub id: Uuid,
     pub endpoint_id: Uuid,
     pub merchant_id: Uuid,
+    pub event_name: String,
+    pub body: Vec<u8>,
+    /// Attempts made before this claim.
+    pub attempts: i32,
 }
 
-/// Claims due deliveries nobody holds (or whose holder's lease ran out).
+/// Claims due deliveries nobody holds (or whose holder's lease ran out), with what an attempt
+/// sends.
 pub async fn claim_due(
     pool: &PgPool,
     limit: i64,
@@ -346,7 +351,7 @@ pub async fn claim_due(
          UPDATE webhook_deliveries d \
          SET lease_until = now() + make_interval(secs => $2::float8 / 1000), lease_token = $3 \
          FROM due, webhook_endpoints e WHERE d.id = due.id AND e.id = d.endpoint_id \
-         RETURNING d.id, d.endpoint_id, e.merchant_id",
+         RETURNING d.id, d.endpoint_id, e.merchant_id, d.event_name, d.body, d.attempts",
     )
     .bind(limit)
     .bind(lease_ms)
@@ -407,27 +412,67 @@ pub async fn begin_attempt(
     .await
 }
 
-/// Records a 2xx. The endpoint's `last_succeeded_at` is refreshed at most once a second per
-/// endpoint, so a busy endpoint's row is not a point of contention.
-pub async fn record_success(
-    pool: &PgPool,
-    id: Uuid,
-    token: Uuid,
-    status_code: i32,
-) -> Result<(), sqlx::Error> {
+/// Where and how an attempt is sent: the endpoint as it is now.
+#[derive(Clone, Debug)]
+pub struct TargetRow {
+    pub id: Uuid,
+    pub url: String,
+    pub secret_ciphertext: Vec<u8>,
+    pub status: EndpointStatus,
+}
+
+/// The current URL, secret and status of each of the endpoints that still exist.
+pub async fn attempt_targets(pool: &PgPool, ids: &[Uuid]) -> Result<Vec<TargetRow>, sqlx::Error> {
+    sqlx::query_as!(
+        TargetRow,
+        "SELECT id, url, secret_ciphertext, status AS \"status: Text<EndpointStatus>\" \
+         FROM webhook_endpoints WHERE id = ANY($1)",
+        ids,
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// A 2xx to record: the delivery, the claim it was sent under and the status code.
+#[derive(Clone, Copy, Debug)]
+pub struct Success {
+    pub id: Uuid,
+    pub token: Uuid,
+    pub status_code: i32,
+}
+
+/// Records 2xx answers, many in one statement. A delivery whose claim was lost meanwhile is
+/// left alone. The endpoints' `last_succeeded_at` is refreshed at most once a second each, so
+/// a busy endpoint's row is not a point of contention. Their rows are locked in id order, so
+/// recorders in several processes cannot deadlock on them, and without taking the key (`NO KEY
+/// UPDATE`), so the fan-out's inserts, whose foreign keys share the key, do not wait for them.
+pub async fn record_successes(pool: &PgPool, successes: &[Success]) -> Result<(), sqlx::Error> {
+    let ids: Vec<Uuid> = successes.iter().map(|s| s.id).collect();
+    let tokens: Vec<Uuid> = successes.iter().map(|s| s.token).collect();
+    let codes: Vec<i32> = successes.iter().map(|s| s.status_code).collect();
     sqlx::query!(
         "WITH d AS ( \
-           UPDATE webhook_deliveries SET status = 'delivered', attempts = attempts + 1, \
+           UPDATE webhook_deliveries w SET status = 'delivered', attempts = w.attempts + 1, \
              delivered_at = now(), next_attempt_at = NULL, lease_until = NULL, \
-             lease_token = NULL, response_status_code = $3, last_error = NULL \
-           WHERE id = $1 AND lease_token = $2 AND status = 'pending' RETURNING endpoint_id) \
+             lease_token = NULL, response_status_code = s.code, last_error = NULL \
+           FROM UNNEST($1::uuid[], $2::uuid[], $3::int4[]) AS s (id, token, code) \
+           WHERE w.id = ANY($1) AND w.id = s.id AND w.lease_token = s.token \
+             AND w.status = 'pending' \
+           RETURNING w.endpoint_id), \
+         stale AS ( \
+           SELECT e.id FROM webhook_endpoints e \
+           WHERE e.id IN (SELECT endpoint_id FROM d) AND (e.consecutive_failures <> 0 \
+             OR e.last_succeeded_at IS NULL OR e.last_succeeded_at < now() - interval '1 second') \
+           ORDER BY e.id FOR NO KEY UPDATE) \
          UPDATE webhook_endpoints e SET last_succeeded_at = now(), consecutive_failures = 0 \
-         FROM d WHERE e.id = d.endpoint_id AND (e.consecutive_failures <> 0 \
-           OR e.last_succeeded_at IS NULL OR e.last_succeeded_at < now() - interval '1 second')",
-        id,
-        token,
-        status_code,
+         FROM stale WHERE e.id = stale.id",
+        &ids,
+        &tokens,
+        &codes,
     )
+    // Planned with each batch: a plan kept from when the outbox was small reads the whole
+    // table for every batch once it has grown (BENCHMARKS.md).
+    .persistent(false)
     .execute(pool)
     .await?;
     Ok(())
@@ -464,7 +509,7 @@ pub async fn record_failure(
 ) -> Result<Option<FailureRecorded>, sqlx::Error> {
     let mut tx = pool.begin().await?;
     sqlx::query!(
-        "SELECT 1 AS \"locked!\" FROM webhook_endpoints WHERE id = $1 FOR UPDATE",
+        "SELECT 1 AS \"locked!\" FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE",
         endpoint_id,
     )
     .fetch_optional(&mut *tx)

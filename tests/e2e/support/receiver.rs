@@ -147,6 +147,15 @@ impl Receiver {
         all.iter().filter(|r| r.path == path).cloned().collect()
     }
 
+    /// Every request from the `skip`-th on: its `Courier-Delivery`, arrival and body.
+    pub fn arrivals_since(&self, skip: usize) -> Vec<(String, Instant, Vec<u8>)> {
+        let all = self.state.received.lock().unwrap();
+        all.iter()
+            .skip(skip)
+            .map(|r| (r.delivery.clone(), r.at, r.body.clone()))
+            .collect()
+    }
+
     pub fn total(&self) -> usize {
         self.state.received.lock().unwrap().len()
     }

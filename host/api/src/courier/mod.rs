@@ -79,7 +79,7 @@ async fn require_courier(
                 AuthError::Missing | AuthError::Malformed | AuthError::Invalid,
             ) = e
             {
-                state.auth_failures.failed(client, now);
+                state.auth_failures.spend(client, now);
             }
             ApiError::CourierAuth(e).into_response()
         }

@@ -1,14 +1,15 @@
-//! Failed sign-ins counted per client address, so guessing credentials stays slow and a flood
-//! of wrong ones is turned away before it costs a lookup.
+//! Requests counted per client address in fixed windows: failed sign-ins, so guessing
+//! credentials stays slow and a flood of wrong ones is turned away before it costs a lookup;
+//! and requests to the public routes, which need no credentials at all.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Failures per client address (sign-ins with a wrong token or key), in fixed windows: past
+/// Requests per client address (failed sign-ins, or public requests), in fixed windows: past
 /// `limit` in one, the address waits for the window's end.
-pub struct FailureBudget {
+pub struct AddressBudget {
     limit: u32,
     window: Duration,
     seen: Mutex<HashMap<IpAddr, (Instant, u32)>>,
@@ -17,7 +18,7 @@ pub struct FailureBudget {
 /// Addresses tracked at once; past it, the windows that ended are forgotten first.
 const TRACKED_ADDRESSES: usize = 100_000;
 
-impl FailureBudget {
+impl AddressBudget {
     pub fn new(limit: u32, window: Duration) -> Self {
         Self {
             limit,
@@ -26,7 +27,7 @@ impl FailureBudget {
         }
     }
 
-    /// How long `client` must wait, if it used up its failures in the current window.
+    /// How long `client` must wait, if it used up its budget in the current window.
     pub fn wait(&self, client: IpAddr, now: Instant) -> Option<Duration> {
         let seen = self
             .seen
@@ -37,7 +38,8 @@ impl FailureBudget {
         (failures >= self.limit && ends > now).then(|| ends - now)
     }
 
-    pub fn failed(&self, client: IpAddr, now: Instant) {
+    /// Counts one request of `client`'s.
+    pub fn spend(&self, client: IpAddr, now: Instant) {
         let mut seen = self
             .seen
             .lock()
@@ -67,19 +69,19 @@ mod tests {
 
     #[test]
     fn failures_are_counted_per_window() {
-        let failures = FailureBudget::new(2, Duration::from_secs(1));
+        let failures = AddressBudget::new(2, Duration::from_secs(1));
         let client: IpAddr = "192.0.2.1".parse().unwrap();
         let start = Instant::now();
-        failures.failed(client, start);
+        failures.spend(client, start);
         assert_eq!(failures.wait(client, start), None);
-        failures.failed(client, start);
+        failures.spend(client, start);
         assert_eq!(
             failures.wait(client, start + Duration::from_millis(400)),
             Some(Duration::from_millis(600))
         );
         assert_eq!(failures.wait(client, start + Duration::from_secs(1)), None);
         // A failure after the window starts a new one.
-        failures.failed(client, start + Duration::from_secs(1));
+        failures.spend(client, start + Duration::from_secs(1));
         assert_eq!(failures.wait(client, start + Duration::from_secs(1)), None);
     }
 }

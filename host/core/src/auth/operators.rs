@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
 use super::AuthError;
-use super::failures::FailureBudget;
+use super::failures::AddressBudget;
 use crate::config::Config;
 
 /// The operator behind an admin request, for the records.
@@ -24,7 +24,7 @@ pub const ADMIN_OPERATOR: &str = "admin";
 /// the failed sign-ins of each client address.
 pub struct OperatorTokens {
     tokens: Vec<(String, [u8; 32])>,
-    failures: FailureBudget,
+    failures: AddressBudget,
 }
 
 /// Why an operator request was turned away.
@@ -48,7 +48,7 @@ impl OperatorTokens {
             .map(|t| (t.name.clone(), digest(&t.token)));
         Self {
             tokens: admin.chain(named).collect(),
-            failures: FailureBudget::new(
+            failures: AddressBudget::new(
                 config.operator_failure_limit,
                 config.operator_failure_window,
             ),
@@ -68,7 +68,7 @@ impl OperatorTokens {
             return Err(OperatorRefusal::TooManyFailures(wait));
         }
         self.check(header).map_err(|refusal| {
-            self.failures.failed(client, now);
+            self.failures.spend(client, now);
             OperatorRefusal::Credentials(refusal)
         })
     }

@@ -40,7 +40,7 @@ pub struct Request<'a> {
     pub event: &'a str,
     pub delivery_id: &'a str,
     pub signature: &'a str,
-    pub body: Vec<u8>,
+    pub body: bytes::Bytes,
 }
 
 #[derive(Clone, Debug)]

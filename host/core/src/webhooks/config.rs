@@ -42,6 +42,13 @@ pub struct WebhookConfig {
           env = "COURIER_WEBHOOK_CONCURRENCY", default_value = "256",
           value_parser = settings::positive_usize)]
     pub concurrency: usize,
+    /// `false`: this process records events and serves the webhook API but neither fans events
+    /// out nor sends them; processes sharing its database that keep the default deliver them
+    /// (instances that only serve the API; maintenance).
+    #[arg(id = "webhook-delivery", long = "webhook-delivery",
+          env = "COURIER_WEBHOOK_DELIVERY", default_value = "true",
+          action = clap::ArgAction::Set, value_parser = settings::flag)]
+    pub delivery: bool,
     /// Webhook endpoints one merchant may have in one environment; a registration past it is
     /// refused with `webhook.too_many_endpoints`. Each event is signed and sent once per
     /// endpoint, so the cap bounds what one event can cost.
@@ -98,6 +105,7 @@ mod tests {
         assert_eq!(config.suspend_after, 20);
         assert_eq!(config.max_attempts, 10);
         assert!(!config.allow_private);
+        assert!(config.delivery);
         assert_eq!(config.poll, Duration::from_secs(1));
         assert_eq!(
             (

@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
 
 use chrono::Utc;
 use courier_domain::backoff::Backoff;
@@ -14,23 +16,46 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use super::batch::Batcher;
 use super::client::{Outcome, Request, WebhookClient};
 use super::config::WebhookConfig;
 use super::schedule::{Limits, Schedule};
 use super::secret::SecretCipher;
 use crate::infra::workers::Workers;
-use courier_store::webhooks::{self as store, Failure};
+use courier_store::webhooks::{self as store, Failure, Success, TargetRow};
 
 /// Due deliveries claimed per poll.
 const CLAIM_BATCH: i64 = 256;
+/// Time left on a claim, after the longest attempt, for recording its outcome.
+const RECORD_MARGIN: Duration = Duration::from_secs(2);
+/// Tries of a batch of successes that meets a deadlock (an endpoint deleted meanwhile).
+const RECORD_TRIES: usize = 3;
 
 /// A claimed delivery; only the holder of `token` may attempt it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Job {
     pub id: Uuid,
     pub endpoint_id: Uuid,
     pub merchant_id: Uuid,
     pub token: Uuid,
+    /// When the claim was taken, and what it read of the delivery.
+    pub claimed: Claimed,
+}
+
+/// What a claim read of its delivery, when.
+#[derive(Clone, Debug)]
+pub struct Claimed {
+    pub at: Instant,
+    pub content: Arc<Content>,
+}
+
+/// What an attempt sends, the same on every attempt.
+#[derive(Debug)]
+pub struct Content {
+    pub event_name: String,
+    pub body: Bytes,
+    /// Attempts made before the claim.
+    pub attempts: i32,
 }
 
 #[derive(Clone)]
@@ -44,6 +69,10 @@ struct Inner {
     cipher: SecretCipher,
     config: WebhookConfig,
     schedule: Mutex<Schedule<Job>>,
+    /// The endpoints of attempts about to start, read together.
+    targets: Batcher<Uuid, Option<TargetRow>>,
+    /// 2xx answers, recorded together.
+    successes: Batcher<Success, ()>,
     /// Wakes the poller of due retries.
     due: Notify,
     /// Attempts run as parts of the workers: the stop waits for those in flight.
@@ -67,6 +96,14 @@ impl Dispatcher {
             per_endpoint: config.endpoint_concurrency,
             backlog_per_endpoint: config.endpoint_concurrency * 64,
         };
+        let targets = {
+            let pool = pool.clone();
+            Batcher::start(move |ids: Vec<Uuid>| read_targets(pool.clone(), ids))
+        };
+        let successes = {
+            let pool = pool.clone();
+            Batcher::start(move |done: Vec<Success>| record_successes(pool.clone(), done))
+        };
         Self {
             inner: Arc::new(Inner {
                 pool,
@@ -74,6 +111,8 @@ impl Dispatcher {
                 cipher,
                 config,
                 schedule: Mutex::new(Schedule::new(limits)),
+                targets,
+                successes,
                 due: Notify::new(),
                 workers,
             }),
@@ -118,8 +157,9 @@ impl Dispatcher {
     }
 
     async fn run(self, job: Job) {
+        let endpoint_id = job.endpoint_id;
         self.attempt(job).await;
-        self.schedule().finish(job.endpoint_id);
+        self.schedule().finish(endpoint_id);
         if self.inner.workers.stopping() {
             // Queued deliveries go back, claimed by nobody, so another instance takes them at
             // once rather than when their leases lapse.
@@ -149,35 +189,35 @@ impl Dispatcher {
     /// (with the same `Courier-Delivery`) rather than lost.
     async fn attempt(&self, job: Job) {
         let inner = &self.inner;
-        let pool = &inner.pool;
-        let row = match store::begin_attempt(pool, job.id, job.token, self.lease_ms()).await {
-            Ok(Some(row)) => row,
-            Ok(None) => return,
-            Err(e) => {
-                tracing::warn!(delivery = %job.id, error = %e, "cannot start a webhook attempt");
-                return;
-            }
+        let Some((content, target)) = self.prepare(&job).await else {
+            return;
         };
-        if row.endpoint_status != EndpointStatus::Active {
+        if target.status != EndpointStatus::Active {
             let reason = "the endpoint was suspended";
-            if let Err(e) = store::cancel(pool, job.id, job.token, reason).await {
+            if let Err(e) = store::cancel(&inner.pool, job.id, job.token, reason).await {
                 tracing::warn!(delivery = %job.id, error = %e, "cannot cancel a delivery");
             }
             return;
         }
-        let outcome = match inner.cipher.open(job.endpoint_id, &row.secret_ciphertext) {
+        let outcome = match inner
+            .cipher
+            .open(job.endpoint_id, &target.secret_ciphertext)
+        {
             Ok(secret) => {
-                let signature =
-                    courier_domain::webhook::signature(&secret, Utc::now().timestamp(), &row.body);
+                let signature = courier_domain::webhook::signature(
+                    &secret,
+                    Utc::now().timestamp(),
+                    &content.body,
+                );
                 let delivery_id = job.id.to_string();
                 inner
                     .client
                     .send(Request {
-                        url: &row.url,
-                        event: &row.event_name,
+                        url: &target.url,
+                        event: &content.event_name,
                         delivery_id: &delivery_id,
                         signature: &signature,
-                        body: row.body,
+                        body: content.body.clone(),
                     })
                     .await
             }
@@ -189,18 +229,58 @@ impl Dispatcher {
                 }
             }
         };
-        let attempt = u32::try_from(row.attempts).unwrap_or(0) + 1;
-        if let Err(e) = self.record(job, attempt, outcome).await {
+        let attempt = u32::try_from(content.attempts).unwrap_or(0) + 1;
+        if let Err(e) = self.record(&job, attempt, outcome).await {
             tracing::warn!(delivery = %job.id, error = %e, "cannot record a webhook attempt");
         }
     }
 
+    /// What the attempt sends and where, read as it starts. A claim young enough to outlast
+    /// the attempt and its record needs only the endpoint's current URL, secret and status
+    /// (read with other attempts', no write); an older one is renewed first, and read back.
+    async fn prepare(&self, job: &Job) -> Option<(Arc<Content>, TargetRow)> {
+        let config = &self.inner.config;
+        let needed = config.timeout + RECORD_MARGIN;
+        if job.claimed.at.elapsed() + needed <= config.lease() {
+            let target = self.inner.targets.run(job.endpoint_id).await?;
+            // None: the endpoint was deleted, and its deliveries with it.
+            return Some((Arc::clone(&job.claimed.content), target?));
+        }
+        match store::begin_attempt(&self.inner.pool, job.id, job.token, self.lease_ms()).await {
+            Ok(Some(row)) => Some((
+                Arc::new(Content {
+                    event_name: row.event_name,
+                    body: row.body.into(),
+                    attempts: row.attempts,
+                }),
+                TargetRow {
+                    id: job.endpoint_id,
+                    url: row.url,
+                    secret_ciphertext: row.secret_ciphertext,
+                    status: row.endpoint_status,
+                },
+            )),
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!(delivery = %job.id, error = %e, "cannot start a webhook attempt");
+                None
+            }
+        }
+    }
+
     /// Records the outcome of `job`'s `attempt`-th attempt.
-    async fn record(&self, job: Job, attempt: u32, outcome: Outcome) -> Result<(), sqlx::Error> {
+    async fn record(&self, job: &Job, attempt: u32, outcome: Outcome) -> Result<(), sqlx::Error> {
         let inner = &self.inner;
         match outcome {
             Outcome::Succeeded { status } => {
-                store::record_success(&inner.pool, job.id, job.token, status.into()).await
+                let success = Success {
+                    id: job.id,
+                    token: job.token,
+                    status_code: status.into(),
+                };
+                // None was logged by the batch: the lease lapses and the delivery is sent again.
+                let _ = inner.successes.run(success).await;
+                Ok(())
             }
             Outcome::Failed { status, error } => {
                 let failure = Failure {
@@ -258,11 +338,20 @@ impl Dispatcher {
             match claimed.await {
                 Ok(rows) => {
                     let full = rows.len() as i64 == CLAIM_BATCH;
+                    let at = Instant::now();
                     self.submit_all(rows.into_iter().map(|r| Job {
                         id: r.id,
                         endpoint_id: r.endpoint_id,
                         merchant_id: r.merchant_id,
                         token,
+                        claimed: Claimed {
+                            at,
+                            content: Arc::new(Content {
+                                event_name: r.event_name,
+                                body: r.body.into(),
+                                attempts: r.attempts,
+                            }),
+                        },
                     }))
                     .await;
                     if full {
@@ -287,5 +376,41 @@ impl Dispatcher {
         config
             .poll
             .min(config.retry_base.max(Duration::from_millis(50)))
+    }
+}
+
+/// The endpoints of `ids` (in order; None for one that no longer exists), or None when the
+/// read failed.
+async fn read_targets(pool: PgPool, ids: Vec<Uuid>) -> Option<Vec<Option<TargetRow>>> {
+    let mut distinct = ids.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    match store::attempt_targets(&pool, &distinct).await {
+        Ok(rows) => {
+            let by_id: HashMap<Uuid, TargetRow> = rows.into_iter().map(|r| (r.id, r)).collect();
+            Some(ids.iter().map(|id| by_id.get(id).cloned()).collect())
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read webhook endpoints for attempts");
+            None
+        }
+    }
+}
+
+/// Records a batch of 2xx answers, or None when that failed (their leases then lapse and they
+/// are sent again, with the same `Courier-Delivery`).
+async fn record_successes(pool: PgPool, done: Vec<Success>) -> Option<Vec<()>> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match store::record_successes(&pool, &done).await {
+            Ok(()) => return Some(vec![(); done.len()]),
+            Err(sqlx::Error::Database(e))
+                if e.code().as_deref() == Some("40P01") && tries < RECORD_TRIES => {}
+            Err(e) => {
+                tracing::warn!(error = %e, count = done.len(), "cannot record webhook successes");
+                return None;
+            }
+        }
     }
 }

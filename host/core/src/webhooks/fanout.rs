@@ -5,20 +5,25 @@ use chrono::SecondsFormat;
 use courier_plugins::{EventJob, PayloadShaper, Proof, WebhookEvent};
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
+use std::sync::Arc;
+use std::time::Instant;
 use uuid::Uuid;
 
 use courier_domain::event::{EventDetails, JobFacts};
 use courier_store::webhooks::{self as store, EventRow, NewDelivery, SubscriberRow};
 
+use super::delivery::{Claimed, Content};
+
 /// Events taken per transaction.
 const BATCH: i64 = 256;
 
 /// A delivery made and claimed by this process, ready to attempt.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Made {
     pub id: Uuid,
     pub endpoint_id: Uuid,
     pub merchant_id: Uuid,
+    pub claimed: Claimed,
 }
 
 /// Fans out one batch; returns the claim token and the deliveries made, and whether the batch
@@ -44,6 +49,8 @@ pub async fn fan_out_batch(
     merchants.dedup();
     let endpoints = store::active_endpoints_of(&mut tx, &merchants).await?;
     let mut deliveries = Vec::new();
+    // What each delivery sends, shared by an event's deliveries.
+    let mut contents = Vec::new();
     let mut done = Vec::with_capacity(events.len());
     for event in &events {
         let targets: Vec<&SubscriberRow> =
@@ -68,7 +75,13 @@ pub async fn fan_out_batch(
                 continue;
             }
         };
+        let content = Arc::new(Content {
+            event_name: event.name.clone(),
+            body: body.clone().into(),
+            attempts: 0,
+        });
         for endpoint in targets {
+            contents.push(Arc::clone(&content));
             deliveries.push(NewDelivery {
                 id: delivery_id(event.id, endpoint.id),
                 endpoint_id: endpoint.id,
@@ -84,12 +97,15 @@ pub async fn fan_out_batch(
     let token = Uuid::new_v4();
     store::record_fan_out(&mut tx, &deliveries, &done, lease_ms, token).await?;
     tx.commit().await?;
+    let at = Instant::now();
     let made = deliveries
         .iter()
-        .map(|d| Made {
+        .zip(contents)
+        .map(|(d, content)| Made {
             id: d.id,
             endpoint_id: d.endpoint_id,
             merchant_id: d.merchant_id,
+            claimed: Claimed { at, content },
         })
         .collect();
     Ok((token, made, full))

@@ -9,6 +9,7 @@
 //! - `client`: the outbound HTTP client that only connects to vetted public addresses.
 //! - `signer`, `secret`: signatures, encrypted secrets (address rules: `courier_plugins::is_public_address`).
 
+mod batch;
 mod client;
 mod config;
 mod delivery;
@@ -93,7 +94,7 @@ impl Webhooks {
     }
 
     /// Loads the payload shaper and starts, under `workers`, the fan-out and the delivery
-    /// workers. The fan-out's first round catches up on events recorded before; later ones are
+    /// workers, unless delivery is off in this process. The fan-out's first round catches up on events recorded before; later ones are
     /// woken by the [`bell`](Self::bell), which other processes' notices ring too (the caller
     /// has the LISTEN hub ring it).
     pub async fn start_workers(
@@ -101,6 +102,10 @@ impl Webhooks {
         engine: &PluginEngine,
         workers: &crate::infra::workers::Workers,
     ) -> Result<(), WebhookStartError> {
+        if !self.config.delivery {
+            tracing::info!("webhook delivery is off in this process (COURIER_WEBHOOK_DELIVERY)");
+            return Ok(());
+        }
         let engine = engine.clone();
         let shaper = tokio::task::spawn_blocking(move || {
             PayloadShaper::load(&engine, courier_plugins::defaults::STANDARD_SHAPER)
@@ -160,6 +165,7 @@ async fn fan_out(
                         endpoint_id: m.endpoint_id,
                         merchant_id: m.merchant_id,
                         token,
+                        claimed: m.claimed,
                     }))
                     .await;
                 if more {

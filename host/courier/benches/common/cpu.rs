@@ -64,6 +64,12 @@ const STIME: usize = 12;
 const CUTIME: usize = 13;
 const CSTIME: usize = 14;
 
+/// CPU used so far by another process (its threads together).
+pub fn process_cpu(pid: u32) -> Duration {
+    stat_fields(Path::new(&format!("/proc/{pid}/stat")))
+        .map_or(Duration::ZERO, |(_, f)| ticks(f[UTIME] + f[STIME]))
+}
+
 fn service_cpu() -> Duration {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return Duration::ZERO;
@@ -76,7 +82,8 @@ fn service_cpu() -> Duration {
         .sum()
 }
 
-fn cluster_cpu(postmaster: u32) -> Duration {
+/// CPU used so far by every process of the cluster whose postmaster is `postmaster`.
+pub fn cluster_cpu(postmaster: u32) -> Duration {
     let Ok(processes) = std::fs::read_dir("/proc") else {
         return Duration::ZERO;
     };
