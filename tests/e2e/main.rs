@@ -10,6 +10,7 @@ mod connections;
 mod dispatch;
 mod errors;
 mod fleet;
+mod flood;
 mod fulfilment;
 mod instances;
 mod jobs;

@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use super::error::{ApiError, RequestError};
 use super::state::{AppState, Draining};
 use courier_core::auth::AuthError;
+use courier_core::auth::failures::Turn;
 use courier_core::rate_limit::{Budget, Decision, whole_seconds};
 
 /// The client's address: the peer's, or, from a trusted proxy, the one it forwarded.
@@ -49,7 +50,7 @@ pub async fn require_merchant(
     if let Some(retry_after) = state.auth_failures.wait(client, now)
         && !state.authenticator.verified_in_memory(header)
     {
-        return ApiError::RateLimited { retry_after }.into_response();
+        return paced_refusal(&state, client, retry_after).await;
     }
     let caller = match state.authenticator.verify(header).await {
         Ok(caller) => caller,
@@ -94,6 +95,26 @@ pub async fn limit_public(State(state): State<AppState>, request: Request, next:
     }
     state.public_requests.spend(client, now);
     next.run(request).await
+}
+
+/// 429 for an address past its failed sign-ins, in its turn (`RefusalPace`).
+pub async fn paced_refusal(state: &AppState, client: IpAddr, retry_after: Duration) -> Response {
+    let close = match state.refusal_pace.turn(client, Instant::now()) {
+        Turn::After(wait) => {
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+            false
+        }
+        Turn::Now => true,
+    };
+    let mut response = ApiError::RateLimited { retry_after }.into_response();
+    if close {
+        response
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
 }
 
 fn add_rate_limit_headers(response: &mut Response, decision: &Decision) {

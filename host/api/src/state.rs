@@ -33,6 +33,8 @@ pub struct AppState {
     pub draining: Draining,
     /// Failed merchant sign-ins per client address.
     pub auth_failures: Arc<courier_core::auth::failures::AddressBudget>,
+    /// How fast addresses past their failure budget are refused.
+    pub refusal_pace: Arc<courier_core::auth::failures::RefusalPace>,
     /// Whose `X-Forwarded-For` names the client.
     pub trusted_proxies: Arc<courier_core::auth::client::TrustedProxies>,
     /// Requests to the public routes per client address.

@@ -64,6 +64,14 @@ pub struct Config {
           env = "COURIER_AUTH_FAILURE_LIMIT", default_value = "100",
           value_parser = settings::positive_u32)]
     pub auth_failure_limit: u32,
+    /// Past its `COURIER_AUTH_FAILURE_LIMIT`, an address's refusals are answered at most this
+    /// many a second; a faster client's requests wait their turn (up to a second, past which
+    /// the refusal closes the connection), so a flood costs a bounded share of the service's
+    /// time. 0: no pacing.
+    #[arg(id = "auth-refusals-per-second", long = "auth-refusals-per-second",
+          env = "COURIER_AUTH_REFUSALS_PER_SECOND", default_value = "1000",
+          value_parser = clap::value_parser!(u32))]
+    pub auth_refusals_per_second: u32,
     /// The window of `COURIER_AUTH_FAILURE_LIMIT`.
     #[arg(id = "auth-failure-window-ms", long = "auth-failure-window-ms",
           env = "COURIER_AUTH_FAILURE_WINDOW_MS", default_value = "60000",

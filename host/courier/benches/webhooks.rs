@@ -240,17 +240,28 @@ impl Run {
         }
     }
 
+    /// A quote of the bench journey. Just after a start the demo city may still be loading
+    /// (503): asked again.
+    async fn quote(&self, merchant: &Merchant) -> Value {
+        for _ in 0..400 {
+            let response = self
+                .post(merchant, "/v1/quotes", None)
+                .json(&quote_body())
+                .send()
+                .await
+                .unwrap();
+            if response.status() == 201 {
+                return response.json().await.unwrap();
+            }
+            assert_eq!(response.status(), 503, "{:?}", response.text().await);
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("no quote within 10 s");
+    }
+
     /// Quotes and books one job.
     async fn book(&self, merchant: &Merchant, n: usize) {
-        let quote: Value = self
-            .post(merchant, "/v1/quotes", None)
-            .json(&quote_body())
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let quote = self.quote(merchant).await;
         let quote_id = quote["id"].as_str().expect("a quote");
         let booked = self
             .post(merchant, "/v1/jobs", Some(&format!("bench-{n}-{quote_id}")))

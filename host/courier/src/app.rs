@@ -290,6 +290,9 @@ pub async fn run(
             config.auth_failure_limit,
             config.auth_failure_window,
         )),
+        refusal_pace: Arc::new(courier_core::auth::failures::RefusalPace::new(
+            config.auth_refusals_per_second,
+        )),
         trusted_proxies: Arc::new(courier_core::auth::client::TrustedProxies::new(
             config.trusted_proxies.clone(),
         )),

@@ -67,7 +67,7 @@ async fn require_courier(
     let client = crate::middleware::client_address(&state, &request);
     let now = std::time::Instant::now();
     if let Some(retry_after) = state.auth_failures.wait(client, now) {
-        return ApiError::RateLimited { retry_after }.into_response();
+        return crate::middleware::paced_refusal(&state, client, retry_after).await;
     }
     match state.couriers.credentials().authenticate(header).await {
         Ok(courier) => {

@@ -216,12 +216,12 @@ impl Authenticator {
         let Some(credentials) = header.and_then(parse_basic) else {
             return false;
         };
+        // The cache first: a stranger's unknown key costs no hashing.
+        let Some(Some(found)) = self.cached(&credentials.key) else {
+            return false;
+        };
         let expected = self.hash(&credentials.key, &credentials.secret);
-        matches!(
-            self.cached(&credentials.key),
-            Some(Some(found)) if found.caller.is_some()
-                && bool::from(found.secret_hash.ct_eq(expected.as_slice()))
-        )
+        found.caller.is_some() && bool::from(found.secret_hash.ct_eq(expected.as_slice()))
     }
 
     /// What was last looked up of `key`, while it is trusted: Some(None) for no such key.
