@@ -450,9 +450,9 @@ pub async fn record_successes(pool: &PgPool, successes: &[Success]) -> Result<()
     let ids: Vec<Uuid> = successes.iter().map(|s| s.id).collect();
     let tokens: Vec<Uuid> = successes.iter().map(|s| s.token).collect();
     let codes: Vec<i32> = successes.iter().map(|s| s.status_code).collect();
-    // `w.id = ANY($1)` keeps the plan on the primary key however the outbox has grown since
-    // the statement was prepared: joined to the list alone, a plan made while the table was
-    // small read all of it for every batch later (BENCHMARKS.md).
+    // Joined to the list alone, a plan made while the outbox was small read all of it for every
+    // batch later; `w.id = ANY($1)` leads the planner to the primary key. The workers' pool
+    // also plans each execution afresh (`plan_cache_mode`).
     sqlx::query!(
         "WITH d AS ( \
            UPDATE webhook_deliveries w SET status = 'delivered', attempts = w.attempts + 1, \

@@ -133,12 +133,15 @@ impl Webhooks {
 /// committed without waiting for the disk. Only a database crash can lose such a commit, and
 /// every loss is redone the same way: the fan-out again into the same delivery ids, an attempt
 /// again with the same `Courier-Delivery` (at least once), never dropped.
+///
+/// Their statements are planned with each execution, for the values it has, though they stay
+/// prepared: the outbox grows from nothing in bursts, and a plan kept from when it was small
+/// reads the whole table once it has grown (BENCHMARKS.md).
 fn attempts_pool(pool: &PgPool) -> PgPool {
-    let options = pool
-        .connect_options()
-        .as_ref()
-        .clone()
-        .options([("synchronous_commit", "off")]);
+    let options = pool.connect_options().as_ref().clone().options([
+        ("synchronous_commit", "off"),
+        ("plan_cache_mode", "force_custom_plan"),
+    ]);
     crate::infra::db::pool_options(ATTEMPT_CONNECTIONS)
         // Lanes wait their turn for a connection rather than fail a pass.
         .acquire_timeout(std::time::Duration::from_secs(30))
