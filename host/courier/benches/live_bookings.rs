@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 
 use common::{Latencies, SECRET_HEX, booking_body, env_or, quote_body, wait_until_ready};
 use courier_core::auth::Authenticator;
-use courier_core::infra::db::{EmbeddedPostgres, create_database_if_missing};
 use courier_core::infra::secrets::SecretKey;
 use serde_json::{Value, json};
 use stripe::{Latency, StripeStandIn};
@@ -50,17 +49,8 @@ fn main() {
     let seconds: u64 = env_or("BENCH_SECONDS", 10);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async move {
-        let root = std::env::temp_dir().join(format!("courier-live-bench-{}", std::process::id()));
-        let cluster = {
-            let root = root.clone();
-            Arc::new(
-                tokio::task::spawn_blocking(move || EmbeddedPostgres::start(&root))
-                    .await
-                    .unwrap()
-                    .expect("a private PostgreSQL cluster"),
-            )
-        };
-        create_database_if_missing(&cluster, "bench").await.unwrap();
+        let (cluster, root) = common::private_cluster("live-bench", "bench").await;
+        let cluster = Arc::new(cluster);
         let url = cluster.url("bench");
         let stand_in = StripeStandIn::start().await;
         let port = std::net::TcpListener::bind("127.0.0.1:0")

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use common::{Latencies, env_or, quote_body};
 use courier_core::auth::Authenticator;
-use courier_core::infra::db::{EmbeddedPostgres, create_database_if_missing};
 use courier_core::infra::secrets::SecretKey;
 
 const SECRET_HEX: &str = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e";
@@ -91,17 +90,7 @@ async fn start_once(
 #[tokio::main]
 async fn main() {
     let runs: usize = env_or("STARTUP_RUNS", 10);
-    let root = std::env::temp_dir().join(format!("courier-startup-{}", std::process::id()));
-    let cluster = {
-        let root = root.clone();
-        tokio::task::spawn_blocking(move || EmbeddedPostgres::start(&root))
-            .await
-            .unwrap()
-            .expect("a private PostgreSQL cluster")
-    };
-    create_database_if_missing(&cluster, "startup")
-        .await
-        .unwrap();
+    let (cluster, root) = common::private_cluster("startup", "startup").await;
     let database_url = cluster.url("startup");
     let data_dir = root.join("data");
     let http = reqwest::Client::new();

@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use common::{SECRET_HEX, booking_body, env_or, quote_body, wait_until_ready};
-use courier_core::infra::db::{EmbeddedPostgres, create_database_if_missing};
+use courier_core::infra::db::EmbeddedPostgres;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
@@ -116,15 +116,7 @@ struct Cost {
 
 impl Run {
     async fn start() -> Self {
-        let root = std::env::temp_dir().join(format!("courier-webhooks-{}", std::process::id()));
-        let cluster = {
-            let root = root.clone();
-            tokio::task::spawn_blocking(move || EmbeddedPostgres::start(&root))
-                .await
-                .unwrap()
-                .expect("a private PostgreSQL cluster")
-        };
-        create_database_if_missing(&cluster, "bench").await.unwrap();
+        let (cluster, root) = common::private_cluster("webhooks", "bench").await;
         let mut pool = sqlx::PgPool::connect(&cluster.url("bench")).await.unwrap();
         let cluster = if statements_wanted() {
             sqlx::query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")

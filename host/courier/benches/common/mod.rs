@@ -18,6 +18,23 @@ pub const PICKUP: (f64, f64) = (20.00285, 50.0043);
 pub const DROPOFF: (f64, f64) = (20.01615, 50.0103);
 pub const SECRET_HEX: &str = "bebebebebebebebebebebebebebebebebebebebebebebebebebebebebebebebe";
 
+/// A private PostgreSQL cluster under the temporary folder (`courier-{name}-{pid}`) with the
+/// database `database`; returns it and its folder.
+pub async fn private_cluster(name: &str, database: &str) -> (EmbeddedPostgres, std::path::PathBuf) {
+    let root = std::env::temp_dir().join(format!("courier-{name}-{}", std::process::id()));
+    let cluster = {
+        let root = root.clone();
+        tokio::task::spawn_blocking(move || EmbeddedPostgres::start(&root))
+            .await
+            .unwrap()
+            .expect("a private PostgreSQL cluster")
+    };
+    create_database_if_missing(&cluster, database)
+        .await
+        .unwrap();
+    (cluster, root)
+}
+
 pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
         .ok()
@@ -91,17 +108,8 @@ impl Bench {
         clients: usize,
         extra: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
     ) -> Self {
-        let root = std::env::temp_dir().join(format!("courier-{name}-{}", std::process::id()));
-        let cluster = {
-            let root = root.clone();
-            Arc::new(
-                tokio::task::spawn_blocking(move || EmbeddedPostgres::start(&root))
-                    .await
-                    .unwrap()
-                    .expect("a private PostgreSQL cluster"),
-            )
-        };
-        create_database_if_missing(&cluster, "bench").await.unwrap();
+        let (cluster, root) = private_cluster(name, "bench").await;
+        let cluster = Arc::new(cluster);
         let pool = sqlx::PgPool::connect(&cluster.url("bench")).await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
