@@ -350,6 +350,13 @@ async fn tracking_lookups_past_the_cap_are_answered_busy_at_once() {
     assert!(body["message"].as_str().unwrap().contains("tracking"));
     let page = get(&tracked, &tracked.tracking_url()).await;
     assert_eq!(page.status(), 503);
+    assert_eq!(page.headers()["retry-after"], "1");
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
     lock.rollback().await.unwrap();
     assert_eq!(held.await.unwrap(), 200);
     assert_eq!(get(&tracked, &url).await.status(), 200);

@@ -34,34 +34,27 @@ pub async fn page(
     token: Result<Path<String>, PathRejection>,
 ) -> Response {
     let found = match token {
-        Ok(Path(token)) => {
-            let Ok(_slot) = state.tracking_slots.try_acquire() else {
-                let mut response = (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    [(header::RETRY_AFTER, HeaderValue::from_static("1"))],
-                    page_headers(),
-                    Html(tracking::render_unavailable()),
-                )
-                    .into_response();
-                response.extensions_mut().insert(PageForPeople);
-                return response;
-            };
-            state
+        Ok(Path(token)) => match state.tracking_slots.try_acquire() {
+            Ok(_slot) => state
                 .tracking
                 .state(&token, courier_core::infra::clock::now())
                 .await
-        }
+                .map_err(ApiError::from),
+            Err(_) => Err(ApiError::Busy),
+        },
         Err(_) => Ok(None),
     };
-    let (status, html) = match found {
-        Ok(Some(view)) => (StatusCode::OK, tracking::render_page(&view)),
+    let (status, html) = match &found {
+        Ok(Some(view)) => (StatusCode::OK, tracking::render_page(view)),
         Ok(None) => (StatusCode::NOT_FOUND, tracking::render_not_found()),
-        Err(e) => (
-            ApiError::from(e).status_and_code().0,
-            tracking::render_unavailable(),
-        ),
+        Err(e) => (e.status_and_code().0, tracking::render_unavailable()),
     };
     let mut response = (status, page_headers(), Html(html)).into_response();
+    if matches!(found, Err(ApiError::Busy)) {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
     response.extensions_mut().insert(PageForPeople);
     response
 }

@@ -155,10 +155,19 @@ pub async fn replace_secret(
 /// success locks its delivery, then the endpoint, while the cascade here goes the other way; the
 /// rare deadlock that can cause is resolved by Postgres aborting one side, and retried here.
 pub async fn delete(pool: &PgPool, id: Uuid, owner: Owner) -> Result<bool, sqlx::Error> {
+    retrying_deadlocks(|| delete_once(pool, id, owner)).await
+}
+
+/// Runs `once` again (three tries in all) when Postgres resolved a deadlock by aborting it.
+async fn retrying_deadlocks<T, F, Fut>(mut once: F) -> Result<T, sqlx::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, sqlx::Error>>,
+{
     let mut tries = 0;
     loop {
         tries += 1;
-        match delete_once(pool, id, owner).await {
+        match once().await {
             Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("40P01") && tries < 3 => {}
             other => return other,
         }
@@ -446,7 +455,12 @@ pub struct Success {
 /// a busy endpoint's row is not a point of contention. Their rows are locked in id order, so
 /// recorders in several processes cannot deadlock on them, and without taking the key (`NO KEY
 /// UPDATE`), so the fan-out's inserts, whose foreign keys share the key, do not wait for them.
+/// An endpoint deleted meanwhile can still deadlock with the batch (see [`delete`]): retried.
 pub async fn record_successes(pool: &PgPool, successes: &[Success]) -> Result<(), sqlx::Error> {
+    retrying_deadlocks(|| record_successes_once(pool, successes)).await
+}
+
+async fn record_successes_once(pool: &PgPool, successes: &[Success]) -> Result<(), sqlx::Error> {
     let ids: Vec<Uuid> = successes.iter().map(|s| s.id).collect();
     let tokens: Vec<Uuid> = successes.iter().map(|s| s.token).collect();
     let codes: Vec<i32> = successes.iter().map(|s| s.status_code).collect();

@@ -28,8 +28,6 @@ use courier_store::webhooks::{self as store, Failure, Success, TargetRow};
 const CLAIM_BATCH: i64 = 256;
 /// Time left on a claim, after the longest attempt, for recording its outcome.
 const RECORD_MARGIN: Duration = Duration::from_secs(2);
-/// Tries of a batch of successes that meets a deadlock (an endpoint deleted meanwhile).
-const RECORD_TRIES: usize = 3;
 
 /// A claimed delivery; only the holder of `token` may attempt it.
 #[derive(Clone, Debug)]
@@ -400,17 +398,11 @@ async fn read_targets(pool: PgPool, ids: Vec<Uuid>) -> Option<Vec<Option<TargetR
 /// Records a batch of 2xx answers, or None when that failed (their leases then lapse and they
 /// are sent again, with the same `Courier-Delivery`).
 async fn record_successes(pool: PgPool, done: Vec<Success>) -> Option<Vec<()>> {
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        match store::record_successes(&pool, &done).await {
-            Ok(()) => return Some(vec![(); done.len()]),
-            Err(sqlx::Error::Database(e))
-                if e.code().as_deref() == Some("40P01") && tries < RECORD_TRIES => {}
-            Err(e) => {
-                tracing::warn!(error = %e, count = done.len(), "cannot record webhook successes");
-                return None;
-            }
+    match store::record_successes(&pool, &done).await {
+        Ok(()) => Some(vec![(); done.len()]),
+        Err(e) => {
+            tracing::warn!(error = %e, count = done.len(), "cannot record webhook successes");
+            None
         }
     }
 }
