@@ -1,71 +1,91 @@
-//! Plain graph algorithms over the compressed adjacency: the reference Dijkstra search and the
+//! Plain graph algorithms over the compressed adjacency: the reference (turn-aware) Dijkstra
+//! search and the
 //! strongly connected component used to pick snap targets.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 
-use crate::graph::NodeIndex;
-use crate::routing_graph::{Arc, Millis, NodePath};
+use crate::graph::{EdgeIndex, NodeIndex};
+use crate::routing_graph::{Arc, Millis};
 
 const UNREACHED: Millis = Millis::MAX;
+const NO_ARC: u32 = u32::MAX;
 
-/// Multi-source, multi-target Dijkstra; sources and targets carry initial weights, which are
-/// included in the returned path weight.
-pub(crate) fn shortest_path(
+/// A path found by [`turn_aware_path`]: the arcs travelled, starting with the source arc, the
+/// target reached (by index) and the total weight.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ArcPath {
+    pub(crate) weight: Millis,
+    pub(crate) arcs: Vec<u32>,
+    pub(crate) target: usize,
+}
+
+/// Dijkstra whose states are arcs (how a junction was reached), so that every turn can be
+/// checked with `allows(junction, arriving edge, leaving edge)`. Sources are arcs already
+/// travelled, at an initial weight; a target `(junction, edge, weight)` is reached by arriving
+/// at the junction on an arc that may turn onto the edge, and adds its weight.
+pub(crate) fn turn_aware_path(
     offsets: &[u32],
     arcs: &[Arc],
-    sources: &[(NodeIndex, Millis)],
-    targets: &[(NodeIndex, Millis)],
-) -> Option<NodePath> {
-    let node_count = offsets.len() - 1;
-    let mut distance = vec![UNREACHED; node_count];
-    let mut parent = vec![NodeIndex::MAX; node_count];
+    sources: &[(u32, Millis)],
+    targets: &[(NodeIndex, EdgeIndex, Millis)],
+    allows: impl Fn(NodeIndex, EdgeIndex, EdgeIndex) -> bool,
+) -> Option<ArcPath> {
+    let mut distance = vec![UNREACHED; arcs.len()];
+    let mut parent = vec![NO_ARC; arcs.len()];
     let mut heap = BinaryHeap::new();
-    let mut target_weight: HashMap<NodeIndex, Millis> = HashMap::new();
-    for &(node, weight) in targets {
-        let entry = target_weight.entry(node).or_insert(weight);
-        *entry = (*entry).min(weight);
-    }
-    for &(node, weight) in sources {
-        if weight < distance[node as usize] {
-            distance[node as usize] = weight;
-            heap.push(Reverse((weight, node)));
+    for &(arc, weight) in sources {
+        if weight < distance[arc as usize] {
+            distance[arc as usize] = weight;
+            heap.push(Reverse((weight, arc)));
         }
     }
-    let mut best: Option<(Millis, NodeIndex)> = None;
-    while let Some(Reverse((d, node))) = heap.pop() {
-        if best.is_some_and(|(b, _)| d >= b) {
+    let mut best: Option<(Millis, u32, usize)> = None;
+    while let Some(Reverse((d, state))) = heap.pop() {
+        if best.is_some_and(|(b, _, _)| d >= b) {
             break;
         }
-        if d > distance[node as usize] {
+        if d > distance[state as usize] {
             continue;
         }
-        if let Some(&extra) = target_weight.get(&node) {
-            let total = d + extra;
-            if best.is_none_or(|(b, _)| total < b) {
-                best = Some((total, node));
+        let arrived = arcs[state as usize];
+        let junction = arrived.head;
+        for (index, &(node, edge, extra)) in targets.iter().enumerate() {
+            if node == junction && allows(junction, arrived.edge(), edge) {
+                let total = d + extra;
+                if best.is_none_or(|(b, _, _)| total < b) {
+                    best = Some((total, state, index));
+                }
             }
         }
-        let start = offsets[node as usize] as usize;
-        let end = offsets[node as usize + 1] as usize;
-        for arc in &arcs[start..end] {
+        let start = offsets[junction as usize];
+        let end = offsets[junction as usize + 1];
+        for next in start..end {
+            let arc = arcs[next as usize];
+            if !allows(junction, arrived.edge(), arc.edge()) {
+                continue;
+            }
             let candidate = d + Millis::from(arc.weight);
-            if candidate < distance[arc.head as usize] {
-                distance[arc.head as usize] = candidate;
-                parent[arc.head as usize] = node;
-                heap.push(Reverse((candidate, arc.head)));
+            if candidate < distance[next as usize] {
+                distance[next as usize] = candidate;
+                parent[next as usize] = state;
+                heap.push(Reverse((candidate, next)));
             }
         }
     }
-    let (weight, last) = best?;
-    let mut nodes = vec![last];
-    let mut node = last;
-    while parent[node as usize] != NodeIndex::MAX {
-        node = parent[node as usize];
-        nodes.push(node);
+    let (weight, last, target) = best?;
+    let mut path = vec![last];
+    let mut state = last;
+    while parent[state as usize] != NO_ARC {
+        state = parent[state as usize];
+        path.push(state);
     }
-    nodes.reverse();
-    Some(NodePath { weight, nodes })
+    path.reverse();
+    Some(ArcPath {
+        weight,
+        arcs: path,
+        target,
+    })
 }
 
 /// Marks the nodes of the largest strongly connected component (iterative Tarjan).
@@ -155,54 +175,73 @@ mod tests {
         }
         let arcs = sorted
             .iter()
-            .enumerate()
-            .map(|(i, &(_, head, weight))| Arc::new(head, weight, i as u32, true))
+            .map(|&(tail, head, weight)| {
+                let edge = edges
+                    .iter()
+                    .position(|e| *e == (tail, head, weight))
+                    .unwrap();
+                Arc::new(head, weight, edge as u32, true)
+            })
             .collect();
         (offsets, arcs)
     }
 
+    const FREE: fn(NodeIndex, EdgeIndex, EdgeIndex) -> bool = |_, _, _| true;
+
     #[test]
     fn finds_the_cheaper_detour() {
-        // 0 -> 1 -> 3 costs 20, 0 -> 2 -> 3 costs 12.
-        let (offsets, arcs) = adjacency(4, &[(0, 1, 10), (1, 3, 10), (0, 2, 6), (2, 3, 6)]);
-        let path = shortest_path(&offsets, &arcs, &[(0, 0)], &[(3, 0)]).unwrap();
-        assert_eq!(
-            path,
-            NodePath {
-                weight: 12,
-                nodes: vec![0, 2, 3]
-            }
+        // Arcs (index = edge): 0: 0->1 (10), 1: 1->3 (10), 2: 0->2 (6), 3: 2->3 (6), and a
+        // source arc 4: 9->0 arriving at 0. Target: leave 3 on edge 9.
+        let (offsets, arcs) = adjacency(
+            10,
+            &[(0, 1, 10), (1, 3, 10), (0, 2, 6), (2, 3, 6), (9, 0, 1)],
         );
+        let source = arc_index(&arcs, 4);
+        let path = turn_aware_path(&offsets, &arcs, &[(source, 0)], &[(3, 9, 0)], FREE).unwrap();
+        assert_eq!(path.weight, 12);
+        let edges: Vec<u32> = path.arcs.iter().map(|&a| arcs[a as usize].edge()).collect();
+        assert_eq!(edges, [4, 2, 3]);
+    }
+
+    #[test]
+    fn forbidden_turns_force_the_detour() {
+        let (offsets, arcs) = adjacency(
+            10,
+            &[(0, 1, 10), (1, 3, 10), (0, 2, 6), (2, 3, 6), (9, 0, 1)],
+        );
+        let source = arc_index(&arcs, 4);
+        // No turn from edge 4 onto edge 2 at junction 0.
+        let rules = |node, arriving, leaving| !(node == 0 && arriving == 4 && leaving == 2);
+        let path = turn_aware_path(&offsets, &arcs, &[(source, 0)], &[(3, 9, 0)], rules).unwrap();
+        assert_eq!(path.weight, 20);
+        // A target behind a forbidden turn is unreachable.
+        let never = |_, _, leaving| leaving != 9;
+        assert!(turn_aware_path(&offsets, &arcs, &[(source, 0)], &[(3, 9, 0)], never).is_none());
     }
 
     #[test]
     fn initial_weights_choose_among_sources_and_targets() {
+        // Edges 0: 0->1 (5), 1: 1->2 (5); sources arrive at 0 (edge 0 source arc is 0->1).
         let (offsets, arcs) = adjacency(3, &[(0, 1, 5), (1, 2, 5)]);
-        // Starting at 1 costs 7 up front, at 0 only 1: 0 -> 1 (5) + target weight at 1 (0).
-        let path = shortest_path(&offsets, &arcs, &[(0, 1), (1, 7)], &[(1, 0), (2, 0)]).unwrap();
+        let (first, second) = (arc_index(&arcs, 0), arc_index(&arcs, 1));
+        // Having travelled 0->1 at 1, or 1->2 at 7: reaching junction 1 is cheapest.
+        let path = turn_aware_path(
+            &offsets,
+            &arcs,
+            &[(first, 1), (second, 7)],
+            &[(1, 8, 0), (2, 8, 0)],
+            FREE,
+        )
+        .unwrap();
         assert_eq!(
-            path,
-            NodePath {
-                weight: 6,
-                nodes: vec![0, 1]
-            }
-        );
-        // A shared source/target node is a path of one node.
-        let path = shortest_path(&offsets, &arcs, &[(1, 2)], &[(1, 3)]).unwrap();
-        assert_eq!(
-            path,
-            NodePath {
-                weight: 5,
-                nodes: vec![1]
-            }
+            (path.weight, path.target, path.arcs.clone()),
+            (1, 0, vec![first])
         );
     }
 
-    #[test]
-    fn unreachable_targets_give_none() {
-        let (offsets, arcs) = adjacency(3, &[(0, 1, 5)]);
-        assert!(shortest_path(&offsets, &arcs, &[(1, 0)], &[(0, 0)]).is_none());
-        assert!(shortest_path(&offsets, &arcs, &[(0, 0)], &[(2, 0)]).is_none());
+    /// The position of `edge`'s arc in compressed adjacency.
+    fn arc_index(arcs: &[Arc], edge: u32) -> u32 {
+        arcs.iter().position(|a| a.edge() == edge).unwrap() as u32
     }
 
     #[test]

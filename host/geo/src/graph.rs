@@ -5,10 +5,11 @@
 //! intermediate bends live in the edge geometry instead of becoming graph nodes. Each edge
 //! remembers its way so per-vehicle access can be looked up.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::coords::LatLon;
-use crate::osm::{OsmExtract, OsmWay};
+use crate::junction_rules::{TurnRule, barrier_blocks, is_u_turn, restriction_for};
+use crate::osm::{MemberKind, OsmExtract, OsmRelation, OsmWay};
 use crate::profile::{WayAccess, way_access};
 use crate::vehicle::Vehicle;
 
@@ -30,13 +31,42 @@ pub(crate) struct RoadEdge {
     pub(crate) way: u32,
 }
 
+/// A junction some vehicles may not pass (indexed by [`Vehicle::index`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Barrier {
+    pub(crate) node: NodeIndex,
+    pub(crate) blocks: [bool; Vehicle::ALL.len()],
+}
+
+/// A via-node turn restriction resolved onto edges: arriving at `via` on the first edge of a
+/// pair and leaving on the second is the turn the restriction names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TurnRestriction {
+    pub(crate) via: NodeIndex,
+    pub(crate) turns: Vec<(EdgeIndex, EdgeIndex)>,
+    /// Per vehicle (indexed by [`Vehicle::index`]), what the restriction says, if it binds it.
+    pub(crate) rule: [Option<TurnRule>; Vehicle::ALL.len()],
+}
+
+/// Turn restrictions of the extract that could not be applied.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct SkippedRestrictions {
+    /// Via-way restrictions, which are not modelled.
+    pub(crate) via_way: usize,
+    /// Members missing from the extract, not on a usable road, or not meeting at the via node.
+    pub(crate) unresolved: usize,
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct RoadGraph {
     pub(crate) node_positions: Vec<LatLon>,
     pub(crate) edges: Vec<RoadEdge>,
-    points: Vec<LatLon>,
+    pub(crate) points: Vec<LatLon>,
     /// Per routable way, how each vehicle may use it.
     pub(crate) way_access: Vec<VehicleAccess>,
+    pub(crate) barriers: Vec<Barrier>,
+    pub(crate) restrictions: Vec<TurnRestriction>,
+    pub(crate) skipped_restrictions: SkippedRestrictions,
 }
 
 impl RoadGraph {
@@ -60,6 +90,7 @@ impl RoadGraph {
         let mut graph = RoadGraph::default();
         // Runs of consecutive nodes with known positions, per routable way.
         let mut runs: Vec<(u32, Vec<i64>)> = Vec::new();
+        let mut way_index_of: HashMap<i64, u32> = HashMap::new();
         for way in &extract.ways {
             let access = vehicle_access(way);
             if vehicles.iter().all(|v| access[v.index()].is_none()) {
@@ -67,6 +98,7 @@ impl RoadGraph {
             }
             let way_index = graph.way_access.len() as u32;
             graph.way_access.push(access);
+            way_index_of.insert(way.id, way_index);
             runs.extend(
                 present_runs(way, extract)
                     .into_iter()
@@ -74,7 +106,24 @@ impl RoadGraph {
             );
         }
 
-        let mut junctions = find_junctions(&runs);
+        // Barriers and restriction via nodes must be graph nodes for their rules to apply.
+        let barrier_blocks: HashMap<i64, [bool; Vehicle::ALL.len()]> = extract
+            .barriers
+            .iter()
+            .map(|node| {
+                let blocks =
+                    Vehicle::ALL.map(|v| vehicles.contains(&v) && barrier_blocks(&node.tags, v));
+                (node.id, blocks)
+            })
+            .filter(|(_, blocks)| blocks.iter().any(|&b| b))
+            .collect();
+        let via_nodes: HashSet<i64> = extract
+            .restrictions
+            .iter()
+            .filter_map(via_node)
+            .chain(barrier_blocks.keys().copied())
+            .collect();
+        let mut junctions = find_junctions(&runs, &via_nodes);
         break_self_loops(&runs, &mut junctions);
 
         let mut node_index: HashMap<i64, NodeIndex> = HashMap::with_capacity(junctions.len());
@@ -91,7 +140,96 @@ impl RoadGraph {
                 piece_start = i;
             }
         }
+        graph.barriers = barrier_blocks
+            .into_iter()
+            .filter_map(|(id, blocks)| {
+                let node = *node_index.get(&id)?;
+                Some(Barrier { node, blocks })
+            })
+            .collect();
+        graph.barriers.sort_by_key(|b| b.node);
+        graph.resolve_restrictions(extract, vehicles, &node_index, &way_index_of);
         graph
+    }
+
+    /// Turns the extract's restriction relations into edge pairs at their via nodes.
+    fn resolve_restrictions(
+        &mut self,
+        extract: &OsmExtract,
+        vehicles: &[Vehicle],
+        node_index: &HashMap<i64, NodeIndex>,
+        way_index_of: &HashMap<i64, u32>,
+    ) {
+        let mut incident: HashMap<NodeIndex, Vec<EdgeIndex>> = HashMap::new();
+        let wanted: HashSet<NodeIndex> = extract
+            .restrictions
+            .iter()
+            .filter_map(via_node)
+            .filter_map(|id| node_index.get(&id).copied())
+            .collect();
+        for (index, edge) in self.edges.iter().enumerate() {
+            for end in [edge.from, edge.to] {
+                if wanted.contains(&end) {
+                    incident.entry(end).or_default().push(index as EdgeIndex);
+                }
+            }
+        }
+        for relation in &extract.restrictions {
+            let rule = Vehicle::ALL.map(|v| {
+                vehicles
+                    .contains(&v)
+                    .then(|| restriction_for(&relation.tags, v))
+                    .flatten()
+            });
+            if rule.iter().all(Option::is_none) {
+                continue;
+            }
+            if relation
+                .members
+                .iter()
+                .any(|m| m.role == "via" && m.kind == MemberKind::Way)
+            {
+                self.skipped_restrictions.via_way += 1;
+                continue;
+            }
+            let resolved = via_node(relation)
+                .and_then(|id| node_index.get(&id).copied())
+                .and_then(|via| {
+                    let edges = incident.get(&via)?;
+                    let on_ways = |role: &str| -> Vec<EdgeIndex> {
+                        let ways: Vec<u32> = relation
+                            .members
+                            .iter()
+                            .filter(|m| m.role == role && m.kind == MemberKind::Way)
+                            .filter_map(|m| way_index_of.get(&m.id).copied())
+                            .collect();
+                        edges
+                            .iter()
+                            .copied()
+                            .filter(|&e| ways.contains(&self.edges[e as usize].way))
+                            .collect()
+                    };
+                    let (from, to) = (on_ways("from"), on_ways("to"));
+                    let u_turn = Vehicle::ALL
+                        .iter()
+                        .any(|&v| rule[v.index()].is_some() && is_u_turn(&relation.tags, v));
+                    let turns: Vec<(EdgeIndex, EdgeIndex)> = from
+                        .iter()
+                        .flat_map(|&f| to.iter().map(move |&t| (f, t)))
+                        .filter(|&(f, t)| {
+                            // On one way through the via node, a U-turn pairs an edge with
+                            // itself and any other turn continues along the way.
+                            let same_way = self.edges[f as usize].way == self.edges[t as usize].way;
+                            !same_way || (f == t) == u_turn
+                        })
+                        .collect();
+                    (!turns.is_empty()).then_some(TurnRestriction { via, turns, rule })
+                });
+            match resolved {
+                Some(restriction) => self.restrictions.push(restriction),
+                None => self.skipped_restrictions.unresolved += 1,
+            }
+        }
     }
 
     fn intern_node(
@@ -162,8 +300,18 @@ fn present_runs(way: &OsmWay, extract: &OsmExtract) -> Vec<Vec<i64>> {
     runs
 }
 
-/// Nodes that must become graph nodes: run ends and nodes used more than once.
-fn find_junctions(runs: &[(u32, Vec<i64>)]) -> HashMap<i64, u8> {
+/// The single via node of a via-node restriction.
+fn via_node(relation: &OsmRelation) -> Option<i64> {
+    let mut vias = relation.members.iter().filter(|m| m.role == "via");
+    match (vias.next(), vias.next()) {
+        (Some(via), None) if via.kind == MemberKind::Node => Some(via.id),
+        _ => None,
+    }
+}
+
+/// Nodes that must become graph nodes: run ends, nodes used more than once, and `forced` ones
+/// (barriers, restriction via nodes) that lie on a run.
+fn find_junctions(runs: &[(u32, Vec<i64>)], forced: &HashSet<i64>) -> HashMap<i64, u8> {
     let mut uses: HashMap<i64, u8> = HashMap::new();
     for (_, run) in runs {
         for (i, &id) in run.iter().enumerate() {
@@ -172,7 +320,7 @@ fn find_junctions(runs: &[(u32, Vec<i64>)]) -> HashMap<i64, u8> {
             *count = count.saturating_add(if is_end { 2 } else { 1 });
         }
     }
-    uses.retain(|_, count| *count >= 2);
+    uses.retain(|id, count| *count >= 2 || forced.contains(id));
     uses
 }
 
@@ -230,6 +378,51 @@ pub(crate) mod fixtures {
                 id,
                 position: Self::at(x, y),
                 tags: tags.iter().copied().collect(),
+            });
+            self
+        }
+
+        /// A `barrier=*` node (with its access tags).
+        pub(crate) fn barrier(mut self, id: i64, x: f64, y: f64, tags: &[(&str, &str)]) -> Self {
+            self = self.node(id, x, y);
+            self.extract.barriers.push(crate::osm::OsmNode {
+                id,
+                position: Self::at(x, y),
+                tags: tags.iter().copied().collect(),
+            });
+            self
+        }
+
+        /// A `type=restriction` relation from way `from` (ways are numbered from 1 in the
+        /// order they are added) over `via` (a node, or a way when `via_is_way`) to way `to`.
+        pub(crate) fn restriction(
+            mut self,
+            tags: &[(&str, &str)],
+            from: i64,
+            via: (i64, bool),
+            to: i64,
+        ) -> Self {
+            use crate::osm::{MemberKind, OsmMember, OsmRelation};
+            let member = |kind, id, role: &str| OsmMember {
+                kind,
+                id,
+                role: role.to_owned(),
+            };
+            let via_kind = if via.1 {
+                MemberKind::Way
+            } else {
+                MemberKind::Node
+            };
+            let mut all_tags = vec![("type", "restriction")];
+            all_tags.extend_from_slice(tags);
+            self.extract.restrictions.push(OsmRelation {
+                id: self.extract.restrictions.len() as i64 + 1,
+                members: vec![
+                    member(MemberKind::Way, from, "from"),
+                    member(via_kind, via.0, "via"),
+                    member(MemberKind::Way, to, "to"),
+                ],
+                tags: all_tags.into_iter().collect(),
             });
             self
         }

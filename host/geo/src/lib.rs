@@ -45,12 +45,17 @@
 //! roads, plus cycleways and paths, and are pushed at walking pace on footways and pedestrian
 //! streets unless riding is allowed there. `access` tags refine this per vehicle (most specific
 //! key wins), one-way rules follow `oneway`, roundabouts and motorways with bicycle contraflow
-//! exceptions, and speeds come from `maxspeed` or class defaults, capped per vehicle. The full
-//! rules (tables of classes, access keys and values, speeds) are on [`Vehicle`].
+//! exceptions, and speeds come from `maxspeed` or class defaults, capped per vehicle. Via-node
+//! turn restrictions (`no_*`, `only_*`, per vehicle with `except`) and barriers on nodes
+//! (bollards stop cars, not bicycles) are honoured. The full rules (tables of classes, access
+//! keys and values, speeds, restrictions and barriers) are on [`Vehicle`].
 //!
 //! # How routing works
 //!
-//! Ways are cut at shared nodes into edges that keep every bend. Each vehicle gets travel-time
+//! Ways are cut at shared nodes into edges that keep every bend. A junction where a vehicle has
+//! turn rules (a barrier or a restriction) is replaced, for that vehicle, by one copy per road
+//! arriving at it, and each copy keeps only the turns allowed after that arrival, so plain
+//! shortest-path searches honour the rules. Each vehicle gets travel-time
 //! weights (milliseconds) and a contraction hierarchy ([`fast_paths`]), prepared in parallel at
 //! load time; vehicles with identical weights share one, and a vehicle using the same roads as
 //! another with different speeds reuses its contraction order ([`Preparation`]). Only the
@@ -61,6 +66,7 @@ mod coords;
 mod demo_city;
 mod dijkstra;
 mod graph;
+mod junction_rules;
 mod network;
 mod osm;
 mod pbf_writer;
@@ -70,6 +76,7 @@ mod profile;
 mod route;
 mod routing_graph;
 mod snap;
+mod turns;
 mod vehicle;
 
 pub use coords::LatLon;

@@ -61,6 +61,10 @@ pub struct NetworkStats {
     /// Coordinates kept for route shapes, bends included.
     pub shape_points: usize,
     pub places: usize,
+    /// Via-way turn restrictions, which are not modelled.
+    pub restrictions_via_way: usize,
+    /// Turn restrictions whose members are missing, unusable or do not meet at the via node.
+    pub restrictions_unresolved: usize,
     pub parse_time: Duration,
     /// Cutting ways into the road graph and computing the coverage area.
     pub build_time: Duration,
@@ -83,6 +87,10 @@ pub struct ProfileStats {
     pub connected_nodes: usize,
     /// Arcs in the contraction hierarchy, shortcuts included.
     pub hierarchy_arcs: usize,
+    /// Junctions this vehicle cannot pass (barriers).
+    pub barriers: usize,
+    /// Junctions where turn restrictions bind this vehicle.
+    pub restricted_junctions: usize,
     pub preparation: Preparation,
     /// Time to prepare this vehicle's hierarchy (shared hierarchies report their owner's).
     pub prepare_time: Duration,
@@ -185,6 +193,8 @@ impl RoadNetwork {
             road_edges: graph.edges.len(),
             shape_points: graph.points().len(),
             places: places.len(),
+            restrictions_via_way: graph.skipped_restrictions.via_way,
+            restrictions_unresolved: graph.skipped_restrictions.unresolved,
             parse_time,
             build_time,
             places_time,
@@ -197,6 +207,8 @@ impl RoadNetwork {
                     arcs: routing.stats.arcs,
                     connected_nodes: routing.stats.core_nodes,
                     hierarchy_arcs: routing.stats.hierarchy_arcs,
+                    barriers: routing.stats.barriers,
+                    restricted_junctions: routing.stats.restricted_junctions,
                     preparation: *preparation,
                     prepare_time: routing.stats.preparation,
                 })

@@ -56,13 +56,38 @@ pub(crate) struct OsmWay {
     pub(crate) tags: Tags,
 }
 
-/// Highway ways, tagged nodes and ways of interest to the places index, plus the position of
-/// every node (ways reference nodes by id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MemberKind {
+    Node,
+    Way,
+    Relation,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct OsmMember {
+    pub(crate) kind: MemberKind,
+    pub(crate) id: i64,
+    pub(crate) role: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct OsmRelation {
+    pub(crate) id: i64,
+    pub(crate) members: Vec<OsmMember>,
+    pub(crate) tags: Tags,
+}
+
+/// Highway ways, tagged nodes and ways of interest to the places index, barrier nodes, turn
+/// restrictions, plus the position of every node (ways reference nodes by id).
 #[derive(Debug, Default)]
 pub(crate) struct OsmExtract {
     pub(crate) node_positions: HashMap<i64, LatLon>,
     pub(crate) tagged_nodes: Vec<OsmNode>,
+    /// Nodes tagged `barrier=*` (gates, bollards, ...), which may close a road to some vehicles.
+    pub(crate) barriers: Vec<OsmNode>,
     pub(crate) ways: Vec<OsmWay>,
+    /// `type=restriction` relations.
+    pub(crate) restrictions: Vec<OsmRelation>,
 }
 
 impl OsmExtract {
@@ -86,6 +111,34 @@ pub(crate) fn is_point_of_interest(tags: &Tags) -> bool {
     tags.has("amenity") || tags.has("shop") || tags.has("tourism")
 }
 
+fn is_restriction(tags: &Tags) -> bool {
+    tags.is("type", &["restriction"])
+}
+
+impl OsmExtract {
+    /// Files a node under the lists its tags make it relevant to.
+    fn add_node(&mut self, id: i64, position: LatLon, tags: Tags) {
+        if tags.has("barrier") {
+            self.barriers.push(OsmNode {
+                id,
+                position,
+                tags: tags.clone(),
+            });
+        }
+        if node_is_relevant(&tags) {
+            self.tagged_nodes.push(OsmNode { id, position, tags });
+        }
+    }
+}
+
+fn member_kind(kind: osmpbf::RelMemberType) -> MemberKind {
+    match kind {
+        osmpbf::RelMemberType::Node => MemberKind::Node,
+        osmpbf::RelMemberType::Way => MemberKind::Way,
+        osmpbf::RelMemberType::Relation => MemberKind::Relation,
+    }
+}
+
 /// Reads a PBF stream, keeping what [`node_is_relevant`] and [`way_is_relevant`] select.
 pub(crate) fn read_pbf(input: impl Read + Send) -> Result<OsmExtract, osmpbf::Error> {
     let mut extract = OsmExtract::default();
@@ -96,26 +149,14 @@ pub(crate) fn read_pbf(input: impl Read + Send) -> Result<OsmExtract, osmpbf::Er
             extract.node_positions.insert(node.id(), position);
             if node.raw_tags().next().is_some() {
                 let tags = collect_tags(&mut node.tags());
-                if node_is_relevant(&tags) {
-                    extract.tagged_nodes.push(OsmNode {
-                        id: node.id(),
-                        position,
-                        tags,
-                    });
-                }
+                extract.add_node(node.id(), position, tags);
             }
         }
         Element::Node(node) => {
             let position = LatLon::new(node.lat(), node.lon());
             extract.node_positions.insert(node.id(), position);
             let tags = collect_tags(&mut node.tags());
-            if node_is_relevant(&tags) {
-                extract.tagged_nodes.push(OsmNode {
-                    id: node.id(),
-                    position,
-                    tags,
-                });
-            }
+            extract.add_node(node.id(), position, tags);
         }
         Element::Way(way) => {
             let tags = collect_tags(&mut way.tags());
@@ -127,7 +168,24 @@ pub(crate) fn read_pbf(input: impl Read + Send) -> Result<OsmExtract, osmpbf::Er
                 });
             }
         }
-        Element::Relation(_) => {}
+        Element::Relation(relation) => {
+            let tags = collect_tags(&mut relation.tags());
+            if is_restriction(&tags) {
+                let members = relation
+                    .members()
+                    .map(|member| OsmMember {
+                        kind: member_kind(member.member_type.clone()),
+                        id: member.member_id,
+                        role: member.role().unwrap_or_default().to_owned(),
+                    })
+                    .collect();
+                extract.restrictions.push(OsmRelation {
+                    id: relation.id(),
+                    members,
+                    tags,
+                });
+            }
+        }
     })?;
     Ok(extract)
 }

@@ -82,7 +82,7 @@ fn road_class(highway: &str) -> Option<RoadClass> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum AccessValue {
+pub(crate) enum AccessValue {
     Allowed,
     Denied,
     Dismount,
@@ -109,7 +109,7 @@ fn access_value(value: &str) -> Option<AccessValue> {
     }
 }
 
-fn access_keys(vehicle: Vehicle) -> &'static [&'static str] {
+pub(crate) fn access_keys(vehicle: Vehicle) -> &'static [&'static str] {
     match vehicle {
         Vehicle::Bicycle | Vehicle::ElectricBicycle => &["bicycle", "vehicle", "access"],
         Vehicle::Motorcycle => &["motorcycle", "motor_vehicle", "vehicle", "access"],
@@ -119,7 +119,7 @@ fn access_keys(vehicle: Vehicle) -> &'static [&'static str] {
 }
 
 /// The most specific recognised access value among `keys`.
-fn tagged_access(tags: &Tags, keys: &[&str]) -> Option<AccessValue> {
+pub(crate) fn tagged_access(tags: &Tags, keys: &[&str]) -> Option<AccessValue> {
     keys.iter()
         .find_map(|key| tags.get(key).and_then(access_value))
 }

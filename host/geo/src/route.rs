@@ -2,8 +2,8 @@
 //! the travelled shape.
 
 use crate::coords::LatLon;
-use crate::graph::{NodeIndex, RoadGraph};
-use crate::routing_graph::{Millis, NodePath, RoutingGraph};
+use crate::graph::RoadGraph;
+use crate::routing_graph::{EdgeEnd, Millis, RoadPath, RoutingGraph};
 use crate::snap::{MAX_SNAP_DISTANCE_METRES, Snap, Snapper};
 use crate::vehicle::Vehicle;
 
@@ -99,11 +99,11 @@ pub(crate) fn route(
     let origin = snap(Endpoint::Origin, from)?;
     let destination = snap(Endpoint::Destination, to)?;
 
-    let sources = leaving(graph, routing, &origin);
-    let targets = arriving(graph, routing, &destination);
+    let sources = leaving(routing, &origin);
+    let targets = arriving(routing, &destination);
     let network_path = match engine {
-        Engine::Hierarchy => routing.hierarchy_path(&sources, &targets),
-        Engine::Dijkstra => routing.dijkstra_path(&sources, &targets),
+        Engine::Hierarchy => routing.hierarchy_path(graph, &sources, &targets),
+        Engine::Dijkstra => routing.dijkstra_path(graph, &sources, &targets),
     };
     let along_same_edge = same_edge_millis(routing, &origin, &destination);
     match (network_path, along_same_edge) {
@@ -111,7 +111,14 @@ pub(crate) fn route(
             Ok(same_edge_route(graph, &origin, &destination, direct))
         }
         (None, Some(direct)) => Ok(same_edge_route(graph, &origin, &destination, direct)),
-        (Some(path), _) => Ok(network_route(graph, routing, &origin, &destination, &path)),
+        (Some(path), _) => Ok(network_route(
+            graph,
+            &origin,
+            &destination,
+            sources[path.source].forward,
+            targets[path.target].forward,
+            &path,
+        )),
         (None, None) => Err(RouteError::NoRoute(vehicle)),
     }
 }
@@ -120,30 +127,46 @@ fn scaled(weight: Millis, fraction: f64) -> Millis {
     (weight as f64 * fraction).round() as Millis
 }
 
-/// Nodes reachable from a snapped origin by driving along its edge, with the partial cost.
-fn leaving(graph: &RoadGraph, routing: &RoutingGraph, snap: &Snap) -> Vec<(NodeIndex, Millis)> {
-    let edge = &graph.edges[snap.edge as usize];
+/// Ways off a snapped origin: along its edge forward (to its `to` junction) or backward, with
+/// the partial cost.
+fn leaving(routing: &RoutingGraph, snap: &Snap) -> Vec<EdgeEnd> {
     let weights = routing.weights(snap.edge);
     let mut sources = Vec::with_capacity(2);
     if let Some(w) = weights.forward {
-        sources.push((edge.to, scaled(w, 1.0 - snap.fraction)));
+        sources.push(EdgeEnd {
+            edge: snap.edge,
+            forward: true,
+            millis: scaled(w, 1.0 - snap.fraction),
+        });
     }
     if let Some(w) = weights.backward {
-        sources.push((edge.from, scaled(w, snap.fraction)));
+        sources.push(EdgeEnd {
+            edge: snap.edge,
+            forward: false,
+            millis: scaled(w, snap.fraction),
+        });
     }
     sources
 }
 
-/// Nodes from which a snapped destination is reached along its edge, with the partial cost.
-fn arriving(graph: &RoadGraph, routing: &RoutingGraph, snap: &Snap) -> Vec<(NodeIndex, Millis)> {
-    let edge = &graph.edges[snap.edge as usize];
+/// Ways onto a snapped destination: entering its edge forward (from its `from` junction) or
+/// backward, with the partial cost.
+fn arriving(routing: &RoutingGraph, snap: &Snap) -> Vec<EdgeEnd> {
     let weights = routing.weights(snap.edge);
     let mut targets = Vec::with_capacity(2);
     if let Some(w) = weights.forward {
-        targets.push((edge.from, scaled(w, snap.fraction)));
+        targets.push(EdgeEnd {
+            edge: snap.edge,
+            forward: true,
+            millis: scaled(w, snap.fraction),
+        });
     }
     if let Some(w) = weights.backward {
-        targets.push((edge.to, scaled(w, 1.0 - snap.fraction)));
+        targets.push(EdgeEnd {
+            edge: snap.edge,
+            forward: false,
+            millis: scaled(w, 1.0 - snap.fraction),
+        });
     }
     targets
 }
@@ -196,20 +219,19 @@ fn same_edge_route(graph: &RoadGraph, origin: &Snap, destination: &Snap, millis:
 
 fn network_route(
     graph: &RoadGraph,
-    routing: &RoutingGraph,
     origin: &Snap,
     destination: &Snap,
-    path: &NodePath,
+    leaves_forward: bool,
+    enters_forward: bool,
+    path: &RoadPath,
 ) -> Route {
-    let first = path.nodes[0];
-    let last = *path.nodes.last().expect("paths have at least one node");
     let mut shape = vec![origin.point];
     let mut distance = 0.0;
 
     // From the origin's projection to the first node, along the origin's edge.
     let start_edge = &graph.edges[origin.edge as usize];
     let start_geometry = graph.geometry(origin.edge);
-    if first == start_edge.to {
+    if leaves_forward {
         shape.extend(&start_geometry[origin.segment + 1..]);
         distance += (1.0 - origin.fraction) * start_edge.length_metres;
     } else {
@@ -217,23 +239,20 @@ fn network_route(
         distance += origin.fraction * start_edge.length_metres;
     }
 
-    for pair in path.nodes.windows(2) {
-        let arc = routing
-            .cheapest_arc(pair[0], pair[1])
-            .expect("consecutive path nodes are joined by an arc");
-        let geometry = graph.geometry(arc.edge());
-        if arc.is_forward() {
+    for &(edge, forward) in &path.steps {
+        let geometry = graph.geometry(edge);
+        if forward {
             shape.extend(&geometry[1..]);
         } else {
             shape.extend(geometry[..geometry.len() - 1].iter().rev());
         }
-        distance += graph.edges[arc.edge() as usize].length_metres;
+        distance += graph.edges[edge as usize].length_metres;
     }
 
     // From the last node to the destination's projection.
     let end_edge = &graph.edges[destination.edge as usize];
     let end_geometry = graph.geometry(destination.edge);
-    if last == end_edge.from {
+    if enters_forward {
         shape.extend(&end_geometry[1..=destination.segment]);
         distance += destination.fraction * end_edge.length_metres;
     } else {

@@ -1,13 +1,14 @@
 //! A vehicle's view of the road graph: travel-time weights, adjacency, the connected core it
 //! may snap to, and its contraction hierarchy. Vehicles with identical travel times share one.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use fast_paths::{FastGraph, InputGraph, PathCalculator};
 
 use crate::dijkstra;
 use crate::graph::{EdgeIndex, NodeIndex, RoadGraph};
+use crate::turns::TurnRules;
 use crate::vehicle::Vehicle;
 
 /// Travel time in milliseconds (path totals).
@@ -60,16 +61,32 @@ fn open(weight: EdgeMillis) -> Option<Millis> {
     (weight > 0).then_some(Millis::from(weight))
 }
 
-/// A shortest path over graph nodes, with its total weight (including start and end offsets).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct NodePath {
-    pub(crate) weight: Millis,
-    pub(crate) nodes: Vec<NodeIndex>,
+/// One way onto or off a snapped edge: travelling it in one direction, at a partial cost.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct EdgeEnd {
+    pub(crate) edge: EdgeIndex,
+    pub(crate) forward: bool,
+    pub(crate) millis: Millis,
 }
 
-/// One vehicle's forward and backward travel time per edge, 0 where closed.
+/// A shortest path between snapped edges: which source and target [`EdgeEnd`] it uses, the
+/// edges travelled in full between them (with their direction), and the total weight
+/// (including both partial costs).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RoadPath {
+    pub(crate) weight: Millis,
+    pub(crate) source: usize,
+    pub(crate) target: usize,
+    pub(crate) steps: Vec<(EdgeIndex, bool)>,
+}
+
+/// One vehicle's travel times (forward and backward per edge, 0 where closed) and its rules
+/// at junctions.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct EdgeTimes(Vec<[EdgeMillis; 2]>);
+pub(crate) struct EdgeTimes {
+    times: Vec<[EdgeMillis; 2]>,
+    turns: TurnRules,
+}
 
 impl EdgeTimes {
     pub(crate) fn for_vehicle(graph: &RoadGraph, vehicle: Vehicle) -> Self {
@@ -88,33 +105,59 @@ impl EdgeTimes {
                 }
             })
             .collect();
-        Self(times)
+        Self {
+            times,
+            turns: TurnRules::for_vehicle(graph, vehicle),
+        }
     }
 
-    /// True when both open exactly the same edge directions (only the times differ), so a
-    /// contraction order computed for one suits the other.
+    /// True when both open exactly the same edge directions and turns (only the times
+    /// differ), so a contraction order computed for one suits the other.
     pub(crate) fn same_topology(&self, other: &EdgeTimes) -> bool {
-        self.0.len() == other.0.len()
+        self.times.len() == other.times.len()
+            && self.turns == other.turns
             && self
-                .0
+                .times
                 .iter()
-                .zip(&other.0)
+                .zip(&other.times)
                 .all(|(a, b)| (a[0] > 0) == (b[0] > 0) && (a[1] > 0) == (b[1] > 0))
     }
 }
 
+/// Marks a closed direction in [`RoutingGraph::entries`].
+const NO_NODE: NodeIndex = NodeIndex::MAX;
+
+/// Routing runs on the road graph's junctions, except that a junction with turn rules is
+/// replaced by one copy per road arriving at it: a search at a copy knows how it arrived, so
+/// only the allowed turns leave it. Copies are numbered after the junctions, grouped by the
+/// junction they stand for.
 pub(crate) struct RoutingGraph {
     /// Forward and backward travel time per edge, 0 where closed.
     weights: Vec<[EdgeMillis; 2]>,
+    junctions: usize,
+    /// Per copy (routing node `junctions + i`), the junction it stands for.
+    copy_junction: Vec<NodeIndex>,
+    /// Per edge, the routing node reached by travelling it forward and backward.
+    entries: Vec<[NodeIndex; 2]>,
     /// Compressed adjacency: arcs leaving node `n` are `arcs[offsets[n]..offsets[n + 1]]`.
     offsets: Vec<u32>,
     arcs: Vec<Arc>,
     /// Edges inside the largest strongly connected component; only these are snap targets, so
     /// every snapped pair is mutually reachable unless the input is disconnected on purpose.
     snappable: Vec<bool>,
+    /// The rules themselves, and the plain junction graph, for the reference search.
+    turns: TurnRules,
+    plain: OnceLock<PlainGraph>,
     hierarchy: FastGraph,
     calculators: Mutex<Vec<PathCalculator>>,
     pub(crate) stats: RoutingGraphStats,
+}
+
+/// The junction graph without copies, and per edge its arcs' positions in it.
+struct PlainGraph {
+    offsets: Vec<u32>,
+    arcs: Vec<Arc>,
+    arc_of: Vec<[u32; 2]>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +170,9 @@ pub(crate) struct RoutingGraphStats {
     pub(crate) core_nodes: usize,
     /// Arcs of the prepared hierarchy, shortcuts included.
     pub(crate) hierarchy_arcs: usize,
+    /// Junctions this vehicle cannot pass, and junctions with turn restrictions for it.
+    pub(crate) barriers: usize,
+    pub(crate) restricted_junctions: usize,
     pub(crate) preparation: Duration,
     /// The contraction order came from a graph of the same shape instead of being computed.
     pub(crate) reused_order: bool,
@@ -136,6 +182,24 @@ pub(crate) struct RoutingGraphStats {
 /// hierarchy's invariants).
 fn travel_millis(length_metres: f64, speed_kmh: f64) -> EdgeMillis {
     ((length_metres * 3_600.0 / speed_kmh).round() as EdgeMillis).max(1)
+}
+
+/// Builds compressed adjacency from `(tail, arc)` pairs over `node_count` nodes.
+fn compress(node_count: usize, tailed: Vec<(NodeIndex, Arc)>) -> (Vec<u32>, Vec<Arc>) {
+    let mut offsets = vec![0u32; node_count + 1];
+    for (tail, _) in &tailed {
+        offsets[*tail as usize + 1] += 1;
+    }
+    for i in 1..offsets.len() {
+        offsets[i] += offsets[i - 1];
+    }
+    let mut cursor = offsets.clone();
+    let mut arcs = vec![Arc::new(0, 0, 0, true); tailed.len()];
+    for (tail, arc) in tailed {
+        arcs[cursor[tail as usize] as usize] = arc;
+        cursor[tail as usize] += 1;
+    }
+    (offsets, arcs)
 }
 
 impl RoutingGraph {
@@ -148,40 +212,88 @@ impl RoutingGraph {
         order_from: Option<&RoutingGraph>,
     ) -> Self {
         let started = Instant::now();
-        let node_count = graph.node_positions.len();
-        let weights = times.0;
-        let mut degree = vec![0u32; node_count + 1];
-        let mut arcs_unordered = Vec::new();
-        for (edge, (road, &[forward, backward])) in graph.edges.iter().zip(&weights).enumerate() {
-            let edge = edge as EdgeIndex;
-            if forward > 0 {
-                arcs_unordered.push((road.from, Arc::new(road.to, forward, edge, true)));
-            }
-            if backward > 0 {
-                arcs_unordered.push((road.to, Arc::new(road.from, backward, edge, false)));
-            }
-        }
-        for (tail, _) in &arcs_unordered {
-            degree[*tail as usize + 1] += 1;
-        }
-        let mut offsets = degree;
-        for i in 1..offsets.len() {
-            offsets[i] += offsets[i - 1];
-        }
-        let mut cursor = offsets.clone();
-        let mut arcs = vec![Arc::new(0, 0, 0, true); arcs_unordered.len()];
-        for (tail, arc) in arcs_unordered {
-            arcs[cursor[tail as usize] as usize] = arc;
-            cursor[tail as usize] += 1;
-        }
+        let junctions = graph.node_positions.len();
+        let EdgeTimes {
+            times: weights,
+            turns,
+        } = times;
 
-        let core = dijkstra::largest_strongly_connected_component(&offsets, &arcs);
-        let snappable = graph
+        // One copy per (rule-bound junction, edge arriving at it), grouped by junction.
+        let mut arrivals: Vec<(NodeIndex, EdgeIndex)> = Vec::new();
+        for (edge, (road, &[forward, backward])) in graph.edges.iter().zip(&weights).enumerate() {
+            if forward > 0 && turns.constrains(road.to) {
+                arrivals.push((road.to, edge as EdgeIndex));
+            }
+            if backward > 0 && turns.constrains(road.from) {
+                arrivals.push((road.from, edge as EdgeIndex));
+            }
+        }
+        arrivals.sort_unstable();
+        let copy_junction: Vec<NodeIndex> = arrivals.iter().map(|a| a.0).collect();
+        let copy_of = |junction: NodeIndex, edge: EdgeIndex| -> NodeIndex {
+            let i = arrivals
+                .binary_search(&(junction, edge))
+                .expect("every open arrival at a bound junction has a copy");
+            (junctions + i) as NodeIndex
+        };
+        let node_count = junctions + arrivals.len();
+
+        let entries: Vec<[NodeIndex; 2]> = graph
             .edges
             .iter()
             .zip(&weights)
-            .map(|(e, w)| (w[0] > 0 || w[1] > 0) && core[e.from as usize] && core[e.to as usize])
+            .enumerate()
+            .map(|(edge, (road, &[forward, backward]))| {
+                let edge = edge as EdgeIndex;
+                let enter = |open: EdgeMillis, node: NodeIndex| match open {
+                    0 => NO_NODE,
+                    _ if turns.constrains(node) => copy_of(node, edge),
+                    _ => node,
+                };
+                [enter(forward, road.to), enter(backward, road.from)]
+            })
             .collect();
+
+        let mut tailed = Vec::new();
+        for (edge, (road, &[forward, backward])) in graph.edges.iter().zip(&weights).enumerate() {
+            let edge = edge as EdgeIndex;
+            for (weight, tail, direction) in [(forward, road.from, 0), (backward, road.to, 1)] {
+                if weight == 0 {
+                    continue;
+                }
+                let arc = Arc::new(
+                    entries[edge as usize][direction],
+                    weight,
+                    edge,
+                    direction == 0,
+                );
+                if turns.constrains(tail) {
+                    let first = arrivals.partition_point(|a| a.0 < tail);
+                    for (i, &(_, arrival)) in arrivals[first..]
+                        .iter()
+                        .take_while(|a| a.0 == tail)
+                        .enumerate()
+                    {
+                        if turns.allows(tail, arrival, edge) {
+                            tailed.push(((junctions + first + i) as NodeIndex, arc));
+                        }
+                    }
+                } else {
+                    tailed.push((tail, arc));
+                }
+            }
+        }
+        let (offsets, arcs) = compress(node_count, tailed);
+
+        let core = dijkstra::largest_strongly_connected_component(&offsets, &arcs);
+        let mut snappable = vec![false; graph.edges.len()];
+        for (tail, window) in offsets.windows(2).enumerate() {
+            for arc in &arcs[window[0] as usize..window[1] as usize] {
+                if core[tail] && core[arc.head as usize] {
+                    snappable[arc.edge() as usize] = true;
+                }
+            }
+        }
 
         let mut input = InputGraph::new();
         for (tail, window) in offsets.windows(2).enumerate() {
@@ -197,19 +309,27 @@ impl RoutingGraph {
         let reused_order = ordered.is_some();
         let hierarchy = ordered.unwrap_or_else(|| fast_paths::prepare(&input));
 
+        let (barriers, restricted_junctions) = turns.counts();
         let stats = RoutingGraphStats {
-            nodes: count_touched_nodes(node_count, &arcs, &offsets),
+            nodes: count_touched_junctions(junctions, &copy_junction, &offsets, &arcs),
             arcs: arcs.len(),
             core_nodes: core.iter().filter(|&&c| c).count(),
             hierarchy_arcs: hierarchy.get_num_out_edges() + hierarchy.get_num_in_edges(),
+            barriers,
+            restricted_junctions,
             preparation: started.elapsed(),
             reused_order,
         };
         Self {
             weights,
+            junctions,
+            copy_junction,
+            entries,
             offsets,
             arcs,
             snappable,
+            turns,
+            plain: OnceLock::new(),
             hierarchy,
             calculators: Mutex::new(Vec::new()),
             stats,
@@ -228,13 +348,50 @@ impl RoutingGraph {
         self.snappable[edge as usize]
     }
 
-    pub(crate) fn arcs_from(&self, node: NodeIndex) -> &[Arc] {
+    fn arcs_from(&self, node: NodeIndex) -> &[Arc] {
         let n = node as usize;
         &self.arcs[self.offsets[n] as usize..self.offsets[n + 1] as usize]
     }
 
+    /// The junction a routing node stands for.
+    fn junction(&self, node: NodeIndex) -> NodeIndex {
+        match (node as usize).checked_sub(self.junctions) {
+            Some(copy) => self.copy_junction[copy],
+            None => node,
+        }
+    }
+
+    /// The routing node reached by travelling `edge` in a direction.
+    fn entry(&self, end: &EdgeEnd) -> Option<NodeIndex> {
+        let node = self.entries[end.edge as usize][usize::from(!end.forward)];
+        (node != NO_NODE).then_some(node)
+    }
+
+    /// The routing nodes from which `edge` may be entered in a direction: its start junction,
+    /// or those of its copies whose arrival allows the turn onto it.
+    fn departures(&self, graph: &RoadGraph, end: &EdgeEnd) -> Vec<NodeIndex> {
+        let road = &graph.edges[end.edge as usize];
+        let start = if end.forward { road.from } else { road.to };
+        if !self.turns.constrains(start) {
+            return vec![start];
+        }
+        let first = self.copy_junction.partition_point(|&j| j < start);
+        let count = self.copy_junction[first..]
+            .iter()
+            .take_while(|&&j| j == start)
+            .count();
+        (first..first + count)
+            .map(|copy| (self.junctions + copy) as NodeIndex)
+            .filter(|&node| {
+                self.arcs_from(node)
+                    .iter()
+                    .any(|arc| arc.edge() == end.edge && arc.is_forward() == end.forward)
+            })
+            .collect()
+    }
+
     /// The cheapest arc from `tail` to `head` (parallel edges between two junctions exist).
-    pub(crate) fn cheapest_arc(&self, tail: NodeIndex, head: NodeIndex) -> Option<Arc> {
+    fn cheapest_arc(&self, tail: NodeIndex, head: NodeIndex) -> Option<Arc> {
         self.arcs_from(tail)
             .iter()
             .filter(|arc| arc.head == head)
@@ -242,22 +399,31 @@ impl RoutingGraph {
             .copied()
     }
 
-    /// Shortest path over the contraction hierarchy from any source to any target, each given
-    /// with an initial weight.
+    /// Shortest path over the contraction hierarchy from any source to any target.
     pub(crate) fn hierarchy_path(
         &self,
-        sources: &[(NodeIndex, Millis)],
-        targets: &[(NodeIndex, Millis)],
-    ) -> Option<NodePath> {
-        let in_range = |n: &&(NodeIndex, Millis)| (n.0 as usize) < self.hierarchy.get_num_nodes();
-        let to_fast = |list: &[(NodeIndex, Millis)]| -> Vec<(usize, usize)> {
-            list.iter()
-                .filter(in_range)
-                .map(|&(n, w)| (n as usize, w as usize))
-                .collect()
-        };
-        let (sources, targets) = (to_fast(sources), to_fast(targets));
-        if sources.is_empty() || targets.is_empty() {
+        graph: &RoadGraph,
+        sources: &[EdgeEnd],
+        targets: &[EdgeEnd],
+    ) -> Option<RoadPath> {
+        let in_range = |n: NodeIndex| (n as usize) < self.hierarchy.get_num_nodes();
+        let fast_sources: Vec<(usize, usize)> = sources
+            .iter()
+            .filter_map(|s| Some((self.entry(s)?, s.millis)))
+            .filter(|&(n, _)| in_range(n))
+            .map(|(n, w)| (n as usize, w as usize))
+            .collect();
+        let fast_targets: Vec<(usize, usize)> = targets
+            .iter()
+            .flat_map(|t| {
+                self.departures(graph, t)
+                    .into_iter()
+                    .map(move |n| (n, t.millis))
+            })
+            .filter(|&(n, _)| in_range(n))
+            .map(|(n, w)| (n as usize, w as usize))
+            .collect();
+        if fast_sources.is_empty() || fast_targets.is_empty() {
             return None;
         }
         let mut calculator = self
@@ -266,37 +432,140 @@ impl RoutingGraph {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .pop()
             .unwrap_or_else(|| fast_paths::create_calculator(&self.hierarchy));
-        let path =
-            calculator.calc_path_multiple_sources_and_targets(&self.hierarchy, sources, targets);
+        let path = calculator.calc_path_multiple_sources_and_targets(
+            &self.hierarchy,
+            fast_sources,
+            fast_targets,
+        );
         self.calculators
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .push(calculator);
-        path.map(|p| NodePath {
-            weight: p.get_weight() as Millis,
-            nodes: p.get_nodes().iter().map(|&n| n as NodeIndex).collect(),
+        let path = path?;
+        let nodes: Vec<NodeIndex> = path.get_nodes().iter().map(|&n| n as NodeIndex).collect();
+        let (first, last) = (nodes[0], *nodes.last()?);
+        let source = sources.iter().position(|s| self.entry(s) == Some(first))?;
+        let last_junction = self.junction(last);
+        let target = targets.iter().position(|t| {
+            let road = &graph.edges[t.edge as usize];
+            last_junction == if t.forward { road.from } else { road.to }
+        })?;
+        let steps = nodes
+            .windows(2)
+            .map(|pair| {
+                let arc = self
+                    .cheapest_arc(pair[0], pair[1])
+                    .expect("consecutive path nodes are joined by an arc");
+                (arc.edge(), arc.is_forward())
+            })
+            .collect();
+        Some(RoadPath {
+            weight: path.get_weight() as Millis,
+            source,
+            target,
+            steps,
         })
     }
 
-    /// The same search with plain Dijkstra, the reference the hierarchy is checked against.
+    /// The same search with plain Dijkstra on the junction graph, checking every turn against
+    /// the rules: the reference the hierarchy (and its junction copies) is verified against.
     pub(crate) fn dijkstra_path(
         &self,
-        sources: &[(NodeIndex, Millis)],
-        targets: &[(NodeIndex, Millis)],
-    ) -> Option<NodePath> {
-        dijkstra::shortest_path(&self.offsets, &self.arcs, sources, targets)
+        graph: &RoadGraph,
+        sources: &[EdgeEnd],
+        targets: &[EdgeEnd],
+    ) -> Option<RoadPath> {
+        let plain = self.plain.get_or_init(|| self.plain_graph(graph));
+        let arc_of = |end: &EdgeEnd| plain.arc_of[end.edge as usize][usize::from(!end.forward)];
+        let source_arcs: Vec<(u32, Millis)> = sources
+            .iter()
+            .filter(|s| arc_of(s) != u32::MAX)
+            .map(|s| (arc_of(s), s.millis))
+            .collect();
+        let target_turns: Vec<(NodeIndex, EdgeIndex, Millis)> = targets
+            .iter()
+            .filter(|t| arc_of(t) != u32::MAX)
+            .map(|t| {
+                let road = &graph.edges[t.edge as usize];
+                let start = if t.forward { road.from } else { road.to };
+                (start, t.edge, t.millis)
+            })
+            .collect();
+        let found = dijkstra::turn_aware_path(
+            &plain.offsets,
+            &plain.arcs,
+            &source_arcs,
+            &target_turns,
+            |node, arriving, leaving| self.turns.allows(node, arriving, leaving),
+        )?;
+        let first = plain.arcs[found.arcs[0] as usize];
+        let source = sources
+            .iter()
+            .position(|s| s.edge == first.edge() && s.forward == first.is_forward())?;
+        let chosen = target_turns[found.target];
+        let target = targets
+            .iter()
+            .position(|t| t.edge == chosen.1 && t.millis == chosen.2)?;
+        let steps = found.arcs[1..]
+            .iter()
+            .map(|&a| {
+                let arc = plain.arcs[a as usize];
+                (arc.edge(), arc.is_forward())
+            })
+            .collect();
+        Some(RoadPath {
+            weight: found.weight,
+            source,
+            target,
+            steps,
+        })
+    }
+
+    fn plain_graph(&self, graph: &RoadGraph) -> PlainGraph {
+        let mut tailed = Vec::new();
+        for (edge, (road, &[forward, backward])) in
+            graph.edges.iter().zip(&self.weights).enumerate()
+        {
+            let edge = edge as EdgeIndex;
+            if forward > 0 {
+                tailed.push((road.from, Arc::new(road.to, forward, edge, true)));
+            }
+            if backward > 0 {
+                tailed.push((road.to, Arc::new(road.from, backward, edge, false)));
+            }
+        }
+        let (offsets, arcs) = compress(self.junctions, tailed);
+        let mut arc_of = vec![[u32::MAX; 2]; graph.edges.len()];
+        for (i, arc) in arcs.iter().enumerate() {
+            arc_of[arc.edge() as usize][usize::from(!arc.is_forward())] = i as u32;
+        }
+        PlainGraph {
+            offsets,
+            arcs,
+            arc_of,
+        }
     }
 }
 
-fn count_touched_nodes(node_count: usize, arcs: &[Arc], offsets: &[u32]) -> usize {
-    let mut touched = vec![false; node_count];
+/// Junctions with at least one arc, counting a junction and its copies once.
+fn count_touched_junctions(
+    junctions: usize,
+    copy_junction: &[NodeIndex],
+    offsets: &[u32],
+    arcs: &[Arc],
+) -> usize {
+    let junction = |node: usize| match node.checked_sub(junctions) {
+        Some(copy) => copy_junction[copy] as usize,
+        None => node,
+    };
+    let mut touched = vec![false; junctions];
     for (tail, window) in offsets.windows(2).enumerate() {
         if window[0] != window[1] {
-            touched[tail] = true;
+            touched[junction(tail)] = true;
         }
     }
     for arc in arcs {
-        touched[arc.head as usize] = true;
+        touched[junction(arc.head as usize)] = true;
     }
     touched.iter().filter(|&&t| t).count()
 }

@@ -69,7 +69,18 @@ fn all_extracts_load_with_every_vehicle() {
 
 #[test]
 fn hierarchy_agrees_with_dijkstra_on_liechtenstein() {
-    let Some(network) = extract("liechtenstein") else {
+    agrees_with_dijkstra("liechtenstein");
+}
+
+#[test]
+fn hierarchy_agrees_with_dijkstra_on_baltimore() {
+    agrees_with_dijkstra("baltimore");
+}
+
+/// The reference search checks every turn against the restrictions and barriers, so this also
+/// verifies the junction copies the hierarchy routes over.
+fn agrees_with_dijkstra(name: &str) {
+    let Some(network) = extract(name) else {
         return;
     };
     for (seed, vehicle) in (1..).zip(Vehicle::ALL) {
