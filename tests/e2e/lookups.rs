@@ -340,6 +340,29 @@ async fn the_shared_extracts_serve_real_routes_and_addresses() {
     assert_eq!(status, 200);
     assert_eq!(place["name"], first["name"]);
 
+    // A house on a building multipolygon, and one on an address interpolation line (between
+    // 2901 and 2919, odd numbers).
+    for (query, expected) in [
+        ("2809%20Boston%20Street", (39.27772, -76.57606)),
+        ("2909%20O'Donnell%20Street", (39.280_016, -76.575_067)),
+    ] {
+        let (status, places) = lookups.get(&format!("/v1/places?q={query}")).await;
+        assert_eq!(status, 200, "{places}");
+        let first = &places[0];
+        assert!(
+            distance_metres(shape_point(first), expected) < 40.0,
+            "{query}: {first}"
+        );
+        let (latitude, longitude) = shape_point(first);
+        let (status, place) = lookups
+            .get(&format!(
+                "/v1/places/reverse?latitude={latitude}&longitude={longitude}"
+            ))
+            .await;
+        assert_eq!(status, 200);
+        assert_eq!(place["name"], first["name"], "{query}");
+    }
+
     // Liechtenstein: Vaduz to Schaan by car, and by bicycle.
     let (vaduz, schaan) = ((47.1410, 9.5209), (47.1650, 9.5097));
     let (status, car) = lookups.route(vaduz, schaan, Some("car")).await;

@@ -141,17 +141,19 @@ impl RoadNetwork {
 
     pub fn from_pbf_file_with(path: &Path, options: &LoadOptions) -> Result<Self, LoadError> {
         let started = Instant::now();
-        let file = File::open(path).map_err(|source| LoadError::Open {
-            path: path.to_owned(),
-            source,
+        let extract = osm::read_pbf(|| {
+            let file = File::open(path).map_err(|source| LoadError::Open {
+                path: path.to_owned(),
+                source,
+            })?;
+            Ok::<_, LoadError>(BufReader::new(file))
         })?;
-        let extract = osm::read_pbf(BufReader::new(file))?;
         Self::from_extract(&extract, options, started.elapsed())
     }
 
     pub fn from_pbf_bytes_with(bytes: &[u8], options: &LoadOptions) -> Result<Self, LoadError> {
         let started = Instant::now();
-        let extract = osm::read_pbf(bytes)?;
+        let extract = osm::read_pbf(|| Ok::<_, LoadError>(bytes))?;
         Self::from_extract(&extract, options, started.elapsed())
     }
 

@@ -88,6 +88,10 @@ pub(crate) struct OsmExtract {
     pub(crate) ways: Vec<OsmWay>,
     /// `type=restriction` relations.
     pub(crate) restrictions: Vec<OsmRelation>,
+    /// Multipolygon relations (buildings and the like) with an address or a name of interest.
+    pub(crate) areas: Vec<OsmRelation>,
+    /// The node lists of the areas' member ways.
+    pub(crate) area_member_ways: HashMap<i64, Vec<i64>>,
 }
 
 impl OsmExtract {
@@ -102,9 +106,15 @@ fn node_is_relevant(tags: &Tags) -> bool {
         || (tags.has("name") && (tags.has("place") || is_point_of_interest(tags)))
 }
 
-/// Highways are routable; other ways only matter as addressed buildings or named POIs.
+/// Highways are routable; other ways only matter as addressed buildings, named POIs or
+/// address interpolation lines.
 fn way_is_relevant(tags: &Tags) -> bool {
-    tags.has("highway") || node_is_relevant(tags)
+    tags.has("highway") || node_is_relevant(tags) || tags.has("addr:interpolation")
+}
+
+/// Multipolygons whose tags the places index would take from a node.
+fn area_is_relevant(tags: &Tags) -> bool {
+    tags.is("type", &["multipolygon"]) && node_is_relevant(tags)
 }
 
 pub(crate) fn is_point_of_interest(tags: &Tags) -> bool {
@@ -139,11 +149,34 @@ fn member_kind(kind: osmpbf::RelMemberType) -> MemberKind {
     }
 }
 
-/// Reads a PBF stream, keeping what [`node_is_relevant`] and [`way_is_relevant`] select.
-pub(crate) fn read_pbf(input: impl Read + Send) -> Result<OsmExtract, osmpbf::Error> {
+fn relation(relation: &osmpbf::Relation, tags: Tags) -> OsmRelation {
+    let members = relation
+        .members()
+        .map(|member| OsmMember {
+            kind: member_kind(member.member_type.clone()),
+            id: member.member_id,
+            role: member.role().unwrap_or_default().to_owned(),
+        })
+        .collect();
+    OsmRelation {
+        id: relation.id(),
+        members,
+        tags,
+    }
+}
+
+/// Reads a PBF extract, keeping what [`node_is_relevant`], [`way_is_relevant`] and the
+/// relation filters select. `open` gives the stream from its start; it is called a second
+/// time when multipolygons need member ways the first pass did not keep (relations come after
+/// ways in a PBF file).
+pub(crate) fn read_pbf<R, E>(mut open: impl FnMut() -> Result<R, E>) -> Result<OsmExtract, E>
+where
+    R: Read + Send,
+    E: From<osmpbf::Error>,
+{
     let mut extract = OsmExtract::default();
     let collect_tags = |tags: &mut dyn Iterator<Item = (&str, &str)>| -> Tags { tags.collect() };
-    ElementReader::new(input).for_each(|element| match element {
+    ElementReader::new(open()?).for_each(|element| match element {
         Element::DenseNode(node) => {
             let position = LatLon::new(node.lat(), node.lon());
             extract.node_positions.insert(node.id(), position);
@@ -168,25 +201,34 @@ pub(crate) fn read_pbf(input: impl Read + Send) -> Result<OsmExtract, osmpbf::Er
                 });
             }
         }
-        Element::Relation(relation) => {
-            let tags = collect_tags(&mut relation.tags());
+        Element::Relation(element) => {
+            let tags = collect_tags(&mut element.tags());
             if is_restriction(&tags) {
-                let members = relation
-                    .members()
-                    .map(|member| OsmMember {
-                        kind: member_kind(member.member_type.clone()),
-                        id: member.member_id,
-                        role: member.role().unwrap_or_default().to_owned(),
-                    })
-                    .collect();
-                extract.restrictions.push(OsmRelation {
-                    id: relation.id(),
-                    members,
-                    tags,
-                });
+                extract.restrictions.push(relation(&element, tags));
+            } else if area_is_relevant(&tags) {
+                extract.areas.push(relation(&element, tags));
             }
         }
     })?;
+
+    let wanted: std::collections::HashSet<i64> = extract
+        .areas
+        .iter()
+        .flat_map(|area| &area.members)
+        .filter(|m| m.kind == MemberKind::Way)
+        .map(|m| m.id)
+        .collect();
+    if !wanted.is_empty() {
+        let mut member_ways = HashMap::new();
+        ElementReader::new(open()?).for_each(|element| {
+            if let Element::Way(way) = element
+                && wanted.contains(&way.id())
+            {
+                member_ways.insert(way.id(), way.refs().collect());
+            }
+        })?;
+        extract.area_member_ways = member_ways;
+    }
     Ok(extract)
 }
 

@@ -267,7 +267,10 @@ mod tests {
         writer.add_node(3, LatLon::new(20.0, 50.0), &[("amenity", "bench")]);
         writer.add_way(10, &[1, 2, 3], &[("highway", "residential"), ("name", "A")]);
         writer.add_way(11, &[3, 1], &[("barrier", "fence")]);
-        let extract = read_pbf(&writer.finish()[..]).unwrap();
+        let extract = {
+            let bytes = writer.finish();
+            read_pbf(|| Ok::<_, osmpbf::Error>(&bytes[..])).unwrap()
+        };
 
         assert_eq!(extract.node_positions.len(), 3);
         let p = extract.position(2).unwrap();
@@ -296,7 +299,10 @@ mod tests {
         }
         let ids: Vec<i64> = (1..=count).collect();
         writer.add_way(1, &ids, &[("highway", "service")]);
-        let extract = read_pbf(&writer.finish()[..]).unwrap();
+        let extract = {
+            let bytes = writer.finish();
+            read_pbf(|| Ok::<_, osmpbf::Error>(&bytes[..])).unwrap()
+        };
         assert_eq!(extract.node_positions.len(), count as usize);
         assert_eq!(extract.ways[0].node_ids.len(), count as usize);
     }

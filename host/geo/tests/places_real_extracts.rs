@@ -102,3 +102,69 @@ fn andorra_place_names() {
     assert!(soldeu[0].name.starts_with("Soldeu"), "{soldeu:?}");
     assert!(position(&soldeu[0]).distance_metres(LatLon::new(42.5766, 1.6672)) < 2_000.0);
 }
+
+/// True when `at` lies in the box spanned by two corners (south-west, north-east).
+fn inside(at: LatLon, south_west: LatLon, north_east: LatLon) -> bool {
+    (south_west.lat..=north_east.lat).contains(&at.lat)
+        && (south_west.lon..=north_east.lon).contains(&at.lon)
+}
+
+#[test]
+fn houses_on_building_multipolygons_are_found() {
+    let cases = [
+        // A building relation with a courtyard (an inner ring).
+        (
+            "baltimore",
+            "2809 Boston Street",
+            "2809 Boston Street, Baltimore",
+            LatLon::new(39.27716, -76.57669),
+            LatLon::new(39.27827, -76.57542),
+        ),
+        // A house drawn as two outer halves.
+        (
+            "liechtenstein",
+            "Wangerbergstrasse 33",
+            "Wangerbergstrasse 33",
+            LatLon::new(47.11449, 9.54600),
+            LatLon::new(47.11469, 9.54625),
+        ),
+    ];
+    for (extract_name, query, name, south_west, north_east) in cases {
+        let Some(network) = extract(extract_name) else {
+            return;
+        };
+        let places = network.places();
+        let hits = places.search(query, None, 5);
+        let first = hits.first().unwrap_or_else(|| panic!("{query}: no result"));
+        assert!(first.name.starts_with(name), "{query}: {hits:?}");
+        assert!(
+            inside(position(first), south_west, north_east),
+            "{query}: {first:?} is not on the building"
+        );
+        let reversed = places.reverse(position(first)).expect("an address there");
+        assert_eq!(reversed.name, first.name);
+    }
+}
+
+#[test]
+fn houses_on_interpolation_lines_are_found_where_they_stand() {
+    let Some(network) = extract("baltimore") else {
+        return;
+    };
+    let places = network.places();
+    // Between 2901 and 2919 O'Donnell Street (odd numbers), 8/18 of the way along.
+    let expected = LatLon::new(39.280_016_4, -76.575_066_8);
+    let hits = places.search("2909 O'Donnell Street", None, 5);
+    let first = hits.first().expect("a result");
+    assert_eq!(first.name, "2909 O'Donnell Street, Baltimore", "{hits:?}");
+    assert_eq!(first.postcode.as_deref(), Some("21224"));
+    assert!(position(first).distance_metres(expected) < 3.0, "{first:?}");
+    let reversed = places.reverse(expected).expect("an address there");
+    assert_eq!(reversed.name, "2909 O'Donnell Street, Baltimore");
+    // An even number is not on an odd line.
+    let hits = places.search("2910 O'Donnell Street", None, 1);
+    assert!(
+        hits.iter().all(|h| !h.name.starts_with("2910 ")),
+        "{hits:?}"
+    );
+}

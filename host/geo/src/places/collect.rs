@@ -8,6 +8,7 @@ use rstar::primitives::GeomWithData;
 use crate::coords::{LatLon, LocalProjection};
 use crate::osm::{OsmExtract, Tags, is_point_of_interest};
 
+use super::shapes::{area_position, interpolated_addresses, way_position};
 use super::text;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,34 +130,26 @@ fn with_area(name: &str, area: Option<&str>) -> String {
     }
 }
 
-/// Mean of a way's node positions (the closing node of a ring counted once).
-fn way_centroid(node_ids: &[i64], extract: &OsmExtract) -> Option<LatLon> {
-    let ring_closed = node_ids.len() > 1 && node_ids.first() == node_ids.last();
-    let ids = if ring_closed {
-        &node_ids[1..]
-    } else {
-        node_ids
-    };
-    let points: Vec<LatLon> = ids.iter().filter_map(|id| extract.position(*id)).collect();
-    if points.is_empty() {
-        return None;
-    }
-    let n = points.len() as f64;
-    Some(LatLon::new(
-        points.iter().map(|p| p.lat).sum::<f64>() / n,
-        points.iter().map(|p| p.lon).sum::<f64>() / n,
-    ))
-}
-
-/// Elements with tags and a representative position: tagged nodes, then ways (centroid).
-fn tagged_elements(extract: &OsmExtract) -> Vec<(LatLon, &Tags)> {
+/// Elements with tags and a representative position: tagged nodes, ways and multipolygons
+/// (at their centroid), and the houses of interpolation lines.
+fn tagged_elements<'a>(
+    extract: &'a OsmExtract,
+    interpolated: &'a [(LatLon, Tags)],
+) -> Vec<(LatLon, &'a Tags)> {
     let nodes = extract.tagged_nodes.iter().map(|n| (n.position, &n.tags));
     let ways = extract
         .ways
         .iter()
-        .filter(|w| !w.tags.has("highway"))
-        .filter_map(|w| way_centroid(&w.node_ids, extract).map(|c| (c, &w.tags)));
-    nodes.chain(ways).collect()
+        .filter(|w| !w.tags.has("highway") && !w.tags.has("addr:interpolation"))
+        .filter_map(|w| way_position(&w.node_ids, extract).map(|c| (c, &w.tags)));
+    let areas = extract
+        .areas
+        .iter()
+        .filter_map(|a| area_position(a, extract).map(|c| (c, &a.tags)));
+    let houses = interpolated
+        .iter()
+        .map(|(position, tags)| (*position, tags));
+    nodes.chain(ways).chain(areas).chain(houses).collect()
 }
 
 fn settlement_kind(place: &str) -> Option<Kind> {
@@ -182,7 +175,8 @@ fn most_common<'a>(values: impl Iterator<Item = &'a str>) -> Option<&'a str> {
 
 pub(crate) fn collect(extract: &OsmExtract) -> Collected {
     let projection = LocalProjection::fitting(extract.tagged_nodes.iter().map(|n| n.position));
-    let elements = tagged_elements(extract);
+    let interpolated = interpolated_addresses(extract);
+    let elements = tagged_elements(extract, &interpolated);
 
     let addresses: Vec<Address> = elements
         .iter()

@@ -2,6 +2,7 @@
 
 mod collect;
 mod search;
+mod shapes;
 mod text;
 
 use rstar::RTree;
