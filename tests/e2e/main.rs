@@ -17,6 +17,7 @@ mod jobs;
 mod keys;
 mod live_payments;
 mod lookups;
+mod networks;
 mod openapi;
 mod ops;
 mod payments;

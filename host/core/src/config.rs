@@ -18,7 +18,7 @@ pub struct Config {
     /// A PostgreSQL URL. Unset: the embedded cluster under `$COURIER_DATA_DIR/pg`.
     #[arg(id = "database-url", long = "database-url", env = "DATABASE_URL")]
     pub database_url: Option<String>,
-    /// The embedded cluster, the generated secret key, caches.
+    /// The embedded cluster, the generated secret key, prepared road networks (`networks/`), caches.
     #[arg(
         id = "data-dir",
         long = "data-dir",

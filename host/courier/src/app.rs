@@ -190,7 +190,8 @@ pub async fn run(
     let services = Services::open(&config).await?;
     // Road networks load in the background; lookups answer 503 `lookup.not_ready` meanwhile.
     let loading = Arc::clone(&services.markets);
-    tokio::task::spawn_blocking(move || loading.load_networks());
+    let prepared_dir = config.data_dir.join("networks");
+    tokio::task::spawn_blocking(move || loading.load_networks(Some(&prepared_dir)));
     // Every background task runs under one lifecycle and is stopped, gracefully, after the
     // server.
     let workers = courier_core::infra::workers::Workers::new();

@@ -43,6 +43,23 @@ enum Command {
         #[command(subcommand)]
         command: PluginCommand,
     },
+    /// Prepare markets' road networks ahead of serving.
+    Market {
+        #[command(subcommand)]
+        command: MarketCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum MarketCommand {
+    /// Build each market's road network (every offered vehicle's hierarchy, the snapping and
+    /// places indexes) and write it under `$COURIER_DATA_DIR/networks`, where `serve` maps it
+    /// instead of building it again. Progress goes to stderr, a summary to stdout.
+    Prepare {
+        /// The markets file; default `COURIER_MARKETS_FILE`, else the demo market.
+        #[arg(long)]
+        markets: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -221,6 +238,13 @@ impl Cli {
                 services.db.close().await;
                 println!("{}", serde_json::to_string_pretty(&result?)?);
             }
+            Command::Market {
+                command: MarketCommand::Prepare { markets },
+            } => {
+                let file = markets.or(config.markets_file.clone());
+                let summary = prepare_markets(file.as_deref(), &config.data_dir.join("networks"))?;
+                println!("{}", serde_json::to_string_pretty(&summary)?);
+            }
             Command::Plugin {
                 command: PluginCommand::Inspect { file },
             } => {
@@ -244,6 +268,51 @@ impl Cli {
         }
         Ok(())
     }
+}
+
+/// Prepares every market of `file` into `dir`, one after another, with a line per step.
+fn prepare_markets(file: Option<&std::path::Path>, dir: &std::path::Path) -> anyhow::Result<Value> {
+    let markets = courier_core::markets::Markets::from_file(file)?;
+    let mut summary = Vec::new();
+    for market in markets.all() {
+        let id = market.id().to_owned();
+        eprintln!("{id}: preparing {}", market.prepared_path(dir).display());
+        let progress = |step: courier_core::markets::PrepareStep| {
+            let rate = step.count as f64 / step.seconds.max(1e-6);
+            eprintln!(
+                "{id}: {} in {:.2} s ({} {}, {:.0} {}/s)",
+                step.what, step.seconds, step.count, step.unit, rate, step.unit
+            );
+        };
+        let (network, report) = market
+            .prepare(dir, &progress)
+            .map_err(|e| anyhow::anyhow!("market {id}: {e}"))?;
+        let stats = network.stats();
+        let seconds = (report.hash_time + report.load_time + report.write_time).as_secs_f64();
+        eprintln!(
+            "{id}: done in {seconds:.2} s: {} junctions, {} places, {:.1} MiB on disk",
+            stats.junctions,
+            stats.places,
+            report.file_bytes as f64 / (1024.0 * 1024.0)
+        );
+        summary.push(json!({
+            "market": id,
+            "file": market.prepared_path(dir),
+            "bytes": report.file_bytes,
+            "seconds": seconds,
+            "junctions": stats.junctions,
+            "road_edges": stats.road_edges,
+            "places": stats.places,
+            "vehicles": stats.profiles.iter().map(|p| json!({
+                "vehicle": p.vehicle,
+                "hierarchy_arcs": p.hierarchy_arcs,
+                "barriers": p.barriers,
+                "restricted_junctions": p.restricted_junctions,
+                "seconds": p.prepare_time.as_secs_f64(),
+            })).collect::<Vec<_>>(),
+        }));
+    }
+    Ok(Value::Array(summary))
 }
 
 async fn merchant(services: &Services, command: MerchantCommand) -> anyhow::Result<Value> {

@@ -4,7 +4,17 @@
 const EARTH_RADIUS_METRES: f64 = 6_371_008.8;
 
 /// A WGS84 coordinate in decimal degrees.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[repr(C)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    bytemuck::Pod,
+    bytemuck::Zeroable,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct LatLon {
     pub lat: f64,
     pub lon: f64,
@@ -38,7 +48,7 @@ impl LatLon {
 /// Extracts span at most a few hundred kilometres, where the distortion of this projection
 /// stays well below the snapping and search tolerances, and it is far cheaper than haversine
 /// inside R-tree searches.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub(crate) struct LocalProjection {
     metres_per_degree_lon: f64,
     metres_per_degree_lat: f64,

@@ -11,6 +11,7 @@ use crate::coords::LatLon;
 use crate::junction_rules::{TurnRule, barrier_blocks, is_u_turn, restriction_for};
 use crate::osm::{MemberKind, OsmExtract, OsmRelation, OsmWay};
 use crate::profile::{WayAccess, way_access};
+use crate::storage::{Reader, Slab, StorageError, Writer};
 use crate::vehicle::Vehicle;
 
 pub(crate) type NodeIndex = u32;
@@ -19,20 +20,23 @@ pub(crate) type EdgeIndex = u32;
 /// Access of one way for every vehicle (indexed by [`Vehicle::index`]).
 pub(crate) type VehicleAccess = [Option<WayAccess>; Vehicle::ALL.len()];
 
-#[derive(Debug, Clone)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct RoadEdge {
+    pub(crate) length_metres: f64,
     pub(crate) from: NodeIndex,
     pub(crate) to: NodeIndex,
     /// Range into [`RoadGraph::points`], from the `from` node to the `to` node inclusive.
     geometry_start: u32,
     geometry_len: u32,
-    pub(crate) length_metres: f64,
     /// Index into [`RoadGraph::way_access`].
     pub(crate) way: u32,
+    /// Keeps the record free of implicit padding, so it can be stored as plain bytes.
+    reserved: u32,
 }
 
 /// A junction some vehicles may not pass (indexed by [`Vehicle::index`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Barrier {
     pub(crate) node: NodeIndex,
     pub(crate) blocks: [bool; Vehicle::ALL.len()],
@@ -40,7 +44,7 @@ pub(crate) struct Barrier {
 
 /// A via-node turn restriction resolved onto edges: arriving at `via` on the first edge of a
 /// pair and leaving on the second is the turn the restriction names.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct TurnRestriction {
     pub(crate) via: NodeIndex,
     pub(crate) turns: Vec<(EdgeIndex, EdgeIndex)>,
@@ -49,7 +53,7 @@ pub(crate) struct TurnRestriction {
 }
 
 /// Turn restrictions of the extract that could not be applied.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct SkippedRestrictions {
     /// Via-way restrictions, which are not modelled.
     pub(crate) via_way: usize,
@@ -59,9 +63,9 @@ pub(crate) struct SkippedRestrictions {
 
 #[derive(Debug, Default)]
 pub(crate) struct RoadGraph {
-    pub(crate) node_positions: Vec<LatLon>,
-    pub(crate) edges: Vec<RoadEdge>,
-    pub(crate) points: Vec<LatLon>,
+    pub(crate) node_positions: Slab<LatLon>,
+    pub(crate) edges: Slab<RoadEdge>,
+    pub(crate) points: Slab<LatLon>,
     /// Per routable way, how each vehicle may use it.
     pub(crate) way_access: Vec<VehicleAccess>,
     pub(crate) barriers: Vec<Barrier>,
@@ -82,6 +86,57 @@ impl RoadGraph {
     /// Every coordinate on a road, junction or bend.
     pub(crate) fn points(&self) -> &[LatLon] {
         &self.points
+    }
+
+    pub(crate) fn write(&self, writer: &mut Writer) {
+        writer.records("graph.nodes", &self.node_positions);
+        writer.records("graph.edges", &self.edges);
+        writer.records("graph.points", &self.points);
+        writer.value(
+            "graph.rules",
+            &(
+                &self.way_access,
+                &self.barriers,
+                &self.restrictions,
+                self.skipped_restrictions,
+            ),
+        );
+    }
+
+    /// Reads a graph written by [`RoadGraph::write`], checking that every edge's nodes and
+    /// geometry lie within the file.
+    pub(crate) fn read(reader: &Reader) -> Result<Self, StorageError> {
+        let (way_access, barriers, restrictions, skipped_restrictions) =
+            reader.value("graph.rules")?;
+        let graph = Self {
+            node_positions: reader.records("graph.nodes")?,
+            edges: reader.records("graph.edges")?,
+            points: reader.records("graph.points")?,
+            way_access,
+            barriers,
+            restrictions,
+            skipped_restrictions,
+        };
+        let (nodes, points, ways) = (
+            graph.node_positions.len(),
+            graph.points.len(),
+            graph.way_access.len(),
+        );
+        let valid = graph.edges.iter().all(|e| {
+            (e.from as usize) < nodes
+                && (e.to as usize) < nodes
+                && (e.way as usize) < ways
+                && e.geometry_len >= 2
+                && (e.geometry_start as usize + e.geometry_len as usize) <= points
+        });
+        if !valid {
+            return Err(StorageError::Corrupt("road edges".to_owned()));
+        }
+        Ok(graph)
+    }
+
+    pub(crate) fn owned_bytes(&self) -> usize {
+        self.node_positions.owned_bytes() + self.edges.owned_bytes() + self.points.owned_bytes()
     }
 
     /// Builds the topology from the highway ways of `extract` that at least one of `vehicles`
@@ -240,8 +295,9 @@ impl RoadGraph {
     ) -> NodeIndex {
         *node_index.entry(osm_id).or_insert_with(|| {
             let position = extract.position(osm_id).expect("runs hold known nodes");
-            self.node_positions.push(position);
-            (self.node_positions.len() - 1) as NodeIndex
+            let positions = self.node_positions.vec_mut();
+            positions.push(position);
+            (positions.len() - 1) as NodeIndex
         })
     }
 
@@ -254,7 +310,7 @@ impl RoadGraph {
         extract: &OsmExtract,
     ) {
         let geometry_start = self.points.len() as u32;
-        self.points.extend(
+        self.points.vec_mut().extend(
             piece
                 .iter()
                 .map(|id| extract.position(*id).expect("runs hold known nodes")),
@@ -264,13 +320,14 @@ impl RoadGraph {
             .windows(2)
             .map(|w| w[0].distance_metres(w[1]))
             .sum();
-        self.edges.push(RoadEdge {
+        self.edges.vec_mut().push(RoadEdge {
+            length_metres,
             from,
             to,
             geometry_start,
             geometry_len: piece.len() as u32,
-            length_metres,
             way,
+            reserved: 0,
         });
     }
 }

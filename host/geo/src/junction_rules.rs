@@ -6,7 +6,9 @@ use crate::profile::{AccessValue, access_keys, tagged_access};
 use crate::vehicle::Vehicle;
 
 /// What a turn restriction says about the turn it names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub(crate) enum TurnRule {
     /// `no_*`: this turn is forbidden.
     Prohibited,

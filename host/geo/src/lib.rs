@@ -66,26 +66,34 @@ mod coords;
 mod demo_city;
 mod dijkstra;
 mod graph;
+mod hierarchy;
 mod junction_rules;
 mod network;
 mod osm;
 mod pbf_writer;
 mod places;
 mod polygon;
+mod prepared;
 mod profile;
 mod route;
 mod routing_graph;
 mod snap;
+mod storage;
 mod turns;
 mod vehicle;
 
 pub use coords::LatLon;
 pub use demo_city::{demo_city_pbf, grid_city_pbf};
-pub use network::{LoadError, LoadOptions, NetworkStats, Preparation, ProfileStats, RoadNetwork};
+pub use network::{
+    LoadError, LoadOptions, NetworkStats, Preparation, ProfileStats, Progress, RoadNetwork, Step,
+    no_progress,
+};
 pub use places::{Place, PlaceIndex, REVERSE_ADDRESS_RADIUS_METRES, REVERSE_STREET_RADIUS_METRES};
 pub use polygon::{Polygon, PolygonError};
+pub use prepared::{ExtractSource, Origin, PrepareReport, RULES_VERSION};
 pub use route::{Endpoint, Route, RouteError};
 pub use snap::MAX_SNAP_DISTANCE_METRES;
+pub use storage::{FORMAT_VERSION, StorageError};
 pub use vehicle::{UnknownVehicle, Vehicle};
 
 #[cfg(test)]

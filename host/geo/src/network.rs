@@ -33,6 +33,8 @@ pub enum LoadError {
     Pbf(#[from] osmpbf::Error),
     #[error("the extract contains no roads usable by the requested vehicles")]
     NoRoads,
+    #[error(transparent)]
+    Prepared(#[from] crate::storage::StorageError),
 }
 
 /// What to prepare when loading.
@@ -51,8 +53,24 @@ impl Default for LoadOptions {
     }
 }
 
-/// Sizes and build timings of a loaded network.
+/// One finished step of building a network, for progress lines: `count` `unit`s done in
+/// `seconds`.
 #[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub what: String,
+    pub seconds: f64,
+    pub count: u64,
+    pub unit: &'static str,
+}
+
+/// Receives [`Step`]s as they finish (from several threads).
+pub type Progress<'a> = &'a (dyn Fn(Step) + Sync);
+
+/// A [`Progress`] that ignores every step.
+pub fn no_progress(_: Step) {}
+
+/// Sizes and build timings of a loaded network.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NetworkStats {
     /// Graph nodes (junctions and way ends) over all prepared vehicles.
     pub junctions: usize,
@@ -76,7 +94,7 @@ pub struct NetworkStats {
     pub profiles: Vec<ProfileStats>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ProfileStats {
     pub vehicle: Vehicle,
     /// Junctions this vehicle can use.
@@ -97,7 +115,7 @@ pub struct ProfileStats {
 }
 
 /// How a vehicle's contraction hierarchy was obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Preparation {
     /// Contracted from scratch.
     Contracted,
@@ -111,13 +129,13 @@ pub enum Preparation {
 /// A routable road network with its places, built once from an extract and shared (it is
 /// `Send + Sync`; wrap it in an `Arc`).
 pub struct RoadNetwork {
-    graph: RoadGraph,
-    snapper: Snapper,
+    pub(crate) graph: RoadGraph,
+    pub(crate) snapper: Snapper,
     /// Per prepared vehicle, smallest first; vehicles with identical times share a graph.
-    routing: Vec<(Vehicle, Arc<RoutingGraph>)>,
-    area: Polygon,
-    places: PlaceIndex,
-    stats: NetworkStats,
+    pub(crate) routing: Vec<(Vehicle, Arc<RoutingGraph>)>,
+    pub(crate) area: Polygon,
+    pub(crate) places: PlaceIndex,
+    pub(crate) stats: NetworkStats,
 }
 
 impl std::fmt::Debug for RoadNetwork {
@@ -140,6 +158,14 @@ impl RoadNetwork {
     }
 
     pub fn from_pbf_file_with(path: &Path, options: &LoadOptions) -> Result<Self, LoadError> {
+        Self::from_pbf_file_reporting(path, options, &no_progress)
+    }
+
+    pub(crate) fn from_pbf_file_reporting(
+        path: &Path,
+        options: &LoadOptions,
+        progress: Progress,
+    ) -> Result<Self, LoadError> {
         let started = Instant::now();
         let extract = osm::read_pbf(|| {
             let file = File::open(path).map_err(|source| LoadError::Open {
@@ -148,20 +174,35 @@ impl RoadNetwork {
             })?;
             Ok::<_, LoadError>(BufReader::new(file))
         })?;
-        Self::from_extract(&extract, options, started.elapsed())
+        Self::from_extract(&extract, options, started.elapsed(), progress)
     }
 
     pub fn from_pbf_bytes_with(bytes: &[u8], options: &LoadOptions) -> Result<Self, LoadError> {
+        Self::from_pbf_bytes_reporting(bytes, options, &no_progress)
+    }
+
+    pub(crate) fn from_pbf_bytes_reporting(
+        bytes: &[u8],
+        options: &LoadOptions,
+        progress: Progress,
+    ) -> Result<Self, LoadError> {
         let started = Instant::now();
         let extract = osm::read_pbf(|| Ok::<_, LoadError>(bytes))?;
-        Self::from_extract(&extract, options, started.elapsed())
+        Self::from_extract(&extract, options, started.elapsed(), progress)
     }
 
     pub(crate) fn from_extract(
         extract: &OsmExtract,
         options: &LoadOptions,
         parse_time: Duration,
+        progress: Progress,
     ) -> Result<Self, LoadError> {
+        progress(Step {
+            what: "read the extract".into(),
+            seconds: parse_time.as_secs_f64(),
+            count: extract.node_positions.len() as u64,
+            unit: "nodes",
+        });
         let mut vehicles = options.vehicles.clone();
         vehicles.sort();
         vehicles.dedup();
@@ -174,18 +215,41 @@ impl RoadNetwork {
         let area = Polygon::covering(graph.points(), DEGENERATE_AREA_MARGIN_DEGREES)
             .ok_or(LoadError::NoRoads)?;
         let build_time = build_started.elapsed();
+        progress(Step {
+            what: "built the road graph".into(),
+            seconds: build_time.as_secs_f64(),
+            count: graph.edges.len() as u64,
+            unit: "road edges",
+        });
 
         let prepare_started = Instant::now();
         let ((prepared, snapper), (places, places_time)) = rayon::join(
             || {
                 rayon::join(
-                    || prepare_vehicles(&graph, &vehicles),
-                    || Snapper::new(&graph),
+                    || prepare_vehicles(&graph, &vehicles, progress),
+                    || {
+                        let started = Instant::now();
+                        let snapper = Snapper::new(&graph);
+                        progress(Step {
+                            what: "indexed road segments for snapping".into(),
+                            seconds: started.elapsed().as_secs_f64(),
+                            count: graph.points().len() as u64,
+                            unit: "points",
+                        });
+                        snapper
+                    },
                 )
             },
             || {
                 let started = Instant::now();
-                (PlaceIndex::build(extract), started.elapsed())
+                let places = PlaceIndex::build(extract);
+                progress(Step {
+                    what: "indexed places".into(),
+                    seconds: started.elapsed().as_secs_f64(),
+                    count: places.len() as u64,
+                    unit: "places",
+                });
+                (places, started.elapsed())
             },
         );
         let prepare_time = prepare_started.elapsed();
@@ -300,6 +364,7 @@ enum Plan {
 fn prepare_vehicles(
     graph: &RoadGraph,
     vehicles: &[Vehicle],
+    progress: Progress,
 ) -> Vec<(Vehicle, Arc<RoutingGraph>, Preparation)> {
     let times: Vec<EdgeTimes> = vehicles
         .par_iter()
@@ -338,10 +403,14 @@ fn prepare_vehicles(
         let done: Vec<(usize, RoutingGraph)> = jobs
             .into_par_iter()
             .map(|(i, edge_times, donor)| {
-                (
-                    i,
-                    RoutingGraph::prepare(graph, edge_times, donor.as_deref()),
-                )
+                let routing = RoutingGraph::prepare(graph, edge_times, donor.as_deref());
+                progress(Step {
+                    what: format!("contracted the {} hierarchy", vehicles[i]),
+                    seconds: routing.stats.preparation.as_secs_f64(),
+                    count: routing.stats.hierarchy_arcs as u64,
+                    unit: "arcs",
+                });
+                (i, routing)
             })
             .collect();
         for (i, routing) in done {

@@ -15,7 +15,7 @@ pub enum PolygonError {
 ///
 /// Edges are straight in degree space, which is what GeoJSON consumers draw too. Polygons must
 /// not cross the antimeridian.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Polygon {
     /// Vertices in order, the ring is closed implicitly (last connects to first).
     vertices: Vec<LatLon>,

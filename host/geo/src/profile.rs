@@ -12,7 +12,7 @@ const SHARED_WITH_PEDESTRIANS_KMH: f64 = 12.0;
 const VAN_SPEED_FACTOR: f64 = 0.9;
 
 /// How a vehicle may use one way.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct WayAccess {
     /// Allowed in the direction the way is drawn.
     pub(crate) forward: bool,

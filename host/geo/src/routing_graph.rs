@@ -1,13 +1,15 @@
 //! A vehicle's view of the road graph: travel-time weights, adjacency, the connected core it
 //! may snap to, and its contraction hierarchy. Vehicles with identical travel times share one.
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use fast_paths::{FastGraph, InputGraph, PathCalculator};
+use fast_paths::InputGraph;
 
 use crate::dijkstra;
 use crate::graph::{EdgeIndex, NodeIndex, RoadGraph};
+use crate::hierarchy::Hierarchy;
+use crate::storage::{Reader, Slab, StorageError, Writer};
 use crate::turns::TurnRules;
 use crate::vehicle::Vehicle;
 
@@ -19,7 +21,8 @@ pub(crate) type Millis = u64;
 type EdgeMillis = u32;
 
 /// An edge traversal leaving a node, packed into 12 bytes.
-#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 pub(crate) struct Arc {
     pub(crate) head: NodeIndex,
     pub(crate) weight: EdgeMillis,
@@ -133,24 +136,32 @@ const NO_NODE: NodeIndex = NodeIndex::MAX;
 /// junction they stand for.
 pub(crate) struct RoutingGraph {
     /// Forward and backward travel time per edge, 0 where closed.
-    weights: Vec<[EdgeMillis; 2]>,
+    weights: Slab<[EdgeMillis; 2]>,
     junctions: usize,
     /// Per copy (routing node `junctions + i`), the junction it stands for.
-    copy_junction: Vec<NodeIndex>,
+    copy_junction: Slab<NodeIndex>,
     /// Per edge, the routing node reached by travelling it forward and backward.
-    entries: Vec<[NodeIndex; 2]>,
+    entries: Slab<[NodeIndex; 2]>,
     /// Compressed adjacency: arcs leaving node `n` are `arcs[offsets[n]..offsets[n + 1]]`.
-    offsets: Vec<u32>,
-    arcs: Vec<Arc>,
-    /// Edges inside the largest strongly connected component; only these are snap targets, so
-    /// every snapped pair is mutually reachable unless the input is disconnected on purpose.
-    snappable: Vec<bool>,
+    offsets: Slab<u32>,
+    arcs: Slab<Arc>,
+    /// Per edge, 1 when it lies inside the largest strongly connected component; only these
+    /// are snap targets, so every snapped pair is mutually reachable unless the input is
+    /// disconnected on purpose.
+    snappable: Slab<u8>,
     /// The rules themselves, and the plain junction graph, for the reference search.
     turns: TurnRules,
     plain: OnceLock<PlainGraph>,
-    hierarchy: FastGraph,
-    calculators: Mutex<Vec<PathCalculator>>,
+    hierarchy: Hierarchy,
     pub(crate) stats: RoutingGraphStats,
+}
+
+/// What a prepared file keeps of a routing graph besides its arrays.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct RoutingMeta {
+    junctions: usize,
+    turns: TurnRules,
+    stats: RoutingGraphStats,
 }
 
 /// The junction graph without copies, and per edge its arcs' positions in it.
@@ -160,7 +171,7 @@ struct PlainGraph {
     arc_of: Vec<[u32; 2]>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct RoutingGraphStats {
     /// Nodes with at least one usable edge.
     pub(crate) nodes: usize,
@@ -286,54 +297,139 @@ impl RoutingGraph {
         let (offsets, arcs) = compress(node_count, tailed);
 
         let core = dijkstra::largest_strongly_connected_component(&offsets, &arcs);
-        let mut snappable = vec![false; graph.edges.len()];
+        let mut snappable = vec![0u8; graph.edges.len()];
         for (tail, window) in offsets.windows(2).enumerate() {
             for arc in &arcs[window[0] as usize..window[1] as usize] {
                 if core[tail] && core[arc.head as usize] {
-                    snappable[arc.edge() as usize] = true;
+                    snappable[arc.edge() as usize] = 1;
                 }
             }
         }
 
-        let mut input = InputGraph::new();
+        // Parallel roads between two junctions: the hierarchy needs only the cheapest.
+        let mut cheapest: Vec<(usize, usize, usize)> = Vec::with_capacity(arcs.len());
         for (tail, window) in offsets.windows(2).enumerate() {
             for arc in &arcs[window[0] as usize..window[1] as usize] {
-                input.add_edge(tail, arc.head as usize, arc.weight as usize);
+                cheapest.push((tail, arc.head as usize, arc.weight as usize));
             }
+        }
+        cheapest.sort_unstable();
+        cheapest.dedup_by_key(|(tail, head, _)| (*tail, *head));
+        let mut input = InputGraph::new();
+        for (tail, head, weight) in cheapest {
+            input.add_edge(tail, head, weight);
         }
         input.freeze();
         let ordered = order_from.and_then(|template| {
-            let order = fast_paths::get_node_ordering(&template.hierarchy);
-            fast_paths::prepare_with_order(&input, &order).ok()
+            fast_paths::prepare_with_order(&input, &template.hierarchy.order()).ok()
         });
         let reused_order = ordered.is_some();
-        let hierarchy = ordered.unwrap_or_else(|| fast_paths::prepare(&input));
+        let contracted = ordered.unwrap_or_else(|| fast_paths::prepare(&input));
+        let hierarchy = Hierarchy::from_fast_graph(&contracted);
+        drop(contracted);
 
         let (barriers, restricted_junctions) = turns.counts();
         let stats = RoutingGraphStats {
             nodes: count_touched_junctions(junctions, &copy_junction, &offsets, &arcs),
             arcs: arcs.len(),
             core_nodes: core.iter().filter(|&&c| c).count(),
-            hierarchy_arcs: hierarchy.get_num_out_edges() + hierarchy.get_num_in_edges(),
+            hierarchy_arcs: hierarchy.edge_count(),
             barriers,
             restricted_junctions,
             preparation: started.elapsed(),
             reused_order,
         };
         Self {
-            weights,
+            weights: weights.into(),
             junctions,
-            copy_junction,
-            entries,
-            offsets,
-            arcs,
-            snappable,
+            copy_junction: copy_junction.into(),
+            entries: entries.into(),
+            offsets: offsets.into(),
+            arcs: arcs.into(),
+            snappable: snappable.into(),
             turns,
             plain: OnceLock::new(),
             hierarchy,
-            calculators: Mutex::new(Vec::new()),
             stats,
         }
+    }
+
+    pub(crate) fn write(&self, writer: &mut Writer, prefix: &str) {
+        writer.records(&format!("{prefix}.weights"), &self.weights);
+        writer.records(&format!("{prefix}.copies"), &self.copy_junction);
+        writer.records(&format!("{prefix}.entries"), &self.entries);
+        writer.records(&format!("{prefix}.offsets"), &self.offsets);
+        writer.records(&format!("{prefix}.arcs"), &self.arcs);
+        writer.records(&format!("{prefix}.snappable"), &self.snappable);
+        writer.value(
+            &format!("{prefix}.meta"),
+            &RoutingMeta {
+                junctions: self.junctions,
+                turns: self.turns.clone(),
+                stats: self.stats,
+            },
+        );
+        self.hierarchy.write(writer, &format!("{prefix}.hierarchy"));
+    }
+
+    /// Reads a routing graph written by [`RoutingGraph::write`] for `graph`, checking every
+    /// index a query follows.
+    pub(crate) fn read(
+        reader: &Reader,
+        prefix: &str,
+        graph: &RoadGraph,
+    ) -> Result<Self, StorageError> {
+        let meta: RoutingMeta = reader.value(&format!("{prefix}.meta"))?;
+        let routing = Self {
+            weights: reader.records(&format!("{prefix}.weights"))?,
+            junctions: meta.junctions,
+            copy_junction: reader.records(&format!("{prefix}.copies"))?,
+            entries: reader.records(&format!("{prefix}.entries"))?,
+            offsets: reader.records(&format!("{prefix}.offsets"))?,
+            arcs: reader.records(&format!("{prefix}.arcs"))?,
+            snappable: reader.records(&format!("{prefix}.snappable"))?,
+            turns: meta.turns,
+            plain: OnceLock::new(),
+            hierarchy: Hierarchy::read(reader, &format!("{prefix}.hierarchy"))?,
+            stats: meta.stats,
+        };
+        let nodes = routing.junctions + routing.copy_junction.len();
+        let edges = graph.edges.len();
+        let valid = routing.junctions == graph.node_positions.len()
+            && routing.weights.len() == edges
+            && routing.entries.len() == edges
+            && routing.snappable.len() == edges
+            && routing.offsets.len() == nodes + 1
+            && routing.hierarchy.node_count() == nodes
+            && routing.offsets.windows(2).all(|w| w[0] <= w[1])
+            && routing.offsets[nodes] as usize == routing.arcs.len()
+            && routing
+                .copy_junction
+                .iter()
+                .all(|&j| (j as usize) < routing.junctions)
+            && routing
+                .entries
+                .iter()
+                .flatten()
+                .all(|&n| n == NO_NODE || (n as usize) < nodes)
+            && routing
+                .arcs
+                .iter()
+                .all(|a| (a.head as usize) < nodes && (a.edge() as usize) < edges);
+        if !valid {
+            return Err(StorageError::Corrupt(format!("{prefix}: routing arrays")));
+        }
+        Ok(routing)
+    }
+
+    pub(crate) fn owned_bytes(&self) -> usize {
+        self.weights.owned_bytes()
+            + self.copy_junction.owned_bytes()
+            + self.entries.owned_bytes()
+            + self.offsets.owned_bytes()
+            + self.arcs.owned_bytes()
+            + self.snappable.owned_bytes()
+            + self.hierarchy.owned_bytes()
     }
 
     pub(crate) fn weights(&self, edge: EdgeIndex) -> EdgeWeights {
@@ -345,7 +441,7 @@ impl RoutingGraph {
     }
 
     pub(crate) fn is_snappable(&self, edge: EdgeIndex) -> bool {
-        self.snappable[edge as usize]
+        self.snappable[edge as usize] != 0
     }
 
     fn arcs_from(&self, node: NodeIndex) -> &[Arc] {
@@ -406,14 +502,13 @@ impl RoutingGraph {
         sources: &[EdgeEnd],
         targets: &[EdgeEnd],
     ) -> Option<RoadPath> {
-        let in_range = |n: NodeIndex| (n as usize) < self.hierarchy.get_num_nodes();
-        let fast_sources: Vec<(usize, usize)> = sources
+        let in_range = |n: NodeIndex| (n as usize) < self.hierarchy.node_count();
+        let fast_sources: Vec<(NodeIndex, Millis)> = sources
             .iter()
             .filter_map(|s| Some((self.entry(s)?, s.millis)))
             .filter(|&(n, _)| in_range(n))
-            .map(|(n, w)| (n as usize, w as usize))
             .collect();
-        let fast_targets: Vec<(usize, usize)> = targets
+        let fast_targets: Vec<(NodeIndex, Millis)> = targets
             .iter()
             .flat_map(|t| {
                 self.departures(graph, t)
@@ -421,28 +516,11 @@ impl RoutingGraph {
                     .map(move |n| (n, t.millis))
             })
             .filter(|&(n, _)| in_range(n))
-            .map(|(n, w)| (n as usize, w as usize))
             .collect();
         if fast_sources.is_empty() || fast_targets.is_empty() {
             return None;
         }
-        let mut calculator = self
-            .calculators
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .pop()
-            .unwrap_or_else(|| fast_paths::create_calculator(&self.hierarchy));
-        let path = calculator.calc_path_multiple_sources_and_targets(
-            &self.hierarchy,
-            fast_sources,
-            fast_targets,
-        );
-        self.calculators
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .push(calculator);
-        let path = path?;
-        let nodes: Vec<NodeIndex> = path.get_nodes().iter().map(|&n| n as NodeIndex).collect();
+        let (weight, nodes) = self.hierarchy.path(&fast_sources, &fast_targets)?;
         let (first, last) = (nodes[0], *nodes.last()?);
         let source = sources.iter().position(|s| self.entry(s) == Some(first))?;
         let last_junction = self.junction(last);
@@ -460,7 +538,7 @@ impl RoutingGraph {
             })
             .collect();
         Some(RoadPath {
-            weight: path.get_weight() as Millis,
+            weight,
             source,
             target,
             steps,
@@ -524,7 +602,7 @@ impl RoutingGraph {
     fn plain_graph(&self, graph: &RoadGraph) -> PlainGraph {
         let mut tailed = Vec::new();
         for (edge, (road, &[forward, backward])) in
-            graph.edges.iter().zip(&self.weights).enumerate()
+            graph.edges.iter().zip(self.weights.iter()).enumerate()
         {
             let edge = edge as EdgeIndex;
             if forward > 0 {

@@ -5,7 +5,7 @@ use crate::graph::{EdgeIndex, NodeIndex, RoadGraph};
 use crate::junction_rules::TurnRule;
 use crate::vehicle::Vehicle;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum NodeRule {
     /// The vehicle cannot pass: it may only turn back the way it came.
     Barrier,
@@ -18,7 +18,7 @@ enum NodeRule {
 }
 
 /// Rules per junction, sorted by node, so two vehicles with the same rules compare equal.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct TurnRules {
     nodes: Vec<(NodeIndex, NodeRule)>,
 }

@@ -4,11 +4,14 @@
 
 mod file;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use courier_geo::{LatLon, LoadOptions, Place, RoadNetwork, Route, RouteError, Vehicle};
+use courier_geo::{
+    ExtractSource, LatLon, LoadError, LoadOptions, Origin, Place, PrepareReport, Progress,
+    RoadNetwork, Route, RouteError, Vehicle,
+};
 use thiserror::Error;
 
 pub use file::{MarketDefinition, MarketsError, NetworkSource};
@@ -27,6 +30,9 @@ pub const UNAVAILABLE: Code = Code::new(
     "The market's road network failed to load (see the log).",
 );
 pub const MARKET_NOT_FOUND: Code = Code::new(404, "market.not_found", "No such market.");
+
+/// A finished step of preparing a market's network (see [`Market::prepare`]).
+pub use courier_geo::Step as PrepareStep;
 
 /// The built-in demo market, used when no markets file is configured.
 const DEMO_MARKETS: &str = include_str!("demo.toml");
@@ -125,17 +131,84 @@ impl Market {
             })
     }
 
-    fn load(&self) {
-        let started = Instant::now();
-        // Only the vehicles the market offers: each profile costs load time and memory.
-        let options = LoadOptions {
-            vehicles: self.definition.vehicles.clone(),
+    /// Where this market's prepared network lives under `dir`: the market id when it is a
+    /// plain file name, else its bytes in hex.
+    pub fn prepared_path(&self, dir: &Path) -> PathBuf {
+        let id = self.id();
+        let plain = id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        let name = if plain {
+            id.to_owned()
+        } else {
+            id.bytes().map(|b| format!("{b:02x}")).collect()
         };
-        let loaded = match &self.definition.source {
-            NetworkSource::File(path) => RoadNetwork::from_pbf_file_with(path, &options),
-            NetworkSource::DemoCity => {
-                RoadNetwork::from_pbf_bytes_with(&courier_geo::demo_city_pbf(), &options)
+        dir.join(format!("{name}.network"))
+    }
+
+    /// Only the vehicles the market offers: each profile costs load time and memory.
+    fn load_options(&self) -> LoadOptions {
+        LoadOptions {
+            vehicles: self.definition.vehicles.clone(),
+        }
+    }
+
+    /// Builds this market's network from its extract and writes it under `dir`, reporting
+    /// each step to `progress`.
+    pub fn prepare(
+        &self,
+        dir: &Path,
+        progress: Progress,
+    ) -> Result<(RoadNetwork, PrepareReport), LoadError> {
+        let options = self.load_options();
+        let path = self.prepared_path(dir);
+        match &self.definition.source {
+            NetworkSource::File(extract) => {
+                RoadNetwork::prepare(ExtractSource::File(extract), &options, &path, progress)
             }
+            NetworkSource::DemoCity => {
+                let bytes = courier_geo::demo_city_pbf();
+                RoadNetwork::prepare(ExtractSource::Bytes(&bytes), &options, &path, progress)
+            }
+        }
+    }
+
+    fn load(&self, prepared_dir: Option<&Path>) {
+        let started = Instant::now();
+        let options = self.load_options();
+        let demo_bytes;
+        let source = match &self.definition.source {
+            NetworkSource::File(path) => ExtractSource::File(path),
+            NetworkSource::DemoCity => {
+                demo_bytes = courier_geo::demo_city_pbf();
+                ExtractSource::Bytes(&demo_bytes)
+            }
+        };
+        let loaded = match prepared_dir {
+            Some(dir) => RoadNetwork::load_or_prepare(source, &options, &self.prepared_path(dir))
+                .map(|(network, report)| {
+                    match &report.origin {
+                        Origin::Prepared {
+                            written: false,
+                            reason,
+                        } => tracing::warn!(
+                            market = self.id(),
+                            reason,
+                            "the road network was built but could not be written to the data folder"
+                        ),
+                        origin => tracing::info!(
+                            market = self.id(),
+                            ?origin,
+                            ?report,
+                            "prepared road network"
+                        ),
+                    }
+                    network
+                }),
+            None => match source {
+                ExtractSource::File(path) => RoadNetwork::from_pbf_file_with(path, &options),
+                ExtractSource::Bytes(bytes) => RoadNetwork::from_pbf_bytes_with(bytes, &options),
+            },
         };
         let outcome = match loaded {
             Ok(network) => {
@@ -197,9 +270,11 @@ impl Markets {
 
     /// Loads every market's road network, one after another (each load is itself parallel).
     /// Blocking; lookups answer `NotReady` for a market until its network is in.
-    pub fn load_networks(&self) {
+    /// With `prepared_dir`, each network is mapped from its prepared file there when that
+    /// matches the extract, and built and written there otherwise.
+    pub fn load_networks(&self, prepared_dir: Option<&Path>) {
         for market in &self.markets {
-            market.load();
+            market.load(prepared_dir);
         }
     }
 
@@ -291,14 +366,14 @@ mod tests {
             markets.search_places("4th Street", None, 5).unwrap_err(),
             RoutingError::NotReady
         );
-        markets.load_networks();
+        markets.load_networks(None);
         assert_eq!(markets.locate(point).unwrap().id(), "demo");
     }
 
     #[test]
     fn the_demo_market_covers_demo_city_only() {
         let markets = demo();
-        markets.load_networks();
+        markets.load_networks(None);
         assert!(markets.locate(LatLon::new(20.01, 50.01)).is_ok());
         assert_eq!(
             markets.locate(LatLon::new(47.14, 9.52)).unwrap_err(),

@@ -7,8 +7,13 @@ use crate::graph::fixtures::ExtractBuilder;
 use crate::route::Endpoint;
 
 fn load(builder: ExtractBuilder) -> RoadNetwork {
-    RoadNetwork::from_extract(&builder.build(), &LoadOptions::default(), Duration::ZERO)
-        .expect("fixture has roads")
+    RoadNetwork::from_extract(
+        &builder.build(),
+        &LoadOptions::default(),
+        Duration::ZERO,
+        &no_progress,
+    )
+    .expect("fixture has roads")
 }
 
 fn at(x: f64, y: f64) -> LatLon {
@@ -296,7 +301,8 @@ fn only_requested_vehicles_are_prepared() {
     let options = LoadOptions {
         vehicles: vec![Vehicle::Van, Vehicle::Bicycle, Vehicle::Van],
     };
-    let network = RoadNetwork::from_extract(&extract, &options, Duration::ZERO).unwrap();
+    let network =
+        RoadNetwork::from_extract(&extract, &options, Duration::ZERO, &no_progress).unwrap();
     assert_eq!(network.vehicles(), [Vehicle::Bicycle, Vehicle::Van]);
     assert_eq!(
         network.route(Vehicle::Car, at(0.0, 0.0), at(1.0, 0.0)),
@@ -315,7 +321,12 @@ fn extracts_without_roads_are_rejected() {
         .way(&[1, 2], &[("highway", "steps")])
         .build();
     assert!(matches!(
-        RoadNetwork::from_extract(&extract, &LoadOptions::default(), Duration::ZERO),
+        RoadNetwork::from_extract(
+            &extract,
+            &LoadOptions::default(),
+            Duration::ZERO,
+            &no_progress
+        ),
         Err(LoadError::NoRoads)
     ));
 }

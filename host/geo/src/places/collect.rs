@@ -11,7 +11,7 @@ use crate::osm::{OsmExtract, Tags, is_point_of_interest};
 use super::shapes::{area_position, interpolated_addresses, way_position};
 use super::text;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum Kind {
     Address,
     Street,
@@ -23,7 +23,7 @@ pub(crate) enum Kind {
     PointOfInterest,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Entry {
     pub(crate) kind: Kind,
     pub(crate) display: String,

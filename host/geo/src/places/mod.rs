@@ -41,7 +41,7 @@ impl Place {
 }
 
 /// Where a vocabulary term occurs.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 struct Posting {
     entry: u32,
     /// Index among the entry's name tokens, or [`CONTEXT_SLOT`] for city and postcode.
@@ -54,6 +54,7 @@ const CONTEXT_SLOT: u8 = 31;
 /// Searchable places of one extract, built with the road network.
 ///
 #[doc = include_str!("rules.md")]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct PlaceIndex {
     entries: Vec<Entry>,
     /// Sorted, unique normalised tokens.

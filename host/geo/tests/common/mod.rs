@@ -14,6 +14,7 @@ pub fn osm_dir() -> PathBuf {
 }
 
 /// Loads `<name>.osm.pbf` once per test binary; `None` (with a note) when the data is absent.
+#[allow(dead_code)] // not every test binary loads extracts this way
 pub fn extract(name: &str) -> Option<&'static RoadNetwork> {
     static LIECHTENSTEIN: OnceLock<Option<RoadNetwork>> = OnceLock::new();
     static BALTIMORE: OnceLock<Option<RoadNetwork>> = OnceLock::new();
