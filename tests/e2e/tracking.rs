@@ -188,6 +188,21 @@ async fn the_page_shows_status_areas_estimate_and_map_but_no_contact_details() {
             > 2
     );
     assert_eq!(searching["map"]["courier"], Value::Null);
+    // The streets around the journey, drawn light under the route, from the same network.
+    let streets = searching["map"]["streets"].as_str().unwrap();
+    assert!(streets.matches('M').count() >= 20, "{streets}");
+    assert!(
+        page.contains("<path id=\"map-streets\" d=\"M"),
+        "drawn on the first paint"
+    );
+    // The page's weight, streets included: the page itself and each poll of its state.
+    let state_bytes = searching.to_string().len();
+    eprintln!(
+        "tracking page: {} bytes; state: {state_bytes} bytes, of which streets {} bytes",
+        page.len(),
+        streets.len()
+    );
+    assert!(state_bytes < 64 * 1024, "{state_bytes} bytes per poll");
     let booked_estimate: DateTime<Utc> =
         serde_json::from_value(searching["estimate"]["arrive_at"].clone()).unwrap();
     assert_eq!(searching["timeline"][0]["key"], "booked");

@@ -85,6 +85,21 @@ async fn the_page_follows_the_courier_without_reloading() {
     let png = std::fs::read(&screenshot).unwrap();
     let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
     assert_eq!(width, 390 * 2, "a phone's width at twice the density");
+    // The streets are drawn across the map, under the route.
+    let streets = browser
+        .client
+        .execute(
+            "var s = document.getElementById('map-streets'); \
+             var r = document.getElementById('map-route'); \
+             return [s.getBBox().width, s.getBBox().height, \
+                     s.compareDocumentPosition(r) & Node.DOCUMENT_POSITION_FOLLOWING];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let streets: Vec<f64> = serde_json::from_value(streets).unwrap();
+    assert!(streets[0] > 500.0 && streets[1] > 300.0, "{streets:?}");
+    assert!(streets[2] > 0.0, "the route is painted over the streets");
     browser.screenshot_of("map", "tracking-page-map.png").await;
     browser
         .client

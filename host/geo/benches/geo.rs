@@ -5,7 +5,11 @@
 //! memory and queries grow on generated grid cities. Real extracts are read from
 //! `COURIER_OSM_DIR` or `../shared/data/osm` beside the repository and skipped when absent.
 //! `GEO_BENCH_GRID_SIDES` (comma-separated street counts per side, default `100,317,1000`)
-//! chooses the grid cities.
+//! chooses the grid cities. `GEO_BENCH_PREPARED_SIDES` (default `317,1000`) chooses the
+//! generated cities whose prepared files are measured beside the shared extracts:
+//! preparation, file size, and two separate processes each mapping the file and answering a
+//! first route, with their resident memory. `GEO_BENCH_SECTIONS` (comma-separated among
+//! `extracts`, `queries`, `places`, `growth`, `prepared`; default all) runs a subset.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
@@ -13,7 +17,13 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use courier_geo::{LatLon, LoadOptions, RoadNetwork, RouteError, Vehicle};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use courier_geo::{
+    ExtractSource, LatLon, LoadOptions, Origin, RoadNetwork, RouteError, Vehicle, no_progress,
+};
 
 /// Counts live heap bytes and their peak, to report what a network really holds.
 struct CountingAllocator;
@@ -371,15 +381,216 @@ fn grid_growth() {
     println!();
 }
 
-fn main() {
-    // `cargo bench` passes `--bench`; a name filter is not supported, everything runs.
-    let loaded = real_extracts();
-    for (name, result) in &loaded {
-        if name == "liechtenstein" {
-            route_queries(name, &result.network);
+/// Memory figures of this process from `/proc/self/status`, in KiB: (VmRSS, RssAnon, RssFile).
+fn resident_kib() -> (u64, u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("RssAnon:"), field("RssFile:"))
+}
+
+/// The child side of [`prepared_networks`]: maps the prepared file, answers one route, prints
+/// its figures on one line, then holds the mapping until its stdin closes.
+fn serve_prepared_child(pbf: &str, prepared: &str, vehicles: &str) {
+    let vehicles: Vec<Vehicle> = vehicles.split(',').map(|v| v.parse().unwrap()).collect();
+    let options = LoadOptions {
+        vehicles: vehicles.clone(),
+    };
+    let started = Instant::now();
+    let (network, report) = RoadNetwork::load_or_prepare(
+        ExtractSource::File(Path::new(pbf)),
+        &options,
+        Path::new(prepared),
+    )
+    .expect("the prepared network loads");
+    let loaded = started.elapsed();
+    assert_eq!(
+        report.origin,
+        Origin::Loaded,
+        "the file was prepared beforehand"
+    );
+    let vehicle = vehicles[0];
+    let (from, to) = routable_pairs(&network, vehicle, 1)[0];
+    let routing = Instant::now();
+    black_box(network.route(vehicle, from, to).ok());
+    let first_route = routing.elapsed();
+    let total = started.elapsed();
+    let (rss, anon, file) = resident_kib();
+    println!(
+        "{} {} {} {} {} {} {} {}",
+        report.hash_time.as_micros(),
+        loaded.as_micros(),
+        first_route.as_micros(),
+        total.as_micros(),
+        rss,
+        anon,
+        file,
+        LIVE_BYTES.load(Ordering::Relaxed),
+    );
+    std::io::stdout().flush().unwrap();
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+}
+
+struct ChildFigures {
+    child: Child,
+    hash: Duration,
+    load: Duration,
+    first_route: Duration,
+    total: Duration,
+    rss_kib: u64,
+    anon_kib: u64,
+    file_kib: u64,
+    heap_bytes: usize,
+}
+
+fn start_child(pbf: &Path, prepared: &Path, vehicles: &str) -> ChildFigures {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env("GEO_BENCH_CHILD_PBF", pbf)
+        .env("GEO_BENCH_CHILD_PREPARED", prepared)
+        .env("GEO_BENCH_CHILD_VEHICLES", vehicles)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let numbers: Vec<u64> = line
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    let micros = |n: u64| Duration::from_micros(n);
+    ChildFigures {
+        child,
+        hash: micros(numbers[0]),
+        load: micros(numbers[1]),
+        first_route: micros(numbers[2]),
+        total: micros(numbers[3]),
+        rss_kib: numbers[4],
+        anon_kib: numbers[5],
+        file_kib: numbers[6],
+        heap_bytes: numbers[7] as usize,
+    }
+}
+
+fn mib_of_kib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+/// Prepares each network into a file, then starts two processes that each map it and answer a
+/// first route, both alive at once, and reports what each cost.
+fn prepared_networks() {
+    let sides: Vec<usize> = std::env::var("GEO_BENCH_PREPARED_SIDES")
+        .unwrap_or_else(|_| "317,1000".to_owned())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let scratch = std::env::temp_dir().join(format!("geo-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let mut networks: Vec<(String, PathBuf, Vec<Vehicle>)> = Vec::new();
+    for name in ["liechtenstein", "baltimore", "monaco", "andorra"] {
+        let path = osm_dir().join(format!("{name}.osm.pbf"));
+        if path.exists() {
+            networks.push((name.to_owned(), path, Vehicle::ALL.to_vec()));
         }
     }
-    places_queries(&loaded);
-    drop(loaded);
-    grid_growth();
+    for side in sides {
+        let path = scratch.join(format!("grid-{side}.osm.pbf"));
+        std::fs::write(&path, courier_geo::grid_city_pbf(side)).unwrap();
+        networks.push((format!("grid {side}×{side}"), path, vec![Vehicle::Car]));
+    }
+    println!(
+        "## Prepared networks: prepare once, map in every process
+"
+    );
+    println!(
+        "Each row: `prepare` (parse, contract, index, write) in this process; then two separate processes each hash the extract, map and check the file, and answer one route, both alive at once. RSS = VmRSS; anon = RssAnon (private); file = RssFile (the mapped file's pages, shared through the page cache); heap = bytes the process allocated and still holds.\n"
+    );
+    println!(
+        "| network | vehicles | junctions | prepare | file | hash | map + check | first route | load + first route | 1st RSS | 1st anon | 1st file | 1st heap | 2nd RSS | 2nd anon | 2nd file | 2nd heap |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for (name, pbf, vehicles) in networks {
+        let prepared = scratch.join("market.network");
+        let options = LoadOptions {
+            vehicles: vehicles.clone(),
+        };
+        let started = Instant::now();
+        let (network, report) =
+            RoadNetwork::prepare(ExtractSource::File(&pbf), &options, &prepared, &no_progress)
+                .expect("the network prepares");
+        let prepare = started.elapsed();
+        let junctions = network.stats().junctions;
+        drop(network);
+        let names: Vec<&str> = vehicles.iter().map(|v| v.as_str()).collect();
+        let list = names.join(",");
+        let mut first = start_child(&pbf, &prepared, &list);
+        let mut second = start_child(&pbf, &prepared, &list);
+        println!(
+            "| {name} | {} | {junctions} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            names.len(),
+            millis(prepare),
+            mebibytes(report.file_bytes as usize),
+            millis(second.hash),
+            millis(second.load - second.hash),
+            micros(second.first_route),
+            millis(second.total),
+            mib_of_kib(first.rss_kib),
+            mib_of_kib(first.anon_kib),
+            mib_of_kib(first.file_kib),
+            mebibytes(first.heap_bytes),
+            mib_of_kib(second.rss_kib),
+            mib_of_kib(second.anon_kib),
+            mib_of_kib(second.file_kib),
+            mebibytes(second.heap_bytes),
+        );
+        for child in [&mut first.child, &mut second.child] {
+            drop(child.stdin.take());
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_file(&prepared);
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    println!();
+}
+
+fn main() {
+    if let (Ok(pbf), Ok(prepared), Ok(vehicles)) = (
+        std::env::var("GEO_BENCH_CHILD_PBF"),
+        std::env::var("GEO_BENCH_CHILD_PREPARED"),
+        std::env::var("GEO_BENCH_CHILD_VEHICLES"),
+    ) {
+        serve_prepared_child(&pbf, &prepared, &vehicles);
+        return;
+    }
+    let sections = std::env::var("GEO_BENCH_SECTIONS")
+        .unwrap_or_else(|_| "extracts,queries,places,growth,prepared".to_owned());
+    let wanted = |name: &str| sections.split(',').any(|s| s.trim() == name);
+    // `cargo bench` passes `--bench`; a name filter is not supported.
+    if wanted("extracts") || wanted("queries") || wanted("places") {
+        let loaded = real_extracts();
+        if wanted("queries") {
+            for (name, result) in &loaded {
+                if name == "liechtenstein" || name == "baltimore" {
+                    route_queries(name, &result.network);
+                }
+            }
+        }
+        if wanted("places") {
+            places_queries(&loaded);
+        }
+    }
+    if wanted("growth") {
+        grid_growth();
+    }
+    if wanted("prepared") {
+        prepared_networks();
+    }
 }

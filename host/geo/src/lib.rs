@@ -31,6 +31,7 @@
 //!   farther away is [`RouteError::TooFarFromRoad`]. Routes start and end at the projections of
 //!   the endpoints onto their roads. [`RoadNetwork::route_reference`] answers the same query
 //!   with plain Dijkstra (slow; for verification).
+//! - [`RoadNetwork::streets_in`]: the roads inside a box, simplified, for drawing a base map.
 //! - [`PlaceIndex::search`] (free text) and [`PlaceIndex::reverse`] (nearest address within
 //!   [`REVERSE_ADDRESS_RADIUS_METRES`], else nearest named street within
 //!   [`REVERSE_STREET_RADIUS_METRES`]) → [`Place`]; [`PlaceIndex::street_at`] (the street
@@ -79,6 +80,7 @@ mod route;
 mod routing_graph;
 mod snap;
 mod storage;
+mod streets;
 mod turns;
 mod vehicle;
 

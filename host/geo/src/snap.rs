@@ -171,6 +171,25 @@ impl Snapper {
         self.cell_start.owned_bytes() + self.segments.owned_bytes()
     }
 
+    /// Edges with a segment whose bounding box meets the box from `south_west` to
+    /// `north_east`, each once, in index order.
+    pub(crate) fn edges_in(&self, south_west: LatLon, north_east: LatLon) -> Vec<EdgeIndex> {
+        let low = self.layout.cell_of(self.projection.to_plane(south_west));
+        let high = self.layout.cell_of(self.projection.to_plane(north_east));
+        let mut edges = Vec::new();
+        for row in low.1.max(0)..=high.1.min(i64::from(self.layout.rows) - 1) {
+            for column in low.0.max(0)..=high.0.min(i64::from(self.layout.columns) - 1) {
+                if let Some(cell) = self.layout.index(column, row) {
+                    let range = self.cell_start[cell] as usize..self.cell_start[cell + 1] as usize;
+                    edges.extend(self.segments[range].iter().map(|&[edge, _]| edge));
+                }
+            }
+        }
+        edges.sort_unstable();
+        edges.dedup();
+        edges
+    }
+
     /// The nearest segment of an edge accepted by `usable`, within `max_metres`.
     pub(crate) fn snap(
         &self,

@@ -14,6 +14,11 @@ const MAX_HEIGHT: f64 = 800.0;
 const PADDING: f64 = 0.08;
 /// The smallest area drawn (degrees of latitude, ~330 m), so a short journey is not a blur.
 const MIN_SPAN: f64 = 0.003;
+/// Streets are simplified to this many view-box units: finer detail would not show.
+const STREET_TOLERANCE_UNITS: f64 = 1.5;
+/// The most street points one map carries, which bounds the page's weight.
+pub const MAX_STREET_POINTS: usize = 2_500;
+const METRES_PER_DEGREE_LAT: f64 = 111_320.0;
 
 /// A point in view-box units, to a tenth.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, utoipa::ToSchema)]
@@ -84,6 +89,17 @@ impl Projection {
         )
     }
 
+    /// The area the view box shows.
+    pub fn visible(&self) -> Visible {
+        let width_degrees = WIDTH / self.scale / self.cos_lat;
+        let west = self.left / self.cos_lat;
+        Visible {
+            south_west: LatLon::new(self.top - self.height / self.scale, west),
+            north_east: LatLon::new(self.top, west + width_degrees),
+            metres_per_unit: METRES_PER_DEGREE_LAT / self.scale,
+        }
+    }
+
     pub fn view_box(&self) -> String {
         format!("0 0 {WIDTH} {}", self.height)
     }
@@ -109,11 +125,30 @@ impl Projection {
     }
 }
 
+/// The area a map shows, for fetching what to draw in it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Visible {
+    pub south_west: LatLon,
+    pub north_east: LatLon,
+    /// Ground metres one view-box unit covers.
+    pub metres_per_unit: f64,
+}
+
+impl Visible {
+    /// Detail smaller than this (metres) does not show on the map.
+    pub fn street_tolerance_metres(&self) -> f64 {
+        self.metres_per_unit * STREET_TOLERANCE_UNITS
+    }
+}
+
 /// What the map shows, in view-box units.
 #[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
 #[schema(as = TrackingMap)]
 pub struct MapView {
     pub view_box: String,
+    /// The streets around the journey, from the market's road network and simplified to what
+    /// shows: a light base map (empty when the network is not loaded).
+    pub streets: String,
     /// Pickup to drop-off by road (a straight line when no road route is known).
     pub route: String,
     /// The courier's way to the next stop, when the courier is seen.
@@ -125,6 +160,9 @@ pub struct MapView {
     pub description: String,
 }
 
+/// The streets inside an area, as polylines.
+pub type StreetsIn<'a> = &'a dyn Fn(&Visible) -> Vec<Vec<LatLon>>;
+
 /// What to draw, in coordinates.
 pub struct MapInput<'a> {
     pub pickup: LatLon,
@@ -132,6 +170,7 @@ pub struct MapInput<'a> {
     pub route: Option<&'a [LatLon]>,
     pub courier_leg: Option<&'a [LatLon]>,
     pub courier: Option<LatLon>,
+    pub streets: Option<StreetsIn<'a>>,
 }
 
 pub fn draw(input: &MapInput<'_>, description: String) -> MapView {
@@ -144,8 +183,17 @@ pub fn draw(input: &MapInput<'_>, description: String) -> MapView {
     all.extend([input.pickup, input.dropoff]);
     all.extend(input.courier);
     let projection = Projection::fit(&all);
+    let streets = input
+        .streets
+        .map_or_else(Vec::new, |streets| streets(&projection.visible()));
     MapView {
         view_box: projection.view_box(),
+        streets: streets
+            .iter()
+            .map(|street| projection.path(street))
+            .filter(|d| d.contains('L'))
+            .collect::<Vec<_>>()
+            .join(" "),
         route: projection.path(route),
         courier_leg: projection.path(leg),
         pickup: projection.project(input.pickup),
@@ -236,11 +284,52 @@ mod tests {
                 route: None,
                 courier_leg: None,
                 courier: None,
+                streets: None,
             },
             "a map".into(),
         );
         assert!(view.route.starts_with('M') && view.route.contains('L'));
         assert_eq!(view.courier_leg, "");
         assert_eq!(view.courier, None);
+        assert_eq!(view.streets, "");
+    }
+
+    #[test]
+    fn streets_are_asked_for_the_visible_area_and_drawn_as_one_path() {
+        let (pickup, dropoff) = (LatLon::new(20.0, 50.0), LatLon::new(20.01, 50.02));
+        let asked = std::cell::Cell::new(None);
+        let streets = |visible: &Visible| {
+            asked.set(Some(*visible));
+            vec![
+                vec![LatLon::new(20.005, 49.99), LatLon::new(20.005, 50.03)],
+                // A street shorter than a view-box unit draws nothing.
+                vec![LatLon::new(20.0, 50.0), LatLon::new(20.0, 50.0000001)],
+                vec![LatLon::new(19.99, 50.01), LatLon::new(20.02, 50.01)],
+            ]
+        };
+        let view = draw(
+            &MapInput {
+                pickup,
+                dropoff,
+                route: None,
+                courier_leg: None,
+                courier: None,
+                streets: Some(&streets),
+            },
+            "a map".into(),
+        );
+        let visible = asked.get().expect("streets were asked for");
+        // The visible area holds the journey with its padding, and no more than the view box.
+        assert!(visible.south_west.lat < 20.0 && visible.north_east.lat > 20.01);
+        assert!(visible.south_west.lon < 50.0 && visible.north_east.lon > 50.02);
+        let projection = Projection::fit(&[pickup, dropoff]);
+        let corner = projection.project(visible.north_east);
+        assert!(
+            (corner.x - WIDTH).abs() < 0.2 && corner.y.abs() < 0.2,
+            "{corner:?}"
+        );
+        // 1000 units across ~2.3 km (0.02° at 20° N, plus padding).
+        assert!((visible.metres_per_unit - 2.4).abs() < 0.3, "{visible:?}");
+        assert_eq!(view.streets.matches('M').count(), 2, "{}", view.streets);
     }
 }

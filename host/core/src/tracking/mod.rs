@@ -141,6 +141,17 @@ impl Tracking {
             _ => None,
         };
         let description = map_description(status, &journey, courier, courier_leg.as_ref());
+        let network = market.and_then(|m| m.network().ok());
+        let streets = |visible: &map::Visible| {
+            network.map_or_else(Vec::new, |network| {
+                network.streets_in(
+                    visible.south_west,
+                    visible.north_east,
+                    visible.street_tolerance_metres(),
+                    map::MAX_STREET_POINTS,
+                )
+            })
+        };
         let map = map::draw(
             &MapInput {
                 pickup: pickup.unwrap_or(LatLon::new(0.0, 0.0)),
@@ -148,6 +159,7 @@ impl Tracking {
                 route: journey.route.as_ref().map(|r| r.shape.as_slice()),
                 courier_leg: courier_leg.as_ref().map(|r| r.shape.as_slice()),
                 courier,
+                streets: Some(&streets),
             },
             description,
         );

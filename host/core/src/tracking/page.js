@@ -84,6 +84,7 @@
     timeline(state.timeline);
     var map = state.map;
     setAttr("map", "viewBox", map.view_box);
+    setAttr("map-streets", "d", map.streets);
     setAttr("map-route", "d", map.route);
     setAttr("map-leg", "d", map.courier_leg);
     place("map-pickup", map.pickup);

@@ -117,6 +117,8 @@ pub fn render_page(state: &TrackingState) -> String {
          <svg id=\"map\" viewBox=\"{view_box}\" role=\"img\" \
          aria-labelledby=\"map-title map-desc\" preserveAspectRatio=\"xMidYMid meet\">\n\
          <title id=\"map-title\">Delivery map</title>\n<desc id=\"map-desc\">{description}</desc>\n\
+         <path id=\"map-streets\" d=\"{streets}\" fill=\"none\" stroke=\"#fff\" stroke-width=\"6\" \
+         stroke-linecap=\"round\" stroke-linejoin=\"round\"/>\n\
          <path id=\"map-route\" d=\"{route}\" fill=\"none\" stroke=\"#0b57d0\" stroke-width=\"10\" \
          stroke-linecap=\"round\" stroke-linejoin=\"round\"/>\n\
          <path id=\"map-leg\" d=\"{leg}\" fill=\"none\" stroke=\"#4a5562\" stroke-width=\"7\" \
@@ -132,6 +134,7 @@ pub fn render_page(state: &TrackingState) -> String {
          </ul></figcaption>\n</figure>\n</section>\n",
         view_box = escape(&map.view_box),
         description = escape(&map.description),
+        streets = escape(&map.streets),
         route = escape(&map.route),
         leg = escape(&map.courier_leg),
         pickup_x = map.pickup.x,
