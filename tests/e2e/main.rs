@@ -10,7 +10,6 @@ mod connections;
 mod dispatch;
 mod errors;
 mod fleet;
-mod flood;
 mod fulfilment;
 mod instances;
 mod jobs;

@@ -10,8 +10,6 @@ use crate::support::{
     Authed, Credential, MerchantCredentials, TestApp, assert_refusal, eventually, status_and_json,
 };
 
-const FOURTH_STREET_41: (f64, f64) = (20.00285, 50.0043);
-const SEVENTEENTH_STREET_102: (f64, f64) = (20.01615, 50.0103);
 const KNOWN_CODES: [&str; 7] = [
     "base_fare",
     "distance",
@@ -61,16 +59,7 @@ impl Quoting {
     }
 }
 
-pub fn journey(vehicle: Option<&str>) -> Value {
-    let mut body = json!({
-        "pickup": {"latitude": FOURTH_STREET_41.0, "longitude": FOURTH_STREET_41.1},
-        "dropoff": {"latitude": SEVENTEENTH_STREET_102.0, "longitude": SEVENTEENTH_STREET_102.1},
-    });
-    if let Some(vehicle) = vehicle {
-        body["vehicle"] = json!(vehicle);
-    }
-    body
-}
+pub use crate::support::{FOURTH_STREET_41, SEVENTEENTH_STREET_102, journey};
 
 fn total(quote: &Value) -> i64 {
     quote["total_amount_minor"].as_i64().unwrap()

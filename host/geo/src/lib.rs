@@ -78,6 +78,7 @@ mod prepared;
 mod profile;
 mod route;
 mod routing_graph;
+mod segment_grid;
 mod snap;
 mod storage;
 mod streets;

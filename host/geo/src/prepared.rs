@@ -220,7 +220,7 @@ impl RoadNetwork {
         writer.value("routing.vehicles", &vehicles);
         self.snapper.write(&mut writer);
         writer.value("area", &self.area);
-        writer.value("places", &self.places);
+        self.places.write(&mut writer);
         writer.value("stats", &self.stats);
         writer.write(path, key)
     }
@@ -246,16 +246,19 @@ impl RoadNetwork {
             snapper,
             routing,
             area: reader.value("area")?,
-            places: reader.value("places")?,
+            places: crate::places::PlaceIndex::read(&reader)?,
             stats: reader.value("stats")?,
         })
     }
 
     /// Bytes this process holds of its own for the network's flat arrays; mapped ones are
-    /// shared through the page cache. (The places index is always copied.)
+    /// shared through the page cache. (The places index's entries, vocabulary and address tree
+    /// are always copied.)
     pub fn owned_array_bytes(&self) -> usize {
         let mut seen: Vec<&Arc<crate::routing_graph::RoutingGraph>> = Vec::new();
-        let mut total = self.graph.owned_bytes() + self.snapper.owned_bytes();
+        let mut total = self.graph.owned_bytes()
+            + self.snapper.owned_bytes()
+            + self.places.owned_street_bytes();
         for (_, routing) in &self.routing {
             if !seen.iter().any(|s| Arc::ptr_eq(s, routing)) {
                 total += routing.owned_bytes();

@@ -19,7 +19,7 @@ use memmap2::Mmap;
 use serde::{Deserialize, Serialize};
 
 /// Changes whenever the file layout or any stored structure changes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 const MAGIC: &[u8; 8] = b"CRNETv\x00\x01";
 const PRELUDE_LEN: usize = 32;
 const SECTION_ALIGN: usize = 64;

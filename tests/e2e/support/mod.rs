@@ -234,6 +234,22 @@ pub async fn attach_working_card(app: &TestApp, credential: &Credential) {
     assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
 }
 
+/// Two Demo City addresses (docs/markets-and-routing.md): 41 4th Street and 102 17th Street.
+pub const FOURTH_STREET_41: (f64, f64) = (20.00285, 50.0043);
+pub const SEVENTEENTH_STREET_102: (f64, f64) = (20.01615, 50.0103);
+
+/// A quote request body across Demo City, from 41 4th Street to 102 17th Street.
+pub fn journey(vehicle: Option<&str>) -> Value {
+    let mut body = serde_json::json!({
+        "pickup": {"latitude": FOURTH_STREET_41.0, "longitude": FOURTH_STREET_41.1},
+        "dropoff": {"latitude": SEVENTEENTH_STREET_102.0, "longitude": SEVENTEENTH_STREET_102.1},
+    });
+    if let Some(vehicle) = vehicle {
+        body["vehicle"] = serde_json::json!(vehicle);
+    }
+    body
+}
+
 /// The parent of the files and folders tests make for the service (data folders, markets
 /// files, adapter configurations), removed when the test process exits.
 static SCRATCH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();

@@ -6,10 +6,12 @@ mod shapes;
 mod text;
 
 use rstar::RTree;
-use rstar::primitives::{GeomWithData, Line};
+use rstar::primitives::GeomWithData;
 
-use crate::coords::{LatLon, LocalProjection, interpolate, project_onto_segment};
+use crate::coords::{LatLon, LocalProjection, interpolate};
 use crate::osm::OsmExtract;
+use crate::segment_grid::SegmentGrid;
+use crate::storage::{Reader, Slab, StorageError, Writer};
 
 use collect::{Entry, Kind};
 
@@ -64,7 +66,27 @@ pub struct PlaceIndex {
     terms_by_length: Vec<Vec<u32>>,
     projection: LocalProjection,
     addresses: RTree<GeomWithData<[f64; 2], u32>>,
-    streets: RTree<GeomWithData<Line<[f64; 2]>, u32>>,
+    /// Stored apart: flat arrays a prepared file maps in place.
+    #[serde(skip)]
+    streets: StreetLines,
+}
+
+/// Every named street's lines (a street has one per way), for finding the street at a point.
+#[derive(Default)]
+struct StreetLines {
+    /// Points of line `l` are `points[starts[l]..starts[l + 1]]`.
+    points: Slab<LatLon>,
+    starts: Slab<u32>,
+    /// The street entry of each line.
+    entry: Slab<u32>,
+    grid: SegmentGrid,
+}
+
+impl StreetLines {
+    fn line(&self, line: u32) -> &[LatLon] {
+        let l = line as usize;
+        &self.points[self.starts[l] as usize..self.starts[l + 1] as usize]
+    }
 }
 
 impl std::fmt::Debug for PlaceIndex {
@@ -121,19 +143,22 @@ impl PlaceIndex {
                 .map(|(i, e)| GeomWithData::new(projection.to_plane(e.position), i as u32))
                 .collect(),
         );
-        let streets = RTree::bulk_load(
-            collected
-                .street_lines
-                .iter()
-                .flat_map(|line| {
-                    line.points.windows(2).map(move |pair| {
-                        let segment =
-                            Line::new(projection.to_plane(pair[0]), projection.to_plane(pair[1]));
-                        GeomWithData::new(segment, line.entry)
-                    })
-                })
-                .collect(),
-        );
+        let mut points = Vec::new();
+        let mut starts = vec![0u32];
+        for line in &collected.street_lines {
+            points.extend_from_slice(&line.points);
+            starts.push(points.len() as u32);
+        }
+        let entry: Vec<u32> = collected.street_lines.iter().map(|l| l.entry).collect();
+        let grid = SegmentGrid::build(projection, entry.len(), |l| {
+            &points[starts[l as usize] as usize..starts[l as usize + 1] as usize]
+        });
+        let streets = StreetLines {
+            points: points.into(),
+            starts: starts.into(),
+            entry: entry.into(),
+            grid,
+        };
         Self {
             entries: collected.entries,
             vocabulary,
@@ -182,20 +207,65 @@ impl PlaceIndex {
         if !at.is_valid() {
             return None;
         }
-        let query = self.projection.to_plane(at);
-        let street = self.streets.nearest_neighbor(query)?;
-        let segment = street.geom();
-        let (t, _) = project_onto_segment(query, segment.from, segment.to);
-        let entry = &self.entries[street.data as usize];
-        let point = self.on_street(segment, t);
+        let streets = &self.streets;
+        // Planar distances are approximate; allow a margin and check exactly afterwards.
+        let nearest = streets.grid.nearest(
+            at,
+            REVERSE_STREET_RADIUS_METRES * 1.02,
+            |line| streets.line(line),
+            |_| true,
+        )?;
+        let line = streets.line(nearest.line);
+        let point = interpolate(line[nearest.segment], line[nearest.segment + 1], nearest.t);
+        let entry = &self.entries[streets.entry[nearest.line as usize] as usize];
         (point.distance_metres(at) <= REVERSE_STREET_RADIUS_METRES)
             .then(|| Place::from_entry(entry, point))
     }
 
-    /// The point a fraction `t` along a projected street segment, as a coordinate.
-    fn on_street(&self, segment: &Line<[f64; 2]>, t: f64) -> LatLon {
-        let to_lat_lon = |xy: [f64; 2]| self.projection.to_lat_lon(xy);
-        interpolate(to_lat_lon(segment.from), to_lat_lon(segment.to), t)
+    pub(crate) fn write(&self, writer: &mut Writer) {
+        writer.value("places", self);
+        writer.records("places.street_points", &self.streets.points);
+        writer.records("places.street_starts", &self.streets.starts);
+        writer.records("places.street_entries", &self.streets.entry);
+        self.streets.grid.write(writer, "places.street_grid");
+    }
+
+    /// Reads an index written by [`PlaceIndex::write`], checking every index it holds.
+    pub(crate) fn read(reader: &Reader) -> Result<Self, StorageError> {
+        let mut index: Self = reader.value("places")?;
+        let points: Slab<LatLon> = reader.records("places.street_points")?;
+        let starts: Slab<u32> = reader.records("places.street_starts")?;
+        let entry: Slab<u32> = reader.records("places.street_entries")?;
+        let lines = entry.len();
+        let valid = starts.len() == lines + 1
+            && starts.windows(2).all(|w| w[0] <= w[1])
+            && starts
+                .last()
+                .is_some_and(|&end| end as usize == points.len())
+            && entry.iter().all(|&e| (e as usize) < index.entries.len());
+        if !valid {
+            return Err(StorageError::Corrupt("places: street lines".to_owned()));
+        }
+        let grid = SegmentGrid::read(reader, "places.street_grid", |line| {
+            let l = line as usize;
+            (l < lines).then(|| (starts[l + 1] - starts[l]) as usize)
+        })?;
+        index.streets = StreetLines {
+            points,
+            starts,
+            entry,
+            grid,
+        };
+        Ok(index)
+    }
+
+    /// Bytes of the street lines this process holds of its own (mapped ones are shared).
+    pub(crate) fn owned_street_bytes(&self) -> usize {
+        let streets = &self.streets;
+        streets.points.owned_bytes()
+            + streets.starts.owned_bytes()
+            + streets.entry.owned_bytes()
+            + streets.grid.owned_bytes()
     }
 }
 

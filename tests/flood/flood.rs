@@ -12,8 +12,7 @@ use base64::Engine;
 use reqwest::Method;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::quotes::journey;
-use crate::support::{Authed, Credential, MerchantCredentials, TestApp};
+use crate::support::{Authed, Credential, MerchantCredentials, TestApp, journey};
 
 const FLOOD: usize = 20_000;
 const CONNECTIONS: usize = 8;
