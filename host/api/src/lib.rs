@@ -35,7 +35,7 @@ use utoipa_axum::routes;
 pub use admin::{Operator, OperatorTokens};
 pub use error::{ApiError, RequestError};
 pub use extract::{ApiJson, ApiQuery};
-pub use state::{AppState, Draining};
+pub use state::{AppServices, AppState, Draining};
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 

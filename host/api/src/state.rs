@@ -1,5 +1,6 @@
 //! What every handler can reach.
 
+use std::ops::Deref;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -8,9 +9,28 @@ use courier_core::config::Config;
 use courier_core::markets::Markets;
 use courier_core::pricing::PriceBooks;
 
-/// What every handler can reach.
+/// What every handler can reach, behind one `Arc`: axum clones the state for every request
+/// and every layer that reads it, and a profile of quotes found cloning and dropping the
+/// services one by one (a reference count each) took 9% of the service's CPU.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<AppServices>);
+
+impl AppState {
+    pub fn new(services: AppServices) -> Self {
+        Self(Arc::new(services))
+    }
+}
+
+impl Deref for AppState {
+    type Target = AppServices;
+
+    fn deref(&self) -> &AppServices {
+        &self.0
+    }
+}
+
+/// The services of [`AppState`].
+pub struct AppServices {
     pub pool: sqlx::PgPool,
     pub authenticator: Authenticator,
     pub config: Arc<Config>,

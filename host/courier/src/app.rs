@@ -6,7 +6,7 @@ use std::sync::Arc;
 use courier_plugins::{EngineConfig, PluginEngine};
 use tokio::net::TcpListener;
 
-use courier_api::{self as api, AppState};
+use courier_api::{self as api, AppServices, AppState};
 use courier_core::auth::Authenticator;
 use courier_core::config::Config;
 use courier_core::infra::db::listen::ListenHub;
@@ -270,7 +270,7 @@ pub async fn run(
         &workers,
         std::time::Duration::from_secs(1),
     );
-    let state = AppState {
+    let state = AppState::new(AppServices {
         booking,
         pool: services.db.pool.clone(),
         authenticator: services.authenticator.clone(),
@@ -302,7 +302,7 @@ pub async fn run(
             config.public_request_window,
         )),
         tracking_slots: Arc::new(tokio::sync::Semaphore::new(config.tracking_concurrency)),
-    };
+    });
     let address = listener.local_addr().map_err(StartError::Serve)?;
     tracing::info!(%address, "courier is listening");
     let stop = drain_after(shutdown, draining, config.drain);
