@@ -218,30 +218,23 @@ impl Hierarchy {
         found
     }
 
-    fn unpack_up(&self, nodes: &mut Vec<u32>, edge: u32, reverse: bool) {
-        let e = self.up[edge as usize];
-        if !e.is_shortcut() {
-            nodes.push(e.base);
-        } else if reverse {
-            self.unpack_up(nodes, e.replaced_out, reverse);
-            self.unpack_down(nodes, e.replaced_in, reverse);
+    /// Appends the original edges' nodes a hierarchy edge stands for: each upward edge's
+    /// lower end, each downward edge's upper end, shortcuts expanded in path order (or in
+    /// reverse).
+    fn unpack(&self, nodes: &mut Vec<u32>, upward: bool, edge: u32, reverse: bool) {
+        let e = if upward {
+            self.up[edge as usize]
         } else {
-            self.unpack_down(nodes, e.replaced_in, reverse);
-            self.unpack_up(nodes, e.replaced_out, reverse);
-        }
-    }
-
-    fn unpack_down(&self, nodes: &mut Vec<u32>, edge: u32, reverse: bool) {
-        let e = self.down[edge as usize];
+            self.down[edge as usize]
+        };
         if !e.is_shortcut() {
-            nodes.push(e.adj);
-        } else if reverse {
-            self.unpack_up(nodes, e.replaced_out, reverse);
-            self.unpack_down(nodes, e.replaced_in, reverse);
-        } else {
-            self.unpack_down(nodes, e.replaced_in, reverse);
-            self.unpack_up(nodes, e.replaced_out, reverse);
+            nodes.push(if upward { e.base } else { e.adj });
+            return;
         }
+        let (down, up) = ((false, e.replaced_in), (true, e.replaced_out));
+        let (first, second) = if reverse { (up, down) } else { (down, up) };
+        self.unpack(nodes, first.0, first.1, reverse);
+        self.unpack(nodes, second.0, second.1, reverse);
     }
 }
 
@@ -420,7 +413,7 @@ impl Search {
         let mut nodes = Vec::new();
         let mut node = meeting;
         while self.forward.edge[node as usize] != NO_EDGE {
-            hierarchy.unpack_up(&mut nodes, self.forward.edge[node as usize], true);
+            hierarchy.unpack(&mut nodes, true, self.forward.edge[node as usize], true);
             node = self.forward.parent[node as usize];
         }
         // Upward edges gave each original edge's tail, from the meeting node back to the
@@ -428,7 +421,7 @@ impl Search {
         nodes.reverse();
         node = meeting;
         while self.backward.edge[node as usize] != NO_EDGE {
-            hierarchy.unpack_down(&mut nodes, self.backward.edge[node as usize], false);
+            hierarchy.unpack(&mut nodes, false, self.backward.edge[node as usize], false);
             node = self.backward.parent[node as usize];
         }
         nodes.push(node);
