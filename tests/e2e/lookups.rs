@@ -6,7 +6,8 @@ use reqwest::Method;
 use serde_json::Value;
 
 use crate::support::{
-    Authed, Credential, MerchantCredentials, TestApp, assert_refusal, eventually, status_and_json,
+    Authed, Credential, MerchantCredentials, TestApp, assert_refusal, eventually,
+    shared_osm_markets, status_and_json,
 };
 
 /// Demo City fixtures (see courier-geo's demo_city module).
@@ -300,17 +301,6 @@ async fn lookups_need_credentials() {
         assert_refusal(response, 401, "auth.missing_credentials").await;
     }
     lookups.app.stop().await;
-}
-
-fn shared_osm_markets() -> Option<String> {
-    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/markets/shared-osm.toml");
-    let osm = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/osm");
-    if std::path::Path::new(osm).is_dir() {
-        Some(file.to_owned())
-    } else {
-        eprintln!("skipping: the shared OpenStreetMap extracts are not at {osm}");
-        None
-    }
 }
 
 /// The four shared extracts as markets: real addresses, real routes.

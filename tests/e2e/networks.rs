@@ -10,18 +10,9 @@ use crate::support::process::{
     BINARY, free_port, service_settings, spawn_service, wait_until_ready,
 };
 use crate::support::{
-    Authed, Credential, MerchantCredentials, eventually, fresh_database_url, scratch_path,
-    status_and_json,
+    Authed, Credential, MerchantCredentials, create_merchant_in, eventually, fresh_database_url,
+    scratch_path, shared_osm_markets, status_and_json,
 };
-
-fn shared_osm_markets() -> Option<String> {
-    let osm = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/osm");
-    if !std::path::Path::new(osm).is_dir() {
-        eprintln!("skipping: the shared OpenStreetMap extracts are not at {osm}");
-        return None;
-    }
-    Some(concat!(env!("CARGO_MANIFEST_DIR"), "/markets/shared-osm.toml").to_owned())
-}
 
 /// Resident memory of a process's mappings of prepared network files, from
 /// `/proc/<pid>/smaps`: (resident, shared with other processes) in kB.
@@ -154,16 +145,7 @@ async fn prepared_markets_are_mapped_and_shared_by_two_processes() {
     let database_url = fresh_database_url().await;
     let first = start(&database_url, &data_dir, &markets).await;
     let second = start(&database_url, &data_dir, &markets).await;
-    let merchant = {
-        let pool = sqlx::PgPool::connect(&database_url).await.unwrap();
-        let key = courier_core::infra::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
-        let authenticator = courier_core::auth::Authenticator::new(pool.clone(), &key);
-        let merchant = courier_core::merchants::create(&pool, &authenticator, "Maps Ltd")
-            .await
-            .unwrap();
-        pool.close().await;
-        merchant
-    };
+    let merchant = create_merchant_in(&database_url, "Maps Ltd").await;
     let credential = merchant.test();
     let (a, b) = (
         route(&first, &credential).await,

@@ -139,14 +139,7 @@ impl TestApp {
 
     /// Creates a merchant the way the CLI does and returns its credentials.
     pub async fn create_merchant(&self, name: &str) -> NewMerchant {
-        let pool = self.pool().await;
-        let key = courier_core::infra::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
-        let authenticator = courier_core::auth::Authenticator::new(pool.clone(), &key);
-        let merchant = courier_core::merchants::create(&pool, &authenticator, name)
-            .await
-            .unwrap();
-        pool.close().await;
-        merchant
+        create_merchant_in(&self.database_url, name).await
     }
 
     /// Stops the service gracefully and waits for it.
@@ -164,6 +157,30 @@ impl Drop for TestApp {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.data_dir);
     }
+}
+
+/// Creates a merchant in the database at `database_url` the way the CLI does (with the tests'
+/// secret key), for a service running in this process or another.
+pub async fn create_merchant_in(database_url: &str, name: &str) -> NewMerchant {
+    let pool = PgPool::connect(database_url).await.unwrap();
+    let key = courier_core::infra::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
+    let authenticator = courier_core::auth::Authenticator::new(pool.clone(), &key);
+    let merchant = courier_core::merchants::create(&pool, &authenticator, name)
+        .await
+        .unwrap();
+    pool.close().await;
+    merchant
+}
+
+/// The markets file of the four shared OpenStreetMap extracts, or `None` (with a note) when
+/// the extracts are not beside the repository.
+pub fn shared_osm_markets() -> Option<String> {
+    let osm = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/osm");
+    if !std::path::Path::new(osm).is_dir() {
+        eprintln!("skipping: the shared OpenStreetMap extracts are not at {osm}");
+        return None;
+    }
+    Some(concat!(env!("CARGO_MANIFEST_DIR"), "/markets/shared-osm.toml").to_owned())
 }
 
 /// Credentials of one environment of a merchant.
