@@ -103,6 +103,7 @@ fn main() {
                 .unwrap()
         };
 
+        bench.statements_reset().await;
         let b = Arc::clone(&bench);
         let cpu_before = bench.cpu();
         let (quotes, mut quote_latency, quote_time) = drive(clients, seconds, move |_| {
@@ -111,6 +112,7 @@ fn main() {
         })
         .await;
         let quote_cpu = settled_cpu(&bench, cpu_before, quotes).await;
+        bench.statements_report("quotes", quotes).await;
 
         // Quotes to book, made beforehand so the booking phase measures bookings alone.
         let wanted = (quotes as f64 * 0.6) as usize + 1000;
@@ -137,6 +139,7 @@ fn main() {
         let (b, b_stock) = (Arc::clone(&bench), Arc::clone(&stock));
         let booked = Arc::new(tokio::sync::Mutex::new(Vec::new()));
         let b_booked = Arc::clone(&booked);
+        bench.statements_reset().await;
         let cpu_before = bench.cpu();
         let (bookings, mut booking_latency, booking_time) = drive(clients, seconds, move |n| {
             let (b, stock, booked) = (Arc::clone(&b), Arc::clone(&b_stock), Arc::clone(&b_booked));
@@ -155,6 +158,7 @@ fn main() {
         })
         .await;
         let booking_cpu = settled_cpu(&bench, cpu_before, bookings).await;
+        bench.statements_report("bookings", bookings).await;
 
         let jobs = Arc::new(std::mem::take(&mut *booked.lock().await));
         let b = Arc::clone(&bench);
@@ -168,6 +172,7 @@ fn main() {
         })
         .await;
         let read_cpu = settled_cpu(&bench, cpu_before, reads).await;
+        bench.statements_report("job reads", reads).await;
 
         let per_second = |n: usize, t: Duration| n as f64 / t.as_secs_f64();
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;

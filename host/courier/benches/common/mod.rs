@@ -32,7 +32,39 @@ pub async fn private_cluster(name: &str, database: &str) -> (EmbeddedPostgres, s
     create_database_if_missing(&cluster, database)
         .await
         .unwrap();
+    if statements_profiled() {
+        // The module loads only at start: set it, then restart the cluster.
+        let pool = sqlx::PgPool::connect(&cluster.url(database)).await.unwrap();
+        sqlx::query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+        drop(cluster);
+        let restarted = {
+            let root = root.clone();
+            tokio::task::spawn_blocking(move || EmbeddedPostgres::start(&root))
+                .await
+                .unwrap()
+                .expect("the private PostgreSQL cluster, restarted")
+        };
+        let pool = sqlx::PgPool::connect(&restarted.url(database))
+            .await
+            .unwrap();
+        sqlx::query("CREATE EXTENSION pg_stat_statements")
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+        return (restarted, root);
+    }
     (cluster, root)
+}
+
+/// `BENCH_STATEMENTS=1`: the cluster records every statement (`pg_stat_statements`), and a
+/// benchmark may report them per phase ([`Bench::statements_report`]).
+pub fn statements_profiled() -> bool {
+    std::env::var("BENCH_STATEMENTS").is_ok_and(|v| v == "1")
 }
 
 pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -178,6 +210,13 @@ impl Bench {
             .send()
             .await
             .unwrap();
+        // `BENCH_SETUP_SQL`: statements run on the service's database before the load, for
+        // A/B trials of a database setting or schema change without a build.
+        if let Ok(setup) = std::env::var("BENCH_SETUP_SQL") {
+            for statement in setup.split(';').filter(|s| !s.trim().is_empty()) {
+                sqlx::query(statement).execute(&bench.pool).await.unwrap();
+            }
+        }
         // The demo city loads in the background: wait for the first quote.
         while bench.quote().await.is_none() {
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -236,6 +275,52 @@ impl Bench {
     }
 
     /// CPU used so far by the service and by the cluster.
+    /// With [`statements_profiled`]: prints the statements run on the service's database
+    /// since the last report, costliest first, per request of a phase that made `requests`;
+    /// then starts counting afresh. Times are wall-clock inside the server (waits included).
+    pub async fn statements_report(&self, phase: &str, requests: usize) {
+        if !statements_profiled() {
+            return;
+        }
+        let per = |n: f64| n / requests.max(1) as f64;
+        let rows: Vec<(String, i64, f64, i64, i64, i64, i64)> = sqlx::query_as(
+            "SELECT s.query, s.calls, s.total_exec_time, s.shared_blks_hit + s.shared_blks_read, \
+             s.shared_blks_dirtied, s.wal_fpi, s.wal_bytes::bigint \
+             FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid \
+             WHERE d.datname = current_database() ORDER BY s.total_exec_time DESC LIMIT 15",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .unwrap();
+        println!("\n{phase}: statements per request ({requests} requests)");
+        println!("| calls | exec µs | blocks | dirtied | WAL FPI | WAL bytes | statement |");
+        println!("|---|---|---|---|---|---|---|");
+        for (query, calls, time, blocks, dirtied, fpi, wal) in rows {
+            let query: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
+            let query: String = query.chars().take(110).collect();
+            println!(
+                "| {:.2} | {:.1} | {:.1} | {:.2} | {:.2} | {:.0} | `{query}` |",
+                per(calls as f64),
+                per(time * 1000.0),
+                per(blocks as f64),
+                per(dirtied as f64),
+                per(fpi as f64),
+                per(wal as f64),
+            );
+        }
+        self.statements_reset().await;
+    }
+
+    /// With [`statements_profiled`]: forgets the statements counted so far.
+    pub async fn statements_reset(&self) {
+        if statements_profiled() {
+            sqlx::query("SELECT pg_stat_statements_reset()")
+                .execute(&self.pool)
+                .await
+                .unwrap();
+        }
+    }
+
     pub fn cpu(&self) -> cpu::CpuSample {
         let pid_file = std::fs::read_to_string(self.root.join("data").join("postmaster.pid"))
             .expect("the cluster is running");
