@@ -10,11 +10,12 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use courier_domain::charge::CardStatus;
+use courier_domain::charge::state::ChargeStatus;
 use courier_domain::event::{EventDetails, EventName, NewEvent};
 use courier_domain::{Environment, JobStatus, Vehicle};
 use courier_store::bookings::{self, AttemptRow};
 use courier_store::jobs::{self, JobRow, ListFilter};
-use courier_store::payments::{self, CardRow};
+use courier_store::payments::{self, CardRow, ChargeRow, NewMove};
 use courier_store::quotes::{self, QuoteRow};
 use courier_store::webhooks::{self, NewDelivery, NewEndpoint, Owner};
 use courier_store::writes::Writes;
@@ -451,4 +452,156 @@ async fn a_stored_name_the_code_does_not_know_is_a_decode_error() {
     .await;
     let error = listed.expect_err("nor on the runtime path").to_string();
     assert!(error.contains("teleported"), "{error}");
+}
+
+/// A quote's commit does not wait for the disk; nothing after it on the same connection
+/// (a booking, say) inherits that.
+#[tokio::test]
+async fn a_quotes_unwaited_commit_ends_with_its_statement() {
+    let url = fresh_database_url().await;
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .connect(&url)
+        .await
+        .unwrap();
+    let merchant_id = merchant(&pool).await;
+    let made = quote(&pool, merchant_id, Utc::now()).await;
+
+    let (setting,): (String,) = sqlx::query_as("SHOW synchronous_commit")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        setting, "on",
+        "the next statement on the connection waits again"
+    );
+    let (stored,): (i64,) = sqlx::query_as("SELECT total_amount_minor FROM quotes WHERE id = $1")
+        .bind(made.id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(stored, made.total_amount_minor);
+}
+
+/// A charge move as read back: from, to, the provider's reference, the detail.
+type MoveRecord = (Option<String>, String, Option<String>, Option<String>);
+
+/// A charge raised as it stands with the moves that brought it there: one statement writes
+/// the charge and its history in order; a job's second charge writes nothing.
+#[tokio::test]
+async fn a_charge_is_raised_with_its_history_once_per_job() {
+    let pool = database().await;
+    let merchant_id = merchant(&pool).await;
+    let now = Utc::now();
+    let quote = quote(&pool, merchant_id, now).await;
+    let card = card(&pool, merchant_id).await;
+    let booked = job(&quote, JobStatus::Searching, now);
+    let mut conn = pool.acquire().await.unwrap();
+    Writes::new()
+        .and(jobs::insert_job(&booked))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let charge = ChargeRow {
+        id: Uuid::new_v4(),
+        merchant_id,
+        environment: Environment::Test,
+        job_id: booked.id,
+        payment_method_id: card.id,
+        status: ChargeStatus::Authorised,
+        currency: "EUR".into(),
+        amount_minor: 1290,
+        refunded_amount_minor: 0,
+        authorisation_ref: Some("auth_store_test".into()),
+        payment_ref: None,
+        after_hold: None,
+        decline_code: None,
+        last_error: None,
+        raised_at: now,
+        authorised_at: Some(now),
+        captured_at: None,
+        voided_at: None,
+        failed_at: None,
+        refunded_at: None,
+        updated_at: now,
+        hold_key: Some("hold-store-test".into()),
+    };
+    let raised = NewMove {
+        charge_id: charge.id,
+        from_status: None,
+        to_status: ChargeStatus::Pending,
+        amount_minor: Some(1290),
+        provider_ref: None,
+        detail: Some("raised at booking"),
+        actor: "system",
+        at: now,
+    };
+    let authorised = NewMove {
+        from_status: Some(ChargeStatus::Pending),
+        to_status: ChargeStatus::Authorised,
+        provider_ref: Some("auth_store_test"),
+        detail: None,
+        ..raised
+    };
+    assert!(
+        payments::raise_charge(&mut conn, &charge, &[raised, authorised])
+            .await
+            .unwrap()
+    );
+    let history: Vec<MoveRecord> = sqlx::query_as(
+        "SELECT from_status, to_status, provider_ref, detail FROM charge_moves \
+         WHERE charge_id = $1 ORDER BY id",
+    )
+    .bind(charge.id)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        history,
+        [
+            (
+                None,
+                "pending".into(),
+                None,
+                Some("raised at booking".into())
+            ),
+            (
+                Some("pending".into()),
+                "authorised".into(),
+                Some("auth_store_test".into()),
+                None
+            ),
+        ]
+    );
+    let (status, reference): (String, Option<String>) =
+        sqlx::query_as("SELECT status, authorisation_ref FROM charges WHERE id = $1")
+            .bind(charge.id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        (status.as_str(), reference.as_deref()),
+        ("authorised", Some("auth_store_test"))
+    );
+
+    let second = ChargeRow {
+        id: Uuid::new_v4(),
+        ..charge.clone()
+    };
+    let again = NewMove {
+        charge_id: second.id,
+        ..raised
+    };
+    assert!(
+        !payments::raise_charge(&mut conn, &second, &[again])
+            .await
+            .unwrap(),
+        "one charge per job"
+    );
+    let (moves,): (i64,) = sqlx::query_as("SELECT count(*) FROM charge_moves WHERE charge_id = $1")
+        .bind(second.id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(moves, 0);
 }

@@ -329,22 +329,39 @@ pub async fn usable_card(
 
 // ---- charges ---------------------------------------------------------------------------
 
-/// Inserts a new charge with its first move (from nothing to its status, for its amount, at
-/// `raised_at`), in one statement; false, and nothing written, when its job already has one.
+/// Inserts a charge as it stands with the moves that brought it there, oldest first (the
+/// first from no status), in one statement. False, and nothing written, when the job has a
+/// charge already.
 pub async fn raise_charge(
     conn: &mut PgConnection,
     c: &ChargeRow,
-    detail: &str,
-    actor: &str,
+    moves: &[NewMove<'_>],
 ) -> Result<bool, sqlx::Error> {
+    let from: Vec<Option<&str>> = moves
+        .iter()
+        .map(|m| m.from_status.map(ChargeStatus::as_str))
+        .collect();
+    let to: Vec<&str> = moves.iter().map(|m| m.to_status.as_str()).collect();
+    let amounts: Vec<Option<i64>> = moves.iter().map(|m| m.amount_minor).collect();
+    let provider_refs: Vec<Option<&str>> = moves.iter().map(|m| m.provider_ref).collect();
+    let details: Vec<Option<&str>> = moves.iter().map(|m| m.detail).collect();
+    let actors: Vec<&str> = moves.iter().map(|m| m.actor).collect();
+    let ats: Vec<DateTime<Utc>> = moves.iter().map(|m| m.at).collect();
     let raised = sqlx::query!(
         "WITH raised AS ( \
            INSERT INTO charges (id, merchant_id, environment, job_id, payment_method_id, status, \
-           currency, amount_minor, refunded_amount_minor, raised_at, updated_at, hold_key) \
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $14) \
+           currency, amount_minor, refunded_amount_minor, authorisation_ref, last_error, \
+           raised_at, authorised_at, updated_at, hold_key) \
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
            ON CONFLICT (job_id) DO NOTHING RETURNING id) \
-         INSERT INTO charge_moves (charge_id, from_status, to_status, amount_minor, actor, \
-         detail, at) SELECT id, NULL, $6, $8, $12, $13, $10 FROM raised",
+         INSERT INTO charge_moves (charge_id, from_status, to_status, amount_minor, \
+           provider_ref, detail, actor, at) \
+         SELECT raised.id, m.from_status, m.to_status, m.amount_minor, m.provider_ref, \
+           m.detail, m.actor, m.at \
+         FROM raised, UNNEST($16::text[], $17::text[], $18::int8[], $19::text[], $20::text[], \
+           $21::text[], $22::timestamptz[]) WITH ORDINALITY \
+           AS m(from_status, to_status, amount_minor, provider_ref, detail, actor, at, n) \
+         ORDER BY m.n",
         c.id,
         c.merchant_id,
         c.environment.as_str(),
@@ -354,15 +371,23 @@ pub async fn raise_charge(
         &c.currency,
         c.amount_minor,
         c.refunded_amount_minor,
+        c.authorisation_ref.as_deref(),
+        c.last_error.as_deref(),
         c.raised_at,
+        c.authorised_at,
         c.updated_at,
-        actor,
-        detail,
         c.hold_key.as_deref(),
+        &from as &[Option<&str>],
+        &to as &[&str],
+        &amounts as &[Option<i64>],
+        &provider_refs as &[Option<&str>],
+        &details as &[Option<&str>],
+        &actors as &[&str],
+        &ats as &[DateTime<Utc>],
     )
     .execute(conn)
     .await?;
-    Ok(raised.rows_affected() == 1)
+    Ok(raised.rows_affected() > 0)
 }
 
 /// Writes a charge that moved: every field a move can change, its pending retry dropped (the
@@ -512,6 +537,7 @@ pub async fn recent_charges(
 }
 
 /// One recorded move of a charge.
+#[derive(Clone, Copy, Debug)]
 pub struct NewMove<'a> {
     pub charge_id: Uuid,
     pub from_status: Option<ChargeStatus>,

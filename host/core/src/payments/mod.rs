@@ -703,9 +703,6 @@ impl Payments {
         hold_key: &str,
         answer: ProviderAnswer,
     ) -> Result<RecordedHold, sqlx::Error> {
-        if let ProviderAnswer::Declined(decline) = answer {
-            return Ok(RecordedHold::Declined(decline));
-        }
         let now = now();
         let mut charge = ChargeRow {
             id: Uuid::new_v4(),
@@ -731,15 +728,51 @@ impl Payments {
             updated_at: now,
             hold_key: Some(hold_key.to_owned()),
         };
-        if !store::raise_charge(conn, &charge, "raised at booking", SYSTEM).await? {
+        // An approval is known before anything is written: the charge is raised authorised,
+        // with both its moves, in one statement. An unreachable provider's retry is settled
+        // the usual way.
+        let unanswered = match answer {
+            ProviderAnswer::Declined(decline) => return Ok(RecordedHold::Declined(decline)),
+            ProviderAnswer::Approved(reference) => {
+                charge.status = ChargeStatus::Authorised;
+                charge.authorisation_ref = Some(reference);
+                charge.authorised_at = Some(now);
+                None
+            }
+            unanswered @ ProviderAnswer::Unreachable(_) => Some(unanswered),
+        };
+        let raised = NewMove {
+            charge_id: charge.id,
+            from_status: None,
+            to_status: ChargeStatus::Pending,
+            amount_minor: Some(amount_minor),
+            provider_ref: None,
+            detail: Some("raised at booking"),
+            actor: SYSTEM,
+            at: now,
+        };
+        let authorised = NewMove {
+            from_status: Some(ChargeStatus::Pending),
+            to_status: ChargeStatus::Authorised,
+            provider_ref: charge.authorisation_ref.as_deref(),
+            detail: None,
+            ..raised
+        };
+        let moves = match unanswered {
+            None => &[raised, authorised][..],
+            Some(_) => &[raised][..],
+        };
+        if !store::raise_charge(conn, &charge, moves).await? {
             // Held before: the charge it made is the answer.
             return Self::charge_made_for(conn, merchant, job_id)
                 .await?
                 .map(RecordedHold::Held)
                 .ok_or(sqlx::Error::RowNotFound);
         }
-        self.settle(conn, &mut charge, Move::Authorise, answer, SYSTEM, 0)
-            .await?;
+        if let Some(answer) = unanswered {
+            self.settle(conn, &mut charge, Move::Authorise, answer, SYSTEM, 0)
+                .await?;
+        }
         Ok(RecordedHold::Held((&charge).into()))
     }
 
