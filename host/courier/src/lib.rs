@@ -6,6 +6,12 @@
 //! - `cli`: the `courier` commands.
 //! - `server`: HTTP/1 and HTTP/2 on one listener, with a graceful stop.
 
+/// Every request allocates and frees many small blocks across the runtime's threads; glibc's
+/// allocator spent 15-18% of the service's CPU on it (BENCHMARKS.md). Declared here, in the
+/// crate that is the service, so the binary, its tests and its benchmarks all run on it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod app;
 pub mod cli;
 #[cfg(test)]
