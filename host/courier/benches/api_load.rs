@@ -174,6 +174,26 @@ fn main() {
         let read_cpu = settled_cpu(&bench, cpu_before, reads).await;
         bench.statements_report("job reads", reads).await;
 
+        // The jobs list's first page once the merchant has `BENCH_GROWN_JOBS` jobs (default
+        // 100,000; 0 skips it), from one client: the request's own time, not a queue's.
+        let grown: usize = env_or("BENCH_GROWN_JOBS", 100_000);
+        let listing = if grown > 0 {
+            let had = bench.grow_jobs(grown).await;
+            bench.statements_reset().await;
+            let b = Arc::clone(&bench);
+            let cpu_before = bench.cpu();
+            let (lists, latency, time) = drive(1, seconds, move |_| {
+                let b = Arc::clone(&b);
+                async move { b.read("/v1/jobs").await }
+            })
+            .await;
+            let list_cpu = settled_cpu(&bench, cpu_before, lists).await;
+            bench.statements_report("jobs list, page 1", lists).await;
+            Some((had + grown, lists, latency, time, list_cpu))
+        } else {
+            None
+        };
+
         let per_second = |n: usize, t: Duration| n as f64 / t.as_secs_f64();
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         let quote_rate = per_second(quotes, quote_time);
@@ -217,6 +237,15 @@ fn main() {
             ms(read_latency.percentile(0.99)),
             cpu(read_cpu),
         );
+        if let Some((jobs, lists, mut latency, time, list_cpu)) = listing {
+            println!(
+                "| jobs list page 1 at {jobs} jobs (1 client) | {:.0}/s, p50 {:.2} ms, p99 {:.2} ms | {} |",
+                per_second(lists, time),
+                ms(latency.percentile(0.5)),
+                ms(latency.percentile(0.99)),
+                cpu(list_cpu),
+            );
+        }
         match Arc::try_unwrap(bench) {
             Ok(bench) => bench.finish().await,
             Err(_) => eprintln!("bench still shared at the end"),

@@ -275,6 +275,44 @@ impl Bench {
     }
 
     /// CPU used so far by the service and by the cluster.
+    /// Gives the bench merchant `count` more jobs (and their quotes), copies of its oldest job
+    /// booked further back, delivered; returns how many jobs it had before. Then analyses the
+    /// tables, as autovacuum would after such growth.
+    pub async fn grow_jobs(&self, count: usize) -> usize {
+        let mut conn = self.pool.acquire().await.unwrap();
+        let (had,): (i64,) = sqlx::query_as("SELECT count(*) FROM jobs")
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+        let statements = [
+            format!(
+                "CREATE TEMP TABLE grown AS SELECT gen_random_uuid() AS job_id, \
+                 gen_random_uuid() AS quote_id, n FROM generate_series(1, {count}) AS n"
+            ),
+            "INSERT INTO quotes SELECT (jsonb_populate_record(NULL::quotes, to_jsonb(q) \
+             || jsonb_build_object('id', g.quote_id))).* \
+             FROM (SELECT q.* FROM quotes q JOIN jobs j ON j.quote_id = q.id \
+                   ORDER BY j.booked_at LIMIT 1) AS q CROSS JOIN grown g"
+                .into(),
+            "INSERT INTO jobs SELECT (jsonb_populate_record(NULL::jobs, to_jsonb(j) \
+             || jsonb_build_object('id', g.job_id, 'quote_id', g.quote_id, \
+                'reference', j.reference || '-' || g.n, \
+                'tracking_token', j.tracking_token || '-' || g.n, \
+                'status', 'delivered', \
+                'booked_at', j.booked_at - make_interval(secs => g.n), \
+                'completed_at', j.booked_at - make_interval(secs => g.n) + interval '40 minutes'))).* \
+             FROM (SELECT * FROM jobs ORDER BY booked_at LIMIT 1) AS j CROSS JOIN grown g"
+                .into(),
+            "DROP TABLE grown".into(),
+            "ANALYZE quotes".into(),
+            "ANALYZE jobs".into(),
+        ];
+        for statement in statements {
+            sqlx::query(&statement).execute(&mut *conn).await.unwrap();
+        }
+        had as usize
+    }
+
     /// With [`statements_profiled`]: prints the statements run on the service's database
     /// since the last report, costliest first, per request of a phase that made `requests`;
     /// then starts counting afresh. Times are wall-clock inside the server (waits included).
