@@ -605,3 +605,76 @@ async fn a_charge_is_raised_with_its_history_once_per_job() {
         .unwrap();
     assert_eq!(moves, 0);
 }
+
+/// What a quote or a booking names (merchant, quote, card, job, charge) is not checked by
+/// foreign keys on every write; what keeps those references whole is that none of these
+/// rows is ever removed or renumbered.
+#[tokio::test]
+async fn rows_that_bookings_name_are_never_deleted_renumbered_or_truncated() {
+    let pool = database().await;
+    let merchant_id = merchant(&pool).await;
+    let now = Utc::now();
+    let quote = quote(&pool, merchant_id, now).await;
+    let card = card(&pool, merchant_id).await;
+    let booked = job(&quote, JobStatus::Searching, now);
+    let mut conn = pool.acquire().await.unwrap();
+    Writes::new()
+        .and(jobs::insert_job(&booked))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let charge_id = Uuid::new_v4();
+    sqlx::query(
+        "INSERT INTO charges (id, merchant_id, environment, job_id, payment_method_id, status, \
+         currency, amount_minor, refunded_amount_minor, raised_at, updated_at) \
+         VALUES ($1, $2, 'test', $3, $4, 'pending', 'EUR', 1290, 0, now(), now())",
+    )
+    .bind(charge_id)
+    .bind(merchant_id)
+    .bind(booked.id)
+    .bind(card.id)
+    .execute(&pool)
+    .await
+    .unwrap();
+
+    for (table, id) in [
+        ("merchants", merchant_id),
+        ("quotes", quote.id),
+        ("payment_methods", card.id),
+        ("jobs", booked.id),
+        ("charges", charge_id),
+    ] {
+        let refusals = [
+            sqlx::query(&format!("DELETE FROM {table} WHERE id = $1"))
+                .bind(id)
+                .execute(&pool)
+                .await,
+            sqlx::query(&format!("UPDATE {table} SET id = $2 WHERE id = $1"))
+                .bind(id)
+                .bind(Uuid::new_v4())
+                .execute(&pool)
+                .await,
+            sqlx::query(&format!("TRUNCATE {table} CASCADE"))
+                .execute(&pool)
+                .await,
+        ];
+        for refusal in refusals {
+            let error = refusal.expect_err(table);
+            let code = error.as_database_error().and_then(|e| e.code());
+            assert_eq!(code.as_deref(), Some("23001"), "{table}: {error}");
+        }
+        let (kept,): (i64,) =
+            sqlx::query_as(&format!("SELECT count(*) FROM {table} WHERE id = $1"))
+                .bind(id)
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        assert_eq!(kept, 1, "{table}");
+    }
+    // Their other columns still change.
+    sqlx::query("UPDATE merchants SET name = 'Renamed Ltd' WHERE id = $1")
+        .bind(merchant_id)
+        .execute(&pool)
+        .await
+        .unwrap();
+}
