@@ -126,6 +126,50 @@ async fn card(pool: &PgPool, merchant_id: Uuid) -> CardRow {
     row
 }
 
+/// A merchant's card and a booked job (with its quote), written.
+async fn booked_job(pool: &PgPool) -> (CardRow, JobRow) {
+    let merchant_id = merchant(pool).await;
+    let now = Utc::now();
+    let quote = quote(pool, merchant_id, now).await;
+    let card = card(pool, merchant_id).await;
+    let booked = job(&quote, JobStatus::Searching, now);
+    let mut conn = pool.acquire().await.unwrap();
+    Writes::new()
+        .and(jobs::insert_job(&booked))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    (card, booked)
+}
+
+/// A pending charge of `job` on `card`, not written.
+fn pending_charge(job: &JobRow, card: &CardRow) -> ChargeRow {
+    ChargeRow {
+        id: Uuid::new_v4(),
+        merchant_id: job.merchant_id,
+        environment: Environment::Test,
+        job_id: job.id,
+        payment_method_id: card.id,
+        status: ChargeStatus::Pending,
+        currency: "EUR".into(),
+        amount_minor: 1290,
+        refunded_amount_minor: 0,
+        authorisation_ref: None,
+        payment_ref: None,
+        after_hold: None,
+        decline_code: None,
+        last_error: None,
+        raised_at: job.booked_at,
+        authorised_at: None,
+        captured_at: None,
+        voided_at: None,
+        failed_at: None,
+        refunded_at: None,
+        updated_at: job.booked_at,
+        hold_key: Some("hold-store-test".into()),
+    }
+}
+
 /// A booking's first phase writes the quote's reservation, the job and the attempt as one
 /// statement: all of it lands, typed values read back as written, and a statement with one
 /// failing part leaves nothing of the others behind.
@@ -491,40 +535,13 @@ type MoveRecord = (Option<String>, String, Option<String>, Option<String>);
 #[tokio::test]
 async fn a_charge_is_raised_with_its_history_once_per_job() {
     let pool = database().await;
-    let merchant_id = merchant(&pool).await;
-    let now = Utc::now();
-    let quote = quote(&pool, merchant_id, now).await;
-    let card = card(&pool, merchant_id).await;
-    let booked = job(&quote, JobStatus::Searching, now);
+    let (card, booked) = booked_job(&pool).await;
     let mut conn = pool.acquire().await.unwrap();
-    Writes::new()
-        .and(jobs::insert_job(&booked))
-        .execute(&mut conn)
-        .await
-        .unwrap();
     let charge = ChargeRow {
-        id: Uuid::new_v4(),
-        merchant_id,
-        environment: Environment::Test,
-        job_id: booked.id,
-        payment_method_id: card.id,
         status: ChargeStatus::Authorised,
-        currency: "EUR".into(),
-        amount_minor: 1290,
-        refunded_amount_minor: 0,
         authorisation_ref: Some("auth_store_test".into()),
-        payment_ref: None,
-        after_hold: None,
-        decline_code: None,
-        last_error: None,
-        raised_at: now,
-        authorised_at: Some(now),
-        captured_at: None,
-        voided_at: None,
-        failed_at: None,
-        refunded_at: None,
-        updated_at: now,
-        hold_key: Some("hold-store-test".into()),
+        authorised_at: Some(booked.booked_at),
+        ..pending_charge(&booked, &card)
     };
     let raised = NewMove {
         charge_id: charge.id,
@@ -534,7 +551,7 @@ async fn a_charge_is_raised_with_its_history_once_per_job() {
         provider_ref: None,
         detail: Some("raised at booking"),
         actor: "system",
-        at: now,
+        at: booked.booked_at,
     };
     let authorised = NewMove {
         from_status: Some(ChargeStatus::Pending),
@@ -612,34 +629,30 @@ async fn a_charge_is_raised_with_its_history_once_per_job() {
 #[tokio::test]
 async fn rows_that_bookings_name_are_never_deleted_renumbered_or_truncated() {
     let pool = database().await;
-    let merchant_id = merchant(&pool).await;
-    let now = Utc::now();
-    let quote = quote(&pool, merchant_id, now).await;
-    let card = card(&pool, merchant_id).await;
-    let booked = job(&quote, JobStatus::Searching, now);
+    let (card, booked) = booked_job(&pool).await;
+    let merchant_id = booked.merchant_id;
     let mut conn = pool.acquire().await.unwrap();
-    Writes::new()
-        .and(jobs::insert_job(&booked))
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    let charge_id = Uuid::new_v4();
-    sqlx::query(
-        "INSERT INTO charges (id, merchant_id, environment, job_id, payment_method_id, status, \
-         currency, amount_minor, refunded_amount_minor, raised_at, updated_at) \
-         VALUES ($1, $2, 'test', $3, $4, 'pending', 'EUR', 1290, 0, now(), now())",
-    )
-    .bind(charge_id)
-    .bind(merchant_id)
-    .bind(booked.id)
-    .bind(card.id)
-    .execute(&pool)
-    .await
-    .unwrap();
+    let charge = pending_charge(&booked, &card);
+    let raised = NewMove {
+        charge_id: charge.id,
+        from_status: None,
+        to_status: ChargeStatus::Pending,
+        amount_minor: Some(charge.amount_minor),
+        provider_ref: None,
+        detail: None,
+        actor: "system",
+        at: charge.raised_at,
+    };
+    assert!(
+        payments::raise_charge(&mut conn, &charge, &[raised])
+            .await
+            .unwrap()
+    );
+    let charge_id = charge.id;
 
     for (table, id) in [
         ("merchants", merchant_id),
-        ("quotes", quote.id),
+        ("quotes", booked.quote_id),
         ("payment_methods", card.id),
         ("jobs", booked.id),
         ("charges", charge_id),
