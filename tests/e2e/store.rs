@@ -350,18 +350,15 @@ async fn the_job_list_filters_pages_and_caps_its_count() {
     assert_eq!(jobs::list(&pool, &live).await.unwrap().1, 0);
 }
 
-/// A due delivery is claimed by one worker at a time: not while another's lease holds it, not
-/// when its endpoint is skipped, and once only after its lease is given back.
-#[tokio::test]
-async fn a_due_delivery_is_claimed_by_one_worker_at_a_time() {
-    let pool = database().await;
-    let merchant_id = merchant(&pool).await;
+/// A merchant's webhook endpoint and an event of that merchant, not fanned out yet.
+async fn endpoint_and_event(pool: &PgPool) -> (Uuid, webhooks::EndpointRow, Uuid) {
+    let merchant_id = merchant(pool).await;
     let owner = Owner {
         merchant_id,
         environment: Environment::Test,
     };
     let endpoint = webhooks::insert_endpoint(
-        &pool,
+        pool,
         &NewEndpoint {
             id: Uuid::new_v4(),
             owner,
@@ -388,6 +385,16 @@ async fn a_due_delivery_is_claimed_by_one_worker_at_a_time() {
     )
     .await
     .unwrap();
+    (merchant_id, endpoint, event_id)
+}
+
+/// A due delivery is claimed by one worker at a time: not while another's lease holds it, not
+/// when its endpoint is skipped, and once only after its lease is given back.
+#[tokio::test]
+async fn a_due_delivery_is_claimed_by_one_worker_at_a_time() {
+    let pool = database().await;
+    let (merchant_id, endpoint, event_id) = endpoint_and_event(&pool).await;
+    let mut conn = pool.acquire().await.unwrap();
     let fan_out = Uuid::new_v4();
     let delivery = Uuid::new_v4();
     webhooks::record_fan_out(
@@ -400,6 +407,7 @@ async fn a_due_delivery_is_claimed_by_one_worker_at_a_time() {
             event_name: EventName::JobBooked.as_str().to_owned(),
             occurred_at: Utc::now(),
             body: b"{}".to_vec(),
+            answered: None,
         }],
         &[event_id],
         60_000,
@@ -449,6 +457,87 @@ async fn a_due_delivery_is_claimed_by_one_worker_at_a_time() {
             .unwrap()
             .is_none(),
         "nobody else may"
+    );
+}
+
+/// A fan-out round writes each delivery once: one answered 2xx in the round as delivered, with
+/// its attempt, its endpoint marked as answering, and nothing for a worker to claim; one not
+/// answered yet as pending, claimed by the round until it is recorded.
+#[tokio::test]
+async fn a_delivery_answered_in_its_round_is_written_once_as_delivered() {
+    let pool = database().await;
+    let (merchant_id, endpoint, event_id) = endpoint_and_event(&pool).await;
+    let mut conn = pool.acquire().await.unwrap();
+    let round = Uuid::new_v4();
+    let (answered, waiting) = (Uuid::new_v4(), Uuid::new_v4());
+    let delivery = |id, answered| NewDelivery {
+        id,
+        endpoint_id: endpoint.id,
+        merchant_id,
+        event_id,
+        event_name: EventName::JobBooked.as_str().to_owned(),
+        occurred_at: Utc::now(),
+        body: b"{}".to_vec(),
+        answered,
+    };
+    webhooks::record_fan_out(
+        &mut conn,
+        &[delivery(answered, Some(204)), delivery(waiting, None)],
+        &[event_id],
+        60_000,
+        round,
+    )
+    .await
+    .unwrap();
+
+    let rows = webhooks::recent_deliveries(&pool, endpoint.id, 10)
+        .await
+        .unwrap();
+    let row = |id| rows.iter().find(|r| r.id == id).expect("written");
+    let done = row(answered);
+    assert_eq!(
+        done.status,
+        courier_domain::webhook::DeliveryStatus::Delivered
+    );
+    assert_eq!(
+        (
+            done.attempts,
+            done.response_status_code,
+            done.next_attempt_at
+        ),
+        (1, Some(204), None)
+    );
+    assert!(done.delivered_at.is_some());
+    let pending = row(waiting);
+    assert_eq!(
+        pending.status,
+        courier_domain::webhook::DeliveryStatus::Pending
+    );
+    assert_eq!((pending.attempts, pending.delivered_at), (0, None));
+    let owner = Owner {
+        merchant_id,
+        environment: Environment::Test,
+    };
+    let listed = webhooks::list_endpoints(&pool, owner).await.unwrap();
+    assert!(listed[0].last_succeeded_at.is_some(), "{listed:?}");
+    let fanned: Option<DateTime<Utc>> =
+        sqlx::query_scalar("SELECT fanned_out_at FROM events WHERE id = $1")
+            .bind(event_id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert!(fanned.is_some());
+
+    // Given back, only the unanswered one is there to claim.
+    webhooks::release_claims(&pool, &[answered, waiting], round)
+        .await
+        .unwrap();
+    let claimed = webhooks::claim_due(&pool, 10, 60_000, Uuid::new_v4(), &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        claimed.iter().map(|c| c.id).collect::<Vec<_>>(),
+        vec![waiting]
     );
 }
 

@@ -10,7 +10,11 @@
 //!   (`COURIER_WEBHOOK_DELIVERY=false`), then sent by a service started with it on, for 4 and
 //!   16 endpoints of one merchant and for 100 merchants with 2 each: the delivery capacity,
 //!   and the CPU per delivery with no booking beside it;
-//! - a steady rate of bookings to a merchant with 4 endpoints.
+//! - a steady rate of bookings to a merchant with 4 endpoints;
+//! - the same rate of sandbox bookings that the simulator then delivers
+//!   (`COURIER_SANDBOX_SPEED`), each job raising its events as it moves (assigned, at the
+//!   pickup, collected, at the dropoff, delivered, its charge captured): several events per
+//!   booking, from real state changes, to a merchant with 4 endpoints.
 //!
 //! Each reports bookings/s, deliveries/s (first arrival to last), the delay from the event
 //! (its `occurred_at`) to the arrival of its first attempt (p50, p99, max), and the CPU time
@@ -20,9 +24,9 @@
 //! cargo bench -p courier --bench webhooks
 //!
 //! `COURIER_BIN` runs another build of the service. `WEBHOOK_BENCH_BOOKINGS` (default 2000 per shape), `WEBHOOK_BENCH_CLIENTS` (16),
-//! `WEBHOOK_BENCH_RATE` (bookings/s of the steady shape, 200) and `WEBHOOK_BENCH_SHAPES`
-//! (a comma-separated subset of `1,4,16,100x2,drain4,drain16,drain100x2,steady`) change the
-//! loads;
+//! `WEBHOOK_BENCH_RATE` (bookings/s of the steady shape, 200), `WEBHOOK_BENCH_SANDBOX_RATE`
+//! (bookings/s of the sandbox shape, 200) and `WEBHOOK_BENCH_SHAPES` (a comma-separated subset
+//! of `1,4,16,100x2,drain4,drain16,drain100x2,steady,sandbox`) change the loads;
 //! `WEBHOOK_BENCH_STATEMENTS=1` prints the statements that took PostgreSQL's time per shape.
 
 mod common;
@@ -33,6 +37,7 @@ mod receiver;
 mod tls;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -42,6 +47,7 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 struct Merchant {
+    id: uuid::Uuid,
     key: String,
     secret: String,
 }
@@ -55,6 +61,8 @@ struct Run {
     http: reqwest::Client,
     base: String,
     receiver: receiver::Receiver,
+    /// The service runs the sandbox simulator, fast.
+    sandbox: AtomicBool,
     /// An instant and the wall-clock time it stands for, to place arrivals on the clock the
     /// events' `occurred_at` is read from.
     clock: (Instant, SystemTime),
@@ -69,6 +77,8 @@ struct Shape {
     bookings: usize,
     clients: usize,
     rate: Option<f64>,
+    /// The simulator moves the jobs on: wait for them to be delivered, and count their events.
+    simulated: bool,
 }
 
 /// How the service is started.
@@ -81,7 +91,7 @@ struct Settings {
 
 impl Settings {
     /// Starts `courier serve`; `delivery` false leaves the events it records for later.
-    fn spawn(&self, delivery: bool) -> std::process::Child {
+    fn spawn(&self, delivery: bool, sandbox: bool) -> std::process::Child {
         // `COURIER_BIN` runs another build (A/B comparisons).
         let binary =
             std::env::var("COURIER_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_courier").into());
@@ -92,7 +102,11 @@ impl Settings {
             .env("COURIER_DATA_DIR", &self.data_dir)
             .env("COURIER_SECRET_KEY", SECRET_HEX)
             .env("COURIER_DB_POOL_SIZE", "32")
-            .env("COURIER_SANDBOX_SPEED", "0")
+            .env(
+                "COURIER_SANDBOX_SPEED",
+                if sandbox { "100000" } else { "0" },
+            )
+            .env("COURIER_SANDBOX_INTERVAL_MS", "20")
             .env("COURIER_DRAIN_MS", "0")
             .env("COURIER_WEBHOOK_ALLOW_PRIVATE", "true")
             .env("COURIER_WEBHOOK_EXTRA_CA", &self.ca)
@@ -155,7 +169,7 @@ impl Run {
             data_dir: root.join("service"),
             ca: receiver.ca_path.clone(),
         };
-        let service = settings.spawn(true);
+        let service = settings.spawn(true, false);
         let http = reqwest::Client::builder()
             .pool_max_idle_per_host(64)
             .build()
@@ -171,6 +185,7 @@ impl Run {
             http,
             base,
             receiver,
+            sandbox: AtomicBool::new(false),
             clock: (Instant::now(), SystemTime::now()),
         }
     }
@@ -188,7 +203,9 @@ impl Run {
         let _ = service.kill();
         let _ = service.wait();
         if let Some(delivery) = delivery {
-            *service = self.settings.spawn(delivery);
+            *service = self
+                .settings
+                .spawn(delivery, self.sandbox.load(Ordering::SeqCst));
         }
     }
 
@@ -199,6 +216,7 @@ impl Run {
             .await
             .unwrap();
         let merchant = Merchant {
+            id: created.merchant_id,
             key: created.test_key,
             secret: created.test_secret,
         };
@@ -323,14 +341,20 @@ impl Run {
             bookings,
             clients,
             rate,
+            simulated,
         } = shape;
         let merchants = Arc::new(merchants);
         let before = self.receiver.total();
-        let expected = bookings * endpoints_each;
         let (service_before, postgres_before) = self.cpu();
         let started = Instant::now();
         self.book_all(&merchants, bookings, clients, rate).await;
         let booked_in = started.elapsed();
+        let events = if simulated {
+            self.events_once_delivered(&merchants).await
+        } else {
+            bookings
+        };
+        let expected = events * endpoints_each;
         self.wait_for_total(before + expected).await;
         // Background work the shape caused (the last records, autovacuum) counts with it.
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -348,6 +372,9 @@ impl Run {
             booked_in.as_secs_f64(),
             bookings as f64 / booked_in.as_secs_f64()
         );
+        if simulated {
+            line += &format!("; {events} events");
+        }
         if expected > 0 {
             let spread = last
                 .saturating_duration_since(first)
@@ -366,8 +393,9 @@ impl Run {
             "; CPU per booking: service {:.0} µs, postgres {:.0} µs",
             cost.service, cost.postgres
         );
-        if let (Some(reference), true) = (reference, endpoints_each > 0) {
-            let per = |shape: f64, base: f64| (shape - base) / endpoints_each as f64;
+        if let (Some(reference), true) = (reference, expected > 0) {
+            // The reference made as many events per booking, and delivered none.
+            let per = |shape: f64, base: f64| (shape - base) * bookings as f64 / expected as f64;
             line += &format!(
                 "; per delivery: service {:.0} µs, postgres {:.0} µs",
                 per(cost.service, reference.service),
@@ -379,6 +407,33 @@ impl Run {
             self.print_statements().await;
         }
         cost
+    }
+
+    /// Waits until the simulator has delivered every job of `merchants`; their events then.
+    async fn events_once_delivered(&self, merchants: &[Merchant]) -> usize {
+        let ids: Vec<uuid::Uuid> = merchants.iter().map(|m| m.id).collect();
+        let deadline = Instant::now() + Duration::from_secs(600);
+        loop {
+            let moving: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM jobs WHERE merchant_id = ANY($1) AND status <> 'delivered'",
+            )
+            .bind(&ids)
+            .fetch_one(&self.pool)
+            .await
+            .unwrap();
+            if moving == 0 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{moving} jobs still moving");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let events: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM events WHERE merchant_id = ANY($1)")
+                .bind(&ids)
+                .fetch_one(&self.pool)
+                .await
+                .unwrap();
+        usize::try_from(events).unwrap()
     }
 
     /// The statements that took the cluster's time in the shape just run, then a fresh count.
@@ -536,6 +591,7 @@ async fn main() {
         bookings,
         clients,
         rate: None,
+        simulated: false,
     };
 
     // Warm-up: connections, the shaper, the TLS sessions, the route cache.
@@ -615,6 +671,28 @@ async fn main() {
         let merchant = run.merchant("Steady", &paths("steady", 0, 4)).await;
         let name = format!("{rate:.0} bookings/s x 4");
         run.shape(steady(name, merchant, 4), Some(reference)).await;
+    }
+    if wanted.contains(&"sandbox") {
+        // Every sandbox booking is then moved to its delivery by the simulator, each step a
+        // state change with its event: the events per second of the steady shape, several
+        // times over.
+        let sandbox_rate: f64 = env_or("WEBHOOK_BENCH_SANDBOX_RATE", 200.0);
+        run.sandbox.store(true, Ordering::SeqCst);
+        run.restart(true).await;
+        let simulated = |name: String, merchant: Merchant, endpoints_each: usize| Shape {
+            bookings: (sandbox_rate * 10.0) as usize,
+            clients: clients.max(64),
+            rate: Some(sandbox_rate),
+            simulated: true,
+            ..shape(name, vec![merchant], endpoints_each)
+        };
+        let quiet = run.merchant("Sandbox, no endpoints", &[]).await;
+        let name = format!("sandbox {sandbox_rate:.0}/s x 0");
+        let reference = run.shape(simulated(name, quiet, 0), None).await;
+        let merchant = run.merchant("Sandbox", &paths("sandbox", 0, 4)).await;
+        let name = format!("sandbox {sandbox_rate:.0}/s x 4");
+        run.shape(simulated(name, merchant, 4), Some(reference))
+            .await;
     }
     let run = Arc::into_inner(run).expect("every booking has finished");
     run.finish().await;

@@ -248,7 +248,8 @@ pub async fn claim_events(
     .await
 }
 
-/// An active endpoint of one of the merchants, with what fan-out needs to choose it.
+/// An active endpoint of one of the merchants, with what fan-out needs to choose it and what
+/// the round's first attempts need to reach it.
 #[derive(Clone, Debug)]
 pub struct SubscriberRow {
     pub id: Uuid,
@@ -256,6 +257,8 @@ pub struct SubscriberRow {
     pub environment: Environment,
     pub events: Vec<String>,
     pub active_since: DateTime<Utc>,
+    pub url: String,
+    pub secret_ciphertext: Vec<u8>,
 }
 
 pub async fn active_endpoints_of(
@@ -264,7 +267,8 @@ pub async fn active_endpoints_of(
 ) -> Result<Vec<SubscriberRow>, sqlx::Error> {
     sqlx::query_as!(
         SubscriberRow,
-        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", events, active_since FROM webhook_endpoints \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", events, active_since, \
+           url, secret_ciphertext FROM webhook_endpoints \
          WHERE merchant_id = ANY($1) AND status = 'active'",
         merchant_ids,
     )
@@ -272,7 +276,8 @@ pub async fn active_endpoints_of(
     .await
 }
 
-/// A delivery to create, already claimed by the worker that creates it.
+/// A delivery to create: already delivered when its round took a 2xx answer, else claimed by
+/// the worker that creates it.
 pub struct NewDelivery {
     pub id: Uuid,
     pub endpoint_id: Uuid,
@@ -282,10 +287,16 @@ pub struct NewDelivery {
     pub event_name: String,
     pub occurred_at: DateTime<Utc>,
     pub body: Vec<u8>,
+    /// The 2xx status code of the first attempt, when the round took its answer.
+    pub answered: Option<i32>,
 }
 
-/// Inserts the deliveries made from a batch of events, claimed with `token` for `lease_ms`,
-/// and marks the batch's `done` events fanned out, in one statement.
+/// Inserts the deliveries made from a batch of events (those answered 2xx as delivered, with
+/// one attempt; the others pending, claimed with `token` for `lease_ms`), marks the batch's
+/// `done` events fanned out, and refreshes the answering endpoints as
+/// [`record_successes`] does, in one statement. Deliveries to an endpoint deleted since the
+/// batch was read, or being deleted now (the lock waits for that to end), are left out: they
+/// would fail the whole batch, and its other deliveries, already sent, would be sent again.
 pub async fn record_fan_out(
     conn: &mut PgConnection,
     deliveries: &[NewDelivery],
@@ -297,22 +308,43 @@ pub async fn record_fan_out(
     let names: Vec<String> = deliveries.iter().map(|d| d.event_name.clone()).collect();
     let occurred: Vec<DateTime<Utc>> = deliveries.iter().map(|d| d.occurred_at).collect();
     let bodies: Vec<Vec<u8>> = deliveries.iter().map(|d| d.body.clone()).collect();
+    let answered: Vec<Option<i32>> = deliveries.iter().map(|d| d.answered).collect();
     sqlx::query!(
-        "WITH made AS ( \
+        "WITH live AS ( \
+           SELECT id FROM webhook_endpoints WHERE id = ANY($2) FOR KEY SHARE), \
+         made AS ( \
            INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_name, occurred_at, \
-             body, next_attempt_at, lease_until, lease_token) \
-           SELECT d.id, d.endpoint_id, d.event_id, d.event_name, d.occurred_at, d.body, now(), \
-             now() + make_interval(secs => $7::float8 / 1000), $8 \
+             body, status, attempts, next_attempt_at, lease_until, lease_token, delivered_at, \
+             response_status_code) \
+           SELECT d.id, d.endpoint_id, d.event_id, d.event_name, d.occurred_at, d.body, \
+             CASE WHEN d.code IS NULL THEN 'pending' ELSE 'delivered' END, \
+             CASE WHEN d.code IS NULL THEN 0 ELSE 1 END, \
+             CASE WHEN d.code IS NULL THEN now() END, \
+             CASE WHEN d.code IS NULL THEN now() + make_interval(secs => $8::float8 / 1000) END, \
+             CASE WHEN d.code IS NULL THEN $9::uuid END, \
+             CASE WHEN d.code IS NOT NULL THEN now() END, d.code \
            FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::timestamptz[], \
-             $6::bytea[]) AS d (id, endpoint_id, event_id, event_name, occurred_at, body) \
-           ON CONFLICT (id) DO NOTHING) \
-         UPDATE events SET fanned_out_at = now() WHERE id = ANY($9)",
+             $6::bytea[], $7::int4[]) AS d (id, endpoint_id, event_id, event_name, occurred_at, \
+             body, code) \
+           WHERE d.endpoint_id IN (SELECT id FROM live) \
+           ON CONFLICT (id) DO NOTHING \
+           RETURNING endpoint_id, response_status_code), \
+         fanned AS (UPDATE events SET fanned_out_at = now() WHERE id = ANY($10)), \
+         stale AS ( \
+           SELECT e.id FROM webhook_endpoints e \
+           WHERE e.id IN (SELECT endpoint_id FROM made WHERE response_status_code IS NOT NULL) \
+             AND (e.consecutive_failures <> 0 OR e.last_succeeded_at IS NULL \
+               OR e.last_succeeded_at < now() - interval '1 second') \
+           ORDER BY e.id FOR NO KEY UPDATE) \
+         UPDATE webhook_endpoints e SET last_succeeded_at = now(), consecutive_failures = 0 \
+         FROM stale WHERE e.id = stale.id",
         &column(|d| d.id),
         &column(|d| d.endpoint_id),
         &column(|d| d.event_id),
         &names as &[String],
         &occurred,
         &bodies as &[Vec<u8>],
+        &answered as &[Option<i32>],
         lease_ms as f64,
         token,
         done,

@@ -19,6 +19,7 @@ use uuid::Uuid;
 use super::batch::Batcher;
 use super::client::{Outcome, Request, WebhookClient};
 use super::config::WebhookConfig;
+use super::round::{Report, Round};
 use super::schedule::{Limits, Schedule};
 use super::secret::SecretCipher;
 use crate::infra::workers::Workers;
@@ -30,7 +31,7 @@ const CLAIM_BATCH: i64 = 256;
 const RECORD_MARGIN: Duration = Duration::from_secs(2);
 
 /// A claimed delivery; only the holder of `token` may attempt it.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Job {
     pub id: Uuid,
     pub endpoint_id: Uuid,
@@ -38,6 +39,15 @@ pub struct Job {
     pub token: Uuid,
     /// When the claim was taken, and what it read of the delivery.
     pub claimed: Claimed,
+    /// Made by a fan-out round not written yet: sent first, written after.
+    pub first: Option<First>,
+}
+
+/// A delivery of a fan-out round ([`Round`]), with its endpoint as the round read it.
+#[derive(Clone)]
+pub struct First {
+    pub round: Arc<Round>,
+    pub target: Arc<TargetRow>,
 }
 
 /// What a claim read of its delivery, when.
@@ -135,7 +145,15 @@ impl Dispatcher {
                 .collect()
         };
         self.start_what_may_start();
-        self.give_back(refused).await;
+        if refused.iter().any(|job| job.first.is_some()) {
+            // A round's claims exist once it has committed, after this returns.
+            let this = self.clone();
+            self.inner
+                .workers
+                .spawn_part(async move { this.give_back(refused).await });
+        } else {
+            self.give_back(refused).await;
+        }
     }
 
     /// Starts queued deliveries while send slots are free.
@@ -149,14 +167,19 @@ impl Dispatcher {
                 self.inner.due.notify_one();
             }
             let Some((_, job)) = next else { return };
+            // Counted by its round now, before the round can close.
+            let in_round = job
+                .first
+                .as_ref()
+                .is_some_and(|first| first.round.started());
             let this = self.clone();
-            self.inner.workers.spawn_part(this.run(job));
+            self.inner.workers.spawn_part(this.run(job, in_round));
         }
     }
 
-    async fn run(self, job: Job) {
+    async fn run(self, job: Job, in_round: bool) {
         let endpoint_id = job.endpoint_id;
-        self.attempt(job).await;
+        self.attempt(job, in_round).await;
         self.schedule().finish(endpoint_id);
         if self.inner.workers.stopping() {
             // Queued deliveries go back, claimed by nobody, so another instance takes them at
@@ -173,6 +196,12 @@ impl Dispatcher {
     async fn give_back(&self, jobs: Vec<Job>) {
         let mut by_claim: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
         for job in jobs {
+            if let Some(first) = &job.first
+                && !first.round.committed().await
+            {
+                // Not written: its events are fanned out again.
+                continue;
+            }
             by_claim.entry(job.token).or_default().push(job.id);
         }
         for (token, ids) in by_claim {
@@ -184,10 +213,25 @@ impl Dispatcher {
     }
 
     /// One attempt. Database errors leave the claim to expire, so the attempt is made again
-    /// (with the same `Courier-Delivery`) rather than lost.
-    async fn attempt(&self, job: Job) {
+    /// (with the same `Courier-Delivery`) rather than lost. `in_round`: the job's round is
+    /// open and counts it; the round may take its 2xx answer.
+    async fn attempt(&self, job: Job, in_round: bool) {
         let inner = &self.inner;
-        let Some((content, target)) = self.prepare(&job).await else {
+        let prepared = match &job.first {
+            Some(first) if in_round => Some((
+                Arc::clone(&job.claimed.content),
+                TargetRow::clone(&first.target),
+            )),
+            Some(first) => {
+                // Its row exists once the round has committed.
+                if !first.round.committed().await {
+                    return;
+                }
+                self.prepare(&job).await
+            }
+            None => self.prepare(&job).await,
+        };
+        let Some((content, target)) = prepared else {
             return;
         };
         if target.status != EndpointStatus::Active {
@@ -227,6 +271,17 @@ impl Dispatcher {
                 }
             }
         };
+        if let (Some(first), true) = (&job.first, in_round) {
+            let success = match &outcome {
+                Outcome::Succeeded { status } => Some(i32::from(*status)),
+                Outcome::Failed { .. } => None,
+            };
+            if first.round.finished(job.id, success) == Report::Taken
+                || !first.round.committed().await
+            {
+                return;
+            }
+        }
         let attempt = u32::try_from(content.attempts).unwrap_or(0) + 1;
         if let Err(e) = self.record(&job, attempt, outcome).await {
             tracing::warn!(delivery = %job.id, error = %e, "cannot record a webhook attempt");
@@ -350,6 +405,7 @@ impl Dispatcher {
                                 attempts: r.attempts,
                             }),
                         },
+                        first: None,
                     }))
                     .await;
                     if full {

@@ -1,61 +1,74 @@
 //! Fan-out: turns each recorded event into one delivery per subscribed, active endpoint of the
-//! event's merchant and environment, with the body shaped once and stored for every retry.
+//! event's merchant and environment, with the body shaped once and stored for every retry. A
+//! batch of events is a [`Round`]: its deliveries are attempted first and written after, once.
 
 use chrono::SecondsFormat;
+use courier_domain::webhook::EndpointStatus;
 use courier_plugins::{EventJob, PayloadShaper, Proof, WebhookEvent};
 use sha2::{Digest, Sha256};
-use sqlx::PgPool;
+use sqlx::{PgPool, Postgres, Transaction};
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use courier_domain::event::{EventDetails, JobFacts};
-use courier_store::webhooks::{self as store, EventRow, NewDelivery, SubscriberRow};
+use courier_store::webhooks::{self as store, EventRow, NewDelivery, SubscriberRow, TargetRow};
 
-use super::delivery::{Claimed, Content};
+use super::delivery::{Claimed, Content, First, Job};
+use super::round::Round;
 
-/// Events taken per transaction.
+/// Events taken per round.
 const BATCH: i64 = 256;
+/// How long a round waits for the first attempts it started before it writes its deliveries:
+/// an endpoint answering 2xx within it has its delivery written once, already delivered.
+const ROUND_BUDGET: Duration = Duration::from_millis(200);
 
-/// A delivery made and claimed by this process, ready to attempt.
-#[derive(Clone, Debug)]
-pub struct Made {
-    pub id: Uuid,
-    pub endpoint_id: Uuid,
-    pub merchant_id: Uuid,
-    pub claimed: Claimed,
+/// A round whose events are held by its transaction while its first attempts are made.
+pub struct OpenRound {
+    tx: Transaction<'static, Postgres>,
+    round: Arc<Round>,
+    token: Uuid,
+    deliveries: Vec<NewDelivery>,
+    /// Events fanned out by this round (some had no delivery to make).
+    done: Vec<Uuid>,
+    /// The batch was full: more events may be waiting.
+    pub full: bool,
 }
 
-/// Fans out one batch; returns the claim token and the deliveries made, and whether the batch
-/// was full (more may be waiting).
+/// Claims a batch of events and makes their deliveries: the round, and the deliveries as jobs
+/// to attempt at once. None when no event waits.
 ///
 /// `pool`'s connections may commit without waiting for the disk: if a database crash loses
-/// this transaction, the events are fanned out again into the same delivery ids and the same
-/// bodies, so a receiver that already had one sees a duplicate it can recognise, never a new
-/// delivery.
-pub async fn fan_out_batch(
+/// the round's transaction, the events are fanned out again into the same delivery ids and the
+/// same bodies, so a receiver that already had one sees a duplicate it can recognise, never a
+/// new delivery.
+pub async fn open_round(
     pool: &PgPool,
     shaper: &PayloadShaper,
-    lease_ms: i64,
-) -> Result<(Uuid, Vec<Made>, bool), sqlx::Error> {
+) -> Result<Option<(OpenRound, Vec<Job>)>, sqlx::Error> {
     let mut tx = pool.begin().await?;
     let events = store::claim_events(&mut tx, BATCH).await?;
     let full = events.len() as i64 == BATCH;
     if events.is_empty() {
-        return Ok((Uuid::nil(), Vec::new(), false));
+        return Ok(None);
     }
     let mut merchants: Vec<Uuid> = events.iter().map(|e| e.merchant_id).collect();
     merchants.sort_unstable();
     merchants.dedup();
     let endpoints = store::active_endpoints_of(&mut tx, &merchants).await?;
+    let round = Arc::new(Round::default());
+    let token = Uuid::new_v4();
+    let at = Instant::now();
     let mut deliveries = Vec::new();
-    // What each delivery sends, shared by an event's deliveries.
-    let mut contents = Vec::new();
+    let mut jobs = Vec::new();
     let mut done = Vec::with_capacity(events.len());
+    // Each endpoint as the round's first attempts reach it, shared by its jobs.
+    let mut targets: HashMap<Uuid, Arc<TargetRow>> = HashMap::new();
     for event in &events {
-        let targets: Vec<&SubscriberRow> =
+        let subscribers: Vec<&SubscriberRow> =
             endpoints.iter().filter(|e| subscribes(e, event)).collect();
-        if targets.is_empty() {
+        if subscribers.is_empty() {
             done.push(event.id);
             continue;
         }
@@ -80,35 +93,91 @@ pub async fn fan_out_batch(
             body: body.clone().into(),
             attempts: 0,
         });
-        for endpoint in targets {
-            contents.push(Arc::clone(&content));
+        for endpoint in subscribers {
+            let id = delivery_id(event.id, endpoint.id);
+            let target = targets.entry(endpoint.id).or_insert_with(|| {
+                Arc::new(TargetRow {
+                    id: endpoint.id,
+                    url: endpoint.url.clone(),
+                    secret_ciphertext: endpoint.secret_ciphertext.clone(),
+                    status: EndpointStatus::Active,
+                })
+            });
+            jobs.push(Job {
+                id,
+                endpoint_id: endpoint.id,
+                merchant_id: endpoint.merchant_id,
+                token,
+                claimed: Claimed {
+                    at,
+                    content: Arc::clone(&content),
+                },
+                first: Some(First {
+                    round: Arc::clone(&round),
+                    target: Arc::clone(target),
+                }),
+            });
             deliveries.push(NewDelivery {
-                id: delivery_id(event.id, endpoint.id),
+                id,
                 endpoint_id: endpoint.id,
                 merchant_id: endpoint.merchant_id,
                 event_id: event.id,
                 event_name: event.name.clone(),
                 occurred_at: event.occurred_at,
                 body: body.clone(),
+                answered: None,
             });
         }
         done.push(event.id);
     }
-    let token = Uuid::new_v4();
-    store::record_fan_out(&mut tx, &deliveries, &done, lease_ms, token).await?;
-    tx.commit().await?;
-    let at = Instant::now();
-    let made = deliveries
-        .iter()
-        .zip(contents)
-        .map(|(d, content)| Made {
-            id: d.id,
-            endpoint_id: d.endpoint_id,
-            merchant_id: d.merchant_id,
-            claimed: Claimed { at, content },
-        })
-        .collect();
-    Ok((token, made, full))
+    let open = OpenRound {
+        tx,
+        round,
+        token,
+        deliveries,
+        done,
+        full,
+    };
+    Ok(Some((open, jobs)))
+}
+
+impl OpenRound {
+    /// The round, to wait for its end.
+    pub fn round(&self) -> Arc<Round> {
+        Arc::clone(&self.round)
+    }
+
+    /// Waits for the round's first attempts (up to [`ROUND_BUDGET`]), writes its deliveries
+    /// with the 2xx answers taken, marks its events fanned out and commits. Jobs whose
+    /// outcome came too late record it once this has ended ([`Round::committed`]).
+    pub async fn close(mut self, lease_ms: i64) {
+        let answered: HashMap<Uuid, i32> = self
+            .round
+            .close_within(ROUND_BUDGET)
+            .await
+            .into_iter()
+            .collect();
+        for delivery in &mut self.deliveries {
+            delivery.answered = answered.get(&delivery.id).copied();
+        }
+        let written = async {
+            store::record_fan_out(
+                &mut self.tx,
+                &self.deliveries,
+                &self.done,
+                lease_ms,
+                self.token,
+            )
+            .await?;
+            self.tx.commit().await
+        }
+        .await;
+        if let Err(e) = &written {
+            // The events stay to be fanned out again, into the same deliveries.
+            tracing::warn!(error = %e, "writing a fan-out round failed; its events will be sent again");
+        }
+        self.round.end(written.is_ok());
+    }
 }
 
 /// The delivery of an event to an endpoint has one id, however often it is fanned out.

@@ -15,6 +15,7 @@ mod config;
 mod delivery;
 mod endpoints;
 mod fanout;
+mod round;
 mod schedule;
 mod secret;
 
@@ -24,6 +25,7 @@ use std::time::Duration;
 use courier_plugins::{PayloadShaper, PluginEngine};
 use sqlx::PgPool;
 use thiserror::Error;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 pub use client::ClientError;
@@ -38,6 +40,13 @@ use secret::SecretCipher;
 /// Database connections of the fan-out, the delivery workers and the events listener, per
 /// process.
 const ATTEMPT_CONNECTIONS: u32 = 8;
+/// Fan-out rounds open at once, each holding a connection while its first attempts are made;
+/// the other connections stay free for claims and records.
+const ROUNDS_AT_ONCE: usize = 3;
+/// How long a round may take before the next opens beside it. Rounds that end sooner follow
+/// one another, each taking the events recorded meanwhile in one batch; slow answers make
+/// them overlap, so they do not hold up the events behind them.
+const ROUNDS_OVERLAP_AFTER: Duration = Duration::from_millis(50);
 
 #[derive(Debug, Error)]
 pub enum WebhookStartError {
@@ -121,9 +130,16 @@ impl Webhooks {
             workers.clone(),
         );
         let lease_ms = self.config.lease().as_millis() as i64;
-        let (bell, poll, fanning) = (self.bell(), self.config.poll, dispatcher.clone());
-        workers
-            .spawn(move |stop| fan_out(workers_pool, shaper, fanning, bell, lease_ms, poll, stop));
+        let fan_out = FanOut {
+            pool: workers_pool,
+            shaper,
+            dispatcher: dispatcher.clone(),
+            workers: workers.clone(),
+            bell: self.bell(),
+            lease_ms,
+            poll: self.config.poll,
+        };
+        workers.spawn(move |stop| fan_out.run(stop));
         workers.spawn(move |stop| dispatcher.poll_due(stop));
         Ok(())
     }
@@ -149,38 +165,52 @@ fn attempts_pool(pool: &PgPool) -> PgPool {
         .connect_lazy_with(options)
 }
 
-/// Fans events out as they are recorded (and every `poll`, for events nothing woke it for).
-async fn fan_out(
+/// The fan-out worker of one process.
+struct FanOut {
     pool: PgPool,
     shaper: PayloadShaper,
     dispatcher: Dispatcher,
+    workers: crate::infra::workers::Workers,
     bell: EventBell,
     lease_ms: i64,
     poll: Duration,
-    stop: CancellationToken,
-) {
-    while !stop.is_cancelled() {
-        match fanout::fan_out_batch(&pool, &shaper, lease_ms).await {
-            Ok((token, made, more)) => {
-                dispatcher
-                    .submit_all(made.into_iter().map(|m| delivery::Job {
-                        id: m.id,
-                        endpoint_id: m.endpoint_id,
-                        merchant_id: m.merchant_id,
-                        token,
-                        claimed: m.claimed,
-                    }))
-                    .await;
-                if more {
-                    continue;
+}
+
+impl FanOut {
+    /// Fans events out as they are recorded (and every `poll`, for events nothing woke it
+    /// for): each batch a round whose deliveries are attempted at once, and written when their
+    /// first answers are in.
+    async fn run(self, stop: CancellationToken) {
+        let rounds = Arc::new(Semaphore::new(ROUNDS_AT_ONCE));
+        while !stop.is_cancelled() {
+            let Ok(slot) = Arc::clone(&rounds).acquire_owned().await else {
+                return;
+            };
+            match fanout::open_round(&self.pool, &self.shaper).await {
+                Ok(Some((round, jobs))) => {
+                    let (full, ended) = (round.full, round.round());
+                    self.dispatcher.submit_all(jobs).await;
+                    let lease_ms = self.lease_ms;
+                    self.workers.spawn_part(async move {
+                        round.close(lease_ms).await;
+                        drop(slot);
+                    });
+                    tokio::select! {
+                        _ = ended.committed() => {}
+                        () = tokio::time::sleep(ROUNDS_OVERLAP_AFTER) => {}
+                    }
+                    if full {
+                        continue;
+                    }
                 }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "fanning out events failed; retrying"),
             }
-            Err(e) => tracing::warn!(error = %e, "fanning out events failed; retrying"),
-        }
-        tokio::select! {
-            () = stop.cancelled() => {}
-            _ = bell.rung() => {}
-            _ = tokio::time::sleep(poll) => {}
+            tokio::select! {
+                () = stop.cancelled() => {}
+                _ = self.bell.rung() => {}
+                _ = tokio::time::sleep(self.poll) => {}
+            }
         }
     }
 }

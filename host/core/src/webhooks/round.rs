@@ -1,0 +1,164 @@
+//! A fan-out round: the deliveries made from one batch of events are attempted before they are
+//! written, while the round's transaction holds the events. A delivery answered 2xx while the
+//! round is open is written once, already delivered; the rest are written claimed, as before,
+//! and their outcomes recorded once the round has committed.
+//!
+//! At least once holds: until the round commits, its events are not fanned out, so a crash or
+//! a failed commit fans them out again into the same delivery ids and bodies. No other worker
+//! can attempt a delivery meanwhile: its row does not exist yet, and its event is locked.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::sync::{Notify, watch};
+use uuid::Uuid;
+
+/// What a finished attempt of a round's delivery needs to do next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Report {
+    /// The round took the outcome: it is written with the delivery.
+    Taken,
+    /// Record it the usual way once the round has committed ([`Round::committed`]).
+    RecordAfterCommit,
+}
+
+#[derive(Default)]
+struct State {
+    closed: bool,
+    /// Attempts started while the round was open and not finished yet.
+    running: usize,
+    /// 2xx answers taken: the delivery and the status code.
+    succeeded: Vec<(Uuid, i32)>,
+}
+
+pub struct Round {
+    state: Mutex<State>,
+    settled: Notify,
+    /// None until the round's transaction ended; then whether it committed.
+    outcome: watch::Sender<Option<bool>>,
+}
+
+impl Default for Round {
+    fn default() -> Self {
+        Self {
+            state: Mutex::default(),
+            settled: Notify::new(),
+            outcome: watch::Sender::new(None),
+        }
+    }
+}
+
+impl Round {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().expect("round lock")
+    }
+
+    /// An attempt of the round's delivery starts; true when the round is still open (the
+    /// attempt may then use the endpoint as the round read it).
+    pub fn started(&self) -> bool {
+        let mut state = self.state();
+        if !state.closed {
+            state.running += 1;
+        }
+        !state.closed
+    }
+
+    /// An attempt that [`started`](Self::started) in the open round has finished, 2xx with
+    /// `success`'s status code or otherwise.
+    pub fn finished(&self, id: Uuid, success: Option<i32>) -> Report {
+        let mut state = self.state();
+        state.running = state.running.saturating_sub(1);
+        if state.running == 0 {
+            self.settled.notify_one();
+        }
+        match success {
+            Some(code) if !state.closed => {
+                state.succeeded.push((id, code));
+                Report::Taken
+            }
+            _ => Report::RecordAfterCommit,
+        }
+    }
+
+    /// Waits until no attempt the round started is running, or `budget` has passed, then
+    /// closes the round and returns the 2xx answers it took.
+    pub async fn close_within(&self, budget: Duration) -> Vec<(Uuid, i32)> {
+        let _ = tokio::time::timeout(budget, async {
+            loop {
+                let settled = self.settled.notified();
+                if self.state().running == 0 {
+                    return;
+                }
+                settled.await;
+            }
+        })
+        .await;
+        let mut state = self.state();
+        state.closed = true;
+        std::mem::take(&mut state.succeeded)
+    }
+
+    /// The round's transaction ended: `committed` or not (its events are then fanned out again
+    /// later, and nothing of the round is recorded).
+    pub fn end(&self, committed: bool) {
+        self.outcome.send_replace(Some(committed));
+    }
+
+    /// Waits for the round's transaction to end; true when it committed.
+    pub async fn committed(&self) -> bool {
+        let mut outcome = self.outcome.subscribe();
+        matches!(
+            outcome.wait_for(Option::is_some).await.as_deref(),
+            Ok(Some(true))
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn answers_before_the_close_are_taken_and_later_ones_wait_for_the_commit() {
+        let round = Round::default();
+        let (early, late) = (Uuid::new_v4(), Uuid::new_v4());
+        assert!(round.started());
+        assert!(round.started());
+        assert_eq!(round.finished(early, Some(200)), Report::Taken);
+        let taken = round.close_within(Duration::from_millis(20)).await;
+        assert_eq!(taken, vec![(early, 200)]);
+        assert!(!round.started(), "a closed round lends nothing");
+        assert_eq!(round.finished(late, Some(204)), Report::RecordAfterCommit);
+        round.end(true);
+        assert!(round.committed().await);
+    }
+
+    #[tokio::test]
+    async fn the_close_comes_as_soon_as_every_started_attempt_has_finished() {
+        let round = std::sync::Arc::new(Round::default());
+        let id = Uuid::new_v4();
+        assert!(round.started());
+        let answering = std::sync::Arc::clone(&round);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            answering.finished(id, Some(200));
+        });
+        let waited = std::time::Instant::now();
+        let taken = round.close_within(Duration::from_secs(30)).await;
+        assert_eq!(taken, vec![(id, 200)]);
+        assert!(waited.elapsed() < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn failures_are_never_taken_and_a_rolled_back_round_says_so() {
+        let round = Round::default();
+        assert!(round.started());
+        assert_eq!(
+            round.finished(Uuid::new_v4(), None),
+            Report::RecordAfterCommit
+        );
+        assert!(round.close_within(Duration::ZERO).await.is_empty());
+        round.end(false);
+        assert!(!round.committed().await);
+    }
+}
