@@ -19,6 +19,7 @@ mod round;
 mod schedule;
 mod secret;
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -182,13 +183,28 @@ impl FanOut {
     /// first answers are in.
     async fn run(self, stop: CancellationToken) {
         let rounds = Arc::new(Semaphore::new(ROUNDS_AT_ONCE));
+        // Rounds under way, oldest first.
+        let mut open: VecDeque<Arc<round::Round>> = VecDeque::new();
         while !stop.is_cancelled() {
-            let Ok(slot) = Arc::clone(&rounds).acquire_owned().await else {
-                return;
+            open.retain(|round| !round.has_ended());
+            let slot = match Arc::clone(&rounds).try_acquire_owned() {
+                Ok(slot) => slot,
+                Err(_) => {
+                    // Every round is waiting on slow answers: the oldest writes what it has
+                    // rather than hold up the events behind it.
+                    if let Some(oldest) = open.front() {
+                        oldest.hurry();
+                    }
+                    let Ok(slot) = Arc::clone(&rounds).acquire_owned().await else {
+                        return;
+                    };
+                    slot
+                }
             };
             match fanout::open_round(&self.pool, &self.shaper).await {
                 Ok(Some((round, jobs))) => {
                     let (full, ended) = (round.full, round.round());
+                    open.push_back(Arc::clone(&ended));
                     self.dispatcher.submit_all(jobs).await;
                     let lease_ms = self.lease_ms;
                     self.workers.spawn_part(async move {

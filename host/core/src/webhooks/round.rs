@@ -25,6 +25,8 @@ pub enum Report {
 #[derive(Default)]
 struct State {
     closed: bool,
+    /// Asked to close without waiting for the attempts still running.
+    hurried: bool,
     /// Attempts started while the round was open and not finished yet.
     running: usize,
     /// 2xx answers taken: the delivery and the status code.
@@ -86,7 +88,7 @@ impl Round {
         let _ = tokio::time::timeout(budget, async {
             loop {
                 let settled = self.settled.notified();
-                if self.state().running == 0 {
+                if self.may_close() {
                     return;
                 }
                 settled.await;
@@ -96,6 +98,23 @@ impl Round {
         let mut state = self.state();
         state.closed = true;
         std::mem::take(&mut state.succeeded)
+    }
+
+    fn may_close(&self) -> bool {
+        let state = self.state();
+        state.running == 0 || state.hurried
+    }
+
+    /// Closes the round now, whatever is still running: a new round is waiting for its
+    /// connection.
+    pub fn hurry(&self) {
+        self.state().hurried = true;
+        self.settled.notify_one();
+    }
+
+    /// Whether the round's transaction has ended.
+    pub fn has_ended(&self) -> bool {
+        self.outcome.borrow().is_some()
     }
 
     /// The round's transaction ended: `committed` or not (its events are then fanned out again
@@ -147,6 +166,25 @@ mod tests {
         let taken = round.close_within(Duration::from_secs(30)).await;
         assert_eq!(taken, vec![(id, 200)]);
         assert!(waited.elapsed() < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn a_hurried_round_closes_without_waiting_for_what_still_runs() {
+        let round = std::sync::Arc::new(Round::default());
+        assert!(round.started());
+        let closing = std::sync::Arc::clone(&round);
+        let closed =
+            tokio::spawn(async move { closing.close_within(Duration::from_secs(30)).await });
+        tokio::task::yield_now().await;
+        round.hurry();
+        let taken = tokio::time::timeout(Duration::from_secs(10), closed)
+            .await
+            .expect("closed at once")
+            .unwrap();
+        assert!(taken.is_empty());
+        assert!(!round.has_ended());
+        round.end(true);
+        assert!(round.has_ended());
     }
 
     #[tokio::test]
