@@ -47,7 +47,7 @@ const ROUNDS_AT_ONCE: usize = 3;
 /// How long a round may take before the next opens beside it. Rounds that end sooner follow
 /// one another, each taking the events recorded meanwhile in one batch; slow answers make
 /// them overlap, so they do not hold up the events behind them.
-const ROUNDS_OVERLAP_AFTER: Duration = Duration::from_millis(50);
+const ROUNDS_OVERLAP_AFTER: Duration = Duration::from_millis(15);
 
 #[derive(Debug, Error)]
 pub enum WebhookStartError {
