@@ -20,9 +20,12 @@ use super::round::Round;
 
 /// Events taken per round.
 const BATCH: i64 = 256;
-/// How long a round waits for the first attempts it started before it writes its deliveries:
-/// an endpoint answering 2xx within it has its delivery written once, already delivered.
-const ROUND_BUDGET: Duration = Duration::from_millis(200);
+/// A round writes its deliveries once every first attempt it started has finished, or none
+/// has for this long (the rest are slow), or [`ROUND_MOST`] after it opened: a delivery
+/// answered 2xx before that is written once, already delivered.
+const ROUND_QUIET: Duration = Duration::from_millis(50);
+/// The longest a round holds its events.
+const ROUND_MOST: Duration = Duration::from_secs(1);
 
 /// A round whose events are held by its transaction while its first attempts are made.
 pub struct OpenRound {
@@ -147,13 +150,13 @@ impl OpenRound {
         Arc::clone(&self.round)
     }
 
-    /// Waits for the round's first attempts (up to [`ROUND_BUDGET`]), writes its deliveries
+    /// Waits for the round's first attempts (see [`ROUND_QUIET`]), writes its deliveries
     /// with the 2xx answers taken, marks its events fanned out and commits. Jobs whose
     /// outcome came too late record it once this has ended ([`Round::committed`]).
     pub async fn close(mut self, lease_ms: i64) {
         let answered: HashMap<Uuid, i32> = self
             .round
-            .close_within(ROUND_BUDGET)
+            .close_when_quiet(ROUND_QUIET, ROUND_MOST)
             .await
             .into_iter()
             .collect();

@@ -44,9 +44,10 @@ const ATTEMPT_CONNECTIONS: u32 = 8;
 /// Fan-out rounds open at once, each holding a connection while its first attempts are made;
 /// the other connections stay free for claims and records.
 const ROUNDS_AT_ONCE: usize = 3;
-/// How long a round may take before the next opens beside it. Rounds that end sooner follow
-/// one another, each taking the events recorded meanwhile in one batch; slow answers make
-/// them overlap, so they do not hold up the events behind them.
+/// How long a round may go without an answer before the next opens beside it. Rounds whose
+/// answers keep coming follow one another (the next opens as the last starts writing), each
+/// taking the events recorded meanwhile in one batch; slow answers make them overlap, so
+/// they do not hold up the events behind them.
 const ROUNDS_OVERLAP_AFTER: Duration = Duration::from_millis(15);
 
 #[derive(Debug, Error)]
@@ -211,10 +212,7 @@ impl FanOut {
                         round.close(lease_ms).await;
                         drop(slot);
                     });
-                    tokio::select! {
-                        _ = ended.committed() => {}
-                        () = tokio::time::sleep(ROUNDS_OVERLAP_AFTER) => {}
-                    }
+                    ended.closed_or_quiet(ROUNDS_OVERLAP_AFTER).await;
                     if full {
                         continue;
                     }

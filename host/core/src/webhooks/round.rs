@@ -8,7 +8,7 @@
 //! can attempt a delivery meanwhile: its row does not exist yet, and its event is locked.
 
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, watch};
 use uuid::Uuid;
@@ -29,13 +29,18 @@ struct State {
     hurried: bool,
     /// Attempts started while the round was open and not finished yet.
     running: usize,
+    /// When the last of those finished.
+    progress_at: Option<Instant>,
     /// 2xx answers taken: the delivery and the status code.
     succeeded: Vec<(Uuid, i32)>,
 }
 
 pub struct Round {
+    opened: Instant,
     state: Mutex<State>,
     settled: Notify,
+    /// Set once the round takes no more answers (it is writing, or has written).
+    closed: watch::Sender<bool>,
     /// None until the round's transaction ended; then whether it committed.
     outcome: watch::Sender<Option<bool>>,
 }
@@ -43,8 +48,10 @@ pub struct Round {
 impl Default for Round {
     fn default() -> Self {
         Self {
+            opened: Instant::now(),
             state: Mutex::default(),
             settled: Notify::new(),
+            closed: watch::Sender::new(false),
             outcome: watch::Sender::new(None),
         }
     }
@@ -70,6 +77,7 @@ impl Round {
     pub fn finished(&self, id: Uuid, success: Option<i32>) -> Report {
         let mut state = self.state();
         state.running = state.running.saturating_sub(1);
+        state.progress_at = Some(Instant::now());
         if state.running == 0 {
             self.settled.notify_one();
         }
@@ -82,22 +90,52 @@ impl Round {
         }
     }
 
-    /// Waits until no attempt the round started is running, or `budget` has passed, then
-    /// closes the round and returns the 2xx answers it took.
-    pub async fn close_within(&self, budget: Duration) -> Vec<(Uuid, i32)> {
-        let _ = tokio::time::timeout(budget, async {
-            loop {
-                let settled = self.settled.notified();
-                if self.may_close() {
-                    return;
-                }
-                settled.await;
+    /// Waits until no attempt the round started is running, or none has finished for `quiet`
+    /// (the rest are slow), or `most` has passed since the round opened; then closes the
+    /// round and returns the 2xx answers it took.
+    pub async fn close_when_quiet(&self, quiet: Duration, most: Duration) -> Vec<(Uuid, i32)> {
+        let deadline = self.opened + most;
+        loop {
+            let settled = self.settled.notified();
+            if self.may_close() {
+                break;
             }
-        })
-        .await;
+            let wake = (self.last_progress() + quiet).min(deadline);
+            if Instant::now() >= wake {
+                break;
+            }
+            tokio::select! {
+                () = settled => {}
+                () = tokio::time::sleep_until(wake.into()) => {}
+            }
+        }
         let mut state = self.state();
         state.closed = true;
+        self.closed.send_replace(true);
         std::mem::take(&mut state.succeeded)
+    }
+
+    /// Returns once the round has closed, or once none of its attempts has finished for
+    /// `quiet`: then a round beside it does not wait behind slow answers.
+    pub async fn closed_or_quiet(&self, quiet: Duration) {
+        let mut closed = self.closed.subscribe();
+        loop {
+            if *closed.borrow_and_update() {
+                return;
+            }
+            let wake = self.last_progress() + quiet;
+            if Instant::now() >= wake {
+                return;
+            }
+            tokio::select! {
+                _ = closed.changed() => {}
+                () = tokio::time::sleep_until(wake.into()) => {}
+            }
+        }
+    }
+
+    fn last_progress(&self) -> Instant {
+        self.state().progress_at.unwrap_or(self.opened)
     }
 
     fn may_close(&self) -> bool {
@@ -144,7 +182,9 @@ mod tests {
         assert!(round.started());
         assert!(round.started());
         assert_eq!(round.finished(early, Some(200)), Report::Taken);
-        let taken = round.close_within(Duration::from_millis(20)).await;
+        let taken = round
+            .close_when_quiet(Duration::from_millis(20), Duration::from_secs(30))
+            .await;
         assert_eq!(taken, vec![(early, 200)]);
         assert!(!round.started(), "a closed round lends nothing");
         assert_eq!(round.finished(late, Some(204)), Report::RecordAfterCommit);
@@ -163,7 +203,9 @@ mod tests {
             answering.finished(id, Some(200));
         });
         let waited = std::time::Instant::now();
-        let taken = round.close_within(Duration::from_secs(30)).await;
+        let taken = round
+            .close_when_quiet(Duration::from_secs(30), Duration::from_secs(30))
+            .await;
         assert_eq!(taken, vec![(id, 200)]);
         assert!(waited.elapsed() < Duration::from_secs(10));
     }
@@ -173,8 +215,11 @@ mod tests {
         let round = std::sync::Arc::new(Round::default());
         assert!(round.started());
         let closing = std::sync::Arc::clone(&round);
-        let closed =
-            tokio::spawn(async move { closing.close_within(Duration::from_secs(30)).await });
+        let closed = tokio::spawn(async move {
+            closing
+                .close_when_quiet(Duration::from_secs(30), Duration::from_secs(30))
+                .await
+        });
         tokio::task::yield_now().await;
         round.hurry();
         let taken = tokio::time::timeout(Duration::from_secs(10), closed)
@@ -188,6 +233,28 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_round_whose_attempts_stop_answering_closes_and_lets_the_next_open() {
+        let round = std::sync::Arc::new(Round::default());
+        assert!(round.started());
+        assert!(round.started());
+        round.finished(Uuid::new_v4(), Some(200));
+        // One attempt still runs and nothing more answers: quiet after 10 ms.
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            round.closed_or_quiet(Duration::from_millis(10)),
+        )
+        .await
+        .expect("the next round may open");
+        let taken = tokio::time::timeout(
+            Duration::from_secs(10),
+            round.close_when_quiet(Duration::from_millis(10), Duration::from_secs(30)),
+        )
+        .await
+        .expect("closed once quiet");
+        assert_eq!(taken.len(), 1);
+    }
+
+    #[tokio::test]
     async fn failures_are_never_taken_and_a_rolled_back_round_says_so() {
         let round = Round::default();
         assert!(round.started());
@@ -195,7 +262,12 @@ mod tests {
             round.finished(Uuid::new_v4(), None),
             Report::RecordAfterCommit
         );
-        assert!(round.close_within(Duration::ZERO).await.is_empty());
+        assert!(
+            round
+                .close_when_quiet(Duration::ZERO, Duration::ZERO)
+                .await
+                .is_empty()
+        );
         round.end(false);
         assert!(!round.committed().await);
     }
