@@ -349,21 +349,28 @@ async fn drain_after(
     }
 }
 
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
+/// SIGINT or SIGTERM. The handlers are installed when this is called, not when the future is
+/// first polled: a signal arriving in between (just after the instance reported ready) would
+/// otherwise end the process at once, without its drain.
+fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
+    use tokio::signal::unix::{Signal, SignalKind, signal};
+    async fn received(listener: std::io::Result<Signal>, name: &'static str) {
+        match listener {
+            Ok(mut listener) => {
+                listener.recv().await;
             }
             Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                tracing::warn!(error = %e, "cannot listen for {name}");
                 std::future::pending::<()>().await;
             }
         }
-    };
-    tokio::select! {
-        _ = interrupt => {},
-        _ = terminate => {},
+    }
+    let interrupt = received(signal(SignalKind::interrupt()), "SIGINT");
+    let terminate = received(signal(SignalKind::terminate()), "SIGTERM");
+    async move {
+        tokio::select! {
+            () = interrupt => {},
+            () = terminate => {},
+        }
     }
 }
