@@ -547,16 +547,8 @@ async fn a_delivery_answered_in_its_round_is_written_once_as_delivered() {
 #[tokio::test]
 async fn a_stored_name_the_code_does_not_know_is_a_decode_error() {
     let pool = database().await;
-    let merchant_id = merchant(&pool).await;
-    let now = Utc::now();
-    let quote = quote(&pool, merchant_id, now).await;
-    let row = job(&quote, JobStatus::Searching, now);
-    let mut conn = pool.acquire().await.unwrap();
-    Writes::new()
-        .and(jobs::insert_job(&row))
-        .execute(&mut conn)
-        .await
-        .unwrap();
+    let (_, row) = booked_job(&pool).await;
+    let merchant_id = row.merchant_id;
     sqlx::query("UPDATE jobs SET status = 'teleported' WHERE id = $1")
         .bind(row.id)
         .execute(&pool)
