@@ -303,6 +303,34 @@ async fn fifty_parallel_bookings_of_one_quote_book_it_once() {
     assert_eq!((booked, refused), (1, 49));
 }
 
+/// Quotes priced at once are written together; each is answered only once it is stored, so
+/// every one is bookable the moment its answer arrives.
+#[tokio::test]
+async fn quotes_priced_at_once_are_each_bookable_as_soon_as_answered() {
+    let booking = Arc::new(Booking::start().await);
+    let tasks: Vec<_> = (0..32)
+        .map(|_| {
+            let booking = Arc::clone(&booking);
+            tokio::spawn(async move {
+                let mut ids = Vec::new();
+                for _ in 0..3 {
+                    let quote = booking.quote(journey(None)).await;
+                    let (status, job) = booking.book(&key(), &booking_body(&quote)).await;
+                    assert_eq!(status, 201, "{job}");
+                    assert_eq!(job["price_amount_minor"], quote["total_amount_minor"]);
+                    ids.push(quote["id"].as_str().unwrap().to_owned());
+                }
+                ids
+            })
+        })
+        .collect();
+    let mut quote_ids = std::collections::HashSet::new();
+    for task in tasks {
+        quote_ids.extend(task.await.unwrap());
+    }
+    assert_eq!(quote_ids.len(), 96, "every quote has its own id");
+}
+
 #[tokio::test]
 async fn an_expired_quote_cannot_be_booked() {
     let booking =

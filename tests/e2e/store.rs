@@ -9,6 +9,7 @@ use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use courier_core::quotes::QuoteWriter;
 use courier_domain::charge::CardStatus;
 use courier_domain::charge::state::ChargeStatus;
 use courier_domain::event::{EventDetails, EventName, NewEvent};
@@ -37,7 +38,13 @@ async fn merchant(pool: &PgPool) -> Uuid {
 }
 
 async fn quote(pool: &PgPool, merchant_id: Uuid, at: DateTime<Utc>) -> QuoteRow {
-    let row = QuoteRow {
+    let row = quote_row(merchant_id, at);
+    quotes::insert(pool, &row).await.unwrap();
+    row
+}
+
+fn quote_row(merchant_id: Uuid, at: DateTime<Utc>) -> QuoteRow {
+    QuoteRow {
         id: Uuid::new_v4(),
         merchant_id,
         environment: Environment::Test,
@@ -62,9 +69,7 @@ async fn quote(pool: &PgPool, merchant_id: Uuid, at: DateTime<Utc>) -> QuoteRow 
         created_at: at,
         expires_at: at + Duration::minutes(15),
         used_at: None,
-    };
-    quotes::insert(pool, &row).await.unwrap();
-    row
+    }
 }
 
 fn job(quote: &QuoteRow, status: JobStatus, booked_at: DateTime<Utc>) -> JobRow {
@@ -167,6 +172,72 @@ fn pending_charge(job: &JobRow, card: &CardRow) -> ChargeRow {
         refunded_at: None,
         updated_at: job.booked_at,
         hold_key: Some("hold-store-test".into()),
+    }
+}
+
+/// Quotes written together land with every field as given, or, when one row is refused,
+/// none of them does.
+#[tokio::test]
+async fn quotes_written_together_land_whole_or_not_at_all() {
+    let pool = database().await;
+    let merchant_id = merchant(&pool).await;
+    // Whole microseconds: what a timestamp keeps.
+    let at = DateTime::from_timestamp_micros(1_790_000_000_123_456).unwrap();
+    let mut rows: Vec<QuoteRow> = (0..3).map(|_| quote_row(merchant_id, at)).collect();
+    rows[1].pickup_postcode = None;
+    rows[1].dropoff_postcode = Some("9494".into());
+    rows[1].scheduled_for = Some(at + Duration::hours(2));
+    rows[1].vehicle = Vehicle::ElectricBicycle;
+    rows[2].breakdown = json!([{"code": "base", "description": "Base", "amount_minor": 990}]);
+    rows[2].environment = Environment::Live;
+    quotes::insert_many(&pool, &rows).await.unwrap();
+    let mut conn = pool.acquire().await.unwrap();
+    for row in &rows {
+        let read = jobs::lock_quote(&mut conn, row.id)
+            .await
+            .unwrap()
+            .expect("the quote was written")
+            .quote;
+        assert_eq!(format!("{read:?}"), format!("{row:?}"));
+    }
+
+    // A batch with one id already taken: the statement fails, and the others are not written.
+    let fresh = quote_row(merchant_id, at);
+    let taken = rows[0].clone();
+    quotes::insert_many(&pool, &[fresh.clone(), taken])
+        .await
+        .expect_err("a taken id is refused");
+    assert!(
+        jobs::lock_quote(&mut conn, fresh.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// The quote writer: quotes written at once share a statement, and a row the database
+/// refuses fails only its own write; the others are written alone after the batch fails.
+#[tokio::test]
+async fn a_refused_quote_fails_alone_and_the_rest_of_its_batch_is_written() {
+    let pool = database().await;
+    let merchant_id = merchant(&pool).await;
+    let now = Utc::now();
+    let taken = quote(&pool, merchant_id, now).await;
+    let writer = QuoteWriter::start(pool.clone());
+    let rows: Vec<QuoteRow> = (0..6).map(|_| quote_row(merchant_id, now)).collect();
+    // The test's runtime has one thread: every write is queued before the writer's task runs
+    // again and takes them, so the refused row shares a batch with the others.
+    let write = |row: &QuoteRow| {
+        let (writer, row) = (writer.clone(), row.clone());
+        tokio::spawn(async move { writer.write(row).await })
+    };
+    let writes: Vec<_> = rows.iter().map(write).collect();
+    let refused = write(&taken);
+    refused.await.unwrap().expect_err("the taken id is refused");
+    let mut conn = pool.acquire().await.unwrap();
+    for (row, written) in rows.iter().zip(writes) {
+        written.await.unwrap().expect("the others are written");
+        assert!(jobs::lock_quote(&mut conn, row.id).await.unwrap().is_some());
     }
 }
 

@@ -65,7 +65,7 @@ pub async fn create(
     let context = QuoteContext {
         markets: &state.markets,
         price_books: &state.price_books,
-        pool: &state.pool,
+        writer: &state.quote_writer,
         lifetime: state.config.quote_lifetime,
     };
     let quote = quotes::create(&context, &merchant, request, now).await?;

@@ -36,6 +36,8 @@ pub struct AppServices {
     pub config: Arc<Config>,
     pub markets: Arc<Markets>,
     pub price_books: Arc<PriceBooks>,
+    /// Writes quotes, several in one statement under load.
+    pub quote_writer: courier_core::quotes::QuoteWriter,
     pub payments: Arc<courier_core::payments::Payments>,
     pub webhooks: Arc<courier_core::webhooks::Webhooks>,
     pub tracking: Arc<courier_core::tracking::Tracking>,

@@ -277,6 +277,7 @@ pub async fn run(
         config: Arc::new(config.clone()),
         markets: Arc::clone(&services.markets),
         price_books: Arc::clone(&services.price_books),
+        quote_writer: courier_core::quotes::QuoteWriter::start(services.db.pool.clone()),
         webhooks: Arc::clone(&services.webhooks),
         payments: Arc::clone(&services.payments),
         tracking,

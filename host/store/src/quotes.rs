@@ -35,13 +35,46 @@ pub struct QuoteRow {
     pub used_at: Option<DateTime<Utc>>,
 }
 
-/// Inserts a quote. Its commit does not wait for the disk: a quote is an offer, made again
-/// for the asking, and that wait (the WAL flush) was a quarter of a quote's time in the
-/// database. A crash of the database in the fraction of a second before the background flush
-/// may lose it; its booking then answers that the quote does not exist. A booked quote is
-/// never lost: the booking's own commit waits for the disk, which flushes every commit made
-/// before it.
+/// Inserts a quote (see [`insert_many`]).
 pub async fn insert(pool: &PgPool, q: &QuoteRow) -> Result<(), sqlx::Error> {
+    insert_many(pool, std::slice::from_ref(q)).await
+}
+
+/// Inserts quotes in one statement and one transaction, all of them or none: a row the
+/// database refuses fails the whole statement.
+///
+/// The commit does not wait for the disk: a quote is an offer, made again for the asking,
+/// and that wait (the WAL flush) was a quarter of a quote's time in the database. A crash of
+/// the database in the fraction of a second before the background flush may lose one; its
+/// booking then answers that the quote does not exist. A booked quote is never lost: the
+/// booking's own commit waits for the disk, which flushes every commit made before it.
+pub async fn insert_many(pool: &PgPool, rows: &[QuoteRow]) -> Result<(), sqlx::Error> {
+    fn column<'a, T>(rows: &'a [QuoteRow], field: impl Fn(&'a QuoteRow) -> T) -> Vec<T> {
+        rows.iter().map(field).collect()
+    }
+    let ids = column(rows, |q| q.id);
+    let merchant_ids = column(rows, |q| q.merchant_id);
+    let environments = column(rows, |q| q.environment.as_str());
+    let market_ids = column(rows, |q| q.market_id.as_str());
+    let currencies = column(rows, |q| q.currency.as_str());
+    let vehicles = column(rows, |q| q.vehicle.as_str());
+    let pickup_latitudes = column(rows, |q| q.pickup_latitude);
+    let pickup_longitudes = column(rows, |q| q.pickup_longitude);
+    let pickup_postcodes = column(rows, |q| q.pickup_postcode.as_deref());
+    let dropoff_latitudes = column(rows, |q| q.dropoff_latitude);
+    let dropoff_longitudes = column(rows, |q| q.dropoff_longitude);
+    let dropoff_postcodes = column(rows, |q| q.dropoff_postcode.as_deref());
+    let weights = column(rows, |q| q.weight_grams);
+    let scheduled_fors = column(rows, |q| q.scheduled_for);
+    let priced_fors = column(rows, |q| q.priced_for);
+    let demands = column(rows, |q| q.demand_permille);
+    let distances = column(rows, |q| q.distance_metres);
+    let durations = column(rows, |q| q.duration_seconds);
+    let totals = column(rows, |q| q.total_amount_minor);
+    let breakdowns = column(rows, |q| &q.breakdown);
+    let versions = column(rows, |q| q.price_book_version);
+    let created_ats = column(rows, |q| q.created_at);
+    let expires_ats = column(rows, |q| q.expires_at);
     // `set_config(..., true)` lasts until the end of the statement's own transaction: its
     // commit is the one it affects, and no other statement of the connection.
     sqlx::query!(
@@ -50,32 +83,35 @@ pub async fn insert(pool: &PgPool, q: &QuoteRow) -> Result<(), sqlx::Error> {
          dropoff_longitude, dropoff_postcode, weight_grams, scheduled_for, priced_for, \
          demand_permille, distance_metres, duration_seconds, total_amount_minor, breakdown, \
          price_book_version, created_at, expires_at) \
-         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-         $18, $19, $20, $21, $22, $23 \
-         FROM (SELECT set_config('synchronous_commit', 'off', true)) AS commit_without_waiting",
-        q.id,
-        q.merchant_id,
-        q.environment.as_str(),
-        q.market_id,
-        q.currency,
-        q.vehicle.as_str(),
-        q.pickup_latitude,
-        q.pickup_longitude,
-        q.pickup_postcode,
-        q.dropoff_latitude,
-        q.dropoff_longitude,
-        q.dropoff_postcode,
-        q.weight_grams,
-        q.scheduled_for,
-        q.priced_for,
-        q.demand_permille,
-        q.distance_metres,
-        q.duration_seconds,
-        q.total_amount_minor,
-        q.breakdown,
-        q.price_book_version,
-        q.created_at,
-        q.expires_at,
+         SELECT q.* FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], \
+         $6::text[], $7::float8[], $8::float8[], $9::text[], $10::float8[], $11::float8[], \
+         $12::text[], $13::int4[], $14::timestamptz[], $15::timestamptz[], $16::int8[], \
+         $17::int4[], $18::int4[], $19::int8[], $20::jsonb[], $21::int4[], \
+         $22::timestamptz[], $23::timestamptz[]) AS q, \
+         (SELECT set_config('synchronous_commit', 'off', true)) AS commit_without_waiting",
+        &ids,
+        &merchant_ids,
+        &environments as &[&str],
+        &market_ids as &[&str],
+        &currencies as &[&str],
+        &vehicles as &[&str],
+        &pickup_latitudes,
+        &pickup_longitudes,
+        &pickup_postcodes as &[Option<&str>],
+        &dropoff_latitudes,
+        &dropoff_longitudes,
+        &dropoff_postcodes as &[Option<&str>],
+        &weights,
+        &scheduled_fors as &[Option<DateTime<Utc>>],
+        &priced_fors,
+        &demands,
+        &distances,
+        &durations,
+        &totals,
+        &breakdowns as &[&serde_json::Value],
+        &versions,
+        &created_ats,
+        &expires_ats,
     )
     .execute(pool)
     .await?;

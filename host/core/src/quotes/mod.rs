@@ -12,7 +12,10 @@ use crate::markets::{Market, Markets, RoutingError};
 use crate::pricing::{PriceBooks, PricingError, convert};
 use courier_domain::error::ErrorCode;
 use courier_domain::quote::{QuoteRequest, QuoteRequestError, Stop};
-use courier_store::quotes::{self as store, QuoteRow};
+use courier_store::quotes::QuoteRow;
+
+mod writer;
+pub use writer::QuoteWriter;
 
 #[derive(Debug, Error, ErrorCode)]
 pub enum QuoteError {
@@ -58,7 +61,7 @@ pub struct Quote {
 pub struct QuoteContext<'a> {
     pub markets: &'a Markets,
     pub price_books: &'a PriceBooks,
-    pub pool: &'a sqlx::PgPool,
+    pub writer: &'a QuoteWriter,
     pub lifetime: chrono::Duration,
 }
 
@@ -126,11 +129,10 @@ pub async fn create(
         expires_at: now + context.lifetime,
         used_at: None,
     };
-    store::insert(context.pool, &row).await?;
-    Ok(Quote {
+    let quote = Quote {
         id: row.id,
         total: market.definition.currency.format(total_amount_minor),
-        currency: row.currency,
+        currency: row.currency.clone(),
         total_amount_minor,
         distance_metres: row.distance_metres,
         estimated_duration_seconds: row.duration_seconds,
@@ -138,7 +140,9 @@ pub async fn create(
         expires_at: row.expires_at,
         breakdown,
         price_book_version: row.price_book_version,
-    })
+    };
+    context.writer.write(row).await?;
+    Ok(quote)
 }
 
 /// In markets priced by postcode, the postcode given, else the one found at the point.
