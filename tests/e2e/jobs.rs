@@ -207,6 +207,40 @@ async fn a_booking_is_created_and_read_back() {
             .unwrap();
     assert_eq!(name, "job.booked");
     assert_eq!(facts["reference"], job["reference"]);
+
+    // Its charge, written with it: the price held, authorised, with the moves that took it
+    // there in order.
+    let (charge_id, status, amount, authorisation): (uuid::Uuid, String, i64, Option<String>) =
+        sqlx::query_as(
+            "SELECT id, status, amount_minor, authorisation_ref FROM charges \
+             WHERE job_id = $1::uuid",
+        )
+        .bind(id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(status, "authorised");
+    assert_eq!(Some(amount), job["price_amount_minor"].as_i64());
+    assert!(authorisation.is_some());
+    let moves: Vec<(Option<String>, String, Option<String>)> = sqlx::query_as(
+        "SELECT from_status, to_status, provider_ref FROM charge_moves \
+         WHERE charge_id = $1 ORDER BY id",
+    )
+    .bind(charge_id)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        moves,
+        [
+            (None, "pending".to_owned(), None),
+            (
+                Some("pending".to_owned()),
+                "authorised".to_owned(),
+                authorisation
+            ),
+        ]
+    );
     booking.quoting.app.stop().await;
 }
 

@@ -191,13 +191,11 @@ async fn quotes_written_together_land_whole_or_not_at_all() {
     rows[2].breakdown = json!([{"code": "base", "description": "Base", "amount_minor": 990}]);
     rows[2].environment = Environment::Live;
     quotes::insert_many(&pool, &rows).await.unwrap();
-    let mut conn = pool.acquire().await.unwrap();
     for row in &rows {
-        let read = jobs::lock_quote(&mut conn, row.id)
+        let read = quotes::find(&pool, row.id)
             .await
             .unwrap()
-            .expect("the quote was written")
-            .quote;
+            .expect("the quote was written");
         assert_eq!(format!("{read:?}"), format!("{row:?}"));
     }
 
@@ -207,12 +205,7 @@ async fn quotes_written_together_land_whole_or_not_at_all() {
     quotes::insert_many(&pool, &[fresh.clone(), taken])
         .await
         .expect_err("a taken id is refused");
-    assert!(
-        jobs::lock_quote(&mut conn, fresh.id)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(quotes::find(&pool, fresh.id).await.unwrap().is_none());
 }
 
 /// The quote writer: quotes written at once share a statement, and a row the database
@@ -234,11 +227,92 @@ async fn a_refused_quote_fails_alone_and_the_rest_of_its_batch_is_written() {
     let writes: Vec<_> = rows.iter().map(write).collect();
     let refused = write(&taken);
     refused.await.unwrap().expect_err("the taken id is refused");
-    let mut conn = pool.acquire().await.unwrap();
     for (row, written) in rows.iter().zip(writes) {
         written.await.unwrap().expect("the others are written");
-        assert!(jobs::lock_quote(&mut conn, row.id).await.unwrap().is_some());
+        assert!(quotes::find(&pool, row.id).await.unwrap().is_some());
     }
+}
+
+/// A booking's claim: the key first, then the quote it names (locked) with the merchant's
+/// settings and usable card; the same key once committed is found taken, with its stored
+/// answer, and its quote is not looked up.
+#[tokio::test]
+async fn a_bookings_claim_takes_the_key_and_finds_its_quote_and_card() {
+    let pool = database().await;
+    let merchant_id = merchant(&pool).await;
+    // Whole microseconds: what a timestamp keeps.
+    let now = DateTime::from_timestamp_micros(Utc::now().timestamp_micros()).unwrap();
+    let quote = quote(&pool, merchant_id, now).await;
+    let key = format!("claim-{}", Uuid::new_v4());
+    let claim = |quote_id: Option<Uuid>, hash: &'static [u8]| {
+        let (pool, key) = (pool.clone(), key.clone());
+        async move {
+            let mut tx = pool.begin().await.unwrap();
+            let claim = jobs::claim_booking(
+                &mut tx,
+                merchant_id,
+                Environment::Test,
+                &key,
+                hash,
+                quote_id,
+            )
+            .await
+            .unwrap();
+            (tx, claim)
+        }
+    };
+
+    // No card yet, and a body without a quote id: claimed, nothing found.
+    let (tx, claimed) = claim(None, b"first").await;
+    let jobs::BookingClaim::Claimed {
+        quote: None,
+        card: None,
+    } = claimed
+    else {
+        panic!("claimed, with neither quote nor card");
+    };
+    tx.rollback().await.unwrap();
+
+    let card = card(&pool, merchant_id).await;
+    let (mut tx, claimed) = claim(Some(quote.id), b"first").await;
+    let jobs::BookingClaim::Claimed {
+        quote: Some(found),
+        card: Some(found_card),
+    } = claimed
+    else {
+        panic!("claimed, with the quote and the card");
+    };
+    assert_eq!(format!("{:?}", found.quote), format!("{quote:?}"));
+    assert!(!found.notify_customer_default);
+    assert!(!found.proof_photo_required && !found.proof_signature_required);
+    assert_eq!(
+        (found_card.id, &found_card.provider_ref, found_card.status),
+        (card.id, &card.provider_ref, CardStatus::Active)
+    );
+    Writes::new()
+        .and(jobs::store_response(
+            merchant_id,
+            Environment::Test,
+            &key,
+            201,
+            &json!({"id": "job"}),
+        ))
+        .execute(&mut tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+
+    let (tx, taken) = claim(Some(quote.id), b"second").await;
+    let jobs::BookingClaim::Taken {
+        request_hash,
+        response,
+    } = taken
+    else {
+        panic!("the key is taken");
+    };
+    assert_eq!(request_hash, b"first");
+    assert_eq!(response, Some((201, json!({"id": "job"}))));
+    tx.rollback().await.unwrap();
 }
 
 /// A booking's first phase writes the quote's reservation, the job and the attempt as one
@@ -291,13 +365,12 @@ async fn a_bookings_joined_writes_land_together_or_not_at_all() {
     let kept_job: JobRow = serde_json::from_value(kept.job).unwrap();
     assert_eq!(kept_job.id, booked.id);
     assert_eq!(kept_job.vehicle, Vehicle::Car);
-    let reserved = jobs::lock_quote(&mut conn, quote.id)
+    let reserved = quotes::find(&pool, quote.id)
         .await
         .unwrap()
         .expect("the quote exists");
-    assert!(reserved.quote.used_at.is_some());
-    assert_eq!(reserved.quote.vehicle, Vehicle::Car);
-    assert!(!reserved.proof_photo_required);
+    assert!(reserved.used_at.is_some());
+    assert_eq!(reserved.vehicle, Vehicle::Car);
 
     // The second quote's reservation and a job whose id is taken: the insert fails, and the
     // reservation written in the same statement is not kept either.
@@ -310,11 +383,8 @@ async fn a_bookings_joined_writes_land_together_or_not_at_all() {
         .execute(&mut conn)
         .await;
     assert!(failed.is_err(), "a duplicate job id is refused");
-    let untouched = jobs::lock_quote(&mut conn, other.id)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(untouched.quote.used_at, None);
+    let untouched = quotes::find(&pool, other.id).await.unwrap().unwrap();
+    assert_eq!(untouched.used_at, None);
 
     // A settled attempt is deleted, and its quote released, in one statement.
     Writes::new()
@@ -329,11 +399,8 @@ async fn a_bookings_joined_writes_land_together_or_not_at_all() {
             .unwrap()
             .is_none()
     );
-    let released = jobs::lock_quote(&mut conn, quote.id)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(released.quote.used_at, None);
+    let released = quotes::find(&pool, quote.id).await.unwrap().unwrap();
+    assert_eq!(released.used_at, None);
 }
 
 /// The job list's filters are optional and combine; pages are newest first; the total

@@ -2,6 +2,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 use uuid::Uuid;
 
+use courier_domain::charge::CardStatus;
 use courier_domain::{Environment, JobStatus, Vehicle};
 
 use crate::text::{Text, column};
@@ -280,51 +281,162 @@ pub struct QuoteToBook {
     pub proof_signature_required: bool,
 }
 
-/// The quote, locked for this transaction, and its merchant's booking settings.
-pub async fn lock_quote(
+/// What claiming a booking's idempotency key found.
+// Made once per booking and taken apart at once: the size of the claimed variant costs one
+// move, where a box would cost an allocation.
+#[allow(clippy::large_enum_variant)]
+pub enum BookingClaim {
+    /// This request owns the key (its response is stored before the transaction commits),
+    /// with the quote it names, locked for this transaction, and the card a charge would go
+    /// on, where they exist.
+    Claimed {
+        quote: Option<QuoteToBook>,
+        card: Option<crate::payments::CardRow>,
+    },
+    /// An earlier request with this key committed.
+    Taken {
+        request_hash: Vec<u8>,
+        response: Option<(i32, serde_json::Value)>,
+    },
+}
+
+/// Claims a booking's idempotency key and, once it is this request's, locks the quote and
+/// reads the merchant's settings and usable card, in one statement: the key first, so a
+/// concurrent twin waits on the key's unique index until this transaction ends and never
+/// takes the quote's lock. No quote is looked up without `quote_id` (a body that does not
+/// parse is still checked against the key).
+pub async fn claim_booking(
     conn: &mut PgConnection,
-    id: Uuid,
-) -> Result<Option<QuoteToBook>, sqlx::Error> {
-    let row = sqlx::query!(
-        "SELECT q.id, q.merchant_id, q.environment AS \"environment: Text<Environment>\", \
-         q.market_id, q.currency, q.vehicle AS \"vehicle: Text<Vehicle>\", q.pickup_latitude, q.pickup_longitude, q.pickup_postcode, q.dropoff_latitude, q.dropoff_longitude, q.dropoff_postcode, q.weight_grams, q.scheduled_for, q.priced_for, q.demand_permille, q.distance_metres, q.duration_seconds, q.total_amount_minor, q.breakdown, q.price_book_version, q.created_at, q.expires_at, q.used_at, \
-         m.notify_customer_default, m.proof_photo_required, m.proof_signature_required \
-         FROM quotes q JOIN merchants m ON m.id = q.merchant_id WHERE q.id = $1 FOR UPDATE OF q",
-        id,
+    merchant_id: Uuid,
+    environment: Environment,
+    key: &str,
+    request_hash: &[u8],
+    quote_id: Option<Uuid>,
+) -> Result<BookingClaim, sqlx::Error> {
+    // The card is chosen as `payments::usable_card` chooses it.
+    let r = sqlx::query!(
+        "WITH claimed AS ( \
+           INSERT INTO idempotency_keys (merchant_id, environment, key, request_hash) \
+           VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1), \
+         quote AS ( \
+           SELECT q.*, m.notify_customer_default, m.proof_photo_required, \
+             m.proof_signature_required \
+           FROM quotes q JOIN merchants m ON m.id = q.merchant_id \
+           WHERE q.id = $5 AND EXISTS (SELECT 1 FROM claimed) FOR UPDATE OF q), \
+         card AS ( \
+           SELECT * FROM payment_methods \
+           WHERE merchant_id = $1 AND environment = $2 AND status = 'active' \
+             AND removed_at IS NULL AND EXISTS (SELECT 1 FROM claimed) \
+           ORDER BY is_default DESC, attached_at DESC, id LIMIT 1) \
+         SELECT EXISTS (SELECT 1 FROM claimed) AS \"claimed!\", \
+           q.id AS \"quote_id?\", q.merchant_id AS \"quote_merchant_id?\", \
+           q.environment AS \"quote_environment?: Text<Environment>\", \
+           q.market_id AS \"market_id?\", q.currency AS \"currency?\", \
+           q.vehicle AS \"vehicle?: Text<Vehicle>\", \
+           q.pickup_latitude AS \"pickup_latitude?\", \
+           q.pickup_longitude AS \"pickup_longitude?\", q.pickup_postcode, \
+           q.dropoff_latitude AS \"dropoff_latitude?\", \
+           q.dropoff_longitude AS \"dropoff_longitude?\", q.dropoff_postcode, \
+           q.weight_grams AS \"weight_grams?\", q.scheduled_for, \
+           q.priced_for AS \"priced_for?\", q.demand_permille AS \"demand_permille?\", \
+           q.distance_metres AS \"distance_metres?\", \
+           q.duration_seconds AS \"duration_seconds?\", \
+           q.total_amount_minor AS \"total_amount_minor?\", q.breakdown AS \"breakdown?\", \
+           q.price_book_version AS \"price_book_version?\", \
+           q.created_at AS \"created_at?\", q.expires_at AS \"expires_at?\", q.used_at, \
+           q.notify_customer_default AS \"notify_customer_default?\", \
+           q.proof_photo_required AS \"proof_photo_required?\", \
+           q.proof_signature_required AS \"proof_signature_required?\", \
+           c.id AS \"card_id?\", c.merchant_id AS \"card_merchant_id?\", \
+           c.environment AS \"card_environment?: Text<Environment>\", \
+           c.provider_ref AS \"card_provider_ref?\", c.customer_id AS \"card_customer_id?\", \
+           c.brand AS \"card_brand?\", c.last_four AS \"card_last_four?\", \
+           c.expiry_month AS \"card_expiry_month?\", c.expiry_year AS \"card_expiry_year?\", \
+           c.status AS \"card_status?: Text<CardStatus>\", \
+           c.is_default AS \"card_is_default?\", c.attached_at AS \"card_attached_at?\", \
+           c.dead_reason AS card_dead_reason, c.died_at AS card_died_at, \
+           c.removed_at AS card_removed_at \
+         FROM (SELECT 1) AS one LEFT JOIN quote q ON true LEFT JOIN card c ON true",
+        merchant_id,
+        environment.as_str(),
+        key,
+        request_hash,
+        quote_id,
     )
-    .fetch_optional(conn)
+    .fetch_one(&mut *conn)
     .await?;
-    Ok(row.map(|r| QuoteToBook {
-        quote: crate::quotes::QuoteRow {
-            id: r.id,
-            merchant_id: r.merchant_id,
-            environment: r.environment.into(),
-            market_id: r.market_id,
-            currency: r.currency,
-            vehicle: r.vehicle.into(),
-            pickup_latitude: r.pickup_latitude,
-            pickup_longitude: r.pickup_longitude,
-            pickup_postcode: r.pickup_postcode,
-            dropoff_latitude: r.dropoff_latitude,
-            dropoff_longitude: r.dropoff_longitude,
-            dropoff_postcode: r.dropoff_postcode,
-            weight_grams: r.weight_grams,
-            scheduled_for: r.scheduled_for,
-            priced_for: r.priced_for,
-            demand_permille: r.demand_permille,
-            distance_metres: r.distance_metres,
-            duration_seconds: r.duration_seconds,
-            total_amount_minor: r.total_amount_minor,
-            breakdown: r.breakdown,
-            price_book_version: r.price_book_version,
-            created_at: r.created_at,
-            expires_at: r.expires_at,
-            used_at: r.used_at,
-        },
-        notify_customer_default: r.notify_customer_default,
-        proof_photo_required: r.proof_photo_required,
-        proof_signature_required: r.proof_signature_required,
-    }))
+    if !r.claimed {
+        let taken = sqlx::query!(
+            "SELECT request_hash, response_status, response_body FROM idempotency_keys \
+             WHERE merchant_id = $1 AND environment = $2 AND key = $3",
+            merchant_id,
+            environment.as_str(),
+            key,
+        )
+        .fetch_one(&mut *conn)
+        .await?;
+        return Ok(BookingClaim::Taken {
+            request_hash: taken.request_hash,
+            response: taken.response_status.zip(taken.response_body),
+        });
+    }
+    // A row the statement found has every column it declares not null.
+    let missing = || sqlx::Error::Decode("a found quote or card lacks a column".into());
+    let quote = match r.quote_id {
+        None => None,
+        Some(id) => Some(QuoteToBook {
+            quote: crate::quotes::QuoteRow {
+                id,
+                merchant_id: r.quote_merchant_id.ok_or_else(missing)?,
+                environment: r.quote_environment.ok_or_else(missing)?.into(),
+                market_id: r.market_id.ok_or_else(missing)?,
+                currency: r.currency.ok_or_else(missing)?,
+                vehicle: r.vehicle.ok_or_else(missing)?.into(),
+                pickup_latitude: r.pickup_latitude.ok_or_else(missing)?,
+                pickup_longitude: r.pickup_longitude.ok_or_else(missing)?,
+                pickup_postcode: r.pickup_postcode,
+                dropoff_latitude: r.dropoff_latitude.ok_or_else(missing)?,
+                dropoff_longitude: r.dropoff_longitude.ok_or_else(missing)?,
+                dropoff_postcode: r.dropoff_postcode,
+                weight_grams: r.weight_grams.ok_or_else(missing)?,
+                scheduled_for: r.scheduled_for,
+                priced_for: r.priced_for.ok_or_else(missing)?,
+                demand_permille: r.demand_permille.ok_or_else(missing)?,
+                distance_metres: r.distance_metres.ok_or_else(missing)?,
+                duration_seconds: r.duration_seconds.ok_or_else(missing)?,
+                total_amount_minor: r.total_amount_minor.ok_or_else(missing)?,
+                breakdown: r.breakdown.ok_or_else(missing)?,
+                price_book_version: r.price_book_version.ok_or_else(missing)?,
+                created_at: r.created_at.ok_or_else(missing)?,
+                expires_at: r.expires_at.ok_or_else(missing)?,
+                used_at: r.used_at,
+            },
+            notify_customer_default: r.notify_customer_default.ok_or_else(missing)?,
+            proof_photo_required: r.proof_photo_required.ok_or_else(missing)?,
+            proof_signature_required: r.proof_signature_required.ok_or_else(missing)?,
+        }),
+    };
+    let card = match r.card_id {
+        None => None,
+        Some(id) => Some(crate::payments::CardRow {
+            id,
+            merchant_id: r.card_merchant_id.ok_or_else(missing)?,
+            environment: r.card_environment.ok_or_else(missing)?.into(),
+            provider_ref: r.card_provider_ref.ok_or_else(missing)?,
+            customer_id: r.card_customer_id.ok_or_else(missing)?,
+            brand: r.card_brand.ok_or_else(missing)?,
+            last_four: r.card_last_four.ok_or_else(missing)?,
+            expiry_month: r.card_expiry_month.ok_or_else(missing)?,
+            expiry_year: r.card_expiry_year.ok_or_else(missing)?,
+            status: r.card_status.ok_or_else(missing)?.into(),
+            is_default: r.card_is_default.ok_or_else(missing)?,
+            attached_at: r.card_attached_at.ok_or_else(missing)?,
+            dead_reason: r.card_dead_reason,
+            died_at: r.card_died_at,
+            removed_at: r.card_removed_at,
+        }),
+    };
+    Ok(BookingClaim::Claimed { quote, card })
 }
 
 /// The latest position of a courier, if seen since `fresh_since`.
@@ -342,54 +454,6 @@ pub async fn courier_position(
     .fetch_optional(pool)
     .await?;
     Ok(position.map(|p| (p.latitude, p.longitude, p.seen_at)))
-}
-
-/// What claiming an idempotency key found.
-pub enum KeyClaim {
-    /// This request owns the key; its response is stored before the transaction commits.
-    Claimed,
-    /// An earlier request with this key committed.
-    Taken {
-        request_hash: Vec<u8>,
-        response: Option<(i32, serde_json::Value)>,
-    },
-}
-
-/// Inserts the key in the request's transaction. A concurrent twin's insert waits on the
-/// unique index until this transaction ends, then finds the stored response.
-pub async fn claim_key(
-    conn: &mut PgConnection,
-    merchant_id: Uuid,
-    environment: Environment,
-    key: &str,
-    request_hash: &[u8],
-) -> Result<KeyClaim, sqlx::Error> {
-    let inserted = sqlx::query!(
-        "INSERT INTO idempotency_keys (merchant_id, environment, key, request_hash) \
-         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-        merchant_id,
-        environment.as_str(),
-        key,
-        request_hash,
-    )
-    .execute(&mut *conn)
-    .await?;
-    if inserted.rows_affected() == 1 {
-        return Ok(KeyClaim::Claimed);
-    }
-    let taken = sqlx::query!(
-        "SELECT request_hash, response_status, response_body FROM idempotency_keys \
-             WHERE merchant_id = $1 AND environment = $2 AND key = $3",
-        merchant_id,
-        environment.as_str(),
-        key,
-    )
-    .fetch_one(&mut *conn)
-    .await?;
-    Ok(KeyClaim::Taken {
-        request_hash: taken.request_hash,
-        response: taken.response_status.zip(taken.response_body),
-    })
 }
 
 /// Stores the response of the booking that claimed the key, for its replays ([`Writes`]).

@@ -1,7 +1,7 @@
 //! Cards on file, charges, their moves and retries.
 
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, PgPool};
+use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 use uuid::Uuid;
 
 use courier_domain::charge::{CardStatus, ChargeStatus, Move};
@@ -388,6 +388,60 @@ pub async fn raise_charge(
     .execute(conn)
     .await?;
     Ok(raised.rows_affected() > 0)
+}
+
+/// Inserts the charge of a job written by the same statement ([`crate::writes::Writes`]):
+/// unlike [`raise_charge`], no charge can exist for the job yet, so none is looked for. Goes
+/// with [`insert_moves`] for the moves that brought it to its status.
+pub fn insert_charge<'a>(
+    c: &'a ChargeRow,
+) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
+    move |query| {
+        query.push(
+            "INSERT INTO charges (id, merchant_id, environment, job_id, payment_method_id, \
+             status, currency, amount_minor, refunded_amount_minor, authorisation_ref, \
+             last_error, raised_at, authorised_at, updated_at, hold_key) ",
+        );
+        query.push_values([c], |mut row, c| {
+            row.push_bind(c.id)
+                .push_bind(c.merchant_id)
+                .push_bind(c.environment.as_str())
+                .push_bind(c.job_id)
+                .push_bind(c.payment_method_id)
+                .push_bind(c.status.as_str())
+                .push_bind(&c.currency)
+                .push_bind(c.amount_minor)
+                .push_bind(c.refunded_amount_minor)
+                .push_bind(c.authorisation_ref.as_deref())
+                .push_bind(c.last_error.as_deref())
+                .push_bind(c.raised_at)
+                .push_bind(c.authorised_at)
+                .push_bind(c.updated_at)
+                .push_bind(c.hold_key.as_deref());
+        });
+    }
+}
+
+/// Records a charge's moves, oldest first, numbered in that order ([`crate::writes::Writes`]).
+pub fn insert_moves<'a>(
+    moves: &'a [NewMove<'a>],
+) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
+    move |query| {
+        query.push(
+            "INSERT INTO charge_moves (charge_id, from_status, to_status, amount_minor, \
+             provider_ref, detail, actor, at) ",
+        );
+        query.push_values(moves, |mut row, m| {
+            row.push_bind(m.charge_id)
+                .push_bind(m.from_status.map(ChargeStatus::as_str))
+                .push_bind(m.to_status.as_str())
+                .push_bind(m.amount_minor)
+                .push_bind(m.provider_ref)
+                .push_bind(m.detail)
+                .push_bind(m.actor)
+                .push_bind(m.at);
+        });
+    }
 }
 
 /// Writes a charge that moved: every field a move can change, its pending retry dropped (the

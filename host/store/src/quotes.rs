@@ -118,6 +118,17 @@ pub async fn insert_many(pool: &PgPool, rows: &[QuoteRow]) -> Result<(), sqlx::E
     Ok(())
 }
 
+/// A quote by its id.
+pub async fn find(pool: &PgPool, id: Uuid) -> Result<Option<QuoteRow>, sqlx::Error> {
+    sqlx::query_as!(
+        QuoteRow,
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", market_id, currency, vehicle AS \"vehicle: Text<Vehicle>\", pickup_latitude, pickup_longitude, pickup_postcode, dropoff_latitude, dropoff_longitude, dropoff_postcode, weight_grams, scheduled_for, priced_for, demand_permille, distance_metres, duration_seconds, total_amount_minor, breakdown, price_book_version, created_at, expires_at, used_at FROM quotes WHERE id = $1",
+        id,
+    )
+    .fetch_optional(pool)
+    .await
+}
+
 /// A market's most recent quotes, newest first.
 pub async fn recent_in_market(
     pool: &PgPool,

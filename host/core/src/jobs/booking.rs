@@ -48,7 +48,7 @@ use super::views::JobView;
 use crate::auth::Merchant;
 use crate::events::{self, EventBell, EventTransaction};
 use crate::markets::Markets;
-use crate::payments::{CallSlot, HoldError, Payments, ProviderAnswer, RecordedHold};
+use crate::payments::{self, CallSlot, HoldError, Payments, ProviderAnswer, RecordedHold};
 use courier_domain::booking::{
     BookingRequest, BookingRequestError, Contact, StopRole, normalise_phone,
 };
@@ -57,7 +57,7 @@ use courier_domain::job::reference::{new_reference, new_tracking_token};
 use courier_domain::sandbox::Scenario;
 use courier_domain::{Environment, JobStatus};
 use courier_store::bookings::{self as attempts, AttemptRow};
-use courier_store::jobs::{self as store, JobRow, KeyClaim};
+use courier_store::jobs::{self as store, BookingClaim, JobRow};
 use courier_store::payments::CardRow;
 use courier_store::quotes::QuoteRow;
 use courier_store::writes::Writes;
@@ -210,17 +210,19 @@ pub async fn book(
     let request_hash = Sha256::digest(body.to_string().as_bytes()).to_vec();
     let request = BookingRequest::parse(body, now);
     let mut tx = EventTransaction::begin(&context.pool, &context.bell, false).await?;
-    match store::claim_key(
+    let quote_id = request.as_ref().ok().map(|r| r.quote_id);
+    let (quote, card) = match store::claim_booking(
         &mut tx,
         merchant.merchant_id,
         merchant.environment,
         key,
         &request_hash,
+        quote_id,
     )
     .await?
     {
-        KeyClaim::Claimed => {}
-        KeyClaim::Taken {
+        BookingClaim::Claimed { quote, card } => (quote, card),
+        BookingClaim::Taken {
             request_hash: earlier,
             response,
         } => {
@@ -230,8 +232,8 @@ pub async fn book(
             }
             return replay(response);
         }
-    }
-    let prepared = prepare(&mut tx, context, merchant, key, request?, now).await?;
+    };
+    let prepared = prepare(context, merchant, key, request?, quote, card, now)?;
     let network = context.payments.uses_network(merchant.environment)?;
     // Taken before anything is committed: when every place is taken, nothing is written.
     let slot = context
@@ -281,14 +283,15 @@ pub async fn book(
     }
 }
 
-/// Phase 1's checks, on the key's transaction: the quote locked and checked, the phones
-/// made usable, the card chosen and the job made.
-async fn prepare(
-    tx: &mut PgConnection,
+/// Phase 1's checks, on what the key's claim found: the quote (locked) checked, the phones
+/// made usable, the card required and the job made.
+fn prepare(
     context: &BookingContext,
     merchant: &Merchant,
     key: &str,
     mut request: BookingRequest,
+    quote: Option<store::QuoteToBook>,
+    card: Option<CardRow>,
     now: DateTime<Utc>,
 ) -> Result<Prepared, BookingError> {
     let store::QuoteToBook {
@@ -296,8 +299,7 @@ async fn prepare(
         notify_customer_default,
         proof_photo_required,
         proof_signature_required,
-    } = store::lock_quote(tx, request.quote_id)
-        .await?
+    } = quote
         .filter(|q| {
             q.quote.merchant_id == merchant.merchant_id
                 && q.quote.environment == merchant.environment
@@ -365,8 +367,8 @@ async fn prepare(
     if job.price_amount_minor <= 0 {
         return Err(HoldError::InvalidAmount.into());
     }
-    // Last: a refusal anywhere above never reaches the card.
-    let card = Payments::card_for_hold(tx, merchant).await?;
+    // Last: a refusal anywhere above is answered before a missing card.
+    let card = card.ok_or(HoldError::NoPaymentMethod)?;
     Ok(Prepared {
         job,
         card,
@@ -477,6 +479,24 @@ async fn record(
     let event = booked_event(job, merchant, job.booked_at);
     let body =
         serde_json::to_value(JobView::new(job, &context.public_url)).expect("jobs serialise");
+    // Without an attempt, the job is made by this very statement, so it has no charge yet:
+    // an approved hold's charge and its moves join the statement.
+    let charge = match (attempt, &answer) {
+        (None, ProviderAnswer::Approved(reference)) => Some(payments::hold_charge(
+            merchant,
+            job.id,
+            &prepared.card,
+            job.price_amount_minor,
+            &job.currency,
+            &prepared.hold_key,
+            Some(reference.clone()),
+        )),
+        _ => None,
+    };
+    let moves = charge
+        .as_ref()
+        .map(payments::raising_moves)
+        .unwrap_or_default();
     let mut writes = Writes::new()
         .and(store::insert_job(job))
         .and(events::insert(Uuid::new_v4(), &event))
@@ -495,7 +515,15 @@ async fn record(
     if let Some(run) = &run {
         writes = writes.and(courier_store::sandbox::upsert(run));
     }
+    if let Some(charge) = &charge {
+        writes = writes
+            .and(courier_store::payments::insert_charge(charge))
+            .and(courier_store::payments::insert_moves(&moves));
+    }
     writes.execute(conn).await?;
+    if charge.is_some() {
+        return Ok(Ok(BookingResponse { status: 201, body }));
+    }
     let recorded = context
         .payments
         .record_hold(

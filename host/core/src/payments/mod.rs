@@ -298,6 +298,73 @@ pub struct CallSlot {
     _permit: Option<OwnedSemaphorePermit>,
 }
 
+/// The charge a booking's hold raises, as it is first written: `authorised` with the
+/// provider's reference when the hold was approved, else `pending`.
+pub fn hold_charge(
+    merchant: &Merchant,
+    job_id: Uuid,
+    card: &CardRow,
+    amount_minor: i64,
+    currency: &str,
+    hold_key: &str,
+    approval: Option<String>,
+) -> ChargeRow {
+    let now = now();
+    ChargeRow {
+        id: Uuid::new_v4(),
+        merchant_id: merchant.merchant_id,
+        environment: merchant.environment,
+        job_id,
+        payment_method_id: card.id,
+        status: match approval {
+            Some(_) => ChargeStatus::Authorised,
+            None => ChargeStatus::Pending,
+        },
+        currency: currency.to_owned(),
+        amount_minor,
+        refunded_amount_minor: 0,
+        authorised_at: approval.as_ref().map(|_| now),
+        authorisation_ref: approval,
+        payment_ref: None,
+        after_hold: None,
+        decline_code: None,
+        last_error: None,
+        raised_at: now,
+        captured_at: None,
+        voided_at: None,
+        failed_at: None,
+        refunded_at: None,
+        updated_at: now,
+        hold_key: Some(hold_key.to_owned()),
+    }
+}
+
+/// The moves that brought a charge from [`hold_charge`] to its status, oldest first: raised
+/// `pending`, then `authorised` when it was approved.
+pub fn raising_moves(charge: &ChargeRow) -> Vec<NewMove<'_>> {
+    let raised = NewMove {
+        charge_id: charge.id,
+        from_status: None,
+        to_status: ChargeStatus::Pending,
+        amount_minor: Some(charge.amount_minor),
+        provider_ref: None,
+        detail: Some("raised at booking"),
+        actor: SYSTEM,
+        at: charge.raised_at,
+    };
+    let mut moves = vec![raised];
+    if charge.status == ChargeStatus::Authorised {
+        moves.push(NewMove {
+            from_status: Some(ChargeStatus::Pending),
+            to_status: ChargeStatus::Authorised,
+            provider_ref: charge.authorisation_ref.as_deref(),
+            detail: None,
+            ..raised
+        });
+    }
+    moves
+}
+
 /// What a booking's hold came to ([`Payments::record_hold`]).
 pub enum RecordedHold {
     /// The job's charge: `authorised`, or `pending` with a retry.
@@ -703,66 +770,24 @@ impl Payments {
         hold_key: &str,
         answer: ProviderAnswer,
     ) -> Result<RecordedHold, sqlx::Error> {
-        let now = now();
-        let mut charge = ChargeRow {
-            id: Uuid::new_v4(),
-            merchant_id: merchant.merchant_id,
-            environment: merchant.environment,
-            job_id,
-            payment_method_id: card.id,
-            status: ChargeStatus::Pending,
-            currency: currency.to_owned(),
-            amount_minor,
-            refunded_amount_minor: 0,
-            authorisation_ref: None,
-            payment_ref: None,
-            after_hold: None,
-            decline_code: None,
-            last_error: None,
-            raised_at: now,
-            authorised_at: None,
-            captured_at: None,
-            voided_at: None,
-            failed_at: None,
-            refunded_at: None,
-            updated_at: now,
-            hold_key: Some(hold_key.to_owned()),
-        };
         // An approval is known before anything is written: the charge is raised authorised,
         // with both its moves, in one statement. An unreachable provider's retry is settled
         // the usual way.
-        let unanswered = match answer {
+        let (approval, unanswered) = match answer {
             ProviderAnswer::Declined(decline) => return Ok(RecordedHold::Declined(decline)),
-            ProviderAnswer::Approved(reference) => {
-                charge.status = ChargeStatus::Authorised;
-                charge.authorisation_ref = Some(reference);
-                charge.authorised_at = Some(now);
-                None
-            }
-            unanswered @ ProviderAnswer::Unreachable(_) => Some(unanswered),
+            ProviderAnswer::Approved(reference) => (Some(reference), None),
+            unanswered @ ProviderAnswer::Unreachable(_) => (None, Some(unanswered)),
         };
-        let raised = NewMove {
-            charge_id: charge.id,
-            from_status: None,
-            to_status: ChargeStatus::Pending,
-            amount_minor: Some(amount_minor),
-            provider_ref: None,
-            detail: Some("raised at booking"),
-            actor: SYSTEM,
-            at: now,
-        };
-        let authorised = NewMove {
-            from_status: Some(ChargeStatus::Pending),
-            to_status: ChargeStatus::Authorised,
-            provider_ref: charge.authorisation_ref.as_deref(),
-            detail: None,
-            ..raised
-        };
-        let moves = match unanswered {
-            None => &[raised, authorised][..],
-            Some(_) => &[raised][..],
-        };
-        if !store::raise_charge(conn, &charge, moves).await? {
+        let mut charge = hold_charge(
+            merchant,
+            job_id,
+            card,
+            amount_minor,
+            currency,
+            hold_key,
+            approval,
+        );
+        if !store::raise_charge(conn, &charge, &raising_moves(&charge)).await? {
             // Held before: the charge it made is the answer.
             return Self::charge_made_for(conn, merchant, job_id)
                 .await?
