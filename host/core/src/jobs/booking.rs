@@ -29,9 +29,11 @@
 //! charge `pending`, retried later with the same hold key.
 //!
 //! Each statement is a round trip inside an open transaction that holds the quote's lock, so
-//! steps that always go together share a statement (the quote with its merchant's settings;
-//! the job with marking its quote used, its event, its sandbox run and the key's stored
-//! response; the charge's writes in `store::payments`).
+//! steps that always go together share a statement: the key's claim with the quote's lock,
+//! its merchant's settings and the card; the job with marking its quote used, its event, its
+//! sandbox run, the key's stored response and, when the hold was approved on the spot, its
+//! charge and the charge's moves. A sandbox booking is four round trips: begin, claim,
+//! writes, commit.
 
 pub mod recovery;
 
