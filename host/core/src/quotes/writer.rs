@@ -42,8 +42,9 @@ enum Outcome {
 }
 
 impl QuoteWriter {
-    /// A writer on `pool`, its batches written by a task on the current runtime. The task
-    /// ends once every clone of the writer is dropped and the quotes waiting are written.
+    /// A writer on `pool`, its batches written one at a time by a task on the current
+    /// runtime. The task ends once every clone of the writer is dropped and the quotes
+    /// waiting are written.
     pub fn start(pool: PgPool) -> Self {
         let (queue, waiting) = mpsc::channel(QUEUE);
         tokio::spawn(write_batches(pool.clone(), waiting));
@@ -61,7 +62,7 @@ impl QuoteWriter {
             Ok(Outcome::Written) => Ok(()),
             Ok(Outcome::Failed(error)) => Err(error),
             Ok(Outcome::WriteAlone(row)) => store::insert(&self.pool, &row).await,
-            // The batch's task ended without answering (it panicked): whether the row was
+            // The writer's task ended without answering (it panicked): whether the row was
             // committed is unknown, so the quote is not offered.
             Err(_) => Err(sqlx::Error::WorkerCrashed),
         }
