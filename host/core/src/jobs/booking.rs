@@ -198,6 +198,19 @@ struct Prepared {
     hold_key: String,
 }
 
+impl Prepared {
+    fn hold_terms<'a>(&'a self, merchant: &'a Merchant) -> payments::HoldTerms<'a> {
+        payments::HoldTerms {
+            merchant,
+            job_id: self.job.id,
+            card: &self.card,
+            amount_minor: self.job.price_amount_minor,
+            currency: &self.job.currency,
+            hold_key: &self.hold_key,
+        }
+    }
+}
+
 /// Books the job `body` describes. A test job also gets its sandbox run, with `scenario`
 /// (the happy path when None).
 pub async fn book(
@@ -483,16 +496,9 @@ async fn record(
         serde_json::to_value(JobView::new(job, &context.public_url)).expect("jobs serialise");
     // Without an attempt, the job is made by this very statement, so it has no charge yet:
     // an approved hold's charge and its moves join the statement.
+    let terms = prepared.hold_terms(merchant);
     let charge = match (attempt, &answer) {
-        (None, ProviderAnswer::Approved(reference)) => Some(payments::hold_charge(
-            merchant,
-            job.id,
-            &prepared.card,
-            job.price_amount_minor,
-            &job.currency,
-            &prepared.hold_key,
-            Some(reference.clone()),
-        )),
+        (None, ProviderAnswer::Approved(reference)) => Some(terms.charge(Some(reference.clone()))),
         _ => None,
     };
     let moves = charge
@@ -526,19 +532,7 @@ async fn record(
     if charge.is_some() {
         return Ok(Ok(BookingResponse { status: 201, body }));
     }
-    let recorded = context
-        .payments
-        .record_hold(
-            conn,
-            merchant,
-            job.id,
-            &prepared.card,
-            job.price_amount_minor,
-            &job.currency,
-            &prepared.hold_key,
-            answer,
-        )
-        .await?;
+    let recorded = context.payments.record_hold(conn, &terms, answer).await?;
     debug_assert!(matches!(recorded, RecordedHold::Held(_)));
     Ok(Ok(BookingResponse { status: 201, body }))
 }

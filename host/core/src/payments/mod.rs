@@ -298,48 +298,52 @@ pub struct CallSlot {
     _permit: Option<OwnedSemaphorePermit>,
 }
 
-/// The charge a booking's hold raises, as it is first written: `authorised` with the
-/// provider's reference when the hold was approved, else `pending`.
-pub fn hold_charge(
-    merchant: &Merchant,
-    job_id: Uuid,
-    card: &CardRow,
-    amount_minor: i64,
-    currency: &str,
-    hold_key: &str,
-    approval: Option<String>,
-) -> ChargeRow {
-    let now = now();
-    ChargeRow {
-        id: Uuid::new_v4(),
-        merchant_id: merchant.merchant_id,
-        environment: merchant.environment,
-        job_id,
-        payment_method_id: card.id,
-        status: match approval {
-            Some(_) => ChargeStatus::Authorised,
-            None => ChargeStatus::Pending,
-        },
-        currency: currency.to_owned(),
-        amount_minor,
-        refunded_amount_minor: 0,
-        authorised_at: approval.as_ref().map(|_| now),
-        authorisation_ref: approval,
-        payment_ref: None,
-        after_hold: None,
-        decline_code: None,
-        last_error: None,
-        raised_at: now,
-        captured_at: None,
-        voided_at: None,
-        failed_at: None,
-        refunded_at: None,
-        updated_at: now,
-        hold_key: Some(hold_key.to_owned()),
+/// What a booking's hold is for: the job's price on the card, keyed by `hold_key`.
+pub struct HoldTerms<'a> {
+    pub merchant: &'a Merchant,
+    pub job_id: Uuid,
+    pub card: &'a CardRow,
+    pub amount_minor: i64,
+    pub currency: &'a str,
+    pub hold_key: &'a str,
+}
+
+impl HoldTerms<'_> {
+    /// The charge the hold raises, as it is first written: `authorised` with the provider's
+    /// reference when the hold was approved, else `pending`.
+    pub fn charge(&self, approval: Option<String>) -> ChargeRow {
+        let now = now();
+        ChargeRow {
+            id: Uuid::new_v4(),
+            merchant_id: self.merchant.merchant_id,
+            environment: self.merchant.environment,
+            job_id: self.job_id,
+            payment_method_id: self.card.id,
+            status: match approval {
+                Some(_) => ChargeStatus::Authorised,
+                None => ChargeStatus::Pending,
+            },
+            currency: self.currency.to_owned(),
+            amount_minor: self.amount_minor,
+            refunded_amount_minor: 0,
+            authorised_at: approval.as_ref().map(|_| now),
+            authorisation_ref: approval,
+            payment_ref: None,
+            after_hold: None,
+            decline_code: None,
+            last_error: None,
+            raised_at: now,
+            captured_at: None,
+            voided_at: None,
+            failed_at: None,
+            refunded_at: None,
+            updated_at: now,
+            hold_key: Some(self.hold_key.to_owned()),
+        }
     }
 }
 
-/// The moves that brought a charge from [`hold_charge`] to its status, oldest first: raised
+/// The moves that brought a charge from [`HoldTerms::charge`] to its status, oldest first: raised
 /// `pending`, then `authorised` when it was approved.
 pub fn raising_moves(charge: &ChargeRow) -> Vec<NewMove<'_>> {
     let raised = NewMove {
@@ -758,16 +762,10 @@ impl Payments {
     /// (made with the same `hold_key`); a decline raises nothing, and the caller decides what
     /// the card's end means ([`Payments::bury_card`]). One charge per job: a job that has one
     /// answers it.
-    #[allow(clippy::too_many_arguments)]
     pub async fn record_hold(
         &self,
         conn: &mut PgConnection,
-        merchant: &Merchant,
-        job_id: Uuid,
-        card: &CardRow,
-        amount_minor: i64,
-        currency: &str,
-        hold_key: &str,
+        terms: &HoldTerms<'_>,
         answer: ProviderAnswer,
     ) -> Result<RecordedHold, sqlx::Error> {
         // An approval is known before anything is written: the charge is raised authorised,
@@ -778,18 +776,10 @@ impl Payments {
             ProviderAnswer::Approved(reference) => (Some(reference), None),
             unanswered @ ProviderAnswer::Unreachable(_) => (None, Some(unanswered)),
         };
-        let mut charge = hold_charge(
-            merchant,
-            job_id,
-            card,
-            amount_minor,
-            currency,
-            hold_key,
-            approval,
-        );
+        let mut charge = terms.charge(approval);
         if !store::raise_charge(conn, &charge, &raising_moves(&charge)).await? {
             // Held before: the charge it made is the answer.
-            return Self::charge_made_for(conn, merchant, job_id)
+            return Self::charge_made_for(conn, terms.merchant, terms.job_id)
                 .await?
                 .map(RecordedHold::Held)
                 .ok_or(sqlx::Error::RowNotFound);
@@ -842,18 +832,15 @@ impl Payments {
                 &hold_key,
             )
             .await;
-        let recorded = self
-            .record_hold(
-                conn,
-                merchant,
-                job_id,
-                &card,
-                amount_minor,
-                currency,
-                &hold_key,
-                answer,
-            )
-            .await?;
+        let terms = HoldTerms {
+            merchant,
+            job_id,
+            card: &card,
+            amount_minor,
+            currency,
+            hold_key: &hold_key,
+        };
+        let recorded = self.record_hold(conn, &terms, answer).await?;
         match recorded {
             RecordedHold::Held(view) => Ok(view),
             RecordedHold::Declined(decline) => {
