@@ -315,6 +315,146 @@ async fn a_bookings_claim_takes_the_key_and_finds_its_quote_and_card() {
     tx.rollback().await.unwrap();
 }
 
+/// A booking written at once: the read finds the quote and card without claiming anything;
+/// the write claims the key with its answer, marks the quote used and writes the job, all or
+/// nothing. A key a twin committed, or a quote booked meanwhile, writes nothing at all, the
+/// job included.
+#[tokio::test]
+async fn a_booking_written_at_once_lands_whole_or_writes_nothing() {
+    let pool = database().await;
+    let merchant_id = merchant(&pool).await;
+    let now = DateTime::from_timestamp_micros(Utc::now().timestamp_micros()).unwrap();
+    let quote = quote(&pool, merchant_id, now).await;
+    let card = card(&pool, merchant_id).await;
+    let key = format!("at-once-{}", Uuid::new_v4());
+    let mut conn = pool.acquire().await.unwrap();
+    let find = jobs::find_booking(
+        &mut conn,
+        merchant_id,
+        Environment::Test,
+        &key,
+        Some(quote.id),
+    )
+    .await
+    .unwrap();
+    assert!(find.taken.is_none());
+    assert_eq!(
+        format!("{:?}", find.quote.expect("the quote is found").quote),
+        format!("{quote:?}")
+    );
+    assert_eq!(find.card.expect("the card is found").id, card.id);
+    // Finding takes nothing: the key is still free, the quote unused.
+    assert!(
+        quotes::find(&pool, quote.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .used_at
+            .is_none()
+    );
+
+    let answer = json!({"id": "job"});
+    let answered = |key: &'static str, hash: &'static [u8]| jobs::AnsweredKey {
+        merchant_id,
+        environment: Environment::Test,
+        key,
+        request_hash: hash,
+        status: 201,
+        body: &answer,
+    };
+    let key: &'static str = key.leak();
+    let booked = job(&quote, JobStatus::Searching, now);
+    let outcome = jobs::book_at_once(
+        &mut conn,
+        answered(key, b"first"),
+        quote.id,
+        now,
+        Writes::new().and(jobs::insert_job(&booked)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome, jobs::BookedAtOnce::Booked);
+    assert!(
+        jobs::find(&pool, merchant_id, Environment::Test, booked.id)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        quotes::find(&pool, quote.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .used_at,
+        Some(now)
+    );
+    let taken = jobs::find_booking(
+        &mut conn,
+        merchant_id,
+        Environment::Test,
+        key,
+        Some(quote.id),
+    )
+    .await
+    .unwrap();
+    let taken = taken.taken.expect("the key is taken, with its answer");
+    assert_eq!(taken.request_hash, b"first");
+    assert_eq!(taken.response, Some((201, answer.clone())));
+
+    // The same key again, on another quote: the key is taken, and nothing is written.
+    let other = self::quote(&pool, merchant_id, now).await;
+    let twin = job(&other, JobStatus::Searching, now);
+    let outcome = jobs::book_at_once(
+        &mut conn,
+        answered(key, b"second"),
+        other.id,
+        now,
+        Writes::new().and(jobs::insert_job(&twin)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome, jobs::BookedAtOnce::KeyTaken);
+    assert!(
+        jobs::find(&pool, merchant_id, Environment::Test, twin.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        quotes::find(&pool, other.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .used_at
+            .is_none()
+    );
+
+    // The first quote again, with a new key: the quote is taken, and neither the key nor the
+    // job is kept.
+    let late = job(&quote, JobStatus::Searching, now);
+    let fresh_key: &'static str = format!("at-once-{}", Uuid::new_v4()).leak();
+    let outcome = jobs::book_at_once(
+        &mut conn,
+        answered(fresh_key, b"third"),
+        quote.id,
+        now,
+        Writes::new().and(jobs::insert_job(&late)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome, jobs::BookedAtOnce::QuoteTaken);
+    assert!(
+        jobs::find(&pool, merchant_id, Environment::Test, late.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let free = jobs::find_booking(&mut conn, merchant_id, Environment::Test, fresh_key, None)
+        .await
+        .unwrap();
+    assert!(free.taken.is_none(), "the key given up is free again");
+}
+
 /// A booking's first phase writes the quote's reservation, the job and the attempt as one
 /// statement: all of it lands, typed values read back as written, and a statement with one
 /// failing part leaves nothing of the others behind.

@@ -8,12 +8,14 @@
 
 use sqlx::{PgConnection, Postgres, QueryBuilder};
 
-/// Pushes one `INSERT`, `UPDATE` or `DELETE` (no `RETURNING`, no trailing `;`).
+/// Pushes one `INSERT`, `UPDATE` or `DELETE` (no trailing `;`; `RETURNING` only in a named
+/// part).
 type Write<'a> = Box<dyn FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a>;
 
 #[derive(Default)]
 pub struct Writes<'a> {
-    parts: Vec<Write<'a>>,
+    /// Each write, with the name later parts and the final query read it by, if any.
+    parts: Vec<(Option<&'static str>, Write<'a>)>,
 }
 
 impl<'a> Writes<'a> {
@@ -22,25 +24,45 @@ impl<'a> Writes<'a> {
     }
 
     pub fn and(mut self, write: impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a) -> Self {
-        self.parts.push(Box::new(write));
+        self.parts.push((None, Box::new(write)));
         self
     }
 
-    /// The one statement: a lone write as it is, several as `WITH` parts.
-    fn statement(mut self) -> QueryBuilder<'a, Postgres> {
+    /// A write whose `RETURNING` rows the parts after it and the final query read as `name`.
+    pub fn named(
+        mut self,
+        name: &'static str,
+        write: impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a,
+    ) -> Self {
+        self.parts.push((Some(name), Box::new(write)));
+        self
+    }
+
+    /// `other`'s writes after these.
+    pub fn then(mut self, other: Writes<'a>) -> Self {
+        self.parts.extend(other.parts);
+        self
+    }
+
+    /// The one statement: a lone unnamed write as it is, several as `WITH` parts, then
+    /// `last` (a query that may read the named parts).
+    fn statement(mut self, last: &str) -> QueryBuilder<'a, Postgres> {
         let mut query = QueryBuilder::new("");
-        if self.parts.len() == 1 {
-            let write = self.parts.remove(0);
+        if let [(None, _)] = self.parts.as_slice() {
+            let (_, write) = self.parts.remove(0);
             write(&mut query);
             return query;
         }
-        for (n, write) in self.parts.into_iter().enumerate() {
+        for (n, (name, write)) in self.parts.into_iter().enumerate() {
             query.push(if n == 0 { "WITH " } else { ", " });
-            query.push(format_args!("w{n} AS ("));
+            match name {
+                Some(name) => query.push(format_args!("{name} AS (")),
+                None => query.push(format_args!("w{n} AS (")),
+            };
             write(&mut query);
             query.push(")");
         }
-        query.push(" SELECT 1");
+        query.push(" ").push(last);
         query
     }
 
@@ -48,7 +70,18 @@ impl<'a> Writes<'a> {
         if self.parts.is_empty() {
             return Ok(());
         }
-        self.statement().build().execute(conn).await?;
+        self.statement("SELECT 1").build().execute(conn).await?;
+        Ok(())
+    }
+
+    /// Runs the writes with `last` as the statement's final query: an error it raises
+    /// undoes every write of the statement.
+    pub async fn execute_ending(
+        self,
+        conn: &mut PgConnection,
+        last: &str,
+    ) -> Result<(), sqlx::Error> {
+        self.statement(last).build().execute(conn).await?;
         Ok(())
     }
 }
@@ -58,7 +91,7 @@ mod tests {
     use super::*;
 
     fn sql(writes: Writes<'_>) -> String {
-        writes.statement().into_sql()
+        writes.statement("SELECT 1").into_sql()
     }
 
     #[test]
@@ -78,6 +111,28 @@ mod tests {
         assert_eq!(
             sql(Writes::new().and(insert).and(update)),
             "WITH w0 AS (INSERT INTO t (a) VALUES ($1)), w1 AS (UPDATE u SET b = $2) SELECT 1"
+        );
+    }
+
+    #[test]
+    fn named_parts_keep_their_names_and_the_final_query_reads_them() {
+        let claim = |q: &mut QueryBuilder<'_, Postgres>| {
+            q.push("INSERT INTO k (a) VALUES (")
+                .push_bind(1_i32)
+                .push(") RETURNING 1");
+        };
+        let update = |q: &mut QueryBuilder<'_, Postgres>| {
+            q.push("UPDATE u SET b = ").push_bind(2_i32);
+        };
+        let writes = Writes::new()
+            .named("claimed", claim)
+            .then(Writes::new().and(update));
+        assert_eq!(
+            writes
+                .statement("SELECT EXISTS (SELECT 1 FROM claimed)")
+                .into_sql(),
+            "WITH claimed AS (INSERT INTO k (a) VALUES ($1) RETURNING 1), \
+             w1 AS (UPDATE u SET b = $2) SELECT EXISTS (SELECT 1 FROM claimed)"
         );
     }
 }

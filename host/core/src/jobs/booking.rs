@@ -1,6 +1,16 @@
 //! Booking a job against a quote, exactly once per quote and per `Idempotency-Key`.
 //!
-//! First, in one transaction: claim the idempotency key (a twin with the same key waits here,
+//! **At once** (the sandbox, whose hold is a bounded computation without network): one read
+//! without locks (the key, the quote with its merchant's settings, the card), the checks
+//! and the hold, then one statement outside any explicit transaction that claims the key
+//! with its stored answer, marks the quote used while it is unused, and writes the job, its
+//! event, its sandbox run and its charge, committing as it ends. Whatever changed since the
+//! read is waited for there (a twin holding the key, another booking of the quote) and, when
+//! it won, the statement gives up whole. A booking is three round trips with the
+//! connection's return: read, write, ping. A hold not approved on the spot (a decline, an
+//! adapter failure) is booked again the way below, which records it.
+//!
+//! Otherwise, first, in one transaction: claim the idempotency key (a twin with the same key waits here,
 //! then replays the stored answer), lock the quote, check it, and choose the card. Refusals
 //! up to here roll everything back, the key included, so the request may be corrected and
 //! sent again with the same key. What follows depends on the environment's payment adapter:
@@ -32,8 +42,7 @@
 //! steps that always go together share a statement: the key's claim with the quote's lock,
 //! its merchant's settings and the card; the job with marking its quote used, its event, its
 //! sandbox run, the key's stored response and, when the hold was approved on the spot, its
-//! charge and the charge's moves. A sandbox booking is four round trips: begin, claim,
-//! writes, commit.
+//! charge and the charge's moves.
 
 pub mod recovery;
 
@@ -59,9 +68,10 @@ use courier_domain::job::reference::{new_reference, new_tracking_token};
 use courier_domain::sandbox::Scenario;
 use courier_domain::{Environment, JobStatus};
 use courier_store::bookings::{self as attempts, AttemptRow};
-use courier_store::jobs::{self as store, BookingClaim, JobRow};
-use courier_store::payments::CardRow;
+use courier_store::jobs::{self as store, BookedAtOnce, BookingClaim, JobRow, TakenKey};
+use courier_store::payments::{CardRow, ChargeRow, NewMove};
 use courier_store::quotes::QuoteRow;
+use courier_store::sandbox::RunRow;
 use courier_store::writes::Writes;
 
 use courier_domain::error::Code;
@@ -223,6 +233,12 @@ pub async fn book(
 ) -> Result<BookingResponse, BookingError> {
     // serde_json keeps object keys sorted, so equal bodies hash alike whatever their order.
     let request_hash = Sha256::digest(body.to_string().as_bytes()).to_vec();
+    if let Ok(false) = context.payments.uses_network(merchant.environment)
+        && let Some(answer) =
+            book_at_once(context, merchant, key, &request_hash, body, scenario, now).await?
+    {
+        return Ok(answer);
+    }
     let request = BookingRequest::parse(body, now);
     let mut tx = EventTransaction::begin(&context.pool, &context.bell, false).await?;
     let quote_id = request.as_ref().ok().map(|r| r.quote_id);
@@ -242,10 +258,11 @@ pub async fn book(
             response,
         } => {
             tx.rollback().await?;
-            if earlier != request_hash {
-                return Err(BookingError::KeyReused);
-            }
-            return replay(response);
+            let taken = TakenKey {
+                request_hash: earlier,
+                response,
+            };
+            return answer_taken(taken, &request_hash);
         }
     };
     let prepared = prepare(context, merchant, key, request?, quote, card, now)?;
@@ -296,6 +313,89 @@ pub async fn book(
         Ok(answer) => answer,
         Err(e) => std::panic::resume_unwind(e.into_panic()),
     }
+}
+
+/// A booking whose hold needs no network, approved on the spot, written by one statement
+/// with its commit: one read (the key, the quote, the card), the hold, one write. `None`
+/// when the hold was not approved: the transaction in [`book`] then records the decline or
+/// the pending charge. Refusals write nothing, as in the transaction.
+async fn book_at_once(
+    context: &BookingContext,
+    merchant: &Merchant,
+    key: &str,
+    request_hash: &[u8],
+    body: &Value,
+    scenario: Option<Scenario>,
+    now: DateTime<Utc>,
+) -> Result<Option<BookingResponse>, BookingError> {
+    let request = BookingRequest::parse(body, now);
+    let quote_id = request.as_ref().ok().map(|r| r.quote_id);
+    let mut conn = context.pool.acquire().await?;
+    let found = store::find_booking(
+        &mut conn,
+        merchant.merchant_id,
+        merchant.environment,
+        key,
+        quote_id,
+    )
+    .await?;
+    if let Some(taken) = found.taken {
+        return answer_taken(taken, request_hash).map(Some);
+    }
+    let prepared = prepare(
+        context,
+        merchant,
+        key,
+        request?,
+        found.quote,
+        found.card,
+        now,
+    )?;
+    let slot = context
+        .payments
+        .call_slot(merchant.environment)
+        .map_err(|_| HoldError::ProviderBusy)?;
+    let ProviderAnswer::Approved(reference) = hold(context, merchant, slot, &prepared).await else {
+        return Ok(None);
+    };
+    let job = &prepared.job;
+    let charge = prepared.hold_terms(merchant).charge(Some(reference));
+    let moves = payments::raising_moves(&charge);
+    let run = sandbox_run(job, merchant, scenario);
+    let event = booked_event(job, merchant, job.booked_at);
+    let body =
+        serde_json::to_value(JobView::new(job, &context.public_url)).expect("jobs serialise");
+    let answered = store::AnsweredKey {
+        merchant_id: merchant.merchant_id,
+        environment: merchant.environment,
+        key,
+        request_hash,
+        status: 201,
+        body: &body,
+    };
+    let writes = job_writes(job, &event, run.as_ref(), Some((&charge, &moves)));
+    match store::book_at_once(&mut conn, answered, job.quote_id, job.booked_at, writes).await? {
+        BookedAtOnce::Booked => {
+            context.bell.ring();
+            Ok(Some(BookingResponse { status: 201, body }))
+        }
+        BookedAtOnce::KeyTaken => {
+            let taken =
+                store::taken_key(&mut conn, merchant.merchant_id, merchant.environment, key)
+                    .await?;
+            answer_taken(taken, request_hash).map(Some)
+        }
+        BookedAtOnce::QuoteTaken => Err(BookingError::QuoteAlreadyUsed),
+    }
+}
+
+/// The answer to a request whose key an earlier request holds: its stored answer, if the
+/// bodies match.
+fn answer_taken(taken: TakenKey, request_hash: &[u8]) -> Result<BookingResponse, BookingError> {
+    if taken.request_hash != request_hash {
+        return Err(BookingError::KeyReused);
+    }
+    replay(taken.response)
 }
 
 /// Phase 1's checks, on what the key's claim found: the quote (locked) checked, the phones
@@ -488,9 +588,7 @@ async fn record(
         }
         .into()));
     }
-    let run = (merchant.environment == Environment::Test).then(|| {
-        courier_store::sandbox::RunRow::new(job, scenario.unwrap_or_default(), job.booked_at)
-    });
+    let run = sandbox_run(job, merchant, scenario);
     let event = booked_event(job, merchant, job.booked_at);
     let body =
         serde_json::to_value(JobView::new(job, &context.public_url)).expect("jobs serialise");
@@ -505,28 +603,23 @@ async fn record(
         .as_ref()
         .map(payments::raising_moves)
         .unwrap_or_default();
-    let mut writes = Writes::new()
-        .and(store::insert_job(job))
-        .and(events::insert(Uuid::new_v4(), &event))
-        .and(store::store_response(
-            merchant.merchant_id,
-            merchant.environment,
-            key,
-            201,
-            &body,
-        ));
+    let mut writes = job_writes(
+        job,
+        &event,
+        run.as_ref(),
+        charge.as_ref().map(|charge| (charge, moves.as_slice())),
+    )
+    .and(store::store_response(
+        merchant.merchant_id,
+        merchant.environment,
+        key,
+        201,
+        &body,
+    ));
     match attempt {
         // Reserved in phase 1.
         Some(attempt) => writes = writes.and(attempts::delete_attempt(attempt.id)),
         None => writes = writes.and(store::mark_quote_used(job.quote_id, job.booked_at)),
-    }
-    if let Some(run) = &run {
-        writes = writes.and(courier_store::sandbox::upsert(run));
-    }
-    if let Some(charge) = &charge {
-        writes = writes
-            .and(courier_store::payments::insert_charge(charge))
-            .and(courier_store::payments::insert_moves(&moves));
     }
     writes.execute(conn).await?;
     if charge.is_some() {
@@ -535,6 +628,34 @@ async fn record(
     let recorded = context.payments.record_hold(conn, &terms, answer).await?;
     debug_assert!(matches!(recorded, RecordedHold::Held(_)));
     Ok(Ok(BookingResponse { status: 201, body }))
+}
+
+/// A test job's sandbox run, with `scenario` (the happy path when None); live jobs have none.
+fn sandbox_run(job: &JobRow, merchant: &Merchant, scenario: Option<Scenario>) -> Option<RunRow> {
+    (merchant.environment == Environment::Test)
+        .then(|| RunRow::new(job, scenario.unwrap_or_default(), job.booked_at))
+}
+
+/// A booked job's own rows, joined in one statement: the job, its `job.booked`, its sandbox
+/// run and, when the hold was approved before anything was written, its charge and moves.
+fn job_writes<'a>(
+    job: &'a JobRow,
+    event: &'a NewEvent,
+    run: Option<&'a RunRow>,
+    charge: Option<(&'a ChargeRow, &'a [NewMove<'a>])>,
+) -> Writes<'a> {
+    let mut writes = Writes::new()
+        .and(store::insert_job(job))
+        .and(events::insert(Uuid::new_v4(), event));
+    if let Some(run) = run {
+        writes = writes.and(courier_store::sandbox::upsert(run));
+    }
+    if let Some((charge, moves)) = charge {
+        writes = writes
+            .and(courier_store::payments::insert_charge(charge))
+            .and(courier_store::payments::insert_moves(moves));
+    }
+    writes
 }
 
 /// The stored answer of a settled key; none yet means its booking is between phases.
