@@ -29,6 +29,15 @@ use courier_store::webhooks::{self as store, Failure, Success, TargetRow};
 const CLAIM_BATCH: i64 = 256;
 /// Time left on a claim, after the longest attempt, for recording its outcome.
 const RECORD_MARGIN: Duration = Duration::from_secs(2);
+/// How often [`Dispatcher::wait_for_room`] looks at the queues again.
+const ROOM_CHECK: Duration = Duration::from_millis(2);
+
+/// Tells the rounds of `jobs` that those deliveries will not start here.
+fn withdraw_from_rounds(jobs: &[Job]) {
+    for first in jobs.iter().filter_map(|job| job.first.as_ref()) {
+        first.round.withdrawn();
+    }
+}
 
 /// A claimed delivery; only the holder of `token` may attempt it.
 #[derive(Clone)]
@@ -144,6 +153,7 @@ impl Dispatcher {
                 .filter_map(|job| schedule.offer(job.merchant_id, job.endpoint_id, job).err())
                 .collect()
         };
+        withdraw_from_rounds(&refused);
         self.start_what_may_start();
         if refused.iter().any(|job| job.first.is_some()) {
             // A round's claims exist once it has committed, after this returns.
@@ -185,10 +195,28 @@ impl Dispatcher {
             // Queued deliveries go back, claimed by nobody, so another instance takes them at
             // once rather than when their leases lapse.
             let queued = self.schedule().drain();
+            withdraw_from_rounds(&queued);
             self.give_back(queued).await;
             return;
         }
         self.start_what_may_start();
+    }
+
+    /// Returns once the deliveries queued for endpoints that are being worked through (see
+    /// [`Schedule::queued_for_moving`]) fit in the send slots, or at `stop`: the fan-out
+    /// takes more events only then, so a backlog's deliveries are attempted in the round
+    /// that makes them, and written once.
+    pub async fn wait_for_room(&self, moving_within: Duration, stop: &CancellationToken) {
+        let room = self.inner.config.concurrency;
+        loop {
+            let since = Instant::now()
+                .checked_sub(moving_within)
+                .unwrap_or_else(Instant::now);
+            if self.schedule().queued_for_moving(since) <= room || stop.is_cancelled() {
+                return;
+            }
+            tokio::time::sleep(ROOM_CHECK).await;
+        }
     }
 
     /// Releases the claims on `jobs`: one statement per claim (fan-out round or poll) they

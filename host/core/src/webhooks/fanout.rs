@@ -133,6 +133,7 @@ pub async fn open_round(
         }
         done.push(event.id);
     }
+    round.queued(jobs.len());
     let open = OpenRound {
         tx,
         round,

@@ -202,6 +202,12 @@ impl FanOut {
                     slot
                 }
             };
+            // A backlog's next events wait until the send slots near the end of the queue
+            // the rounds before made: taken earlier, their deliveries would queue behind, and
+            // be written before they are attempted.
+            self.dispatcher
+                .wait_for_room(ROUNDS_OVERLAP_AFTER, &stop)
+                .await;
             match fanout::open_round(&self.pool, &self.shaper).await {
                 Ok(Some((round, jobs))) => {
                     let (full, ended) = (round.full, round.round());

@@ -29,7 +29,9 @@ struct State {
     hurried: bool,
     /// Attempts started while the round was open and not finished yet.
     running: usize,
-    /// When the last of those finished.
+    /// The round's deliveries queued for a send slot, not started yet.
+    waiting: usize,
+    /// When one of its attempts last started or finished.
     progress_at: Option<Instant>,
     /// 2xx answers taken: the delivery and the status code.
     succeeded: Vec<(Uuid, i32)>,
@@ -62,12 +64,28 @@ impl Round {
         self.state.lock().expect("round lock")
     }
 
+    /// `jobs` of the round's deliveries were queued for their send slots.
+    pub fn queued(&self, jobs: usize) {
+        self.state().waiting += jobs;
+    }
+
+    /// A queued delivery of the round will not start (its endpoint's backlog was full).
+    pub fn withdrawn(&self) {
+        let mut state = self.state();
+        state.waiting = state.waiting.saturating_sub(1);
+        if state.running == 0 && state.waiting == 0 {
+            self.settled.notify_one();
+        }
+    }
+
     /// An attempt of the round's delivery starts; true when the round is still open (the
     /// attempt may then use the endpoint as the round read it).
     pub fn started(&self) -> bool {
         let mut state = self.state();
+        state.waiting = state.waiting.saturating_sub(1);
         if !state.closed {
             state.running += 1;
+            state.progress_at = Some(Instant::now());
         }
         !state.closed
     }
@@ -78,7 +96,7 @@ impl Round {
         let mut state = self.state();
         state.running = state.running.saturating_sub(1);
         state.progress_at = Some(Instant::now());
-        if state.running == 0 {
+        if state.running == 0 && state.waiting == 0 {
             self.settled.notify_one();
         }
         match success {
@@ -90,9 +108,10 @@ impl Round {
         }
     }
 
-    /// Waits until no attempt the round started is running, or none has finished for `quiet`
-    /// (the rest are slow), or `most` has passed since the round opened; then closes the
-    /// round and returns the 2xx answers it took.
+    /// Waits until every delivery of the round has been attempted, or none of its attempts
+    /// has started or finished for `quiet` (the rest are slow, or wait behind slow ones), or
+    /// `most` has passed since the round opened; then closes the round and returns the 2xx
+    /// answers it took.
     pub async fn close_when_quiet(&self, quiet: Duration, most: Duration) -> Vec<(Uuid, i32)> {
         let deadline = self.opened + most;
         loop {
@@ -115,8 +134,8 @@ impl Round {
         std::mem::take(&mut state.succeeded)
     }
 
-    /// Returns once the round has closed, or once none of its attempts has finished for
-    /// `quiet`: then a round beside it does not wait behind slow answers.
+    /// Returns once the round has closed, or once none of its attempts has started or
+    /// finished for `quiet`: then a round beside it does not wait behind slow answers.
     pub async fn closed_or_quiet(&self, quiet: Duration) {
         let mut closed = self.closed.subscribe();
         loop {
@@ -140,7 +159,7 @@ impl Round {
 
     fn may_close(&self) -> bool {
         let state = self.state();
-        state.running == 0 || state.hurried
+        (state.running == 0 && state.waiting == 0) || state.hurried
     }
 
     /// Closes the round now, whatever is still running: a new round is waiting for its
@@ -208,6 +227,34 @@ mod tests {
             .await;
         assert_eq!(taken, vec![(id, 200)]);
         assert!(waited.elapsed() < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn a_round_waits_for_its_queued_deliveries_to_be_attempted() {
+        let round = std::sync::Arc::new(Round::default());
+        round.queued(3);
+        let closing = std::sync::Arc::clone(&round);
+        let closed = tokio::spawn(async move {
+            closing
+                .close_when_quiet(Duration::from_secs(30), Duration::from_secs(30))
+                .await
+        });
+        // Nothing runs yet, but three deliveries wait for their slots: the round stays open.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!closed.is_finished());
+        let (first, second) = (Uuid::new_v4(), Uuid::new_v4());
+        assert!(round.started());
+        assert_eq!(round.finished(first, Some(200)), Report::Taken);
+        round.withdrawn();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!closed.is_finished(), "one delivery still waits");
+        assert!(round.started());
+        assert_eq!(round.finished(second, Some(204)), Report::Taken);
+        let taken = tokio::time::timeout(Duration::from_secs(10), closed)
+            .await
+            .expect("closed once every delivery was attempted")
+            .unwrap();
+        assert_eq!(taken, vec![(first, 200), (second, 204)]);
     }
 
     #[tokio::test]

@@ -9,6 +9,7 @@
 //! saturated, it waits for none.
 
 use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
 
 use uuid::Uuid;
 
@@ -33,6 +34,8 @@ struct EndpointQueue<J> {
     listed: bool,
     /// Refused a claim: the poller is woken once the backlog has drained to half.
     overflowed: bool,
+    /// When one of its deliveries last started or finished.
+    moved_at: Instant,
 }
 
 #[derive(Default)]
@@ -81,6 +84,7 @@ impl<J> Schedule<J> {
                 waiting: VecDeque::new(),
                 listed: false,
                 overflowed: false,
+                moved_at: Instant::now(),
             });
         if queue.waiting.len() >= backlog {
             queue.overflowed = true;
@@ -124,6 +128,7 @@ impl<J> Schedule<J> {
                     self.wake = true;
                 }
                 endpoint.in_flight += 1;
+                endpoint.moved_at = Instant::now();
                 merchant.in_flight += 1;
                 self.in_flight += 1;
                 self.list(endpoint_id);
@@ -140,6 +145,7 @@ impl<J> Schedule<J> {
         };
         let merchant_id = endpoint.merchant;
         endpoint.in_flight = endpoint.in_flight.saturating_sub(1);
+        endpoint.moved_at = Instant::now();
         self.in_flight = self.in_flight.saturating_sub(1);
         if let Some(merchant) = self.merchants.get_mut(&merchant_id) {
             merchant.in_flight = merchant.in_flight.saturating_sub(1);
@@ -160,6 +166,17 @@ impl<J> Schedule<J> {
             .filter(|(_, e)| e.waiting.len() >= self.limits.backlog_per_endpoint)
             .map(|(id, _)| *id)
             .collect()
+    }
+
+    /// Deliveries queued for endpoints that started or finished one since `since`: the queue
+    /// the send slots are working through. An endpoint whose slots are all held by slow
+    /// attempts does not count; its queue waits on its answers, not on the slots.
+    pub fn queued_for_moving(&self, since: Instant) -> usize {
+        self.endpoints
+            .values()
+            .filter(|e| e.moved_at >= since)
+            .map(|e| e.waiting.len())
+            .sum()
     }
 
     /// Takes every queued delivery out (those in flight stay counted).
@@ -261,6 +278,26 @@ mod tests {
         let distinct: std::collections::HashSet<_> = first.iter().map(|(e, _)| *e).collect();
         assert_eq!(distinct.len(), 3);
         assert_eq!(schedule.queued(), 11);
+    }
+
+    #[test]
+    fn only_the_queues_of_endpoints_that_moved_count_as_being_worked_through() {
+        let mut schedule = Schedule::new(limits(8, 8, 2));
+        let merchant = Uuid::new_v4();
+        let (stuck, moving) = (Uuid::new_v4(), Uuid::new_v4());
+        for job in 0..5 {
+            schedule.offer(merchant, stuck, job).unwrap();
+            schedule.offer(merchant, moving, 10 + job).unwrap();
+        }
+        assert_eq!(started(&mut schedule).len(), 4);
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        let before = Instant::now();
+        // Only `moving` answers and starts its next since `before`.
+        schedule.finish(moving);
+        assert_eq!(schedule.next().map(|(e, _)| e), Some(moving));
+        assert_eq!(schedule.queued_for_moving(before), 2);
+        let later = Instant::now() + std::time::Duration::from_millis(1);
+        assert_eq!(schedule.queued_for_moving(later), 0);
     }
 
     #[test]
