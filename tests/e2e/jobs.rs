@@ -311,6 +311,49 @@ async fn fifty_parallel_bookings_with_one_key_make_one_job() {
     assert_eq!(jobs, 1);
 }
 
+/// One key sent at once with different bodies (each naming its own quote): one booking wins
+/// and every other request is answered `idempotency.key_reused`, whether it found the key
+/// already committed or waited for it; the losers' quotes stay bookable.
+#[tokio::test]
+async fn parallel_bookings_of_one_key_with_different_bodies_make_one_job() {
+    let booking = Arc::new(Booking::start().await);
+    let mut bodies = Vec::new();
+    for _ in 0..16 {
+        bodies.push(booking_body(&booking.quote(journey(None)).await));
+    }
+    let key = Arc::new(key());
+    let tasks: Vec<_> = bodies
+        .iter()
+        .cloned()
+        .map(|body| {
+            let (booking, key) = (Arc::clone(&booking), Arc::clone(&key));
+            tokio::spawn(async move { booking.book(&key, &body).await })
+        })
+        .collect();
+    let mut booked = Vec::new();
+    for (n, task) in tasks.into_iter().enumerate() {
+        let (status, body) = task.await.unwrap();
+        match status {
+            201 => booked.push(n),
+            409 => assert_eq!(body["code"], "idempotency.key_reused", "{body}"),
+            other => panic!("{other}: {body}"),
+        }
+    }
+    assert_eq!(booked.len(), 1, "one booking wins the key");
+    let pool = booking.quoting.app.pool().await;
+    let (jobs,): (i64,) = sqlx::query_as("SELECT count(*) FROM jobs")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(jobs, 1);
+    let loser = (booked[0] + 1) % bodies.len();
+    let (status, body) = booking.book(&self::key(), &bodies[loser]).await;
+    assert_eq!(
+        status, 201,
+        "a losing body's quote is still bookable: {body}"
+    );
+}
+
 #[tokio::test]
 async fn fifty_parallel_bookings_of_one_quote_book_it_once() {
     let booking = Arc::new(Booking::start().await);
