@@ -295,10 +295,7 @@ pub enum BookingClaim {
         card: Option<crate::payments::CardRow>,
     },
     /// An earlier request with this key committed.
-    Taken {
-        request_hash: Vec<u8>,
-        response: Option<(i32, serde_json::Value)>,
-    },
+    Taken(TakenKey),
 }
 
 /// What a booking reads before it writes: the key, when an earlier request holds it, the
@@ -503,11 +500,9 @@ pub async fn claim_booking(
     .await?;
     if found.taken {
         // Committed by a twin this statement waited for, so not in the statement's snapshot.
-        let taken = taken_key(conn, merchant_id, environment, key).await?;
-        return Ok(BookingClaim::Taken {
-            request_hash: taken.request_hash,
-            response: taken.response,
-        });
+        return Ok(BookingClaim::Taken(
+            taken_key(conn, merchant_id, environment, key).await?,
+        ));
     }
     let (quote, card) = found.parts()?;
     Ok(BookingClaim::Claimed { quote, card })

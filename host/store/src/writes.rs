@@ -70,8 +70,7 @@ impl<'a> Writes<'a> {
         if self.parts.is_empty() {
             return Ok(());
         }
-        self.statement("SELECT 1").build().execute(conn).await?;
-        Ok(())
+        self.execute_ending(conn, "SELECT 1").await
     }
 
     /// Runs the writes with `last` as the statement's final query: an error it raises

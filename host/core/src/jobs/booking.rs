@@ -253,15 +253,8 @@ pub async fn book(
     .await?
     {
         BookingClaim::Claimed { quote, card } => (quote, card),
-        BookingClaim::Taken {
-            request_hash: earlier,
-            response,
-        } => {
+        BookingClaim::Taken(taken) => {
             tx.rollback().await?;
-            let taken = TakenKey {
-                request_hash: earlier,
-                response,
-            };
             return answer_taken(taken, &request_hash);
         }
     };
