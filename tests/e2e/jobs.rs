@@ -104,6 +104,16 @@ pub(crate) fn key() -> String {
     format!("key-{}", uuid::Uuid::new_v4())
 }
 
+/// Jobs in the database, whatever their merchant.
+async fn jobs_stored(booking: &Booking) -> i64 {
+    let pool = booking.quoting.app.pool().await;
+    let (jobs,): (i64,) = sqlx::query_as("SELECT count(*) FROM jobs")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    jobs
+}
+
 #[tokio::test]
 async fn a_booking_is_created_and_read_back() {
     let booking = Booking::start().await;
@@ -275,12 +285,7 @@ async fn the_same_key_replays_and_a_different_body_conflicts() {
         (status, invalid["code"].as_str()),
         (422, Some("request.invalid_idempotency_key"))
     );
-    let pool = booking.quoting.app.pool().await;
-    let (jobs,): (i64,) = sqlx::query_as("SELECT count(*) FROM jobs")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    assert_eq!(jobs, 1);
+    assert_eq!(jobs_stored(&booking).await, 1);
     booking.quoting.app.stop().await;
 }
 
@@ -303,12 +308,7 @@ async fn fifty_parallel_bookings_with_one_key_make_one_job() {
     let first = &responses[0];
     assert_eq!(first.0, 201, "{}", first.1);
     assert!(responses.iter().all(|r| r == first), "identical responses");
-    let pool = booking.quoting.app.pool().await;
-    let (jobs,): (i64,) = sqlx::query_as("SELECT count(*) FROM jobs")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    assert_eq!(jobs, 1);
+    assert_eq!(jobs_stored(&booking).await, 1);
 }
 
 /// One key sent at once with different bodies (each naming its own quote): one booking wins
@@ -340,12 +340,7 @@ async fn parallel_bookings_of_one_key_with_different_bodies_make_one_job() {
         }
     }
     assert_eq!(booked.len(), 1, "one booking wins the key");
-    let pool = booking.quoting.app.pool().await;
-    let (jobs,): (i64,) = sqlx::query_as("SELECT count(*) FROM jobs")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    assert_eq!(jobs, 1);
+    assert_eq!(jobs_stored(&booking).await, 1);
     let loser = (booked[0] + 1) % bodies.len();
     let (status, body) = booking.book(&self::key(), &bodies[loser]).await;
     assert_eq!(

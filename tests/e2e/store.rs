@@ -303,15 +303,11 @@ async fn a_bookings_claim_takes_the_key_and_finds_its_quote_and_card() {
     tx.commit().await.unwrap();
 
     let (tx, taken) = claim(Some(quote.id), b"second").await;
-    let jobs::BookingClaim::Taken {
-        request_hash,
-        response,
-    } = taken
-    else {
+    let jobs::BookingClaim::Taken(taken) = taken else {
         panic!("the key is taken");
     };
-    assert_eq!(request_hash, b"first");
-    assert_eq!(response, Some((201, json!({"id": "job"}))));
+    assert_eq!(taken.request_hash, b"first");
+    assert_eq!(taken.response, Some((201, json!({"id": "job"}))));
     tx.rollback().await.unwrap();
 }
 
@@ -328,131 +324,86 @@ async fn a_booking_written_at_once_lands_whole_or_writes_nothing() {
     let card = card(&pool, merchant_id).await;
     let key = format!("at-once-{}", Uuid::new_v4());
     let mut conn = pool.acquire().await.unwrap();
-    let find = jobs::find_booking(
-        &mut conn,
-        merchant_id,
-        Environment::Test,
-        &key,
-        Some(quote.id),
-    )
-    .await
-    .unwrap();
-    assert!(find.taken.is_none());
-    assert_eq!(
-        format!("{:?}", find.quote.expect("the quote is found").quote),
-        format!("{quote:?}")
-    );
-    assert_eq!(find.card.expect("the card is found").id, card.id);
-    // Finding takes nothing: the key is still free, the quote unused.
-    assert!(
-        quotes::find(&pool, quote.id)
+    let find = async |conn: &mut sqlx::PgConnection, key: &str, quote_id| {
+        jobs::find_booking(conn, merchant_id, Environment::Test, key, quote_id)
             .await
             .unwrap()
-            .unwrap()
-            .used_at
-            .is_none()
+    };
+    let found = find(&mut conn, &key, Some(quote.id)).await;
+    assert!(found.taken.is_none());
+    assert_eq!(
+        format!("{:?}", found.quote.expect("the quote is found").quote),
+        format!("{quote:?}")
     );
+    assert_eq!(found.card.expect("the card is found").id, card.id);
+    // Finding takes nothing: the quote is still unused.
+    assert_eq!(used_at(&pool, quote.id).await, None);
 
     let answer = json!({"id": "job"});
-    let answered = |key: &'static str, hash: &'static [u8]| jobs::AnsweredKey {
+    // Books `quote` under `key`; the outcome, and whether the job was kept.
+    async fn book(
+        pool: &PgPool,
+        conn: &mut sqlx::PgConnection,
+        key: jobs::AnsweredKey<'_>,
+        quote: &QuoteRow,
+        now: DateTime<Utc>,
+    ) -> (jobs::BookedAtOnce, bool) {
+        let booked = job(quote, JobStatus::Searching, now);
+        let writes = Writes::new().and(jobs::insert_job(&booked));
+        let outcome = jobs::book_at_once(conn, key, quote.id, now, writes)
+            .await
+            .unwrap();
+        let kept = jobs::find(pool, quote.merchant_id, Environment::Test, booked.id)
+            .await
+            .unwrap()
+            .is_some();
+        (outcome, kept)
+    }
+    let answered = |key, request_hash| jobs::AnsweredKey {
         merchant_id,
         environment: Environment::Test,
         key,
-        request_hash: hash,
+        request_hash,
         status: 201,
         body: &answer,
     };
-    let key: &'static str = key.leak();
-    let booked = job(&quote, JobStatus::Searching, now);
-    let outcome = jobs::book_at_once(
-        &mut conn,
-        answered(key, b"first"),
-        quote.id,
-        now,
-        Writes::new().and(jobs::insert_job(&booked)),
-    )
-    .await
-    .unwrap();
-    assert_eq!(outcome, jobs::BookedAtOnce::Booked);
-    assert!(
-        jobs::find(&pool, merchant_id, Environment::Test, booked.id)
-            .await
-            .unwrap()
-            .is_some()
-    );
-    assert_eq!(
-        quotes::find(&pool, quote.id)
-            .await
-            .unwrap()
-            .unwrap()
-            .used_at,
-        Some(now)
-    );
-    let taken = jobs::find_booking(
-        &mut conn,
-        merchant_id,
-        Environment::Test,
-        key,
-        Some(quote.id),
-    )
-    .await
-    .unwrap();
-    let taken = taken.taken.expect("the key is taken, with its answer");
+
+    let outcome = book(&pool, &mut conn, answered(&key, b"first"), &quote, now).await;
+    assert_eq!(outcome, (jobs::BookedAtOnce::Booked, true));
+    assert_eq!(used_at(&pool, quote.id).await, Some(now));
+    let found = find(&mut conn, &key, Some(quote.id)).await;
+    let taken = found.taken.expect("the key is taken, with its answer");
     assert_eq!(taken.request_hash, b"first");
     assert_eq!(taken.response, Some((201, answer.clone())));
 
     // The same key again, on another quote: the key is taken, and nothing is written.
     let other = self::quote(&pool, merchant_id, now).await;
-    let twin = job(&other, JobStatus::Searching, now);
-    let outcome = jobs::book_at_once(
-        &mut conn,
-        answered(key, b"second"),
-        other.id,
-        now,
-        Writes::new().and(jobs::insert_job(&twin)),
-    )
-    .await
-    .unwrap();
-    assert_eq!(outcome, jobs::BookedAtOnce::KeyTaken);
-    assert!(
-        jobs::find(&pool, merchant_id, Environment::Test, twin.id)
-            .await
-            .unwrap()
-            .is_none()
-    );
-    assert!(
-        quotes::find(&pool, other.id)
-            .await
-            .unwrap()
-            .unwrap()
-            .used_at
-            .is_none()
-    );
+    let outcome = book(&pool, &mut conn, answered(&key, b"second"), &other, now).await;
+    assert_eq!(outcome, (jobs::BookedAtOnce::KeyTaken, false));
+    assert_eq!(used_at(&pool, other.id).await, None);
 
     // The first quote again, with a new key: the quote is taken, and neither the key nor the
     // job is kept.
-    let late = job(&quote, JobStatus::Searching, now);
-    let fresh_key: &'static str = format!("at-once-{}", Uuid::new_v4()).leak();
-    let outcome = jobs::book_at_once(
+    let fresh_key = format!("at-once-{}", Uuid::new_v4());
+    let outcome = book(
+        &pool,
         &mut conn,
-        answered(fresh_key, b"third"),
-        quote.id,
+        answered(&fresh_key, b"third"),
+        &quote,
         now,
-        Writes::new().and(jobs::insert_job(&late)),
     )
-    .await
-    .unwrap();
-    assert_eq!(outcome, jobs::BookedAtOnce::QuoteTaken);
-    assert!(
-        jobs::find(&pool, merchant_id, Environment::Test, late.id)
-            .await
-            .unwrap()
-            .is_none()
-    );
-    let free = jobs::find_booking(&mut conn, merchant_id, Environment::Test, fresh_key, None)
-        .await
-        .unwrap();
+    .await;
+    assert_eq!(outcome, (jobs::BookedAtOnce::QuoteTaken, false));
+    let free = find(&mut conn, &fresh_key, None).await;
     assert!(free.taken.is_none(), "the key given up is free again");
+}
+
+async fn used_at(pool: &PgPool, quote_id: Uuid) -> Option<DateTime<Utc>> {
+    quotes::find(pool, quote_id)
+        .await
+        .unwrap()
+        .expect("the quote exists")
+        .used_at
 }
 
 /// A booking's first phase writes the quote's reservation, the job and the attempt as one
