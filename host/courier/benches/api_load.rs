@@ -8,7 +8,8 @@
 //! made beforehand, each with its own `Idempotency-Key`, then reads of the booked jobs. Client
 //! and service share the machine; the CPU figures count the service's threads and the
 //! cluster's processes only (read from `/proc` around each phase and a settling second after
-//! it, so background work a phase causes is counted with it).
+//! it, so background work a phase causes is counted with it). The service's pool has 32
+//! connections, or `BENCH_POOL_SIZE`.
 //!
 //! cargo bench -p courier --bench api_load
 

@@ -10,7 +10,11 @@
 //!   (`COURIER_WEBHOOK_DELIVERY=false`), then sent by a service started with it on, for 4 and
 //!   16 endpoints of one merchant and for 100 merchants with 2 each: the delivery capacity,
 //!   and the CPU per delivery with no booking beside it;
-//! - a steady rate of bookings to a merchant with 4 endpoints;
+//! - a steady rate of bookings to a merchant with 4 endpoints (the quotes asked for
+//!   beforehand: quoting raises no event, so it stays out of the measure);
+//! - events from bookings and from the jobs' progress at a steady rate (`advanced`): each job
+//!   booked in the manual sandbox scenario, then advanced three times over HTTP (assigned,
+//!   collected, delivered), four events a job, to a merchant with 4 endpoints;
 //! - sandbox bookings that the simulator then delivers (`COURIER_SANDBOX_SPEED`), each job
 //!   raising its events as it moves: four events per booking from real state changes, to a
 //!   merchant with 4 endpoints (delay and rate only: the simulator's own work outweighs the
@@ -25,8 +29,10 @@
 //!
 //! `COURIER_BIN` runs another build of the service. `WEBHOOK_BENCH_BOOKINGS` (default 2000 per shape), `WEBHOOK_BENCH_CLIENTS` (16),
 //! `WEBHOOK_BENCH_RATE` (bookings/s of the steady shape, 200), `WEBHOOK_BENCH_SANDBOX_RATE`
-//! (bookings/s of the sandbox shape, 250: four events each) and `WEBHOOK_BENCH_SHAPES` (a comma-separated subset
-//! of `1,4,16,100x2,drain4,drain16,drain100x2,steady,sandbox`) change the loads;
+//! (bookings/s of the sandbox shape, 250: four events each), `WEBHOOK_BENCH_EVENT_RATE`
+//! (requests, so events, per second of the `advanced` shape, 1000) and `WEBHOOK_BENCH_SHAPES`
+//! (a comma-separated subset of `1,4,16,100x2,drain4,drain16,drain100x2,steady,advanced,sandbox`)
+//! change the loads;
 //! `WEBHOOK_BENCH_STATEMENTS=1` prints the statements that took PostgreSQL's time per shape.
 
 mod common;
@@ -79,6 +85,9 @@ struct Shape {
     rate: Option<f64>,
     /// The simulator moves the jobs on: wait for them to be delivered, and count their events.
     simulated: bool,
+    /// Each job is booked in the manual sandbox scenario and then advanced three times
+    /// (assigned, collected, delivered), four events a job; `rate` counts these requests.
+    advanced: bool,
 }
 
 /// How the service is started.
@@ -113,6 +122,7 @@ impl Settings {
             .env("COURIER_WEBHOOK_DELIVERY", delivery.to_string())
             .env("COURIER_RATE_LIMIT_QUOTES_PER_MINUTE", "100000000")
             .env("COURIER_RATE_LIMIT_BOOKINGS_PER_MINUTE", "100000000")
+            .env("COURIER_RATE_LIMIT_READS_PER_MINUTE", "100000000")
             .env("RUST_LOG", "warn")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -269,27 +279,93 @@ impl Run {
         panic!("no quote within 10 s");
     }
 
-    /// Quotes and books one job.
-    async fn book(&self, merchant: &Merchant, n: usize) {
-        let quote = self.quote(merchant).await;
-        let quote_id = quote["id"].as_str().expect("a quote");
-        let booked = self
+    /// Books one job on `quote`, or on a quote asked for now; returns its id.
+    async fn book(&self, merchant: &Merchant, n: usize, quote: Option<String>) -> String {
+        self.book_in(merchant, n, quote, None).await
+    }
+
+    /// [`Self::book`] in the sandbox `scenario` when given.
+    async fn book_in(
+        &self,
+        merchant: &Merchant,
+        n: usize,
+        quote: Option<String>,
+        scenario: Option<&str>,
+    ) -> String {
+        let quote_id = match quote {
+            Some(id) => id,
+            None => self.quote(merchant).await["id"]
+                .as_str()
+                .expect("a quote")
+                .to_owned(),
+        };
+        let mut request = self
             .post(merchant, "/v1/jobs", Some(&format!("bench-{n}-{quote_id}")))
-            .json(&booking_body(quote_id))
-            .send()
-            .await
-            .unwrap();
+            .json(&booking_body(&quote_id));
+        if let Some(scenario) = scenario {
+            request = request.header("Courier-Sandbox-Scenario", scenario);
+        }
+        let booked = request.send().await.unwrap();
         assert_eq!(booked.status(), 201);
+        let job: Value = booked.json().await.unwrap();
+        job["id"].as_str().expect("a job id").to_owned()
+    }
+
+    /// Books `jobs` jobs of `merchant` in the manual scenario and advances each three times:
+    /// four requests a job, each raising one event, sent at `rate` requests per second. Jobs
+    /// go in waves of `rate / 4` (a quarter of a second of requests): a wave is booked, then
+    /// advanced, step by step, so each job's requests are a quarter of a second apart.
+    async fn book_and_advance(
+        self: &Arc<Self>,
+        merchant: &Arc<Vec<Merchant>>,
+        jobs: usize,
+        rate: f64,
+        mut quotes: Vec<String>,
+    ) {
+        const STEPS: usize = 4;
+        let wave = ((rate / STEPS as f64) as usize).max(1);
+        let started = tokio::time::Instant::now();
+        let at = move |job: usize, step: usize| {
+            let tick = (job / wave) * wave * STEPS + step * wave + job % wave;
+            started + Duration::from_secs_f64(tick as f64 / rate)
+        };
+        let mut tasks = Vec::with_capacity(jobs);
+        for n in 0..jobs {
+            let (run, merchant) = (Arc::clone(self), Arc::clone(merchant));
+            let quote = quotes.get_mut(n).map(std::mem::take);
+            tasks.push(tokio::spawn(async move {
+                tokio::time::sleep_until(at(n, 0)).await;
+                let job = run.book_in(&merchant[0], n, quote, Some("manual")).await;
+                for step in 1..STEPS {
+                    tokio::time::sleep_until(at(n, step)).await;
+                    let advanced = run
+                        .post(
+                            &merchant[0],
+                            &format!("/v1/sandbox/jobs/{job}/advance"),
+                            None,
+                        )
+                        .send()
+                        .await
+                        .unwrap();
+                    assert_eq!(advanced.status(), 200, "{:?}", advanced.text().await);
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
     }
 
     /// Books `count` jobs, spread over `merchants`, from `clients` at once, or at `rate` per
-    /// second when given.
+    /// second when given; the n-th on `quotes[n]` if there is one, else on a quote asked for
+    /// then.
     async fn book_all(
         self: &Arc<Self>,
         merchants: &Arc<Vec<Merchant>>,
         count: usize,
         clients: usize,
         rate: Option<f64>,
+        mut quotes: Vec<String>,
     ) {
         let slots = Arc::new(Semaphore::new(clients));
         let mut ticks = rate.map(|r| tokio::time::interval(Duration::from_secs_f64(1.0 / r)));
@@ -300,14 +376,40 @@ impl Run {
             }
             let permit = Arc::clone(&slots).acquire_owned().await.unwrap();
             let (run, merchants) = (Arc::clone(self), Arc::clone(merchants));
+            let quote = quotes.get_mut(n).map(std::mem::take);
             tasks.push(tokio::spawn(async move {
-                run.book(&merchants[n % merchants.len()], n).await;
+                run.book(&merchants[n % merchants.len()], n, quote).await;
                 drop(permit);
             }));
         }
         for task in tasks {
             task.await.unwrap();
         }
+    }
+
+    /// A quote for each of `count` bookings, the n-th of `merchants[n % len]`.
+    async fn quotes_for(
+        self: &Arc<Self>,
+        merchants: &Arc<Vec<Merchant>>,
+        count: usize,
+        clients: usize,
+    ) -> Vec<String> {
+        let slots = Arc::new(Semaphore::new(clients));
+        let mut tasks = Vec::with_capacity(count);
+        for n in 0..count {
+            let permit = Arc::clone(&slots).acquire_owned().await.unwrap();
+            let (run, merchants) = (Arc::clone(self), Arc::clone(merchants));
+            tasks.push(tokio::spawn(async move {
+                let quote = run.quote(&merchants[n % merchants.len()]).await;
+                drop(permit);
+                quote["id"].as_str().expect("a quote").to_owned()
+            }));
+        }
+        let mut quotes = Vec::with_capacity(count);
+        for task in tasks {
+            quotes.push(task.await.unwrap());
+        }
+        quotes
     }
 
     fn cpu(&self) -> (Duration, Duration) {
@@ -342,14 +444,30 @@ impl Run {
             clients,
             rate,
             simulated,
+            advanced,
         } = shape;
         let merchants = Arc::new(merchants);
+        // At a rate the quotes are asked for beforehand: the rate is of bookings and their
+        // events, and quoting (which raises none) stays out of the measure.
+        let quotes = match rate {
+            Some(_) => self.quotes_for(&merchants, bookings, clients).await,
+            None => Vec::new(),
+        };
         let before = self.receiver.total();
         let (service_before, postgres_before) = self.cpu();
         let started = Instant::now();
-        self.book_all(&merchants, bookings, clients, rate).await;
+        match (advanced, rate) {
+            (true, Some(rate)) => {
+                self.book_and_advance(&merchants, bookings, rate, quotes)
+                    .await
+            }
+            _ => {
+                self.book_all(&merchants, bookings, clients, rate, quotes)
+                    .await
+            }
+        }
         let booked_in = started.elapsed();
-        let events = if simulated {
+        let events = if simulated || advanced {
             self.events_once_delivered(&merchants).await
         } else {
             bookings
@@ -372,7 +490,7 @@ impl Run {
             booked_in.as_secs_f64(),
             bookings as f64 / booked_in.as_secs_f64()
         );
-        if simulated {
+        if simulated || advanced {
             line += &format!(
                 "; {events} events ({:.0}/s while booking)",
                 events as f64 / booked_in.as_secs_f64()
@@ -442,9 +560,9 @@ impl Run {
     /// The statements that took the cluster's time in the shape just run, then a fresh count.
     async fn print_statements(&self) {
         let rows: Vec<(String, i64, f64, f64)> = sqlx::query_as(
-            "SELECT regexp_replace(left(query, 90), '\\s+', ' ', 'g'), calls, \
+            "SELECT regexp_replace(left(query, 120), '\\s+', ' ', 'g'), calls, \
                total_exec_time, mean_exec_time FROM pg_stat_statements \
-             ORDER BY total_exec_time DESC LIMIT 8",
+             ORDER BY total_exec_time DESC LIMIT 16",
         )
         .fetch_all(&self.pool)
         .await
@@ -476,7 +594,8 @@ impl Run {
         let start_up = self.cpu().0;
         let before = self.receiver.total();
         let expected = bookings * endpoints_each;
-        self.book_all(&merchants, bookings, clients, None).await;
+        self.book_all(&merchants, bookings, clients, None, Vec::new())
+            .await;
         let postgres_before = self.cpu().1;
         let started = Instant::now();
         self.replace_service(Some(true));
@@ -595,6 +714,7 @@ async fn main() {
         clients,
         rate: None,
         simulated: false,
+        advanced: false,
     };
 
     // Warm-up: connections, the shaper, the TLS sessions, the route cache.
@@ -674,6 +794,26 @@ async fn main() {
         let merchant = run.merchant("Steady", &paths("steady", 0, 4)).await;
         let name = format!("{rate:.0} bookings/s x 4");
         run.shape(steady(name, merchant, 4), Some(reference)).await;
+    }
+    if wanted.contains(&"advanced") {
+        // Events from bookings and from the jobs' progress at a steady rate, as a merchant's
+        // sandbox tests make them: each job booked in the manual scenario, then advanced to
+        // its delivery. The reference is the same load without endpoints.
+        let event_rate: f64 = env_or("WEBHOOK_BENCH_EVENT_RATE", 1000.0);
+        let advanced = |name: String, merchant: Merchant, endpoints_each: usize| Shape {
+            bookings: (event_rate * 10.0 / 4.0) as usize,
+            clients: clients.max(64),
+            rate: Some(event_rate),
+            advanced: true,
+            ..shape(name, vec![merchant], endpoints_each)
+        };
+        let quiet = run.merchant("Advanced, no endpoints", &[]).await;
+        let name = format!("{event_rate:.0} events/s x 0");
+        let reference = run.shape(advanced(name, quiet, 0), None).await;
+        let merchant = run.merchant("Advanced", &paths("advanced", 0, 4)).await;
+        let name = format!("{event_rate:.0} events/s x 4");
+        run.shape(advanced(name, merchant, 4), Some(reference))
+            .await;
     }
     if wanted.contains(&"sandbox") {
         // Every sandbox booking is then moved to its delivery by the simulator, each step a

@@ -152,7 +152,7 @@ impl Bench {
                 "DATABASE_URL" => Some(url.clone()),
                 "COURIER_DATA_DIR" => Some(data_dir.to_string_lossy().into_owned()),
                 "COURIER_SECRET_KEY" => Some(SECRET_HEX.into()),
-                "COURIER_DB_POOL_SIZE" => Some("32".into()),
+                "COURIER_DB_POOL_SIZE" => Some(env_or("BENCH_POOL_SIZE", "32".to_owned())),
                 // The load is of bookings, not of the sandbox simulator driving them.
                 "COURIER_SANDBOX_SPEED" => Some("0".into()),
                 // One key drives the whole load: budgets it never reaches, so the limiter's
