@@ -86,7 +86,9 @@ pub async fn find(pool: &PgPool, job_id: Uuid) -> Result<Option<RunRow>, sqlx::E
     .await
 }
 
-/// The run of the merchant's own test job, locked for this transaction.
+/// The run of the merchant's own test job, locked for this transaction. The job is found by
+/// its key alone and its owner compared after: joined on both, a planner without fresh
+/// statistics picked the merchant's index and walked all of the merchant's jobs.
 pub async fn lock_own(
     conn: &mut PgConnection,
     merchant_id: Uuid,
@@ -96,9 +98,10 @@ pub async fn lock_own(
         RunRow,
         "SELECT r.job_id, r.scenario AS \"scenario: Text<Scenario>\", r.stage AS \"stage: Text<Stage>\", \
          r.courier_id, r.reassigned, r.leg, r.leg_seconds, r.stage_started_at, r.next_at \
-         FROM sandbox_runs r JOIN jobs j ON j.id = r.job_id \
-         WHERE r.job_id = $1 AND j.merchant_id = $2 AND j.environment = 'test' \
-         FOR UPDATE OF r",
+         FROM sandbox_runs r \
+         WHERE r.job_id = $1 \
+           AND (SELECT j.merchant_id = $2 AND j.environment = 'test' FROM jobs j WHERE j.id = r.job_id) \
+         FOR UPDATE",
         job_id,
         merchant_id,
     )

@@ -297,6 +297,10 @@ pub struct NewDelivery {
 /// [`record_successes`] does, in one statement. Deliveries to an endpoint deleted since the
 /// batch was read, or being deleted now (the lock waits for that to end), are left out: they
 /// would fail the whole batch, and its other deliveries, already sent, would be sent again.
+///
+/// Run on the webhook workers' connections, which plan each execution for its own values
+/// (`plan_cache_mode = force_custom_plan`): the statement stays prepared, parsed once per
+/// connection, while no plan made when the outbox was small outlives its growth.
 pub async fn record_fan_out(
     conn: &mut PgConnection,
     deliveries: &[NewDelivery],
@@ -349,10 +353,6 @@ pub async fn record_fan_out(
         token,
         done,
     )
-    // Planned afresh each time: the plan a connection cached while the outbox was nearly
-    // empty (a new database, before autovacuum's first analyze) took 3-5 ms per round once
-    // a burst had put 20,000 events in it (BENCHMARKS.md).
-    .persistent(false)
     .execute(conn)
     .await?;
     Ok(())
@@ -373,7 +373,7 @@ pub struct ClaimRow {
 }
 
 /// Claims due deliveries nobody holds (or whose holder's lease ran out), with what an attempt
-/// sends.
+/// sends. On the webhook workers' connections, as [`record_fan_out`].
 pub async fn claim_due(
     pool: &PgPool,
     limit: i64,
@@ -381,7 +381,6 @@ pub async fn claim_due(
     token: Uuid,
     skip_endpoints: &[Uuid],
 ) -> Result<Vec<ClaimRow>, sqlx::Error> {
-    // Runtime-checked: a macro query cannot be told not to keep its plan (below).
     sqlx::query_as::<_, ClaimRow>(
         "WITH due AS ( \
            SELECT id FROM webhook_deliveries \
@@ -398,8 +397,6 @@ pub async fn claim_due(
     .bind(lease_ms)
     .bind(token)
     .bind(skip_endpoints)
-    // As `record_fan_out`: the table grows from nothing in bursts.
-    .persistent(false)
     .fetch_all(pool)
     .await
 }

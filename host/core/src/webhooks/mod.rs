@@ -155,10 +155,16 @@ impl Webhooks {
 /// Their statements are planned with each execution, for the values it has, though they stay
 /// prepared: the outbox grows from nothing in bursts, and a plan kept from when it was small
 /// reads the whole table once it has grown (BENCHMARKS.md).
+///
+/// And they read the outboxes' queues (events awaiting fan-out, deliveries due) through their
+/// indexes in order, never as bitmaps: an index scan marks the entries of rows already taken
+/// as dead as it passes them, so the next claim skips them, while a bitmap scan visits every
+/// one of them again on each claim until vacuum removes them.
 fn attempts_pool(pool: &PgPool) -> PgPool {
     let options = pool.connect_options().as_ref().clone().options([
         ("synchronous_commit", "off"),
         ("plan_cache_mode", "force_custom_plan"),
+        ("enable_bitmapscan", "off"),
     ]);
     crate::infra::db::pool_options(ATTEMPT_CONNECTIONS)
         // Lanes wait their turn for a connection rather than fail a pass.
