@@ -311,13 +311,14 @@ impl Run {
         job["id"].as_str().expect("a job id").to_owned()
     }
 
-    /// Books `jobs` jobs of `merchant` in the manual scenario and advances each three times:
+    /// Books `jobs` jobs, the n-th for `merchants[n % len]` on `quotes[n]` (or a quote asked
+    /// for then), in the manual scenario and advances each three times:
     /// four requests a job, each raising one event, sent at `rate` requests per second. Jobs
     /// go in waves of `rate / 4` (a quarter of a second of requests): a wave is booked, then
     /// advanced, step by step, so each job's requests are a quarter of a second apart.
     async fn book_and_advance(
         self: &Arc<Self>,
-        merchant: &Arc<Vec<Merchant>>,
+        merchants: &Arc<Vec<Merchant>>,
         jobs: usize,
         rate: f64,
         mut quotes: Vec<String>,
@@ -331,19 +332,16 @@ impl Run {
         };
         let mut tasks = Vec::with_capacity(jobs);
         for n in 0..jobs {
-            let (run, merchant) = (Arc::clone(self), Arc::clone(merchant));
+            let (run, merchants) = (Arc::clone(self), Arc::clone(merchants));
             let quote = quotes.get_mut(n).map(std::mem::take);
             tasks.push(tokio::spawn(async move {
+                let merchant = &merchants[n % merchants.len()];
                 tokio::time::sleep_until(at(n, 0)).await;
-                let job = run.book_in(&merchant[0], n, quote, Some("manual")).await;
+                let job = run.book_in(merchant, n, quote, Some("manual")).await;
                 for step in 1..STEPS {
                     tokio::time::sleep_until(at(n, step)).await;
                     let advanced = run
-                        .post(
-                            &merchant[0],
-                            &format!("/v1/sandbox/jobs/{job}/advance"),
-                            None,
-                        )
+                        .post(merchant, &format!("/v1/sandbox/jobs/{job}/advance"), None)
                         .send()
                         .await
                         .unwrap();
