@@ -182,12 +182,40 @@ pub async fn report_positions(
     Ok(())
 }
 
-pub async fn forget_position(conn: &mut PgConnection, courier_id: Uuid) -> Result<(), sqlx::Error> {
-    sqlx::query!(
-        "DELETE FROM courier_positions WHERE courier_id = $1",
-        courier_id,
-    )
-    .execute(conn)
-    .await?;
-    Ok(())
+/// A simulated courier's run and position written as a step of its run ends, in one statement:
+/// the run saved, the position of the courier it let go (`retired`) forgotten, and its
+/// courier's new position (`position`: latitude, longitude) reported at `seen_at`.
+pub async fn save_with_positions(
+    conn: &mut PgConnection,
+    run: &RunRow,
+    retired: Option<Uuid>,
+    position: Option<(Uuid, f64, f64)>,
+    seen_at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    let mut writes = Writes::new().and(upsert(run));
+    if let Some(courier_id) = retired {
+        writes = writes.and(move |query: &mut QueryBuilder<'_, Postgres>| {
+            query
+                .push("DELETE FROM courier_positions WHERE courier_id = ")
+                .push_bind(courier_id);
+        });
+    }
+    if let Some((courier_id, latitude, longitude)) = position {
+        writes = writes.and(move |query: &mut QueryBuilder<'_, Postgres>| {
+            query
+                .push("INSERT INTO courier_positions (courier_id, latitude, longitude, seen_at) VALUES (")
+                .push_bind(courier_id)
+                .push(", ")
+                .push_bind(latitude)
+                .push(", ")
+                .push_bind(longitude)
+                .push(", ")
+                .push_bind(seen_at)
+                .push(
+                    ") ON CONFLICT (courier_id) DO UPDATE SET latitude = excluded.latitude, \
+                     longitude = excluded.longitude, seen_at = excluded.seen_at",
+                );
+        });
+    }
+    writes.execute(conn).await
 }

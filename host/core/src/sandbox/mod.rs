@@ -332,8 +332,8 @@ impl Simulator {
         let courier_before = run.courier_id;
         if self.follow_job(run, &job, now) {
             self.schedule(run, &job);
-            store::save(conn, run).await?;
-            retire_courier(conn, courier_before, run).await?;
+            let retired = retired_courier(courier_before, run);
+            store::save_with_positions(conn, run, retired, None, now).await?;
             return Ok(None);
         }
         let scenario = run.scenario;
@@ -365,13 +365,14 @@ impl Simulator {
         let moved = self.perform(conn, run, &job, step, now).await?;
         let current = moved.as_ref().unwrap_or(&job);
         self.schedule(run, current);
-        store::save(conn, run).await?;
-        retire_courier(conn, courier_before, run).await?;
-        if let (Some(courier), Some(at)) = (run.courier_id, self.position(run, now))
-            && run.stage != Stage::Done
-        {
-            store::report_positions(conn, &[courier], &[at.lat], &[at.lon], now).await?;
-        }
+        let position = match (run.courier_id, self.position(run, now)) {
+            (Some(courier), Some(at)) if run.stage != Stage::Done => {
+                Some((courier, at.lat, at.lon))
+            }
+            _ => None,
+        };
+        let retired = retired_courier(courier_before, run);
+        store::save_with_positions(conn, run, retired, position, now).await?;
         Ok(moved)
     }
 
@@ -553,18 +554,9 @@ impl Simulator {
 }
 
 /// A simulated courier exists only while on its job: once the job ends or passes to another
-/// courier, its last position goes too.
-async fn retire_courier(
-    conn: &mut PgConnection,
-    courier_before: Option<Uuid>,
-    run: &RunRow,
-) -> Result<(), sqlx::Error> {
-    match courier_before {
-        Some(courier) if run.courier_id != Some(courier) || run.stage == Stage::Done => {
-            store::forget_position(conn, courier).await
-        }
-        _ => Ok(()),
-    }
+/// courier, its last position goes too. This is the courier whose position the step forgets.
+fn retired_courier(courier_before: Option<Uuid>, run: &RunRow) -> Option<Uuid> {
+    courier_before.filter(|&courier| run.courier_id != Some(courier) || run.stage == Stage::Done)
 }
 
 #[derive(Clone, Copy)]
@@ -648,5 +640,42 @@ fn simulated_proof(job: &JobRow, now: DateTime<Utc>) -> Proof {
         note: Some("Simulated delivery (sandbox)".to_owned()),
         recorded_at: now,
         files,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(courier_id: Option<Uuid>, stage: Stage) -> RunRow {
+        RunRow {
+            job_id: Uuid::new_v4(),
+            scenario: Scenario::HappyPath,
+            stage,
+            courier_id,
+            reassigned: false,
+            leg: None,
+            leg_seconds: None,
+            stage_started_at: Utc::now(),
+            next_at: None,
+        }
+    }
+
+    #[test]
+    fn a_step_forgets_the_position_of_a_courier_replaced_or_done() {
+        let (first, second) = (Uuid::new_v4(), Uuid::new_v4());
+        // Still on the job: kept.
+        let driving = run(Some(first), Stage::ToDropoff);
+        assert_eq!(retired_courier(Some(first), &driving), None);
+        // Another courier took the job, or the search started again: the first goes.
+        let reassigned = run(Some(second), Stage::ToPickup);
+        assert_eq!(retired_courier(Some(first), &reassigned), Some(first));
+        let searching = run(None, Stage::Searching);
+        assert_eq!(retired_courier(Some(first), &searching), Some(first));
+        // The run is done: its courier goes.
+        let done = run(Some(first), Stage::Done);
+        assert_eq!(retired_courier(Some(first), &done), Some(first));
+        // No courier before: nothing to forget.
+        assert_eq!(retired_courier(None, &reassigned), None);
     }
 }
