@@ -366,16 +366,33 @@ async fn live_keys_and_live_jobs_are_never_simulated() {
         .await
         .unwrap();
     assert_refusal(response, 422, "sandbox.unknown_scenario").await;
-    // Another merchant's test job is not found.
+    // Another merchant's test job is not found: not read, advanced, nor given a scenario.
     let stranger = floor.app.create_merchant("Stranger Ltd").await.test();
-    let response = floor
-        .app
-        .request(Method::GET, &format!("/v1/sandbox/jobs/{}", id(&job)))
-        .auth(&stranger)
-        .send()
-        .await
-        .unwrap();
-    assert_refusal(response, 404, "job.not_found").await;
+    for (method, what, body) in [
+        (Method::GET, "", None),
+        (Method::POST, "/advance", None),
+        (
+            Method::POST,
+            "/scenario",
+            Some(json!({"scenario": "returned"})),
+        ),
+    ] {
+        let mut request = floor
+            .app
+            .request(method, &format!("/v1/sandbox/jobs/{}{what}", id(&job)))
+            .auth(&stranger);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        assert_refusal(response, 404, "job.not_found").await;
+    }
+    // And the job stays where it was, in its own scenario.
+    let (_, run) = sandbox_call(&floor, Method::GET, &job, "").await;
+    assert_eq!(
+        (&run["status"], &run["scenario"]),
+        (&json!("searching"), &json!("manual"))
+    );
 
     // A live job (made so by hand: live bookings need a live card provider) has no run, and
     // the running simulator leaves it searching, offered to nobody.
