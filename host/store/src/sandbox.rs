@@ -166,20 +166,35 @@ pub async fn report_positions(
     longitudes: &[f64],
     seen_at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query!(
-        "INSERT INTO courier_positions (courier_id, latitude, longitude, seen_at) \
-         SELECT id, lat, lon, $4 FROM UNNEST($1::uuid[], $2::float8[], $3::float8[]) \
-              AS p (id, lat, lon) \
-         ON CONFLICT (courier_id) DO UPDATE \
-         SET latitude = excluded.latitude, longitude = excluded.longitude, seen_at = $4",
-        couriers,
-        latitudes,
-        longitudes,
-        seen_at,
-    )
-    .execute(conn)
-    .await?;
-    Ok(())
+    Writes::new()
+        .and(positions(couriers, latitudes, longitudes, seen_at))
+        .execute(conn)
+        .await
+}
+
+/// [`report_positions`] as one write of a statement that makes others ([`Writes`]).
+fn positions<'a>(
+    couriers: &'a [Uuid],
+    latitudes: &'a [f64],
+    longitudes: &'a [f64],
+    seen_at: DateTime<Utc>,
+) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
+    move |query| {
+        query
+            .push("INSERT INTO courier_positions (courier_id, latitude, longitude, seen_at) SELECT id, lat, lon, ")
+            .push_bind(seen_at)
+            .push(" FROM UNNEST(")
+            .push_bind(couriers)
+            .push("::uuid[], ")
+            .push_bind(latitudes)
+            .push("::float8[], ")
+            .push_bind(longitudes)
+            .push(
+                "::float8[]) AS p (id, lat, lon) ON CONFLICT (courier_id) DO UPDATE \
+                 SET latitude = excluded.latitude, longitude = excluded.longitude, \
+                 seen_at = excluded.seen_at",
+            );
+    }
 }
 
 /// A simulated courier's run and position written as a step of its run ends, in one statement:
@@ -192,6 +207,8 @@ pub async fn save_with_positions(
     position: Option<(Uuid, f64, f64)>,
     seen_at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
+    let position =
+        position.map(|(courier, latitude, longitude)| ([courier], [latitude], [longitude]));
     let mut writes = Writes::new().and(upsert(run));
     if let Some(courier_id) = retired {
         writes = writes.and(move |query: &mut QueryBuilder<'_, Postgres>| {
@@ -200,22 +217,8 @@ pub async fn save_with_positions(
                 .push_bind(courier_id);
         });
     }
-    if let Some((courier_id, latitude, longitude)) = position {
-        writes = writes.and(move |query: &mut QueryBuilder<'_, Postgres>| {
-            query
-                .push("INSERT INTO courier_positions (courier_id, latitude, longitude, seen_at) VALUES (")
-                .push_bind(courier_id)
-                .push(", ")
-                .push_bind(latitude)
-                .push(", ")
-                .push_bind(longitude)
-                .push(", ")
-                .push_bind(seen_at)
-                .push(
-                    ") ON CONFLICT (courier_id) DO UPDATE SET latitude = excluded.latitude, \
-                     longitude = excluded.longitude, seen_at = excluded.seen_at",
-                );
-        });
+    if let Some((courier, latitude, longitude)) = &position {
+        writes = writes.and(positions(courier, latitude, longitude, seen_at));
     }
     writes.execute(conn).await
 }
