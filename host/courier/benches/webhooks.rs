@@ -528,6 +528,27 @@ impl Run {
         cost
     }
 
+    /// A load at a steady rate, made by `load` (its name, merchant and endpoints per event):
+    /// first for a merchant without endpoints, the reference, then for one with 4.
+    async fn with_and_without_endpoints(
+        self: &Arc<Self>,
+        title: &str,
+        per_second: &str,
+        load: impl Fn(String, Merchant, usize) -> Shape,
+    ) {
+        let quiet = self.merchant(&format!("{title}, no endpoints"), &[]).await;
+        let reference = self
+            .shape(load(format!("{per_second} x 0"), quiet, 0), None)
+            .await;
+        let paths = paths(&title.to_lowercase(), 0, 4);
+        let merchant = self.merchant(title, &paths).await;
+        self.shape(
+            load(format!("{per_second} x 4"), merchant, 4),
+            Some(reference),
+        )
+        .await;
+    }
+
     /// Waits until the simulator has delivered every job of `merchants`; their events then.
     async fn events_once_delivered(&self, merchants: &[Merchant]) -> usize {
         let ids: Vec<uuid::Uuid> = merchants.iter().map(|m| m.id).collect();
@@ -786,12 +807,8 @@ async fn main() {
             rate: Some(rate),
             ..shape(name, vec![merchant], endpoints_each)
         };
-        let quiet = run.merchant("Steady, no endpoints", &[]).await;
-        let name = format!("{rate:.0} bookings/s x 0");
-        let reference = run.shape(steady(name, quiet, 0), None).await;
-        let merchant = run.merchant("Steady", &paths("steady", 0, 4)).await;
-        let name = format!("{rate:.0} bookings/s x 4");
-        run.shape(steady(name, merchant, 4), Some(reference)).await;
+        run.with_and_without_endpoints("Steady", &format!("{rate:.0} bookings/s"), steady)
+            .await;
     }
     if wanted.contains(&"advanced") {
         // Events from bookings and from the jobs' progress at a steady rate, as a merchant's
@@ -805,12 +822,8 @@ async fn main() {
             advanced: true,
             ..shape(name, vec![merchant], endpoints_each)
         };
-        let quiet = run.merchant("Advanced, no endpoints", &[]).await;
-        let name = format!("{event_rate:.0} events/s x 0");
-        let reference = run.shape(advanced(name, quiet, 0), None).await;
-        let merchant = run.merchant("Advanced", &paths("advanced", 0, 4)).await;
-        let name = format!("{event_rate:.0} events/s x 4");
-        run.shape(advanced(name, merchant, 4), Some(reference))
+        let per_second = format!("{event_rate:.0} events/s");
+        run.with_and_without_endpoints("Advanced", &per_second, advanced)
             .await;
     }
     if wanted.contains(&"sandbox") {
