@@ -13,6 +13,7 @@ use courier_core::quotes::QuoteWriter;
 use courier_domain::charge::CardStatus;
 use courier_domain::charge::state::ChargeStatus;
 use courier_domain::event::{EventDetails, EventName, NewEvent};
+use courier_domain::job::transitions::Settlement;
 use courier_domain::{Environment, JobStatus, Vehicle};
 use courier_store::bookings::{self, AttemptRow};
 use courier_store::jobs::{self, JobRow, ListFilter};
@@ -20,7 +21,7 @@ use courier_store::payments::{self, CardRow, ChargeRow, NewMove};
 use courier_store::quotes::{self, QuoteRow};
 use courier_store::webhooks::{self, NewDelivery, NewEndpoint, Owner};
 use courier_store::writes::Writes;
-use courier_store::{events, merchants};
+use courier_store::{events, fulfilment, merchants};
 
 use crate::support::fresh_database_url;
 
@@ -396,6 +397,97 @@ async fn a_booking_written_at_once_lands_whole_or_writes_nothing() {
     assert_eq!(outcome, (jobs::BookedAtOnce::QuoteTaken, false));
     let free = find(&mut conn, &fresh_key, None).await;
     assert!(free.taken.is_none(), "the key given up is free again");
+}
+
+/// A job's move withdraws its open offers, records its event and owes its settlement in the
+/// same statement, and only if the job moved: a move from a state the job has already left
+/// writes nothing at all.
+#[tokio::test]
+async fn a_jobs_move_writes_what_goes_with_it_only_if_the_job_moved() {
+    let pool = database().await;
+    let merchant_id = merchant(&pool).await;
+    let now = DateTime::from_timestamp_micros(Utc::now().timestamp_micros()).unwrap();
+    let quote = quote(&pool, merchant_id, now).await;
+    let searching = job(&quote, JobStatus::Searching, now);
+    let mut conn = pool.acquire().await.unwrap();
+    Writes::new()
+        .and(jobs::insert_job(&searching))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let courier_id = Uuid::new_v4();
+    sqlx::query(
+        "INSERT INTO couriers (id, name, phone, vehicle, market_id, status, credential_key, \
+         secret_hash, created_at) VALUES ($1, 'Store Test', '+4237000000', 'car', 'li', \
+         'active', $2, '\\x00', now())",
+    )
+    .bind(courier_id)
+    .bind(format!("ck_{courier_id}"))
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO courier_offers (id, job_id, courier_id, travel_seconds, status, \
+         offered_at, expires_at) VALUES ($1, $2, $3, 60, 'open', now(), now() + interval '1 minute')",
+    )
+    .bind(Uuid::new_v4())
+    .bind(searching.id)
+    .bind(courier_id)
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+    let written = async |conn: &mut sqlx::PgConnection| -> (String, i64, Option<String>) {
+        sqlx::query_as(
+            "SELECT (SELECT status FROM courier_offers WHERE job_id = $1), \
+             (SELECT count(*) FROM events WHERE merchant_id = $2), \
+             (SELECT operation FROM job_settlements WHERE job_id = $1)",
+        )
+        .bind(searching.id)
+        .bind(merchant_id)
+        .fetch_one(conn)
+        .await
+        .unwrap()
+    };
+
+    let mut cancelled = searching.clone();
+    cancelled.status = JobStatus::Cancelled;
+    cancelled.cancellation_reason = Some("changed_mind".into());
+    let event = NewEvent {
+        name: EventName::JobCancelled,
+        merchant_id,
+        environment: Environment::Test,
+        occurred_at: now,
+        job: None,
+        details: EventDetails::default(),
+    };
+    let along = || fulfilment::AlongWithMove {
+        offers_withdrawn_at: Some(now),
+        event: Some(&event),
+        settlement: Some((Settlement::Void, now)),
+    };
+    // From a state the job is not in: nothing is written, the job included.
+    let moved = fulfilment::move_job_along(&mut conn, &cancelled, JobStatus::Assigned, along())
+        .await
+        .unwrap();
+    assert!(moved.is_none());
+    assert_eq!(written(&mut conn).await, ("open".into(), 0, None));
+    let kept = jobs::find(&pool, merchant_id, Environment::Test, searching.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(kept.status, JobStatus::Searching);
+
+    // From the state it is in: the job moves, and everything that goes with it is written.
+    let moved = fulfilment::move_job_along(&mut conn, &cancelled, JobStatus::Searching, along())
+        .await
+        .unwrap()
+        .expect("the job moved");
+    assert_eq!(moved.status, JobStatus::Cancelled);
+    assert_eq!(moved.cancellation_reason.as_deref(), Some("changed_mind"));
+    assert_eq!(
+        written(&mut conn).await,
+        ("withdrawn".into(), 1, Some("void".into()))
+    );
 }
 
 async fn used_at(pool: &PgPool, quote_id: Uuid) -> Option<DateTime<Utc>> {

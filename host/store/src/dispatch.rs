@@ -101,23 +101,6 @@ pub async fn answer_offer(
     Ok(())
 }
 
-/// Withdraws the job's open offer, if any (the job moved on).
-pub async fn withdraw_job_offers(
-    conn: &mut PgConnection,
-    job_id: Uuid,
-    at: DateTime<Utc>,
-) -> Result<(), sqlx::Error> {
-    sqlx::query!(
-        "UPDATE courier_offers SET status = 'withdrawn', answered_at = $2 \
-         WHERE job_id = $1 AND status = 'open'",
-        job_id,
-        at,
-    )
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
 /// Withdraws the courier's open offer, if any (the courier went offline or was suspended).
 pub async fn withdraw_courier_offers(
     conn: &mut PgConnection,

@@ -2,8 +2,10 @@
 
 use chrono::{DateTime, Utc};
 use courier_domain::JobStatus;
-use sqlx::{PgConnection, PgPool};
+use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
 use uuid::Uuid;
+
+use courier_domain::event::NewEvent;
 
 use courier_domain::job::proof::ProofKind;
 use courier_domain::job::transitions::Settlement;
@@ -11,6 +13,7 @@ use courier_domain::job::transitions::Settlement;
 use crate::text::Text;
 
 use super::jobs::{JobRecord, JobRow};
+use crate::writes::Writes;
 
 /// The job, locked for this transaction.
 pub async fn lock_job(conn: &mut PgConnection, id: Uuid) -> Result<Option<JobRow>, sqlx::Error> {
@@ -21,32 +24,84 @@ pub async fn lock_job(conn: &mut PgConnection, id: Uuid) -> Result<Option<JobRow
         .transpose()
 }
 
-/// Writes a job's new state, only if it is still in `from`: a job moved meanwhile is left
-/// alone (None), so two moves racing from one state cannot both happen.
-pub async fn move_job(
+/// What a job's move writes beside the job, each only if the job moved.
+#[derive(Default)]
+pub struct AlongWithMove<'a> {
+    /// The job's open offers withdrawn at this time (it leaves `searching`).
+    pub offers_withdrawn_at: Option<DateTime<Utc>>,
+    /// The event the move raises.
+    pub event: Option<&'a NewEvent>,
+    /// The settlement the move's ending owes, due at this time.
+    pub settlement: Option<(Settlement, DateTime<Utc>)>,
+}
+
+/// Writes a job's new state, only if it is still in `from` (a job moved meanwhile is left
+/// alone: None, so two moves racing from one state cannot both happen), and what goes `along`
+/// with it, in one statement: the offers, the event and the settlement are written only if
+/// the job moved.
+pub async fn move_job_along<'a>(
     conn: &mut PgConnection,
-    job: &JobRow,
+    job: &'a JobRow,
     from: JobStatus,
+    along: AlongWithMove<'a>,
 ) -> Result<Option<JobRow>, sqlx::Error> {
-    sqlx::query_as!(
-        JobRecord,
-        "UPDATE jobs SET status = $3, courier_id = $4, assigned_at = $5, completed_at = $6, \
-         cancellation_reason = $7, proof = $8, search_opened_at = $9 \
-         WHERE id = $1 AND status = $2 RETURNING *",
-        job.id,
-        from.as_str(),
-        job.status.as_str(),
-        job.courier_id,
-        job.assigned_at,
-        job.completed_at,
-        job.cancellation_reason.as_deref(),
-        job.proof.as_ref(),
-        job.search_opened_at,
-    )
-    .fetch_optional(conn)
-    .await?
-    .map(JobRow::try_from)
-    .transpose()
+    let mut writes = Writes::new().named("moved", move |query: &mut QueryBuilder<'a, Postgres>| {
+        query.push("UPDATE jobs SET ");
+        query
+            .separated(", ")
+            .push("status = ")
+            .push_bind_unseparated(job.status.as_str())
+            .push("courier_id = ")
+            .push_bind_unseparated(job.courier_id)
+            .push("assigned_at = ")
+            .push_bind_unseparated(job.assigned_at)
+            .push("completed_at = ")
+            .push_bind_unseparated(job.completed_at)
+            .push("cancellation_reason = ")
+            .push_bind_unseparated(job.cancellation_reason.as_deref())
+            .push("proof = ")
+            .push_bind_unseparated(job.proof.as_ref())
+            .push("search_opened_at = ")
+            .push_bind_unseparated(job.search_opened_at);
+        query
+            .push(" WHERE id = ")
+            .push_bind(job.id)
+            .push(" AND status = ")
+            .push_bind(from.as_str())
+            .push(" RETURNING *");
+    });
+    if let Some(at) = along.offers_withdrawn_at {
+        let job_id = job.id;
+        writes = writes.and(move |query: &mut QueryBuilder<'a, Postgres>| {
+            query
+                .push("UPDATE courier_offers SET status = 'withdrawn', answered_at = ")
+                .push_bind(at)
+                .push(" WHERE job_id = ")
+                .push_bind(job_id)
+                .push(" AND status = 'open' AND EXISTS (SELECT 1 FROM moved)");
+        });
+    }
+    if let Some(event) = along.event {
+        writes = writes.and(crate::events::insert_if(Uuid::new_v4(), event, "moved"));
+    }
+    if let Some((operation, due_at)) = along.settlement {
+        let job_id = job.id;
+        writes = writes.and(move |query: &mut QueryBuilder<'a, Postgres>| {
+            query
+                .push("INSERT INTO job_settlements (job_id, operation, due_at) SELECT ")
+                .push_bind(job_id)
+                .push(", ")
+                .push_bind(operation.as_str())
+                .push(", ")
+                .push_bind(due_at)
+                .push(
+                    " FROM moved ON CONFLICT (job_id) DO UPDATE SET \
+                     operation = EXCLUDED.operation, due_at = EXCLUDED.due_at, \
+                     leased_until = NULL",
+                );
+        });
+    }
+    writes.fetch_optional(conn, "SELECT * FROM moved").await
 }
 
 /// A job's courier, changed by hand; returns the job after it.
@@ -126,25 +181,6 @@ pub async fn proof_file(
     )
     .fetch_optional(pool)
     .await
-}
-
-/// Records what the job's ending owes its charge, due at `due_at` if not done before.
-pub async fn owe_settlement(
-    conn: &mut PgConnection,
-    job_id: Uuid,
-    operation: Settlement,
-    due_at: DateTime<Utc>,
-) -> Result<(), sqlx::Error> {
-    sqlx::query!(
-        "INSERT INTO job_settlements (job_id, operation, due_at) VALUES ($1, $2, $3) \
-         ON CONFLICT (job_id) DO UPDATE SET operation = $2, due_at = $3, leased_until = NULL",
-        job_id,
-        operation.as_str(),
-        due_at,
-    )
-    .execute(conn)
-    .await?;
-    Ok(())
 }
 
 /// A settlement still owed.

@@ -73,6 +73,22 @@ impl<'a> Writes<'a> {
         self.execute_ending(conn, "SELECT 1").await
     }
 
+    /// Runs the writes with `last` as the statement's final query, and reads the one row it
+    /// returns, if any.
+    pub async fn fetch_optional<T>(
+        self,
+        conn: &mut PgConnection,
+        last: &str,
+    ) -> Result<Option<T>, sqlx::Error>
+    where
+        T: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
+    {
+        self.statement(last)
+            .build_query_as()
+            .fetch_optional(conn)
+            .await
+    }
+
     /// Runs the writes with `last` as the statement's final query: an error it raises
     /// undoes every write of the statement.
     pub async fn execute_ending(

@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::auth::Merchant;
-use crate::events::{self, EventBell, EventTransaction};
+use crate::events::{EventBell, EventTransaction};
 use crate::infra::clock::now;
 use crate::markets::Markets;
 use crate::payments::{PaymentError, Payments};
@@ -678,23 +678,20 @@ async fn put_on_courier(
     next.assigned_at = Some(now);
     if from == JobStatus::Searching {
         next.status = JobStatus::Assigned;
-        offers::withdraw_job_offers(conn, job.id, now).await?;
     }
-    let moved = store::move_job(conn, &next, job.status)
+    let details = EventDetails {
+        courier: Some(courier_id.to_string()),
+        ..EventDetails::default()
+    };
+    let event = job_event(&next, EventName::JobCourierAssigned, details, now);
+    let along = store::AlongWithMove {
+        offers_withdrawn_at: (from == JobStatus::Searching).then_some(now),
+        event: Some(&event),
+        settlement: None,
+    };
+    Ok(store::move_job_along(conn, &next, from, along)
         .await?
-        .ok_or(refused)?;
-    record_event(
-        conn,
-        &moved,
-        EventName::JobCourierAssigned,
-        EventDetails {
-            courier: Some(courier_id.to_string()),
-            ..EventDetails::default()
-        },
-        now,
-    )
-    .await?;
-    Ok(moved)
+        .ok_or(refused)?)
 }
 
 /// The courier's own job under way, locked; anyone else's is not found.
@@ -739,14 +736,8 @@ async fn apply(
         Cancelled => next.cancellation_reason = step.reason.map(str::to_owned),
         Pending | InTransit | Failed => {}
     }
-    let moved = store::move_job(conn, &next, job.status)
-        .await?
-        .ok_or(InvalidTransition { from, to: step.to })?;
-    if from == Searching {
-        offers::withdraw_job_offers(conn, job.id, now).await?;
-    }
-    if let Some(name) = transitions::event(step.actor, step.to) {
-        let courier = moved.courier_id.map(|c| c.to_string());
+    let event = transitions::event(step.actor, step.to).map(|name| {
+        let courier = next.courier_id.map(|c| c.to_string());
         let reason = step.reason.map(str::to_owned);
         let details = match name {
             EventName::JobStatusChanged => EventDetails {
@@ -782,34 +773,29 @@ async fn apply(
                 ..EventDetails::default()
             },
         };
-        record_event(conn, &moved, name, details, now).await?;
-    }
-    if let Some(settlement) = transitions::settlement(step.to) {
-        store::owe_settlement(conn, job.id, settlement, now + SETTLEMENT_GRACE).await?;
-    }
-    Ok(moved)
+        job_event(&next, name, details, now)
+    });
+    let along = store::AlongWithMove {
+        offers_withdrawn_at: (from == Searching).then_some(now),
+        event: event.as_ref(),
+        settlement: transitions::settlement(step.to).map(|s| (s, now + SETTLEMENT_GRACE)),
+    };
+    // One statement: the job's row, its offers, its event and the settlement it owes.
+    Ok(store::move_job_along(conn, &next, from, along)
+        .await?
+        .ok_or(InvalidTransition { from, to: step.to })?)
 }
 
-async fn record_event(
-    conn: &mut PgConnection,
-    job: &JobRow,
-    name: EventName,
-    details: EventDetails,
-    at: DateTime<Utc>,
-) -> Result<(), sqlx::Error> {
-    events::record(
-        conn,
-        &NewEvent {
-            name,
-            merchant_id: job.merchant_id,
-            environment: job.environment,
-            occurred_at: at,
-            job: Some(facts(job)),
-            details,
-        },
-    )
-    .await?;
-    Ok(())
+/// The event `name` of `job`, with the facts about it that events carry.
+fn job_event(job: &JobRow, name: EventName, details: EventDetails, at: DateTime<Utc>) -> NewEvent {
+    NewEvent {
+        name,
+        merchant_id: job.merchant_id,
+        environment: job.environment,
+        occurred_at: at,
+        job: Some(facts(job)),
+        details,
+    }
 }
 
 /// The facts about a job its events carry.
