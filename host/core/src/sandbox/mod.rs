@@ -131,6 +131,14 @@ pub struct RunView {
     pub next_step_at: Option<DateTime<Utc>>,
 }
 
+/// What a step did: the job it moved, if any, and where the run's courier now is, if the
+/// step put one on the road.
+#[derive(Default)]
+struct Taken {
+    moved: Option<JobRow>,
+    position: Option<(Uuid, f64, f64)>,
+}
+
 pub struct Simulator {
     pool: PgPool,
     markets: Arc<Markets>,
@@ -235,21 +243,30 @@ impl Simulator {
         let mut run = store::lock_own(&mut tx, merchant.merchant_id, job_id)
             .await?
             .ok_or(SandboxError::JobNotFound)?;
-        let mut moved = None;
+        // The job is locked once and the run saved once, however many steps it takes: the
+        // steps before the one that moves the job change only the run.
+        let mut job = lock_job(&mut tx, job_id)
+            .await?
+            .ok_or(SandboxError::JobNotFound)?;
+        let courier_before = run.courier_id;
+        let mut taken = Taken::default();
         for _ in 0..Stage::ALL.len() {
             if run.stage == Stage::Done {
                 break;
             }
-            moved = self.take_step(&mut tx, &mut run, now(), true).await?;
-            if moved.is_some() {
+            taken = self.step(&mut tx, &mut run, &job, now(), true).await?;
+            if let Some(moved) = &taken.moved {
+                job = moved.clone();
                 break;
             }
         }
-        let Some(job) = moved else {
+        if taken.moved.is_none() {
             return Err(SandboxError::NothingToAdvance(
                 "the job has ended, or someone other than the simulator has taken it over",
             ));
-        };
+        }
+        let retired = retired_courier(courier_before, &run);
+        store::save_with_positions(&mut tx, &run, retired, taken.position, now()).await?;
         tx.commit().await?;
         self.fulfilment.settle_ended(&job).await;
         Ok(view(&run, &job))
@@ -316,9 +333,8 @@ impl Simulator {
         leg::point_along(&shape, fraction)
     }
 
-    /// Brings the run in line with its job, then takes its next step if it is due (or at
-    /// once when `forced`). Returns the job when the step moved it (its charge is settled
-    /// after commit).
+    /// Locks the run's job, takes [`Self::step`] and saves the run. Returns the job when the
+    /// step moved it (its charge is settled after commit).
     async fn take_step(
         &self,
         conn: &mut PgConnection,
@@ -330,40 +346,52 @@ impl Simulator {
             .await?
             .ok_or(SandboxError::JobNotFound)?;
         let courier_before = run.courier_id;
-        if self.follow_job(run, &job, now) {
-            self.schedule(run, &job);
-            let retired = retired_courier(courier_before, run);
-            store::save_with_positions(conn, run, retired, None, now).await?;
-            return Ok(None);
+        let taken = self.step(conn, run, &job, now, forced).await?;
+        let retired = retired_courier(courier_before, run);
+        store::save_with_positions(conn, run, retired, taken.position, now).await?;
+        Ok(taken.moved)
+    }
+
+    /// Brings the run in line with `job` (locked by the caller), then takes its next step if
+    /// it is due (or at once when `forced`). The run is changed in memory only: the caller
+    /// saves it.
+    async fn step(
+        &self,
+        conn: &mut PgConnection,
+        run: &mut RunRow,
+        job: &JobRow,
+        now: DateTime<Utc>,
+        forced: bool,
+    ) -> Result<Taken, SandboxError> {
+        if self.follow_job(run, job, now) {
+            self.schedule(run, job);
+            return Ok(Taken::default());
         }
         let scenario = run.scenario;
         let Some(step) = next_step(scenario, run.stage, run.reassigned) else {
-            return Ok(None);
+            return Ok(Taken::default());
         };
-        let status = job.status;
-        if status == JobStatus::Pending {
+        if job.status == JobStatus::Pending {
             if forced {
                 return Err(SandboxError::NothingToAdvance(
                     "the job is pending: its search opens twenty minutes before scheduled_for",
                 ));
             }
-            self.schedule(run, &job);
+            self.schedule(run, job);
             // Due, but the scheduler has not opened the search yet: look again shortly.
             if run.next_at.is_some_and(|at| at <= now) {
                 run.next_at = Some(now + chrono::Duration::seconds(1));
             }
-            store::save(conn, run).await?;
-            return Ok(None);
+            return Ok(Taken::default());
         }
         if !forced {
-            self.schedule(run, &job);
+            self.schedule(run, job);
             if run.next_at.is_none_or(|due| due > now) {
-                store::save(conn, run).await?;
-                return Ok(None);
+                return Ok(Taken::default());
             }
         }
-        let moved = self.perform(conn, run, &job, step, now).await?;
-        let current = moved.as_ref().unwrap_or(&job);
+        let moved = self.perform(conn, run, job, step, now).await?;
+        let current = moved.as_ref().unwrap_or(job);
         self.schedule(run, current);
         let position = match (run.courier_id, self.position(run, now)) {
             (Some(courier), Some(at)) if run.stage != Stage::Done => {
@@ -371,9 +399,7 @@ impl Simulator {
             }
             _ => None,
         };
-        let retired = retired_courier(courier_before, run);
-        store::save_with_positions(conn, run, retired, position, now).await?;
-        Ok(moved)
+        Ok(Taken { moved, position })
     }
 
     /// Someone else moved the job (the merchant cancelled it, operations changed it, a
