@@ -589,6 +589,14 @@ impl Run {
         for (query, calls, total, mean) in rows {
             println!("    {total:>8.0} ms {calls:>7} calls {mean:>7.3} ms  {query}");
         }
+        // Every statement, the round trips' `BEGIN` and `COMMIT` included.
+        let (calls, total): (i64, f64) = sqlx::query_as(
+            "SELECT sum(calls)::bigint, sum(total_exec_time) FROM pg_stat_statements",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .unwrap();
+        println!("    {total:>8.0} ms {calls:>7} calls in all");
         sqlx::query("SELECT pg_stat_statements_reset()")
             .execute(&self.pool)
             .await
