@@ -892,9 +892,10 @@ impl Payments {
     /// this process die, the retry worker makes the call again with the same key once the
     /// lease runs out), then the provider is called, then its answer is recorded on the
     /// charge as it is by then. The same move already in flight (another request, or a retry
-    /// worker) is left to its caller, which records it: one call, not two. `claimed` says the
-    /// caller is the retry worker that holds the charge's retry row. Answers the charge as
-    /// recorded.
+    /// worker) is left to its caller, which records it: one call, not two. An adapter without
+    /// network (the sandbox) is asked and answered in the one transaction instead. `claimed`
+    /// says the caller is the retry worker that holds the charge's retry row. Answers the
+    /// charge as recorded.
     async fn advance(
         &self,
         mut tx: Transaction<'_, Postgres>,
@@ -919,17 +920,26 @@ impl Payments {
             return Ok(charge);
         };
         let card = store::card_by_id(&mut tx, charge.payment_method_id).await?;
-        tx.commit().await?;
-        let answer = self.call(gateway, slot, &charge, &card, requested).await;
-        let mut tx = self.pool.begin().await?;
-        let mut current = store::lock_charge(&mut tx, charge.id)
-            .await?
-            .ok_or(PaymentError::ChargeNotFound)?;
-        if current.status != charge.status {
-            // A twin call (same move, same key) recorded the provider's answer first.
+        let (mut tx, mut current, answer) = if gateway.uses_network() {
             tx.commit().await?;
-            return Ok(current);
-        }
+            let answer = self.call(gateway, slot, &charge, &card, requested).await;
+            let mut tx = self.pool.begin().await?;
+            let current = store::lock_charge(&mut tx, charge.id)
+                .await?
+                .ok_or(PaymentError::ChargeNotFound)?;
+            if current.status != charge.status {
+                // A twin call (same move, same key) recorded the provider's answer first.
+                tx.commit().await?;
+                return Ok(current);
+            }
+            (tx, current, answer)
+        } else {
+            // A bounded computation, asked and recorded in the same transaction: the charge
+            // stays locked throughout, so no twin can have moved it, and a crash loses the
+            // whole move, which the settlement or retry that asked for it makes again.
+            let answer = self.call(gateway, slot, &charge, &card, requested).await;
+            (tx, charge, answer)
+        };
         let settled = self
             .settle(&mut tx, &mut current, requested, answer, actor, attempts)
             .await?;
