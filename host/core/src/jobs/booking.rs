@@ -55,6 +55,7 @@ use sqlx::{PgConnection, PgPool};
 use thiserror::Error;
 use uuid::Uuid;
 
+use super::fulfilment::job_event;
 use super::views::JobView;
 use crate::auth::Merchant;
 use crate::events::{self, EventBell, EventTransaction};
@@ -63,7 +64,7 @@ use crate::payments::{self, CallSlot, HoldError, Payments, ProviderAnswer, Recor
 use courier_domain::booking::{
     BookingRequest, BookingRequestError, Contact, StopRole, normalise_phone,
 };
-use courier_domain::event::{EventDetails, EventName, JobFacts, NewEvent};
+use courier_domain::event::{EventDetails, EventName, NewEvent};
 use courier_domain::job::reference::{new_reference, new_tracking_token};
 use courier_domain::sandbox::Scenario;
 use courier_domain::{Environment, JobStatus};
@@ -355,7 +356,12 @@ async fn book_at_once(
     let charge = prepared.hold_terms(merchant).charge(Some(reference));
     let moves = payments::raising_moves(&charge);
     let run = sandbox_run(job, merchant, scenario);
-    let event = booked_event(job, merchant, job.booked_at);
+    let event = job_event(
+        job,
+        EventName::JobBooked,
+        EventDetails::default(),
+        job.booked_at,
+    );
     let body =
         serde_json::to_value(JobView::new(job, &context.public_url)).expect("jobs serialise");
     let answered = store::AnsweredKey {
@@ -582,7 +588,12 @@ async fn record(
         .into()));
     }
     let run = sandbox_run(job, merchant, scenario);
-    let event = booked_event(job, merchant, job.booked_at);
+    let event = job_event(
+        job,
+        EventName::JobBooked,
+        EventDetails::default(),
+        job.booked_at,
+    );
     let body =
         serde_json::to_value(JobView::new(job, &context.public_url)).expect("jobs serialise");
     // Without an attempt, the job is made by this very statement, so it has no charge yet:
@@ -708,25 +719,6 @@ fn tax_of(quote: &QuoteRow) -> i64 {
 
 fn contact_json(contact: &Contact) -> Value {
     serde_json::to_value(contact).expect("contacts serialise")
-}
-
-fn booked_event(job: &JobRow, merchant: &Merchant, now: DateTime<Utc>) -> NewEvent {
-    NewEvent {
-        name: EventName::JobBooked,
-        merchant_id: merchant.merchant_id,
-        environment: merchant.environment,
-        occurred_at: now,
-        job: Some(JobFacts {
-            id: job.id,
-            reference: job.reference.clone(),
-            market: job.market_id.clone(),
-            currency: job.currency.clone(),
-            price_amount_minor: job.price_amount_minor,
-            tax_amount_minor: job.tax_amount_minor,
-            scheduled_for: job.scheduled_for,
-        }),
-        details: EventDetails::default(),
-    }
 }
 
 #[cfg(test)]

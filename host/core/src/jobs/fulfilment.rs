@@ -787,7 +787,12 @@ async fn apply(
 }
 
 /// The event `name` of `job`, with the facts about it that events carry.
-fn job_event(job: &JobRow, name: EventName, details: EventDetails, at: DateTime<Utc>) -> NewEvent {
+pub fn job_event(
+    job: &JobRow,
+    name: EventName,
+    details: EventDetails,
+    at: DateTime<Utc>,
+) -> NewEvent {
     NewEvent {
         name,
         merchant_id: job.merchant_id,
