@@ -1,6 +1,7 @@
 //! The store's statements that are built at run time, and so are not checked against the
-//! schema when the crate compiles: the booking's joined writes, the job list's optional filters
-//! and the webhook claim. Each runs here against a migrated database, as the service runs it.
+//! schema when the crate compiles: the booking's joined writes, a job's move with what goes
+//! with it, the job list's optional filters and the webhook claim. Each runs here against a
+//! migrated database, as the service runs it.
 //! Also: a text column holding a name the code does not know is a decode error, on the
 //! compile-checked path and on the runtime one alike.
 
