@@ -142,7 +142,7 @@ async fn booked_job(pool: &PgPool) -> (CardRow, JobRow) {
     let booked = job(&quote, JobStatus::Searching, now);
     let mut conn = pool.acquire().await.unwrap();
     Writes::new()
-        .and(jobs::insert_job(&booked))
+        .and(jobs::insert_jobs(vec![&booked]))
         .execute(&mut conn)
         .await
         .unwrap();
@@ -351,10 +351,13 @@ async fn a_booking_written_at_once_lands_whole_or_writes_nothing() {
         now: DateTime<Utc>,
     ) -> (jobs::BookedAtOnce, bool) {
         let booked = job(quote, JobStatus::Searching, now);
-        let writes = Writes::new().and(jobs::insert_job(&booked));
-        let outcome = jobs::book_at_once(conn, key, quote.id, now, writes)
-            .await
-            .unwrap();
+        let booking = [jobs::KeyAndQuote {
+            key,
+            quote_id: quote.id,
+            used_at: now,
+        }];
+        let writes = Writes::new().and(jobs::insert_jobs(vec![&booked]));
+        let outcome = jobs::book_at_once(conn, &booking, writes).await.unwrap();
         let kept = jobs::find(pool, quote.merchant_id, Environment::Test, booked.id)
             .await
             .unwrap()
@@ -400,6 +403,108 @@ async fn a_booking_written_at_once_lands_whole_or_writes_nothing() {
     assert!(free.taken.is_none(), "the key given up is free again");
 }
 
+/// Several bookings written by one statement land together, or, when any one of them lost
+/// its key or its quote to another booking, none of them does.
+#[tokio::test]
+async fn bookings_written_together_land_together_or_not_at_all() {
+    let pool = database().await;
+    let merchant_id = merchant(&pool).await;
+    let now = DateTime::from_timestamp_micros(Utc::now().timestamp_micros()).unwrap();
+    let mut quotes = Vec::new();
+    for _ in 0..4 {
+        quotes.push(quote(&pool, merchant_id, now).await);
+    }
+    let answer = json!({"id": "job"});
+    let keys: Vec<String> = (0..6)
+        .map(|_| format!("together-{}", Uuid::new_v4()))
+        .collect();
+    let mut conn = pool.acquire().await.unwrap();
+    // Books each (key, quote) pair in one statement; the outcome, and how many jobs were kept.
+    async fn book_together(
+        pool: &PgPool,
+        conn: &mut sqlx::PgConnection,
+        pairs: &[(&str, &QuoteRow)],
+        answer: &serde_json::Value,
+        now: DateTime<Utc>,
+    ) -> (jobs::BookedAtOnce, usize) {
+        let booked: Vec<JobRow> = pairs
+            .iter()
+            .map(|(_, quote)| job(quote, JobStatus::Searching, now))
+            .collect();
+        let bookings: Vec<jobs::KeyAndQuote> = pairs
+            .iter()
+            .map(|(key, quote)| jobs::KeyAndQuote {
+                key: jobs::AnsweredKey {
+                    merchant_id: quote.merchant_id,
+                    environment: Environment::Test,
+                    key,
+                    request_hash: b"together",
+                    status: 201,
+                    body: answer,
+                },
+                quote_id: quote.id,
+                used_at: now,
+            })
+            .collect();
+        let writes = Writes::new().and(jobs::insert_jobs(booked.iter().collect()));
+        let outcome = jobs::book_at_once(conn, &bookings, writes).await.unwrap();
+        let mut kept = 0;
+        for job in &booked {
+            let found = jobs::find(pool, job.merchant_id, Environment::Test, job.id).await;
+            kept += usize::from(found.unwrap().is_some());
+        }
+        (outcome, kept)
+    }
+    let key_free = async |conn: &mut sqlx::PgConnection, key: &str| {
+        jobs::find_booking(conn, merchant_id, Environment::Test, key, None)
+            .await
+            .unwrap()
+            .taken
+            .is_none()
+    };
+
+    let both = [
+        (keys[0].as_str(), &quotes[0]),
+        (keys[1].as_str(), &quotes[1]),
+    ];
+    let outcome = book_together(&pool, &mut conn, &both, &answer, now).await;
+    assert_eq!(outcome, (jobs::BookedAtOnce::Booked, 2));
+    assert_eq!(used_at(&pool, quotes[0].id).await, Some(now));
+    assert_eq!(used_at(&pool, quotes[1].id).await, Some(now));
+    assert!(!key_free(&mut conn, &keys[1]).await);
+
+    // One of the two names a quote already booked: neither is written.
+    let one_late = [
+        (keys[2].as_str(), &quotes[2]),
+        (keys[3].as_str(), &quotes[0]),
+    ];
+    let outcome = book_together(&pool, &mut conn, &one_late, &answer, now).await;
+    assert_eq!(outcome, (jobs::BookedAtOnce::QuoteTaken, 0));
+    assert_eq!(used_at(&pool, quotes[2].id).await, None);
+    assert!(key_free(&mut conn, &keys[2]).await);
+    assert!(key_free(&mut conn, &keys[3]).await);
+
+    // Two bookings of one quote: only one could have it, so neither is written.
+    let one_quote = [
+        (keys[4].as_str(), &quotes[2]),
+        (keys[5].as_str(), &quotes[2]),
+    ];
+    let outcome = book_together(&pool, &mut conn, &one_quote, &answer, now).await;
+    assert_eq!(outcome, (jobs::BookedAtOnce::QuoteTaken, 0));
+    assert_eq!(used_at(&pool, quotes[2].id).await, None);
+
+    // One of the two names a key already taken: neither is written.
+    let key_late = [
+        (keys[4].as_str(), &quotes[2]),
+        (keys[0].as_str(), &quotes[3]),
+    ];
+    let outcome = book_together(&pool, &mut conn, &key_late, &answer, now).await;
+    assert_eq!(outcome, (jobs::BookedAtOnce::KeyTaken, 0));
+    assert_eq!(used_at(&pool, quotes[2].id).await, None);
+    assert_eq!(used_at(&pool, quotes[3].id).await, None);
+    assert!(key_free(&mut conn, &keys[4]).await);
+}
+
 /// A job's move withdraws its open offers, records its event and owes its settlement in the
 /// same statement, and only if the job moved: a move from a state the job has already left
 /// writes nothing at all.
@@ -412,7 +517,7 @@ async fn a_jobs_move_writes_what_goes_with_it_only_if_the_job_moved() {
     let searching = job(&quote, JobStatus::Searching, now);
     let mut conn = pool.acquire().await.unwrap();
     Writes::new()
-        .and(jobs::insert_job(&searching))
+        .and(jobs::insert_jobs(vec![&searching]))
         .execute(&mut conn)
         .await
         .unwrap();
@@ -526,7 +631,7 @@ async fn a_bookings_joined_writes_land_together_or_not_at_all() {
     let mut conn = pool.acquire().await.unwrap();
     Writes::new()
         .and(jobs::mark_quote_used(quote.id, now))
-        .and(jobs::insert_job(&booked))
+        .and(jobs::insert_jobs(vec![&booked]))
         .and(bookings::insert_attempt(&attempt))
         .execute(&mut conn)
         .await
@@ -563,7 +668,7 @@ async fn a_bookings_joined_writes_land_together_or_not_at_all() {
     twin.id = booked.id;
     let failed = Writes::new()
         .and(jobs::mark_quote_used(other.id, now))
-        .and(jobs::insert_job(&twin))
+        .and(jobs::insert_jobs(vec![&twin]))
         .execute(&mut conn)
         .await;
     assert!(failed.is_err(), "a duplicate job id is refused");
@@ -607,7 +712,7 @@ async fn the_job_list_filters_pages_and_caps_its_count() {
         let quote = quote(&pool, merchant_id, at).await;
         let row = job(&quote, statuses[usize::try_from(n).unwrap() % 3], at);
         Writes::new()
-            .and(jobs::insert_job(&row))
+            .and(jobs::insert_jobs(vec![&row]))
             .execute(&mut conn)
             .await
             .unwrap();
@@ -615,7 +720,11 @@ async fn the_job_list_filters_pages_and_caps_its_count() {
     }
     let theirs = quote(&pool, stranger, start).await;
     Writes::new()
-        .and(jobs::insert_job(&job(&theirs, JobStatus::Searching, start)))
+        .and(jobs::insert_jobs(vec![&job(
+            &theirs,
+            JobStatus::Searching,
+            start,
+        )]))
         .execute(&mut conn)
         .await
         .unwrap();

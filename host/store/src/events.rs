@@ -19,7 +19,17 @@ pub fn insert<'a>(
     id: Uuid,
     event: &'a NewEvent,
 ) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
-    move |query| push_insert(query, id, event, None)
+    insert_many(vec![(id, event)])
+}
+
+/// Several events recorded by one write, in the order given ([`Writes`]).
+pub fn insert_many<'a>(
+    events: Vec<(Uuid, &'a NewEvent)>,
+) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
+    move |query| {
+        query.push(INSERT);
+        query.push_values(events, |row, (id, event)| push_values(row, id, event));
+    }
 }
 
 /// [`insert`] only if the statement's part `source` returned a row (it returns one or none):
@@ -29,32 +39,27 @@ pub fn insert_if<'a>(
     event: &'a NewEvent,
     source: &'static str,
 ) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
-    move |query| push_insert(query, id, event, Some(source))
+    move |query| {
+        query.push(INSERT).push("SELECT ");
+        push_values(query.separated(", "), id, event);
+        query.push(format_args!(" FROM {source}"));
+    }
 }
 
-fn push_insert<'a>(
-    query: &mut QueryBuilder<'a, Postgres>,
+const INSERT: &str =
+    "INSERT INTO events (id, merchant_id, environment, name, job_id, occurred_at, job, details) ";
+
+fn push_values<'q, 'a>(
+    mut row: sqlx::query_builder::Separated<'q, 'a, Postgres, &'static str>,
     id: Uuid,
     event: &'a NewEvent,
-    source: Option<&'static str>,
 ) {
     let job = event
         .job
         .as_ref()
         .map(|j| serde_json::to_value(j).expect("job facts serialise"));
     let details = serde_json::to_value(&event.details).expect("event details serialise");
-    query.push(
-        "INSERT INTO events (id, merchant_id, environment, name, job_id, occurred_at, job, \
-         details) ",
-    );
-    query.push(if source.is_some() {
-        "SELECT "
-    } else {
-        "VALUES ("
-    });
-    query
-        .separated(", ")
-        .push_bind(id)
+    row.push_bind(id)
         .push_bind(event.merchant_id)
         .push_bind(event.environment.as_str())
         .push_bind(event.name.as_str())
@@ -62,8 +67,4 @@ fn push_insert<'a>(
         .push_bind(event.occurred_at)
         .push_bind(job)
         .push_bind(details);
-    match source {
-        Some(source) => query.push(format_args!(" FROM {source}")),
-        None => query.push(")"),
-    };
 }

@@ -147,8 +147,10 @@ pub fn mark_quote_used<'a>(
     }
 }
 
-/// Inserts a newly booked job ([`Writes`]).
-pub fn insert_job<'a>(job: &'a JobRow) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
+/// Inserts newly booked jobs, one row each ([`Writes`]).
+pub fn insert_jobs<'a>(
+    jobs: Vec<&'a JobRow>,
+) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
     move |query| {
         query.push(
             "INSERT INTO jobs (id, merchant_id, environment, quote_id, reference, tracking_token, \
@@ -157,7 +159,7 @@ pub fn insert_job<'a>(job: &'a JobRow) -> impl FnOnce(&mut QueryBuilder<'a, Post
              notify_customer, proof_photo_required, proof_signature_required, booked_at, \
              scheduled_for, search_opens_at) ",
         );
-        query.push_values([job], |mut row, j| {
+        query.push_values(jobs, |mut row, j| {
             row.push_bind(j.id)
                 .push_bind(j.merchant_id)
                 .push_bind(j.environment.as_str())
@@ -633,55 +635,68 @@ pub enum BookedAtOnce {
 /// SQLSTATE of `booking_conflict` (migration 0110).
 const BOOKING_CONFLICT: &str = "CB409";
 
+/// A booking's key with its stored answer, and the quote it marks used.
+pub struct KeyAndQuote<'a> {
+    pub key: AnsweredKey<'a>,
+    pub quote_id: Uuid,
+    pub used_at: DateTime<Utc>,
+}
+
 /// Books in one statement outside any explicit transaction, so in one round trip with its
-/// commit: claims `key` with its stored answer, marks the quote used and makes `writes`
-/// (the job and what goes with it), all or nothing. What [`find_booking`] read is checked
-/// where it could have changed: a twin holding the key is waited for, as is a concurrent
-/// booking of the quote, and either one having won writes nothing.
+/// commit: claims each booking's key with its stored answer, marks its quote used and makes
+/// `writes` (the jobs and what goes with them), all or nothing. What [`find_booking`] read is
+/// checked where it could have changed: a twin holding a key is waited for, as is a
+/// concurrent booking of a quote, and any of them having won writes nothing. With several
+/// bookings, the outcome says the first conflict found.
 pub async fn book_at_once<'a>(
     conn: &mut PgConnection,
-    key: AnsweredKey<'a>,
-    quote_id: Uuid,
-    used_at: DateTime<Utc>,
+    bookings: &'a [KeyAndQuote<'a>],
     writes: Writes<'a>,
 ) -> Result<BookedAtOnce, sqlx::Error> {
+    let count = i64::try_from(bookings.len()).expect("a batch fits an i64");
     let claim = move |query: &mut QueryBuilder<'a, Postgres>| {
+        query.push(
+            "INSERT INTO idempotency_keys (merchant_id, environment, key, request_hash, \
+             response_status, response_body) ",
+        );
+        query.push_values(bookings, |mut row, b| {
+            row.push_bind(b.key.merchant_id)
+                .push_bind(b.key.environment.as_str())
+                .push_bind(b.key.key)
+                .push_bind(b.key.request_hash)
+                .push_bind(b.key.status)
+                .push_bind(b.key.body);
+        });
+        query.push(" ON CONFLICT DO NOTHING RETURNING 1");
+    };
+    // Only once every key is claimed: a key found taken undoes the statement anyway, and
+    // its quote's row is then neither waited for nor locked.
+    let mark = move |query: &mut QueryBuilder<'a, Postgres>| {
+        query.push("UPDATE quotes SET used_at = booked.used_at FROM (");
+        query.push_values(bookings, |mut row, b| {
+            row.push_bind(b.quote_id).push_bind(b.used_at);
+        });
         query
             .push(
-                "INSERT INTO idempotency_keys (merchant_id, environment, key, request_hash, \
-                 response_status, response_body) VALUES (",
+                ") AS booked (id, used_at) WHERE quotes.id = booked.id \
+                   AND quotes.used_at IS NULL AND (SELECT count(*) FROM claimed) = ",
             )
-            .push_bind(key.merchant_id)
-            .push(", ")
-            .push_bind(key.environment.as_str())
-            .push(", ")
-            .push_bind(key.key)
-            .push(", ")
-            .push_bind(key.request_hash)
-            .push(", ")
-            .push_bind(key.status)
-            .push(", ")
-            .push_bind(key.body)
-            .push(") ON CONFLICT DO NOTHING RETURNING 1");
-    };
-    let mark = move |query: &mut QueryBuilder<'a, Postgres>| {
-        query
-            .push("UPDATE quotes SET used_at = ")
-            .push_bind(used_at)
-            .push(" WHERE id = ")
-            .push_bind(quote_id)
-            .push(" AND used_at IS NULL AND EXISTS (SELECT 1 FROM claimed) RETURNING 1");
+            .push_bind(count)
+            .push(" RETURNING 1");
     };
     let statement = Writes::new()
         .named("claimed", claim)
         .named("marked", mark)
         .then(writes);
+    // A quote named twice is marked once, so it counts as taken.
     let ended = statement
         .execute_ending(
             conn,
-            "SELECT booking_conflict(CASE \
-               WHEN NOT EXISTS (SELECT 1 FROM claimed) THEN 'key_taken' \
-               WHEN NOT EXISTS (SELECT 1 FROM marked) THEN 'quote_taken' END)",
+            &format!(
+                "SELECT booking_conflict(CASE \
+                   WHEN (SELECT count(*) FROM claimed) < {count} THEN 'key_taken' \
+                   WHEN (SELECT count(*) FROM marked) < {count} THEN 'quote_taken' END)"
+            ),
         )
         .await;
     match ended {

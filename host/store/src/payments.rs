@@ -390,11 +390,11 @@ pub async fn raise_charge(
     Ok(raised.rows_affected() > 0)
 }
 
-/// Inserts the charge of a job written by the same statement ([`crate::writes::Writes`]):
-/// unlike [`raise_charge`], no charge can exist for the job yet, so none is looked for. Goes
+/// Inserts the charges of jobs written by the same statement ([`crate::writes::Writes`]):
+/// unlike [`raise_charge`], no charge can exist for such a job yet, so none is looked for. Goes
 /// with [`insert_moves`] for the moves that brought it to its status.
-pub fn insert_charge<'a>(
-    c: &'a ChargeRow,
+pub fn insert_charges<'a>(
+    charges: Vec<&'a ChargeRow>,
 ) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
     move |query| {
         query.push(
@@ -402,7 +402,7 @@ pub fn insert_charge<'a>(
              status, currency, amount_minor, refunded_amount_minor, authorisation_ref, \
              last_error, raised_at, authorised_at, updated_at, hold_key) ",
         );
-        query.push_values([c], |mut row, c| {
+        query.push_values(charges, |mut row, c| {
             row.push_bind(c.id)
                 .push_bind(c.merchant_id)
                 .push_bind(c.environment.as_str())
@@ -422,9 +422,10 @@ pub fn insert_charge<'a>(
     }
 }
 
-/// Records a charge's moves, oldest first, numbered in that order ([`crate::writes::Writes`]).
+/// Records charges' moves, numbered in the order given, each charge's oldest first
+/// ([`crate::writes::Writes`]).
 pub fn insert_moves<'a>(
-    moves: &'a [NewMove<'a>],
+    moves: Vec<&'a NewMove<'a>>,
 ) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
     move |query| {
         query.push(

@@ -43,17 +43,19 @@ impl RunRow {
 
 /// Writes a run: a new one (in its booking's transaction) or its new state.
 pub async fn save(conn: &mut PgConnection, run: &RunRow) -> Result<(), sqlx::Error> {
-    Writes::new().and(upsert(run)).execute(conn).await
+    Writes::new().and(upsert(vec![run])).execute(conn).await
 }
 
-/// [`save`] as one write of a statement that makes others ([`Writes`]).
-pub fn upsert<'a>(run: &'a RunRow) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
+/// [`save`] as one write of a statement that makes others ([`Writes`]), for several runs.
+pub fn upsert<'a>(
+    runs: Vec<&'a RunRow>,
+) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
     move |query| {
         query.push(
             "INSERT INTO sandbox_runs (job_id, scenario, stage, courier_id, reassigned, leg, \
              leg_seconds, stage_started_at, next_at) ",
         );
-        query.push_values([run], |mut row, r| {
+        query.push_values(runs, |mut row, r| {
             row.push_bind(r.job_id)
                 .push_bind(r.scenario.as_str())
                 .push_bind(r.stage.as_str())
@@ -209,7 +211,7 @@ pub async fn save_with_positions(
 ) -> Result<(), sqlx::Error> {
     let position =
         position.map(|(courier, latitude, longitude)| ([courier], [latitude], [longitude]));
-    let mut writes = Writes::new().and(upsert(run));
+    let mut writes = Writes::new().and(upsert(vec![run]));
     if let Some(courier_id) = retired {
         writes = writes.and(move |query: &mut QueryBuilder<'_, Postgres>| {
             query

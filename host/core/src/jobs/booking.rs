@@ -6,9 +6,11 @@
 //! with its stored answer, marks the quote used while it is unused, and writes the job, its
 //! event, its sandbox run and its charge, committing as it ends. Whatever changed since the
 //! read is waited for there (a twin holding the key, another booking of the quote) and, when
-//! it won, the statement gives up whole. A booking is three round trips with the
-//! connection's return: read, write, ping. A hold not approved on the spot (a decline, an
-//! adapter failure) is booked again the way below, which records it.
+//! it won, the statement gives up whole. The bookings approved while one such statement is
+//! in flight are written by the next, together ([`writer`]): one statement and one commit
+//! for all of them, or, when any of them lost its key or quote meanwhile, none, and each is
+//! then written alone. A hold not approved on the spot (a decline, an adapter failure) is
+//! booked again the way below, which records it.
 //!
 //! Otherwise, first, in one transaction: claim the idempotency key (a twin with the same key waits here,
 //! then replays the stored answer), lock the quote, check it, and choose the card. Refusals
@@ -45,6 +47,9 @@
 //! charge and the charge's moves.
 
 pub mod recovery;
+mod writer;
+
+pub use writer::BookingWriter;
 
 use std::sync::Arc;
 
@@ -59,6 +64,7 @@ use super::fulfilment::job_event;
 use super::views::JobView;
 use crate::auth::Merchant;
 use crate::events::{self, EventBell, EventTransaction};
+use crate::infra::db::batches::Batched;
 use crate::markets::Markets;
 use crate::payments::{self, CallSlot, HoldError, Payments, ProviderAnswer, RecordedHold};
 use courier_domain::booking::{
@@ -180,6 +186,8 @@ pub struct BookingContext {
     pub public_url: Arc<str>,
     /// Rung once the booking (and its `job.booked`) is committed.
     pub bell: EventBell,
+    /// Writes the bookings approved on the spot together.
+    pub writer: BookingWriter,
 }
 
 /// `Idempotency-Key`: present, 1–255 visible ASCII characters.
@@ -324,9 +332,9 @@ async fn book_at_once(
 ) -> Result<Option<BookingResponse>, BookingError> {
     let request = BookingRequest::parse(body, now);
     let quote_id = request.as_ref().ok().map(|r| r.quote_id);
-    let mut conn = context.pool.acquire().await?;
+    // The connection goes back before the hold: the write is the batch writer's.
     let found = store::find_booking(
-        &mut conn,
+        &mut *context.pool.acquire().await?,
         merchant.merchant_id,
         merchant.environment,
         key,
@@ -352,31 +360,46 @@ async fn book_at_once(
     let ProviderAnswer::Approved(reference) = hold(context, merchant, slot, &prepared).await else {
         return Ok(None);
     };
-    let job = &prepared.job;
     let charge = prepared.hold_terms(merchant).charge(Some(reference));
-    let moves = payments::raising_moves(&charge);
-    let run = sandbox_run(job, merchant, scenario);
+    let Prepared { job, .. } = prepared;
+    let run = sandbox_run(&job, merchant, scenario);
     let event = job_event(
-        job,
+        &job,
         EventName::JobBooked,
         EventDetails::default(),
         job.booked_at,
     );
     let body =
-        serde_json::to_value(JobView::new(job, &context.public_url)).expect("jobs serialise");
-    let answered = store::AnsweredKey {
+        serde_json::to_value(JobView::new(&job, &context.public_url)).expect("jobs serialise");
+    let approved = writer::ApprovedBooking {
         merchant_id: merchant.merchant_id,
         environment: merchant.environment,
-        key,
-        request_hash,
-        status: 201,
-        body: &body,
+        key: key.to_owned(),
+        request_hash: request_hash.to_owned(),
+        body,
+        job,
+        event,
+        run,
+        charge,
     };
-    let writes = job_writes(job, &event, run.as_ref(), Some((&charge, &moves)));
-    match store::book_at_once(&mut conn, answered, job.quote_id, job.booked_at, writes).await? {
+    let approved = match context.writer.write(approved).await? {
+        Batched::Written(booked) => {
+            context.bell.ring();
+            return Ok(Some(BookingResponse {
+                status: 201,
+                body: booked.body,
+            }));
+        }
+        Batched::WriteAlone(approved) => approved,
+    };
+    let mut conn = context.pool.acquire().await?;
+    match writer::book_together(&mut conn, std::slice::from_ref(&approved)).await? {
         BookedAtOnce::Booked => {
             context.bell.ring();
-            Ok(Some(BookingResponse { status: 201, body }))
+            Ok(Some(BookingResponse {
+                status: 201,
+                body: approved.body,
+            }))
         }
         BookedAtOnce::KeyTaken => {
             let taken =
@@ -608,10 +631,11 @@ async fn record(
         .map(payments::raising_moves)
         .unwrap_or_default();
     let mut writes = job_writes(
-        job,
-        &event,
-        run.as_ref(),
-        charge.as_ref().map(|charge| (charge, moves.as_slice())),
+        vec![job],
+        vec![&event],
+        run.iter().collect(),
+        charge.iter().collect(),
+        moves.iter().collect(),
     )
     .and(store::store_response(
         merchant.merchant_id,
@@ -640,23 +664,26 @@ fn sandbox_run(job: &JobRow, merchant: &Merchant, scenario: Option<Scenario>) ->
         .then(|| RunRow::new(job, scenario.unwrap_or_default(), job.booked_at))
 }
 
-/// A booked job's own rows, joined in one statement: the job, its `job.booked`, its sandbox
-/// run and, when the hold was approved before anything was written, its charge and moves.
+/// Booked jobs' own rows, joined in one statement: the jobs, their `job.booked` events,
+/// their sandbox runs and, when their holds were approved before anything was written, their
+/// charges and the charges' moves.
 fn job_writes<'a>(
-    job: &'a JobRow,
-    event: &'a NewEvent,
-    run: Option<&'a RunRow>,
-    charge: Option<(&'a ChargeRow, &'a [NewMove<'a>])>,
+    jobs: Vec<&'a JobRow>,
+    events: Vec<&'a NewEvent>,
+    runs: Vec<&'a RunRow>,
+    charges: Vec<&'a ChargeRow>,
+    moves: Vec<&'a NewMove<'a>>,
 ) -> Writes<'a> {
+    let events = events.into_iter().map(|e| (Uuid::new_v4(), e)).collect();
     let mut writes = Writes::new()
-        .and(store::insert_job(job))
-        .and(events::insert(Uuid::new_v4(), event));
-    if let Some(run) = run {
-        writes = writes.and(courier_store::sandbox::upsert(run));
+        .and(store::insert_jobs(jobs))
+        .and(events::insert_many(events));
+    if !runs.is_empty() {
+        writes = writes.and(courier_store::sandbox::upsert(runs));
     }
-    if let Some((charge, moves)) = charge {
+    if !charges.is_empty() {
         writes = writes
-            .and(courier_store::payments::insert_charge(charge))
+            .and(courier_store::payments::insert_charges(charges))
             .and(courier_store::payments::insert_moves(moves));
     }
     writes

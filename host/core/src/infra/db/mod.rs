@@ -1,6 +1,7 @@
 //! The system of record: connecting to Postgres (embedded or configured) and migrating it.
 
 pub mod availability;
+pub mod batches;
 mod embedded;
 pub mod listen;
 
