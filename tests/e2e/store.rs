@@ -404,7 +404,8 @@ async fn a_booking_written_at_once_lands_whole_or_writes_nothing() {
 }
 
 /// Several bookings written by one statement land together, or, when any one of them lost
-/// its key or its quote to another booking, none of them does.
+/// its key or its quote to another booking, none of them does; several read by one statement
+/// each get their own answer.
 #[tokio::test]
 async fn bookings_written_together_land_together_or_not_at_all() {
     let pool = database().await;
@@ -503,6 +504,40 @@ async fn bookings_written_together_land_together_or_not_at_all() {
     assert_eq!(used_at(&pool, quotes[2].id).await, None);
     assert_eq!(used_at(&pool, quotes[3].id).await, None);
     assert!(key_free(&mut conn, &keys[4]).await);
+
+    // Read together, each booking gets its own lookup, in the order asked: a taken key
+    // with its answer (and nothing else), a free key with its quote and the card, and a key
+    // asking for no quote.
+    let card = card(&pool, merchant_id).await;
+    let asked = |key, quote_id| jobs::BookingAsked {
+        merchant_id,
+        environment: Environment::Test,
+        key,
+        quote_id,
+    };
+    let found = jobs::find_bookings(
+        &mut conn,
+        &[
+            asked(&keys[0], Some(quotes[2].id)),
+            asked(&keys[4], Some(quotes[2].id)),
+            asked(&keys[5], None),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(found.len(), 3);
+    let taken = found[0].taken.as_ref().expect("the first key is taken");
+    assert_eq!(taken.response, Some((201, answer.clone())));
+    assert!(found[0].quote.is_none() && found[0].card.is_none());
+    assert!(found[1].taken.is_none());
+    let quote = found[1]
+        .quote
+        .as_ref()
+        .expect("the free key's quote is found");
+    assert_eq!(quote.quote.id, quotes[2].id);
+    assert_eq!(found[1].card.as_ref().map(|c| c.id), Some(card.id));
+    assert!(found[2].taken.is_none() && found[2].quote.is_none());
+    assert_eq!(found[2].card.as_ref().map(|c| c.id), Some(card.id));
 }
 
 /// A job's move withdraws its open offers, records its event and owes its settlement in the

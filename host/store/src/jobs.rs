@@ -518,6 +518,14 @@ pub struct BookingLookup {
     pub card: Option<crate::payments::CardRow>,
 }
 
+/// What a booking asks [`find_bookings`] for.
+pub struct BookingAsked<'a> {
+    pub merchant_id: Uuid,
+    pub environment: Environment,
+    pub key: &'a str,
+    pub quote_id: Option<Uuid>,
+}
+
 /// Reads what a booking needs, without locking or writing anything: the key if an earlier
 /// request committed it, else the quote with its merchant's settings and the usable card
 /// (chosen as [`claim_booking`] chooses it). [`book_at_once`] then checks what could have
@@ -529,22 +537,32 @@ pub async fn find_booking(
     key: &str,
     quote_id: Option<Uuid>,
 ) -> Result<BookingLookup, sqlx::Error> {
-    let mut found = sqlx::query_as!(
+    let asked = BookingAsked {
+        merchant_id,
+        environment,
+        key,
+        quote_id,
+    };
+    let mut found = find_bookings(conn, &[asked]).await?;
+    found
+        .pop()
+        .ok_or_else(|| sqlx::Error::Protocol("a booking's read returned no row".into()))
+}
+
+/// [`find_booking`] for several bookings in one statement: one lookup each, in their order.
+pub async fn find_bookings(
+    conn: &mut PgConnection,
+    asked: &[BookingAsked<'_>],
+) -> Result<Vec<BookingLookup>, sqlx::Error> {
+    let merchant_ids: Vec<Uuid> = asked.iter().map(|a| a.merchant_id).collect();
+    let environments: Vec<&str> = asked.iter().map(|a| a.environment.as_str()).collect();
+    let keys: Vec<&str> = asked.iter().map(|a| a.key).collect();
+    let quote_ids: Vec<Option<Uuid>> = asked.iter().map(|a| a.quote_id).collect();
+    // One row per booking asked, whatever is found: the key by its primary key, and the
+    // quote and the card only when the key is free.
+    let found = sqlx::query_as!(
         BookingFound,
-        "WITH taken AS ( \
-           SELECT request_hash, response_status, response_body FROM idempotency_keys \
-           WHERE merchant_id = $1 AND environment = $2 AND key = $3), \
-         quote AS ( \
-           SELECT q.*, m.notify_customer_default, m.proof_photo_required, \
-             m.proof_signature_required \
-           FROM quotes q JOIN merchants m ON m.id = q.merchant_id \
-           WHERE q.id = $4 AND NOT EXISTS (SELECT 1 FROM taken)), \
-         card AS ( \
-           SELECT * FROM payment_methods \
-           WHERE merchant_id = $1 AND environment = $2 AND status = 'active' \
-             AND removed_at IS NULL AND NOT EXISTS (SELECT 1 FROM taken) \
-           ORDER BY is_default DESC, attached_at DESC, id LIMIT 1) \
-         SELECT k.request_hash IS NOT NULL AS \"taken!\", \
+        "SELECT k.request_hash IS NOT NULL AS \"taken!\", \
            k.request_hash AS \"taken_request_hash?\", \
            k.response_status AS taken_response_status, \
            k.response_body AS taken_response_body, \
@@ -575,18 +593,43 @@ pub async fn find_booking(
            c.is_default AS \"card_is_default?\", c.attached_at AS \"card_attached_at?\", \
            c.dead_reason AS card_dead_reason, c.died_at AS card_died_at, \
            c.removed_at AS card_removed_at \
-         FROM (SELECT 1) AS one LEFT JOIN taken k ON true LEFT JOIN quote q ON true \
-           LEFT JOIN card c ON true",
-        merchant_id,
-        environment.as_str(),
-        key,
-        quote_id,
+         FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::uuid[]) \
+           WITH ORDINALITY AS a (merchant_id, environment, key, quote_id, n) \
+         LEFT JOIN idempotency_keys k ON k.merchant_id = a.merchant_id \
+           AND k.environment = a.environment AND k.key = a.key \
+         LEFT JOIN LATERAL ( \
+           SELECT q.*, m.notify_customer_default, m.proof_photo_required, \
+             m.proof_signature_required \
+           FROM quotes q JOIN merchants m ON m.id = q.merchant_id \
+           WHERE q.id = a.quote_id AND k.request_hash IS NULL) q ON true \
+         LEFT JOIN LATERAL ( \
+           SELECT * FROM payment_methods p \
+           WHERE p.merchant_id = a.merchant_id AND p.environment = a.environment \
+             AND p.status = 'active' AND p.removed_at IS NULL AND k.request_hash IS NULL \
+           ORDER BY p.is_default DESC, p.attached_at DESC, p.id LIMIT 1) c ON true \
+         ORDER BY a.n",
+        &merchant_ids,
+        &environments as &[&str],
+        &keys as &[&str],
+        &quote_ids as &[Option<Uuid>],
     )
-    .fetch_one(&mut *conn)
+    .fetch_all(&mut *conn)
     .await?;
-    let taken = found.taken_key();
-    let (quote, card) = found.parts()?;
-    Ok(BookingLookup { taken, quote, card })
+    if found.len() != asked.len() {
+        return Err(sqlx::Error::Protocol(format!(
+            "{} bookings' reads returned {} rows",
+            asked.len(),
+            found.len()
+        )));
+    }
+    found
+        .into_iter()
+        .map(|mut found| {
+            let taken = found.taken_key();
+            let (quote, card) = found.parts()?;
+            Ok(BookingLookup { taken, quote, card })
+        })
+        .collect()
 }
 
 /// The key an earlier request committed.

@@ -6,10 +6,11 @@
 //! with its stored answer, marks the quote used while it is unused, and writes the job, its
 //! event, its sandbox run and its charge, committing as it ends. Whatever changed since the
 //! read is waited for there (a twin holding the key, another booking of the quote) and, when
-//! it won, the statement gives up whole. The bookings approved while one such statement is
-//! in flight are written by the next, together ([`writer`]): one statement and one commit
-//! for all of them, or, when any of them lost its key or quote meanwhile, none, and each is
-//! then written alone. A hold not approved on the spot (a decline, an adapter failure) is
+//! it won, the statement gives up whole. Reads and writes are sent in batches
+//! ([`together`]): the bookings reading while a read is in flight are read by the next one,
+//! and those approved while a write is in flight are written by the next, one statement and
+//! one commit for all of them, or, when any of them lost its key or quote meanwhile, none,
+//! and each is then written alone. A hold not approved on the spot (a decline, an adapter failure) is
 //! booked again the way below, which records it.
 //!
 //! Otherwise, first, in one transaction: claim the idempotency key (a twin with the same key waits here,
@@ -47,9 +48,9 @@
 //! charge and the charge's moves.
 
 pub mod recovery;
-mod writer;
+mod together;
 
-pub use writer::BookingWriter;
+pub use together::BookingBatches;
 
 use std::sync::Arc;
 
@@ -186,8 +187,8 @@ pub struct BookingContext {
     pub public_url: Arc<str>,
     /// Rung once the booking (and its `job.booked`) is committed.
     pub bell: EventBell,
-    /// Writes the bookings approved on the spot together.
-    pub writer: BookingWriter,
+    /// Reads and writes the bookings whose hold needs no network together.
+    pub batches: BookingBatches,
 }
 
 /// `Idempotency-Key`: present, 1–255 visible ASCII characters.
@@ -332,15 +333,25 @@ async fn book_at_once(
 ) -> Result<Option<BookingResponse>, BookingError> {
     let request = BookingRequest::parse(body, now);
     let quote_id = request.as_ref().ok().map(|r| r.quote_id);
-    // The connection goes back before the hold: the write is the batch writer's.
-    let found = store::find_booking(
-        &mut *context.pool.acquire().await?,
-        merchant.merchant_id,
-        merchant.environment,
-        key,
+    let asked = together::Asked {
+        merchant_id: merchant.merchant_id,
+        environment: merchant.environment,
+        key: key.to_owned(),
         quote_id,
-    )
-    .await?;
+    };
+    let found = match context.batches.read(asked).await? {
+        Batched::Done(_, found) => found,
+        Batched::Alone(_) => {
+            store::find_booking(
+                &mut *context.pool.acquire().await?,
+                merchant.merchant_id,
+                merchant.environment,
+                key,
+                quote_id,
+            )
+            .await?
+        }
+    };
     if let Some(taken) = found.taken {
         return answer_taken(taken, request_hash).map(Some);
     }
@@ -371,7 +382,7 @@ async fn book_at_once(
     );
     let body =
         serde_json::to_value(JobView::new(&job, &context.public_url)).expect("jobs serialise");
-    let approved = writer::ApprovedBooking {
+    let approved = together::ApprovedBooking {
         merchant_id: merchant.merchant_id,
         environment: merchant.environment,
         key: key.to_owned(),
@@ -382,18 +393,18 @@ async fn book_at_once(
         run,
         charge,
     };
-    let approved = match context.writer.write(approved).await? {
-        Batched::Written(booked) => {
+    let approved = match context.batches.write(approved).await? {
+        Batched::Done(booked, ()) => {
             context.bell.ring();
             return Ok(Some(BookingResponse {
                 status: 201,
                 body: booked.body,
             }));
         }
-        Batched::WriteAlone(approved) => approved,
+        Batched::Alone(approved) => approved,
     };
     let mut conn = context.pool.acquire().await?;
-    match writer::book_together(&mut conn, std::slice::from_ref(&approved)).await? {
+    match together::book_together(&mut conn, std::slice::from_ref(&approved)).await? {
         BookedAtOnce::Booked => {
             context.bell.ring();
             Ok(Some(BookingResponse {

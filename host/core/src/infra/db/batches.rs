@@ -1,13 +1,13 @@
-//! Rows written together. Under load, the rows handed in while a write is in flight are
-//! written by the next one, in one statement and one commit: the database's work per
-//! statement and per commit (executor start-up, constraint checks, the commit record, a
-//! backend woken, a connection lent and returned) is shared by the batch. A row alone is
-//! written at once, as a batch of one.
+//! Requests' rows sent to the database together. Under load, the rows handed in while a
+//! statement is in flight go into the next one: the database's work per statement and per
+//! commit (executor start-up, constraint checks, the commit record, a backend woken, a
+//! connection lent and returned) is shared by the batch. A row alone is sent at once, as a
+//! batch of one.
 //!
-//! Each request is answered only once its row is committed. A batch is written whole or not
-//! at all; when the database refuses one for any reason but being away, each of its rows goes
-//! back to its request to be written alone, so one bad row (or one lost race) fails only its
-//! own request.
+//! Each request is answered only once its batch's statement is done (for writes: committed).
+//! A batch is done whole or not at all; when the database refuses one for any reason but
+//! being away, each of its rows goes back to its request to be sent alone, so one bad row (or
+//! one lost race) fails only its own request.
 
 use std::future::Future;
 
@@ -19,45 +19,47 @@ use super::availability;
 /// Rows waiting for a batch; past this, handing in a row waits for room.
 const QUEUE: usize = 4096;
 
-/// How a kind of row is written many at once.
-pub trait WriteMany: Send + Sync + 'static {
+/// How a kind of row is sent many at once.
+pub trait ManyAtOnce: Send + Sync + 'static {
     type Row: Send + 'static;
-    /// The most rows one statement writes.
+    /// What each row's request is given once its batch is done.
+    type Answer: Send + 'static;
+    /// The most rows one statement takes.
     const MOST: usize;
-    /// Writes every row of `rows` in one statement with its commit, all or none.
-    fn write_many(
+    /// Sends every row of `rows` in one statement (writes: with its commit), all or none.
+    fn run_many(
         &self,
         pool: &PgPool,
         rows: &[Self::Row],
-    ) -> impl Future<Output = Result<Batch, sqlx::Error>> + Send;
+    ) -> impl Future<Output = Result<Batch<Self::Answer>, sqlx::Error>> + Send;
 }
 
 /// How a batch's statement ended, when the database answered.
-pub enum Batch {
-    /// Every row committed.
-    Written,
-    /// Nothing written: one of the rows cannot be written as it is (a lost race, a row the
-    /// database refuses). Each is then written alone.
+pub enum Batch<A> {
+    /// Done for every row: their answers, in the rows' order.
+    Done(Vec<A>),
+    /// Nothing done: one of the rows cannot be taken as it is (a lost race, a row the
+    /// database refuses). Each is then sent alone.
     Refused,
 }
 
 /// What became of a row handed in.
 #[derive(Debug)]
-pub enum Batched<R> {
-    /// Committed with its batch.
-    Written(R),
-    /// Not written: its batch was refused, or the writer is stopping. The caller writes it
+pub enum Batched<R, A> {
+    /// Done (committed) with its batch: the row, and its answer.
+    Done(R, A),
+    /// Not done: its batch was refused, or the batches are stopping. The caller sends it
     /// alone, the way it would without batches, and so learns what was wrong with it.
-    WriteAlone(R),
+    Alone(R),
 }
 
-/// Writes rows in batches, one batch at a time (see the module's description). Cloning
-/// shares the writer.
-pub struct Batches<W: WriteMany> {
-    queue: mpsc::Sender<Waiting<W::Row>>,
+/// Sends rows in batches, one batch at a time (see the module's description). Cloning
+/// shares the batches.
+pub struct Batches<W: ManyAtOnce> {
+    queue: mpsc::Sender<Waiting<W::Row, W::Answer>>,
 }
 
-impl<W: WriteMany> Clone for Batches<W> {
+impl<W: ManyAtOnce> Clone for Batches<W> {
     fn clone(&self) -> Self {
         Self {
             queue: self.queue.clone(),
@@ -65,72 +67,72 @@ impl<W: WriteMany> Clone for Batches<W> {
     }
 }
 
-struct Waiting<R> {
+struct Waiting<R, A> {
     row: R,
-    written: oneshot::Sender<Outcome<R>>,
+    done: oneshot::Sender<Outcome<R, A>>,
 }
 
-enum Outcome<R> {
-    Written(R),
+enum Outcome<R, A> {
+    Done(R, A),
     Failed(sqlx::Error),
-    WriteAlone(R),
+    Alone(R),
 }
 
-impl<W: WriteMany> Batches<W> {
-    /// A writer on `pool`, its batches written one at a time by a task on the current
-    /// runtime. The task ends once every clone of the writer is dropped and the rows waiting
-    /// are written.
-    pub fn start(pool: PgPool, writer: W) -> Self {
+impl<W: ManyAtOnce> Batches<W> {
+    /// Batches on `pool`, sent one at a time by a task on the current runtime. The task ends
+    /// once every clone is dropped and the rows waiting are sent.
+    pub fn start(pool: PgPool, many: W) -> Self {
         let (queue, waiting) = mpsc::channel(QUEUE);
-        tokio::spawn(write_batches(pool, writer, waiting));
+        tokio::spawn(run_batches(pool, many, waiting));
         Batches { queue }
     }
 
-    /// Writes `row` with the rows handed in beside it, answering once it is committed.
-    pub async fn write(&self, row: W::Row) -> Result<Batched<W::Row>, sqlx::Error> {
-        let (written, outcome) = oneshot::channel();
-        if let Err(refused) = self.queue.send(Waiting { row, written }).await {
-            // The writer's task is gone (the runtime is stopping).
-            return Ok(Batched::WriteAlone(refused.0.row));
+    /// Sends `row` with the rows handed in beside it, answering once its batch is done.
+    pub async fn send(&self, row: W::Row) -> Result<Batched<W::Row, W::Answer>, sqlx::Error> {
+        let (done, outcome) = oneshot::channel();
+        if let Err(refused) = self.queue.send(Waiting { row, done }).await {
+            // The batches' task is gone (the runtime is stopping).
+            return Ok(Batched::Alone(refused.0.row));
         }
         match outcome.await {
-            Ok(Outcome::Written(row)) => Ok(Batched::Written(row)),
+            Ok(Outcome::Done(row, answer)) => Ok(Batched::Done(row, answer)),
             Ok(Outcome::Failed(error)) => Err(error),
-            Ok(Outcome::WriteAlone(row)) => Ok(Batched::WriteAlone(row)),
-            // The writer's task ended without answering (it panicked): whether the row was
-            // committed is unknown, so the request fails.
+            Ok(Outcome::Alone(row)) => Ok(Batched::Alone(row)),
+            // The task ended without answering (it panicked): whether the row was committed
+            // is unknown, so the request fails.
             Err(_) => Err(sqlx::Error::WorkerCrashed),
         }
     }
 }
 
-async fn write_batches<W: WriteMany>(
+async fn run_batches<W: ManyAtOnce>(
     pool: PgPool,
-    writer: W,
-    mut waiting: mpsc::Receiver<Waiting<W::Row>>,
+    many: W,
+    mut waiting: mpsc::Receiver<Waiting<W::Row, W::Answer>>,
 ) {
     let mut batch = Vec::new();
     while waiting.recv_many(&mut batch, W::MOST).await > 0 {
-        write_batch(&pool, &writer, std::mem::take(&mut batch)).await;
+        run_batch(&pool, &many, std::mem::take(&mut batch)).await;
     }
 }
 
-async fn write_batch<W: WriteMany>(pool: &PgPool, writer: &W, batch: Vec<Waiting<W::Row>>) {
+async fn run_batch<W: ManyAtOnce>(pool: &PgPool, many: &W, batch: Vec<Waiting<W::Row, W::Answer>>) {
     let (rows, answers): (Vec<W::Row>, Vec<_>) = batch
         .into_iter()
-        .map(|waiting| (waiting.row, waiting.written))
+        .map(|waiting| (waiting.row, waiting.done))
         .unzip();
-    let result = writer.write_many(pool, &rows).await;
+    let result = many.run_many(pool, &rows).await;
     // A request that gave up meanwhile has dropped its receiver; its row stays written.
     match result {
-        Ok(Batch::Written) => {
-            for (answer, row) in answers.into_iter().zip(rows) {
-                let _ = answer.send(Outcome::Written(row));
+        Ok(Batch::Done(done)) if done.len() == rows.len() => {
+            for ((answer, row), done) in answers.into_iter().zip(rows).zip(done) {
+                let _ = answer.send(Outcome::Done(row, done));
             }
         }
-        Ok(Batch::Refused) => {
+        // Refused, or answered for more or fewer rows than it had (a fault of its statement).
+        Ok(Batch::Done(_) | Batch::Refused) => {
             for (answer, row) in answers.into_iter().zip(rows) {
-                let _ = answer.send(Outcome::WriteAlone(row));
+                let _ = answer.send(Outcome::Alone(row));
             }
         }
         Err(error) if availability::is_unavailable(&error) => {
@@ -147,10 +149,10 @@ async fn write_batch<W: WriteMany>(pool: &PgPool, writer: &W, batch: Vec<Waiting
         }
         Err(error) => {
             if rows.len() > 1 {
-                tracing::debug!(%error, rows = rows.len(), "a batch was refused; writing each row alone");
+                tracing::debug!(%error, rows = rows.len(), "a batch was refused; sending each row alone");
             }
             for (answer, row) in answers.into_iter().zip(rows) {
-                let _ = answer.send(Outcome::WriteAlone(row));
+                let _ = answer.send(Outcome::Alone(row));
             }
         }
     }

@@ -1,0 +1,170 @@
+//! Bookings whose hold needs no network, read and written together
+//! ([`crate::infra::db::batches`]).
+//!
+//! - **Reads**: the bookings asking while a read is in flight are read by the next one, each
+//!   its key, its quote and its card, in one statement.
+//! - **Writes**: the bookings approved while a write is in flight go into the next one, their
+//!   keys, quotes, jobs, events, sandbox runs and charges in one statement and one commit.
+//!   Each booking is answered only once it is committed. A batch lands whole or not at all:
+//!   when any of its bookings lost its key or its quote to another booking meanwhile, nothing
+//!   of it is written, and each booking is written again alone, which finds out which one
+//!   lost and how.
+
+use serde_json::Value;
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+use super::job_writes;
+use crate::infra::db::batches::{Batch, Batched, Batches, ManyAtOnce};
+use crate::payments;
+use courier_domain::Environment;
+use courier_domain::event::NewEvent;
+use courier_store::jobs::{
+    self as store, AnsweredKey, BookedAtOnce, BookingAsked, BookingLookup, JobRow, KeyAndQuote,
+};
+use courier_store::payments::ChargeRow;
+use courier_store::sandbox::RunRow;
+
+/// A booking whose hold was approved on the spot, with everything its statement writes.
+pub struct ApprovedBooking {
+    pub merchant_id: Uuid,
+    pub environment: Environment,
+    pub key: String,
+    pub request_hash: Vec<u8>,
+    /// The answer, stored under the key for replays.
+    pub body: Value,
+    pub job: JobRow,
+    pub event: NewEvent,
+    pub run: Option<RunRow>,
+    pub charge: ChargeRow,
+}
+
+impl ApprovedBooking {
+    fn key_and_quote(&self) -> KeyAndQuote<'_> {
+        KeyAndQuote {
+            key: AnsweredKey {
+                merchant_id: self.merchant_id,
+                environment: self.environment,
+                key: &self.key,
+                request_hash: &self.request_hash,
+                status: 201,
+                body: &self.body,
+            },
+            quote_id: self.job.quote_id,
+            used_at: self.job.booked_at,
+        }
+    }
+}
+
+/// Books `bookings` in one statement with its commit ([`store::book_at_once`]).
+pub async fn book_together(
+    conn: &mut PgConnection,
+    bookings: &[ApprovedBooking],
+) -> Result<BookedAtOnce, sqlx::Error> {
+    let keys: Vec<KeyAndQuote> = bookings
+        .iter()
+        .map(ApprovedBooking::key_and_quote)
+        .collect();
+    let moves: Vec<_> = bookings
+        .iter()
+        .flat_map(|b| payments::raising_moves(&b.charge))
+        .collect();
+    let writes = job_writes(
+        bookings.iter().map(|b| &b.job).collect(),
+        bookings.iter().map(|b| &b.event).collect(),
+        bookings.iter().filter_map(|b| b.run.as_ref()).collect(),
+        bookings.iter().map(|b| &b.charge).collect(),
+        moves.iter().collect(),
+    );
+    store::book_at_once(conn, &keys, writes).await
+}
+
+/// What a booking reads before its hold ([`store::find_booking`]).
+pub struct Asked {
+    pub merchant_id: Uuid,
+    pub environment: Environment,
+    pub key: String,
+    pub quote_id: Option<Uuid>,
+}
+
+impl Asked {
+    fn borrowed(&self) -> BookingAsked<'_> {
+        BookingAsked {
+            merchant_id: self.merchant_id,
+            environment: self.environment,
+            key: &self.key,
+            quote_id: self.quote_id,
+        }
+    }
+}
+
+/// Reads and writes bookings in batches. Cloning shares them.
+#[derive(Clone)]
+pub struct BookingBatches {
+    reads: Batches<ManyReads>,
+    writes: Batches<ManyBookings>,
+}
+
+struct ManyReads;
+
+impl ManyAtOnce for ManyReads {
+    type Row = Asked;
+    type Answer = BookingLookup;
+    const MOST: usize = 64;
+
+    async fn run_many(
+        &self,
+        pool: &PgPool,
+        rows: &[Asked],
+    ) -> Result<Batch<BookingLookup>, sqlx::Error> {
+        let asked: Vec<BookingAsked> = rows.iter().map(Asked::borrowed).collect();
+        let found = store::find_bookings(&mut *pool.acquire().await?, &asked).await?;
+        Ok(Batch::Done(found))
+    }
+}
+
+struct ManyBookings;
+
+impl ManyAtOnce for ManyBookings {
+    type Row = ApprovedBooking;
+    type Answer = ();
+    /// About 80 parameters a booking: far below the protocol's 65,535.
+    const MOST: usize = 64;
+
+    async fn run_many(
+        &self,
+        pool: &PgPool,
+        rows: &[ApprovedBooking],
+    ) -> Result<Batch<()>, sqlx::Error> {
+        let mut conn = pool.acquire().await?;
+        Ok(match book_together(&mut conn, rows).await? {
+            BookedAtOnce::Booked => Batch::Done(vec![(); rows.len()]),
+            BookedAtOnce::KeyTaken | BookedAtOnce::QuoteTaken => Batch::Refused,
+        })
+    }
+}
+
+impl BookingBatches {
+    /// Batches on `pool`, sent by tasks on the current runtime.
+    pub fn start(pool: PgPool) -> Self {
+        BookingBatches {
+            reads: Batches::start(pool.clone(), ManyReads),
+            writes: Batches::start(pool, ManyBookings),
+        }
+    }
+
+    /// Reads what `asked` needs with the bookings asking beside it. `Alone` when its batch
+    /// failed for a reason of its own (then it is read alone).
+    pub async fn read(&self, asked: Asked) -> Result<Batched<Asked, BookingLookup>, sqlx::Error> {
+        self.reads.send(asked).await
+    }
+
+    /// Writes `booking` with the bookings approved beside it. `Done` once committed;
+    /// `Alone` when its batch was refused (see the module's description).
+    pub async fn write(
+        &self,
+        booking: ApprovedBooking,
+    ) -> Result<Batched<ApprovedBooking, ()>, sqlx::Error> {
+        self.writes.send(booking).await
+    }
+}
