@@ -48,7 +48,10 @@ pub async fn insert(pool: &PgPool, q: &QuoteRow) -> Result<(), sqlx::Error> {
 /// the database in the fraction of a second before the background flush may lose one; its
 /// booking then answers that the quote does not exist. A booked quote is never lost: the
 /// booking's own commit waits for the disk, which flushes every commit made before it.
-pub async fn insert_many(pool: &PgPool, rows: &[QuoteRow]) -> Result<(), sqlx::Error> {
+pub async fn insert_many<'e>(
+    db: impl sqlx::PgExecutor<'e>,
+    rows: &[QuoteRow],
+) -> Result<(), sqlx::Error> {
     fn column<'a, T>(rows: &'a [QuoteRow], field: impl Fn(&'a QuoteRow) -> T) -> Vec<T> {
         rows.iter().map(field).collect()
     }
@@ -113,7 +116,7 @@ pub async fn insert_many(pool: &PgPool, rows: &[QuoteRow]) -> Result<(), sqlx::E
         &created_ats,
         &expires_ats,
     )
-    .execute(pool)
+    .execute(db)
     .await?;
     Ok(())
 }

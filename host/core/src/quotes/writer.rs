@@ -3,7 +3,7 @@
 //! quote is answered only once its row is committed, so its booking, on any instance, finds
 //! it.
 
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 
 use crate::infra::db::batches::{Batch, Batched, Batches, ManyAtOnce};
 use courier_store::quotes::{self as store, QuoteRow};
@@ -25,8 +25,12 @@ impl ManyAtOnce for ManyQuotes {
     /// never wait on one another's locks.
     const MOST: usize = 128;
 
-    async fn run_many(&self, pool: &PgPool, rows: &[QuoteRow]) -> Result<Batch<()>, sqlx::Error> {
-        store::insert_many(pool, rows).await?;
+    async fn run_many(
+        &self,
+        conn: &mut PgConnection,
+        rows: &[QuoteRow],
+    ) -> Result<Batch<()>, sqlx::Error> {
+        store::insert_many(conn, rows).await?;
         Ok(Batch::Done(vec![(); rows.len()]))
     }
 }

@@ -4,6 +4,10 @@
 //! connection lent and returned) is shared by the batch. A row alone is sent at once, as a
 //! batch of one.
 //!
+//! Under load, the batches' task keeps its connection from one batch to the next, and gives
+//! it back to the pool once nothing is waiting: a connection given back is pinged (sqlx does
+//! so on every return), a round trip per batch that a busy task need not make.
+//!
 //! Each request is answered only once its batch's statement is done (for writes: committed).
 //! A batch is done whole or not at all; when the database refuses one for any reason but
 //! being away, each of its rows goes back to its request to be sent alone, so one bad row (or
@@ -11,7 +15,8 @@
 
 use std::future::Future;
 
-use sqlx::PgPool;
+use sqlx::pool::PoolConnection;
+use sqlx::{PgConnection, PgPool, Postgres};
 use tokio::sync::{mpsc, oneshot};
 
 use super::availability;
@@ -26,10 +31,11 @@ pub trait ManyAtOnce: Send + Sync + 'static {
     type Answer: Send + 'static;
     /// The most rows one statement takes.
     const MOST: usize;
-    /// Sends every row of `rows` in one statement (writes: with its commit), all or none.
+    /// Sends every row of `rows` in one statement (writes: with its commit), all or none,
+    /// on `conn`, which is outside any transaction.
     fn run_many(
         &self,
-        pool: &PgPool,
+        conn: &mut PgConnection,
         rows: &[Self::Row],
     ) -> impl Future<Output = Result<Batch<Self::Answer>, sqlx::Error>> + Send;
 }
@@ -111,17 +117,37 @@ async fn run_batches<W: ManyAtOnce>(
     mut waiting: mpsc::Receiver<Waiting<W::Row, W::Answer>>,
 ) {
     let mut batch = Vec::new();
+    let mut held: Option<PoolConnection<Postgres>> = None;
     while waiting.recv_many(&mut batch, W::MOST).await > 0 {
-        run_batch(&pool, &many, std::mem::take(&mut batch)).await;
+        let batch = std::mem::take(&mut batch);
+        let conn = match held.take() {
+            Some(conn) => Ok(conn),
+            None => pool.acquire().await,
+        };
+        let kept = run_batch(conn, &many, batch).await;
+        // Kept only while more is waiting; a connection that met an error goes back (or is
+        // closed) at once.
+        if !waiting.is_empty() {
+            held = kept;
+        }
     }
 }
 
-async fn run_batch<W: ManyAtOnce>(pool: &PgPool, many: &W, batch: Vec<Waiting<W::Row, W::Answer>>) {
+/// Runs one batch and answers its requests; gives back the connection if it met no error.
+async fn run_batch<W: ManyAtOnce>(
+    conn: Result<PoolConnection<Postgres>, sqlx::Error>,
+    many: &W,
+    batch: Vec<Waiting<W::Row, W::Answer>>,
+) -> Option<PoolConnection<Postgres>> {
     let (rows, answers): (Vec<W::Row>, Vec<_>) = batch
         .into_iter()
         .map(|waiting| (waiting.row, waiting.done))
         .unzip();
-    let result = many.run_many(pool, &rows).await;
+    let (result, conn) = match conn {
+        Ok(mut conn) => (many.run_many(&mut conn, &rows).await, Some(conn)),
+        Err(error) => (Err(error), None),
+    };
+    let conn = conn.filter(|_| result.is_ok());
     // A request that gave up meanwhile has dropped its receiver; its row stays written.
     match result {
         Ok(Batch::Done(done)) if done.len() == rows.len() => {
@@ -156,6 +182,7 @@ async fn run_batch<W: ManyAtOnce>(pool: &PgPool, many: &W, batch: Vec<Waiting<W:
             }
         }
     }
+    conn
 }
 
 /// An error that says what `error` says about the database's availability, for another

@@ -114,11 +114,11 @@ impl ManyAtOnce for ManyReads {
 
     async fn run_many(
         &self,
-        pool: &PgPool,
+        conn: &mut PgConnection,
         rows: &[Asked],
     ) -> Result<Batch<BookingLookup>, sqlx::Error> {
         let asked: Vec<BookingAsked> = rows.iter().map(Asked::borrowed).collect();
-        let found = store::find_bookings(&mut *pool.acquire().await?, &asked).await?;
+        let found = store::find_bookings(conn, &asked).await?;
         Ok(Batch::Done(found))
     }
 }
@@ -133,11 +133,10 @@ impl ManyAtOnce for ManyBookings {
 
     async fn run_many(
         &self,
-        pool: &PgPool,
+        conn: &mut PgConnection,
         rows: &[ApprovedBooking],
     ) -> Result<Batch<()>, sqlx::Error> {
-        let mut conn = pool.acquire().await?;
-        Ok(match book_together(&mut conn, rows).await? {
+        Ok(match book_together(conn, rows).await? {
             BookedAtOnce::Booked => Batch::Done(vec![(); rows.len()]),
             BookedAtOnce::KeyTaken | BookedAtOnce::QuoteTaken => Batch::Refused,
         })
