@@ -375,6 +375,53 @@ async fn fifty_parallel_bookings_of_one_quote_book_it_once() {
     assert_eq!((booked, refused), (1, 49));
 }
 
+/// Bookings sent at once are read and written together; one quote asked for by several of
+/// them makes a batch give up, and each of its bookings is then written alone: every other
+/// booking is made all the same, and the contested quote is booked once.
+#[tokio::test]
+async fn bookings_sent_together_are_each_made_when_some_contest_one_quote() {
+    let booking = Arc::new(Booking::start().await);
+    let mut bodies = Vec::new();
+    for _ in 0..24 {
+        bodies.push(booking_body(&booking.quote(journey(None)).await));
+    }
+    let contested = booking_body(&booking.quote(journey(None)).await);
+    bodies.extend(std::iter::repeat_n(contested, 8));
+    let tasks: Vec<_> = bodies
+        .iter()
+        .cloned()
+        .map(|body| {
+            let booking = Arc::clone(&booking);
+            tokio::spawn(async move { booking.book(&key(), &body).await })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap());
+    }
+    let mut jobs = std::collections::HashSet::new();
+    for (status, job) in &outcomes[..24] {
+        assert_eq!(*status, 201, "{job}");
+        jobs.insert(job["id"].as_str().expect("a job id").to_owned());
+    }
+    assert_eq!(jobs.len(), 24, "each booking has its own job");
+    let contested: Vec<u16> = outcomes[24..].iter().map(|(status, _)| *status).collect();
+    assert_eq!(
+        contested.iter().filter(|s| **s == 201).count(),
+        1,
+        "{contested:?}"
+    );
+    for (status, body) in &outcomes[24..] {
+        if *status != 201 {
+            assert_eq!(
+                (*status, body["code"].as_str()),
+                (422, Some("quote.already_used"))
+            );
+        }
+    }
+    assert_eq!(jobs_stored(&booking).await, 25);
+}
+
 /// Quotes priced at once are written together; each is answered only once it is stored, so
 /// every one is bookable the moment its answer arrives.
 #[tokio::test]

@@ -51,6 +51,7 @@ pub mod recovery;
 mod together;
 
 pub use together::BookingBatches;
+use together::job_writes;
 
 use std::sync::Arc;
 
@@ -64,20 +65,20 @@ use uuid::Uuid;
 use super::fulfilment::job_event;
 use super::views::JobView;
 use crate::auth::Merchant;
-use crate::events::{self, EventBell, EventTransaction};
+use crate::events::{EventBell, EventTransaction};
 use crate::infra::db::batches::Batched;
 use crate::markets::Markets;
 use crate::payments::{self, CallSlot, HoldError, Payments, ProviderAnswer, RecordedHold};
 use courier_domain::booking::{
     BookingRequest, BookingRequestError, Contact, StopRole, normalise_phone,
 };
-use courier_domain::event::{EventDetails, EventName, NewEvent};
+use courier_domain::event::{EventDetails, EventName};
 use courier_domain::job::reference::{new_reference, new_tracking_token};
 use courier_domain::sandbox::Scenario;
 use courier_domain::{Environment, JobStatus};
 use courier_store::bookings::{self as attempts, AttemptRow};
 use courier_store::jobs::{self as store, BookedAtOnce, BookingClaim, JobRow, TakenKey};
-use courier_store::payments::{CardRow, ChargeRow, NewMove};
+use courier_store::payments::CardRow;
 use courier_store::quotes::QuoteRow;
 use courier_store::sandbox::RunRow;
 use courier_store::writes::Writes;
@@ -673,31 +674,6 @@ async fn record(
 fn sandbox_run(job: &JobRow, merchant: &Merchant, scenario: Option<Scenario>) -> Option<RunRow> {
     (merchant.environment == Environment::Test)
         .then(|| RunRow::new(job, scenario.unwrap_or_default(), job.booked_at))
-}
-
-/// Booked jobs' own rows, joined in one statement: the jobs, their `job.booked` events,
-/// their sandbox runs and, when their holds were approved before anything was written, their
-/// charges and the charges' moves.
-fn job_writes<'a>(
-    jobs: Vec<&'a JobRow>,
-    events: Vec<&'a NewEvent>,
-    runs: Vec<&'a RunRow>,
-    charges: Vec<&'a ChargeRow>,
-    moves: Vec<&'a NewMove<'a>>,
-) -> Writes<'a> {
-    let events = events.into_iter().map(|e| (Uuid::new_v4(), e)).collect();
-    let mut writes = Writes::new()
-        .and(store::insert_jobs(jobs))
-        .and(events::insert_many(events));
-    if !runs.is_empty() {
-        writes = writes.and(courier_store::sandbox::upsert(runs));
-    }
-    if !charges.is_empty() {
-        writes = writes
-            .and(courier_store::payments::insert_charges(charges))
-            .and(courier_store::payments::insert_moves(moves));
-    }
-    writes
 }
 
 /// The stored answer of a settled key; none yet means its booking is between phases.

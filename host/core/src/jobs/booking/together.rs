@@ -14,7 +14,7 @@ use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::job_writes;
+use crate::events;
 use crate::infra::db::batches::{Batch, Batched, Batches, ManyAtOnce};
 use crate::payments;
 use courier_domain::Environment;
@@ -22,8 +22,9 @@ use courier_domain::event::NewEvent;
 use courier_store::jobs::{
     self as store, AnsweredKey, BookedAtOnce, BookingAsked, BookingLookup, JobRow, KeyAndQuote,
 };
-use courier_store::payments::ChargeRow;
+use courier_store::payments::{ChargeRow, NewMove};
 use courier_store::sandbox::RunRow;
+use courier_store::writes::Writes;
 
 /// A booking whose hold was approved on the spot, with everything its statement writes.
 pub struct ApprovedBooking {
@@ -166,4 +167,29 @@ impl BookingBatches {
     ) -> Result<Batched<ApprovedBooking, ()>, sqlx::Error> {
         self.writes.send(booking).await
     }
+}
+
+/// Booked jobs' own rows, joined in one statement: the jobs, their `job.booked` events,
+/// their sandbox runs and, when their holds were approved before anything was written, their
+/// charges and the charges' moves.
+pub fn job_writes<'a>(
+    jobs: Vec<&'a JobRow>,
+    events: Vec<&'a NewEvent>,
+    runs: Vec<&'a RunRow>,
+    charges: Vec<&'a ChargeRow>,
+    moves: Vec<&'a NewMove<'a>>,
+) -> Writes<'a> {
+    let events = events.into_iter().map(|e| (Uuid::new_v4(), e)).collect();
+    let mut writes = Writes::new()
+        .and(store::insert_jobs(jobs))
+        .and(events::insert_many(events));
+    if !runs.is_empty() {
+        writes = writes.and(courier_store::sandbox::upsert(runs));
+    }
+    if !charges.is_empty() {
+        writes = writes
+            .and(courier_store::payments::insert_charges(charges))
+            .and(courier_store::payments::insert_moves(moves));
+    }
+    writes
 }
