@@ -4,9 +4,10 @@
 //! connection lent and returned) is shared by the batch. A row alone is sent at once, as a
 //! batch of one.
 //!
-//! Under load, the batches' task keeps its connection from one batch to the next, and gives
-//! it back to the pool once nothing is waiting: a connection given back is pinged (sqlx does
-//! so on every return), a round trip per batch that a busy task need not make.
+//! While rows keep coming, the batches' task keeps its connection from one batch to the
+//! next, and gives it back to the pool once nothing is waiting: a connection given back is
+//! pinged (sqlx does so on every return), a round trip per batch that a busy task need not
+//! make.
 //!
 //! Each request is answered only once its batch's statement is done (for writes: committed).
 //! A batch is done whole or not at all; when the database refuses one for any reason but
