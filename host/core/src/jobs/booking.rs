@@ -10,8 +10,8 @@
 //! ([`together`]): the bookings reading while a read is in flight are read by the next one,
 //! and those approved while a write is in flight are written by the next, one statement and
 //! one commit for all of them, or, when any of them lost its key or quote meanwhile, none,
-//! and each is then written alone. A hold not approved on the spot (a decline, an adapter failure) is
-//! booked again the way below, which records it.
+//! and each is then written alone. A hold not approved on the spot (a decline, an adapter
+//! failure) is booked again the way below, which records it.
 //!
 //! Otherwise, first, in one transaction: claim the idempotency key (a twin with the same key waits here,
 //! then replays the stored answer), lock the quote, check it, and choose the card. Refusals
@@ -394,33 +394,32 @@ async fn book_at_once(
         run,
         charge,
     };
-    let approved = match context.batches.write(approved).await? {
-        Batched::Done(booked, ()) => {
-            context.bell.ring();
-            return Ok(Some(BookingResponse {
-                status: 201,
-                body: booked.body,
-            }));
-        }
-        Batched::Alone(approved) => approved,
-    };
-    let mut conn = context.pool.acquire().await?;
-    match together::book_together(&mut conn, std::slice::from_ref(&approved)).await? {
-        BookedAtOnce::Booked => {
-            context.bell.ring();
-            Ok(Some(BookingResponse {
-                status: 201,
-                body: approved.body,
-            }))
-        }
-        BookedAtOnce::KeyTaken => {
-            let taken =
-                store::taken_key(&mut conn, merchant.merchant_id, merchant.environment, key)
+    let booked = match context.batches.write(approved).await? {
+        Batched::Done(booked, ()) => booked,
+        // Its batch gave up: written alone, which tells whether it lost its key or its quote.
+        Batched::Alone(approved) => {
+            let mut conn = context.pool.acquire().await?;
+            match together::book_together(&mut conn, std::slice::from_ref(&approved)).await? {
+                BookedAtOnce::Booked => approved,
+                BookedAtOnce::KeyTaken => {
+                    let taken = store::taken_key(
+                        &mut conn,
+                        merchant.merchant_id,
+                        merchant.environment,
+                        key,
+                    )
                     .await?;
-            answer_taken(taken, request_hash).map(Some)
+                    return answer_taken(taken, request_hash).map(Some);
+                }
+                BookedAtOnce::QuoteTaken => return Err(BookingError::QuoteAlreadyUsed),
+            }
         }
-        BookedAtOnce::QuoteTaken => Err(BookingError::QuoteAlreadyUsed),
-    }
+    };
+    context.bell.ring();
+    Ok(Some(BookingResponse {
+        status: 201,
+        body: booked.body,
+    }))
 }
 
 /// The answer to a request whose key an earlier request holds: its stored answer, if the
