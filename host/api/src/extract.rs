@@ -1,9 +1,13 @@
 //! Extractors whose rejections are `ApiError`s, so malformed input gets the common error body.
 
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use std::any::Any;
+
+use axum::body::Bytes;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::StatusCode;
+use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode};
 use courier_domain::charge::{contains_card_number, json_contains_card_number};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -40,22 +44,45 @@ pub struct ApiJson<T>(pub T);
 
 impl<S, T> FromRequest<S> for ApiJson<T>
 where
-    T: DeserializeOwned,
+    T: DeserializeOwned + 'static,
     S: Send + Sync,
 {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let axum::Json(document) = axum::Json::<Value>::from_request(req, state)
-            .await
-            .map_err(json_rejection)?;
+        if !is_json(req.headers()) {
+            return Err(RequestError::UnsupportedMediaType.into());
+        }
+        let body = Bytes::from_request(req, state).await.map_err(|rejection| {
+            match rejection.status() {
+                StatusCode::PAYLOAD_TOO_LARGE => RequestError::BodyTooLarge,
+                _ => RequestError::MalformedJson(rejection.body_text()),
+            }
+        })?;
+        // Into a document first, with no path kept: a syntax error has only its line and
+        // column, and the shape is checked (with paths) by `from_document`.
+        let document: Value = serde_json::from_slice(&body).map_err(|e| {
+            RequestError::MalformedJson(format!("Failed to parse the request body as JSON: {e}"))
+        })?;
         from_document(document).map(Self).map_err(ApiError::from)
     }
 }
 
+/// `application/json`, or a type of the `+json` family, as `axum::Json` accepts.
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<mime::Mime>().ok())
+        .is_some_and(|mime| {
+            mime.type_() == "application"
+                && (mime.subtype() == "json" || mime.suffix().is_some_and(|name| name == "json"))
+        })
+}
+
 /// A parsed JSON body as `T`. PostgreSQL text cannot hold NUL: it is refused here, so it never
 /// reaches a query and fails it. Shape errors name where in the body they are.
-pub fn from_document<T: DeserializeOwned>(document: Value) -> Result<T, RequestError> {
+pub fn from_document<T: DeserializeOwned + 'static>(document: Value) -> Result<T, RequestError> {
     if holds_nul(&document) {
         return Err(RequestError::InvalidBody(NUL_REFUSAL.into()));
     }
@@ -63,6 +90,13 @@ pub fn from_document<T: DeserializeOwned>(document: Value) -> Result<T, RequestE
     if json_contains_card_number(&document) {
         return Err(RequestError::CardNumber);
     }
+    // A body asked for as a document is one already: it is not read a second time.
+    let document = match (Box::new(document) as Box<dyn Any>).downcast::<T>() {
+        Ok(document) => return Ok(*document),
+        Err(document) => *document
+            .downcast::<Value>()
+            .expect("the box holds the document"),
+    };
     serde_path_to_error::deserialize(document).map_err(|e| {
         let path = e.path().to_string();
         RequestError::InvalidBody(if path == "." {
@@ -83,18 +117,6 @@ fn holds_nul(value: &Value) -> bool {
             .iter()
             .any(|(name, field)| name.contains('\0') || holds_nul(field)),
         Value::Null | Value::Bool(_) | Value::Number(_) => false,
-    }
-}
-
-fn json_rejection(rejection: JsonRejection) -> RequestError {
-    match rejection {
-        JsonRejection::MissingJsonContentType(_) => RequestError::UnsupportedMediaType,
-        JsonRejection::JsonDataError(e) => RequestError::InvalidBody(e.body_text()),
-        JsonRejection::JsonSyntaxError(e) => RequestError::MalformedJson(e.body_text()),
-        JsonRejection::BytesRejection(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            RequestError::BodyTooLarge
-        }
-        other => RequestError::MalformedJson(other.body_text()),
     }
 }
 
