@@ -25,6 +25,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderName, Request, Response};
 use axum::response::IntoResponse;
+use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
@@ -134,28 +135,45 @@ pub fn router(state: AppState) -> Router {
         .nest("/v1", v1)
         .nest("/admin/v1", admin::with_operator_layers(state.clone()))
         .nest("/courier/v1", courier::with_courier_layers(state.clone()));
-    with_edge_layers(routes, state.config.max_body_bytes)
-        .layer(axum::middleware::from_fn_with_state(
-            state.draining.clone(),
-            middleware::close_while_draining,
-        ))
-        .with_state(state)
+    let draining = state.draining.clone();
+    let max_body_bytes = state.config.max_body_bytes;
+    with_edge_layers(
+        with_route_layers(routes, max_body_bytes).with_state(state),
+        draining,
+    )
 }
 
-/// What every request goes through, whatever its route: ids, logs, panics, error bodies,
-/// metrics, body limit.
-fn with_edge_layers<S>(routes: Router<S>, max_body_bytes: usize) -> Router<S>
+/// What every route goes through, unknown ones included: the body limit, and the metrics (by
+/// the route's template, known only once the request is routed).
+fn with_route_layers<S>(routes: Router<S>, max_body_bytes: usize) -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
 {
-    let request_id = HeaderName::from_static(REQUEST_ID_HEADER);
     routes
         .fallback(middleware::route_not_found)
         .method_not_allowed_fallback(middleware::method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
-        .layer(axum::middleware::from_fn(middleware::record_metrics))
-        .layer(axum::middleware::from_fn(middleware::json_errors_only))
-        .layer(CatchPanicLayer::custom(middleware::panic_response))
+        .layer(axum::middleware::from_fn_with_state(
+            middleware::RequestMetrics::default(),
+            middleware::record_metrics,
+        ))
+}
+
+/// What every request goes through before it is routed: the drain, ids, logs, panics, error
+/// bodies.
+///
+/// These wrap the router once, as its fallback, rather than each route: a layer of
+/// `Router::layer` wraps every route in a box of its own, cloned and called anew for each
+/// request.
+fn with_edge_layers(routed: Router, draining: Draining) -> Router {
+    let request_id = HeaderName::from_static(REQUEST_ID_HEADER);
+    let edge = ServiceBuilder::new()
+        .layer(axum::middleware::from_fn_with_state(
+            draining,
+            middleware::close_while_draining,
+        ))
+        .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
+        .layer(PropagateRequestIdLayer::new(request_id))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request<_>| {
@@ -182,8 +200,10 @@ where
                 // cause. A 503 a balancer polls for (`/readyz` while draining) is no error.
                 .on_failure(()),
         )
-        .layer(PropagateRequestIdLayer::new(request_id.clone()))
-        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+        .layer(CatchPanicLayer::custom(middleware::panic_response))
+        .layer(axum::middleware::from_fn(middleware::json_errors_only))
+        .service(routed);
+    Router::new().fallback_service(edge)
 }
 
 #[cfg(test)]
@@ -229,7 +249,7 @@ mod tests {
                     "unreachable"
                 }),
             );
-        with_edge_layers(routes, 64)
+        with_edge_layers(with_route_layers(routes, 64), Draining::default())
     }
 
     async fn send(request: Request<Body>) -> (StatusCode, Value) {
@@ -325,7 +345,7 @@ mod tests {
                 Duration::from_millis(50),
                 middleware::time_limit,
             ));
-        let app = with_edge_layers(slow, 64);
+        let app = with_edge_layers(with_route_layers(slow, 64), Draining::default());
         let get = |path: &str| Request::get(path).body(Body::empty()).unwrap();
         let response = app.clone().oneshot(get("/slow")).await.unwrap();
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);

@@ -1,6 +1,8 @@
 //! Cross-cutting request handling: authentication of /v1, metrics, error bodies, panics.
 
 use std::any::Any;
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -166,21 +168,55 @@ pub async fn method_not_allowed() -> ApiError {
 }
 
 /// Request counts and latency by route template (never by concrete path: ids stay out).
-pub async fn record_metrics(request: Request, next: Next) -> Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_owned())
-        .unwrap_or_else(|| "unmatched".to_owned());
-    let method = courier_core::infra::telemetry::method_label(request.method()).to_owned();
+pub async fn record_metrics(
+    State(metrics): State<RequestMetrics>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let route = request.extensions().get::<MatchedPath>().cloned();
+    let method = courier_core::infra::telemetry::method_label(request.method());
     let started = Instant::now();
     let response = next.run(request).await;
-    let status = response.status().as_u16().to_string();
-    let labels = [("method", method), ("route", route), ("status", status)];
-    metrics::counter!("http_requests_total", &labels).increment(1);
-    metrics::histogram!("http_request_duration_seconds", &labels)
-        .record(started.elapsed().as_secs_f64());
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    let (requests, duration) = metrics.of(method, route, response.status().as_u16());
+    requests.increment(1);
+    duration.record(started.elapsed().as_secs_f64());
     response
+}
+
+/// The request counter and latency histogram of each method, route template and status, each
+/// registered once: a metric's labels made, hashed and looked up for every request cost more
+/// than the counting. Their number is bounded: routes are templates, methods and statuses few.
+#[derive(Clone, Default)]
+pub struct RequestMetrics(Arc<RwLock<HashMap<String, ByMethodAndStatus>>>);
+
+type ByMethodAndStatus = HashMap<(&'static str, u16), Handles>;
+type Handles = (metrics::Counter, metrics::Histogram);
+
+impl RequestMetrics {
+    fn of(&self, method: &'static str, route: &str, status: u16) -> Handles {
+        let known = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(handles) = known.get(route).and_then(|by| by.get(&(method, status))) {
+            return handles.clone();
+        }
+        drop(known);
+        let labels = [
+            ("method", method.to_owned()),
+            ("route", route.to_owned()),
+            ("status", status.to_string()),
+        ];
+        let handles = (
+            metrics::counter!("http_requests_total", &labels),
+            metrics::histogram!("http_request_duration_seconds", &labels),
+        );
+        self.0
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(route.to_owned())
+            .or_default()
+            .insert((method, status), handles.clone());
+        handles
+    }
 }
 
 /// Marks a response whose body is a page for people (the tracking page's "not found"):
