@@ -11,7 +11,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::header::{AUTHORIZATION, CONNECTION, CONTENT_TYPE};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -29,9 +29,10 @@ pub fn client_address(state: &AppState, request: &Request) -> IpAddr {
         .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |ConnectInfo(peer)| {
             peer.ip()
         });
+    const FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
     let forwarded = request
         .headers()
-        .get_all("x-forwarded-for")
+        .get_all(FORWARDED_FOR)
         .iter()
         .filter_map(|value| value.to_str().ok());
     state.trusted_proxies.client_address(peer, forwarded)
@@ -120,13 +121,14 @@ pub async fn paced_refusal(state: &AppState, client: IpAddr, retry_after: Durati
 }
 
 fn add_rate_limit_headers(response: &mut Response, decision: &Decision) {
+    // Names made once (a name given as a string is parsed on every insert).
+    const LIMIT: HeaderName = HeaderName::from_static("ratelimit-limit");
+    const REMAINING: HeaderName = HeaderName::from_static("ratelimit-remaining");
+    const RESET: HeaderName = HeaderName::from_static("ratelimit-reset");
     let headers = response.headers_mut();
-    headers.insert("ratelimit-limit", HeaderValue::from(decision.limit));
-    headers.insert("ratelimit-remaining", HeaderValue::from(decision.remaining));
-    headers.insert(
-        "ratelimit-reset",
-        HeaderValue::from(whole_seconds(decision.reset)),
-    );
+    headers.insert(LIMIT, HeaderValue::from(decision.limit));
+    headers.insert(REMAINING, HeaderValue::from(decision.remaining));
+    headers.insert(RESET, HeaderValue::from(whole_seconds(decision.reset)));
 }
 
 /// While the instance drains, each HTTP/1 response closes its connection: a client that keeps
