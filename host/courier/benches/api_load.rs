@@ -9,7 +9,8 @@
 //! and service share the machine; the CPU figures count the service's threads and the
 //! cluster's processes only (read from `/proc` around each phase and a settling second after
 //! it, so background work a phase causes is counted with it). The service's pool has 32
-//! connections, or `BENCH_POOL_SIZE`.
+//! connections, or `BENCH_POOL_SIZE`. `BENCH_LOGS=1` logs as `courier serve` does (a line per
+//! request, to this process's standard error), so that the logs' cost is counted too.
 //!
 //! cargo bench -p courier --bench api_load
 
@@ -83,6 +84,9 @@ fn pgbench_ceiling(cluster: &EmbeddedPostgres, seconds: u64) -> Option<f64> {
 fn main() {
     let clients: usize = env_or("BENCH_CLIENTS", 32);
     let seconds: u64 = env_or("BENCH_SECONDS", 10);
+    let _logs = std::env::var("BENCH_LOGS")
+        .is_ok_and(|v| v == "1")
+        .then(courier_core::infra::telemetry::init_logging);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let bench = Arc::new(Bench::start("api-load", clients, |_| None).await);

@@ -121,12 +121,15 @@ impl PluginEngine {
     }
 }
 
+/// The thread that advances the engines' epochs.
+pub const EPOCH_THREAD: &str = "plugin-epoch";
+
 /// Advances the engine's epoch every `tick` until the engine is dropped.
 /// Deadlines are counted in epochs, so this thread is what interrupts a
 /// plugin that never returns.
 fn spawn_ticker(runtime: Weak<Runtime>, tick: Duration) -> Result<(), PluginError> {
     std::thread::Builder::new()
-        .name("plugin-epoch".into())
+        .name(EPOCH_THREAD.into())
         .spawn(move || {
             while let Some(rt) = runtime.upgrade() {
                 rt.engine.increment_epoch();

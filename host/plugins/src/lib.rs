@@ -31,7 +31,7 @@ mod public_address;
 mod slot;
 mod webhooks;
 
-pub use engine::{EngineConfig, PluginEngine};
+pub use engine::{EPOCH_THREAD, EngineConfig, PluginEngine};
 pub use error::PluginError;
 pub use inspect::{ComponentInfo, Import, World, inspect};
 pub use limits::Limits;

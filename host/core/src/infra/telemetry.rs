@@ -1,10 +1,12 @@
 //! Logging and metrics set-up.
 
 use std::convert::Infallible;
+use std::io::{BufWriter, IsTerminal};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::EnvFilter;
 
 use super::workers::{Pass, Workers};
@@ -20,16 +22,40 @@ pub struct LogSettings {
     pub filter: String,
 }
 
-/// Logs to stderr (stdout is reserved for command output), filtered by `RUST_LOG`.
-pub fn init_logging() {
+/// The thread that writes the logs.
+pub const LOG_WRITER_THREAD: &str = "courier-log";
+
+/// What writes the logs; dropping it writes out the lines still queued. Keep it for the life of
+/// the process.
+#[must_use = "dropping it stops the logs"]
+pub struct LogWriter {
+    _queue: Option<WorkerGuard>,
+}
+
+/// Logs to stderr (stdout is reserved for command output), filtered by `RUST_LOG`, with colours
+/// only on a terminal.
+///
+/// Every request logs a line. A thread of its own writes them, many lines at a time: written by
+/// the request's own thread, each line was a system call, and a request's logging was an eighth
+/// of its CPU (BENCHMARKS.md, "A request's log line"). Nothing is dropped: when the writer
+/// falls 128,000 lines behind, the lines wait for room.
+pub fn init_logging() -> LogWriter {
     let settings: Option<LogSettings> = crate::infra::settings::from_env().ok();
     let filter = settings
         .and_then(|settings| EnvFilter::try_new(settings.filter).ok())
         .unwrap_or_else(|| EnvFilter::new(DEFAULT_LOG_FILTER));
-    let _ = tracing_subscriber::fmt()
+    let (writer, guard) = NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name(LOG_WRITER_THREAD)
+        .finish(BufWriter::new(std::io::stderr()));
+    let installed = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(writer)
         .try_init();
+    LogWriter {
+        _queue: installed.is_ok().then_some(guard),
+    }
 }
 
 fn metrics_handle() -> &'static PrometheusHandle {

@@ -1,5 +1,6 @@
 //! CPU time from `/proc`: the service's threads (its own runtime, threads named
-//! [`SERVICE_THREADS`]) apart from the load client's in the same process, and every process of
+//! [`SERVICE_THREADS`], and the threads the service starts for itself) apart from the load
+//! client's in the same process, and every process of
 //! the PostgreSQL cluster (backends that exited included, through the postmaster's
 //! children's time).
 
@@ -8,6 +9,12 @@ use std::time::Duration;
 
 /// The name of the service runtime's threads (at most 15 characters, as the kernel keeps).
 pub const SERVICE_THREADS: &str = "courier-service";
+
+/// The service's other threads: the plugin engine's clock and the log writer.
+const SERVICE_HELPERS: [&str; 2] = [
+    courier_plugins::EPOCH_THREAD,
+    courier_core::infra::telemetry::LOG_WRITER_THREAD,
+];
 
 /// CPU used so far.
 #[derive(Clone, Copy, Debug)]
@@ -77,7 +84,9 @@ fn service_cpu() -> Duration {
     tasks
         .flatten()
         .filter_map(|task| stat_fields(&task.path().join("stat")))
-        .filter(|(name, _)| name.starts_with(SERVICE_THREADS))
+        .filter(|(name, _)| {
+            name.starts_with(SERVICE_THREADS) || SERVICE_HELPERS.contains(&name.as_str())
+        })
         .map(|(_, f)| ticks(f[UTIME] + f[STIME]))
         .sum()
 }
