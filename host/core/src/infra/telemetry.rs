@@ -16,7 +16,7 @@ const DEFAULT_LOG_FILTER: &str = "info,sqlx=warn,tower_http=warn";
 /// `RUST_LOG`.
 #[derive(Clone, Debug, clap::Args)]
 pub struct LogSettings {
-    /// Log filter (`tracing` syntax). Logs go to stderr.
+    /// Log filter (`tracing` syntax). Logs go to stderr, written by a thread of their own.
     #[arg(id = "log-filter", long = "log-filter", env = "RUST_LOG",
           default_value = DEFAULT_LOG_FILTER)]
     pub filter: String,
