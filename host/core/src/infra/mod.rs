@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod db;
+mod log_lines;
 pub mod secrets;
 pub mod settings;
 pub mod telemetry;

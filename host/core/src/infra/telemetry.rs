@@ -1,14 +1,14 @@
 //! Logging and metrics set-up.
 
 use std::convert::Infallible;
-use std::io::{BufWriter, IsTerminal};
+use std::io::IsTerminal;
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::EnvFilter;
 
+use super::log_lines::{LogLines, LogLinesWriter};
 use super::workers::{Pass, Workers};
 
 const DEFAULT_LOG_FILTER: &str = "info,sqlx=warn,tower_http=warn";
@@ -25,36 +25,38 @@ pub struct LogSettings {
 /// The thread that writes the logs.
 pub const LOG_WRITER_THREAD: &str = "courier-log";
 
-/// What writes the logs; dropping it writes out the lines still queued. Keep it for the life of
-/// the process.
+/// What writes the logs; dropping it writes out the lines still gathered. Keep it for the life
+/// of the process.
 #[must_use = "dropping it stops the logs"]
 pub struct LogWriter {
-    _queue: Option<WorkerGuard>,
+    _lines: Option<LogLinesWriter>,
 }
+
+/// Log lines not yet written, at most: past that, a request waits for the writer.
+const MOST_PENDING_LOG_BYTES: usize = 16 << 20;
 
 /// Logs to stderr (stdout is reserved for command output), filtered by `RUST_LOG`, with colours
 /// only on a terminal.
 ///
-/// Every request logs a line. A thread of its own writes them, many lines at a time: written by
-/// the request's own thread, each line was a system call, and a request's logging was an eighth
-/// of its CPU (BENCHMARKS.md, "A request's log line"). Nothing is dropped: when the writer
-/// falls 128,000 lines behind, the lines wait for room.
+/// Every request logs a line. A thread of its own writes them, a few milliseconds' worth at a
+/// time: written by the request's own thread, each line was a system call, and a request's
+/// logging was an eighth of its CPU (BENCHMARKS.md, "A request's log line"). Nothing is
+/// dropped: 16 MiB behind, requests wait for the writer.
 pub fn init_logging() -> LogWriter {
     let settings: Option<LogSettings> = crate::infra::settings::from_env().ok();
     let filter = settings
         .and_then(|settings| EnvFilter::try_new(settings.filter).ok())
         .unwrap_or_else(|| EnvFilter::new(DEFAULT_LOG_FILTER));
-    let (writer, guard) = NonBlockingBuilder::default()
-        .lossy(false)
-        .thread_name(LOG_WRITER_THREAD)
-        .finish(BufWriter::new(std::io::stderr()));
+    let (lines, writer) =
+        LogLines::start(LOG_WRITER_THREAD, std::io::stderr(), MOST_PENDING_LOG_BYTES)
+            .expect("the log writer's thread starts");
     let installed = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(writer)
+        .with_writer(lines)
         .try_init();
     LogWriter {
-        _queue: installed.is_ok().then_some(guard),
+        _lines: installed.is_ok().then_some(writer),
     }
 }
 
