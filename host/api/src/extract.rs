@@ -1,7 +1,5 @@
 //! Extractors whose rejections are `ApiError`s, so malformed input gets the common error body.
 
-use std::any::Any;
-
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -39,14 +37,30 @@ pub fn job_id(raw: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw).map_err(|_| ApiError::JobNotFound)
 }
 
-/// `axum::Json` with the service's refusals.
+/// `axum::Json` with the service's refusals: the body as a document ([`ApiDocument`]), then
+/// as `T`.
 pub struct ApiJson<T>(pub T);
 
 impl<S, T> FromRequest<S> for ApiJson<T>
 where
-    T: DeserializeOwned + 'static,
+    T: DeserializeOwned,
     S: Send + Sync,
 {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let ApiDocument(document) = ApiDocument::from_request(req, state).await?;
+        Ok(Self(shaped(document)?))
+    }
+}
+
+/// A JSON body as a document, for handlers that read its fields themselves. Parsed once, with
+/// no path kept (a syntax error has its line and column); PostgreSQL text cannot hold NUL, so
+/// it is refused here and never reaches a query; a card number is refused before anything
+/// could quote it.
+pub struct ApiDocument(pub Value);
+
+impl<S: Send + Sync> FromRequest<S> for ApiDocument {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
@@ -59,12 +73,10 @@ where
                 _ => RequestError::MalformedJson(rejection.body_text()),
             }
         })?;
-        // Into a document first, with no path kept: a syntax error has only its line and
-        // column, and the shape is checked (with paths) by `from_document`.
         let document: Value = serde_json::from_slice(&body).map_err(|e| {
             RequestError::MalformedJson(format!("Failed to parse the request body as JSON: {e}"))
         })?;
-        from_document(document).map(Self).map_err(ApiError::from)
+        Ok(Self(checked(document)?))
     }
 }
 
@@ -80,23 +92,24 @@ fn is_json(headers: &HeaderMap) -> bool {
         })
 }
 
-/// A parsed JSON body as `T`. PostgreSQL text cannot hold NUL: it is refused here, so it never
-/// reaches a query and fails it. Shape errors name where in the body they are.
-pub fn from_document<T: DeserializeOwned + 'static>(document: Value) -> Result<T, RequestError> {
+/// A parsed JSON body as `T`, with the checks of [`ApiDocument`].
+pub fn from_document<T: DeserializeOwned>(document: Value) -> Result<T, RequestError> {
+    shaped(checked(document)?)
+}
+
+/// The document, unless it holds NUL or a card number.
+fn checked(document: Value) -> Result<Value, RequestError> {
     if holds_nul(&document) {
         return Err(RequestError::InvalidBody(NUL_REFUSAL.into()));
     }
-    // Before the shape is checked: a shape error's message could quote the number.
     if json_contains_card_number(&document) {
         return Err(RequestError::CardNumber);
     }
-    // A body asked for as a document is one already: it is not read a second time.
-    let document = match (Box::new(document) as Box<dyn Any>).downcast::<T>() {
-        Ok(document) => return Ok(*document),
-        Err(document) => *document
-            .downcast::<Value>()
-            .expect("the box holds the document"),
-    };
+    Ok(document)
+}
+
+/// A checked document as `T`; shape errors name where in the body they are.
+fn shaped<T: DeserializeOwned>(document: Value) -> Result<T, RequestError> {
     serde_path_to_error::deserialize(document).map_err(|e| {
         let path = e.path().to_string();
         RequestError::InvalidBody(if path == "." {

@@ -9,12 +9,11 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::error::{ApiError, RequestError};
-use super::extract::{ApiJson, ApiQuery, job_id};
+use super::extract::{ApiDocument, ApiQuery, job_id};
 use super::lookups::PointBody;
 use super::sandbox;
 use super::state::AppState;
@@ -105,7 +104,7 @@ pub async fn create(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,
     headers: HeaderMap,
-    ApiJson(body): ApiJson<Value>,
+    ApiDocument(body): ApiDocument,
 ) -> Result<Response, ApiError> {
     let key = headers
         .get("idempotency-key")

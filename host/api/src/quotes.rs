@@ -5,11 +5,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::error::ApiError;
-use super::extract::ApiJson;
+use super::extract::ApiDocument;
 use super::state::AppState;
 use courier_core::auth::Merchant;
 use courier_core::quotes::{self, Quote, QuoteContext};
@@ -58,7 +57,7 @@ pub struct QuotePoint {
 pub async fn create(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,
-    ApiJson(body): ApiJson<Value>,
+    ApiDocument(body): ApiDocument,
 ) -> Result<(StatusCode, Json<Quote>), ApiError> {
     let now = courier_core::infra::clock::now();
     let request = QuoteRequest::parse(&body, now)?;

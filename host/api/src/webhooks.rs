@@ -4,12 +4,11 @@ use axum::Extension;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::error::ApiError;
-use super::extract::ApiJson;
+use super::extract::ApiDocument;
 use super::state::AppState;
 use courier_core::auth::Merchant;
 use courier_core::webhooks::{DeliveryRecord, Endpoint, WebhookError};
@@ -54,7 +53,7 @@ pub struct NewEndpointBody {
 pub async fn create(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,
-    ApiJson(body): ApiJson<Value>,
+    ApiDocument(body): ApiDocument,
 ) -> Result<(StatusCode, Json<Endpoint>), ApiError> {
     let endpoint = state
         .webhooks
