@@ -1,6 +1,8 @@
 //! Log lines gathered in memory and written out by a thread of their own, a few milliseconds'
-//! worth at a time. A request appends its line under a lock and goes on: no system call, and
-//! no thread woken for it (a channel to a sleeping writer wakes it for every line).
+//! worth at a time. A request appends its line under a lock and goes on. The first line after
+//! a write wakes the writer, which gathers for 5 ms and writes all the lines in one system
+//! call; the others wake nothing (a channel to a sleeping writer wakes it for every line).
+//! With nothing to write, the writer sleeps.
 
 use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -9,7 +11,7 @@ use std::time::Duration;
 
 use tracing_subscriber::fmt::MakeWriter;
 
-/// How often the writer writes out what has gathered.
+/// How long the writer gathers lines after the first before writing them out.
 const WRITE_EVERY: Duration = Duration::from_millis(5);
 
 /// The lines' destination for `tracing_subscriber`.
@@ -26,7 +28,8 @@ pub struct LogLinesWriter {
 
 struct Shared {
     state: Mutex<State>,
-    /// Wakes the writer early: to stop, or because the lines reached their limit.
+    /// Wakes the writer: for the first line since its last write, to stop, or because the
+    /// lines reached their limit.
     wake: Condvar,
     /// Wakes the loggers waiting for room.
     room: Condvar,
@@ -63,6 +66,13 @@ impl LogLines {
                 loop {
                     let stopping = {
                         let mut state = writer_side.lock();
+                        // Asleep while there is nothing to write; then gathering for a while.
+                        while state.pending.is_empty() && !state.stopping {
+                            state = writer_side
+                                .wake
+                                .wait(state)
+                                .unwrap_or_else(PoisonError::into_inner);
+                        }
                         if !state.stopping && state.pending.len() < writer_side.most_pending {
                             state = writer_side
                                 .wake
@@ -122,7 +132,14 @@ impl Write for LineSink<'_> {
                 .wait(state)
                 .unwrap_or_else(PoisonError::into_inner);
         }
+        let first = state.pending.is_empty();
         state.pending.extend_from_slice(bytes);
+        drop(state);
+        // Only the first line since the last write wakes the writer: the others find it
+        // gathering.
+        if first {
+            shared.wake.notify_one();
+        }
         Ok(bytes.len())
     }
 
