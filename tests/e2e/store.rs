@@ -10,6 +10,7 @@ use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use courier_core::infra::db::batches::{Batch, Batched, Batches, ManyAtOnce};
 use courier_core::quotes::QuoteWriter;
 use courier_domain::charge::CardStatus;
 use courier_domain::charge::state::ChargeStatus;
@@ -1072,6 +1073,43 @@ async fn a_quotes_unwaited_commit_ends_with_its_statement() {
         .await
         .unwrap();
     assert_eq!(stored, made.total_amount_minor);
+}
+
+/// What a batch's statement sees of its connection's planning.
+struct PlanningOfTheBatch;
+
+impl ManyAtOnce for PlanningOfTheBatch {
+    type Row = ();
+    type Answer = String;
+    const MOST: usize = 8;
+
+    async fn run_many(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        rows: &[()],
+    ) -> Result<Batch<String>, sqlx::Error> {
+        let (setting,): (String,) = sqlx::query_as("SHOW plan_cache_mode")
+            .fetch_one(conn)
+            .await?;
+        Ok(Batch::Done(vec![setting; rows.len()]))
+    }
+}
+
+/// A batch's statements run on a connection of the batches' own, planned once for any values;
+/// the pool they were started from plans as before.
+#[tokio::test]
+async fn a_batchs_statements_are_planned_once_on_a_connection_of_its_own() {
+    let pool = database().await;
+    let batches = Batches::start(&pool, PlanningOfTheBatch);
+    let Batched::Done((), setting) = batches.send(()).await.unwrap() else {
+        panic!("the batch was done");
+    };
+    assert_eq!(setting, "force_generic_plan");
+    let (main,): (String,) = sqlx::query_as("SHOW plan_cache_mode")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(main, "auto");
 }
 
 /// A charge move as read back: from, to, the provider's reference, the detail.

@@ -39,7 +39,7 @@ impl QuoteWriter {
     /// A writer on `pool`, its batches written by a task on the current runtime.
     pub fn start(pool: PgPool) -> Self {
         QuoteWriter {
-            batches: Batches::start(pool.clone(), ManyQuotes),
+            batches: Batches::start(&pool, ManyQuotes),
             pool,
         }
     }

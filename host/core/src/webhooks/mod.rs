@@ -161,11 +161,14 @@ impl Webhooks {
 /// as dead as it passes them, so the next claim skips them, while a bitmap scan visits every
 /// one of them again on each claim until vacuum removes them.
 fn attempts_pool(pool: &PgPool) -> PgPool {
-    let options = pool.connect_options().as_ref().clone().options([
-        ("synchronous_commit", "off"),
-        ("plan_cache_mode", "force_custom_plan"),
-        ("enable_bitmapscan", "off"),
-    ]);
+    let options = crate::infra::db::options_with(
+        pool,
+        &[
+            ("synchronous_commit", "off"),
+            ("plan_cache_mode", "force_custom_plan"),
+            ("enable_bitmapscan", "off"),
+        ],
+    );
     crate::infra::db::pool_options(ATTEMPT_CONNECTIONS)
         // Lanes wait their turn for a connection rather than fail a pass.
         .acquire_timeout(std::time::Duration::from_secs(30))

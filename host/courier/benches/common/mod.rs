@@ -51,10 +51,14 @@ pub async fn private_cluster(name: &str, database: &str) -> (EmbeddedPostgres, s
         let pool = sqlx::PgPool::connect(&restarted.url(database))
             .await
             .unwrap();
-        sqlx::query("CREATE EXTENSION pg_stat_statements")
-            .execute(&pool)
-            .await
-            .unwrap();
+        for setting in [
+            "CREATE EXTENSION pg_stat_statements",
+            // Planning apart from execution: a statement planned at every call shows here.
+            "ALTER SYSTEM SET pg_stat_statements.track_planning = on",
+            "SELECT pg_reload_conf()",
+        ] {
+            sqlx::query(setting).execute(&pool).await.unwrap();
+        }
         pool.close().await;
         return (restarted, root);
     }
@@ -321,31 +325,60 @@ impl Bench {
             return;
         }
         let per = |n: f64| n / requests.max(1) as f64;
-        let rows: Vec<(String, i64, f64, i64, i64, i64, i64)> = sqlx::query_as(
-            "SELECT s.query, s.calls, s.total_exec_time, s.shared_blks_hit + s.shared_blks_read, \
-             s.shared_blks_dirtied, s.wal_fpi, s.wal_bytes::bigint \
+        type Row = (String, i64, f64, i64, f64, i64, i64, i64, i64);
+        // Statements whose text differs only by how many rows they carry are counted apart;
+        // the total row sums them all.
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT s.query, s.calls, s.total_exec_time, s.plans, s.total_plan_time, \
+             s.shared_blks_hit + s.shared_blks_read, s.shared_blks_dirtied, s.wal_fpi, \
+             s.wal_bytes::bigint \
              FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid \
-             WHERE d.datname = current_database() ORDER BY s.total_exec_time DESC LIMIT 15",
+             WHERE d.datname = current_database() \
+             ORDER BY s.total_exec_time + s.total_plan_time DESC",
         )
         .fetch_all(&self.pool)
         .await
         .unwrap();
         println!("\n{phase}: statements per request ({requests} requests)");
-        println!("| calls | exec µs | blocks | dirtied | WAL FPI | WAL bytes | statement |");
-        println!("|---|---|---|---|---|---|---|");
-        for (query, calls, time, blocks, dirtied, fpi, wal) in rows {
-            let query: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
-            let query: String = query.chars().take(110).collect();
+        println!(
+            "| calls | exec µs | plans | plan µs | blocks | dirtied | WAL FPI | WAL bytes | statement |"
+        );
+        println!("|---|---|---|---|---|---|---|---|---|");
+        let line = |row: &Row, name: &str| {
+            let (_, calls, exec, plans, plan, blocks, dirtied, fpi, wal) = row;
             println!(
-                "| {:.2} | {:.1} | {:.1} | {:.2} | {:.2} | {:.0} | `{query}` |",
-                per(calls as f64),
-                per(time * 1000.0),
-                per(blocks as f64),
-                per(dirtied as f64),
-                per(fpi as f64),
-                per(wal as f64),
+                "| {:.2} | {:.1} | {:.2} | {:.1} | {:.1} | {:.2} | {:.2} | {:.0} | {name} |",
+                per(*calls as f64),
+                per(exec * 1000.0),
+                per(*plans as f64),
+                per(plan * 1000.0),
+                per(*blocks as f64),
+                per(*dirtied as f64),
+                per(*fpi as f64),
+                per(*wal as f64),
             );
+        };
+        for row in rows.iter().take(15) {
+            let query: String = row.0.split_whitespace().collect::<Vec<_>>().join(" ");
+            let query: String = query.chars().take(110).collect();
+            line(row, &format!("`{query}`"));
         }
+        let total = rows
+            .iter()
+            .fold((String::new(), 0, 0.0, 0, 0.0, 0, 0, 0, 0), |t, r| {
+                (
+                    t.0,
+                    t.1 + r.1,
+                    t.2 + r.2,
+                    t.3 + r.3,
+                    t.4 + r.4,
+                    t.5 + r.5,
+                    t.6 + r.6,
+                    t.7 + r.7,
+                    t.8 + r.8,
+                )
+            });
+        line(&total, &format!("all {} statements", rows.len()));
         self.statements_reset().await;
     }
 

@@ -9,6 +9,14 @@
 //! pinged (sqlx does so on every return), a round trip per batch that a busy task need not
 //! make.
 //!
+//! The task has a connection of its own (a pool of one beside the main pool), on which each
+//! statement is planned once, for any values (`plan_cache_mode = force_generic_plan`).
+//! PostgreSQL would otherwise plan a batch's statement anew at every call: planned for the
+//! array lengths it is given, a batch of a few rows looks cheaper than the one plan for any
+//! batch, so the one plan is never chosen. The booking reads were planned at every call,
+//! about 250 µs each; a batch's statements are lookups by key and inserts, whose one plan is
+//! the same index lookups at any table size (BENCHMARKS.md, "Statements planned once").
+//!
 //! Each request is answered only once its batch's statement is done (for writes: committed).
 //! A batch is done whole or not at all; when the database refuses one for any reason but
 //! being away, each of its rows goes back to its request to be sent alone, so one bad row (or
@@ -86,11 +94,12 @@ enum Outcome<R, A> {
 }
 
 impl<W: ManyAtOnce> Batches<W> {
-    /// Batches on `pool`, sent one at a time by a task on the current runtime. The task ends
-    /// once every clone is dropped and the rows waiting are sent.
-    pub fn start(pool: PgPool, many: W) -> Self {
+    /// Batches on the server of `pool`, sent one at a time by a task on the current runtime,
+    /// on a connection of the task's own. The task ends once every clone is dropped and the
+    /// rows waiting are sent.
+    pub fn start(pool: &PgPool, many: W) -> Self {
         let (queue, waiting) = mpsc::channel(QUEUE);
-        tokio::spawn(run_batches(pool, many, waiting));
+        tokio::spawn(run_batches(own_connection(pool), many, waiting));
         Batches { queue }
     }
 
@@ -110,6 +119,15 @@ impl<W: ManyAtOnce> Batches<W> {
             Err(_) => Err(sqlx::Error::WorkerCrashed),
         }
     }
+}
+
+/// A pool of one connection beside `pool`, connected when first used, whose statements are
+/// each planned once (see the module's description).
+fn own_connection(pool: &PgPool) -> PgPool {
+    let options = super::options_with(pool, &[("plan_cache_mode", "force_generic_plan")]);
+    super::pool_options(1)
+        .min_connections(0)
+        .connect_lazy_with(options)
 }
 
 async fn run_batches<W: ManyAtOnce>(

@@ -102,6 +102,15 @@ pub fn pool_options(size: u32) -> PgPoolOptions {
         .before_acquire(|conn, meta| Box::pin(availability::keep_before_use(conn, meta.idle_for)))
 }
 
+/// The connect options of `pool` with `settings` (run-time parameters) set on every new
+/// connection: for a pool of a worker's own beside the main one.
+pub fn options_with(pool: &PgPool, settings: &[(&str, &str)]) -> PgConnectOptions {
+    pool.connect_options()
+        .as_ref()
+        .clone()
+        .options(settings.iter().copied())
+}
+
 /// Creates `database` on the embedded cluster unless it exists.
 pub async fn create_database_if_missing(
     cluster: &EmbeddedPostgres,

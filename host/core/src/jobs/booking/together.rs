@@ -148,8 +148,8 @@ impl BookingBatches {
     /// Batches on `pool`, sent by tasks on the current runtime.
     pub fn start(pool: PgPool) -> Self {
         BookingBatches {
-            reads: Batches::start(pool.clone(), ManyReads),
-            writes: Batches::start(pool, ManyBookings),
+            reads: Batches::start(&pool, ManyReads),
+            writes: Batches::start(&pool, ManyBookings),
         }
     }
 
