@@ -14,6 +14,7 @@ use courier_core::infra::db::batches::{Batch, Batched, Batches, ManyAtOnce};
 use courier_core::quotes::QuoteWriter;
 use courier_domain::charge::CardStatus;
 use courier_domain::charge::state::ChargeStatus;
+use courier_domain::dispatch::{CourierStatus, OfferStatus};
 use courier_domain::event::{EventDetails, EventName, NewEvent};
 use courier_domain::job::transitions::Settlement;
 use courier_domain::{Environment, JobStatus, Vehicle};
@@ -23,7 +24,7 @@ use courier_store::payments::{self, CardRow, ChargeRow, NewMove};
 use courier_store::quotes::{self, QuoteRow};
 use courier_store::webhooks::{self, NewDelivery, NewEndpoint, Owner};
 use courier_store::writes::Writes;
-use courier_store::{events, fulfilment, merchants};
+use courier_store::{couriers, dispatch, events, fulfilment, merchants};
 
 use crate::support::fresh_database_url;
 
@@ -1073,6 +1074,95 @@ async fn a_quotes_unwaited_commit_ends_with_its_statement() {
         .await
         .unwrap();
     assert_eq!(stored, made.total_amount_minor);
+}
+
+/// The dispatcher's read of the searching jobs: those with no open offer, longest searching
+/// first, test jobs only when asked for. A claim then locks one that is still unoffered, and
+/// another dispatcher skips it while it is held.
+#[tokio::test]
+async fn dispatch_reads_the_unoffered_searches_and_claims_each_once() {
+    let pool = database().await;
+    let merchant_id = merchant(&pool).await;
+    let now = Utc::now();
+    let mut conn = pool.acquire().await.unwrap();
+    // Booked 4, 3, 2 and 1 minutes ago: a test job, a live job, a test job offered to a
+    // courier, a delivered test job.
+    let mut booked = Vec::new();
+    for (minutes, environment, status) in [
+        (4, Environment::Test, JobStatus::Searching),
+        (3, Environment::Live, JobStatus::Searching),
+        (2, Environment::Test, JobStatus::Searching),
+        (1, Environment::Test, JobStatus::Delivered),
+    ] {
+        let at = now - Duration::minutes(minutes);
+        let mut row = quote_row(merchant_id, at);
+        row.environment = environment;
+        quotes::insert(&pool, &row).await.unwrap();
+        let job = job(&row, status, at);
+        Writes::new()
+            .and(jobs::insert_jobs(vec![&job]))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        booked.push(job);
+    }
+    let [oldest, live, offered, _delivered] = &booked[..] else {
+        unreachable!()
+    };
+    let courier = couriers::CourierRow {
+        id: Uuid::new_v4(),
+        name: "Store Test Rider".into(),
+        phone: "+423 000 00 00".into(),
+        vehicle: Vehicle::Car,
+        market_id: "demo".into(),
+        status: CourierStatus::Active,
+        online: true,
+        credential_key: format!("ck_{}", Uuid::new_v4().simple()),
+        secret_hash: vec![0; 32],
+        created_at: now,
+        suspended_at: None,
+        suspension_reason: None,
+    };
+    couriers::insert(&mut conn, &courier).await.unwrap();
+    let offer = dispatch::OfferRow {
+        id: Uuid::new_v4(),
+        job_id: offered.id,
+        courier_id: courier.id,
+        travel_seconds: 300,
+        status: OfferStatus::Open,
+        offered_at: now,
+        expires_at: now + Duration::seconds(30),
+        answered_at: None,
+    };
+    assert!(dispatch::insert_offer(&mut conn, &offer).await.unwrap());
+
+    let all = dispatch::unoffered_searches(&mut conn, false, 10)
+        .await
+        .unwrap();
+    assert_eq!(all, vec![oldest.id, live.id]);
+    let live_only = dispatch::unoffered_searches(&mut conn, true, 10)
+        .await
+        .unwrap();
+    assert_eq!(live_only, vec![live.id]);
+    let first = dispatch::unoffered_searches(&mut conn, false, 1)
+        .await
+        .unwrap();
+    assert_eq!(first, vec![oldest.id]);
+
+    let mut holder = pool.begin().await.unwrap();
+    let claimed = dispatch::claim_unoffered_search(&mut holder, oldest.id)
+        .await
+        .unwrap();
+    assert_eq!(claimed.map(|job| job.id), Some(oldest.id));
+    let mut other = pool.begin().await.unwrap();
+    let skipped = dispatch::claim_unoffered_search(&mut other, oldest.id)
+        .await
+        .unwrap();
+    assert!(skipped.is_none(), "held by the first dispatcher");
+    let offered_again = dispatch::claim_unoffered_search(&mut other, offered.id)
+        .await
+        .unwrap();
+    assert!(offered_again.is_none(), "it has an open offer");
 }
 
 /// What a batch's statement sees of its connection's planning.

@@ -170,24 +170,46 @@ pub async fn claim_overdue_searches(
     .collect()
 }
 
-/// The searching job with no open offer that has searched longest, except those in
-/// `passed` (and test jobs when `live_only`), locked; others' locked rows are skipped, so
-/// each job is dispatched by one instance at a time.
+/// Up to `limit` searching jobs with no open offer (test jobs too unless `live_only`), those
+/// that have searched longest first; nothing is locked.
+///
+/// Planned anew at each pass, for the table as it is (an unnamed statement, not kept): the
+/// searching jobs grow from nothing in bursts, and a plan kept from when there were few read
+/// every searching job on each call once there were thousands (BENCHMARKS.md, "Dispatch
+/// claims by key").
+pub async fn unoffered_searches(
+    conn: &mut PgConnection,
+    live_only: bool,
+    limit: i64,
+) -> Result<Vec<Uuid>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT id FROM jobs j WHERE status = 'searching' \
+         AND (environment = 'live' OR NOT $1) \
+         AND NOT EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
+                         AND o.status = 'open') \
+         ORDER BY coalesce(search_opened_at, search_opens_at, booked_at) LIMIT $2",
+    )
+    .bind(live_only)
+    .bind(limit)
+    .persistent(false)
+    .fetch_all(conn)
+    .await
+}
+
+/// Job `id`, locked, if it is still searching with no open offer; `None` as well when another
+/// dispatcher holds it (its locked row is skipped), so each job is dispatched by one instance
+/// at a time.
 pub async fn claim_unoffered_search(
     conn: &mut PgConnection,
-    passed: &[Uuid],
-    live_only: bool,
+    id: Uuid,
 ) -> Result<Option<JobRow>, sqlx::Error> {
     sqlx::query_as!(
         JobRecord,
-        "SELECT * FROM jobs j WHERE status = 'searching' AND id <> ALL($1) \
-         AND (environment = 'live' OR NOT $2) \
+        "SELECT * FROM jobs j WHERE id = $1 AND status = 'searching' \
          AND NOT EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
                          AND o.status = 'open') \
-         ORDER BY coalesce(search_opened_at, search_opens_at, booked_at) \
-         LIMIT 1 FOR UPDATE SKIP LOCKED",
-        passed,
-        live_only,
+         FOR UPDATE SKIP LOCKED",
+        id,
     )
     .fetch_optional(conn)
     .await?

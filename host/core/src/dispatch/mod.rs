@@ -30,7 +30,7 @@ use courier_store::jobs::JobRow;
 /// Couriers routed per job: the nearest in a straight line.
 const CANDIDATES: i64 = 10;
 /// Jobs offered per pass.
-const JOBS_PER_PASS: usize = 50;
+const JOBS_PER_PASS: i64 = 50;
 const KM_PER_DEGREE_OF_LATITUDE: f64 = 111.2;
 
 pub struct Dispatcher {
@@ -87,22 +87,24 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// One transaction per job, so a transaction holds at most one new offer and two
-    /// instances offering at once can only wait on each other, never in a circle.
+    /// The jobs that have searched longest, read once per pass; then one transaction per job,
+    /// so a transaction holds at most one new offer and two instances offering at once can
+    /// only wait on each other, never in a circle.
     async fn offer_searching_jobs(&self) -> Result<(), sqlx::Error> {
-        let mut passed = Vec::new();
-        while passed.len() < JOBS_PER_PASS {
+        let mut conn = self.pool.acquire().await?;
+        let searching =
+            store::unoffered_searches(&mut conn, self.live_jobs_only, JOBS_PER_PASS).await?;
+        drop(conn);
+        for job_id in searching {
             let mut tx = self.pool.begin().await?;
-            let Some(job) =
-                store::claim_unoffered_search(&mut tx, &passed, self.live_jobs_only).await?
-            else {
-                break;
+            // Offered or taken by another instance since it was read: skipped.
+            let Some(job) = store::claim_unoffered_search(&mut tx, job_id).await? else {
+                continue;
             };
             if let Some(offer) = self.offer(&mut tx, &job).await? {
                 tracing::debug!(job_id = %job.id, courier_id = %offer.courier_id, "job offered");
             }
             tx.commit().await?;
-            passed.push(job.id);
         }
         Ok(())
     }
