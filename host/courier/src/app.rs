@@ -264,7 +264,7 @@ pub async fn run(
         markets: Arc::clone(&services.markets),
         public_url: Arc::from(config.public_url().as_str()),
         bell: services.webhooks.bell(),
-        batches: courier_core::jobs::booking::BookingBatches::start(services.db.pool.clone()),
+        batches: courier_core::jobs::booking::BookingBatches::start(&services.db.pool),
     };
     courier_core::jobs::booking::recovery::run(
         booking.clone(),

@@ -29,8 +29,10 @@ use courier_store::jobs::JobRow;
 
 /// Couriers routed per job: the nearest in a straight line.
 const CANDIDATES: i64 = 10;
-/// Jobs offered per pass.
-const JOBS_PER_PASS: i64 = 50;
+/// Jobs claimed (and offered, if a courier is available) per pass.
+const JOBS_PER_PASS: usize = 50;
+/// Jobs read per pass to claim those: instances passing at once skip each other's.
+const JOBS_READ_PER_PASS: i64 = 4 * JOBS_PER_PASS as i64;
 const KM_PER_DEGREE_OF_LATITUDE: f64 = 111.2;
 
 pub struct Dispatcher {
@@ -93,14 +95,19 @@ impl Dispatcher {
     async fn offer_searching_jobs(&self) -> Result<(), sqlx::Error> {
         let mut conn = self.pool.acquire().await?;
         let searching =
-            store::unoffered_searches(&mut conn, self.live_jobs_only, JOBS_PER_PASS).await?;
+            store::unoffered_searches(&mut conn, self.live_jobs_only, JOBS_READ_PER_PASS).await?;
         drop(conn);
+        let mut claimed = 0;
         for job_id in searching {
+            if claimed == JOBS_PER_PASS {
+                break;
+            }
             let mut tx = self.pool.begin().await?;
-            // Offered or taken by another instance since it was read: skipped.
+            // Offered or held by another instance since it was read: skipped.
             let Some(job) = store::claim_unoffered_search(&mut tx, job_id).await? else {
                 continue;
             };
+            claimed += 1;
             if let Some(offer) = self.offer(&mut tx, &job).await? {
                 tracing::debug!(job_id = %job.id, courier_id = %offer.courier_id, "job offered");
             }

@@ -145,11 +145,11 @@ impl ManyAtOnce for ManyBookings {
 }
 
 impl BookingBatches {
-    /// Batches on `pool`, sent by tasks on the current runtime.
-    pub fn start(pool: PgPool) -> Self {
+    /// Batches on the server of `pool`, sent by tasks on the current runtime.
+    pub fn start(pool: &PgPool) -> Self {
         BookingBatches {
-            reads: Batches::start(&pool, ManyReads),
-            writes: Batches::start(&pool, ManyBookings),
+            reads: Batches::start(pool, ManyReads),
+            writes: Batches::start(pool, ManyBookings),
         }
     }
 
