@@ -325,16 +325,21 @@ impl Bench {
             return;
         }
         let per = |n: f64| n / requests.max(1) as f64;
-        type Row = (String, i64, f64, i64, f64, i64, i64, i64, i64);
+        type Row = (Option<String>, i64, f64, i64, f64, i64, i64, i64, i64, i64);
         // Statements whose text differs only by how many rows they carry are counted apart;
-        // the total row sums them all.
+        // the last row (no text) sums them all.
         let rows: Vec<Row> = sqlx::query_as(
-            "SELECT s.query, s.calls, s.total_exec_time, s.plans, s.total_plan_time, \
-             s.shared_blks_hit + s.shared_blks_read, s.shared_blks_dirtied, s.wal_fpi, \
-             s.wal_bytes::bigint \
+            "SELECT s.query, coalesce(sum(s.calls), 0)::bigint, \
+             coalesce(sum(s.total_exec_time), 0), coalesce(sum(s.plans), 0)::bigint, \
+             coalesce(sum(s.total_plan_time), 0), \
+             coalesce(sum(s.shared_blks_hit + s.shared_blks_read), 0)::bigint, \
+             coalesce(sum(s.shared_blks_dirtied), 0)::bigint, \
+             coalesce(sum(s.wal_fpi), 0)::bigint, coalesce(sum(s.wal_bytes), 0)::bigint, \
+             count(*) \
              FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid \
              WHERE d.datname = current_database() \
-             ORDER BY s.total_exec_time + s.total_plan_time DESC",
+             GROUP BY GROUPING SETS ((s.query), ()) \
+             ORDER BY s.query IS NULL, sum(s.total_exec_time + s.total_plan_time) DESC",
         )
         .fetch_all(&self.pool)
         .await
@@ -344,8 +349,16 @@ impl Bench {
             "| calls | exec µs | plans | plan µs | blocks | dirtied | WAL FPI | WAL bytes | statement |"
         );
         println!("|---|---|---|---|---|---|---|---|---|");
-        let line = |row: &Row, name: &str| {
-            let (_, calls, exec, plans, plan, blocks, dirtied, fpi, wal) = row;
+        let (statements, total) = rows.split_at(rows.len().saturating_sub(1));
+        for row in statements.iter().take(15).chain(total) {
+            let (query, calls, exec, plans, plan, blocks, dirtied, fpi, wal, count) = row;
+            let name = match query {
+                Some(query) => {
+                    let query: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
+                    format!("`{}`", query.chars().take(110).collect::<String>())
+                }
+                None => format!("all {count} statements"),
+            };
             println!(
                 "| {:.2} | {:.1} | {:.2} | {:.1} | {:.1} | {:.2} | {:.2} | {:.0} | {name} |",
                 per(*calls as f64),
@@ -357,28 +370,7 @@ impl Bench {
                 per(*fpi as f64),
                 per(*wal as f64),
             );
-        };
-        for row in rows.iter().take(15) {
-            let query: String = row.0.split_whitespace().collect::<Vec<_>>().join(" ");
-            let query: String = query.chars().take(110).collect();
-            line(row, &format!("`{query}`"));
         }
-        let total = rows
-            .iter()
-            .fold((String::new(), 0, 0.0, 0, 0.0, 0, 0, 0, 0), |t, r| {
-                (
-                    t.0,
-                    t.1 + r.1,
-                    t.2 + r.2,
-                    t.3 + r.3,
-                    t.4 + r.4,
-                    t.5 + r.5,
-                    t.6 + r.6,
-                    t.7 + r.7,
-                    t.8 + r.8,
-                )
-            });
-        line(&total, &format!("all {} statements", rows.len()));
         self.statements_reset().await;
     }
 
