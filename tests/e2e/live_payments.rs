@@ -13,7 +13,7 @@ use sha2::Digest;
 use uuid::Uuid;
 
 use crate::quotes::journey;
-use crate::support::process::{free_port, spawn_service, wait_until_ready};
+use crate::support::process::{free_port, reconcile_live, spawn_service, wait_until_ready};
 use crate::support::stripe::{Fault, Latency, StripeStandIn};
 use crate::support::{
     ADMIN_TOKEN, Authed, Credential, MerchantCredentials, TestApp, assert_refusal, eventually,
@@ -185,6 +185,122 @@ impl Live {
         .await
     }
 
+    /// Leaves a booking of `body`'s quote as an instance that died between its phases
+    /// would: the key claimed for the request `{"quote_id": …}` (answered: the test sends it
+    /// again for the key's answer), the quote reserved, and an attempt with `job` and
+    /// `hold_key`, made `made_secs_ago` seconds ago, whose lease has run out.
+    async fn strand(
+        &self,
+        key: &str,
+        body: &Value,
+        card: &Value,
+        job: &Value,
+        hold_key: &str,
+        made_secs_ago: i64,
+    ) -> Value {
+        let request = json!({"quote_id": body["quote_id"]});
+        let request_hash = sha2::Sha256::digest(request.to_string().as_bytes()).to_vec();
+        let pool = self.app.pool().await;
+        sqlx::query(
+            "INSERT INTO idempotency_keys (merchant_id, environment, key, request_hash) \
+             VALUES ($1, 'live', $2, $3)",
+        )
+        .bind(self.merchant_id)
+        .bind(key)
+        .bind(&request_hash)
+        .execute(&pool)
+        .await
+        .unwrap();
+        sqlx::query("UPDATE quotes SET used_at = now() WHERE id = $1::uuid")
+            .bind(body["quote_id"].as_str().unwrap())
+            .execute(&pool)
+            .await
+            .unwrap();
+        sqlx::query(
+            "INSERT INTO booking_attempts (id, merchant_id, environment, idempotency_key, \
+             quote_id, payment_method_id, hold_key, job, created_at, leased_until) \
+             VALUES ($1, $2, 'live', $3, $4::uuid, $5::uuid, $6, $7, \
+             now() - make_interval(secs => $8), now())",
+        )
+        .bind(Uuid::new_v4())
+        .bind(self.merchant_id)
+        .bind(key)
+        .bind(body["quote_id"].as_str().unwrap())
+        .bind(card["id"].as_str().unwrap())
+        .bind(hold_key)
+        .bind(job)
+        .bind(made_secs_ago as f64)
+        .execute(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+        request
+    }
+
+    /// The job a booking of `body`'s quote prepares in its first phase, as its attempt keeps
+    /// it.
+    async fn prepared_job(&self, body: &Value) -> Value {
+        let pool = self.app.pool().await;
+        let quote_id = Uuid::parse_str(body["quote_id"].as_str().unwrap()).unwrap();
+        let quote = courier_store::quotes::find(&pool, quote_id)
+            .await
+            .unwrap()
+            .expect("the quote exists");
+        pool.close().await;
+        let mut job = crate::store::job(
+            &quote,
+            courier_domain::JobStatus::Searching,
+            chrono::Utc::now(),
+        );
+        job.pickup = body["pickup"].clone();
+        job.dropoff = body["dropoff"].clone();
+        serde_json::to_value(job).unwrap()
+    }
+
+    /// Assigns `job` to a new courier and marks it delivered, as an operator does by hand:
+    /// its hold is then captured.
+    async fn deliver(&self, job: &Value) {
+        let (status, courier) = self
+            .admin(
+                Method::POST,
+                "/couriers",
+                json!({"name": "Rui", "phone": "+966 50 123 4567", "vehicle": "car", "market": "demo"}),
+            )
+            .await;
+        assert_eq!(status, 201, "{courier}");
+        let id = job["id"].as_str().unwrap();
+        let (status, body) = self
+            .admin(
+                Method::POST,
+                &format!("/jobs/{id}/reassign"),
+                json!({"courier_id": courier["id"]}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let (status, body) = self
+            .admin(
+                Method::POST,
+                &format!("/jobs/{id}/status"),
+                json!({"status": "delivered", "reason": "confirmed by phone"}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+
+    /// Sends the stranded booking's request until the key has its answer.
+    async fn answer_of_stranded(&self, key: &str, request: &Value) -> (u16, Value) {
+        eventually(
+            "the stranded attempt to be finished",
+            WAIT,
+            Duration::from_millis(100),
+            || async {
+                let (status, answer) = self.book(key, request).await;
+                (answer["code"] != "idempotency.in_progress").then_some((status, answer))
+            },
+        )
+        .await
+    }
+
     async fn db_scalar(&self, sql: &str) -> i64 {
         let pool = self.app.pool().await;
         let n = sqlx::query_scalar(sql).fetch_one(&pool).await.unwrap();
@@ -250,31 +366,7 @@ async fn a_live_merchant_attaches_books_and_is_captured_voided_and_refunded() {
     );
 
     // Delivered (assigned and delivered by hand): the hold is captured.
-    let (status, courier) = live
-        .admin(
-            Method::POST,
-            "/couriers",
-            json!({"name": "Rui", "phone": "+966 50 123 4567", "vehicle": "car", "market": "demo"}),
-        )
-        .await;
-    assert_eq!(status, 201, "{courier}");
-    let id = job["id"].as_str().unwrap();
-    let (status, body) = live
-        .admin(
-            Method::POST,
-            &format!("/jobs/{id}/reassign"),
-            json!({"courier_id": courier["id"]}),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let (status, body) = live
-        .admin(
-            Method::POST,
-            &format!("/jobs/{id}/status"),
-            json!({"status": "delivered", "reason": "confirmed by phone"}),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    live.deliver(&job).await;
     let captured = live.charge_becomes(&job, "captured").await;
     let intent = live.stripe.intent(&holds[0].id).unwrap();
     assert_eq!(
@@ -640,49 +732,11 @@ async fn a_booking_that_cannot_be_completed_is_released_and_refused() {
     // interrupted after its provider call (the provider holds the money). Its request was
     // `{"quote_id": …}`: sent again, it gets the key's answer.
     let stranded = key();
-    let request = json!({"quote_id": body["quote_id"]});
-    let request_hash = sha2::Sha256::digest(request.to_string().as_bytes()).to_vec();
-    let pool = live.app.pool().await;
-    sqlx::query(
-        "INSERT INTO idempotency_keys (merchant_id, environment, key, request_hash) \
-         VALUES ($1, 'live', $2, $3)",
-    )
-    .bind(live.merchant_id)
-    .bind(&stranded)
-    .bind(&request_hash)
-    .execute(&pool)
-    .await
-    .unwrap();
-    sqlx::query("UPDATE quotes SET used_at = now() WHERE id = $1::uuid")
-        .bind(body["quote_id"].as_str().unwrap())
-        .execute(&pool)
-        .await
-        .unwrap();
-    sqlx::query(
-        "INSERT INTO booking_attempts (id, merchant_id, environment, idempotency_key, quote_id, \
-         payment_method_id, hold_key, job, created_at, leased_until) \
-         VALUES ($1, $2, 'live', $3, $4::uuid, $5::uuid, 'booking_stranded', \
-         '{\"price_amount_minor\": 1500, \"currency\": \"SAR\", \"format\": 99}', now(), now())",
-    )
-    .bind(Uuid::new_v4())
-    .bind(live.merchant_id)
-    .bind(&stranded)
-    .bind(body["quote_id"].as_str().unwrap())
-    .bind(card["id"].as_str().unwrap())
-    .execute(&pool)
-    .await
-    .unwrap();
-    pool.close().await;
-    let refusal = eventually(
-        "the stranded attempt to be finished",
-        WAIT,
-        Duration::from_millis(100),
-        || async {
-            let (status, answer) = live.book(&stranded, &request).await;
-            (answer["code"] != "idempotency.in_progress").then_some((status, answer))
-        },
-    )
-    .await;
+    let unreadable = json!({"price_amount_minor": 1500, "currency": "SAR", "format": 99});
+    let request = live
+        .strand(&stranded, &body, &card, &unreadable, "booking_stranded", 0)
+        .await;
+    let refusal = live.answer_of_stranded(&stranded, &request).await;
     assert_eq!(
         (refusal.0, refusal.1["code"].as_str()),
         (409, Some("booking.abandoned")),
@@ -701,6 +755,545 @@ async fn a_booking_that_cannot_be_completed_is_released_and_refused() {
     // The quote is free again.
     let (status, job) = live.book(&key(), &body).await;
     assert_eq!(status, 201, "{job}");
+    live.app.stop().await;
+}
+
+/// An abandoned booking stays abandoned. Its attempt is overdue (unfinished long after it was
+/// made), so the recovery worker abandons it: the hold is made (with the attempt's key) and
+/// released, and the provider's answer to the release is lost. The next pass finds the
+/// attempt marked for abandoning and finishes the refusal; it never takes the provider's
+/// saved answer to the hold for a hold to book on.
+#[tokio::test]
+async fn an_abandoned_booking_whose_release_answer_was_lost_is_never_booked() {
+    let live = Live::start(&[
+        ("COURIER_PAYMENT_DEADLINE_MS", "1000"),
+        ("COURIER_BOOKING_ABANDON_AFTER_MS", "60000"),
+    ])
+    .await;
+    let card = live.attach("pm_card_visa").await;
+    let body = live.quoted().await;
+    let job = live.prepared_job(&body).await;
+    let hold_key = format!("job_{}_hold", job["id"].as_str().unwrap());
+    // The release (`…/cancel`) is made, and its answer lost.
+    live.stripe
+        .inject("/v1/payment_intents/", Fault::ActThenDrop, 1);
+    let stranded = key();
+    let request = live
+        .strand(&stranded, &body, &card, &job, &hold_key, 3600)
+        .await;
+    let (status, refusal) = live.answer_of_stranded(&stranded, &request).await;
+    assert_eq!(
+        (status, refusal["code"].as_str()),
+        (409, Some("booking.abandoned")),
+        "{refusal}"
+    );
+    // Once: the hold was made and released, and nothing else.
+    let made: Vec<_> = live
+        .stripe
+        .intents()
+        .into_iter()
+        .filter(|i| i.idempotency_key.as_deref() == Some(hold_key.as_str()))
+        .collect();
+    assert_eq!(made.len(), 1);
+    assert_eq!(made[0].status, "canceled");
+    assert!(live.stripe.holds().is_empty(), "nothing stays held");
+    let jobs = live
+        .db_scalar(&format!(
+            "SELECT count(*) FROM jobs WHERE merchant_id = '{}'",
+            live.merchant_id
+        ))
+        .await;
+    let charges = live
+        .db_scalar(&format!(
+            "SELECT count(*) FROM charges WHERE merchant_id = '{}'",
+            live.merchant_id
+        ))
+        .await;
+    assert_eq!((jobs, charges), (0, 0), "nothing was booked");
+    assert_eq!(
+        live.db_scalar("SELECT count(*) FROM booking_attempts")
+            .await,
+        0
+    );
+    // The key keeps its answer.
+    let (status, again) = live.book(&stranded, &request).await;
+    assert_eq!(
+        (status, again["code"].as_str()),
+        (409, Some("booking.abandoned"))
+    );
+    live.app.stop().await;
+}
+
+/// A merchant who keys bookings by order id books the same key again once our service has
+/// forgotten it (24 hours; the provider keeps its own keys longer): the new booking gets a
+/// hold of its own, never the provider's saved answer for the first one.
+#[tokio::test]
+async fn a_key_used_again_after_it_was_forgotten_gets_a_hold_of_its_own() {
+    let live = Live::start(&[]).await;
+    live.attach("pm_card_visa").await;
+    let order_key = key();
+    let (status, first) = live.book(&order_key, &live.quoted().await).await;
+    assert_eq!(status, 201, "{first}");
+    let pool = live.app.pool().await;
+    sqlx::query("DELETE FROM idempotency_keys WHERE key = $1")
+        .bind(&order_key)
+        .execute(&pool)
+        .await
+        .unwrap();
+    // The same price on the same card: the request the provider saw before, but for
+    // another job.
+    let (status, second) = live.book(&order_key, &live.quoted().await).await;
+    assert_eq!(status, 201, "{second}");
+    assert_ne!(first["id"], second["id"]);
+    let holds: HashSet<String> = live.stripe.holds().into_iter().map(|h| h.id).collect();
+    assert_eq!(holds.len(), 2, "one hold per job");
+    let refs: HashSet<String> = sqlx::query_scalar(
+        "SELECT authorisation_ref FROM charges WHERE status = 'authorised' AND merchant_id = $1",
+    )
+    .bind(live.merchant_id)
+    .fetch_all(&pool)
+    .await
+    .unwrap()
+    .into_iter()
+    .collect();
+    assert_eq!(refs, holds, "each job's charge names its own hold");
+    pool.close().await;
+    live.app.stop().await;
+}
+
+/// An instance without the live adapter never takes live work it cannot finish: with only
+/// such an instance running, an interrupted live booking and a live charge retry stay
+/// untouched (and the booking is listed for operators); once an instance with the adapter
+/// runs, both finish.
+#[tokio::test]
+async fn an_instance_without_the_adapter_leaves_live_work_to_one_that_has_it() {
+    let stripe = StripeStandIn::start().await;
+    let database_url = fresh_database_url().await;
+    let with_adapter = |stripe: &StripeStandIn| {
+        let mut env = stripe.service_env();
+        env.push(("DATABASE_URL".into(), database_url.clone()));
+        env.push(("COURIER_CHARGE_RETRY_BASE_MS".into(), "3000".into()));
+        env
+    };
+    let live = Live::start_with(
+        stripe,
+        &[
+            ("DATABASE_URL", &database_url),
+            ("COURIER_CHARGE_RETRY_BASE_MS", "3000"),
+        ],
+    )
+    .await;
+    let card = live.attach("pm_card_visa").await;
+    // A live charge whose hold found the provider unreachable: retried in 3 s.
+    let (pending_job, _) = live.book_through(Fault::Status(500)).await;
+    let body = live.quoted().await;
+    let job = live.prepared_job(&body).await;
+    let hold_key = format!("job_{}_hold", job["id"].as_str().unwrap());
+    let Live {
+        stripe,
+        app,
+        merchant_id,
+        live: credential,
+    } = live;
+    app.stop().await;
+    let without = {
+        let url = database_url.clone();
+        TestApp::spawn_with(move |name| (name == "DATABASE_URL").then(|| url.clone())).await
+    };
+    let live = Live {
+        stripe,
+        app: without,
+        merchant_id,
+        live: credential,
+    };
+    let stranded = key();
+    let request = live
+        .strand(&stranded, &body, &card, &job, &hold_key, 0)
+        .await;
+    // Several passes of both workers.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let (status, answer) = live.book(&stranded, &request).await;
+    assert_eq!(
+        (status, answer["code"].as_str()),
+        (409, Some("idempotency.in_progress")),
+        "{answer}"
+    );
+    assert_eq!(
+        live.db_scalar("SELECT recoveries::bigint FROM booking_attempts")
+            .await,
+        0,
+        "not claimed by an instance that cannot finish it"
+    );
+    assert_eq!(
+        live.db_scalar(
+            "SELECT count(*) FROM charge_retries WHERE attempts = 1 AND leased_until IS NULL"
+        )
+        .await,
+        1,
+        "the charge's retry is untouched"
+    );
+    let (status, unfinished) = status_and_json(
+        live.app
+            .admin(Method::GET, "/bookings/unfinished")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{unfinished}");
+    assert_eq!(unfinished.as_array().unwrap().len(), 1, "{unfinished}");
+    assert_eq!(unfinished[0]["idempotency_key"], stranded.as_str());
+    assert_eq!(unfinished[0]["environment"], "live");
+    assert_eq!(unfinished[0]["abandoning_since"], Value::Null);
+
+    // An instance with the adapter joins: it finishes both.
+    let env = with_adapter(&live.stripe);
+    let able = TestApp::spawn_with(move |name| {
+        env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
+    })
+    .await;
+    let (status, booked) = live.answer_of_stranded(&stranded, &request).await;
+    assert_eq!(status, 201, "{booked}");
+    assert_eq!(booked["id"], job["id"]);
+    live.charge_becomes(&booked, "authorised").await;
+    live.charge_becomes(&pending_job, "authorised").await;
+    able.stop().await;
+    live.app.stop().await;
+}
+
+/// A hold whose key is still in use at the provider (the process that sent it died mid-call
+/// and the provider has not finished it) is waited for: while the provider answers 409 for
+/// the key, the recovery worker books nothing (no job with a pending charge that a later
+/// decline would leave unpaid); once the key is free, the booking is made with its hold.
+#[tokio::test]
+async fn a_hold_still_in_flight_at_the_provider_is_waited_for() {
+    let live = Live::start(&[("COURIER_PAYMENT_DEADLINE_MS", "1000")]).await;
+    let card = live.attach("pm_card_visa").await;
+    let body = live.quoted().await;
+    let job = live.prepared_job(&body).await;
+    let hold_key = format!("job_{}_hold", job["id"].as_str().unwrap());
+    live.stripe
+        .keep_in_flight(&hold_key, Duration::from_secs(6));
+    let stranded = key();
+    let request = live
+        .strand(&stranded, &body, &card, &job, &hold_key, 0)
+        .await;
+    // The worker tries every lease (3 s): twice within these 5 s, each time answered 409.
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        let (status, answer) = live.book(&stranded, &request).await;
+        assert_eq!(
+            (status, answer["code"].as_str()),
+            (409, Some("idempotency.in_progress")),
+            "{answer}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let charges = format!(
+        "SELECT count(*) FROM charges WHERE merchant_id = '{}'",
+        live.merchant_id
+    );
+    assert_eq!(
+        live.db_scalar(&charges).await,
+        0,
+        "nothing booked meanwhile"
+    );
+    assert!(
+        live.db_scalar("SELECT recoveries::bigint FROM booking_attempts")
+            .await
+            >= 2,
+        "the worker asked while the key was in use"
+    );
+    let (status, booked) = live.answer_of_stranded(&stranded, &request).await;
+    assert_eq!(status, 201, "{booked}");
+    live.charge_becomes(&booked, "authorised").await;
+    assert_eq!(live.stripe.holds().len(), 1);
+    live.app.stop().await;
+}
+
+/// A capture the provider does not answer is never given up: past the retry policy's count
+/// the charge stays `authorised` (the money is still held), says it is still being tried,
+/// and is captured once the provider answers.
+#[tokio::test]
+async fn a_capture_the_provider_does_not_answer_is_never_given_up() {
+    let live = Live::start(&[
+        ("COURIER_CHARGE_RETRY_ATTEMPTS", "2"),
+        ("COURIER_CHARGE_RETRY_BASE_MS", "100"),
+    ])
+    .await;
+    live.attach("pm_card_visa").await;
+    let (status, job) = live.book(&key(), &live.quoted().await).await;
+    assert_eq!(status, 201, "{job}");
+    // Every capture call fails with a 503, five times over; the policy allows two.
+    live.stripe
+        .inject("/v1/payment_intents/", Fault::Status(503), 5);
+    live.deliver(&job).await;
+    let waiting = eventually(
+        "the capture to go past the retry policy's count",
+        WAIT,
+        Duration::from_millis(20),
+        || async {
+            let charge = live.charge_of(&job).await;
+            assert_ne!(charge["status"], "failed", "{charge}");
+            charge["last_error"]
+                .as_str()
+                .is_some_and(|e| e.contains("still trying"))
+                .then_some(charge)
+        },
+    )
+    .await;
+    assert_eq!(waiting["status"], "authorised", "{waiting}");
+    let captured = live.charge_becomes(&job, "captured").await;
+    assert_eq!(captured["last_error"], Value::Null);
+    let hold = &live.stripe.intents()[0];
+    assert_eq!(
+        (hold.status.as_str(), hold.amount_received),
+        ("succeeded", hold.amount)
+    );
+    live.app.stop().await;
+}
+
+/// A live adapter whose configuration cannot work stops the service at start with a message
+/// that says what is wrong, instead of answering bookings it cannot charge.
+#[tokio::test]
+async fn a_misconfigured_live_adapter_stops_the_service_at_start() {
+    use crate::support::process::BINARY;
+    let database_url = fresh_database_url().await;
+    let cases = [
+        (json!({"api_base": "https://localhost:1"}), "secret_key"),
+        (
+            json!({"secret_key": "sk_test_x", "api_base": "http://api.stripe.com"}),
+            "https://",
+        ),
+    ];
+    for (config, says) in cases {
+        let path = crate::support::scratch_path("live-config");
+        std::fs::write(&path, config.to_string()).unwrap();
+        let data_dir = crate::support::scratch_path("misconfigured");
+        let child = std::process::Command::new(BINARY)
+            .arg("serve")
+            .env("DATABASE_URL", &database_url)
+            .env("COURIER_DATA_DIR", &data_dir)
+            .env("COURIER_LISTEN", format!("127.0.0.1:{}", free_port()))
+            .env("COURIER_SECRET_KEY", "5e".repeat(32))
+            .env(
+                "COURIER_LIVE_PAYMENT_ADAPTER",
+                crate::support::stripe::stripe_adapter_path(),
+            )
+            .env("COURIER_LIVE_PAYMENT_CONFIG", &path)
+            .env("RUST_LOG", "error")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let output = tokio::time::timeout(
+            Duration::from_secs(30),
+            tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()),
+        )
+        .await
+        .expect("the service stops by itself")
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{config}: {stderr}");
+        assert!(
+            stderr.contains("refuses its configuration") && stderr.contains(says),
+            "{config}: {stderr}"
+        );
+    }
+}
+
+/// A refund whose answer is lost after the provider paid it is never paid twice: the
+/// operator's next refund of another amount is a refund of its own, the operator's retry of
+/// the lost one finds it and asks again under its key, and a refund left unanswered is
+/// finished by the retry worker. The provider's refunds equal ours.
+#[tokio::test]
+async fn a_refund_whose_answer_was_lost_is_paid_and_recorded_once() {
+    let live = Live::start(&[("COURIER_CHARGE_RETRY_BASE_MS", "3000")]).await;
+    live.attach("pm_card_visa").await;
+    let (_, job) = live.book(&key(), &live.quoted().await).await;
+    live.deliver(&job).await;
+    let captured = live.charge_becomes(&job, "captured").await;
+    let refund_path = format!("/charges/{}/refund", captured["id"].as_str().unwrap());
+    let refund =
+        |amount: i64| live.admin(Method::POST, &refund_path, json!({"amount_minor": amount}));
+    let given_back = |live: &Live| {
+        let intent = live.stripe.intents()[0].clone();
+        intent.amount_refunded
+    };
+
+    // 30 is paid by the provider; its answer is lost.
+    live.stripe.inject("/v1/refunds", Fault::ActThenDrop, 1);
+    let (status, lost) = refund(30).await;
+    assert_eq!(
+        (status, lost["code"].as_str()),
+        (503, Some("payment.provider_unreachable"))
+    );
+    assert_eq!(given_back(&live), 30);
+    // Another refund, of 20: a refund of its own.
+    let (status, charge) = refund(20).await;
+    assert_eq!(status, 200, "{charge}");
+    assert_eq!(charge["refunded_amount_minor"], 20);
+    // The operator sends the 30 again: the same refund, answered from the provider's record.
+    let (status, charge) = refund(30).await;
+    assert_eq!(status, 200, "{charge}");
+    assert_eq!(charge["refunded_amount_minor"], 50);
+    assert_eq!(given_back(&live), 50, "the 30 was paid once");
+
+    // 10, paid and its answer lost, and never sent again: the retry worker finishes it.
+    live.stripe.inject("/v1/refunds", Fault::ActThenDrop, 1);
+    let (status, _) = refund(10).await;
+    assert_eq!(status, 503);
+    eventually(
+        "the worker to record the refund",
+        WAIT,
+        Duration::from_millis(100),
+        || async {
+            let charge = live.charge_of(&job).await;
+            (charge["refunded_amount_minor"] == 60).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(given_back(&live), 60);
+    // What is promised counts against what is left: more than the rest is refused.
+    let rest = captured["amount_minor"].as_i64().unwrap() - 60;
+    let (status, refused) = refund(rest + 1).await;
+    assert_eq!(
+        (status, refused["code"].as_str()),
+        (422, Some("charge.refund_exceeds_captured"))
+    );
+    live.app.stop().await;
+}
+
+/// Reconciliation reads every charge back from the provider and compares: with the books
+/// agreeing it finds nothing; a hold released behind the service's back and a hold the
+/// service knows nothing of are each one mismatch, printed by the command (exit 1), recorded
+/// by the scheduled check, shown to operators and counted in the metric, and resolved once
+/// the provider agrees again.
+#[tokio::test]
+async fn reconciliation_finds_where_the_provider_and_our_books_disagree() {
+    let live = Live::start(&[("COURIER_RECONCILE_EVERY_MS", "300")]).await;
+    live.attach("pm_card_visa").await;
+    // A held job, a delivered and partly refunded one, and a cancelled one.
+    let (_, held) = live.book(&key(), &live.quoted().await).await;
+    let (_, delivered) = live.book(&key(), &live.quoted().await).await;
+    live.deliver(&delivered).await;
+    let captured = live.charge_becomes(&delivered, "captured").await;
+    let (status, refunded) = live
+        .admin(
+            Method::POST,
+            &format!("/charges/{}/refund", captured["id"].as_str().unwrap()),
+            json!({"amount_minor": 100}),
+        )
+        .await;
+    assert_eq!(status, 200, "{refunded}");
+    let (_, cancelled) = live.book(&key(), &live.quoted().await).await;
+    let (status, body) = live
+        .call(
+            Method::POST,
+            &format!("/v1/jobs/{}/cancel", cancelled["id"].as_str().unwrap()),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    live.charge_becomes(&cancelled, "voided").await;
+    let (code, lines) = reconcile_live(live.stripe.service_env(), &live.app.database_url).await;
+    assert_eq!(
+        (code, lines.as_slice()),
+        (0, [r#"{"checked":3,"mismatches":0}"#.to_owned()].as_slice())
+    );
+
+    // Behind the service's back: the held job's hold is cancelled, and a hold is made for
+    // nothing the service booked.
+    let held_charge = live.charge_of(&held).await;
+    let pool = live.app.pool().await;
+    let held_ref: String =
+        sqlx::query_scalar("SELECT authorisation_ref FROM charges WHERE id = $1::uuid")
+            .bind(held_charge["id"].as_str().unwrap())
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    pool.close().await;
+    live.stripe.cancel_elsewhere(&held_ref);
+    let stray = live.stripe.hold_elsewhere(1234, "usd");
+    let (code, lines) = reconcile_live(live.stripe.service_env(), &live.app.database_url).await;
+    assert_eq!(code, 1, "{lines:?}");
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l.starts_with(&format!(
+            "status {} provider_ref={held_ref}: ours authorised",
+            held_charge["id"].as_str().unwrap()
+        )) && l.contains("provider released")),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("unknown {stray} ")) && l.contains("held 1234 USD")),
+        "{lines:?}"
+    );
+    assert_eq!(lines[2], r#"{"checked":3,"mismatches":2}"#);
+
+    // The scheduled check records both; operators see them, and so does the metric.
+    let open = eventually(
+        "the scheduled check to record the mismatches",
+        WAIT,
+        Duration::from_millis(100),
+        || async {
+            let (status, open) = status_and_json(
+                live.app
+                    .admin(Method::GET, "/payments/mismatches")
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await;
+            assert_eq!(status, 200, "{open}");
+            (open.as_array().unwrap().len() == 2).then_some(open)
+        },
+    )
+    .await;
+    let kinds: HashSet<&str> = open
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, HashSet::from(["status", "unknown"]));
+    let metrics = live
+        .app
+        .request(Method::GET, "/metrics")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(r#"courier_payment_mismatches{environment="live"} 2"#),
+        "{metrics}"
+    );
+
+    // The stray hold is released: the next check resolves its mismatch, and only it.
+    live.stripe.cancel_elsewhere(&stray);
+    eventually(
+        "the released stray hold's mismatch to be resolved",
+        WAIT,
+        Duration::from_millis(100),
+        || async {
+            let (_, open) = status_and_json(
+                live.app
+                    .admin(Method::GET, "/payments/mismatches")
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await;
+            let open = open.as_array().unwrap().clone();
+            (open.len() == 1 && open[0]["kind"] == "status").then_some(())
+        },
+    )
+    .await;
     live.app.stop().await;
 }
 

@@ -18,7 +18,8 @@ use courier_domain::Environment;
 use courier_domain::charge::ChargeStatus;
 use courier_plugins::{
     AdapterConfig, AttachRefusal, CaptureRequest, Card, CardForm, EngineConfig, HoldRequest,
-    Outcome, PaymentAdapter, PluginEngine, PluginError, RefundRequest, VoidRequest,
+    LookupFailure, Outcome, PaymentAdapter, PaymentPage, PaymentState, PluginEngine, PluginError,
+    RefundRequest, VoidRequest,
 };
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -293,6 +294,19 @@ impl Gateway for Flaky {
     }
     fn void(&self, request: &VoidRequest) -> Result<Outcome, PluginError> {
         self.sandbox.void(request)
+    }
+    fn retrieve(
+        &self,
+        reference: &str,
+    ) -> Result<Result<PaymentState, LookupFailure>, PluginError> {
+        self.sandbox.retrieve(reference)
+    }
+    fn list_payments(
+        &self,
+        since: i64,
+        after: Option<&str>,
+    ) -> Result<Result<PaymentPage, String>, PluginError> {
+        self.sandbox.list_payments(since, after)
     }
     fn refund(&self, request: &RefundRequest) -> Result<Outcome, PluginError> {
         if self.refunds_down {

@@ -306,3 +306,69 @@ async fn public_routes_have_a_budget_per_client_address() {
     let response = elsewhere.get(app.url("/healthz")).send().await.unwrap();
     assert_eq!(response.status(), 200);
 }
+
+/// Behind a balancer on the same machine, with the service listening on IPv6 (`[::]`), the
+/// balancer's IPv4 connections arrive as `::ffff:127.0.0.1`: still the trusted proxy of
+/// `COURIER_TRUSTED_PROXIES=127.0.0.1/32`, so each client it forwards keeps a budget of its
+/// own, and an IPv6 client is counted by its /64.
+#[tokio::test]
+async fn clients_behind_a_balancer_on_an_ipv6_listener_keep_their_own_budgets() {
+    use crate::support::process::{free_port, service_settings, spawn_service, wait_until_ready};
+    let database_url = crate::support::fresh_database_url().await;
+    let data_dir = crate::support::scratch_path("ipv6-listener");
+    let port = free_port();
+    let mut env = service_settings(&database_url, &format!("[::]:{port}"), &data_dir);
+    env.extend([
+        (
+            "COURIER_TRUSTED_PROXIES".to_owned(),
+            "127.0.0.1/32".to_owned(),
+        ),
+        ("COURIER_PUBLIC_REQUEST_LIMIT".to_owned(), "5".to_owned()),
+    ]);
+    let mut service = spawn_service(&env);
+    let client = reqwest::Client::new();
+    let base_url = format!("http://127.0.0.1:{port}");
+    wait_until_ready(&client, &base_url).await;
+    let health = |forwarded_for: String| {
+        client
+            .get(format!("{base_url}/healthz"))
+            .header("X-Forwarded-For", forwarded_for)
+            .send()
+    };
+    let mut served = 0;
+    while health("203.0.113.7".into()).await.unwrap().status() == 200 {
+        served += 1;
+        assert!(served <= 5, "more than the budget was served");
+    }
+    assert_eq!(served, 5);
+    assert_refusal(
+        health("203.0.113.7".into()).await.unwrap(),
+        429,
+        "rate_limited",
+    )
+    .await;
+    // Another client behind the same balancer has its whole budget.
+    assert_eq!(health("203.0.113.8".into()).await.unwrap().status(), 200);
+    // An IPv6 client's budget is its /64's, whichever of its addresses it uses.
+    for n in 1..=5 {
+        let address = format!("2001:db8:5:6::{n}");
+        assert_eq!(
+            health(address.clone()).await.unwrap().status(),
+            200,
+            "{address}"
+        );
+    }
+    assert_refusal(
+        health("2001:db8:5:6:ffff::9".into()).await.unwrap(),
+        429,
+        "rate_limited",
+    )
+    .await;
+    assert_eq!(
+        health("2001:db8:5:7::1".into()).await.unwrap().status(),
+        200
+    );
+    service.kill().unwrap();
+    service.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&data_dir);
+}

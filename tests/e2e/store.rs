@@ -76,7 +76,8 @@ fn quote_row(merchant_id: Uuid, at: DateTime<Utc>) -> QuoteRow {
     }
 }
 
-fn job(quote: &QuoteRow, status: JobStatus, booked_at: DateTime<Utc>) -> JobRow {
+/// A job of `quote`, as a booking prepares it.
+pub(crate) fn job(quote: &QuoteRow, status: JobStatus, booked_at: DateTime<Utc>) -> JobRow {
     JobRow {
         id: Uuid::new_v4(),
         merchant_id: quote.merchant_id,
@@ -662,14 +663,18 @@ async fn a_bookings_joined_writes_land_together_or_not_at_all() {
         hold_key: "hold-1".into(),
         job: serde_json::to_value(&booked).unwrap(),
         created_at: now,
-        leased_until: now + Duration::seconds(30),
         recoveries: 0,
+        abandoning: false,
+        overdue: false,
     };
     let mut conn = pool.acquire().await.unwrap();
     Writes::new()
         .and(jobs::mark_quote_used(quote.id, now))
         .and(jobs::insert_jobs(vec![&booked]))
-        .and(bookings::insert_attempt(&attempt))
+        .and(bookings::insert_attempt(
+            &attempt,
+            std::time::Duration::from_secs(30),
+        ))
         .execute(&mut conn)
         .await
         .unwrap();

@@ -10,6 +10,7 @@
 //! own, and the service's CPU time per booking (from /proc, the phase only).
 //!
 //! cargo bench -p courier --bench live_bookings     # COURIER_BIN=path runs another build
+//!                                                  # BENCH_ADAPTER=path, its live adapter
 
 mod common;
 #[path = "../../../tests/e2e/support/stripe.rs"]
@@ -80,6 +81,10 @@ fn main() {
             .stdin(std::process::Stdio::null());
         for (name, value) in stand_in.service_env() {
             service.env(name, value);
+        }
+        // Another build may speak another version of the payments contract: its own adapter.
+        if let Ok(adapter) = std::env::var("BENCH_ADAPTER") {
+            service.env("COURIER_LIVE_PAYMENT_ADAPTER", adapter);
         }
         let mut service = service.spawn().expect("the courier binary runs");
         let http = reqwest::Client::builder()

@@ -221,6 +221,11 @@ pub async fn run(
         &workers,
     );
     services.payments.run_retries(&workers);
+    services.payments.run_reconciliation(
+        &workers,
+        config.payments.reconcile.every,
+        config.payments.reconcile.window,
+    );
     telemetry::run_metrics_upkeep(&workers);
     let tracking = Arc::new(courier_core::tracking::Tracking::new(
         services.db.pool.clone(),

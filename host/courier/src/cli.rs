@@ -48,6 +48,27 @@ enum Command {
         #[command(subcommand)]
         command: MarketCommand,
     },
+    /// Check payments against the provider.
+    Payments {
+        #[command(subcommand)]
+        command: PaymentsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PaymentsCommand {
+    /// Compare each charge with its payment at the provider (read through the environment's
+    /// adapter) and every payment the provider holds with our charges: one line per mismatch,
+    /// then `{"checked": N, "mismatches": M}`. Exits 1 when M > 0, 2 when the provider
+    /// could not be read.
+    Reconcile {
+        /// Charges raised at or after this time (RFC 3339); default 24 hours ago.
+        #[arg(long)]
+        since: Option<chrono::DateTime<chrono::Utc>>,
+        /// `live` or `test`.
+        #[arg(long, default_value = "live")]
+        environment: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -237,6 +258,38 @@ impl Cli {
                 let result = courier(&services, command).await;
                 services.db.close().await;
                 println!("{}", serde_json::to_string_pretty(&result?)?);
+            }
+            Command::Payments {
+                command: PaymentsCommand::Reconcile { since, environment },
+            } => {
+                let environment = environment
+                    .parse::<courier_domain::Environment>()
+                    .map_err(|_| anyhow::anyhow!("--environment must be live or test"))?;
+                let since = since.unwrap_or_else(|| chrono::Utc::now() - chrono::Duration::days(1));
+                let services = Services::open(&config).await?;
+                let result = services
+                    .payments
+                    .reconcile_and_record(environment, since)
+                    .await;
+                services.db.close().await;
+                match result {
+                    Ok((check, _)) => {
+                        for mismatch in &check.mismatches {
+                            println!("{}", mismatch.line());
+                        }
+                        println!(
+                            "{}",
+                            json!({"checked": check.checked, "mismatches": check.mismatches.len()})
+                        );
+                        if !check.mismatches.is_empty() {
+                            std::process::exit(1);
+                        }
+                    }
+                    Err(error) => {
+                        eprintln!("courier: payments could not be reconciled: {error}");
+                        std::process::exit(2);
+                    }
+                }
             }
             Command::Market {
                 command: MarketCommand::Prepare { markets },

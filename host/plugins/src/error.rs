@@ -31,6 +31,9 @@ pub enum PluginError {
     /// unknown breakdown line code).
     #[error("plugin output invalid: {0}")]
     InvalidOutput(String),
+    /// The adapter refused the operator's configuration, saying why.
+    #[error("the adapter refuses its configuration: {0}")]
+    Misconfigured(String),
     /// The component does not implement the world it was loaded as.
     #[error("component does not implement {world}: {reason}")]
     Incompatible { world: &'static str, reason: String },

@@ -33,7 +33,7 @@ impl World {
     pub fn package(self) -> &'static str {
         match self {
             World::PriceBook => "courier:pricing@1.0.0",
-            World::PaymentAdapter => "courier:payments@1.0.0",
+            World::PaymentAdapter => "courier:payments@2.0.0",
             World::PayloadShaper => "courier:webhooks@1.0.0",
         }
     }
@@ -42,7 +42,7 @@ impl World {
     fn export(self) -> &'static str {
         match self {
             World::PriceBook => "courier:pricing/book@1.0.0",
-            World::PaymentAdapter => "courier:payments/adapter@1.0.0",
+            World::PaymentAdapter => "courier:payments/adapter@2.0.0",
             World::PayloadShaper => "courier:webhooks/shaper@1.0.0",
         }
     }
@@ -53,8 +53,8 @@ impl World {
         match self {
             World::PriceBook | World::PayloadShaper => &[],
             World::PaymentAdapter => &[
-                "courier:payments/outbound-http@1.0.0",
-                "courier:payments/config@1.0.0",
+                "courier:payments/outbound-http@2.0.0",
+                "courier:payments/config@2.0.0",
             ],
         }
     }
@@ -62,7 +62,7 @@ impl World {
     fn types(self) -> &'static str {
         match self {
             World::PriceBook => "courier:pricing/types@1.0.0",
-            World::PaymentAdapter => "courier:payments/types@1.0.0",
+            World::PaymentAdapter => "courier:payments/types@2.0.0",
             World::PayloadShaper => "courier:webhooks/types@1.0.0",
         }
     }

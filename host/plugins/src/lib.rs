@@ -37,8 +37,8 @@ pub use inspect::{ComponentInfo, Import, World, inspect};
 pub use limits::Limits;
 pub use payments::{
     AdapterConfig, AdapterInfo, AttachRefusal, CaptureRequest, Card, CardForm, Decline,
-    FinishReason, HoldRequest, NetworkOverrides, Outcome, PaymentAdapter, RefundRequest,
-    VoidRequest,
+    FinishReason, HoldRequest, LookupFailure, NetworkOverrides, Outcome, PaymentAdapter,
+    PaymentPage, PaymentState, PaymentStatus, RefundRequest, VoidRequest,
 };
 pub use pricing::{
     BookInfo, LineCode, LocalDateTime, PreparedSettings, PriceBook, PriceLine, PriceRefusal,

@@ -1,4 +1,4 @@
-//! Payment adapters (`courier:payments/payment-adapter@1.0.0`).
+//! Payment adapters (`courier:payments/payment-adapter@2.0.0`).
 //!
 //! Calls block for as long as the adapter's HTTP requests take (seconds at
 //! worst): from async code, call them through `spawn_blocking`.
@@ -27,7 +27,7 @@ mod wit {
 
 use wit::courier::payments::{config as wconfig, outbound_http as whttp, types as w};
 
-pub(crate) const WORLD: &str = "courier:payments/payment-adapter@1.0.0";
+pub(crate) const WORLD: &str = "courier:payments/payment-adapter@2.0.0";
 
 /// Operator-set values the adapter reads through its `config` import
 /// (provider keys and account ids, per environment).
@@ -107,7 +107,53 @@ pub enum Outcome {
     Declined(Decline),
     /// Nothing known to have happened; retry later with the same key.
     Unreachable(String),
+    /// An earlier request with the same key is still being worked on at the
+    /// provider; its outcome is not known yet. Ask again later.
+    InFlight(String),
 }
+
+/// Where a payment stands at the provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PaymentStatus {
+    Held,
+    Captured,
+    Released,
+    Refused,
+    Processing,
+}
+
+/// A payment as the provider holds it ([`PaymentAdapter::retrieve`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaymentState {
+    pub reference: String,
+    /// The idempotency key of the hold that made it, when the provider kept it.
+    pub hold_key: Option<String>,
+    pub status: PaymentStatus,
+    pub amount_minor: i64,
+    pub captured_minor: i64,
+    pub refunded_minor: i64,
+    /// Upper case.
+    pub currency: String,
+    /// Unix seconds.
+    pub created_at: i64,
+}
+
+/// Why [`PaymentAdapter::retrieve`] has no state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LookupFailure {
+    NotFound,
+    Unreachable(String),
+}
+
+/// A page of [`PaymentAdapter::list_payments`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaymentPage {
+    pub payments: Vec<PaymentState>,
+    pub next: Option<String>,
+}
+
+/// Payments an adapter may list in one page.
+const MAX_PAGE: usize = 1000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AttachRefusal {
@@ -239,7 +285,15 @@ impl PaymentAdapter {
             http: None,
             config: config.values.clone(),
         });
-        let info = run(&runtime, &pre, Some(describing), |a, s| a.call_describe(s))?;
+        let info = run(&runtime, &pre, Some(describing), |a, s| a.call_describe(s))?.map_err(
+            |reason| {
+                let limit = runtime.limits.max_text_bytes;
+                match check_output("configuration refusal", &reason, limit) {
+                    Ok(()) => PluginError::Misconfigured(reason),
+                    Err(error) => error,
+                }
+            },
+        )?;
         let limits = &runtime.limits;
         check_output("adapter name", &info.name, limits.max_text_bytes)?;
         check_output("adapter version", &info.version, limits.max_text_bytes)?;
@@ -409,6 +463,57 @@ impl PaymentAdapter {
         self.outcome(o)
     }
 
+    /// Reads a payment back by the reference its hold was approved with.
+    pub fn retrieve(
+        &self,
+        reference: &str,
+    ) -> Result<Result<PaymentState, LookupFailure>, PluginError> {
+        self.check_inputs(&[("provider reference", reference)])?;
+        match self.call(|a, s| a.call_retrieve(s, reference))? {
+            Ok(state) => Ok(Ok(self.payment_state(state)?)),
+            Err(w::LookupFailure::NotFound) => Ok(Err(LookupFailure::NotFound)),
+            Err(w::LookupFailure::Unreachable(m)) => {
+                self.check_outputs(&[("message", &m)])?;
+                Ok(Err(LookupFailure::Unreachable(m)))
+            }
+        }
+    }
+
+    /// The provider's payments made since `since` (Unix seconds), a page at a
+    /// time; `Ok(Err(message))` when the provider could not be reached.
+    pub fn list_payments(
+        &self,
+        since: i64,
+        after: Option<&str>,
+    ) -> Result<Result<PaymentPage, String>, PluginError> {
+        self.check_inputs(&[("page token", after.unwrap_or_default())])?;
+        match self.call(|a, s| a.call_list_payments(s, since, after))? {
+            Ok(page) => {
+                if page.payments.len() > MAX_PAGE {
+                    return Err(PluginError::OutputTooLarge(format!(
+                        "more than {MAX_PAGE} payments in a page"
+                    )));
+                }
+                if let Some(next) = &page.next {
+                    self.check_outputs(&[("page token", next)])?;
+                }
+                let payments = page
+                    .payments
+                    .into_iter()
+                    .map(|p| self.payment_state(p))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Ok(PaymentPage {
+                    payments,
+                    next: page.next,
+                }))
+            }
+            Err(m) => {
+                self.check_outputs(&[("message", &m)])?;
+                Ok(Err(m))
+            }
+        }
+    }
+
     fn call<R>(
         &self,
         f: impl FnOnce(
@@ -457,6 +562,34 @@ impl PaymentAdapter {
                 self.check_outputs(&[("message", &m)])?;
                 Outcome::Unreachable(m)
             }
+            w::Outcome::InFlight(m) => {
+                self.check_outputs(&[("message", &m)])?;
+                Outcome::InFlight(m)
+            }
+        })
+    }
+
+    fn payment_state(&self, p: w::PaymentState) -> Result<PaymentState, PluginError> {
+        self.check_outputs(&[
+            ("provider reference", &p.reference),
+            ("currency", &p.currency),
+            ("hold key", p.hold_key.as_deref().unwrap_or_default()),
+        ])?;
+        Ok(PaymentState {
+            reference: p.reference,
+            hold_key: p.hold_key,
+            status: match p.status {
+                w::PaymentStatus::Held => PaymentStatus::Held,
+                w::PaymentStatus::Captured => PaymentStatus::Captured,
+                w::PaymentStatus::Released => PaymentStatus::Released,
+                w::PaymentStatus::Refused => PaymentStatus::Refused,
+                w::PaymentStatus::Processing => PaymentStatus::Processing,
+            },
+            amount_minor: p.amount_minor,
+            captured_minor: p.captured_minor,
+            refunded_minor: p.refunded_minor,
+            currency: p.currency.to_ascii_uppercase(),
+            created_at: p.created_at,
         })
     }
 }

@@ -32,7 +32,7 @@ fn capabilities_and_multiple_worlds_are_reported() {
     let http = probe
         .imports
         .iter()
-        .find(|i| i.name == "courier:payments/outbound-http@1.0.0")
+        .find(|i| i.name == "courier:payments/outbound-http@2.0.0")
         .unwrap();
     assert!(http.granted);
     let hostile = inspect(common::HOSTILE).unwrap();

@@ -22,13 +22,19 @@ pub struct AttemptRow {
     /// The prepared job (`JobRow` as JSON).
     pub job: serde_json::Value,
     pub created_at: DateTime<Utc>,
-    pub leased_until: DateTime<Utc>,
+    /// Times the attempt was claimed after its lease ran out.
     pub recoveries: i32,
+    /// Marked for abandoning: it only ever finishes as abandoned, its hold released.
+    pub abandoning: bool,
+    /// Older than the bound the claim was given: to be abandoned, not tried again.
+    pub overdue: bool,
 }
 
-/// Inserts an attempt, leased to the request that makes it ([`super::writes::Writes`]).
+/// Inserts an attempt, leased to the request that makes it for `lease` from the database's
+/// clock, the clock every claim compares with ([`super::writes::Writes`]).
 pub fn insert_attempt<'a>(
     attempt: &'a AttemptRow,
+    lease: std::time::Duration,
 ) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
     move |query| {
         query.push(
@@ -45,7 +51,9 @@ pub fn insert_attempt<'a>(
                 .push_bind(&a.hold_key)
                 .push_bind(&a.job)
                 .push_bind(a.created_at)
-                .push_bind(a.leased_until);
+                .push("now() + make_interval(secs => ")
+                .push_bind_unseparated(lease.as_secs_f64())
+                .push_unseparated(")");
         });
     }
 }
@@ -77,31 +85,73 @@ pub async fn lock_attempt(
 ) -> Result<Option<AttemptRow>, sqlx::Error> {
     sqlx::query_as!(
         AttemptRow,
-        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", idempotency_key, quote_id, payment_method_id, hold_key, job, created_at, leased_until, recoveries FROM booking_attempts WHERE id = $1 FOR UPDATE",
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", idempotency_key, quote_id, payment_method_id, hold_key, job, created_at, recoveries, abandoning_since IS NOT NULL AS \"abandoning!\", false AS \"overdue!\" FROM booking_attempts WHERE id = $1 FOR UPDATE",
         id,
     )
     .fetch_optional(conn)
     .await
 }
 
-/// Claims up to `limit` attempts whose lease ran out (their request died or lost the
-/// provider's answer), leasing each to the caller for `lease`. Rows another instance is
-/// claiming are skipped.
+/// Marks the attempt for abandoning (once; the mark stays), on `conn`'s transaction. False
+/// when the attempt is gone: its outcome was written meanwhile, and nothing is to be undone.
+pub async fn mark_abandoning(conn: &mut PgConnection, id: Uuid) -> Result<bool, sqlx::Error> {
+    let marked = sqlx::query_scalar!(
+        "UPDATE booking_attempts SET abandoning_since = coalesce(abandoning_since, now()) \
+         WHERE id = $1 RETURNING id",
+        id,
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(marked.is_some())
+}
+
+/// Claims one attempt of `environments` whose lease ran out (its request died or lost the
+/// provider's answer), leasing it to the caller for `lease` from now, when its work starts;
+/// an attempt another instance is claiming is skipped. `overdue` says whether it was made
+/// more than `give_up_after` ago. Both times are the database's.
 pub async fn claim_interrupted(
     pool: &PgPool,
-    limit: i64,
+    environments: &[&str],
     lease: std::time::Duration,
-) -> Result<Vec<AttemptRow>, sqlx::Error> {
+    give_up_after: std::time::Duration,
+) -> Result<Option<AttemptRow>, sqlx::Error> {
     sqlx::query_as!(
         AttemptRow,
         "UPDATE booking_attempts SET leased_until = now() + make_interval(secs => $2), \
          recoveries = recoveries + 1 \
-         WHERE id IN ( \
-           SELECT id FROM booking_attempts WHERE leased_until < now() \
-           ORDER BY leased_until LIMIT $1 FOR UPDATE SKIP LOCKED) \
-         RETURNING id, merchant_id, environment AS \"environment: Text<Environment>\", idempotency_key, quote_id, payment_method_id, hold_key, job, created_at, leased_until, recoveries",
-        limit,
+         WHERE id = ( \
+           SELECT id FROM booking_attempts \
+           WHERE leased_until < now() AND environment = ANY($1) \
+           ORDER BY leased_until LIMIT 1 FOR UPDATE SKIP LOCKED) \
+         RETURNING id, merchant_id, environment AS \"environment: Text<Environment>\", idempotency_key, quote_id, payment_method_id, hold_key, job, created_at, recoveries, abandoning_since IS NOT NULL AS \"abandoning!\", created_at < now() - make_interval(secs => $3) AS \"overdue!\"",
+        environments as &[&str],
         lease.as_secs_f64(),
+        give_up_after.as_secs_f64(),
+    )
+    .fetch_optional(pool)
+    .await
+}
+
+/// A booking between its phases, as operators see it.
+#[derive(Clone, Debug)]
+pub struct UnfinishedAttempt {
+    pub id: Uuid,
+    pub merchant_id: Uuid,
+    pub environment: Environment,
+    pub idempotency_key: String,
+    pub created_at: DateTime<Utc>,
+    pub leased_until: DateTime<Utc>,
+    pub recoveries: i32,
+    pub abandoning_since: Option<DateTime<Utc>>,
+}
+
+/// Every booking between its phases, oldest first, up to `limit`.
+pub async fn unfinished(pool: &PgPool, limit: i64) -> Result<Vec<UnfinishedAttempt>, sqlx::Error> {
+    sqlx::query_as!(
+        UnfinishedAttempt,
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", idempotency_key, created_at, leased_until, recoveries, abandoning_since \
+         FROM booking_attempts ORDER BY created_at LIMIT $1",
+        limit,
     )
     .fetch_all(pool)
     .await

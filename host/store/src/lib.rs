@@ -12,6 +12,8 @@ pub mod merchants;
 pub mod payments;
 pub mod price_books;
 pub mod quotes;
+pub mod reconciliation;
+pub mod refunds;
 pub mod sandbox;
 pub mod secret_key;
 pub mod text;

@@ -678,22 +678,6 @@ pub async fn lease_call(
     .await
 }
 
-/// Whether a move of the charge already recorded the provider's reference `provider_ref`
-/// (an answer recorded by a twin call with the same idempotency key).
-pub async fn has_move_with_reference(
-    conn: &mut PgConnection,
-    charge_id: Uuid,
-    provider_ref: &str,
-) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar!(
-        "SELECT EXISTS (SELECT 1 FROM charge_moves WHERE charge_id = $1 AND provider_ref = $2) AS \"exists!\"",
-        charge_id,
-        provider_ref,
-    )
-    .fetch_one(conn)
-    .await
-}
-
 pub async fn delete_retry(conn: &mut PgConnection, charge_id: Uuid) -> Result<(), sqlx::Error> {
     sqlx::query!("DELETE FROM charge_retries WHERE charge_id = $1", charge_id,)
         .execute(conn)
@@ -701,11 +685,12 @@ pub async fn delete_retry(conn: &mut PgConnection, charge_id: Uuid) -> Result<()
     Ok(())
 }
 
-/// Claims up to `limit` due retries for `lease`: rows another instance is claiming are
-/// skipped, and a claimed row is not due again until its lease runs out (so an instance
-/// that dies mid-call leaves it to the others).
+/// Claims up to `limit` due retries of charges in `environments` for `lease`: rows another
+/// instance is claiming are skipped, and a claimed row is not due again until its lease runs
+/// out (so an instance that dies mid-call leaves it to the others).
 pub async fn claim_due_retries(
     pool: &PgPool,
+    environments: &[&str],
     limit: i64,
     lease: std::time::Duration,
 ) -> Result<Vec<RetryRow>, sqlx::Error> {
@@ -713,12 +698,14 @@ pub async fn claim_due_retries(
         RetryRow,
         "UPDATE charge_retries SET leased_until = now() + make_interval(secs => $2) \
          WHERE charge_id IN ( \
-           SELECT charge_id FROM charge_retries \
-           WHERE due_at <= now() AND (leased_until IS NULL OR leased_until < now()) \
-           ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED) \
+           SELECT r.charge_id FROM charge_retries r JOIN charges c ON c.id = r.charge_id \
+           WHERE r.due_at <= now() AND (r.leased_until IS NULL OR r.leased_until < now()) \
+             AND c.environment = ANY($3) \
+           ORDER BY r.due_at LIMIT $1 FOR UPDATE OF r SKIP LOCKED) \
          RETURNING charge_id, operation AS \"operation: Text<Move>\", attempts, due_at",
         limit,
         lease.as_secs_f64(),
+        environments as &[&str],
     )
     .fetch_all(pool)
     .await

@@ -5,7 +5,8 @@
 //! The host's answer comes back as the outcome: `approved("<status>")`, or
 //! `unreachable("<error>")` with the HTTP error's debug text. `config.get`
 //! is exposed through `setup-card-form`: the client secret is the value of
-//! the config key named by the merchant argument.
+//! the config key named by the merchant argument. A config key `refuse`
+//! makes `describe` refuse the configuration with its value.
 
 #[cfg(target_family = "wasm")]
 mod component {
@@ -16,8 +17,8 @@ mod component {
 
     use courier::payments::outbound_http::{self, Method, Request};
     use courier::payments::types::{
-        AdapterInfo, AttachRefusal, CaptureRequest, Card, CardForm, HoldRequest, Outcome,
-        RefundRequest, VoidRequest,
+        AdapterInfo, AttachRefusal, CaptureRequest, Card, CardForm, HoldRequest, LookupFailure,
+        Outcome, PaymentPage, PaymentState, RefundRequest, VoidRequest,
     };
 
     struct Component;
@@ -25,12 +26,16 @@ mod component {
     export!(Component);
 
     impl exports::courier::payments::adapter::Guest for Component {
-        fn describe() -> AdapterInfo {
-            AdapterInfo {
+        fn describe() -> Result<AdapterInfo, String> {
+            // The configuration key `refuse` makes the probe refuse its configuration.
+            if let Some(reason) = courier::payments::config::get("refuse") {
+                return Err(reason);
+            }
+            Ok(AdapterInfo {
                 name: "http-probe".into(),
                 version: "1.0.0".into(),
                 allowed_hosts: vec!["allowed.example".into(), "localhost".into()],
-            }
+            })
         }
 
         fn setup_card_form(merchant: String) -> Result<CardForm, String> {
@@ -68,6 +73,16 @@ mod component {
 
         fn refund(_r: RefundRequest) -> Outcome {
             Outcome::Unreachable("not implemented by the probe".into())
+        }
+
+        fn retrieve(_reference: String) -> Result<PaymentState, LookupFailure> {
+            Err(LookupFailure::Unreachable(
+                "not implemented by the probe".into(),
+            ))
+        }
+
+        fn list_payments(_since: i64, _after: Option<String>) -> Result<PaymentPage, String> {
+            Err("not implemented by the probe".into())
         }
     }
 }

@@ -37,12 +37,12 @@ fn outcome(o: crate::Outcome) -> wit::Outcome {
 }
 
 impl Guest for Component {
-    fn describe() -> wit::AdapterInfo {
-        wit::AdapterInfo {
+    fn describe() -> Result<wit::AdapterInfo, String> {
+        Ok(wit::AdapterInfo {
             name: "sandbox".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             allowed_hosts: Vec::new(),
-        }
+        })
     }
 
     fn setup_card_form(merchant: String) -> Result<wit::CardForm, String> {
@@ -92,5 +92,14 @@ impl Guest for Component {
             r.amount_minor,
             &r.idempotency_key,
         ))
+    }
+
+    // The sandbox is a computation without state: it keeps no payments to read back.
+    fn retrieve(_reference: String) -> Result<wit::PaymentState, wit::LookupFailure> {
+        Err(wit::LookupFailure::Unreachable(crate::KEEPS_NOTHING.into()))
+    }
+
+    fn list_payments(_since: i64, _after: Option<String>) -> Result<wit::PaymentPage, String> {
+        Err(crate::KEEPS_NOTHING.into())
     }
 }

@@ -1,4 +1,4 @@
-//! The sandbox payment adapter (`courier:payments/adapter@1.0.0`).
+//! The sandbox payment adapter (`courier:payments/adapter@2.0.0`).
 //!
 //! No network and no configuration: every answer is a pure function of the
 //! arguments, so retries with the same idempotency key return the same
@@ -27,6 +27,9 @@
 //! captured amount (both carried inside the reference, since the adapter
 //! keeps no state). Anything else is declined (`unknown_authorisation`,
 //! `unknown_payment`, `amount_too_large`, `invalid_amount`).
+//!
+//! `retrieve` and `list-payments` answer that nothing is kept
+//! ([`KEEPS_NOTHING`]): with no state, there is nothing to read back.
 
 #![cfg_attr(target_family = "wasm", no_std)]
 
@@ -34,6 +37,9 @@ extern crate alloc;
 
 #[cfg(target_family = "wasm")]
 mod component;
+
+/// Why the sandbox cannot read a payment back.
+pub const KEEPS_NOTHING: &str = "the sandbox keeps no payments to read back";
 
 use alloc::format;
 use alloc::string::String;

@@ -19,7 +19,10 @@ use courier::payments::outbound_http as http;
 use courier::payments::types as wit;
 use exports::courier::payments::adapter::Guest;
 
-use crate::{Adapter, Finished, Method, Outcome, Refusal, Request, Response, Settings, Transport};
+use crate::{
+    Adapter, Finished, Lookup, Method, Outcome, PaymentState, Refusal, Request, Response, Settings,
+    Status, Transport,
+};
 
 struct Component;
 
@@ -72,6 +75,26 @@ fn outcome(o: Outcome) -> wit::Outcome {
         Outcome::Approved(r) => wit::Outcome::Approved(r),
         Outcome::Declined(d) => wit::Outcome::Declined(decline(d)),
         Outcome::Unreachable(m) => wit::Outcome::Unreachable(m),
+        Outcome::InFlight(m) => wit::Outcome::InFlight(m),
+    }
+}
+
+fn payment_state(p: PaymentState) -> wit::PaymentState {
+    wit::PaymentState {
+        reference: p.reference,
+        hold_key: p.hold_key,
+        status: match p.status {
+            Status::Held => wit::PaymentStatus::Held,
+            Status::Captured => wit::PaymentStatus::Captured,
+            Status::Released => wit::PaymentStatus::Released,
+            Status::Refused => wit::PaymentStatus::Refused,
+            Status::Processing => wit::PaymentStatus::Processing,
+        },
+        amount_minor: p.amount_minor,
+        captured_minor: p.captured_minor,
+        refunded_minor: p.refunded_minor,
+        currency: p.currency,
+        created_at: p.created_at,
     }
 }
 
@@ -85,18 +108,15 @@ fn with_adapter(call: impl FnOnce(&Adapter<'_, Host>) -> Outcome) -> wit::Outcom
 }
 
 impl Guest for Component {
-    fn describe() -> wit::AdapterInfo {
+    fn describe() -> Result<wit::AdapterInfo, String> {
         // The configured API base's host is the only one this adapter calls.
-        let api_base = courier::payments::config::get("api_base")
-            .unwrap_or_else(|| crate::stripe::DEFAULT_API_BASE.to_string());
-        let allowed_hosts = crate::stripe::host_of(api_base.trim_end_matches('/'))
-            .map(|h| alloc::vec![h])
-            .unwrap_or_default();
-        wit::AdapterInfo {
+        let settings = settings()?;
+        let host = crate::stripe::host_of(&settings.api_base)?;
+        Ok(wit::AdapterInfo {
             name: "stripe".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            allowed_hosts,
-        }
+            allowed_hosts: alloc::vec![host],
+        })
     }
 
     fn setup_card_form(merchant: String) -> Result<wit::CardForm, String> {
@@ -152,5 +172,23 @@ impl Guest for Component {
 
     fn refund(r: wit::RefundRequest) -> wit::Outcome {
         with_adapter(|a| a.refund(&r.payment, r.amount_minor, &r.currency, &r.idempotency_key))
+    }
+
+    fn retrieve(reference: String) -> Result<wit::PaymentState, wit::LookupFailure> {
+        let settings = settings().map_err(wit::LookupFailure::Unreachable)?;
+        match Adapter::new(&settings, &Host).retrieve(&reference) {
+            Ok(state) => Ok(payment_state(state)),
+            Err(Lookup::NotFound) => Err(wit::LookupFailure::NotFound),
+            Err(Lookup::Unreachable(m)) => Err(wit::LookupFailure::Unreachable(m)),
+        }
+    }
+
+    fn list_payments(since: i64, after: Option<String>) -> Result<wit::PaymentPage, String> {
+        let settings = settings()?;
+        let page = Adapter::new(&settings, &Host).list_payments(since, after.as_deref())?;
+        Ok(wit::PaymentPage {
+            payments: page.payments.into_iter().map(payment_state).collect(),
+            next: page.next,
+        })
     }
 }

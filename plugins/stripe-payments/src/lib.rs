@@ -1,4 +1,4 @@
-//! A live payment adapter (`courier:payments/payment-adapter@1.0.0`) for
+//! A live payment adapter (`courier:payments/payment-adapter@2.0.0`) for
 //! Stripe's API, written against the WIT contract and Stripe's published
 //! API reference only.
 //!
@@ -10,10 +10,14 @@
 //! | `capture`         | `POST /v1/payment_intents/{id}/capture` with `amount_to_capture`          |
 //! | `void`            | `POST /v1/payment_intents/{id}/cancel`                                    |
 //! | `refund`          | `POST /v1/refunds` for the PaymentIntent                                  |
+//! | `retrieve`        | `GET /v1/payment_intents/{id}?expand[]=latest_charge`                     |
+//! | `list-payments`   | `GET /v1/payment_intents?created[gte]=…&limit=100&expand[]=data.latest_charge` |
 //!
 //! Every POST carries an `Idempotency-Key`: the host's key for money moves
 //! (so a retried call reaches the PaymentIntent the first one made), and a
-//! key derived from the merchant or card for the others.
+//! key derived from the merchant or card for the others. A hold keeps its
+//! key in the PaymentIntent's metadata (`courier_hold_key`), which
+//! `retrieve` and `list-payments` give back.
 //!
 //! Configuration (`config.get`, set by the operator):
 //! - `secret_key` (required): the account's secret API key (`sk_live_…`).
@@ -27,8 +31,8 @@
 //! Answers become outcomes as Stripe documents them: a `card_error` is a
 //! decline (with the `decline_code` when there is one), with the card marked
 //! finished for codes that say the card will never work again; timeouts,
-//! connection failures, 5xx, 429, `api_error` and a key still in flight
-//! (409) are `unreachable`, to be retried with the same key. Any other
+//! connection failures, 5xx, 429 and `api_error` are `unreachable`, to be
+//! retried with the same key; a key still in flight (409) is `in-flight`. Any other
 //! refusal, and any answer that is not what the request asked for (a body
 //! that does not parse, another amount or currency), is never an approval:
 //! it is `unreachable` with a message saying what was wrong, and a hold made
@@ -44,5 +48,8 @@ mod form;
 mod operations;
 mod stripe;
 
-pub use operations::{Adapter, Attached, CardForm, Decline, Finished, Outcome, Refusal};
+pub use operations::{
+    Adapter, Attached, CardForm, Decline, Finished, Lookup, Outcome, PaymentPage, PaymentState,
+    Refusal, Status,
+};
 pub use stripe::{Failure, Method, Request, Response, Settings, Transport};

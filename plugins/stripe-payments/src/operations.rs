@@ -4,6 +4,7 @@
 
 use alloc::format;
 use alloc::string::{String, ToString};
+use alloc::vec::Vec;
 
 use serde_json::Value;
 
@@ -29,7 +30,51 @@ pub enum Outcome {
     Approved(String),
     Declined(Decline),
     Unreachable(String),
+    /// An earlier request with the same key is still being worked on.
+    InFlight(String),
 }
+
+/// Where a payment stands at Stripe (the contract's `payment-status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Held,
+    Captured,
+    Released,
+    Refused,
+    Processing,
+}
+
+/// A PaymentIntent read back (the contract's `payment-state`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaymentState {
+    pub reference: String,
+    pub hold_key: Option<String>,
+    pub status: Status,
+    pub amount_minor: i64,
+    pub captured_minor: i64,
+    pub refunded_minor: i64,
+    pub currency: String,
+    pub created_at: i64,
+}
+
+/// Why a PaymentIntent could not be read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    NotFound,
+    Unreachable(String),
+}
+
+/// One page of PaymentIntents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaymentPage {
+    pub payments: Vec<PaymentState>,
+    pub next: Option<String>,
+}
+
+/// The metadata name under which a hold keeps its idempotency key.
+pub const HOLD_KEY_METADATA: &str = "courier_hold_key";
+/// PaymentIntents per list page: Stripe's most.
+const PAGE_SIZE: &str = "100";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CardForm {
@@ -238,6 +283,8 @@ impl<'a, T: Transport> Adapter<'a, T> {
                 ("capture_method", "manual"),
                 ("confirm", "true"),
                 ("off_session", "true"),
+                // Kept with the payment: a hold whose approval was lost is found by it.
+                ("metadata[courier_hold_key]", idempotency_key),
             ],
             idempotency_key,
         ) {
@@ -376,6 +423,60 @@ impl<'a, T: Transport> Adapter<'a, T> {
             other => Outcome::Unreachable(format!("the refund {id} is {other:?}")),
         }
     }
+
+    /// A PaymentIntent read back with its latest Charge (what was refunded
+    /// is counted on the Charge).
+    pub fn retrieve(&self, reference: &str) -> Result<PaymentState, Lookup> {
+        if !is_object_id(reference) {
+            return Err(Lookup::NotFound);
+        }
+        let path = format!(
+            "/v1/payment_intents/{}?{}",
+            path_segment(reference),
+            crate::form::encode(&[("expand[]", "latest_charge")])
+        );
+        match self.client.get(&path) {
+            Ok(intent) => payment_state(&intent).map_err(Lookup::Unreachable),
+            Err(Failure::Refused { status: 404, .. }) => Err(Lookup::NotFound),
+            Err(other) => Err(Lookup::Unreachable(other.describe())),
+        }
+    }
+
+    /// The PaymentIntents made since `since` (Unix seconds), newest first
+    /// as Stripe lists them, a page of up to 100 after the id `after`.
+    pub fn list_payments(&self, since: i64, after: Option<&str>) -> Result<PaymentPage, String> {
+        let since = since.to_string();
+        let mut query = alloc::vec![
+            ("created[gte]", since.as_str()),
+            ("limit", PAGE_SIZE),
+            ("expand[]", "data.latest_charge"),
+        ];
+        if let Some(after) = after {
+            if !is_object_id(after) {
+                return Err(format!("{after:?} is not a PaymentIntent id"));
+            }
+            query.push(("starting_after", after));
+        }
+        let path = format!("/v1/payment_intents?{}", crate::form::encode(&query));
+        let list = self.client.get(&path).map_err(|f| f.describe())?;
+        let data = list
+            .get("data")
+            .and_then(Value::as_array)
+            .ok_or("the list has no data")?;
+        let payments = data
+            .iter()
+            .map(payment_state)
+            .collect::<Result<Vec<_>, _>>()?;
+        let has_more = list
+            .get("has_more")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let next = match payments.last() {
+            Some(last) if has_more => Some(last.reference.clone()),
+            _ => None,
+        };
+        Ok(PaymentPage { payments, next })
+    }
 }
 
 fn text(value: &Value, name: &str) -> Option<String> {
@@ -424,11 +525,55 @@ fn card_of(method: &Value) -> Result<Attached, String> {
     }
 }
 
+/// A PaymentIntent as the contract's payment state; `Err` says what does
+/// not read.
+fn payment_state(intent: &Value) -> Result<PaymentState, String> {
+    let reference = text(intent, "id")
+        .filter(|id| is_object_id(id))
+        .ok_or("the PaymentIntent has no id")?;
+    let number = |value: &Value, name: &str| value.get(name).and_then(Value::as_i64);
+    let status = match text(intent, "status").as_deref() {
+        Some("requires_capture") => Status::Held,
+        Some("succeeded") => Status::Captured,
+        Some("canceled") => Status::Released,
+        Some("processing") => Status::Processing,
+        Some("requires_payment_method" | "requires_confirmation" | "requires_action") => {
+            Status::Refused
+        }
+        other => return Err(format!("the PaymentIntent {reference} is {other:?}")),
+    };
+    let amount_minor = number(intent, "amount").ok_or("the PaymentIntent has no amount")?;
+    let captured_minor = number(intent, "amount_received").unwrap_or(0);
+    // Refunds are counted on the Charge; unexpanded (an id) means none was read.
+    let refunded_minor = intent
+        .get("latest_charge")
+        .filter(|c| c.is_object())
+        .and_then(|c| number(c, "amount_refunded"))
+        .unwrap_or(0);
+    let currency = text(intent, "currency")
+        .ok_or("the PaymentIntent has no currency")?
+        .to_ascii_uppercase();
+    let hold_key = intent
+        .get("metadata")
+        .and_then(|m| text(m, HOLD_KEY_METADATA));
+    Ok(PaymentState {
+        reference,
+        hold_key,
+        status,
+        amount_minor,
+        captured_minor,
+        refunded_minor,
+        currency,
+        created_at: number(intent, "created").unwrap_or(0),
+    })
+}
+
 fn outcome_of(failure: Failure) -> Outcome {
     match failure {
         Failure::Card {
             code, decline_code, ..
         } => Outcome::Declined(decline(&code, decline_code.as_deref())),
+        Failure::InFlight(message) => Outcome::InFlight(message),
         other => Outcome::Unreachable(other.describe()),
     }
 }

@@ -107,6 +107,9 @@ pub enum Failure {
     /// No usable answer: nothing is known to have happened, and the same
     /// request with the same key may be sent again.
     Unreachable(String),
+    /// Stripe is still working on an earlier request with this idempotency
+    /// key (409): its outcome is not known yet.
+    InFlight(String),
     /// Stripe refused the request itself (`invalid_request_error` and the
     /// like). `code` is Stripe's (e.g. `resource_missing`).
     Refused {
@@ -122,7 +125,7 @@ impl Failure {
     pub fn describe(&self) -> String {
         match self {
             Failure::Card { code, .. } => format!("declined: {code}"),
-            Failure::Unreachable(m) => m.clone(),
+            Failure::Unreachable(m) | Failure::InFlight(m) => m.clone(),
             Failure::Refused {
                 status,
                 kind,
@@ -229,7 +232,7 @@ pub fn classify(response: Response) -> Result<Value, Failure> {
     // A request with this key is still being worked on at Stripe: its
     // result is not known yet, and asking again later finds it.
     if status == 409 {
-        return Err(Failure::Unreachable(format!(
+        return Err(Failure::InFlight(format!(
             "Stripe is still working on a request with this idempotency key ({code})"
         )));
     }
@@ -301,9 +304,9 @@ mod tests {
         assert!(matches!(
             classify(response(
                 409,
-                r#"{"error":{"type":"idempotency_error","code":"idempotency_key_in_use"}}"#
+                r#"{"error":{"type":"invalid_request_error","code":"idempotency_key_in_use"}}"#
             )),
-            Err(Failure::Unreachable(_))
+            Err(Failure::InFlight(_))
         ));
         let card = classify(response(
             402,

@@ -64,3 +64,33 @@ pub async fn wait_until_ready(client: &reqwest::Client, base_url: &str) {
     )
     .await;
 }
+
+/// Runs `courier payments reconcile` for the live environment with a service's settings
+/// (`env`) against `database_url`, off the caller's runtime (which may be serving the
+/// provider's stand-in meanwhile); answers its exit code and the lines it printed, and fails
+/// with its error output when it could not check at all.
+pub async fn reconcile_live(env: Vec<(String, String)>, database_url: &str) -> (i32, Vec<String>) {
+    let mut command = Command::new(BINARY);
+    command
+        .args(["payments", "reconcile", "--environment", "live"])
+        .envs(env)
+        .env("DATABASE_URL", database_url)
+        .env("COURIER_DATA_DIR", super::scratch_path("reconcile"))
+        .env("COURIER_SECRET_KEY", "5e".repeat(32))
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::null());
+    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    let code = output.status.code().unwrap_or(-1);
+    assert!(
+        code == 0 || code == 1,
+        "reconcile could not check: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    (code, lines)
+}

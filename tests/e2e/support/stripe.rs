@@ -61,6 +61,17 @@ pub enum Fault {
     Decline(&'static str, &'static str),
 }
 
+/// Random faults on every request: a log-normal pause, and with `fault_rate` in all a 503
+/// without acting (40%), acting then dropping the connection (40%), or acting only after
+/// `hang` (20%).
+struct Chaos {
+    rng: rand::rngs::StdRng,
+    median: Duration,
+    p99: Duration,
+    fault_rate: f64,
+    hang: Duration,
+}
+
 /// A PaymentIntent as the stand-in keeps it.
 #[derive(Clone, Debug)]
 pub struct Intent {
@@ -75,6 +86,12 @@ pub struct Intent {
     pub amount_received: i64,
     pub amount_refunded: i64,
     pub idempotency_key: Option<String>,
+    /// Unix seconds.
+    pub created: i64,
+    /// `metadata[…]` of the creating request.
+    pub metadata: BTreeMap<String, String>,
+    /// The Charge the confirmation made (its refunds are counted on it).
+    pub latest_charge: Option<String>,
 }
 
 /// How a test card behaves when money is asked for (Stripe's test PaymentMethods).
@@ -190,6 +207,8 @@ struct State {
     saved: HashMap<String, Saved>,
     faults: Vec<(String, Fault, usize)>,
     latency: Option<Latency>,
+    /// Random faults on every request, from a seeded generator ([`StripeStandIn::unleash`]).
+    chaos: Option<Chaos>,
     /// The pause of every request so far (what the provider's latency really was).
     paused: Vec<Duration>,
 }
@@ -214,6 +233,23 @@ impl State {
             Some(pm) => Some((pm.customer.clone(), pm.card)),
             None => test_card(id).map(|card| (None, card)),
         }
+    }
+
+    /// A random fault and pause for the next request when chaos is on.
+    fn draw_chaos(&mut self) -> Option<(Option<Fault>, Duration)> {
+        let chaos = self.chaos.as_mut()?;
+        let pause = spread_with(&mut chaos.rng, chaos.median, chaos.p99);
+        let roll: f64 = chaos.rng.random();
+        let fault = if roll < chaos.fault_rate * 0.4 {
+            Some(Fault::Status(503))
+        } else if roll < chaos.fault_rate * 0.8 {
+            Some(Fault::ActThenDrop)
+        } else if roll < chaos.fault_rate {
+            Some(Fault::Hang(chaos.hang))
+        } else {
+            None
+        };
+        Some((fault, pause))
     }
 
     fn take_fault(&mut self, path: &str) -> Option<Fault> {
@@ -306,6 +342,92 @@ impl StripeStandIn {
             .unwrap()
             .faults
             .push((path.to_owned(), fault, times));
+    }
+
+    /// Turns chaos on, drawn from `seed`: every request pauses log-normally (`median`, `p99`)
+    /// and meets a fault with probability `fault_rate` (a 503, an answer lost after acting, or
+    /// acting after `hang`). For the chaos run (`tests/chaos`).
+    #[allow(dead_code)]
+    pub fn unleash(
+        &self,
+        seed: u64,
+        median: Duration,
+        p99: Duration,
+        fault_rate: f64,
+        hang: Duration,
+    ) {
+        use rand::SeedableRng;
+        self.state.lock().unwrap().chaos = Some(Chaos {
+            rng: rand::rngs::StdRng::seed_from_u64(seed),
+            median,
+            p99,
+            fault_rate,
+            hang,
+        });
+    }
+
+    /// Turns chaos off: every request is answered at once, without faults.
+    #[allow(dead_code)]
+    pub fn calm(&self) {
+        self.state.lock().unwrap().chaos = None;
+    }
+
+    /// Keeps `key` in use for `held`, as if a request with it were still being worked on
+    /// (a process that sent it died; Stripe has not finished it): every request with the key
+    /// meanwhile gets Stripe's 409 `idempotency_key_in_use`. Then the first request ends
+    /// without having acted, and the key is free.
+    pub fn keep_in_flight(&self, key: &str, held: Duration) {
+        self.state.lock().unwrap().saved.insert(
+            key.to_owned(),
+            Saved {
+                fingerprint: String::new(),
+                answer: None,
+            },
+        );
+        let (state, key) = (Arc::clone(&self.state), key.to_owned());
+        tokio::spawn(async move {
+            tokio::time::sleep(held).await;
+            state.lock().unwrap().saved.remove(&key);
+        });
+    }
+
+    /// A hold made at the provider by someone other than the service (another integration
+    /// of the account, or a request whose charge was lost): `amount` minor units of
+    /// `currency` on the account's first customer and card. Answers its id.
+    pub fn hold_elsewhere(&self, amount: i64, currency: &str) -> String {
+        let mut state = self.state.lock().unwrap();
+        let (payment_method, customer) = state
+            .payment_methods
+            .iter()
+            .find_map(|(id, pm)| Some((id.clone(), pm.customer.clone()?)))
+            .expect("a card attached to a customer");
+        let id = state.id("pi");
+        let charge = state.id("ch");
+        state.intents.insert(
+            id.clone(),
+            Intent {
+                id: id.clone(),
+                amount,
+                currency: currency.to_lowercase(),
+                customer,
+                payment_method,
+                status: "requires_capture".into(),
+                amount_received: 0,
+                amount_refunded: 0,
+                idempotency_key: None,
+                created: chrono_now(),
+                metadata: BTreeMap::new(),
+                latest_charge: Some(charge),
+            },
+        );
+        id
+    }
+
+    /// Cancels a PaymentIntent as the account's dashboard would, behind the service's back.
+    pub fn cancel_elsewhere(&self, id: &str) {
+        let mut state = self.state.lock().unwrap();
+        let intent = state.intents.get_mut(id).expect("a PaymentIntent");
+        intent.status = "canceled".into();
     }
 
     /// What Stripe.js does in the merchant's browser when the card form is submitted with a
@@ -416,14 +538,20 @@ async fn handle(
     };
     let path = parts.uri.path().to_owned();
     let method = parts.method.as_str().to_owned();
-    let (latency, fault) = {
+    let (latency, fault, chaos) = {
         let mut s = state.lock().unwrap();
-        (s.latency, s.take_fault(&path))
+        (s.latency, s.take_fault(&path), s.draw_chaos())
     };
-    let pause = match latency {
-        None | Some(Latency::None) => Duration::ZERO,
-        Some(Latency::Fixed(d)) => d,
-        Some(Latency::Spread { median, p99 }) => spread(median, p99),
+    let (fault, pause) = match (fault, chaos) {
+        (Some(fault), _) => (Some(fault), None),
+        (None, Some((fault, pause))) => (fault, Some(pause)),
+        (None, None) => (None, None),
+    };
+    let pause = match (pause, latency) {
+        (Some(pause), _) => pause,
+        (None, None | Some(Latency::None)) => Duration::ZERO,
+        (None, Some(Latency::Fixed(d))) => d,
+        (None, Some(Latency::Spread { median, p99 })) => spread(median, p99),
     };
     state.lock().unwrap().paused.push(pause);
     tokio::time::sleep(pause).await;
@@ -459,6 +587,17 @@ async fn handle(
     if let Some(key) = &key {
         let mut s = state.lock().unwrap();
         match s.saved.get(key) {
+            // In flight: whatever its parameters, the key is in use.
+            Some(Saved { answer: None, .. }) => {
+                let body = error(
+                    "invalid_request_error",
+                    Some("idempotency_key_in_use"),
+                    "There is currently another in-progress request using this Idempotent Key \
+                     (that probably means you submitted twice, and the other request is still \
+                     going through). Please try again later.",
+                );
+                return Ok(respond(409, &body, false));
+            }
             Some(saved) if saved.fingerprint != fingerprint => {
                 let body = error(
                     "idempotency_error",
@@ -470,16 +609,6 @@ async fn handle(
                     ),
                 );
                 return Ok(respond(400, &body, false));
-            }
-            Some(Saved { answer: None, .. }) => {
-                let body = error(
-                    "invalid_request_error",
-                    Some("idempotency_key_in_use"),
-                    "There is currently another in-progress request using this Idempotent Key \
-                     (that probably means you submitted twice, and the other request is still \
-                     going through). Please try again later.",
-                );
-                return Ok(respond(409, &body, false));
             }
             Some(Saved {
                 answer: Some((status, body)),
@@ -554,8 +683,12 @@ fn raw(status: u16, body: Vec<u8>) -> hyper::Response<Full<Bytes>> {
 }
 
 pub fn spread(median: Duration, p99: Duration) -> Duration {
+    spread_with(&mut rand::rng(), median, p99)
+}
+
+/// [`spread`] drawn from `rng`.
+pub fn spread_with(rng: &mut impl Rng, median: Duration, p99: Duration) -> Duration {
     let sigma = (p99.as_secs_f64() / median.as_secs_f64()).ln() / 2.326;
-    let mut rng = rand::rng();
     // Box-Muller: one standard normal sample.
     let (u1, u2): (f64, f64) = (rng.random_range(f64::EPSILON..1.0), rng.random());
     let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
@@ -603,12 +736,36 @@ fn intent_json(i: &Intent) -> Value {
         "amount_capturable": if i.status == "requires_capture" { i.amount } else { 0 },
         "amount_received": i.amount_received,
         "capture_method": "manual",
+        "created": i.created,
         "currency": i.currency,
         "customer": i.customer,
+        "latest_charge": i.latest_charge,
+        "metadata": i.metadata,
         "payment_method": i.payment_method,
         "status": i.status,
         "livemode": false,
     })
+}
+
+/// A PaymentIntent with its `latest_charge` expanded (`expand[]=latest_charge`): the Charge
+/// carries what was captured and refunded.
+fn intent_expanded(i: &Intent) -> Value {
+    let mut body = intent_json(i);
+    if let Some(charge) = &i.latest_charge {
+        body["latest_charge"] = json!({
+            "id": charge,
+            "object": "charge",
+            "amount": i.amount,
+            "amount_captured": i.amount_received,
+            "amount_refunded": i.amount_refunded,
+            "captured": i.amount_received > 0,
+            "refunded": i.amount_received > 0 && i.amount_refunded == i.amount_received,
+            "currency": i.currency,
+            "payment_intent": i.id,
+            "status": if i.status == "requires_payment_method" { "failed" } else { "succeeded" },
+        });
+    }
+    body
 }
 
 fn route(
@@ -726,6 +883,61 @@ fn route(
             Handled::Executed(200, pm_json(&attached, Some(&customer), card))
         }
         ("POST", ["v1", "payment_intents"]) => create_intent(s, params, key, fault),
+        ("GET", ["v1", "payment_intents", id]) => {
+            let Some(intent) = s.intents.get(*id) else {
+                return missing("payment_intent", id, "intent");
+            };
+            match param("expand[]") {
+                "" => Handled::Executed(200, intent_json(intent)),
+                "latest_charge" => Handled::Executed(200, intent_expanded(intent)),
+                other => invalid(&format!("the stand-in cannot expand {other}"), "expand"),
+            }
+        }
+        // Newest first, as at Stripe; `created[gte]`, `limit` (at most 100) and
+        // `starting_after` (an id of the previous page) as documented.
+        ("GET", ["v1", "payment_intents"]) => {
+            let since = params
+                .get("created[gte]")
+                .map_or(Some(0), |v| v.parse::<i64>().ok());
+            let limit = params
+                .get("limit")
+                .map_or(Some(10), |v| v.parse::<usize>().ok());
+            let (Some(since), Some(limit @ 1..=100)) = (since, limit) else {
+                return invalid("created[gte] or limit is invalid", "limit");
+            };
+            let expand = match param("expand[]") {
+                "" => false,
+                "data.latest_charge" => true,
+                other => return invalid(&format!("the stand-in cannot expand {other}"), "expand"),
+            };
+            let mut listed: Vec<&Intent> =
+                s.intents.values().filter(|i| i.created >= since).collect();
+            // Ids are made in order (`State::id`): newest first is the ids in reverse.
+            listed.sort_by(|a, b| b.id.cmp(&a.id));
+            if let Some(after) = params.get("starting_after") {
+                let Some(position) = listed.iter().position(|i| &i.id == after) else {
+                    return missing("payment_intent", after, "starting_after");
+                };
+                listed.drain(..=position);
+            }
+            let has_more = listed.len() > limit;
+            let data: Vec<Value> = listed
+                .into_iter()
+                .take(limit)
+                .map(|i| {
+                    if expand {
+                        intent_expanded(i)
+                    } else {
+                        intent_json(i)
+                    }
+                })
+                .collect();
+            Handled::Executed(
+                200,
+                json!({"object": "list", "url": "/v1/payment_intents", "data": data,
+                       "has_more": has_more}),
+            )
+        }
         ("POST", ["v1", "payment_intents", id, action @ ("capture" | "cancel")]) => {
             let Some(intent) = s.intents.get_mut(*id) else {
                 return missing("payment_intent", id, "intent");
@@ -861,6 +1073,15 @@ fn create_intent(
         amount_received: 0,
         amount_refunded: 0,
         idempotency_key: key.map(str::to_owned),
+        created: chrono_now(),
+        metadata: params
+            .iter()
+            .filter_map(|(name, value)| {
+                let name = name.strip_prefix("metadata[")?.strip_suffix(']')?;
+                Some((name.to_owned(), value.clone()))
+            })
+            .collect(),
+        latest_charge: None,
     };
     let decline = match fault {
         Some(Fault::Decline(code, decline_code)) => {
@@ -868,9 +1089,10 @@ fn create_intent(
         }
         _ => card.decline,
     };
+    let charge = s.id("ch");
+    intent.latest_charge = Some(charge.clone());
     if let Some((code, decline_code, message)) = decline {
         intent.status = "requires_payment_method".into();
-        let charge = s.id("ch");
         let mut body = error("card_error", Some(code), message);
         body["error"]["decline_code"] = json!(decline_code);
         body["error"]["charge"] = json!(charge);

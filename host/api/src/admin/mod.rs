@@ -1,10 +1,12 @@
 //! The operator API under `/admin/v1`, authenticated with a bearer token naming the operator.
 
 mod audit;
+mod bookings;
 mod charges;
 mod couriers;
 mod jobs;
 mod merchants;
+mod payments;
 
 mod price_books;
 
@@ -51,6 +53,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(merchants::create_key))
         .routes(routes!(merchants::revoke_key))
         .routes(routes!(audit::list))
+        .routes(routes!(bookings::list))
+        .routes(routes!(payments::mismatches))
 }
 
 /// The operator API as served: every request names its operator by token first.

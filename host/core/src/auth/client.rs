@@ -1,6 +1,10 @@
 //! Which address a request comes from. Behind a load balancer every connection is the
 //! balancer's, so the balancer's own `X-Forwarded-For` is believed, and only from the
 //! addresses in `COURIER_TRUSTED_PROXIES`: a client cannot name itself another address.
+//!
+//! Addresses are canonical: an IPv4 peer reaching an IPv6 listener arrives as
+//! `::ffff:a.b.c.d`, and is read as `a.b.c.d`, so an IPv4 entry of the trusted proxies
+//! contains it and its budgets are its IPv4 address's.
 
 use std::net::IpAddr;
 
@@ -29,7 +33,7 @@ impl TrustedProxies {
         peer: IpAddr,
         forwarded_for: impl DoubleEndedIterator<Item = &'a str>,
     ) -> IpAddr {
-        let mut client = peer;
+        let mut client = peer.to_canonical();
         if !self.trusts(client) {
             return client;
         }
@@ -40,7 +44,7 @@ impl TrustedProxies {
             let Ok(address) = hop.trim().parse::<IpAddr>() else {
                 return client;
             };
-            client = address;
+            client = address.to_canonical();
             if !self.trusts(client) {
                 return client;
             }
@@ -72,6 +76,25 @@ mod tests {
         let balancer = proxies(&["10.0.0.5"]);
         assert_eq!(
             balancer.client_address(ip("198.51.100.9"), ["203.0.113.7"].into_iter()),
+            ip("198.51.100.9")
+        );
+    }
+
+    #[test]
+    fn ipv4_peers_on_an_ipv6_listener_are_their_ipv4_address() {
+        let balancer = proxies(&["127.0.0.1"]);
+        // HAProxy on the same machine, reaching a listener on `[::]`.
+        assert_eq!(
+            balancer.client_address(ip("::ffff:127.0.0.1"), ["203.0.113.7"].into_iter()),
+            ip("203.0.113.7")
+        );
+        assert_eq!(
+            balancer.client_address(ip("::ffff:127.0.0.1"), ["::ffff:198.51.100.9"].into_iter()),
+            ip("198.51.100.9")
+        );
+        // Not a proxy: itself, in its IPv4 form.
+        assert_eq!(
+            proxies(&[]).client_address(ip("::ffff:198.51.100.9"), std::iter::empty()),
             ip("198.51.100.9")
         );
     }

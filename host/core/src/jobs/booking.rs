@@ -24,9 +24,10 @@
 //!   in three phases, so no transaction stays open and no pooled connection is held while the
 //!   provider answers:
 //!   1. commit the key's claim, the quote's reservation and a booking attempt that carries
-//!      the prepared job and the provider idempotency key of the hold, derived from the
-//!      merchant, the environment and the `Idempotency-Key` (so every retry of this booking
-//!      reaches the provider with the same key);
+//!      the prepared job and the provider idempotency key of the hold, named after the job
+//!      it prepared (so every retry of this booking reaches the provider with the same key,
+//!      and a booking made later with the same `Idempotency-Key`, once ours has forgotten
+//!      it, never reaches the provider's saved answer for this one);
 //!   2. ask the provider for the hold;
 //!   3. write the outcome and delete the attempt, in one transaction.
 //!
@@ -202,16 +203,6 @@ pub fn check_key(key: Option<&str>) -> Result<&str, BookingError> {
     Ok(key)
 }
 
-/// The provider idempotency key of a booking's hold: the same for every request with the
-/// same merchant, environment and `Idempotency-Key`, and nothing else.
-fn hold_key(merchant: &Merchant, key: &str) -> String {
-    let mut digest = Sha256::new();
-    digest.update(merchant.merchant_id.as_bytes());
-    digest.update(merchant.environment.as_str().as_bytes());
-    digest.update(key.as_bytes());
-    format!("booking_{}", hex::encode(&digest.finalize()[..16]))
-}
-
 /// A booking checked and ready for its hold.
 struct Prepared {
     job: JobRow,
@@ -269,7 +260,7 @@ pub async fn book(
             return answer_taken(taken, &request_hash);
         }
     };
-    let prepared = prepare(context, merchant, key, request?, quote, card, now)?;
+    let prepared = prepare(context, merchant, request?, quote, card, now)?;
     let network = context.payments.uses_network(merchant.environment)?;
     // Taken before anything is committed: when every place is taken, nothing is written.
     let slot = context
@@ -297,13 +288,16 @@ pub async fn book(
         hold_key: prepared.hold_key.clone(),
         job: serde_json::to_value(&prepared.job).expect("jobs serialise"),
         created_at: now,
-        leased_until: now
-            + chrono::Duration::from_std(context.payments.call_lease()).unwrap_or_default(),
         recoveries: 0,
+        abandoning: false,
+        overdue: false,
     };
     Writes::new()
         .and(store::mark_quote_used(prepared.job.quote_id, now))
-        .and(attempts::insert_attempt(&attempt))
+        .and(attempts::insert_attempt(
+            &attempt,
+            context.payments.call_lease(),
+        ))
         .execute(&mut tx)
         .await?;
     tx.commit().await?;
@@ -311,6 +305,13 @@ pub async fn book(
     let merchant = *merchant;
     let finishing = tokio::spawn(async move {
         let answer = hold(&context, &merchant, slot, &prepared).await;
+        if let ProviderAnswer::InFlight(message) = &answer {
+            // A call with this hold's key is still under way at the provider: its outcome
+            // is not known. The attempt stays for the recovery worker, which asks again.
+            tracing::warn!(error = %message, attempt = %attempt.id,
+                "the provider is still working on this hold; left to the recovery worker");
+            return Err(BookingError::InProgress);
+        }
         complete(&context, &merchant, &attempt, &prepared, answer).await
     });
     match finishing.await {
@@ -356,15 +357,7 @@ async fn book_at_once(
     if let Some(taken) = found.taken {
         return answer_taken(taken, request_hash).map(Some);
     }
-    let prepared = prepare(
-        context,
-        merchant,
-        key,
-        request?,
-        found.quote,
-        found.card,
-        now,
-    )?;
+    let prepared = prepare(context, merchant, request?, found.quote, found.card, now)?;
     let slot = context
         .payments
         .call_slot(merchant.environment)
@@ -436,7 +429,6 @@ fn answer_taken(taken: TakenKey, request_hash: &[u8]) -> Result<BookingResponse,
 fn prepare(
     context: &BookingContext,
     merchant: &Merchant,
-    key: &str,
     mut request: BookingRequest,
     quote: Option<store::QuoteToBook>,
     card: Option<CardRow>,
@@ -518,9 +510,9 @@ fn prepare(
     // Last: a refusal anywhere above is answered before a missing card.
     let card = card.ok_or(HoldError::NoPaymentMethod)?;
     Ok(Prepared {
+        hold_key: payments::hold_key(job.id),
         job,
         card,
-        hold_key: hold_key(merchant, key),
     })
 }
 
@@ -545,7 +537,8 @@ async fn hold(
 }
 
 /// Phase 3 of an attempt: writes its outcome unless another process did (the recovery
-/// worker, or this request if it is the worker), and answers what is stored.
+/// worker, or this request if it is the worker), and answers what is stored. An attempt
+/// marked for abandoning is left to its abandoning, whatever the provider answered.
 async fn complete(
     context: &BookingContext,
     merchant: &Merchant,
@@ -554,7 +547,13 @@ async fn complete(
     answer: ProviderAnswer,
 ) -> Result<BookingResponse, BookingError> {
     let mut tx = EventTransaction::begin(&context.pool, &context.bell, false).await?;
-    if attempts::lock_attempt(&mut tx, attempt.id).await?.is_none() {
+    let locked = attempts::lock_attempt(&mut tx, attempt.id).await?;
+    if locked.as_ref().is_some_and(|locked| locked.abandoning) {
+        // Being abandoned elsewhere: it ends refused, once its hold is released.
+        tx.commit().await?;
+        return Err(BookingError::InProgress);
+    }
+    if locked.is_none() {
         let stored = attempts::stored_response(
             &mut tx,
             merchant.merchant_id,

@@ -46,6 +46,24 @@ pub struct PaymentsConfig {
     pub extra_ca: Option<PathBuf>,
     #[command(flatten)]
     pub retry: RetryPolicy,
+    #[command(flatten)]
+    pub reconcile: ReconcileConfig,
+}
+
+/// How often the service checks its charges against the provider.
+#[derive(Clone, Copy, Debug, clap::Args)]
+pub struct ReconcileConfig {
+    /// How often each instance with a live adapter compares the recent charges with the
+    /// provider's payments and records the mismatches operators see.
+    #[arg(id = "reconcile-every-ms", long = "reconcile-every-ms",
+          env = "COURIER_RECONCILE_EVERY_MS", default_value = "600000",
+          value_parser = settings::millis)]
+    pub every: Duration,
+    /// How far back each scheduled check looks (charges raised since then).
+    #[arg(id = "reconcile-window-ms", long = "reconcile-window-ms",
+          env = "COURIER_RECONCILE_WINDOW_MS", default_value = "86400000",
+          value_parser = settings::millis)]
+    pub window: Duration,
 }
 
 impl Default for PaymentsConfig {
@@ -70,6 +88,13 @@ pub struct CallLimits {
           env = "COURIER_PAYMENT_DEADLINE_MS", default_value = "10000",
           value_parser = settings::millis)]
     pub deadline: Duration,
+    /// A live booking interrupted between its provider call and its outcome (a crash, a lost
+    /// answer, an adapter no instance has) and still unfinished this long after it was made is
+    /// abandoned: its hold is released and its key answers 409 `booking.abandoned`.
+    #[arg(id = "booking-abandon-after-ms", long = "booking-abandon-after-ms",
+          env = "COURIER_BOOKING_ABANDON_AFTER_MS", default_value = "600000",
+          value_parser = settings::millis)]
+    pub abandon_after: Duration,
 }
 
 impl Default for CallLimits {

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use courier_plugins::{
-    AttachRefusal, CaptureRequest, Card, CardForm, HoldRequest, Outcome, PaymentAdapter,
-    PluginEngine, PluginError, RefundRequest, VoidRequest,
+    AttachRefusal, CaptureRequest, Card, CardForm, HoldRequest, LookupFailure, Outcome,
+    PaymentAdapter, PaymentPage, PaymentState, PluginEngine, PluginError, RefundRequest,
+    VoidRequest,
 };
 use thiserror::Error;
 
@@ -28,6 +29,15 @@ pub trait Gateway: Send + Sync + 'static {
     fn capture(&self, request: &CaptureRequest) -> Result<Outcome, PluginError>;
     fn void(&self, request: &VoidRequest) -> Result<Outcome, PluginError>;
     fn refund(&self, request: &RefundRequest) -> Result<Outcome, PluginError>;
+    /// A payment read back by the reference its hold was approved with.
+    fn retrieve(&self, reference: &str)
+    -> Result<Result<PaymentState, LookupFailure>, PluginError>;
+    /// The provider's payments made since `since` (Unix seconds), a page at a time.
+    fn list_payments(
+        &self,
+        since: i64,
+        after: Option<&str>,
+    ) -> Result<Result<PaymentPage, String>, PluginError>;
     /// Whether calls go over the network (then they run with no transaction open, on the
     /// bounded pool). False for an in-process computation such as the sandbox.
     fn uses_network(&self) -> bool {
@@ -58,6 +68,19 @@ impl Gateway for PaymentAdapter {
     fn refund(&self, request: &RefundRequest) -> Result<Outcome, PluginError> {
         PaymentAdapter::refund(self, request)
     }
+    fn retrieve(
+        &self,
+        reference: &str,
+    ) -> Result<Result<PaymentState, LookupFailure>, PluginError> {
+        PaymentAdapter::retrieve(self, reference)
+    }
+    fn list_payments(
+        &self,
+        since: i64,
+        after: Option<&str>,
+    ) -> Result<Result<PaymentPage, String>, PluginError> {
+        PaymentAdapter::list_payments(self, since, after)
+    }
     fn uses_network(&self) -> bool {
         PaymentAdapter::uses_network(self)
     }
@@ -81,6 +104,11 @@ pub enum GatewayError {
     Live(#[source] PluginError),
     #[error("the live payment adapter is the sandbox adapter; live never takes sandbox cards")]
     LiveIsSandbox,
+    #[error(
+        "the live payment adapter {adapter:?} declares no provider host to reach, so it cannot \
+         take live payments; check its configuration (COURIER_LIVE_PAYMENT_CONFIG)"
+    )]
+    LiveWithoutNetwork { adapter: String },
     #[error("reading COURIER_PAYMENT_EXTRA_CA {path}: {source}")]
     ExtraCa {
         path: PathBuf,
@@ -153,6 +181,13 @@ impl Gateways {
                     PaymentAdapter::load(engine, &bytes, config).map_err(GatewayError::Live)?;
                 if adapter.sha256() == sandbox.sha256() {
                     return Err(GatewayError::LiveIsSandbox);
+                }
+                // A live adapter that would make no provider call cannot take live money:
+                // refused here rather than answer bookings it cannot charge.
+                if !adapter.uses_network() {
+                    return Err(GatewayError::LiveWithoutNetwork {
+                        adapter: adapter.info().name.clone(),
+                    });
                 }
                 tracing::info!(adapter = %adapter.info().name, version = %adapter.info().version, "live payment adapter loaded");
                 Some(Arc::new(adapter) as Arc<dyn Gateway>)

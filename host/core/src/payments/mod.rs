@@ -5,14 +5,16 @@
 //! fails ([`Payments::void_for_job`]), and can be refunded by an operator
 //! ([`Payments::refund`]). Which moves a charge may make is decided in one place, [`state`].
 //!
-//! Every provider call carries an idempotency key derived from the charge (and, for refunds,
-//! from what was refunded before), and runs while the charge row is locked: a retried or
-//! concurrent capture finds the charge captured and never reaches the provider twice, and a
-//! call cut short by a crash is repeated with the same key, which the provider answers with
-//! what it did the first time.
+//! Every provider call carries an idempotency key derived from the charge (for refunds, fixed
+//! when the refund is asked for: [`refunds`]), and is marked in flight before it is made: a
+//! retried or concurrent capture finds the charge captured and never reaches the provider
+//! twice, and a call cut short by a crash is repeated with the same key, which the provider
+//! answers with what it did the first time.
 
 mod config;
 mod gateway;
+pub mod reconcile;
+mod refunds;
 mod retry;
 
 use std::sync::Arc;
@@ -21,7 +23,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use courier_plugins::{
     AttachRefusal, CaptureRequest, Decline, FinishReason, HoldRequest, Outcome, PluginError,
-    RefundRequest, VoidRequest,
+    VoidRequest,
 };
 use serde::Serialize;
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
@@ -29,7 +31,7 @@ use thiserror::Error;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
-pub use config::{CallLimits, PaymentsConfig, RetryPolicy};
+pub use config::{CallLimits, PaymentsConfig, ReconcileConfig, RetryPolicy};
 pub use gateway::{Gateway, GatewayError, Gateways, TestNetwork};
 
 use crate::auth::Merchant;
@@ -82,7 +84,7 @@ pub const NO_PAYMENT_METHOD: Code = Code::new(
 pub const PROVIDER_UNREACHABLE: Code = Code::new(
     503,
     "payment.provider_unreachable",
-    "Setup, attach or refund could not reach the provider, or its answer could not be read; nothing happened; retry.",
+    "Setup or attach could not reach the provider, or its answer could not be read: nothing happened; retry. A refund is kept and asked for again until the provider answers; the same refund sent again (same charge and amount) finds it instead of paying twice.",
 );
 pub const PROVIDER_BUSY: Code = Code::new(
     503,
@@ -290,6 +292,8 @@ pub struct Payments {
     /// How long a provider call in flight is left to its caller before the retry worker
     /// takes it as lost: longer than any call can last.
     call_lease: Duration,
+    /// How long after it was made an unfinished booking is abandoned.
+    abandon_after: Duration,
 }
 
 /// A place among the provider calls that may run at once ([`Payments::call_slot`]); held for
@@ -383,6 +387,9 @@ pub enum ProviderAnswer {
     Approved(String),
     Declined(Decline),
     Unreachable(String),
+    /// An earlier call with the same key is still being worked on at the provider: its
+    /// outcome is not known, so nothing may go ahead as if it had failed. Asked again later.
+    InFlight(String),
 }
 
 impl From<Result<Outcome, PluginError>> for ProviderAnswer {
@@ -391,6 +398,7 @@ impl From<Result<Outcome, PluginError>> for ProviderAnswer {
             Ok(Outcome::Approved(reference)) => ProviderAnswer::Approved(reference),
             Ok(Outcome::Declined(decline)) => ProviderAnswer::Declined(decline),
             Ok(Outcome::Unreachable(message)) => ProviderAnswer::Unreachable(message),
+            Ok(Outcome::InFlight(message)) => ProviderAnswer::InFlight(message),
             Err(error) => {
                 tracing::error!(%error, "payment adapter failed");
                 ProviderAnswer::Unreachable(format!("payment adapter failed: {error}"))
@@ -417,6 +425,7 @@ impl Payments {
             bell,
             calls: Arc::new(Semaphore::new(calls.max_calls)),
             call_lease: calls.lease(),
+            abandon_after: calls.abandon_after,
         }
     }
 
@@ -424,7 +433,24 @@ impl Payments {
     pub fn with_call_limits(mut self, limits: CallLimits) -> Self {
         self.calls = Arc::new(Semaphore::new(limits.max_calls));
         self.call_lease = limits.lease();
+        self.abandon_after = limits.abandon_after;
         self
+    }
+
+    /// How long after it was made an unfinished booking is abandoned.
+    pub fn abandon_after(&self) -> Duration {
+        self.abandon_after
+    }
+
+    /// The environments whose adapter this process has: the work left between phases
+    /// (bookings, charge retries) that it can finish. Others leave it to instances that have
+    /// the adapter.
+    pub fn environments_served(&self) -> Vec<&'static str> {
+        Environment::ALL
+            .into_iter()
+            .filter(|&environment| self.gateways.get(environment).is_some())
+            .map(Environment::as_str)
+            .collect()
     }
 
     /// How long a call in flight (or a booking between its phases) is left to its caller.
@@ -774,7 +800,9 @@ impl Payments {
         let (approval, unanswered) = match answer {
             ProviderAnswer::Declined(decline) => return Ok(RecordedHold::Declined(decline)),
             ProviderAnswer::Approved(reference) => (Some(reference), None),
-            unanswered @ ProviderAnswer::Unreachable(_) => (None, Some(unanswered)),
+            unanswered @ (ProviderAnswer::Unreachable(_) | ProviderAnswer::InFlight(_)) => {
+                (None, Some(unanswered))
+            }
         };
         let mut charge = terms.charge(approval);
         if !store::raise_charge(conn, &charge, &raising_moves(&charge)).await? {
@@ -821,7 +849,7 @@ impl Payments {
         let slot = self
             .call_slot(merchant.environment)
             .map_err(|_| HoldError::ProviderBusy)?;
-        let hold_key = format!("job_{job_id}_hold");
+        let hold_key = hold_key(job_id);
         let answer = self
             .authorise(
                 merchant.environment,
@@ -956,120 +984,6 @@ impl Payments {
         Ok(current)
     }
 
-    /// Gives back `amount_minor` of a captured charge (in part or in full, over one or more
-    /// refunds), on an operator's request. The charge is checked, then the provider called
-    /// with no transaction open, then the refund recorded. A refund repeated after a lost
-    /// answer carries the same idempotency key (it names what was refunded before and how
-    /// much), so the provider does not pay out twice, and its answer is recorded once.
-    pub async fn refund(
-        &self,
-        charge_id: Uuid,
-        amount_minor: i64,
-        operator: &str,
-    ) -> Result<ChargeView, PaymentError> {
-        if amount_minor <= 0 {
-            return Err(PaymentError::InvalidRefundAmount);
-        }
-        let charge = {
-            let mut conn = self.pool.acquire().await?;
-            store::charge(&mut conn, charge_id)
-                .await?
-                .ok_or(PaymentError::ChargeNotFound)?
-        };
-        Self::check_refund(&charge, amount_minor)?;
-        let environment = charge.environment;
-        let gateway = self.gateway(environment)?;
-        let slot = self.call_slot(environment)?;
-        let request = RefundRequest {
-            payment: charge.payment_ref.clone().unwrap_or_default(),
-            amount_minor,
-            currency: charge.currency.clone(),
-            idempotency_key: format!(
-                "charge_{}_refund_{}_{}",
-                charge.id, charge.refunded_amount_minor, amount_minor
-            ),
-        };
-        let answer: ProviderAnswer = run(gateway, slot, move |g| g.refund(&request)).await.into();
-        let reference = match answer {
-            ProviderAnswer::Approved(reference) => reference,
-            ProviderAnswer::Declined(d) => {
-                return Err(PaymentError::CardDeclined {
-                    decline_code: d.code,
-                });
-            }
-            ProviderAnswer::Unreachable(_) => return Err(PaymentError::ProviderUnreachable),
-        };
-        let mut tx = self.pool.begin().await?;
-        let mut charge = store::lock_charge(&mut tx, charge_id)
-            .await?
-            .ok_or(PaymentError::ChargeNotFound)?;
-        if store::has_move_with_reference(&mut tx, charge.id, &reference).await? {
-            // A twin request with the same key recorded this refund already.
-            return Ok((&charge).into());
-        }
-        let from = Self::check_refund(&charge, amount_minor)?;
-        let now = now();
-        let before = serde_json::json!({
-            "status": charge.status,
-            "refunded_amount_minor": charge.refunded_amount_minor,
-        });
-        charge.status = ChargeStatus::Refunded;
-        charge.refunded_amount_minor += amount_minor;
-        charge.refunded_at = Some(now);
-        charge.updated_at = now;
-        store::update_charge(&mut tx, &charge).await?;
-        store::record_move(
-            &mut tx,
-            &NewMove {
-                charge_id: charge.id,
-                from_status: Some(from),
-                to_status: ChargeStatus::Refunded,
-                amount_minor: Some(amount_minor),
-                provider_ref: Some(&reference),
-                detail: None,
-                actor: operator,
-                at: now,
-            },
-        )
-        .await?;
-        crate::audit::record(
-            &mut tx,
-            &crate::audit::AuditRecord {
-                operator,
-                action: crate::audit::AuditAction::ChargeRefunded,
-                target_type: "charge",
-                target_id: charge.id.to_string(),
-                merchant_id: Some(charge.merchant_id),
-                before: Some(before),
-                after: Some(serde_json::json!({
-                    "status": charge.status,
-                    "refunded_amount_minor": charge.refunded_amount_minor,
-                    "amount_minor": amount_minor,
-                    "provider_ref": reference,
-                })),
-                occurred_at: now,
-            },
-        )
-        .await?;
-        tx.commit().await?;
-        Ok((&charge).into())
-    }
-
-    /// Whether `amount_minor` can be refunded from `charge`; its status when it can.
-    fn check_refund(charge: &ChargeRow, amount_minor: i64) -> Result<ChargeStatus, PaymentError> {
-        let from = charge.status;
-        if state::decide(from, Move::Refund).is_err() {
-            return Err(PaymentError::NotRefundable {
-                status: from.as_str(),
-            });
-        }
-        let remaining_minor = charge.amount_minor - charge.refunded_amount_minor;
-        if amount_minor > remaining_minor {
-            return Err(PaymentError::RefundExceedsCaptured { remaining_minor });
-        }
-        Ok(from)
-    }
-
     /// The merchant's last [`RECENT_CHARGES`] charges in the credential's environment.
     pub async fn recent_charges(
         &self,
@@ -1195,11 +1109,16 @@ impl Payments {
                     Settled::Declined(decline),
                 )
             }
-            ProviderAnswer::Unreachable(message) => {
+            ProviderAnswer::Unreachable(message) | ProviderAnswer::InFlight(message) => {
                 let attempts = attempts.saturating_add(1);
                 let max = i32::try_from(self.retry.max_attempts).unwrap_or(i32::MAX);
-                if attempts < max {
-                    let delay = self.retry.delay_after(attempts.unsigned_abs());
+                // A capture or a release is never given up: the provider holds the money, or
+                // may have taken or released it already. Past `max` it is asked at the
+                // longest wait until it answers, and operators see it among the payments
+                // that need a decision. Only a hold that never answered fails.
+                let keeps_trying = requested != Move::Authorise;
+                if attempts < max || keeps_trying {
+                    let delay = self.retry.delay_after(attempts.min(max).unsigned_abs());
                     let due = now + chrono::Duration::from_std(delay).unwrap_or_default();
                     store::schedule_retry(conn, charge.id, requested, attempts, due, &message)
                         .await?;
@@ -1207,13 +1126,17 @@ impl Payments {
                     // merchants never read; the charge says it in fixed words.
                     tracing::warn!(charge = %charge.id, attempts, error = %message,
                         "no usable answer from the payment provider; will retry");
-                    charge.last_error = Some(unanswered(requested, None));
+                    charge.last_error = Some(unanswered(
+                        requested,
+                        (attempts >= max).then_some(attempts),
+                        true,
+                    ));
                     store::update_charge(conn, charge).await?;
                     return Ok(Settled::WillRetry);
                 }
                 tracing::warn!(charge = %charge.id, attempts, error = %message,
                     "no usable answer from the payment provider; giving up");
-                charge.last_error = Some(unanswered(requested, Some(attempts)));
+                charge.last_error = Some(unanswered(requested, Some(attempts), false));
                 charge.failed_at = Some(now);
                 charge.after_hold = None;
                 let detail = charge.last_error.clone();
@@ -1243,6 +1166,13 @@ impl Payments {
         .await?;
         Ok(settled)
     }
+}
+
+/// The provider idempotency key of a job's hold: one hold per job, whoever asks for it and
+/// however often. Never derived from the merchant's `Idempotency-Key`, which is forgotten
+/// after a day and may then name another booking.
+pub fn hold_key(job_id: Uuid) -> String {
+    format!("job_{job_id}_hold")
 }
 
 /// The time, to the microsecond the database keeps, so a view answered now equals the same
@@ -1284,8 +1214,9 @@ async fn run<T: Send + 'static>(
 }
 
 /// A charge's `last_error` when the provider gave no usable answer to `requested`, in fixed
-/// words with the stable code; `gave_up_after`: the calls made when the charge failed.
-fn unanswered(requested: Move, gave_up_after: Option<i32>) -> String {
+/// words with the stable code; `after`: the calls made, once they reached the retry policy's
+/// count; `trying`: whether it is asked again.
+fn unanswered(requested: Move, after: Option<i32>, trying: bool) -> String {
     let code = PROVIDER_UNREACHABLE.code;
     let requested = match requested {
         Move::Authorise => "hold",
@@ -1294,12 +1225,16 @@ fn unanswered(requested: Move, gave_up_after: Option<i32>) -> String {
         Move::Refund => "refund",
         Move::Fail => "failure",
     };
-    match gave_up_after {
-        None => {
+    match (after, trying) {
+        (None, _) => {
             format!("{code}: no usable answer from the provider to the {requested}; trying again")
         }
-        Some(attempts) => format!(
+        (Some(attempts), false) => format!(
             "{code}: no usable answer from the provider to the {requested} after {attempts} attempts"
+        ),
+        (Some(attempts), true) => format!(
+            "{code}: no usable answer from the provider to the {requested} after {attempts} \
+             attempts; still trying, and shown to operators"
         ),
     }
 }

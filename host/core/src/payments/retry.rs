@@ -38,15 +38,22 @@ impl Payments {
         });
     }
 
-    /// Claims the due retries and makes each call once; returns how many were claimed.
+    /// Claims the due retries and makes each call once, then the unanswered refunds that are
+    /// due; returns the larger of the two claims (a full one asks for another pass at once).
     pub async fn run_due_retries(&self) -> Result<usize, PaymentError> {
-        let due = store::claim_due_retries(&self.pool, CLAIM_BATCH, self.retry.lease).await?;
+        // Only the environments whose adapter this process has: another instance may have one
+        // this one lacks, and a call this one cannot make would only hold the row.
+        let environments = self.environments_served();
+        let due =
+            store::claim_due_retries(&self.pool, &environments, CLAIM_BATCH, self.retry.lease)
+                .await?;
         for row in &due {
             if let Err(error) = self.retry_charge(row.charge_id, row.operation).await {
                 tracing::warn!(%error, charge_id = %row.charge_id, "charge retry failed");
             }
         }
-        Ok(due.len())
+        let refunds = self.run_due_refunds().await?;
+        Ok(due.len().max(refunds))
     }
 
     async fn retry_charge(&self, charge_id: Uuid, requested: Move) -> Result<(), PaymentError> {

@@ -67,7 +67,7 @@ fn a_hold_is_a_manual_capture_payment_intent_confirmed_off_session() {
     assert_eq!(sent.url, "https://api.stripe.com/v1/payment_intents");
     assert_eq!(
         script.body(0),
-        "amount=1250&currency=chf&customer=cus_1&payment_method=pm_card&payment_method_types%5B%5D=card&capture_method=manual&confirm=true&off_session=true"
+        "amount=1250&currency=chf&customer=cus_1&payment_method=pm_card&payment_method_types%5B%5D=card&capture_method=manual&confirm=true&off_session=true&metadata%5Bcourier_hold_key%5D=key-1"
     );
     assert_eq!(
         script.header(0, "idempotency-key").as_deref(),
@@ -319,4 +319,92 @@ fn a_card_form_is_a_customer_and_a_setup_intent() {
     let form = Adapter::new(&s, &script).setup_card_form("m-1").unwrap();
     assert_eq!(form.customer_id, "cus_1");
     assert_eq!(script.sent.borrow().len(), 2, "no new customer");
+}
+
+#[test]
+fn a_key_still_in_flight_is_in_flight_not_unreachable() {
+    let script = Script::new(&[Ok((
+        409,
+        r#"{"error":{"type":"invalid_request_error","code":"idempotency_key_in_use"}}"#,
+    ))]);
+    let s = settings();
+    let outcome = Adapter::new(&s, &script).authorise(1250, "chf", "pm_x", "cus_1", "k");
+    assert!(matches!(outcome, Outcome::InFlight(_)), "{outcome:?}");
+}
+
+#[test]
+fn a_payment_is_read_back_with_what_its_charge_gave_back() {
+    let refunded = r#"{"id":"pi_7","object":"payment_intent","status":"succeeded","amount":1250,
+        "amount_received":1250,"currency":"chf","created":1790000000,
+        "metadata":{"courier_hold_key":"job_1_hold"},
+        "latest_charge":{"id":"ch_1","object":"charge","amount_refunded":300}}"#;
+    let script = Script::new(&[Ok((200, refunded))]);
+    let s = settings();
+    let state = Adapter::new(&s, &script).retrieve("pi_7").unwrap();
+    assert_eq!(
+        script.sent.borrow()[0].url,
+        "https://api.stripe.com/v1/payment_intents/pi_7?expand%5B%5D=latest_charge"
+    );
+    assert_eq!(script.sent.borrow()[0].method, Method::Get);
+    assert_eq!(
+        state,
+        PaymentState {
+            reference: "pi_7".into(),
+            hold_key: Some("job_1_hold".into()),
+            status: Status::Captured,
+            amount_minor: 1250,
+            captured_minor: 1250,
+            refunded_minor: 300,
+            currency: "CHF".into(),
+            created_at: 1_790_000_000,
+        }
+    );
+    let missing = Script::new(&[Ok((
+        404,
+        r#"{"error":{"type":"invalid_request_error","code":"resource_missing"}}"#,
+    ))]);
+    assert_eq!(
+        Adapter::new(&s, &missing).retrieve("pi_gone"),
+        Err(Lookup::NotFound)
+    );
+    let down = Script::new(&[Ok((503, r#"{"error":{"type":"api_error"}}"#))]);
+    assert!(matches!(
+        Adapter::new(&s, &down).retrieve("pi_7"),
+        Err(Lookup::Unreachable(_))
+    ));
+    // Not a Stripe id: never sent.
+    let none = Script::new(&[]);
+    assert_eq!(
+        Adapter::new(&s, &none).retrieve("pi/../x"),
+        Err(Lookup::NotFound)
+    );
+}
+
+#[test]
+fn payments_are_listed_a_page_at_a_time() {
+    let page = r#"{"object":"list","has_more":true,"data":[
+        {"id":"pi_9","status":"requires_capture","amount":500,"currency":"usd","created":5},
+        {"id":"pi_8","status":"canceled","amount":700,"currency":"usd","created":4}]}"#;
+    let last = r#"{"object":"list","has_more":false,"data":[
+        {"id":"pi_3","status":"requires_payment_method","amount":100,"currency":"usd","created":3}]}"#;
+    let script = Script::new(&[Ok((200, page)), Ok((200, last))]);
+    let s = settings();
+    let adapter = Adapter::new(&s, &script);
+    let first = adapter.list_payments(3, None).unwrap();
+    assert_eq!(
+        first
+            .payments
+            .iter()
+            .map(|p| (p.reference.as_str(), p.status))
+            .collect::<Vec<_>>(),
+        [("pi_9", Status::Held), ("pi_8", Status::Released)]
+    );
+    assert_eq!(first.next.as_deref(), Some("pi_8"));
+    let second = adapter.list_payments(3, first.next.as_deref()).unwrap();
+    assert_eq!(second.payments[0].status, Status::Refused);
+    assert_eq!(second.next, None);
+    assert_eq!(
+        script.sent.borrow()[1].url,
+        "https://api.stripe.com/v1/payment_intents?created%5Bgte%5D=3&limit=100&expand%5B%5D=data.latest_charge&starting_after=pi_8"
+    );
 }
