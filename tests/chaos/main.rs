@@ -4,8 +4,8 @@
 //! books and ours must agree exactly.
 //!
 //! `cargo test -p courier --test chaos` runs it short with a fixed seed (as CI does);
-//! `CHAOS_SEED=<n> CHAOS_BOOKINGS=<n> cargo test --release -p courier --test chaos` runs it
-//! longer, with another seed (see BENCHMARKS.md).
+//! `CHAOS_SEED=<n> CHAOS_BOOKINGS=<n> CHAOS_SECONDS=<n> cargo test -p courier --test chaos`
+//! runs it longer, with another seed (see BENCHMARKS.md).
 
 // The black-box support module serves every test; this binary uses part of it.
 #![allow(dead_code)]

@@ -1053,6 +1053,32 @@ async fn a_capture_the_provider_does_not_answer_is_never_given_up() {
     live.app.stop().await;
 }
 
+/// A capture made long ago whose answer was lost, asked for again once the provider no longer
+/// keeps its key, is refused by the provider (the payment is no longer capturable); past the
+/// retry count the worker reads the payment back, sees it taken, and records the capture.
+#[tokio::test]
+async fn a_capture_whose_key_the_provider_forgot_is_read_back_and_recorded() {
+    let live = Live::start(&[
+        ("COURIER_CHARGE_RETRY_ATTEMPTS", "2"),
+        ("COURIER_CHARGE_RETRY_BASE_MS", "100"),
+    ])
+    .await;
+    live.attach("pm_card_visa").await;
+    let (status, job) = live.book(&key(), &live.quoted().await).await;
+    assert_eq!(status, 201, "{job}");
+    live.stripe
+        .inject("/v1/payment_intents/", Fault::ActForgetThenDrop, 1);
+    live.deliver(&job).await;
+    let captured = live.charge_becomes(&job, "captured").await;
+    assert_eq!(captured["last_error"], Value::Null);
+    let hold = &live.stripe.intents()[0];
+    assert_eq!(
+        (hold.status.as_str(), hold.amount_received),
+        ("succeeded", hold.amount)
+    );
+    live.app.stop().await;
+}
+
 /// A live adapter whose configuration cannot work stops the service at start with a message
 /// that says what is wrong, instead of answering bookings it cannot charge.
 #[tokio::test]

@@ -48,6 +48,9 @@ pub enum Fault {
     Hang(Duration),
     /// Act (and save the idempotent result), then close the connection without answering.
     ActThenDrop,
+    /// Act, then close the connection without answering, and forget the key: as if the
+    /// request were sent again after Stripe stopped keeping its idempotent result (24 hours).
+    ActForgetThenDrop,
     /// Answer 200 with a body that is not JSON, without acting.
     Malformed,
     /// Answer 200 with a 2 MiB body, without acting.
@@ -654,6 +657,12 @@ async fn handle(
         }
     };
     if fault == Some(Fault::ActThenDrop) {
+        return Err(std::io::Error::other("dropped after acting"));
+    }
+    if fault == Some(Fault::ActForgetThenDrop) {
+        if let Some(key) = &key {
+            state.lock().unwrap().saved.remove(key);
+        }
         return Err(std::io::Error::other("dropped after acting"));
     }
     Ok(respond(status, &body, false))

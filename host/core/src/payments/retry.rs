@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::{PaymentError, Payments};
+use super::{PaymentError, Payments, ProviderAnswer};
 use crate::infra::workers::{Pass, Workers};
 use courier_domain::charge::{ChargeStatus, Move};
+use courier_plugins::{LookupFailure, PaymentStatus};
 use courier_store::payments as store;
 
 /// Due retries taken per claim: small, so a shutdown waits for little.
@@ -48,7 +49,10 @@ impl Payments {
             store::claim_due_retries(&self.pool, &environments, CLAIM_BATCH, self.retry.lease)
                 .await?;
         for row in &due {
-            if let Err(error) = self.retry_charge(row.charge_id, row.operation).await {
+            if let Err(error) = self
+                .retry_charge(row.charge_id, row.operation, row.attempts)
+                .await
+            {
                 tracing::warn!(%error, charge_id = %row.charge_id, "charge retry failed");
             }
         }
@@ -56,7 +60,21 @@ impl Payments {
         Ok(due.len().max(refunds))
     }
 
-    async fn retry_charge(&self, charge_id: Uuid, requested: Move) -> Result<(), PaymentError> {
+    async fn retry_charge(
+        &self,
+        charge_id: Uuid,
+        requested: Move,
+        attempts: i32,
+    ) -> Result<(), PaymentError> {
+        let max = i32::try_from(self.retry.max_attempts).unwrap_or(i32::MAX);
+        if attempts >= max && matches!(requested, Move::Capture | Move::Void) {
+            // Past the retry count the provider is asked what it did before it is asked to do
+            // it again: its idempotency keys are kept for a day, and a capture it made long
+            // ago, asked for anew, would be refused rather than answered.
+            if self.read_back(charge_id, requested).await? {
+                return Ok(());
+            }
+        }
         let mut tx = self.pool.begin().await?;
         let Some(charge) = store::lock_charge(&mut tx, charge_id).await? else {
             store::delete_retry(&mut tx, charge_id).await?;
@@ -84,5 +102,56 @@ impl Payments {
             }
         }
         Ok(())
+    }
+
+    /// Reads the charge's payment back from the provider and, when it shows `requested` done
+    /// (taken in full, or released), records it as the provider's answer. True when it did.
+    async fn read_back(&self, charge_id: Uuid, requested: Move) -> Result<bool, PaymentError> {
+        let charge = {
+            let mut conn = self.pool.acquire().await?;
+            store::charge(&mut conn, charge_id).await?
+        };
+        let Some((reference, environment, amount)) =
+            charge.and_then(|c| Some((c.authorisation_ref?, c.environment, c.amount_minor)))
+        else {
+            return Ok(false);
+        };
+        let gateway = self.gateway(environment)?;
+        if !gateway.uses_network() {
+            return Ok(false);
+        }
+        let slot = self.call_slot(environment)?;
+        let lookup = reference.clone();
+        let state = match super::run(gateway, slot, move |g| g.retrieve(&lookup)).await? {
+            Ok(state) => state,
+            Err(LookupFailure::NotFound | LookupFailure::Unreachable(_)) => return Ok(false),
+        };
+        let done = match requested {
+            Move::Capture => {
+                state.status == PaymentStatus::Captured && state.captured_minor == amount
+            }
+            Move::Void => state.status == PaymentStatus::Released,
+            _ => false,
+        };
+        if !done {
+            return Ok(false);
+        }
+        let mut tx = self.pool.begin().await?;
+        let Some(mut charge) = store::lock_charge(&mut tx, charge_id).await? else {
+            return Ok(false);
+        };
+        tracing::info!(charge = %charge_id, operation = requested.as_str(),
+            "the provider's record shows the move made; recorded from it");
+        self.settle(
+            &mut tx,
+            &mut charge,
+            requested,
+            ProviderAnswer::Approved(reference),
+            WORKER,
+            0,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(true)
     }
 }
