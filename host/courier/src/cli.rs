@@ -262,9 +262,11 @@ impl Cli {
             Command::Payments {
                 command: PaymentsCommand::Reconcile { since, environment },
             } => {
-                let environment = environment
-                    .parse::<courier_domain::Environment>()
-                    .map_err(|_| anyhow::anyhow!("--environment must be live or test"))?;
+                // Exit 1 means mismatches: a check that could not run exits 2, this included.
+                let Ok(environment) = environment.parse::<courier_domain::Environment>() else {
+                    eprintln!("courier: --environment must be live or test");
+                    std::process::exit(2);
+                };
                 let since = since.unwrap_or_else(|| chrono::Utc::now() - chrono::Duration::days(1));
                 let services = Services::open(&config).await?;
                 let result = services
