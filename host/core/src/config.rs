@@ -43,7 +43,7 @@ pub struct Config {
     /// trail records.
     #[arg(id = "operator-tokens", long = "operator-tokens", env = "COURIER_OPERATOR_TOKENS",
           value_delimiter = ',', value_parser = operator_token)]
-    pub operator_tokens: Vec<OperatorToken>,
+    pub operator_tokens: Vec<crate::auth::operators::OperatorToken>,
     /// Bearer token `GET /metrics` requires (at least 32 characters); unset, the metrics are
     /// public. They name routes and counts, never merchants or paths.
     #[arg(id = "metrics-token", long = "metrics-token", env = "COURIER_METRICS_TOKEN",
@@ -207,23 +207,8 @@ pub struct Config {
     pub log: crate::infra::telemetry::LogSettings,
 }
 
-/// One named operator token; the name is what the audit trail records.
-#[derive(Clone)]
-pub struct OperatorToken {
-    pub name: String,
-    pub token: String,
-}
-
-impl std::fmt::Debug for OperatorToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OperatorToken")
-            .field("name", &self.name)
-            .finish_non_exhaustive()
-    }
-}
-
 /// One `name=token` entry: a name of letters, digits, `.`, `_`, `-`.
-fn operator_token(entry: &str) -> Result<OperatorToken, String> {
+fn operator_token(entry: &str) -> Result<crate::auth::operators::OperatorToken, String> {
     let (name, token) = entry
         .split_once('=')
         .map(|(n, t)| (n.trim(), t.trim()))
@@ -239,7 +224,7 @@ fn operator_token(entry: &str) -> Result<OperatorToken, String> {
         ));
     }
     operator_secret(token).map_err(|reason| format!("the token of {name}: {reason}"))?;
-    Ok(OperatorToken {
+    Ok(crate::auth::operators::OperatorToken {
         name: name.to_owned(),
         token: token.to_owned(),
     })

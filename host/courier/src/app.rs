@@ -291,7 +291,14 @@ pub async fn run(
         couriers: services.couriers.clone(),
         fulfilment: services.fulfilment.clone(),
         sandbox,
-        operators: Arc::new(api::OperatorTokens::from_config(&config)),
+        operators: Arc::new(api::OperatorTokens::new(
+            config.admin_token.as_deref(),
+            &config.operator_tokens,
+            courier_core::auth::failures::AddressBudget::new(
+                config.operator_failure_limit,
+                config.operator_failure_window,
+            ),
+        )),
         rate_limiter: Arc::new(courier_core::rate_limit::RateLimiter::new()),
         draining: draining.clone(),
         auth_failures: Arc::new(courier_core::auth::failures::AddressBudget::new(

@@ -5,8 +5,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use crate::arc::{Arc, Millis};
 use crate::graph::{EdgeIndex, NodeIndex};
-use crate::routing_graph::{Arc, Millis};
 
 const UNREACHED: Millis = Millis::MAX;
 const NO_ARC: u32 = u32::MAX;

@@ -63,6 +63,7 @@
 //! largest strongly connected part of each vehicle's graph is used for snapping, so a point
 //! next to an isolated car park still gets a route.
 
+mod arc;
 mod coords;
 mod demo_city;
 mod dijkstra;

@@ -1,9 +1,10 @@
 //! Point-to-point routes: snapping both ends, searching, and assembling distance, duration and
 //! the travelled shape.
 
+use crate::arc::Millis;
 use crate::coords::LatLon;
 use crate::graph::RoadGraph;
-use crate::routing_graph::{EdgeEnd, Millis, RoadPath, RoutingGraph};
+use crate::routing_graph::{EdgeEnd, RoadPath, RoutingGraph};
 use crate::snap::{MAX_SNAP_DISTANCE_METRES, Snap, Snapper};
 use crate::vehicle::Vehicle;
 

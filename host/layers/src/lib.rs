@@ -1,9 +1,9 @@
 //! Which modules of a crate import each other. A module refers to another when its code names
 //! it: a `use`, a path in an expression, type, attribute or macro call (`crate::a::b`,
-//! `super::c`, a child module, or a name a `use` bound to one). Two modules that refer to each
-//! other, parent and child included, are a mutual pair; so are two top-level modules when
-//! anything below one refers to anything below the other and back. The host keeps none (the
-//! test in `tests/` reads the host's crates).
+//! `super::c`, a child module, or a name a `use` bound to one). Modules that refer to each other
+//! in a ring of any length, parent and child included, are a loop; so are top-level modules when
+//! anything below one refers to anything below the next, and so on back to the first. The host
+//! keeps none (the test in `tests/` reads the host's crates).
 //!
 //! References are taken by name, as written: an item re-exported by a parent counts as the
 //! parent's. Test code (`#[cfg(test)]`) is left out.
@@ -86,40 +86,133 @@ impl ModuleGraph {
             .is_some_and(|targets| targets.contains(&owned(to)))
     }
 
-    /// The pairs of modules that refer to each other, each once.
-    pub fn mutual_pairs(&self) -> Vec<(String, String)> {
-        mutual(&self.refers)
+    /// The loops among modules: each a list of modules, every one referring to the next and
+    /// the last to the first. A pair that refers to each other is a loop of two.
+    pub fn loops(&self) -> Vec<Vec<String>> {
+        loops(&self.refers)
     }
 
-    /// The pairs of top-level modules (each with everything below it) that refer to each
-    /// other: features and layers, seen whole.
-    pub fn top_level_pairs(&self) -> Vec<(String, String)> {
+    /// The loops among top-level modules, each seen whole with everything below it: features
+    /// and layers that depend on each other through any of their parts.
+    pub fn top_level_loops(&self) -> Vec<Vec<String>> {
         let mut refers: BTreeMap<ModulePath, BTreeSet<ModulePath>> = BTreeMap::new();
         for (from, targets) in &self.refers {
             let Some(from) = from.first() else { continue };
+            let from_targets = refers.entry(vec![from.clone()]).or_default();
             for to in targets.iter().filter_map(|to| to.first()) {
                 if to != from {
-                    refers
-                        .entry(vec![from.clone()])
-                        .or_default()
-                        .insert(vec![to.clone()]);
+                    from_targets.insert(vec![to.clone()]);
                 }
             }
         }
-        mutual(&refers)
+        loops(&refers)
     }
 }
 
-fn mutual(refers: &BTreeMap<ModulePath, BTreeSet<ModulePath>>) -> Vec<(String, String)> {
-    let mut pairs = Vec::new();
-    for (from, targets) in refers {
-        for to in targets {
-            if from < to && refers.get(to).is_some_and(|back| back.contains(from)) {
-                pairs.push((display(from), display(to)));
+/// One loop through each group of modules that can all reach each other (Tarjan's strongly
+/// connected components), so a tangle of many loops is reported once, by a loop through it.
+fn loops(refers: &BTreeMap<ModulePath, BTreeSet<ModulePath>>) -> Vec<Vec<String>> {
+    components(refers)
+        .into_iter()
+        .filter(|component| component.len() > 1)
+        .map(|component| {
+            loop_through(refers, &component)
+                .iter()
+                .map(display)
+                .collect()
+        })
+        .collect()
+}
+
+/// The strongly connected components, each sorted, in the order of their smallest module.
+fn components(refers: &BTreeMap<ModulePath, BTreeSet<ModulePath>>) -> Vec<Vec<ModulePath>> {
+    struct Search<'g> {
+        refers: &'g BTreeMap<ModulePath, BTreeSet<ModulePath>>,
+        index: BTreeMap<&'g ModulePath, (usize, usize)>,
+        stack: Vec<&'g ModulePath>,
+        on_stack: BTreeSet<&'g ModulePath>,
+        found: Vec<Vec<ModulePath>>,
+    }
+    impl<'g> Search<'g> {
+        fn visit(&mut self, module: &'g ModulePath) {
+            let order = self.index.len();
+            self.index.insert(module, (order, order));
+            self.stack.push(module);
+            self.on_stack.insert(module);
+            for target in self.refers.get(module).into_iter().flatten() {
+                if !self.index.contains_key(target) {
+                    self.visit(target);
+                    let reach = self.index[target].1;
+                    let entry = self.index.get_mut(module).expect("visited");
+                    entry.1 = entry.1.min(reach);
+                } else if self.on_stack.contains(target) {
+                    let reach = self.index[target].0;
+                    let entry = self.index.get_mut(module).expect("visited");
+                    entry.1 = entry.1.min(reach);
+                }
+            }
+            let (order, reach) = self.index[module];
+            if order == reach {
+                let mut component = Vec::new();
+                while let Some(member) = self.stack.pop() {
+                    self.on_stack.remove(member);
+                    component.push(member.clone());
+                    if member == module {
+                        break;
+                    }
+                }
+                component.sort();
+                self.found.push(component);
             }
         }
     }
-    pairs
+    let mut search = Search {
+        refers,
+        index: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for module in refers.keys() {
+        if !search.index.contains_key(module) {
+            search.visit(module);
+        }
+    }
+    search.found.sort();
+    search.found
+}
+
+/// A shortest loop from the component's first module back to itself, within the component.
+fn loop_through(
+    refers: &BTreeMap<ModulePath, BTreeSet<ModulePath>>,
+    component: &[ModulePath],
+) -> Vec<ModulePath> {
+    let members: BTreeSet<&ModulePath> = component.iter().collect();
+    let start = &component[0];
+    let mut came_from: BTreeMap<&ModulePath, &ModulePath> = BTreeMap::new();
+    let mut queue = std::collections::VecDeque::from([start]);
+    while let Some(module) = queue.pop_front() {
+        for target in refers.get(module).into_iter().flatten() {
+            if !members.contains(target) {
+                continue;
+            }
+            if target == start {
+                let mut path = vec![module.clone()];
+                let mut at = module;
+                while at != start {
+                    at = came_from[at];
+                    path.push(at.clone());
+                }
+                path.reverse();
+                return path;
+            }
+            if !came_from.contains_key(target) {
+                came_from.insert(target, module);
+                queue.push_back(target);
+            }
+        }
+    }
+    component.to_vec()
 }
 
 /// `crate::a::b` for `["a", "b"]`.
@@ -435,8 +528,8 @@ mod tests {
             assert!(graph.refers_to(&["api"], target), "api -> {target:?}");
         }
         assert!(graph.refers_to(&["api", "error"], &["secrets"]));
-        assert!(graph.mutual_pairs().is_empty());
-        assert!(graph.top_level_pairs().is_empty());
+        assert!(graph.loops().is_empty());
+        assert!(graph.top_level_loops().is_empty());
     }
 
     #[test]
@@ -454,18 +547,56 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            graph.mutual_pairs(),
+            graph.loops(),
             [
-                ("crate::jobs".to_owned(), "crate::sandbox".to_owned()),
-                (
-                    "crate::payments".to_owned(),
-                    "crate::payments::config".to_owned()
-                ),
+                vec!["crate::jobs", "crate::sandbox"],
+                vec!["crate::payments", "crate::payments::config"],
             ]
         );
         assert_eq!(
-            graph.top_level_pairs(),
-            [("crate::jobs".to_owned(), "crate::sandbox".to_owned())]
+            graph.top_level_loops(),
+            [vec!["crate::jobs", "crate::sandbox"]]
+        );
+    }
+
+    #[test]
+    fn a_loop_of_any_length_is_found_once_by_a_shortest_way_round() {
+        let graph = ModuleGraph::parse(
+            r#"
+            mod config { use crate::dispatch::Offers; }
+            mod dispatch { use crate::jobs::Job; }
+            mod jobs { use crate::auth::Key; fn f() { crate::dispatch::run(); } }
+            mod auth { use crate::config::Config; }
+            mod quotes { use crate::config::Config; }
+            "#,
+        )
+        .unwrap();
+        assert_eq!(
+            graph.loops(),
+            [vec![
+                "crate::auth",
+                "crate::config",
+                "crate::dispatch",
+                "crate::jobs"
+            ]]
+        );
+        assert_eq!(graph.loops(), graph.top_level_loops());
+    }
+
+    #[test]
+    fn modules_below_two_top_level_modules_can_close_a_loop_between_them() {
+        let graph = ModuleGraph::parse(
+            r#"
+            mod geo { pub mod graph { use crate::routing::Route; } }
+            mod routing { pub mod dijkstra { use crate::places::Place; } }
+            mod places { fn f() { crate::geo::graph::read(); } }
+            "#,
+        )
+        .unwrap();
+        assert!(graph.loops().is_empty());
+        assert_eq!(
+            graph.top_level_loops(),
+            [vec!["crate::geo", "crate::routing", "crate::places"]]
         );
     }
 
@@ -483,7 +614,7 @@ mod tests {
             "#,
         )
         .unwrap();
-        assert!(graph.mutual_pairs().is_empty());
+        assert!(graph.loops().is_empty());
         assert!(graph.refers_to(&["b"], &["a"]));
         assert!(!graph.refers_to(&["a"], &["b"]));
     }

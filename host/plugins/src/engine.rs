@@ -68,7 +68,7 @@ pub(crate) struct Runtime {
 pub(crate) struct CallState {
     memory: MemoryCap,
     /// Only for payment adapters: what their imports are served from.
-    pub(crate) adapter: Option<Arc<crate::payments::AdapterHost>>,
+    pub(crate) adapter: Option<Arc<crate::outbound::AdapterHost>>,
     /// When the call must be over: outbound requests get only what is left.
     pub(crate) deadline: std::time::Instant,
 }
@@ -212,7 +212,7 @@ impl Runtime {
     pub(crate) fn store(
         &self,
         deadline: Duration,
-        adapter: Option<Arc<crate::payments::AdapterHost>>,
+        adapter: Option<Arc<crate::outbound::AdapterHost>>,
     ) -> Store<CallState> {
         let network = adapter.is_some();
         let mut store = Store::new(

@@ -25,6 +25,7 @@ mod engine;
 mod error;
 mod inspect;
 mod limits;
+mod outbound;
 mod payments;
 mod pricing;
 mod public_address;

@@ -3,8 +3,6 @@
 //! Calls block for as long as the adapter's HTTP requests take (seconds at
 //! worst): from async code, call them through `spawn_blocking`.
 
-mod outbound;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,8 +13,8 @@ use wasmtime::component::HasSelf;
 use crate::PluginError;
 use crate::engine::{CallState, PluginEngine, Runtime};
 use crate::limits::{check_input, check_output};
-pub use outbound::NetworkOverrides;
-use outbound::{HttpFailure, HttpPolicy, HttpRequest, Method};
+pub use crate::outbound::NetworkOverrides;
+use crate::outbound::{AdapterHost, HttpFailure, HttpPolicy, HttpRequest, Method};
 
 mod wit {
     wasmtime::component::bindgen!({
@@ -191,14 +189,6 @@ pub struct RefundRequest {
     pub amount_minor: i64,
     pub currency: String,
     pub idempotency_key: String,
-}
-
-/// What an adapter's imports are served from during its calls.
-pub(crate) struct AdapterHost {
-    /// None while `describe` runs: it may read its configuration (an API
-    /// base the operator set decides its allowed hosts) but not the network.
-    http: Option<HttpPolicy>,
-    config: BTreeMap<String, String>,
 }
 
 impl whttp::Host for CallState {

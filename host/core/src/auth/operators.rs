@@ -9,7 +9,6 @@ use subtle::{ConditionallySelectable, ConstantTimeEq};
 
 use super::AuthError;
 use super::failures::AddressBudget;
-use crate::config::Config;
 
 /// The operator behind an admin request, for the records.
 #[derive(Clone, Debug)]
@@ -36,22 +35,30 @@ pub enum OperatorRefusal {
     TooManyFailures(Duration),
 }
 
+/// One named operator token; the name is what the audit trail records.
+#[derive(Clone)]
+pub struct OperatorToken {
+    pub name: String,
+    pub token: String,
+}
+
+impl std::fmt::Debug for OperatorToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OperatorToken")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
 impl OperatorTokens {
-    pub fn from_config(config: &Config) -> Self {
-        let admin = config
-            .admin_token
-            .iter()
-            .map(|token| (ADMIN_OPERATOR.to_owned(), digest(token)));
-        let named = config
-            .operator_tokens
-            .iter()
-            .map(|t| (t.name.clone(), digest(&t.token)));
+    /// `admin` stands for [`ADMIN_OPERATOR`]; `failures` counts each client address's failed
+    /// sign-ins.
+    pub fn new(admin: Option<&str>, named: &[OperatorToken], failures: AddressBudget) -> Self {
+        let admin = admin.map(|token| (ADMIN_OPERATOR.to_owned(), digest(token)));
+        let named = named.iter().map(|t| (t.name.clone(), digest(&t.token)));
         Self {
-            tokens: admin.chain(named).collect(),
-            failures: AddressBudget::new(
-                config.operator_failure_limit,
-                config.operator_failure_window,
-            ),
+            tokens: admin.into_iter().chain(named).collect(),
+            failures,
         }
     }
 
@@ -118,19 +125,20 @@ fn digest(token: &str) -> [u8; 32] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::OperatorToken;
 
     fn tokens(admin: Option<&str>, named: &[(&str, &str)]) -> OperatorTokens {
-        let mut config = Config::from_lookup(|_| None).unwrap();
-        config.admin_token = admin.map(str::to_owned);
-        config.operator_tokens = named
+        let named: Vec<OperatorToken> = named
             .iter()
             .map(|(name, token)| OperatorToken {
                 name: (*name).to_owned(),
                 token: (*token).to_owned(),
             })
             .collect();
-        OperatorTokens::from_config(&config)
+        OperatorTokens::new(
+            admin,
+            &named,
+            AddressBudget::new(10, Duration::from_secs(60)),
+        )
     }
 
     #[test]

@@ -179,11 +179,6 @@ impl PlaceIndex {
         self.entries.is_empty()
     }
 
-    /// Free-text search, best first; see the type docs for matching and ranking.
-    pub fn search(&self, query: &str, near: Option<LatLon>, limit: usize) -> Vec<Place> {
-        search::search(self, query, near.filter(LatLon::is_valid), limit)
-    }
-
     /// The address at `at`, else the street, else `None`; see the type docs.
     pub fn reverse(&self, at: LatLon) -> Option<Place> {
         if !at.is_valid() {

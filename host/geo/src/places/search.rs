@@ -87,12 +87,14 @@ impl PlaceIndex {
     }
 }
 
-pub(super) fn search(
-    index: &PlaceIndex,
-    query: &str,
-    near: Option<LatLon>,
-    limit: usize,
-) -> Vec<Place> {
+impl PlaceIndex {
+    /// Free-text search, best first; see the type docs for matching and ranking.
+    pub fn search(&self, query: &str, near: Option<LatLon>, limit: usize) -> Vec<Place> {
+        search(self, query, near.filter(LatLon::is_valid), limit)
+    }
+}
+
+fn search(index: &PlaceIndex, query: &str, near: Option<LatLon>, limit: usize) -> Vec<Place> {
     let mut tokens = text::raw_tokens(query);
     tokens.truncate(MAX_QUERY_TOKENS);
     if tokens.is_empty() || limit == 0 {

@@ -22,6 +22,14 @@ use crate::public_address::is_public;
 
 use url::{Host, Url};
 
+/// What an adapter's imports are served from during its calls.
+pub(crate) struct AdapterHost {
+    /// None while `describe` runs: it may read its configuration (an API
+    /// base the operator set decides its allowed hosts) but not the network.
+    pub(crate) http: Option<HttpPolicy>,
+    pub(crate) config: std::collections::BTreeMap<String, String>,
+}
+
 /// Why the host did not deliver a request (mirrors the WIT `error`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum HttpFailure {
