@@ -50,7 +50,8 @@ async fn service(settings: &[(&str, &str)]) -> Service {
     let pool = PgPool::connect(&database_url).await.unwrap();
     let key = courier_core::infra::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
     let authenticator = courier_core::auth::Authenticator::new(pool.clone(), &key);
-    let merchant = courier_core::merchants::create(&pool, &authenticator, "Patient Ltd")
+    let merchant = courier_core::merchants::Merchants::new(pool.clone(), authenticator.clone())
+        .create("Patient Ltd")
         .await
         .unwrap();
     pool.close().await;

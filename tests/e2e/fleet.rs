@@ -239,7 +239,8 @@ async fn fleet_with_merchant(receiver: &Receiver) -> (Fleet, Credential) {
     let pool = PgPool::connect(&fleet.database_url()).await.unwrap();
     let key = courier_core::infra::secrets::SecretKey::from_hex(SECRET_KEY_HEX).unwrap();
     let authenticator = courier_core::auth::Authenticator::new(pool.clone(), &key);
-    let merchant = courier_core::merchants::create(&pool, &authenticator, "Fleet Ltd")
+    let merchant = courier_core::merchants::Merchants::new(pool.clone(), authenticator.clone())
+        .create("Fleet Ltd")
         .await
         .unwrap();
     pool.close().await;

@@ -1356,7 +1356,8 @@ async fn a_crash_between_the_phases_leaves_no_orphaned_or_double_hold() {
         pool.clone(),
         &courier_core::infra::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap(),
     );
-    let merchant = courier_core::merchants::create(&pool, &authenticator, "Crash Test Ltd")
+    let merchant = courier_core::merchants::Merchants::new(pool.clone(), authenticator.clone())
+        .create("Crash Test Ltd")
         .await
         .unwrap();
     let live = merchant.live();

@@ -134,7 +134,8 @@ async fn every_confirmed_booking_survives_a_kill_mid_load() {
     let pool = PgPool::connect(&database_url).await.unwrap();
     let key = courier_core::infra::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
     let authenticator = courier_core::auth::Authenticator::new(pool.clone(), &key);
-    let merchant = courier_core::merchants::create(&pool, &authenticator, "Crashy Ltd")
+    let merchant = courier_core::merchants::Merchants::new(pool.clone(), authenticator.clone())
+        .create("Crashy Ltd")
         .await
         .unwrap();
     let test = merchant.test();

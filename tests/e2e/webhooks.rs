@@ -834,7 +834,8 @@ impl OwnService {
         let pool = PgPool::connect(&database_url).await.unwrap();
         let key = courier_core::infra::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
         let authenticator = courier_core::auth::Authenticator::new(pool.clone(), &key);
-        let merchant = courier_core::merchants::create(&pool, &authenticator, "Own Service Ltd")
+        let merchant = courier_core::merchants::Merchants::new(pool.clone(), authenticator.clone())
+            .create("Own Service Ltd")
             .await
             .unwrap();
         let response = client

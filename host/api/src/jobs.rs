@@ -18,13 +18,13 @@ use super::lookups::PointBody;
 use super::sandbox;
 use super::state::AppState;
 use courier_core::auth::Merchant;
+use courier_core::jobs::ListFilter;
 use courier_core::jobs::POSITION_FRESHNESS;
 use courier_core::jobs::booking;
 use courier_core::jobs::views::{JobDetail, JobListItem, JobView};
 use courier_domain::JobStatus;
 use courier_domain::job::proof::ProofKind;
 use courier_domain::numeric::NumericValue;
-use courier_store::jobs::{self as store, ListFilter};
 
 pub const MAX_PAGE_SIZE: i64 = 200;
 const DEFAULT_PAGE_SIZE: i64 = 50;
@@ -141,14 +141,11 @@ pub async fn get(
     Extension(merchant): Extension<Merchant>,
     Path(id): Path<String>,
 ) -> Result<Json<JobDetail>, ApiError> {
-    let job = store::find(
-        &state.pool,
-        merchant.merchant_id,
-        merchant.environment,
-        job_id(&id)?,
-    )
-    .await?
-    .ok_or(ApiError::JobNotFound)?;
+    let job = state
+        .jobs
+        .find(&merchant, job_id(&id)?)
+        .await?
+        .ok_or(ApiError::JobNotFound)?;
     Ok(Json(JobDetail::new(&job, &state.config.public_url())))
 }
 
@@ -220,7 +217,7 @@ pub async fn list(
         offset,
         count_up_to: i64::from(depth) + 1,
     };
-    let (rows, total) = store::list(&state.pool, &filter).await?;
+    let (rows, total) = state.jobs.list(&filter).await?;
     Ok(Json(JobPage {
         items: rows.iter().map(JobListItem::from).collect(),
         total,
@@ -253,14 +250,11 @@ pub async fn courier_position(
     Extension(merchant): Extension<Merchant>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let job = store::find(
-        &state.pool,
-        merchant.merchant_id,
-        merchant.environment,
-        job_id(&id)?,
-    )
-    .await?
-    .ok_or(ApiError::JobNotFound)?;
+    let job = state
+        .jobs
+        .find(&merchant, job_id(&id)?)
+        .await?
+        .ok_or(ApiError::JobNotFound)?;
     // Only while someone is on the job: after it ends, where its courier is concerns nobody.
     let under_way = matches!(job.status, JobStatus::Assigned | JobStatus::InTransit);
     let Some(courier_id) = job.courier_id.filter(|_| under_way) else {
@@ -268,13 +262,13 @@ pub async fn courier_position(
     };
     let fresh_since = Utc::now() - POSITION_FRESHNESS;
     Ok(
-        match store::courier_position(&state.pool, courier_id, fresh_since).await? {
-            Some((latitude, longitude, seen_at)) => Json(CourierPosition {
+        match state.jobs.courier_position(courier_id, fresh_since).await? {
+            Some(seen) => Json(CourierPosition {
                 point: PointBody {
-                    latitude,
-                    longitude,
+                    latitude: seen.latitude,
+                    longitude: seen.longitude,
                 },
-                seen_at,
+                seen_at: seen.seen_at,
             })
             .into_response(),
             None => StatusCode::NO_CONTENT.into_response(),
@@ -346,16 +340,15 @@ pub async fn proof_file(
     Extension(merchant): Extension<Merchant>,
     Path((id, kind)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let job = store::find(
-        &state.pool,
-        merchant.merchant_id,
-        merchant.environment,
-        job_id(&id)?,
-    )
-    .await?
-    .ok_or(ApiError::JobNotFound)?;
+    let job = state
+        .jobs
+        .find(&merchant, job_id(&id)?)
+        .await?
+        .ok_or(ApiError::JobNotFound)?;
     let kind = ProofKind::parse(&kind).ok_or(ApiError::ProofFileNotFound)?;
-    let file = courier_store::fulfilment::proof_file(&state.pool, job.id, kind)
+    let file = state
+        .jobs
+        .proof_file(job.id, kind)
         .await?
         .ok_or(ApiError::ProofFileNotFound)?;
     let content_type =

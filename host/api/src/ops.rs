@@ -72,7 +72,7 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Readiness>, Ap
     if state.draining.is_on() {
         return Err(ApiError::Draining);
     }
-    courier_store::ping(&state.pool).await.map_err(|e| {
+    state.readiness.check().await.map_err(|e| {
         tracing::warn!(error = %e, "readiness check failed");
         ApiError::DatabaseUnavailable
     })?;

@@ -31,7 +31,8 @@ impl Deref for AppState {
 
 /// The services of [`AppState`].
 pub struct AppServices {
-    pub pool: sqlx::PgPool,
+    /// Whether the database answers (`/readyz`).
+    pub readiness: courier_core::infra::db::Readiness,
     pub authenticator: Authenticator,
     pub config: Arc<Config>,
     pub markets: Arc<Markets>,
@@ -44,6 +45,12 @@ pub struct AppServices {
     pub texts: Arc<courier_core::texts::CustomerTexts>,
     pub couriers: courier_core::couriers::Couriers,
     pub fulfilment: courier_core::jobs::fulfilment::Fulfilment,
+    /// Reads a merchant's jobs.
+    pub jobs: courier_core::jobs::reading::JobReader,
+    /// Merchants, their keys and settings, as operators manage them.
+    pub merchants: courier_core::merchants::Merchants,
+    /// The operators' audit trail.
+    pub audit: courier_core::audit::AuditTrail,
     pub sandbox: Arc<courier_core::sandbox::Simulator>,
     /// The accepted operator tokens and their names.
     pub operators: Arc<courier_core::auth::operators::OperatorTokens>,

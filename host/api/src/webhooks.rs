@@ -11,9 +11,9 @@ use super::error::ApiError;
 use super::extract::ApiDocument;
 use super::state::AppState;
 use courier_core::auth::Merchant;
+use courier_core::webhooks::Owner;
 use courier_core::webhooks::{DeliveryRecord, Endpoint, WebhookError};
 use courier_domain::event::EventName;
-use courier_store::webhooks::Owner;
 
 fn owner(merchant: &Merchant) -> Owner {
     Owner {

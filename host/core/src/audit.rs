@@ -31,6 +31,29 @@ pub enum AuditQueryError {
     UnknownTargetType(String),
 }
 
+/// The trail as operators read it, and the records made outside any change of their own.
+#[derive(Clone)]
+pub struct AuditTrail {
+    pool: sqlx::PgPool,
+}
+
+impl AuditTrail {
+    pub fn new(pool: sqlx::PgPool) -> Self {
+        Self { pool }
+    }
+
+    /// A page of the filter's entries, newest first, and how many match.
+    pub async fn list(&self, filter: &AuditFilter) -> Result<(Vec<AuditEntry>, i64), sqlx::Error> {
+        list(&self.pool, filter).await
+    }
+
+    /// Records what changed nothing else (a refused sign-in), in a statement of its own.
+    pub async fn record_alone(&self, entry: &AuditRecord<'_>) -> Result<(), sqlx::Error> {
+        let mut conn = self.pool.acquire().await?;
+        record(&mut conn, entry).await.map(drop)
+    }
+}
+
 /// The target type `name`, if it is one.
 pub fn target_type(name: &str) -> Result<&'static str, AuditQueryError> {
     TARGET_TYPES

@@ -93,11 +93,11 @@ fn main() {
             .unwrap();
         wait_until_ready(&http, &base).await;
         let pool = sqlx::PgPool::connect(&url).await.unwrap();
-        let merchant = courier_core::merchants::create(
-            &pool,
-            &Authenticator::new(pool.clone(), &SecretKey::from_hex(SECRET_HEX).unwrap()),
-            "Live Bench",
+        let merchant = courier_core::merchants::Merchants::new(
+            pool.clone(),
+            Authenticator::new(pool.clone(), &SecretKey::from_hex(SECRET_HEX).unwrap()),
         )
+        .create("Live Bench")
         .await
         .unwrap();
         let (key, secret) = (merchant.live_key.clone(), merchant.live_secret.clone());

@@ -115,9 +115,11 @@ async fn stock_quotes(bench: &Arc<Bench>, count: usize) -> Vec<String> {
 async fn merchant_with_jobs(bench: &Bench, template_job: Uuid, count: i64) -> (String, String) {
     let hash_key = courier_core::infra::secrets::SecretKey::from_hex(&"be".repeat(32)).unwrap();
     let authenticator = courier_core::auth::Authenticator::new(bench.pool.clone(), &hash_key);
-    let merchant = courier_core::merchants::create(&bench.pool, &authenticator, "Lister")
-        .await
-        .unwrap();
+    let merchant =
+        courier_core::merchants::Merchants::new(bench.pool.clone(), authenticator.clone())
+            .create("Lister")
+            .await
+            .unwrap();
     sqlx::query(
         "WITH template AS (SELECT j.*, q.id AS template_quote FROM jobs j \
                            JOIN quotes q ON q.id = j.quote_id WHERE j.id = $1), \

@@ -99,11 +99,11 @@ async fn main() {
     let pool = sqlx::PgPool::connect(&database_url).await.unwrap();
     courier_core::infra::db::MIGRATOR.run(&pool).await.unwrap();
     let hash_key = SecretKey::from_hex(SECRET_HEX).unwrap();
-    let merchant = courier_core::merchants::create(
-        &pool,
-        &Authenticator::new(pool.clone(), &hash_key),
-        "Start",
+    let merchant = courier_core::merchants::Merchants::new(
+        pool.clone(),
+        Authenticator::new(pool.clone(), &hash_key),
     )
+    .create("Start")
     .await
     .unwrap();
     let credential = (merchant.test_key.as_str(), merchant.test_secret.as_str());

@@ -222,9 +222,11 @@ impl Run {
     async fn merchant(&self, name: &str, endpoints: &[String]) -> Merchant {
         let key = courier_core::infra::secrets::SecretKey::from_hex(SECRET_HEX).unwrap();
         let authenticator = courier_core::auth::Authenticator::new(self.pool.clone(), &key);
-        let created = courier_core::merchants::create(&self.pool, &authenticator, name)
-            .await
-            .unwrap();
+        let created =
+            courier_core::merchants::Merchants::new(self.pool.clone(), authenticator.clone())
+                .create(name)
+                .await
+                .unwrap();
         let merchant = Merchant {
             id: created.merchant_id,
             key: created.test_key,

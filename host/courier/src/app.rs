@@ -61,6 +61,7 @@ pub struct Services {
     pub texts: Arc<courier_core::texts::CustomerTexts>,
     pub couriers: courier_core::couriers::Couriers,
     pub fulfilment: courier_core::jobs::fulfilment::Fulfilment,
+    pub merchants: courier_core::merchants::Merchants,
 }
 
 impl Services {
@@ -139,9 +140,12 @@ impl Services {
             },
             webhooks.bell(),
         );
+        let merchants =
+            courier_core::merchants::Merchants::new(db.pool.clone(), authenticator.clone());
         Ok(Self {
             couriers,
             fulfilment,
+            merchants,
             db,
             authenticator,
             markets,
@@ -278,7 +282,10 @@ pub async fn run(
     );
     let state = AppState::new(AppServices {
         booking,
-        pool: services.db.pool.clone(),
+        readiness: courier_core::infra::db::Readiness::new(services.db.pool.clone()),
+        jobs: courier_core::jobs::reading::JobReader::new(services.db.pool.clone()),
+        merchants: services.merchants.clone(),
+        audit: courier_core::audit::AuditTrail::new(services.db.pool.clone()),
         authenticator: services.authenticator.clone(),
         config: Arc::new(config.clone()),
         markets: Arc::clone(&services.markets),

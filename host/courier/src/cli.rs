@@ -371,12 +371,11 @@ fn prepare_markets(file: Option<&std::path::Path>, dir: &std::path::Path) -> any
 }
 
 async fn merchant(services: &Services, command: MerchantCommand) -> anyhow::Result<Value> {
-    let pool = &services.db.pool;
-    let authenticator = &services.authenticator;
+    let merchants_service = &services.merchants;
     Ok(match command {
-        MerchantCommand::Create { name, operator } => serde_json::to_value(
-            merchants::create_as(pool, authenticator, &name, &operator).await?,
-        )?,
+        MerchantCommand::Create { name, operator } => {
+            serde_json::to_value(merchants_service.create_as(&name, &operator).await?)?
+        }
         MerchantCommand::Settings {
             merchant,
             notify_customer,
@@ -398,14 +397,17 @@ async fn merchant(services: &Services, command: MerchantCommand) -> anyhow::Resu
                 rate_limit_reads_per_minute: per_minute(rate_limit_reads_per_minute)?,
             };
             serde_json::to_value(
-                merchants::change_settings(pool, authenticator, merchant, &change, &operator)
+                merchants_service
+                    .change_settings(merchant, &change, &operator)
                     .await?,
             )?
         }
-        MerchantCommand::List => serde_json::to_value(merchants::list(pool).await?)?,
-        MerchantCommand::Show { merchant } => {
-            serde_json::to_value(merchants::show(pool, merchants::parse_id(&merchant)?).await?)?
-        }
+        MerchantCommand::List => serde_json::to_value(merchants_service.list().await?)?,
+        MerchantCommand::Show { merchant } => serde_json::to_value(
+            merchants_service
+                .show(merchants::parse_id(&merchant)?)
+                .await?,
+        )?,
         MerchantCommand::Key {
             command:
                 KeyCommand::Create {
@@ -415,21 +417,13 @@ async fn merchant(services: &Services, command: MerchantCommand) -> anyhow::Resu
                     operator,
                 },
         } => serde_json::to_value(
-            merchants::create_key(
-                pool,
-                authenticator,
-                merchants::parse_id(&merchant)?,
-                &env,
-                &label,
-                &operator,
-            )
-            .await?,
+            merchants_service
+                .create_key(merchants::parse_id(&merchant)?, &env, &label, &operator)
+                .await?,
         )?,
         MerchantCommand::Key {
             command: KeyCommand::Revoke { key, operator },
-        } => serde_json::to_value(
-            merchants::revoke_key(pool, authenticator, &key, &operator).await?,
-        )?,
+        } => serde_json::to_value(merchants_service.revoke_key(&key, &operator).await?)?,
     })
 }
 

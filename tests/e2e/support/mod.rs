@@ -165,7 +165,8 @@ pub async fn create_merchant_in(database_url: &str, name: &str) -> NewMerchant {
     let pool = PgPool::connect(database_url).await.unwrap();
     let key = courier_core::infra::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
     let authenticator = courier_core::auth::Authenticator::new(pool.clone(), &key);
-    let merchant = courier_core::merchants::create(&pool, &authenticator, name)
+    let merchant = courier_core::merchants::Merchants::new(pool.clone(), authenticator.clone())
+        .create(name)
         .await
         .unwrap();
     pool.close().await;

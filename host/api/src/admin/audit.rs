@@ -101,7 +101,7 @@ pub async fn list(
         limit: size,
         offset,
     };
-    let (items, total) = audit::list(&state.pool, &filter).await?;
+    let (items, total) = state.audit.list(&filter).await?;
     Ok(Json(AuditPage {
         items,
         total,

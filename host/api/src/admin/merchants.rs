@@ -41,13 +41,10 @@ pub async fn create(
     Extension(operator): Extension<Operator>,
     ApiJson(body): ApiJson<NewMerchantBody>,
 ) -> Result<(StatusCode, Json<NewMerchant>), ApiError> {
-    let created = merchants::create_as(
-        &state.pool,
-        &state.authenticator,
-        &body.name,
-        &operator.name,
-    )
-    .await?;
+    let created = state
+        .merchants
+        .create_as(&body.name, &operator.name)
+        .await?;
     Ok((StatusCode::CREATED, Json(created)))
 }
 
@@ -60,7 +57,7 @@ pub async fn create(
     responses((status = 200, description = "Merchants", body = Vec<MerchantSummary>))
 )]
 pub async fn list(State(state): State<AppState>) -> Result<Json<Vec<MerchantSummary>>, ApiError> {
-    Ok(Json(merchants::list(&state.pool).await?))
+    Ok(Json(state.merchants.list().await?))
 }
 
 #[utoipa::path(
@@ -79,9 +76,7 @@ pub async fn show(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<MerchantDetail>, ApiError> {
-    Ok(Json(
-        merchants::show(&state.pool, merchants::parse_id(&id)?).await?,
-    ))
+    Ok(Json(state.merchants.show(merchants::parse_id(&id)?).await?))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -116,15 +111,15 @@ pub async fn create_key(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<NewKeyBody>,
 ) -> Result<(StatusCode, Json<CreatedKey>), ApiError> {
-    let created = merchants::create_key(
-        &state.pool,
-        &state.authenticator,
-        merchants::parse_id(&id)?,
-        &body.environment,
-        &body.label,
-        &operator.name,
-    )
-    .await?;
+    let created = state
+        .merchants
+        .create_key(
+            merchants::parse_id(&id)?,
+            &body.environment,
+            &body.label,
+            &operator.name,
+        )
+        .await?;
     Ok((StatusCode::CREATED, Json(created)))
 }
 
@@ -147,7 +142,7 @@ pub async fn revoke_key(
     Path(key): Path<String>,
 ) -> Result<Json<ApiKey>, ApiError> {
     Ok(Json(
-        merchants::revoke_key(&state.pool, &state.authenticator, &key, &operator.name).await?,
+        state.merchants.revoke_key(&key, &operator.name).await?,
     ))
 }
 
@@ -167,7 +162,7 @@ pub async fn settings(
     Path(id): Path<String>,
 ) -> Result<Json<AccountSettings>, ApiError> {
     Ok(Json(
-        merchants::settings(&state.pool, merchants::parse_id(&id)?).await?,
+        state.merchants.settings(merchants::parse_id(&id)?).await?,
     ))
 }
 
@@ -192,13 +187,9 @@ pub async fn change_settings(
     ApiJson(change): ApiJson<SettingsChange>,
 ) -> Result<Json<AccountSettings>, ApiError> {
     Ok(Json(
-        merchants::change_settings(
-            &state.pool,
-            &state.authenticator,
-            merchants::parse_id(&id)?,
-            &change,
-            &operator.name,
-        )
-        .await?,
+        state
+            .merchants
+            .change_settings(merchants::parse_id(&id)?, &change, &operator.name)
+            .await?,
     ))
 }

@@ -112,13 +112,7 @@ async fn record_failed_sign_in(state: &AppState, client: IpAddr, refusal: &AuthE
         } })),
         occurred_at: courier_core::infra::clock::now(),
     };
-    let recorded = match state.pool.acquire().await {
-        Ok(mut conn) => courier_core::audit::record(&mut conn, &record)
-            .await
-            .map(drop),
-        Err(error) => Err(error),
-    };
-    if let Err(error) = recorded {
+    if let Err(error) = state.audit.record_alone(&record).await {
         tracing::warn!(%error, %client, "a failed operator sign-in could not be audited");
     }
 }

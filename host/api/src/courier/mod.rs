@@ -21,14 +21,13 @@ use crate::extract::ApiJson;
 use crate::state::AppState;
 use courier_core::auth::AuthError;
 use courier_core::couriers::{CourierAuthError, CourierIdentity, CourierView};
+use courier_core::dispatch::OfferRow;
+use courier_core::jobs::JobRow;
 use courier_core::jobs::fulfilment::FulfilmentError;
 use courier_core::jobs::views::ProofRequirement;
 use courier_domain::booking::{Contact, Item};
 use courier_domain::job::proof::{DeliveryRequest, Proof, Requirement};
 use courier_domain::numeric::Numeric;
-use courier_store::dispatch::{self as offers_store, OfferRow};
-use courier_store::fulfilment as jobs_store;
-use courier_store::jobs::JobRow;
 
 /// The couriers' API routes, described; [`with_courier_layers`] serves them. Proof of
 /// delivery carries files, so its route takes bodies up to `proof_body_limit`.
@@ -255,9 +254,7 @@ async fn list_offers(
     State(state): State<AppState>,
     Extension(c): Courier,
 ) -> Result<Json<Vec<OfferView>>, ApiError> {
-    let open =
-        offers_store::open_offers(&state.pool, c.courier_id, courier_core::infra::clock::now())
-            .await?;
+    let open = state.couriers.open_offers(c.courier_id).await?;
     Ok(Json(open.iter().map(|(o, j)| offer_view(o, j)).collect()))
 }
 
@@ -374,7 +371,7 @@ async fn list_jobs(
     State(state): State<AppState>,
     Extension(c): Courier,
 ) -> Result<Json<Vec<CourierJobView>>, ApiError> {
-    let jobs = jobs_store::courier_jobs(&state.pool, c.courier_id).await?;
+    let jobs = state.couriers.jobs_under_way(c.courier_id).await?;
     Ok(Json(jobs.iter().map(CourierJobView::from).collect()))
 }
 

@@ -169,6 +169,22 @@ impl Couriers {
         &self.credentials
     }
 
+    /// The courier's open, unexpired offers, each with its job.
+    pub async fn open_offers(
+        &self,
+        courier_id: Uuid,
+    ) -> Result<Vec<(offers::OfferRow, courier_store::jobs::JobRow)>, sqlx::Error> {
+        offers::open_offers(&self.pool, courier_id, now()).await
+    }
+
+    /// The courier's jobs under way (assigned or in transit), oldest assignment first.
+    pub async fn jobs_under_way(
+        &self,
+        courier_id: Uuid,
+    ) -> Result<Vec<courier_store::jobs::JobRow>, sqlx::Error> {
+        courier_store::fulfilment::courier_jobs(&self.pool, courier_id).await
+    }
+
     pub async fn create(
         &self,
         operator: &str,

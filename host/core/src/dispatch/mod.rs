@@ -18,13 +18,14 @@ use uuid::Uuid;
 
 pub use config::DispatchConfig;
 use courier_domain::dispatch::{OfferStatus, Reachable, choose};
+pub use courier_store::dispatch::OfferRow;
 
 use crate::infra::clock::now;
 use crate::jobs::POSITION_FRESHNESS;
 use crate::jobs::fulfilment::Fulfilment;
 use crate::markets::Markets;
 use courier_store::couriers::{self as couriers_store, CandidateSearch};
-use courier_store::dispatch::{self as store, OfferRow};
+use courier_store::dispatch as store;
 use courier_store::jobs::JobRow;
 
 /// Couriers routed per job: the nearest in a straight line.

@@ -4,7 +4,11 @@
 
 pub mod booking;
 pub mod fulfilment;
+pub mod reading;
 pub mod views;
+
+pub use courier_store::fulfilment::ProofFileRow;
+pub use courier_store::jobs::{JobRow, ListFilter};
 
 use std::time::Duration;
 

@@ -3,12 +3,11 @@
 
 use serde::{Deserialize, Deserializer};
 use serde_json::json;
-use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::error::{MAX_PER_MINUTE, MerchantError, SettingsError};
 use crate::audit::{self, AuditAction, AuditRecord};
-use crate::auth::{Authenticator, CredentialChange};
+use crate::auth::CredentialChange;
 use courier_domain::numeric::Numeric;
 use courier_store as store;
 pub use courier_store::merchants::AccountSettings;
@@ -108,56 +107,60 @@ fn sms_sender_name(name: &str) -> Result<String, SettingsError> {
         .ok_or(SettingsError::InvalidSmsSenderName)
 }
 
-/// The merchant's settings.
-pub async fn settings(pool: &PgPool, merchant_id: Uuid) -> Result<AccountSettings, MerchantError> {
-    let mut conn = pool.acquire().await?;
-    store::merchants::settings(&mut conn, merchant_id, false)
-        .await?
-        .ok_or(MerchantError::NotFound)
-}
+impl super::service::Merchants {
+    /// The merchant's settings.
+    pub async fn settings(&self, merchant_id: Uuid) -> Result<AccountSettings, MerchantError> {
+        let pool = &self.pool;
+        let mut conn = pool.acquire().await?;
+        store::merchants::settings(&mut conn, merchant_id, false)
+            .await?
+            .ok_or(MerchantError::NotFound)
+    }
 
-/// Applies `change` for `operator` and returns the settings after it. A change that changes
-/// something is recorded with the settings before and after; new budgets reach every
-/// instance at once.
-pub async fn change_settings(
-    pool: &PgPool,
-    authenticator: &Authenticator,
-    merchant_id: Uuid,
-    change: &SettingsChange,
-    operator: &str,
-) -> Result<AccountSettings, MerchantError> {
-    let mut tx = pool.begin().await?;
-    let before = store::merchants::settings(&mut tx, merchant_id, true)
-        .await?
-        .ok_or(MerchantError::NotFound)?;
-    let after = change.apply_to(&before)?;
-    if after == before {
-        return Ok(after);
+    /// Applies `change` for `operator` and returns the settings after it. A change that changes
+    /// something is recorded with the settings before and after; new budgets reach every
+    /// instance at once.
+    pub async fn change_settings(
+        &self,
+        merchant_id: Uuid,
+        change: &SettingsChange,
+        operator: &str,
+    ) -> Result<AccountSettings, MerchantError> {
+        let pool = &self.pool;
+        let authenticator = &self.authenticator;
+        let mut tx = pool.begin().await?;
+        let before = store::merchants::settings(&mut tx, merchant_id, true)
+            .await?
+            .ok_or(MerchantError::NotFound)?;
+        let after = change.apply_to(&before)?;
+        if after == before {
+            return Ok(after);
+        }
+        store::merchants::write_settings(&mut tx, merchant_id, &after).await?;
+        audit::record(
+            &mut tx,
+            &AuditRecord {
+                operator,
+                action: AuditAction::SettingsChanged,
+                target_type: "merchant",
+                target_id: merchant_id.to_string(),
+                merchant_id: Some(merchant_id),
+                before: Some(json!(before)),
+                after: Some(json!(after)),
+                occurred_at: crate::infra::clock::now(),
+            },
+        )
+        .await?;
+        let budgets_changed = after.limit_overrides() != before.limit_overrides();
+        if budgets_changed {
+            crate::auth::announce(&mut tx, &CredentialChange::Merchant(merchant_id)).await?;
+        }
+        tx.commit().await?;
+        if budgets_changed {
+            authenticator.forget_merchant(merchant_id);
+        }
+        Ok(after)
     }
-    store::merchants::write_settings(&mut tx, merchant_id, &after).await?;
-    audit::record(
-        &mut tx,
-        &AuditRecord {
-            operator,
-            action: AuditAction::SettingsChanged,
-            target_type: "merchant",
-            target_id: merchant_id.to_string(),
-            merchant_id: Some(merchant_id),
-            before: Some(json!(before)),
-            after: Some(json!(after)),
-            occurred_at: crate::infra::clock::now(),
-        },
-    )
-    .await?;
-    let budgets_changed = after.limit_overrides() != before.limit_overrides();
-    if budgets_changed {
-        crate::auth::announce(&mut tx, &CredentialChange::Merchant(merchant_id)).await?;
-    }
-    tx.commit().await?;
-    if budgets_changed {
-        authenticator.forget_merchant(merchant_id);
-    }
-    Ok(after)
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use client::ClientError;
 pub use config::WebhookConfig;
+pub use courier_store::webhooks::Owner;
 pub use endpoints::{DeliveryRecord, Endpoint, Endpoints, WebhookError};
 
 use crate::events::EventBell;

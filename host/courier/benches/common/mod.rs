@@ -190,11 +190,11 @@ impl Bench {
             .unwrap();
         wait_until_ready(&http, &base).await;
         let hash_key = SecretKey::from_hex(SECRET_HEX).unwrap();
-        let merchant = courier_core::merchants::create(
-            &pool,
-            &Authenticator::new(pool.clone(), &hash_key),
-            "Bench",
+        let merchant = courier_core::merchants::Merchants::new(
+            pool.clone(),
+            Authenticator::new(pool.clone(), &hash_key),
         )
+        .create("Bench")
         .await
         .unwrap();
         let bench = Self {

@@ -33,6 +33,23 @@ pub enum DbError {
 
 pub use courier_store::MIGRATOR;
 
+/// Whether the database answers, for the readiness probe.
+#[derive(Clone)]
+pub struct Readiness {
+    pool: PgPool,
+}
+
+impl Readiness {
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    /// One round trip to the database.
+    pub async fn check(&self) -> Result<(), sqlx::Error> {
+        courier_store::ping(&self.pool).await
+    }
+}
+
 /// A connection pool plus, when no `DATABASE_URL` was given, the private cluster behind it.
 #[derive(Clone, Debug)]
 pub struct Database {
