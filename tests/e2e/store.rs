@@ -18,9 +18,12 @@ use courier_domain::dispatch::{CourierStatus, OfferStatus};
 use courier_domain::event::{EventDetails, EventName, NewEvent};
 use courier_domain::job::transitions::Settlement;
 use courier_domain::{Environment, JobStatus, Vehicle};
-use courier_store::bookings::{self, AttemptRow};
+use courier_store::bookings::attempts::{self as bookings, AttemptRow};
+use courier_store::bookings::claim::{self, BookingClaim};
+use courier_store::bookings::write::{self, AnsweredKey, BookingWritten, KeyAndQuote};
+use courier_store::cards::{self, CardRow};
+use courier_store::charges::{self, ChargeRow, NewMove};
 use courier_store::jobs::{self, JobRow, ListFilter};
-use courier_store::payments::{self, CardRow, ChargeRow, NewMove};
 use courier_store::quotes::{self, QuoteRow};
 use courier_store::webhooks::{self, NewDelivery, NewEndpoint, Owner};
 use courier_store::writes::Writes;
@@ -132,7 +135,7 @@ async fn card(pool: &PgPool, merchant_id: Uuid) -> CardRow {
         removed_at: None,
     };
     let mut conn = pool.acquire().await.unwrap();
-    payments::insert_card(&mut conn, &row).await.unwrap();
+    cards::insert_card(&mut conn, &row).await.unwrap();
     row
 }
 
@@ -253,7 +256,7 @@ async fn a_bookings_claim_takes_the_key_and_finds_its_quote_and_card() {
         let (pool, key) = (pool.clone(), key.clone());
         async move {
             let mut tx = pool.begin().await.unwrap();
-            let claim = jobs::claim_booking(
+            let claim = claim::claim_booking(
                 &mut tx,
                 merchant_id,
                 Environment::Test,
@@ -269,7 +272,7 @@ async fn a_bookings_claim_takes_the_key_and_finds_its_quote_and_card() {
 
     // No card yet, and a body without a quote id: claimed, nothing found.
     let (tx, claimed) = claim(None, b"first").await;
-    let jobs::BookingClaim::Claimed {
+    let BookingClaim::Claimed {
         quote: None,
         card: None,
     } = claimed
@@ -280,7 +283,7 @@ async fn a_bookings_claim_takes_the_key_and_finds_its_quote_and_card() {
 
     let card = card(&pool, merchant_id).await;
     let (mut tx, claimed) = claim(Some(quote.id), b"first").await;
-    let jobs::BookingClaim::Claimed {
+    let BookingClaim::Claimed {
         quote: Some(found),
         card: Some(found_card),
     } = claimed
@@ -295,7 +298,7 @@ async fn a_bookings_claim_takes_the_key_and_finds_its_quote_and_card() {
         (card.id, &card.provider_ref, CardStatus::Active)
     );
     Writes::new()
-        .and(jobs::store_response(
+        .and(write::store_response(
             merchant_id,
             Environment::Test,
             &key,
@@ -308,7 +311,7 @@ async fn a_bookings_claim_takes_the_key_and_finds_its_quote_and_card() {
     tx.commit().await.unwrap();
 
     let (tx, taken) = claim(Some(quote.id), b"second").await;
-    let jobs::BookingClaim::Taken(taken) = taken else {
+    let BookingClaim::Taken(taken) = taken else {
         panic!("the key is taken");
     };
     assert_eq!(taken.request_hash, b"first");
@@ -330,7 +333,7 @@ async fn a_booking_written_at_once_lands_whole_or_writes_nothing() {
     let key = format!("at-once-{}", Uuid::new_v4());
     let mut conn = pool.acquire().await.unwrap();
     let find = async |conn: &mut sqlx::PgConnection, key: &str, quote_id| {
-        jobs::find_booking(conn, merchant_id, Environment::Test, key, quote_id)
+        claim::find_booking(conn, merchant_id, Environment::Test, key, quote_id)
             .await
             .unwrap()
     };
@@ -349,25 +352,27 @@ async fn a_booking_written_at_once_lands_whole_or_writes_nothing() {
     async fn book(
         pool: &PgPool,
         conn: &mut sqlx::PgConnection,
-        key: jobs::AnsweredKey<'_>,
+        key: AnsweredKey<'_>,
         quote: &QuoteRow,
         now: DateTime<Utc>,
-    ) -> (jobs::BookedAtOnce, bool) {
+    ) -> (BookingWritten, bool) {
         let booked = job(quote, JobStatus::Searching, now);
-        let booking = [jobs::KeyAndQuote {
+        let booking = [KeyAndQuote {
             key,
             quote_id: quote.id,
             used_at: now,
         }];
         let writes = Writes::new().and(jobs::insert_jobs(vec![&booked]));
-        let outcome = jobs::book_at_once(conn, &booking, writes).await.unwrap();
+        let outcome = write::run_booking_statement(conn, &booking, writes)
+            .await
+            .unwrap();
         let kept = jobs::find(pool, quote.merchant_id, Environment::Test, booked.id)
             .await
             .unwrap()
             .is_some();
         (outcome, kept)
     }
-    let answered = |key, request_hash| jobs::AnsweredKey {
+    let answered = |key, request_hash| AnsweredKey {
         merchant_id,
         environment: Environment::Test,
         key,
@@ -377,7 +382,7 @@ async fn a_booking_written_at_once_lands_whole_or_writes_nothing() {
     };
 
     let outcome = book(&pool, &mut conn, answered(&key, b"first"), &quote, now).await;
-    assert_eq!(outcome, (jobs::BookedAtOnce::Booked, true));
+    assert_eq!(outcome, (BookingWritten::Written, true));
     assert_eq!(used_at(&pool, quote.id).await, Some(now));
     let found = find(&mut conn, &key, Some(quote.id)).await;
     let taken = found.taken.expect("the key is taken, with its answer");
@@ -387,7 +392,7 @@ async fn a_booking_written_at_once_lands_whole_or_writes_nothing() {
     // The same key again, on another quote: the key is taken, and nothing is written.
     let other = self::quote(&pool, merchant_id, now).await;
     let outcome = book(&pool, &mut conn, answered(&key, b"second"), &other, now).await;
-    assert_eq!(outcome, (jobs::BookedAtOnce::KeyTaken, false));
+    assert_eq!(outcome, (BookingWritten::KeyTaken, false));
     assert_eq!(used_at(&pool, other.id).await, None);
 
     // The first quote again, with a new key: the quote is taken, and neither the key nor the
@@ -401,7 +406,7 @@ async fn a_booking_written_at_once_lands_whole_or_writes_nothing() {
         now,
     )
     .await;
-    assert_eq!(outcome, (jobs::BookedAtOnce::QuoteTaken, false));
+    assert_eq!(outcome, (BookingWritten::QuoteTaken, false));
     let free = find(&mut conn, &fresh_key, None).await;
     assert!(free.taken.is_none(), "the key given up is free again");
 }
@@ -430,15 +435,15 @@ async fn bookings_written_together_land_together_or_not_at_all() {
         pairs: &[(&str, &QuoteRow)],
         answer: &serde_json::Value,
         now: DateTime<Utc>,
-    ) -> (jobs::BookedAtOnce, usize) {
+    ) -> (BookingWritten, usize) {
         let booked: Vec<JobRow> = pairs
             .iter()
             .map(|(_, quote)| job(quote, JobStatus::Searching, now))
             .collect();
-        let bookings: Vec<jobs::KeyAndQuote> = pairs
+        let bookings: Vec<KeyAndQuote> = pairs
             .iter()
-            .map(|(key, quote)| jobs::KeyAndQuote {
-                key: jobs::AnsweredKey {
+            .map(|(key, quote)| KeyAndQuote {
+                key: AnsweredKey {
                     merchant_id: quote.merchant_id,
                     environment: Environment::Test,
                     key,
@@ -451,7 +456,9 @@ async fn bookings_written_together_land_together_or_not_at_all() {
             })
             .collect();
         let writes = Writes::new().and(jobs::insert_jobs(booked.iter().collect()));
-        let outcome = jobs::book_at_once(conn, &bookings, writes).await.unwrap();
+        let outcome = write::run_booking_statement(conn, &bookings, writes)
+            .await
+            .unwrap();
         let mut kept = 0;
         for job in &booked {
             let found = jobs::find(pool, job.merchant_id, Environment::Test, job.id).await;
@@ -460,7 +467,7 @@ async fn bookings_written_together_land_together_or_not_at_all() {
         (outcome, kept)
     }
     let key_free = async |conn: &mut sqlx::PgConnection, key: &str| {
-        jobs::find_booking(conn, merchant_id, Environment::Test, key, None)
+        claim::find_booking(conn, merchant_id, Environment::Test, key, None)
             .await
             .unwrap()
             .taken
@@ -472,7 +479,7 @@ async fn bookings_written_together_land_together_or_not_at_all() {
         (keys[1].as_str(), &quotes[1]),
     ];
     let outcome = book_together(&pool, &mut conn, &both, &answer, now).await;
-    assert_eq!(outcome, (jobs::BookedAtOnce::Booked, 2));
+    assert_eq!(outcome, (BookingWritten::Written, 2));
     assert_eq!(used_at(&pool, quotes[0].id).await, Some(now));
     assert_eq!(used_at(&pool, quotes[1].id).await, Some(now));
     assert!(!key_free(&mut conn, &keys[1]).await);
@@ -483,7 +490,7 @@ async fn bookings_written_together_land_together_or_not_at_all() {
         (keys[3].as_str(), &quotes[0]),
     ];
     let outcome = book_together(&pool, &mut conn, &one_late, &answer, now).await;
-    assert_eq!(outcome, (jobs::BookedAtOnce::QuoteTaken, 0));
+    assert_eq!(outcome, (BookingWritten::QuoteTaken, 0));
     assert_eq!(used_at(&pool, quotes[2].id).await, None);
     assert!(key_free(&mut conn, &keys[2]).await);
     assert!(key_free(&mut conn, &keys[3]).await);
@@ -494,7 +501,7 @@ async fn bookings_written_together_land_together_or_not_at_all() {
         (keys[5].as_str(), &quotes[2]),
     ];
     let outcome = book_together(&pool, &mut conn, &one_quote, &answer, now).await;
-    assert_eq!(outcome, (jobs::BookedAtOnce::QuoteTaken, 0));
+    assert_eq!(outcome, (BookingWritten::QuoteTaken, 0));
     assert_eq!(used_at(&pool, quotes[2].id).await, None);
 
     // One of the two names a key already taken: neither is written.
@@ -503,7 +510,7 @@ async fn bookings_written_together_land_together_or_not_at_all() {
         (keys[0].as_str(), &quotes[3]),
     ];
     let outcome = book_together(&pool, &mut conn, &key_late, &answer, now).await;
-    assert_eq!(outcome, (jobs::BookedAtOnce::KeyTaken, 0));
+    assert_eq!(outcome, (BookingWritten::KeyTaken, 0));
     assert_eq!(used_at(&pool, quotes[2].id).await, None);
     assert_eq!(used_at(&pool, quotes[3].id).await, None);
     assert!(key_free(&mut conn, &keys[4]).await);
@@ -512,13 +519,13 @@ async fn bookings_written_together_land_together_or_not_at_all() {
     // with its answer (and nothing else), a free key with its quote and the card, and a key
     // asking for no quote.
     let card = card(&pool, merchant_id).await;
-    let asked = |key, quote_id| jobs::BookingAsked {
+    let asked = |key: &String, quote_id| claim::BookingAsked {
         merchant_id,
         environment: Environment::Test,
-        key,
+        key: key.clone(),
         quote_id,
     };
-    let found = jobs::find_bookings(
+    let found = claim::find_bookings(
         &mut conn,
         &[
             asked(&keys[0], Some(quotes[2].id)),
@@ -1241,7 +1248,7 @@ async fn a_charge_is_raised_with_its_history_once_per_job() {
         ..raised
     };
     assert!(
-        payments::raise_charge(&mut conn, &charge, &[raised, authorised])
+        charges::raise_charge(&mut conn, &charge, &[raised, authorised])
             .await
             .unwrap()
     );
@@ -1290,7 +1297,7 @@ async fn a_charge_is_raised_with_its_history_once_per_job() {
         ..raised
     };
     assert!(
-        !payments::raise_charge(&mut conn, &second, &[again])
+        !charges::raise_charge(&mut conn, &second, &[again])
             .await
             .unwrap(),
         "one charge per job"
@@ -1324,7 +1331,7 @@ async fn rows_that_bookings_name_are_never_deleted_renumbered_or_truncated() {
         at: charge.raised_at,
     };
     assert!(
-        payments::raise_charge(&mut conn, &charge, &[raised])
+        charges::raise_charge(&mut conn, &charge, &[raised])
             .await
             .unwrap()
     );

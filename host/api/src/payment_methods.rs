@@ -13,7 +13,8 @@ use super::error::ApiError;
 use super::extract::ApiJson;
 use super::state::AppState;
 use courier_core::auth::Merchant;
-use courier_core::payments::{CardFormView, HoldError, PaymentError, PaymentMethodView};
+use courier_core::payments::cards::{CardFormView, PaymentMethodView};
+use courier_core::payments::{HoldError, PaymentError};
 use courier_domain::charge::contains_card_number;
 
 impl From<HoldError> for ApiError {

@@ -2,6 +2,8 @@
 
 pub mod audit;
 pub mod bookings;
+pub mod cards;
+pub mod charges;
 pub mod cluster;
 pub mod couriers;
 pub mod dispatch;
@@ -9,7 +11,6 @@ pub mod events;
 pub mod fulfilment;
 pub mod jobs;
 pub mod merchants;
-pub mod payments;
 pub mod price_books;
 pub mod quotes;
 pub mod reconciliation;

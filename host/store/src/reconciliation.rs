@@ -8,7 +8,7 @@ use uuid::Uuid;
 use courier_domain::Environment;
 use courier_domain::charge::{ChargeStatus, Move};
 
-use crate::payments::ChargeRow;
+use crate::charges::ChargeRow;
 use crate::text::Text;
 
 /// The environment's charges raised at or after `since`, oldest first.

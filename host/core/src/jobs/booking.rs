@@ -7,7 +7,7 @@
 //! event, its sandbox run and its charge, committing as it ends. Whatever changed since the
 //! read is waited for there (a twin holding the key, another booking of the quote) and, when
 //! it won, the statement gives up whole. Reads and writes are sent in batches
-//! ([`together`]): the bookings reading while a read is in flight are read by the next one,
+//! ([`batches`]): the bookings reading while a read is in flight are read by the next one,
 //! and those approved while a write is in flight are written by the next, one statement and
 //! one commit for all of them, or, when any of them lost its key or quote meanwhile, none,
 //! and each is then written alone. A hold not approved on the spot (a decline, an adapter
@@ -48,11 +48,11 @@
 //! sandbox run, the key's stored response and, when the hold was approved on the spot, its
 //! charge and the charge's moves.
 
+mod batches;
 pub mod recovery;
-mod together;
 
-pub use together::BookingBatches;
-use together::job_writes;
+pub use batches::BookingBatches;
+use batches::job_writes;
 
 use std::sync::Arc;
 
@@ -77,9 +77,11 @@ use courier_domain::event::{EventDetails, EventName};
 use courier_domain::job::reference::{new_reference, new_tracking_token};
 use courier_domain::sandbox::Scenario;
 use courier_domain::{Environment, JobStatus};
-use courier_store::bookings::{self as attempts, AttemptRow};
-use courier_store::jobs::{self as store, BookedAtOnce, BookingClaim, JobRow, TakenKey};
-use courier_store::payments::CardRow;
+use courier_store::bookings::attempts::{self, AttemptRow};
+use courier_store::bookings::claim::{self, BookingAsked, BookingClaim, TakenKey};
+use courier_store::bookings::write::{self, BookingWritten};
+use courier_store::cards::CardRow;
+use courier_store::jobs::{self as store, JobRow};
 use courier_store::quotes::QuoteRow;
 use courier_store::sandbox::RunRow;
 use courier_store::writes::Writes;
@@ -237,14 +239,15 @@ pub async fn book(
     let request_hash = Sha256::digest(body.to_string().as_bytes()).to_vec();
     if let Ok(false) = context.payments.uses_network(merchant.environment)
         && let Some(answer) =
-            book_at_once(context, merchant, key, &request_hash, body, scenario, now).await?
+            book_approved_on_the_spot(context, merchant, key, &request_hash, body, scenario, now)
+                .await?
     {
         return Ok(answer);
     }
     let request = BookingRequest::parse(body, now);
     let mut tx = EventTransaction::begin(&context.pool, &context.bell, false).await?;
     let quote_id = request.as_ref().ok().map(|r| r.quote_id);
-    let (quote, card) = match store::claim_booking(
+    let (quote, card) = match claim::claim_booking(
         &mut tx,
         merchant.merchant_id,
         merchant.environment,
@@ -324,7 +327,7 @@ pub async fn book(
 /// with its commit: one read (the key, the quote, the card), the hold, one write. `None`
 /// when the hold was not approved: the transaction in [`book`] then records the decline or
 /// the pending charge. Refusals write nothing, as in the transaction.
-async fn book_at_once(
+async fn book_approved_on_the_spot(
     context: &BookingContext,
     merchant: &Merchant,
     key: &str,
@@ -335,7 +338,7 @@ async fn book_at_once(
 ) -> Result<Option<BookingResponse>, BookingError> {
     let request = BookingRequest::parse(body, now);
     let quote_id = request.as_ref().ok().map(|r| r.quote_id);
-    let asked = together::Asked {
+    let asked = BookingAsked {
         merchant_id: merchant.merchant_id,
         environment: merchant.environment,
         key: key.to_owned(),
@@ -344,7 +347,7 @@ async fn book_at_once(
     let found = match context.batches.read(asked).await? {
         Batched::Done(_, found) => found,
         Batched::Alone(_) => {
-            store::find_booking(
+            claim::find_booking(
                 &mut *context.pool.acquire().await?,
                 merchant.merchant_id,
                 merchant.environment,
@@ -376,7 +379,7 @@ async fn book_at_once(
     );
     let body =
         serde_json::to_value(JobView::new(&job, &context.public_url)).expect("jobs serialise");
-    let approved = together::ApprovedBooking {
+    let approved = batches::ApprovedBooking {
         merchant_id: merchant.merchant_id,
         environment: merchant.environment,
         key: key.to_owned(),
@@ -392,10 +395,12 @@ async fn book_at_once(
         // Its batch gave up: written alone, which tells whether it lost its key or its quote.
         Batched::Alone(approved) => {
             let mut conn = context.pool.acquire().await?;
-            match together::book_together(&mut conn, std::slice::from_ref(&approved)).await? {
-                BookedAtOnce::Booked => approved,
-                BookedAtOnce::KeyTaken => {
-                    let taken = store::taken_key(
+            match batches::write_approved_bookings(&mut conn, std::slice::from_ref(&approved))
+                .await?
+            {
+                BookingWritten::Written => approved,
+                BookingWritten::KeyTaken => {
+                    let taken = claim::taken_key(
                         &mut conn,
                         merchant.merchant_id,
                         merchant.environment,
@@ -404,7 +409,7 @@ async fn book_at_once(
                     .await?;
                     return answer_taken(taken, request_hash).map(Some);
                 }
-                BookedAtOnce::QuoteTaken => return Err(BookingError::QuoteAlreadyUsed),
+                BookingWritten::QuoteTaken => return Err(BookingError::QuoteAlreadyUsed),
             }
         }
     };
@@ -430,11 +435,11 @@ fn prepare(
     context: &BookingContext,
     merchant: &Merchant,
     mut request: BookingRequest,
-    quote: Option<store::QuoteToBook>,
+    quote: Option<claim::QuoteToBook>,
     card: Option<CardRow>,
     now: DateTime<Utc>,
 ) -> Result<Prepared, BookingError> {
-    let store::QuoteToBook {
+    let claim::QuoteToBook {
         quote,
         notify_customer_default,
         proof_photo_required,
@@ -599,7 +604,7 @@ async fn record(
     let job = &prepared.job;
     if let ProviderAnswer::Declined(decline) = answer {
         let stored = json!({"refusal": DECLINED, "decline_code": decline.code});
-        let mut writes = Writes::new().and(store::store_response(
+        let mut writes = Writes::new().and(write::store_response(
             merchant.merchant_id,
             merchant.environment,
             key,
@@ -613,7 +618,7 @@ async fn record(
         }
         writes.execute(conn).await?;
         if let Some(finish) = decline.card_finished {
-            Payments::bury_card(conn, prepared.card.id, finish).await?;
+            Payments::mark_card_dead(conn, prepared.card.id, finish).await?;
         }
         return Ok(Err(HoldError::Declined {
             decline_code: decline.code,
@@ -647,7 +652,7 @@ async fn record(
         charge.iter().collect(),
         moves.iter().collect(),
     )
-    .and(store::store_response(
+    .and(write::store_response(
         merchant.merchant_id,
         merchant.environment,
         key,

@@ -41,6 +41,6 @@ async fn run_due_work(pool: &PgPool, now: DateTime<Utc>) -> Result<(), sqlx::Err
     if opened > 0 {
         tracing::info!(jobs = opened, "searches opened for scheduled jobs");
     }
-    store::expire_keys(pool, now - IDEMPOTENCY_RETENTION).await?;
+    courier_store::bookings::write::expire_keys(pool, now - IDEMPOTENCY_RETENTION).await?;
     Ok(())
 }

@@ -11,6 +11,7 @@
 //! twice, and a call cut short by a crash is repeated with the same key, which the provider
 //! answers with what it did the first time.
 
+pub mod cards;
 mod config;
 mod gateway;
 pub mod reconcile;
@@ -21,10 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use courier_plugins::{
-    AttachRefusal, CaptureRequest, Decline, FinishReason, HoldRequest, Outcome, PluginError,
-    VoidRequest,
-};
+use courier_plugins::{CaptureRequest, Decline, HoldRequest, Outcome, PluginError, VoidRequest};
 use serde::Serialize;
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 use thiserror::Error;
@@ -35,12 +33,11 @@ pub use config::{CallLimits, PaymentsConfig, ReconcileConfig, RetryPolicy};
 pub use gateway::{Gateway, GatewayError, Gateways, TestNetwork};
 
 use crate::auth::Merchant;
-use crate::events::{self, EventBell, EventTransaction};
+use crate::events::{EventBell, EventTransaction};
 use courier_domain::Environment;
 use courier_domain::charge::state::{self, ChargeStatus, Decision, InvalidMove, Move};
-use courier_domain::charge::{CardStatus, contains_card_number};
-use courier_domain::event::{EventDetails, EventName, NewEvent};
-use courier_store::payments::{self as store, CardRow, ChargeRow, NewMove};
+use courier_store::cards::CardRow;
+use courier_store::charges::{self as store, ChargeRow, NewMove};
 
 use courier_domain::error::Code;
 use courier_domain::error::ErrorCode;
@@ -210,36 +207,6 @@ impl From<HoldError> for PaymentError {
     }
 }
 
-/// A card on file as the API shows it.
-#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
-pub struct PaymentMethodView {
-    pub id: Uuid,
-    pub brand: String,
-    pub last_four: String,
-    pub expiry_month: i32,
-    pub expiry_year: i32,
-    pub status: CardStatus,
-    pub is_default: bool,
-    pub attached_at: DateTime<Utc>,
-    pub dead_reason: Option<String>,
-}
-
-impl From<CardRow> for PaymentMethodView {
-    fn from(c: CardRow) -> Self {
-        Self {
-            id: c.id,
-            brand: c.brand,
-            last_four: c.last_four,
-            expiry_month: c.expiry_month,
-            expiry_year: c.expiry_year,
-            status: c.status,
-            is_default: c.is_default,
-            attached_at: c.attached_at,
-            dead_reason: c.dead_reason,
-        }
-    }
-}
-
 /// A charge as the API shows it.
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct ChargeView {
@@ -270,13 +237,6 @@ impl From<&ChargeRow> for ChargeView {
             last_error: c.last_error.clone(),
         }
     }
-}
-
-/// What the provider's card form needs (`POST /v1/payment-methods/setup`).
-#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
-pub struct CardFormView {
-    pub client_secret: String,
-    pub customer_id: String,
 }
 
 /// The card and charge service. Cheap to clone or share (`Arc`).
@@ -464,223 +424,6 @@ impl Payments {
             .ok_or(PaymentError::LiveUnavailable)
     }
 
-    // ---- cards on file -----------------------------------------------------------------
-
-    /// Starts the provider's card form for the merchant and keeps its customer id.
-    pub async fn setup(&self, merchant: &Merchant) -> Result<CardFormView, PaymentError> {
-        let gateway = self.gateway(merchant.environment)?;
-        let slot = self.call_slot(merchant.environment)?;
-        let name = merchant.merchant_id.to_string();
-        let form = run(gateway, slot, move |g| g.setup_card_form(&name))
-            .await?
-            .map_err(|_| PaymentError::ProviderUnreachable)?;
-        let mut conn = self.pool.acquire().await?;
-        store::keep_customer(
-            &mut conn,
-            merchant.merchant_id,
-            merchant.environment,
-            &form.customer_id,
-        )
-        .await?;
-        Ok(CardFormView {
-            client_secret: form.client_secret,
-            customer_id: form.customer_id,
-        })
-    }
-
-    /// Attaches the card the provider knows as `provider_ref`. The first card of an
-    /// environment becomes its default, as does any card attached with `make_default`.
-    pub async fn attach(
-        &self,
-        merchant: &Merchant,
-        provider_ref: &str,
-        make_default: bool,
-    ) -> Result<PaymentMethodView, PaymentError> {
-        if contains_card_number(provider_ref) {
-            return Err(PaymentError::RawCardNumber);
-        }
-        let is_sandbox = provider_ref.starts_with(SANDBOX_PREFIX);
-        match merchant.environment {
-            Environment::Test if !is_sandbox => {
-                return Err(PaymentError::WrongEnvironment(
-                    "a test key takes only sandbox card references (`pm_sandbox_…`)",
-                ));
-            }
-            Environment::Live if is_sandbox => {
-                return Err(PaymentError::WrongEnvironment(
-                    "sandbox card references are not accepted with a live key",
-                ));
-            }
-            _ => {}
-        }
-        let gateway = self.gateway(merchant.environment)?;
-        let customer_id = self.customer(merchant, &gateway).await?;
-        let (customer, reference) = (customer_id.clone(), provider_ref.to_owned());
-        let slot = self.call_slot(merchant.environment)?;
-        let card = match run(gateway, slot, move |g| g.attach_card(&customer, &reference)).await? {
-            Ok(card) => card,
-            // The adapter's message may quote what was sent: it is not passed on.
-            Err(AttachRefusal::UnknownReference(_)) => return Err(PaymentError::UnknownReference),
-            Err(AttachRefusal::Declined(d)) => {
-                return Err(PaymentError::CardDeclined {
-                    decline_code: d.code,
-                });
-            }
-            Err(AttachRefusal::Unreachable(_)) => return Err(PaymentError::ProviderUnreachable),
-        };
-        let mut tx = self.pool.begin().await?;
-        store::lock_cards(&mut tx, merchant.merchant_id, merchant.environment).await?;
-        // The same working card attached again is the card already on file.
-        if let Some(mut existing) = store::working_card_by_reference(
-            &mut tx,
-            merchant.merchant_id,
-            merchant.environment,
-            provider_ref,
-        )
-        .await?
-        {
-            if make_default && !existing.is_default {
-                store::clear_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
-                store::set_default(&mut tx, existing.id).await?;
-                existing.is_default = true;
-            }
-            tx.commit().await?;
-            return Ok(existing.into());
-        }
-        let has_default =
-            store::has_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
-        if make_default && has_default {
-            store::clear_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
-        }
-        let row = CardRow {
-            id: Uuid::new_v4(),
-            merchant_id: merchant.merchant_id,
-            environment: merchant.environment,
-            provider_ref: provider_ref.to_owned(),
-            customer_id,
-            brand: card.brand,
-            last_four: card.last_four,
-            expiry_month: i32::from(card.expiry_month),
-            expiry_year: i32::from(card.expiry_year),
-            status: CardStatus::Active,
-            is_default: make_default || !has_default,
-            attached_at: now(),
-            dead_reason: None,
-            died_at: None,
-            removed_at: None,
-        };
-        store::insert_card(&mut tx, &row).await?;
-        tx.commit().await?;
-        Ok(row.into())
-    }
-
-    /// The merchant's customer at the provider, made on first need.
-    async fn customer(
-        &self,
-        merchant: &Merchant,
-        gateway: &Arc<dyn Gateway>,
-    ) -> Result<String, PaymentError> {
-        {
-            let mut conn = self.pool.acquire().await?;
-            if let Some(id) =
-                store::customer(&mut conn, merchant.merchant_id, merchant.environment).await?
-            {
-                return Ok(id);
-            }
-        }
-        let slot = self.call_slot(merchant.environment)?;
-        let name = merchant.merchant_id.to_string();
-        let form = run(Arc::clone(gateway), slot, move |g| g.setup_card_form(&name))
-            .await?
-            .map_err(|_| PaymentError::ProviderUnreachable)?;
-        let mut conn = self.pool.acquire().await?;
-        Ok(store::keep_customer(
-            &mut conn,
-            merchant.merchant_id,
-            merchant.environment,
-            &form.customer_id,
-        )
-        .await?)
-    }
-
-    /// The merchant's cards in the credential's environment (removed ones excluded).
-    pub async fn cards(&self, merchant: &Merchant) -> Result<Vec<PaymentMethodView>, PaymentError> {
-        let mut conn = self.pool.acquire().await?;
-        let rows = store::list_cards(&mut conn, merchant.merchant_id, merchant.environment).await?;
-        Ok(rows.into_iter().map(Into::into).collect())
-    }
-
-    /// Makes a working card the one deliveries are charged to.
-    pub async fn make_default(&self, merchant: &Merchant, id: Uuid) -> Result<(), PaymentError> {
-        let mut tx = self.pool.begin().await?;
-        store::lock_cards(&mut tx, merchant.merchant_id, merchant.environment).await?;
-        let card = store::card(&mut tx, merchant.merchant_id, merchant.environment, id)
-            .await?
-            .ok_or(PaymentError::PaymentMethodNotFound)?;
-        if card.status != CardStatus::Active {
-            return Err(PaymentError::CardDead {
-                reason: card.dead_reason.unwrap_or_default(),
-            });
-        }
-        if !card.is_default {
-            store::clear_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
-            store::set_default(&mut tx, id).await?;
-        }
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// Removes a card: it disappears from the list and is never charged again, but a charge
-    /// already on it completes on it. Removing the default makes the most recently attached
-    /// working card the default (none left: bookings answer `payment.no_payment_method`).
-    pub async fn remove(&self, merchant: &Merchant, id: Uuid) -> Result<(), PaymentError> {
-        let mut tx = self.pool.begin().await?;
-        store::lock_cards(&mut tx, merchant.merchant_id, merchant.environment).await?;
-        let card = store::card(&mut tx, merchant.merchant_id, merchant.environment, id)
-            .await?
-            .ok_or(PaymentError::PaymentMethodNotFound)?;
-        store::remove_card(&mut tx, card.id, now()).await?;
-        if card.is_default {
-            store::promote_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
-        }
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// Marks a card dead, hands its default on and records `payment_method.dead`, all on
-    /// `conn`'s transaction (once per card: a card already dead raises nothing). True when it
-    /// recorded the event.
-    pub async fn bury_card(
-        conn: &mut PgConnection,
-        card_id: Uuid,
-        finish: FinishReason,
-    ) -> Result<bool, sqlx::Error> {
-        let now = now();
-        // The merchant's card lock first, as every change to its cards takes it first.
-        let known = store::card_by_id(conn, card_id).await?;
-        store::lock_cards(conn, known.merchant_id, known.environment).await?;
-        let Some(card) = store::mark_dead(conn, card_id, dead_reason(finish), now).await? else {
-            return Ok(false);
-        };
-        store::promote_default(conn, card.merchant_id, card.environment).await?;
-        let event = NewEvent {
-            name: EventName::PaymentMethodDead,
-            merchant_id: card.merchant_id,
-            environment: card.environment,
-            occurred_at: now,
-            job: None,
-            details: EventDetails {
-                payment_method_id: Some(card.id),
-                brand: Some(card.brand),
-                last_four: Some(card.last_four),
-                reason: card.dead_reason,
-                ..EventDetails::default()
-            },
-        };
-        events::record(conn, &event).await?;
-        Ok(true)
-    }
-
     // ---- charges -----------------------------------------------------------------------
 
     /// The charge already made for the merchant's job, if any.
@@ -720,16 +463,6 @@ impl Payments {
                 _permit: Some(permit),
             })
             .map_err(|_| PaymentError::ProviderBusy)
-    }
-
-    /// The card a new hold goes on: the default, else the most recent working card.
-    pub async fn card_for_hold(
-        conn: &mut PgConnection,
-        merchant: &Merchant,
-    ) -> Result<CardRow, HoldError> {
-        store::usable_card(conn, merchant.merchant_id, merchant.environment)
-            .await?
-            .ok_or(HoldError::NoPaymentMethod)
     }
 
     /// Asks the provider to hold `amount_minor` on `card`, keyed by `hold_key`. With a network
@@ -786,7 +519,7 @@ impl Payments {
     /// Writes a booking's hold on `conn`, the booking's transaction: an approval raises the
     /// job's charge as `authorised`; an unreachable provider raises it `pending` with a retry
     /// (made with the same `hold_key`); a decline raises nothing, and the caller decides what
-    /// the card's end means ([`Payments::bury_card`]). One charge per job: a job that has one
+    /// the card's end means ([`Payments::mark_card_dead`]). One charge per job: a job that has one
     /// answers it.
     pub async fn record_hold(
         &self,
@@ -874,7 +607,7 @@ impl Payments {
             RecordedHold::Declined(decline) => {
                 if let Some(finish) = decline.card_finished {
                     let mut apart = EventTransaction::begin(&self.pool, &self.bell, false).await?;
-                    if Self::bury_card(&mut apart, card.id, finish).await? {
+                    if Self::mark_card_dead(&mut apart, card.id, finish).await? {
                         apart.recorded();
                     }
                     apart.commit().await?;
@@ -947,7 +680,7 @@ impl Payments {
             tx.commit().await?;
             return Ok(charge);
         };
-        let card = store::card_by_id(&mut tx, charge.payment_method_id).await?;
+        let card = courier_store::cards::card_by_id(&mut tx, charge.payment_method_id).await?;
         let (mut tx, mut current, answer) = if gateway.uses_network() {
             tx.commit().await?;
             let answer = self.call(gateway, slot, &charge, &card, requested).await;
@@ -976,7 +709,7 @@ impl Payments {
             card_finished: Some(finish),
             ..
         }) = settled
-            && Self::bury_card(&mut tx, card.id, finish).await?
+            && Self::mark_card_dead(&mut tx, card.id, finish).await?
         {
             tx.recorded();
         }
@@ -1182,15 +915,6 @@ fn now() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
 }
 
-/// The `dead_reason` (and event `reason`) of a finished card.
-pub fn dead_reason(finish: FinishReason) -> &'static str {
-    match finish {
-        FinishReason::Expired => "expired",
-        FinishReason::Lost => "lost",
-        FinishReason::RefusedForGood => "refused_for_good",
-    }
-}
-
 /// Runs a provider call: an adapter without network where it is called (it is a bounded
 /// computation), one with network on the blocking pool (it blocks on HTTP), holding `slot`
 /// until the call is over, even when the caller has gone.
@@ -1254,15 +978,5 @@ mod tests {
         assert_eq!(waits, [5, 10, 20, 40]);
         // Never overflows, however many attempts.
         assert!(policy.delay_after(u32::MAX) >= policy.delay_after(20));
-    }
-
-    #[test]
-    fn dead_reasons_are_stable() {
-        assert_eq!(dead_reason(FinishReason::Expired), "expired");
-        assert_eq!(dead_reason(FinishReason::Lost), "lost");
-        assert_eq!(
-            dead_reason(FinishReason::RefusedForGood),
-            "refused_for_good"
-        );
     }
 }

@@ -30,7 +30,7 @@ use super::{Payments, now, run};
 use crate::infra::workers::{Pass, Workers};
 use courier_domain::Environment;
 use courier_domain::charge::ChargeStatus;
-use courier_store::payments::ChargeRow;
+use courier_store::charges::ChargeRow;
 use courier_store::reconciliation::{self as store, NewMismatch};
 
 /// Provider payments made this long before the window's start are listed too: a hold is made

@@ -22,7 +22,7 @@ use uuid::Uuid;
 use super::{ChargeView, PaymentError, Payments, ProviderAnswer, now, run};
 use crate::audit::{self, AuditAction, AuditRecord};
 use courier_domain::charge::state::{self, ChargeStatus, Move};
-use courier_store::payments::{self as store, ChargeRow, NewMove};
+use courier_store::charges::{self as store, ChargeRow, NewMove};
 use courier_store::refunds::{self, DECLINED, REQUESTED, RefundRow, SUCCEEDED};
 
 /// Due refunds taken per claim.

@@ -15,7 +15,7 @@ use super::{PaymentError, Payments, ProviderAnswer};
 use crate::infra::workers::{Pass, Workers};
 use courier_domain::charge::{ChargeStatus, Move};
 use courier_plugins::{LookupFailure, PaymentStatus};
-use courier_store::payments as store;
+use courier_store::charges as store;
 
 /// Due retries taken per claim: small, so a shutdown waits for little.
 const CLAIM_BATCH: i64 = 5;

@@ -26,9 +26,9 @@ use super::{ABANDONED, BookingContext, BookingError, Prepared, complete, hold};
 use crate::auth::Merchant;
 use crate::infra::workers::{Pass, Workers};
 use crate::payments::ProviderAnswer;
-use courier_store::bookings::{self as attempts, AttemptRow};
-use courier_store::jobs as store;
-use courier_store::payments as payment_store;
+use courier_store::bookings::attempts::{self, AttemptRow};
+use courier_store::bookings::write;
+use courier_store::cards;
 use courier_store::writes::Writes;
 
 /// Attempts worked per pass: few, so a shutdown waits for little.
@@ -101,7 +101,7 @@ async fn recover(context: &BookingContext, attempt: &AttemptRow) -> Result<(), N
     };
     let card = {
         let mut conn = context.pool.acquire().await?;
-        payment_store::card_by_id(&mut conn, attempt.payment_method_id).await?
+        cards::card_by_id(&mut conn, attempt.payment_method_id).await?
     };
     if attempt.abandoning {
         return abandon(context, &merchant, attempt, &card).await;
@@ -150,7 +150,7 @@ async fn abandon(
     context: &BookingContext,
     merchant: &Merchant,
     attempt: &AttemptRow,
-    card: &courier_store::payments::CardRow,
+    card: &courier_store::cards::CardRow,
 ) -> Result<(), NotFinished> {
     if !attempt.abandoning {
         let mut conn = context.pool.acquire().await?;
@@ -214,7 +214,7 @@ async fn abandon(
     }
     let stored = serde_json::json!({"refusal": ABANDONED});
     Writes::new()
-        .and(store::store_response(
+        .and(write::store_response(
             merchant.merchant_id,
             merchant.environment,
             &attempt.idempotency_key,

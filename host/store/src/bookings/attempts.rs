@@ -31,7 +31,7 @@ pub struct AttemptRow {
 }
 
 /// Inserts an attempt, leased to the request that makes it for `lease` from the database's
-/// clock, the clock every claim compares with ([`super::writes::Writes`]).
+/// clock, the clock every claim compares with ([`crate::writes::Writes`]).
 pub fn insert_attempt<'a>(
     attempt: &'a AttemptRow,
     lease: std::time::Duration,
@@ -58,7 +58,7 @@ pub fn insert_attempt<'a>(
     }
 }
 
-/// Deletes a settled attempt ([`super::writes::Writes`]).
+/// Deletes a settled attempt ([`crate::writes::Writes`]).
 pub fn delete_attempt<'a>(id: Uuid) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
     move |query| {
         query
@@ -67,7 +67,7 @@ pub fn delete_attempt<'a>(id: Uuid) -> impl FnOnce(&mut QueryBuilder<'a, Postgre
     }
 }
 
-/// Makes a reserved quote bookable again (its booking was declined) ([`super::writes::Writes`]).
+/// Makes a reserved quote bookable again (its booking was declined) ([`crate::writes::Writes`]).
 pub fn release_quote<'a>(
     quote_id: Uuid,
 ) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {

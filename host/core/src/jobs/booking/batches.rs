@@ -19,10 +19,10 @@ use crate::infra::db::batches::{Batch, Batched, Batches, ManyAtOnce};
 use crate::payments;
 use courier_domain::Environment;
 use courier_domain::event::NewEvent;
-use courier_store::jobs::{
-    self as store, AnsweredKey, BookedAtOnce, BookingAsked, BookingLookup, JobRow, KeyAndQuote,
-};
-use courier_store::payments::{ChargeRow, NewMove};
+use courier_store::bookings::claim::{self, BookingAsked, BookingLookup};
+use courier_store::bookings::write::{self, AnsweredKey, BookingWritten, KeyAndQuote};
+use courier_store::charges::{self, ChargeRow, NewMove};
+use courier_store::jobs::{self as store, JobRow};
 use courier_store::sandbox::RunRow;
 use courier_store::writes::Writes;
 
@@ -57,11 +57,12 @@ impl ApprovedBooking {
     }
 }
 
-/// Books `bookings` in one statement with its commit ([`store::book_at_once`]).
-pub async fn book_together(
+/// Writes `bookings`, each approved on the spot, in one statement with its commit
+/// ([`write::run_booking_statement`]).
+pub async fn write_approved_bookings(
     conn: &mut PgConnection,
     bookings: &[ApprovedBooking],
-) -> Result<BookedAtOnce, sqlx::Error> {
+) -> Result<BookingWritten, sqlx::Error> {
     let keys: Vec<KeyAndQuote> = bookings
         .iter()
         .map(ApprovedBooking::key_and_quote)
@@ -77,26 +78,7 @@ pub async fn book_together(
         bookings.iter().map(|b| &b.charge).collect(),
         moves.iter().collect(),
     );
-    store::book_at_once(conn, &keys, writes).await
-}
-
-/// What a booking reads before its hold ([`store::find_booking`]).
-pub struct Asked {
-    pub merchant_id: Uuid,
-    pub environment: Environment,
-    pub key: String,
-    pub quote_id: Option<Uuid>,
-}
-
-impl Asked {
-    fn borrowed(&self) -> BookingAsked<'_> {
-        BookingAsked {
-            merchant_id: self.merchant_id,
-            environment: self.environment,
-            key: &self.key,
-            quote_id: self.quote_id,
-        }
-    }
+    write::run_booking_statement(conn, &keys, writes).await
 }
 
 /// Reads and writes bookings in batches. Cloning shares them.
@@ -109,17 +91,16 @@ pub struct BookingBatches {
 struct ManyReads;
 
 impl ManyAtOnce for ManyReads {
-    type Row = Asked;
+    type Row = BookingAsked;
     type Answer = BookingLookup;
     const MOST: usize = 64;
 
     async fn run_many(
         &self,
         conn: &mut PgConnection,
-        rows: &[Asked],
+        rows: &[BookingAsked],
     ) -> Result<Batch<BookingLookup>, sqlx::Error> {
-        let asked: Vec<BookingAsked> = rows.iter().map(Asked::borrowed).collect();
-        let found = store::find_bookings(conn, &asked).await?;
+        let found = claim::find_bookings(conn, rows).await?;
         Ok(Batch::Done(found))
     }
 }
@@ -137,9 +118,9 @@ impl ManyAtOnce for ManyBookings {
         conn: &mut PgConnection,
         rows: &[ApprovedBooking],
     ) -> Result<Batch<()>, sqlx::Error> {
-        Ok(match book_together(conn, rows).await? {
-            BookedAtOnce::Booked => Batch::Done(vec![(); rows.len()]),
-            BookedAtOnce::KeyTaken | BookedAtOnce::QuoteTaken => Batch::Refused,
+        Ok(match write_approved_bookings(conn, rows).await? {
+            BookingWritten::Written => Batch::Done(vec![(); rows.len()]),
+            BookingWritten::KeyTaken | BookingWritten::QuoteTaken => Batch::Refused,
         })
     }
 }
@@ -155,7 +136,10 @@ impl BookingBatches {
 
     /// Reads what `asked` needs with the bookings asking beside it. `Alone` when its batch
     /// failed for a reason of its own (then it is read alone).
-    pub async fn read(&self, asked: Asked) -> Result<Batched<Asked, BookingLookup>, sqlx::Error> {
+    pub async fn read(
+        &self,
+        asked: BookingAsked,
+    ) -> Result<Batched<BookingAsked, BookingLookup>, sqlx::Error> {
         self.reads.send(asked).await
     }
 
@@ -188,8 +172,8 @@ pub fn job_writes<'a>(
     }
     if !charges.is_empty() {
         writes = writes
-            .and(courier_store::payments::insert_charges(charges))
-            .and(courier_store::payments::insert_moves(moves));
+            .and(charges::insert_charges(charges))
+            .and(charges::insert_moves(moves));
     }
     writes
 }

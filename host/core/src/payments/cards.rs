@@ -1,0 +1,306 @@
+//! Cards on file: the provider's card form, attaching, listing, the default card, removing,
+//! and a card's death (`payment_method.dead`). The provider's references only, never numbers.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use std::sync::Arc;
+
+use super::{Gateway, HoldError, PaymentError, Payments, SANDBOX_PREFIX, now, run};
+use crate::auth::Merchant;
+use crate::events;
+use courier_domain::Environment;
+use courier_domain::charge::{CardStatus, contains_card_number};
+use courier_domain::event::{EventDetails, EventName, NewEvent};
+use courier_plugins::{AttachRefusal, FinishReason};
+use courier_store::cards::{self as store, CardRow};
+
+/// A card on file as the API shows it.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+pub struct PaymentMethodView {
+    pub id: Uuid,
+    pub brand: String,
+    pub last_four: String,
+    pub expiry_month: i32,
+    pub expiry_year: i32,
+    pub status: CardStatus,
+    pub is_default: bool,
+    pub attached_at: DateTime<Utc>,
+    pub dead_reason: Option<String>,
+}
+
+impl From<CardRow> for PaymentMethodView {
+    fn from(c: CardRow) -> Self {
+        Self {
+            id: c.id,
+            brand: c.brand,
+            last_four: c.last_four,
+            expiry_month: c.expiry_month,
+            expiry_year: c.expiry_year,
+            status: c.status,
+            is_default: c.is_default,
+            attached_at: c.attached_at,
+            dead_reason: c.dead_reason,
+        }
+    }
+}
+
+/// What the provider's card form needs (`POST /v1/payment-methods/setup`).
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+pub struct CardFormView {
+    pub client_secret: String,
+    pub customer_id: String,
+}
+
+impl Payments {
+    /// Starts the provider's card form for the merchant and keeps its customer id.
+    pub async fn setup(&self, merchant: &Merchant) -> Result<CardFormView, PaymentError> {
+        let gateway = self.gateway(merchant.environment)?;
+        let slot = self.call_slot(merchant.environment)?;
+        let name = merchant.merchant_id.to_string();
+        let form = run(gateway, slot, move |g| g.setup_card_form(&name))
+            .await?
+            .map_err(|_| PaymentError::ProviderUnreachable)?;
+        let mut conn = self.pool.acquire().await?;
+        store::keep_customer(
+            &mut conn,
+            merchant.merchant_id,
+            merchant.environment,
+            &form.customer_id,
+        )
+        .await?;
+        Ok(CardFormView {
+            client_secret: form.client_secret,
+            customer_id: form.customer_id,
+        })
+    }
+
+    /// Attaches the card the provider knows as `provider_ref`. The first card of an
+    /// environment becomes its default, as does any card attached with `make_default`.
+    pub async fn attach(
+        &self,
+        merchant: &Merchant,
+        provider_ref: &str,
+        make_default: bool,
+    ) -> Result<PaymentMethodView, PaymentError> {
+        if contains_card_number(provider_ref) {
+            return Err(PaymentError::RawCardNumber);
+        }
+        let is_sandbox = provider_ref.starts_with(SANDBOX_PREFIX);
+        match merchant.environment {
+            Environment::Test if !is_sandbox => {
+                return Err(PaymentError::WrongEnvironment(
+                    "a test key takes only sandbox card references (`pm_sandbox_…`)",
+                ));
+            }
+            Environment::Live if is_sandbox => {
+                return Err(PaymentError::WrongEnvironment(
+                    "sandbox card references are not accepted with a live key",
+                ));
+            }
+            _ => {}
+        }
+        let gateway = self.gateway(merchant.environment)?;
+        let customer_id = self.customer(merchant, &gateway).await?;
+        let (customer, reference) = (customer_id.clone(), provider_ref.to_owned());
+        let slot = self.call_slot(merchant.environment)?;
+        let card = match run(gateway, slot, move |g| g.attach_card(&customer, &reference)).await? {
+            Ok(card) => card,
+            // The adapter's message may quote what was sent: it is not passed on.
+            Err(AttachRefusal::UnknownReference(_)) => return Err(PaymentError::UnknownReference),
+            Err(AttachRefusal::Declined(d)) => {
+                return Err(PaymentError::CardDeclined {
+                    decline_code: d.code,
+                });
+            }
+            Err(AttachRefusal::Unreachable(_)) => return Err(PaymentError::ProviderUnreachable),
+        };
+        let mut tx = self.pool.begin().await?;
+        store::lock_cards(&mut tx, merchant.merchant_id, merchant.environment).await?;
+        // The same working card attached again is the card already on file.
+        if let Some(mut existing) = store::working_card_by_reference(
+            &mut tx,
+            merchant.merchant_id,
+            merchant.environment,
+            provider_ref,
+        )
+        .await?
+        {
+            if make_default && !existing.is_default {
+                store::clear_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
+                store::set_default(&mut tx, existing.id).await?;
+                existing.is_default = true;
+            }
+            tx.commit().await?;
+            return Ok(existing.into());
+        }
+        let has_default =
+            store::has_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
+        if make_default && has_default {
+            store::clear_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
+        }
+        let row = CardRow {
+            id: Uuid::new_v4(),
+            merchant_id: merchant.merchant_id,
+            environment: merchant.environment,
+            provider_ref: provider_ref.to_owned(),
+            customer_id,
+            brand: card.brand,
+            last_four: card.last_four,
+            expiry_month: i32::from(card.expiry_month),
+            expiry_year: i32::from(card.expiry_year),
+            status: CardStatus::Active,
+            is_default: make_default || !has_default,
+            attached_at: now(),
+            dead_reason: None,
+            died_at: None,
+            removed_at: None,
+        };
+        store::insert_card(&mut tx, &row).await?;
+        tx.commit().await?;
+        Ok(row.into())
+    }
+
+    /// The merchant's customer at the provider, made on first need.
+    async fn customer(
+        &self,
+        merchant: &Merchant,
+        gateway: &Arc<dyn Gateway>,
+    ) -> Result<String, PaymentError> {
+        {
+            let mut conn = self.pool.acquire().await?;
+            if let Some(id) =
+                store::customer(&mut conn, merchant.merchant_id, merchant.environment).await?
+            {
+                return Ok(id);
+            }
+        }
+        let slot = self.call_slot(merchant.environment)?;
+        let name = merchant.merchant_id.to_string();
+        let form = run(Arc::clone(gateway), slot, move |g| g.setup_card_form(&name))
+            .await?
+            .map_err(|_| PaymentError::ProviderUnreachable)?;
+        let mut conn = self.pool.acquire().await?;
+        Ok(store::keep_customer(
+            &mut conn,
+            merchant.merchant_id,
+            merchant.environment,
+            &form.customer_id,
+        )
+        .await?)
+    }
+
+    /// The merchant's cards in the credential's environment (removed ones excluded).
+    pub async fn cards(&self, merchant: &Merchant) -> Result<Vec<PaymentMethodView>, PaymentError> {
+        let mut conn = self.pool.acquire().await?;
+        let rows = store::list_cards(&mut conn, merchant.merchant_id, merchant.environment).await?;
+        Ok(rows.into_iter().map(Into::into).collect())
+    }
+
+    /// Makes a working card the one deliveries are charged to.
+    pub async fn make_default(&self, merchant: &Merchant, id: Uuid) -> Result<(), PaymentError> {
+        let mut tx = self.pool.begin().await?;
+        store::lock_cards(&mut tx, merchant.merchant_id, merchant.environment).await?;
+        let card = store::card(&mut tx, merchant.merchant_id, merchant.environment, id)
+            .await?
+            .ok_or(PaymentError::PaymentMethodNotFound)?;
+        if card.status != CardStatus::Active {
+            return Err(PaymentError::CardDead {
+                reason: card.dead_reason.unwrap_or_default(),
+            });
+        }
+        if !card.is_default {
+            store::clear_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
+            store::set_default(&mut tx, id).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Removes a card: it disappears from the list and is never charged again, but a charge
+    /// already on it completes on it. Removing the default makes the most recently attached
+    /// working card the default (none left: bookings answer `payment.no_payment_method`).
+    pub async fn remove(&self, merchant: &Merchant, id: Uuid) -> Result<(), PaymentError> {
+        let mut tx = self.pool.begin().await?;
+        store::lock_cards(&mut tx, merchant.merchant_id, merchant.environment).await?;
+        let card = store::card(&mut tx, merchant.merchant_id, merchant.environment, id)
+            .await?
+            .ok_or(PaymentError::PaymentMethodNotFound)?;
+        store::remove_card(&mut tx, card.id, now()).await?;
+        if card.is_default {
+            store::promote_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Marks a card dead, hands its default on and records `payment_method.dead`, all on
+    /// `conn`'s transaction (once per card: a card already dead raises nothing). True when it
+    /// recorded the event.
+    pub async fn mark_card_dead(
+        conn: &mut PgConnection,
+        card_id: Uuid,
+        finish: FinishReason,
+    ) -> Result<bool, sqlx::Error> {
+        let now = now();
+        // The merchant's card lock first, as every change to its cards takes it first.
+        let known = store::card_by_id(conn, card_id).await?;
+        store::lock_cards(conn, known.merchant_id, known.environment).await?;
+        let Some(card) = store::mark_dead(conn, card_id, dead_reason(finish), now).await? else {
+            return Ok(false);
+        };
+        store::promote_default(conn, card.merchant_id, card.environment).await?;
+        let event = NewEvent {
+            name: EventName::PaymentMethodDead,
+            merchant_id: card.merchant_id,
+            environment: card.environment,
+            occurred_at: now,
+            job: None,
+            details: EventDetails {
+                payment_method_id: Some(card.id),
+                brand: Some(card.brand),
+                last_four: Some(card.last_four),
+                reason: card.dead_reason,
+                ..EventDetails::default()
+            },
+        };
+        events::record(conn, &event).await?;
+        Ok(true)
+    }
+
+    /// The card a new hold goes on: the default, else the most recent working card.
+    pub async fn card_for_hold(
+        conn: &mut PgConnection,
+        merchant: &Merchant,
+    ) -> Result<CardRow, HoldError> {
+        store::usable_card(conn, merchant.merchant_id, merchant.environment)
+            .await?
+            .ok_or(HoldError::NoPaymentMethod)
+    }
+}
+
+/// The `dead_reason` (and event `reason`) of a finished card.
+pub fn dead_reason(finish: FinishReason) -> &'static str {
+    match finish {
+        FinishReason::Expired => "expired",
+        FinishReason::Lost => "lost",
+        FinishReason::RefusedForGood => "refused_for_good",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dead_reasons_are_stable() {
+        assert_eq!(dead_reason(FinishReason::Expired), "expired");
+        assert_eq!(dead_reason(FinishReason::Lost), "lost");
+        assert_eq!(
+            dead_reason(FinishReason::RefusedForGood),
+            "refused_for_good"
+        );
+    }
+}

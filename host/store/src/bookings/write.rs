@@ -1,0 +1,144 @@
+//! A booking's last step: the statement that claims each booking's idempotency key with its
+//! stored answer, marks its quote used and writes the job with what goes with it, all or
+//! nothing; and the key's stored answer, for the bookings written in a transaction.
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder};
+use uuid::Uuid;
+
+use courier_domain::Environment;
+
+use crate::writes::Writes;
+
+/// A booking's idempotency key with the answer it stores for replays.
+pub struct AnsweredKey<'a> {
+    pub merchant_id: Uuid,
+    pub environment: Environment,
+    pub key: &'a str,
+    pub request_hash: &'a [u8],
+    pub status: i32,
+    pub body: &'a serde_json::Value,
+}
+
+/// How [`run_booking_statement`] ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum BookingWritten {
+    /// Everything written and committed.
+    Written,
+    /// A twin committed the key first (read it with [`super::claim::taken_key`]); nothing written.
+    KeyTaken,
+    /// The quote was booked meanwhile; nothing written.
+    QuoteTaken,
+}
+
+/// SQLSTATE of `booking_conflict` (migration 0110).
+const BOOKING_CONFLICT: &str = "CB409";
+
+/// A booking's key with its stored answer, and the quote it marks used.
+pub struct KeyAndQuote<'a> {
+    pub key: AnsweredKey<'a>,
+    pub quote_id: Uuid,
+    pub used_at: DateTime<Utc>,
+}
+
+/// Books in one statement outside any explicit transaction, so in one round trip with its
+/// commit: claims each booking's key with its stored answer, marks its quote used and makes
+/// `writes` (the jobs and what goes with them), all or nothing. What [`super::claim::find_booking`] read is
+/// checked where it could have changed: a twin holding a key is waited for, as is a
+/// concurrent booking of a quote, and any of them having won writes nothing. With several
+/// bookings, the outcome says the first conflict found.
+pub async fn run_booking_statement<'a>(
+    conn: &mut PgConnection,
+    bookings: &'a [KeyAndQuote<'a>],
+    writes: Writes<'a>,
+) -> Result<BookingWritten, sqlx::Error> {
+    let count = i64::try_from(bookings.len()).expect("a batch fits an i64");
+    let claim = move |query: &mut QueryBuilder<'a, Postgres>| {
+        query.push(
+            "INSERT INTO idempotency_keys (merchant_id, environment, key, request_hash, \
+             response_status, response_body) ",
+        );
+        query.push_values(bookings, |mut row, b| {
+            row.push_bind(b.key.merchant_id)
+                .push_bind(b.key.environment.as_str())
+                .push_bind(b.key.key)
+                .push_bind(b.key.request_hash)
+                .push_bind(b.key.status)
+                .push_bind(b.key.body);
+        });
+        query.push(" ON CONFLICT DO NOTHING RETURNING 1");
+    };
+    // Only once every key is claimed: a key found taken undoes the statement anyway, and
+    // its quote's row is then neither waited for nor locked.
+    let mark = move |query: &mut QueryBuilder<'a, Postgres>| {
+        query.push("UPDATE quotes SET used_at = booked.used_at FROM (");
+        query.push_values(bookings, |mut row, b| {
+            row.push_bind(b.quote_id).push_bind(b.used_at);
+        });
+        query
+            .push(
+                ") AS booked (id, used_at) WHERE quotes.id = booked.id \
+                   AND quotes.used_at IS NULL AND (SELECT count(*) FROM claimed) = ",
+            )
+            .push_bind(count)
+            .push(" RETURNING 1");
+    };
+    let statement = Writes::new()
+        .named("claimed", claim)
+        .named("marked", mark)
+        .then(writes);
+    // A quote named twice is marked once, so it counts as taken.
+    let ended = statement
+        .execute_ending(
+            conn,
+            &format!(
+                "SELECT booking_conflict(CASE \
+                   WHEN (SELECT count(*) FROM claimed) < {count} THEN 'key_taken' \
+                   WHEN (SELECT count(*) FROM marked) < {count} THEN 'quote_taken' END)"
+            ),
+        )
+        .await;
+    match ended {
+        Ok(()) => Ok(BookingWritten::Written),
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(BOOKING_CONFLICT) => {
+            Ok(match e.message() {
+                "key_taken" => BookingWritten::KeyTaken,
+                _ => BookingWritten::QuoteTaken,
+            })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Stores the response of the booking that claimed the key, for its replays ([`Writes`]).
+pub fn store_response<'a>(
+    merchant_id: Uuid,
+    environment: Environment,
+    key: &'a str,
+    status: i32,
+    body: &'a serde_json::Value,
+) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
+    move |query| {
+        query
+            .push("UPDATE idempotency_keys SET response_status = ")
+            .push_bind(status)
+            .push(", response_body = ")
+            .push_bind(body)
+            .push(" WHERE merchant_id = ")
+            .push_bind(merchant_id)
+            .push(" AND environment = ")
+            .push_bind(environment.as_str())
+            .push(" AND key = ")
+            .push_bind(key);
+    }
+}
+
+/// Forgets keys older than `before`.
+pub async fn expire_keys(pool: &PgPool, before: DateTime<Utc>) -> Result<u64, sqlx::Error> {
+    Ok(
+        sqlx::query!("DELETE FROM idempotency_keys WHERE created_at < $1", before,)
+            .execute(pool)
+            .await?
+            .rows_affected(),
+    )
+}
