@@ -8,7 +8,7 @@ use std::time::Duration;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use courier_core::auth::Merchant;
-use courier_core::events::EventBell;
+use courier_core::events::FanOutWakeup;
 use courier_core::payments::{Gateways, Payments, RetryPolicy};
 use courier_domain::Environment;
 use courier_plugins::{AdapterConfig, EngineConfig, PaymentAdapter, PluginEngine};
@@ -93,7 +93,7 @@ async fn captured_charge(app: &TestApp, merchant_id: Uuid) -> Uuid {
         pool.clone(),
         Gateways::new(Arc::new(adapter), None),
         retry,
-        EventBell::default(),
+        FanOutWakeup::default(),
     );
     let caller = Merchant {
         merchant_id,

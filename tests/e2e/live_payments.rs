@@ -247,7 +247,7 @@ impl Live {
             .unwrap()
             .expect("the quote exists");
         pool.close().await;
-        let mut job = crate::store::job(
+        let mut job = courier_store::scratch::job_of(
             &quote,
             courier_domain::JobStatus::Searching,
             chrono::Utc::now(),

@@ -25,7 +25,6 @@ mod quotes;
 mod rate_limits;
 mod resilience;
 mod sandbox;
-mod store;
 mod texts;
 mod tracking;
 mod tracking_browser;

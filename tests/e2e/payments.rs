@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use courier_api::ApiError;
 use courier_core::auth::Merchant;
-use courier_core::events::EventBell;
+use courier_core::events::FanOutWakeup;
 use courier_core::merchants::NewMerchant;
 use courier_core::payments::{
     ChargeView, Gateway, GatewayError, Gateways, HoldError, PaymentError, Payments, RetryPolicy,
@@ -95,7 +95,7 @@ impl Shop {
             pool.clone(),
             Gateways::new(gateway, None),
             quick_retries(5),
-            EventBell::default(),
+            FanOutWakeup::default(),
         );
         Self {
             test: merchant.test(),
@@ -1062,14 +1062,14 @@ async fn two_instances_share_due_retries_without_doing_any_twice() {
         pool.clone(),
         Gateways::new(first.clone(), None),
         patient,
-        EventBell::default(),
+        FanOutWakeup::default(),
     );
     let second = Flaky::new(usize::MAX, false);
     let other = Payments::new(
         pool.clone(),
         Gateways::new(second.clone(), None),
         patient,
-        EventBell::default(),
+        FanOutWakeup::default(),
     );
     for _ in 0..5 {
         let (_, held) = hold(&payments, &pool, &caller, 1_000).await;

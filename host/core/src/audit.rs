@@ -48,7 +48,7 @@ impl AuditTrail {
     }
 
     /// Records what changed nothing else (a refused sign-in), in a statement of its own.
-    pub async fn record_alone(&self, entry: &AuditRecord<'_>) -> Result<(), sqlx::Error> {
+    pub async fn record_on_its_own(&self, entry: &AuditRecord<'_>) -> Result<(), sqlx::Error> {
         let mut conn = self.pool.acquire().await?;
         record(&mut conn, entry).await.map(drop)
     }

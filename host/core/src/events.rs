@@ -6,8 +6,9 @@
 //! The fan-out is woken after commit, not by a `NOTIFY` inside the recording transaction:
 //! Postgres holds one database-wide lock from a notifying transaction's pre-commit until its
 //! commit record is on disk, so notifying transactions commit one at a time (bookings were
-//! capped at one per disk flush; BENCHMARKS.md). The process that commits rings its own
-//! [`EventBell`]; anything else that records events calls [`announce`] after its commit.
+//! capped at one per disk flush; BENCHMARKS.md). The process that commits wakes its own
+//! fan-out ([`FanOutWakeup`]); anything else that records events calls [`announce`] after its
+//! commit.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
@@ -21,63 +22,64 @@ pub use courier_store::events::{insert_many, record};
 pub const EVENTS_CHANNEL: &str = "courier_events";
 
 /// Wakes this process's webhook fan-out once a transaction that recorded events has
-/// committed. Rings close together wake it once; a ring nobody waits for is kept for the next
-/// wait. Cheap to clone.
+/// committed. Wakeups close together wake it once; a wakeup nobody waits for is kept for the
+/// next wait. Cheap to clone.
 #[derive(Clone, Debug, Default)]
-pub struct EventBell(Arc<Notify>);
+pub struct FanOutWakeup(Arc<Notify>);
 
-impl EventBell {
+impl FanOutWakeup {
     /// Call after the commit of a transaction that recorded events.
-    pub fn ring(&self) {
+    pub fn wake(&self) {
         self.0.notify_one();
     }
 
-    /// Resolves at the next ring (at once if one came since the last wait).
-    pub async fn rung(&self) {
+    /// Resolves at the next wakeup (at once if one came since the last wait).
+    pub async fn woken(&self) {
         self.0.notified().await;
     }
 }
 
-/// A transaction that may record events: its commit rings the bell when it did, so no caller
-/// rings by hand (and none forgets to). Derefs to the transaction it wraps.
+/// A transaction that may record events: once it says it did ([`recorded`](Self::recorded)),
+/// its commit wakes the fan-out, so no caller wakes it by hand (and none forgets to). Derefs to
+/// the transaction it wraps.
 pub struct EventTransaction<'c> {
     tx: Transaction<'c, Postgres>,
-    bell: EventBell,
-    rings: bool,
+    wakeup: FanOutWakeup,
+    recorded_events: bool,
 }
 
 impl EventTransaction<'static> {
-    /// Begins a transaction on `pool`; `rings`: it will record events.
-    pub async fn begin(pool: &PgPool, bell: &EventBell, rings: bool) -> Result<Self, sqlx::Error> {
-        Ok(Self::wrap(pool.begin().await?, bell, rings))
+    /// Begins a transaction on `pool` that has recorded no events yet.
+    pub async fn begin(pool: &PgPool, wakeup: &FanOutWakeup) -> Result<Self, sqlx::Error> {
+        Ok(Self::wrap(pool.begin().await?, wakeup))
     }
 }
 
 impl<'c> EventTransaction<'c> {
-    /// `tx`, begun elsewhere; `rings`: it will record events.
-    pub fn wrap(tx: Transaction<'c, Postgres>, bell: &EventBell, rings: bool) -> Self {
+    /// `tx`, begun elsewhere, that has recorded no events yet.
+    pub fn wrap(tx: Transaction<'c, Postgres>, wakeup: &FanOutWakeup) -> Self {
         Self {
             tx,
-            bell: bell.clone(),
-            rings,
+            wakeup: wakeup.clone(),
+            recorded_events: false,
         }
     }
 
-    /// Says that the transaction recorded events after all: its commit rings the bell.
+    /// Says that the transaction recorded events: its commit wakes the fan-out.
     pub fn recorded(&mut self) {
-        self.rings = true;
+        self.recorded_events = true;
     }
 
-    /// Rolls back; nothing was recorded, nothing rings.
+    /// Rolls back; nothing was recorded, nothing is woken.
     pub async fn rollback(self) -> Result<(), sqlx::Error> {
         self.tx.rollback().await
     }
 
-    /// Commits, then rings the bell if events were recorded.
+    /// Commits, then wakes the fan-out if events were recorded.
     pub async fn commit(self) -> Result<(), sqlx::Error> {
         self.tx.commit().await?;
-        if self.rings {
-            self.bell.ring();
+        if self.recorded_events {
+            self.wakeup.wake();
         }
         Ok(())
     }

@@ -6,7 +6,7 @@
 //! - `auth`: merchant and operator credentials, issued and verified.
 //! - `couriers`: couriers and their credentials for the courier API.
 //! - `dispatch`: offers of searching jobs to couriers, deadlines, the due-work worker.
-//! - `events`: the outbox transaction and the bell that wakes the webhook fan-out.
+//! - `events`: the outbox transaction and the wakeup of the webhook fan-out.
 //! - `jobs`: booking, the moves of fulfilment, the views of a job.
 //! - `markets`: where the service operates; road networks and places per market.
 //! - `merchants`: onboarding, keys, account settings.

@@ -107,7 +107,7 @@ impl Services {
                 db.pool.clone(),
                 gateways,
                 config.payments.retry,
-                webhooks.bell(),
+                webhooks.wakeup(),
             )
             .with_call_limits(courier_core::payments::CallLimits {
                 // Each call in flight keeps a plugin instance while it waits on the network:
@@ -138,7 +138,7 @@ impl Services {
                 markets: Arc::clone(&markets),
                 public_url: config.public_url(),
             },
-            webhooks.bell(),
+            webhooks.wakeup(),
         );
         let merchants =
             courier_core::merchants::Merchants::new(db.pool.clone(), authenticator.clone());
@@ -204,8 +204,8 @@ pub async fn run(
     let activations = hub.subscribe(courier_store::price_books::ACTIVATION_CHANNEL);
     let credential_changes = hub.subscribe(courier_core::auth::CHANGES_CHANNEL);
     // Other processes' events wake the fan-out from the relay itself: no task in between.
-    let bell = services.webhooks.bell();
-    hub.on(courier_core::events::EVENTS_CHANNEL, move |_| bell.ring());
+    let wakeup = services.webhooks.wakeup();
+    hub.on(courier_core::events::EVENTS_CHANNEL, move |_| wakeup.wake());
     hub.start(&workers)
         .await
         .map_err(|e| StartError::Database(DbError::Connect(e)))?;
@@ -272,7 +272,7 @@ pub async fn run(
         payments: Arc::clone(&services.payments),
         markets: Arc::clone(&services.markets),
         public_url: Arc::from(config.public_url().as_str()),
-        bell: services.webhooks.bell(),
+        wakeup: services.webhooks.wakeup(),
         batches: courier_core::jobs::booking::BookingBatches::start(&services.db.pool),
     };
     courier_core::jobs::booking::recovery::run(

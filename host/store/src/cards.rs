@@ -8,7 +8,7 @@ use uuid::Uuid;
 use courier_domain::Environment;
 use courier_domain::charge::CardStatus;
 
-use crate::text::Text;
+use crate::text_columns::Text;
 
 /// A card on file as stored (the provider's reference, never the number).
 #[derive(Clone, Debug)]

@@ -8,7 +8,7 @@ use uuid::Uuid;
 use courier_domain::Environment;
 use courier_domain::charge::{ChargeStatus, Move};
 
-use crate::text::Text;
+use crate::text_columns::Text;
 
 /// A charge as stored.
 #[derive(Clone, Debug)]

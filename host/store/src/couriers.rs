@@ -7,7 +7,7 @@ use uuid::Uuid;
 use courier_domain::Vehicle;
 use courier_domain::dispatch::CourierStatus;
 
-use crate::text::Text;
+use crate::text_columns::Text;
 
 /// A courier as stored (the credential's secret only as its keyed hash).
 #[derive(Clone, Debug)]

@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use courier_domain::dispatch::OfferStatus;
 
-use crate::text::Text;
+use crate::text_columns::Text;
 
 use super::jobs::{JobRecord, JobRow};
 

@@ -10,7 +10,7 @@ use courier_domain::event::NewEvent;
 use courier_domain::job::proof::ProofKind;
 use courier_domain::job::transitions::Settlement;
 
-use crate::text::Text;
+use crate::text_columns::Text;
 
 use super::jobs::{JobRecord, JobRow};
 use crate::writes::Writes;

@@ -4,7 +4,7 @@ use uuid::Uuid;
 
 use courier_domain::{Environment, JobStatus, Vehicle};
 
-use crate::text::{Text, column};
+use crate::text_columns::{Text, column};
 
 /// A job as stored (and, as JSON, as a booking between its phases keeps it).
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize, serde::Deserialize)]
@@ -131,7 +131,7 @@ impl JobRow {
     }
 }
 
-/// Marks the quote used, at the booking time ([`Writes`]).
+/// Marks the quote used, at the booking time ([`crate::writes::Writes`]).
 pub fn mark_quote_used<'a>(
     quote_id: Uuid,
     at: DateTime<Utc>,
@@ -145,7 +145,7 @@ pub fn mark_quote_used<'a>(
     }
 }
 
-/// Inserts newly booked jobs, one row each ([`Writes`]).
+/// Inserts newly booked jobs, one row each ([`crate::writes::Writes`]).
 pub fn insert_jobs<'a>(
     jobs: Vec<&'a JobRow>,
 ) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {

@@ -1,4 +1,26 @@
 //! Courier's SQL, one module per table group. Queries only: rules live in `courier-domain`.
+//!
+//! Statements are written with sqlx's compile-checked macros (`query!`, `query_as!`,
+//! `query_scalar!`), checked against the migrated schema through `.sqlx/`. These are not, and
+//! why; each runs against a real PostgreSQL in this crate's `tests/`:
+//!
+//! - **Writes joined into one statement** ([`writes::Writes`]): each write is a
+//!   data-modifying `WITH` part, and which parts a statement has, and how many rows each
+//!   inserts, is known only at run time (a booking with or without a charge, a batch of any
+//!   size), while the macros check one fixed text. The parts: [`jobs::insert_jobs`],
+//!   [`jobs::mark_quote_used`], [`events::insert`], [`events::insert_many`],
+//!   [`events::insert_if`], [`sandbox::upsert`], [`charges::insert_charges`],
+//!   [`charges::insert_moves`], [`bookings::attempts::insert_attempt`],
+//!   [`bookings::attempts::delete_attempt`], [`bookings::attempts::release_quote`],
+//!   [`bookings::write::store_response`]; the statements: [`bookings::write::run_booking_statement`]
+//!   (a booking's whole write) and [`fulfilment::move_job_along`] (a job's move).
+//! - **Optional filters**: [`jobs::list`] and its count, whose `WHERE` has only the filters
+//!   asked for.
+//! - **Statements planned anew at every call** ([`dispatch::unoffered_searches`],
+//!   [`webhooks::claim_due`]): the macros prepare a named statement whose plan is kept, and a
+//!   plan kept from when the table was small reads the whole table once it has grown.
+//! - **An identifier** ([`cluster::create_database_if_missing`]): `CREATE DATABASE` takes a
+//!   name, which cannot be a bound parameter.
 
 pub mod audit;
 pub mod bookings;
@@ -6,7 +28,9 @@ pub mod cards;
 pub mod charges;
 pub mod cluster;
 pub mod couriers;
+pub mod customer_texts;
 pub mod dispatch;
+pub mod embedded;
 pub mod events;
 pub mod fulfilment;
 pub mod jobs;
@@ -16,9 +40,9 @@ pub mod quotes;
 pub mod reconciliation;
 pub mod refunds;
 pub mod sandbox;
+pub mod scratch;
 pub mod secret_key;
-pub mod text;
-pub mod texts;
+pub mod text_columns;
 pub mod tracking;
 pub mod webhooks;
 pub mod writes;

@@ -6,7 +6,7 @@ use uuid::Uuid;
 use courier_domain::Environment;
 use courier_domain::limits::LimitOverrides;
 
-use crate::text::Text;
+use crate::text_columns::Text;
 
 /// A merchant's account settings.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, sqlx::FromRow, utoipa::ToSchema)]

@@ -4,7 +4,7 @@ use uuid::Uuid;
 
 use courier_domain::{Environment, Vehicle};
 
-use crate::text::Text;
+use crate::text_columns::Text;
 
 /// A quote as stored.
 #[derive(Clone, Debug)]

@@ -9,7 +9,7 @@ use courier_domain::Environment;
 use courier_domain::charge::{ChargeStatus, Move};
 
 use crate::charges::ChargeRow;
-use crate::text::Text;
+use crate::text_columns::Text;
 
 /// The environment's charges raised at or after `since`, oldest first.
 pub async fn charges_since(

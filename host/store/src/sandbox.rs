@@ -7,7 +7,7 @@ use uuid::Uuid;
 use courier_domain::sandbox::plan::{Scenario, Stage};
 
 use super::jobs::JobRow;
-use super::text::Text;
+use super::text_columns::Text;
 use super::writes::Writes;
 
 #[derive(Clone, Debug)]

@@ -9,7 +9,7 @@ use uuid::Uuid;
 use courier_domain::Environment;
 use courier_domain::webhook::{DeliveryStatus, EndpointStatus};
 
-use crate::text::Text;
+use crate::text_columns::Text;
 
 /// An endpoint as the API shows it (never the secret).
 #[derive(Clone, Debug)]

@@ -1,7 +1,6 @@
 //! The test harness: one cluster per test run, one database and one service per test.
 
 pub mod browser;
-mod cluster;
 pub mod eventually;
 pub mod fleet;
 pub mod forwarder;
@@ -22,7 +21,7 @@ use uuid::Uuid;
 use courier_core::config::Config;
 use courier_core::merchants::NewMerchant;
 
-pub use cluster::fresh_database_url;
+pub use courier_store::scratch::fresh_database_url;
 pub use eventually::eventually;
 
 /// The operator token every test service accepts.

@@ -112,7 +112,7 @@ async fn record_failed_sign_in(state: &AppState, client: IpAddr, refusal: &AuthE
         } })),
         occurred_at: courier_core::infra::clock::now(),
     };
-    if let Err(error) = state.audit.record_alone(&record).await {
+    if let Err(error) = state.audit.record_on_its_own(&record).await {
         tracing::warn!(%error, %client, "a failed operator sign-in could not be audited");
     }
 }

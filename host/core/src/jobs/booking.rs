@@ -10,7 +10,7 @@
 //! ([`batches`]): the bookings reading while a read is in flight are read by the next one,
 //! and those approved while a write is in flight are written by the next, one statement and
 //! one commit for all of them, or, when any of them lost its key or quote meanwhile, none,
-//! and each is then written alone. A hold not approved on the spot (a decline, an adapter
+//! and each is then written on its own. A hold not approved on the spot (a decline, an adapter
 //! failure) is booked again the way below, which records it.
 //!
 //! Otherwise, first, in one transaction: claim the idempotency key (a twin with the same key waits here,
@@ -66,7 +66,7 @@ use uuid::Uuid;
 use super::fulfilment::job_event;
 use super::views::JobView;
 use crate::auth::Merchant;
-use crate::events::{EventBell, EventTransaction};
+use crate::events::{EventTransaction, FanOutWakeup};
 use crate::infra::db::batches::Batched;
 use crate::markets::Markets;
 use crate::payments::{self, CallSlot, HoldError, Payments, ProviderAnswer, RecordedHold};
@@ -189,8 +189,8 @@ pub struct BookingContext {
     pub payments: Arc<Payments>,
     pub markets: Arc<Markets>,
     pub public_url: Arc<str>,
-    /// Rung once the booking (and its `job.booked`) is committed.
-    pub bell: EventBell,
+    /// Woken once the booking (and its `job.booked`) is committed.
+    pub wakeup: FanOutWakeup,
     /// Reads and writes the bookings whose hold needs no network together.
     pub batches: BookingBatches,
 }
@@ -245,7 +245,7 @@ pub async fn book(
         return Ok(answer);
     }
     let request = BookingRequest::parse(body, now);
-    let mut tx = EventTransaction::begin(&context.pool, &context.bell, false).await?;
+    let mut tx = EventTransaction::begin(&context.pool, &context.wakeup).await?;
     let quote_id = request.as_ref().ok().map(|r| r.quote_id);
     let (quote, card) = match claim::claim_booking(
         &mut tx,
@@ -346,7 +346,7 @@ async fn book_approved_on_the_spot(
     };
     let found = match context.batches.read(asked).await? {
         Batched::Done(_, found) => found,
-        Batched::Alone(_) => {
+        Batched::OnItsOwn(_) => {
             claim::find_booking(
                 &mut *context.pool.acquire().await?,
                 merchant.merchant_id,
@@ -392,8 +392,8 @@ async fn book_approved_on_the_spot(
     };
     let booked = match context.batches.write(approved).await? {
         Batched::Done(booked, ()) => booked,
-        // Its batch gave up: written alone, which tells whether it lost its key or its quote.
-        Batched::Alone(approved) => {
+        // Its batch gave up: written on its own, which tells whether it lost its key or its quote.
+        Batched::OnItsOwn(approved) => {
             let mut conn = context.pool.acquire().await?;
             match batches::write_approved_bookings(&mut conn, std::slice::from_ref(&approved))
                 .await?
@@ -413,7 +413,7 @@ async fn book_approved_on_the_spot(
             }
         }
     };
-    context.bell.ring();
+    context.wakeup.wake();
     Ok(Some(BookingResponse {
         status: 201,
         body: booked.body,
@@ -551,7 +551,7 @@ async fn complete(
     prepared: &Prepared,
     answer: ProviderAnswer,
 ) -> Result<BookingResponse, BookingError> {
-    let mut tx = EventTransaction::begin(&context.pool, &context.bell, false).await?;
+    let mut tx = EventTransaction::begin(&context.pool, &context.wakeup).await?;
     let locked = attempts::lock_attempt(&mut tx, attempt.id).await?;
     if locked.as_ref().is_some_and(|locked| locked.abandoning) {
         // Being abandoned elsewhere: it ends refused, once its hold is released.

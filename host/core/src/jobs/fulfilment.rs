@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::auth::Merchant;
-use crate::events::{EventBell, EventTransaction};
+use crate::events::{EventTransaction, FanOutWakeup};
 use crate::infra::clock::now;
 use crate::markets::Markets;
 use crate::payments::{PaymentError, Payments};
@@ -147,7 +147,7 @@ pub struct Fulfilment {
     pool: PgPool,
     payments: Arc<Payments>,
     texts: CollectionTexts,
-    bell: EventBell,
+    wakeup: FanOutWakeup,
 }
 
 impl Fulfilment {
@@ -155,13 +155,13 @@ impl Fulfilment {
         pool: PgPool,
         payments: Arc<Payments>,
         texts: CollectionTexts,
-        bell: EventBell,
+        wakeup: FanOutWakeup,
     ) -> Self {
         Self {
             pool,
             payments,
             texts,
-            bell,
+            wakeup,
         }
     }
 
@@ -217,7 +217,7 @@ impl Fulfilment {
         reason: Option<&str>,
     ) -> Result<JobRow, FulfilmentError> {
         let reason = optional_reason(reason)?.unwrap_or(MERCHANT_CANCELLED_REASON);
-        let mut tx = self.begin(true).await?;
+        let mut tx = self.begin_move().await?;
         let job = store::lock_job(&mut tx, job_id)
             .await?
             .filter(|j| {
@@ -255,7 +255,7 @@ impl Fulfilment {
         courier_id: Uuid,
         offer_id: Uuid,
     ) -> Result<JobRow, FulfilmentError> {
-        let mut tx = self.begin(true).await?;
+        let mut tx = self.begin_move().await?;
         // Job first, then offer: the order every job move takes its locks in.
         let job_id = offers::job_of_offer(&mut tx, offer_id, courier_id)
             .await?
@@ -302,7 +302,7 @@ impl Fulfilment {
         courier_id: Uuid,
         offer_id: Uuid,
     ) -> Result<(), FulfilmentError> {
-        let mut tx = self.begin(true).await?;
+        let mut tx = self.begin_move().await?;
         let offer = offers::lock_offer(&mut tx, offer_id, courier_id)
             .await?
             .ok_or(FulfilmentError::OfferNotFound)?;
@@ -348,7 +348,7 @@ impl Fulfilment {
         job_id: Uuid,
         check: impl FnOnce(&JobRow) -> Result<Proof, ProofError>,
     ) -> Result<JobRow, FulfilmentError> {
-        let mut tx = self.begin(true).await?;
+        let mut tx = self.begin_move().await?;
         let job = courier_job(&mut tx, courier_id, job_id).await?;
         transitions::check(Actor::Courier, job.status, JobStatus::Delivered)?;
         let proof = check(&job)?;
@@ -378,7 +378,7 @@ impl Fulfilment {
         reason: Option<&str>,
         proof: Option<&Proof>,
     ) -> Result<JobRow, FulfilmentError> {
-        let mut tx = self.begin(true).await?;
+        let mut tx = self.begin_move().await?;
         let job = courier_job(&mut tx, courier_id, job_id).await?;
         let moved = apply(
             &mut tx,
@@ -408,7 +408,7 @@ impl Fulfilment {
         reason: Option<&str>,
     ) -> Result<JobRow, FulfilmentError> {
         let reason = required_reason(reason)?;
-        let mut tx = self.begin(true).await?;
+        let mut tx = self.begin_move().await?;
         let job = store::lock_job(&mut tx, job_id)
             .await?
             .ok_or(FulfilmentError::JobNotFound)?;
@@ -452,7 +452,7 @@ impl Fulfilment {
         job_id: Uuid,
         courier_id: Uuid,
     ) -> Result<JobRow, FulfilmentError> {
-        let mut tx = self.begin(true).await?;
+        let mut tx = self.begin_move().await?;
         let job = store::lock_job(&mut tx, job_id)
             .await?
             .ok_or(FulfilmentError::JobNotFound)?;
@@ -504,7 +504,7 @@ impl Fulfilment {
         &self,
         deadline: chrono::Duration,
     ) -> Result<usize, FulfilmentError> {
-        let mut tx = self.begin(true).await?;
+        let mut tx = self.begin_move().await?;
         let due = offers::claim_overdue_searches(&mut tx, deadline, now(), 50).await?;
         let mut failed = Vec::with_capacity(due.len());
         for job in &due {
@@ -529,11 +529,18 @@ impl Fulfilment {
         Ok(failed.len())
     }
 
-    /// A transaction for moves of jobs: its commit wakes the webhook fan-out for the events
-    /// they recorded. `moves`: it will make one (or the caller says so with
-    /// [`EventTransaction::recorded`]).
-    pub async fn begin(&self, moves: bool) -> Result<EventTransaction<'static>, sqlx::Error> {
-        EventTransaction::begin(&self.pool, &self.bell, moves).await
+    /// A transaction for a move of a job: its commit wakes the webhook fan-out for the event
+    /// the move records.
+    pub async fn begin_move(&self) -> Result<EventTransaction<'static>, sqlx::Error> {
+        let mut tx = self.begin_maybe_move().await?;
+        tx.recorded();
+        Ok(tx)
+    }
+
+    /// A transaction that may move a job: the caller says so with
+    /// [`EventTransaction::recorded`] when it did.
+    pub async fn begin_maybe_move(&self) -> Result<EventTransaction<'static>, sqlx::Error> {
+        EventTransaction::begin(&self.pool, &self.wakeup).await
     }
 
     /// What follows the commit of a move of `job`: the charge of a job the move ended is

@@ -33,7 +33,7 @@ pub use config::{CallLimits, PaymentsConfig, ReconcileConfig, RetryPolicy};
 pub use gateway::{Gateway, GatewayError, Gateways, TestNetwork};
 
 use crate::auth::Merchant;
-use crate::events::{EventBell, EventTransaction};
+use crate::events::{EventTransaction, FanOutWakeup};
 use courier_domain::Environment;
 use courier_domain::charge::state::{self, ChargeStatus, Decision, InvalidMove, Move};
 use courier_store::cards::CardRow;
@@ -245,8 +245,8 @@ pub struct Payments {
     pool: PgPool,
     gateways: Gateways,
     retry: RetryPolicy,
-    /// Rung after commits that may have recorded `payment_method.dead`.
-    bell: EventBell,
+    /// Woken after commits that may have recorded `payment_method.dead`.
+    wakeup: FanOutWakeup,
     /// Places for provider calls over the network that may run at once.
     calls: Arc<Semaphore>,
     /// How long a provider call in flight is left to its caller before the retry worker
@@ -376,13 +376,13 @@ enum Settled {
 }
 
 impl Payments {
-    pub fn new(pool: PgPool, gateways: Gateways, retry: RetryPolicy, bell: EventBell) -> Self {
+    pub fn new(pool: PgPool, gateways: Gateways, retry: RetryPolicy, wakeup: FanOutWakeup) -> Self {
         let calls = CallLimits::default();
         Self {
             pool,
             gateways,
             retry,
-            bell,
+            wakeup,
             calls: Arc::new(Semaphore::new(calls.max_calls)),
             call_lease: calls.lease(),
             abandon_after: calls.abandon_after,
@@ -606,7 +606,7 @@ impl Payments {
             RecordedHold::Held(view) => Ok(view),
             RecordedHold::Declined(decline) => {
                 if let Some(finish) = decline.card_finished {
-                    let mut apart = EventTransaction::begin(&self.pool, &self.bell, false).await?;
+                    let mut apart = EventTransaction::begin(&self.pool, &self.wakeup).await?;
                     if Self::mark_card_dead(&mut apart, card.id, finish).await? {
                         apart.recorded();
                     }
@@ -704,7 +704,7 @@ impl Payments {
         let settled = self
             .settle(&mut tx, &mut current, requested, answer, actor, attempts)
             .await?;
-        let mut tx = EventTransaction::wrap(tx, &self.bell, false);
+        let mut tx = EventTransaction::wrap(tx, &self.wakeup);
         if let Settled::Declined(Decline {
             card_finished: Some(finish),
             ..

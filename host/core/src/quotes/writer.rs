@@ -48,7 +48,7 @@ impl QuoteWriter {
     pub async fn write(&self, row: QuoteRow) -> Result<(), sqlx::Error> {
         match self.batches.send(row).await? {
             Batched::Done(..) => Ok(()),
-            Batched::Alone(row) => store::insert(&self.pool, &row).await,
+            Batched::OnItsOwn(row) => store::insert(&self.pool, &row).await,
         }
     }
 }

@@ -239,7 +239,7 @@ impl Simulator {
         merchant: &Merchant,
         job_id: Uuid,
     ) -> Result<RunView, SandboxError> {
-        let mut tx = self.fulfilment.begin(true).await?;
+        let mut tx = self.fulfilment.begin_move().await?;
         let mut run = store::lock_own(&mut tx, merchant.merchant_id, job_id)
             .await?
             .ok_or(SandboxError::JobNotFound)?;
@@ -275,7 +275,7 @@ impl Simulator {
     async fn run_due_steps(&self) -> Result<(), SandboxError> {
         let mut passed = Vec::new();
         while passed.len() < RUNS_PER_PASS {
-            let mut tx = self.fulfilment.begin(false).await?;
+            let mut tx = self.fulfilment.begin_maybe_move().await?;
             let now = now();
             let Some(mut run) = store::claim_due(&mut tx, now, &passed).await? else {
                 break;

@@ -25,7 +25,7 @@ use crate::infra::workers::{Pass, Workers};
 use courier_domain::Environment;
 use courier_domain::backoff::Backoff;
 use courier_domain::text::message::{self, Disposition};
-use courier_store::texts::{self as store, DueText, NewText};
+use courier_store::customer_texts::{self as store, DueText, NewText};
 
 const TRACKING_LINK: &str = "tracking_link";
 /// Texts taken per claim: small, so a shutdown waits for little.

@@ -34,7 +34,7 @@ pub use config::WebhookConfig;
 pub use courier_store::webhooks::Owner;
 pub use endpoints::{DeliveryRecord, Endpoint, Endpoints, WebhookError};
 
-use crate::events::EventBell;
+use crate::events::FanOutWakeup;
 use crate::infra::secrets::SecretKey;
 use delivery::Dispatcher;
 use secret::SecretCipher;
@@ -65,8 +65,8 @@ pub struct Webhooks {
     cipher: SecretCipher,
     config: WebhookConfig,
     client: client::WebhookClient,
-    /// Rung by this process's event recorders; wakes the fan-out.
-    bell: EventBell,
+    /// Woken by this process's event recorders; wakes the fan-out.
+    wakeup: FanOutWakeup,
     endpoints: Endpoints,
 }
 
@@ -91,7 +91,7 @@ impl Webhooks {
             cipher,
             pool,
             config,
-            bell: EventBell::default(),
+            wakeup: FanOutWakeup::default(),
         }))
     }
 
@@ -100,15 +100,15 @@ impl Webhooks {
         &self.endpoints
     }
 
-    /// The bell that wakes this process's fan-out; ring it after committing events.
-    pub fn bell(&self) -> EventBell {
-        self.bell.clone()
+    /// What wakes this process's fan-out; wake it after committing events.
+    pub fn wakeup(&self) -> FanOutWakeup {
+        self.wakeup.clone()
     }
 
     /// Loads the payload shaper and starts, under `workers`, the fan-out and the delivery
     /// workers, unless delivery is off in this process. The fan-out's first round catches up on events recorded before; later ones are
-    /// woken by the [`bell`](Self::bell), which other processes' notices ring too (the caller
-    /// has the LISTEN hub ring it).
+    /// woken by the [`wakeup`](Self::wakeup), which other processes' notices wake too (the caller
+    /// has the LISTEN hub wake it).
     pub async fn start_workers(
         &self,
         engine: &PluginEngine,
@@ -138,7 +138,7 @@ impl Webhooks {
             shaper,
             dispatcher: dispatcher.clone(),
             workers: workers.clone(),
-            bell: self.bell(),
+            wakeup: self.wakeup(),
             lease_ms,
             poll: self.config.poll,
         };
@@ -183,7 +183,7 @@ struct FanOut {
     shaper: PayloadShaper,
     dispatcher: Dispatcher,
     workers: crate::infra::workers::Workers,
-    bell: EventBell,
+    wakeup: FanOutWakeup,
     lease_ms: i64,
     poll: Duration,
 }
@@ -238,7 +238,7 @@ impl FanOut {
             }
             tokio::select! {
                 () = stop.cancelled() => {}
-                _ = self.bell.rung() => {}
+                _ = self.wakeup.woken() => {}
                 _ = tokio::time::sleep(self.poll) => {}
             }
         }

@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use courier_domain::Environment;
 
-use crate::text::Text;
+use crate::text_columns::Text;
 
 /// A booking whose card hold was asked for, and whose outcome is not written yet.
 #[derive(Clone, Debug)]

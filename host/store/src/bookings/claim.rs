@@ -10,7 +10,7 @@ use courier_domain::charge::CardStatus;
 use courier_domain::{Environment, Vehicle};
 
 use crate::cards::CardRow;
-use crate::text::Text;
+use crate::text_columns::Text;
 
 /// A quote being booked, with the account settings of the merchant it was made for.
 pub struct QuoteToBook {
@@ -297,7 +297,7 @@ pub async fn find_bookings(
     // One row per booking asked, whatever is found: the key by its primary key, and the
     // quote and the card only when the key is free. Each lookup is a `LATERAL … LIMIT 1`, a
     // lookup per booking: with the key as a plain join, a batch read cost 29 buffers and
-    // 141 µs a booking, where one booking read alone had cost 10 buffers and 79 µs.
+    // 141 µs a booking, where one booking read on its own had cost 10 buffers and 79 µs.
     let found = sqlx::query_as!(
         BookingFound,
         "SELECT k.request_hash IS NOT NULL AS \"taken!\", \

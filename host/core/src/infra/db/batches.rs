@@ -65,7 +65,7 @@ pub enum Batched<R, A> {
     Done(R, A),
     /// Not done: its batch was refused, or the batches are stopping. The caller sends it
     /// alone, the way it would without batches, and so learns what was wrong with it.
-    Alone(R),
+    OnItsOwn(R),
 }
 
 /// Sends rows in batches, one batch at a time (see the module's description). Cloning
@@ -90,7 +90,7 @@ struct Waiting<R, A> {
 enum Outcome<R, A> {
     Done(R, A),
     Failed(sqlx::Error),
-    Alone(R),
+    OnItsOwn(R),
 }
 
 impl<W: ManyAtOnce> Batches<W> {
@@ -108,12 +108,12 @@ impl<W: ManyAtOnce> Batches<W> {
         let (done, outcome) = oneshot::channel();
         if let Err(refused) = self.queue.send(Waiting { row, done }).await {
             // The batches' task is gone (the runtime is stopping).
-            return Ok(Batched::Alone(refused.0.row));
+            return Ok(Batched::OnItsOwn(refused.0.row));
         }
         match outcome.await {
             Ok(Outcome::Done(row, answer)) => Ok(Batched::Done(row, answer)),
             Ok(Outcome::Failed(error)) => Err(error),
-            Ok(Outcome::Alone(row)) => Ok(Batched::Alone(row)),
+            Ok(Outcome::OnItsOwn(row)) => Ok(Batched::OnItsOwn(row)),
             // The task ended without answering (it panicked): whether the row was committed
             // is unknown, so the request fails.
             Err(_) => Err(sqlx::Error::WorkerCrashed),
@@ -177,7 +177,7 @@ async fn run_batch<W: ManyAtOnce>(
         // Refused, or answered for more or fewer rows than it had (a fault of its statement).
         Ok(Batch::Done(_) | Batch::Refused) => {
             for (answer, row) in answers.into_iter().zip(rows) {
-                let _ = answer.send(Outcome::Alone(row));
+                let _ = answer.send(Outcome::OnItsOwn(row));
             }
         }
         Err(error) if availability::is_unavailable(&error) => {
@@ -197,7 +197,7 @@ async fn run_batch<W: ManyAtOnce>(
                 tracing::debug!(%error, rows = rows.len(), "a batch was refused; sending each row alone");
             }
             for (answer, row) in answers.into_iter().zip(rows) {
-                let _ = answer.send(Outcome::Alone(row));
+                let _ = answer.send(Outcome::OnItsOwn(row));
             }
         }
     }

@@ -2,7 +2,6 @@
 
 pub mod availability;
 pub mod batches;
-mod embedded;
 pub mod listen;
 
 use std::path::Path;
@@ -14,7 +13,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool};
 use thiserror::Error;
 
-pub use embedded::{EmbeddedError, EmbeddedPostgres, find_server_binaries};
+pub use courier_store::embedded::{EmbeddedError, EmbeddedPostgres, find_server_binaries};
 
 /// The database every embedded cluster serves the application from.
 pub const EMBEDDED_DATABASE: &str = "courier";

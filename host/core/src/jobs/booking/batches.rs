@@ -7,7 +7,7 @@
 //!   keys, quotes, jobs, events, sandbox runs and charges in one statement and one commit.
 //!   Each booking is answered only once it is committed. A batch lands whole or not at all:
 //!   when any of its bookings lost its key or its quote to another booking meanwhile, nothing
-//!   of it is written, and each booking is written again alone, which finds out which one
+//!   of it is written, and each booking is written again on its own, which finds out which one
 //!   lost and how.
 
 use serde_json::Value;
@@ -135,7 +135,7 @@ impl BookingBatches {
     }
 
     /// Reads what `asked` needs with the bookings asking beside it. `Alone` when its batch
-    /// failed for a reason of its own (then it is read alone).
+    /// failed for a reason of its own (then it is read on its own).
     pub async fn read(
         &self,
         asked: BookingAsked,

@@ -10,8 +10,6 @@ use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use courier_core::infra::db::batches::{Batch, Batched, Batches, ManyAtOnce};
-use courier_core::quotes::QuoteWriter;
 use courier_domain::charge::CardStatus;
 use courier_domain::charge::state::ChargeStatus;
 use courier_domain::dispatch::{CourierStatus, OfferStatus};
@@ -27,93 +25,12 @@ use courier_store::jobs::{self, JobRow, ListFilter};
 use courier_store::quotes::{self, QuoteRow};
 use courier_store::webhooks::{self, NewDelivery, NewEndpoint, Owner};
 use courier_store::writes::Writes;
-use courier_store::{couriers, dispatch, events, fulfilment, merchants};
+use courier_store::{couriers, dispatch, events, fulfilment};
 
-use crate::support::fresh_database_url;
+use courier_store::scratch::{fresh_database_url, job_of as job, merchant, quote, quote_row};
 
 async fn database() -> PgPool {
     PgPool::connect(&fresh_database_url().await).await.unwrap()
-}
-
-async fn merchant(pool: &PgPool) -> Uuid {
-    let id = Uuid::new_v4();
-    let mut conn = pool.acquire().await.unwrap();
-    merchants::insert_merchant(&mut conn, id, "Store Test Ltd")
-        .await
-        .unwrap();
-    id
-}
-
-async fn quote(pool: &PgPool, merchant_id: Uuid, at: DateTime<Utc>) -> QuoteRow {
-    let row = quote_row(merchant_id, at);
-    quotes::insert(pool, &row).await.unwrap();
-    row
-}
-
-fn quote_row(merchant_id: Uuid, at: DateTime<Utc>) -> QuoteRow {
-    QuoteRow {
-        id: Uuid::new_v4(),
-        merchant_id,
-        environment: Environment::Test,
-        market_id: "demo".into(),
-        currency: "EUR".into(),
-        vehicle: Vehicle::Car,
-        pickup_latitude: 47.1,
-        pickup_longitude: 9.5,
-        pickup_postcode: Some("9490".into()),
-        dropoff_latitude: 47.2,
-        dropoff_longitude: 9.6,
-        dropoff_postcode: None,
-        weight_grams: 1200,
-        scheduled_for: None,
-        priced_for: at,
-        demand_permille: 1000,
-        distance_metres: 5400,
-        duration_seconds: 600,
-        total_amount_minor: 1290,
-        breakdown: json!([]),
-        price_book_version: 1,
-        created_at: at,
-        expires_at: at + Duration::minutes(15),
-        used_at: None,
-    }
-}
-
-/// A job of `quote`, as a booking prepares it.
-pub(crate) fn job(quote: &QuoteRow, status: JobStatus, booked_at: DateTime<Utc>) -> JobRow {
-    JobRow {
-        id: Uuid::new_v4(),
-        merchant_id: quote.merchant_id,
-        environment: quote.environment,
-        quote_id: quote.id,
-        reference: format!("CR-{}", &Uuid::new_v4().simple().to_string()[..8]),
-        tracking_token: Uuid::new_v4().simple().to_string(),
-        status,
-        market_id: quote.market_id.clone(),
-        currency: quote.currency.clone(),
-        price_amount_minor: quote.total_amount_minor,
-        tax_amount_minor: 0,
-        vehicle: quote.vehicle,
-        pickup: json!({"address": "Städtle 1, Vaduz"}),
-        dropoff: json!({"address": "Landstrasse 2, Schaan"}),
-        items: json!([]),
-        items_subtotal_minor: 0,
-        discount_minor: 0,
-        items_total_minor: 0,
-        notify_customer: false,
-        customer_notified_at: None,
-        proof_photo_required: false,
-        proof_signature_required: true,
-        proof: None,
-        courier_id: None,
-        booked_at,
-        scheduled_for: None,
-        search_opens_at: None,
-        assigned_at: None,
-        completed_at: None,
-        cancellation_reason: None,
-        search_opened_at: None,
-    }
 }
 
 async fn card(pool: &PgPool, merchant_id: Uuid) -> CardRow {
@@ -214,31 +131,6 @@ async fn quotes_written_together_land_whole_or_not_at_all() {
         .await
         .expect_err("a taken id is refused");
     assert!(quotes::find(&pool, fresh.id).await.unwrap().is_none());
-}
-
-/// The quote writer: quotes written at once share a statement, and a row the database
-/// refuses fails only its own write; the others are written alone after the batch fails.
-#[tokio::test]
-async fn a_refused_quote_fails_alone_and_the_rest_of_its_batch_is_written() {
-    let pool = database().await;
-    let merchant_id = merchant(&pool).await;
-    let now = Utc::now();
-    let taken = quote(&pool, merchant_id, now).await;
-    let writer = QuoteWriter::start(pool.clone());
-    let rows: Vec<QuoteRow> = (0..6).map(|_| quote_row(merchant_id, now)).collect();
-    // The test's runtime has one thread: every write is queued before the writer's task runs
-    // again and takes them, so the refused row shares a batch with the others.
-    let write = |row: &QuoteRow| {
-        let (writer, row) = (writer.clone(), row.clone());
-        tokio::spawn(async move { writer.write(row).await })
-    };
-    let writes: Vec<_> = rows.iter().map(write).collect();
-    let refused = write(&taken);
-    refused.await.unwrap().expect_err("the taken id is refused");
-    for (row, written) in rows.iter().zip(writes) {
-        written.await.unwrap().expect("the others are written");
-        assert!(quotes::find(&pool, row.id).await.unwrap().is_some());
-    }
 }
 
 /// A booking's claim: the key first, then the quote it names (locked) with the merchant's
@@ -1175,43 +1067,6 @@ async fn dispatch_reads_the_unoffered_searches_and_claims_each_once() {
         .await
         .unwrap();
     assert!(offered_again.is_none(), "it has an open offer");
-}
-
-/// What a batch's statement sees of its connection's planning.
-struct PlanningOfTheBatch;
-
-impl ManyAtOnce for PlanningOfTheBatch {
-    type Row = ();
-    type Answer = String;
-    const MOST: usize = 8;
-
-    async fn run_many(
-        &self,
-        conn: &mut sqlx::PgConnection,
-        rows: &[()],
-    ) -> Result<Batch<String>, sqlx::Error> {
-        let (setting,): (String,) = sqlx::query_as("SHOW plan_cache_mode")
-            .fetch_one(conn)
-            .await?;
-        Ok(Batch::Done(vec![setting; rows.len()]))
-    }
-}
-
-/// A batch's statements run on a connection of the batches' own, planned once for any values;
-/// the pool they were started from plans as before.
-#[tokio::test]
-async fn a_batchs_statements_are_planned_once_on_a_connection_of_its_own() {
-    let pool = database().await;
-    let batches = Batches::start(&pool, PlanningOfTheBatch);
-    let Batched::Done((), setting) = batches.send(()).await.unwrap() else {
-        panic!("the batch was done");
-    };
-    assert_eq!(setting, "force_generic_plan");
-    let (main,): (String,) = sqlx::query_as("SHOW plan_cache_mode")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    assert_eq!(main, "auto");
 }
 
 /// A charge move as read back: from, to, the provider's reference, the detail.

@@ -1,0 +1,77 @@
+//! The features' batches against a real PostgreSQL: a row the database refuses fails alone and
+//! the rest of its batch is written, and a batch's statements are planned on a connection of
+//! their own.
+
+use chrono::Utc;
+use sqlx::PgPool;
+
+use courier_core::infra::db::batches::{Batch, Batched, Batches, ManyAtOnce};
+use courier_core::quotes::QuoteWriter;
+use courier_store::quotes::{self, QuoteRow};
+use courier_store::scratch::{fresh_database_url, merchant, quote, quote_row};
+
+async fn database() -> PgPool {
+    PgPool::connect(&fresh_database_url().await).await.unwrap()
+}
+
+/// The quote writer: quotes written at once share a statement, and a row the database
+/// refuses fails only its own write; the others are written on its own after the batch fails.
+#[tokio::test]
+async fn a_refused_quote_fails_alone_and_the_rest_of_its_batch_is_written() {
+    let pool = database().await;
+    let merchant_id = merchant(&pool).await;
+    let now = Utc::now();
+    let taken = quote(&pool, merchant_id, now).await;
+    let writer = QuoteWriter::start(pool.clone());
+    let rows: Vec<QuoteRow> = (0..6).map(|_| quote_row(merchant_id, now)).collect();
+    // The test's runtime has one thread: every write is queued before the writer's task runs
+    // again and takes them, so the refused row shares a batch with the others.
+    let write = |row: &QuoteRow| {
+        let (writer, row) = (writer.clone(), row.clone());
+        tokio::spawn(async move { writer.write(row).await })
+    };
+    let writes: Vec<_> = rows.iter().map(write).collect();
+    let refused = write(&taken);
+    refused.await.unwrap().expect_err("the taken id is refused");
+    for (row, written) in rows.iter().zip(writes) {
+        written.await.unwrap().expect("the others are written");
+        assert!(quotes::find(&pool, row.id).await.unwrap().is_some());
+    }
+}
+
+/// What a batch's statement sees of its connection's planning.
+struct PlanningOfTheBatch;
+
+impl ManyAtOnce for PlanningOfTheBatch {
+    type Row = ();
+    type Answer = String;
+    const MOST: usize = 8;
+
+    async fn run_many(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        rows: &[()],
+    ) -> Result<Batch<String>, sqlx::Error> {
+        let (setting,): (String,) = sqlx::query_as("SHOW plan_cache_mode")
+            .fetch_one(conn)
+            .await?;
+        Ok(Batch::Done(vec![setting; rows.len()]))
+    }
+}
+
+/// A batch's statements run on a connection of the batches' own, planned once for any values;
+/// the pool they were started from plans as before.
+#[tokio::test]
+async fn a_batchs_statements_are_planned_once_on_a_connection_of_its_own() {
+    let pool = database().await;
+    let batches = Batches::start(&pool, PlanningOfTheBatch);
+    let Batched::Done((), setting) = batches.send(()).await.unwrap() else {
+        panic!("the batch was done");
+    };
+    assert_eq!(setting, "force_generic_plan");
+    let (main,): (String,) = sqlx::query_as("SHOW plan_cache_mode")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(main, "auto");
+}
