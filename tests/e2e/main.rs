@@ -3,6 +3,7 @@
 
 mod support;
 
+mod adapters;
 mod audit;
 mod auth;
 mod cli;

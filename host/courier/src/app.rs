@@ -335,7 +335,7 @@ pub async fn run(
 }
 
 /// One plugin engine per process; compiled components are cached under the data folder.
-fn plugin_engine(config: &Config) -> Result<PluginEngine, courier_plugins::PluginError> {
+pub(crate) fn plugin_engine(config: &Config) -> Result<PluginEngine, courier_plugins::PluginError> {
     PluginEngine::new(EngineConfig {
         cache_dir: Some(config.data_dir.join("plugin-cache")),
         max_instances: config.plugin_instances,

@@ -53,6 +53,34 @@ enum Command {
         #[command(subcommand)]
         command: PaymentsCommand,
     },
+    /// Work on a payment adapter: run one of its operations alone.
+    Adapter {
+        #[command(subcommand)]
+        command: AdapterCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum AdapterCommand {
+    /// Run one operation of the adapter in FILE, with no database, as the service would run it
+    /// live; prints the answer, every HTTP exchange (secrets masked), the time and the limits.
+    /// Exit 1 when the adapter failed (a trap, a deadline, an oversized answer), 2 when the
+    /// command's input is wrong.
+    Run {
+        file: PathBuf,
+        /// describe, setup-card-form, attach-card, hold, capture, void, refund, retrieve or
+        /// list-payments.
+        operation: String,
+        /// The adapter's configuration: a JSON object of strings, as
+        /// COURIER_LIVE_PAYMENT_CONFIG.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// The operation's arguments as a JSON object, e.g. for hold
+        /// {"amount_minor": 1290, "currency": "EUR", "card_ref": "pm_…", "customer_id": "cus_…",
+        /// "idempotency_key": "job_…_hold"}.
+        #[arg(long)]
+        args: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -299,6 +327,30 @@ impl Cli {
                 let file = markets.or(config.markets_file.clone());
                 let summary = prepare_markets(file.as_deref(), &config.data_dir.join("networks"))?;
                 println!("{}", serde_json::to_string_pretty(&summary)?);
+            }
+            Command::Adapter {
+                command:
+                    AdapterCommand::Run {
+                        file,
+                        operation,
+                        config: adapter_config,
+                        args,
+                    },
+            } => {
+                let ran = crate::adapter_run::run(
+                    &config,
+                    &file,
+                    &operation,
+                    adapter_config.as_deref(),
+                    args.as_deref(),
+                );
+                match ran {
+                    Ok(report) => println!("{}", serde_json::to_string_pretty(&report)?),
+                    Err(error) => {
+                        eprintln!("courier: {error}");
+                        std::process::exit(error.exit_code());
+                    }
+                }
             }
             Command::Plugin {
                 command: PluginCommand::Inspect { file },

@@ -28,6 +28,103 @@ pub(crate) struct AdapterHost {
     /// base the operator set decides its allowed hosts) but not the network.
     pub(crate) http: Option<HttpPolicy>,
     pub(crate) config: std::collections::BTreeMap<String, String>,
+    /// Every exchange of the adapter's calls, kept only when someone watches
+    /// ([`crate::PaymentAdapter::load_watched`]); never in the service.
+    pub(crate) exchanges: Option<std::sync::Mutex<Vec<Exchange>>>,
+}
+
+impl AdapterHost {
+    /// Notes one exchange, when exchanges are kept; the configuration's secrets are masked.
+    pub(crate) fn note(
+        &self,
+        request: &HttpRequest,
+        answer: &Result<HttpResponse, HttpFailure>,
+        took: Duration,
+    ) {
+        let Some(exchanges) = &self.exchanges else {
+            return;
+        };
+        let secrets: Vec<&str> = self
+            .config
+            .iter()
+            .filter(|(name, value)| is_secret_setting(name) && value.len() >= 4)
+            .map(|(_, value)| value.as_str())
+            .collect();
+        let shown = |bytes: &[u8]| mask(&excerpt(bytes), &secrets);
+        let (status, failure, response_body) = match answer {
+            Ok(response) => (Some(response.status), None, shown(&response.body)),
+            Err(failure) => (None, Some(format!("{failure:?}")), String::new()),
+        };
+        let exchange = Exchange {
+            method: request.method.as_str(),
+            url: mask(&request.url, &secrets),
+            request_headers: request
+                .headers
+                .iter()
+                .map(|(name, value)| {
+                    let value = if name.eq_ignore_ascii_case("authorization") {
+                        // The scheme stays readable; the credential never shows.
+                        let scheme = value.split_whitespace().next().unwrap_or_default();
+                        format!("{scheme} ****")
+                    } else {
+                        mask(value, &secrets)
+                    };
+                    (name.clone(), value)
+                })
+                .collect(),
+            request_body: shown(&request.body),
+            status,
+            failure,
+            response_body,
+            millis: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+        };
+        exchanges
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(exchange);
+    }
+}
+
+/// One HTTP exchange of an adapter's call, as `courier adapter run` shows it: the
+/// configuration's secrets and every `Authorization` credential masked, bodies cut at
+/// [`EXCERPT_BYTES`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Exchange {
+    pub method: &'static str,
+    pub url: String,
+    pub request_headers: Vec<(String, String)>,
+    pub request_body: String,
+    /// The provider's status, or why no answer came (`failure`).
+    pub status: Option<u16>,
+    pub failure: Option<String>,
+    pub response_body: String,
+    pub millis: u64,
+}
+
+/// How much of a body an [`Exchange`] shows.
+pub const EXCERPT_BYTES: usize = 4096;
+
+/// Settings whose values are secrets by their name: API keys, secrets, tokens, passwords.
+fn is_secret_setting(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["key", "secret", "token", "password", "hmac"]
+        .iter()
+        .any(|word| name.contains(word))
+}
+
+fn excerpt(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(EXCERPT_BYTES)]).into_owned();
+    if bytes.len() > EXCERPT_BYTES {
+        format!("{text}… ({} bytes in all)", bytes.len())
+    } else {
+        text
+    }
+}
+
+fn mask(text: &str, secrets: &[&str]) -> String {
+    secrets
+        .iter()
+        .fold(text.to_owned(), |text, secret| text.replace(secret, "****"))
 }
 
 /// Why the host did not deliver a request (mirrors the WIT `error`).
@@ -49,7 +146,7 @@ pub(crate) enum Method {
 }
 
 impl Method {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Method::Get => "GET",
             Method::Post => "POST",
@@ -381,6 +478,56 @@ fn tls_config(extra_pem: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>, Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_exchange_shows_no_secret_setting_and_no_credential() {
+        let host = AdapterHost {
+            http: None,
+            config: [
+                ("secret_key".to_owned(), "sk_live_abcdef".to_owned()),
+                ("api_base".to_owned(), "https://api.example.com".to_owned()),
+                ("webhook_hmac".to_owned(), "00ff00ff".to_owned()),
+            ]
+            .into(),
+            exchanges: Some(Default::default()),
+        };
+        let request = HttpRequest {
+            method: Method::Post,
+            url: "https://api.example.com/v1/x?key=sk_live_abcdef".to_owned(),
+            headers: vec![
+                (
+                    "Authorization".to_owned(),
+                    "Bearer sk_live_abcdef".to_owned(),
+                ),
+                ("Idempotency-Key".to_owned(), "job_1_hold".to_owned()),
+            ],
+            body: b"signed=00ff00ff&amount=100".to_vec(),
+        };
+        let answer = Ok(HttpResponse {
+            status: 200,
+            headers: Vec::new(),
+            body: vec![b'a'; EXCERPT_BYTES + 10],
+        });
+        host.note(&request, &answer, Duration::from_millis(12));
+        let kept = host.exchanges.as_ref().unwrap().lock().unwrap();
+        let exchange = &kept[0];
+        assert_eq!(exchange.url, "https://api.example.com/v1/x?key=****");
+        assert_eq!(
+            exchange.request_headers,
+            [
+                ("Authorization".to_owned(), "Bearer ****".to_owned()),
+                ("Idempotency-Key".to_owned(), "job_1_hold".to_owned()),
+            ]
+        );
+        assert_eq!(exchange.request_body, "signed=****&amount=100");
+        assert_eq!(exchange.status, Some(200));
+        assert!(
+            exchange
+                .response_body
+                .ends_with(&format!("({} bytes in all)", EXCERPT_BYTES + 10))
+        );
+        assert_eq!(exchange.millis, 12);
+    }
 
     fn policy(hosts: &[&str]) -> HttpPolicy {
         let hosts: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();

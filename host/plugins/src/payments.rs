@@ -14,7 +14,7 @@ use crate::PluginError;
 use crate::engine::{CallState, PluginEngine, Runtime};
 use crate::limits::{check_input, check_output};
 pub use crate::outbound::NetworkOverrides;
-use crate::outbound::{AdapterHost, HttpFailure, HttpPolicy, HttpRequest, Method};
+use crate::outbound::{AdapterHost, Exchange, HttpFailure, HttpPolicy, HttpRequest, Method};
 
 mod wit {
     wasmtime::component::bindgen!({
@@ -60,7 +60,7 @@ impl AdapterConfig {
 }
 
 /// What the adapter declares about itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct AdapterInfo {
     pub name: String,
     pub version: String,
@@ -68,13 +68,13 @@ pub struct AdapterInfo {
     pub allowed_hosts: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CardForm {
     pub client_secret: String,
     pub customer_id: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Card {
     pub brand: String,
     pub last_four: String,
@@ -82,14 +82,15 @@ pub struct Card {
     pub expiry_year: u16,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum FinishReason {
     Expired,
     Lost,
     RefusedForGood,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Decline {
     pub code: String,
     /// `Some` when the card will never work again.
@@ -97,7 +98,8 @@ pub struct Decline {
 }
 
 /// The result of every money-moving operation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "outcome", content = "detail", rename_all = "kebab-case")]
 pub enum Outcome {
     /// The provider's reference for what was created.
     Approved(String),
@@ -111,7 +113,8 @@ pub enum Outcome {
 }
 
 /// Where a payment stands at the provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum PaymentStatus {
     Held,
     Captured,
@@ -121,7 +124,7 @@ pub enum PaymentStatus {
 }
 
 /// A payment as the provider holds it ([`PaymentAdapter::retrieve`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PaymentState {
     pub reference: String,
     /// The idempotency key of the hold that made it, when the provider kept it.
@@ -137,14 +140,15 @@ pub struct PaymentState {
 }
 
 /// Why [`PaymentAdapter::retrieve`] has no state.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "outcome", content = "detail", rename_all = "kebab-case")]
 pub enum LookupFailure {
     NotFound,
     Unreachable(String),
 }
 
 /// A page of [`PaymentAdapter::list_payments`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PaymentPage {
     pub payments: Vec<PaymentState>,
     pub next: Option<String>,
@@ -153,14 +157,16 @@ pub struct PaymentPage {
 /// Payments an adapter may list in one page.
 const MAX_PAGE: usize = 1000;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "outcome", content = "detail", rename_all = "kebab-case")]
 pub enum AttachRefusal {
     UnknownReference(String),
     Declined(Decline),
     Unreachable(String),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HoldRequest {
     pub amount_minor: i64,
     pub currency: String,
@@ -169,7 +175,8 @@ pub struct HoldRequest {
     pub idempotency_key: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CaptureRequest {
     pub authorisation: String,
     pub amount_minor: i64,
@@ -177,13 +184,15 @@ pub struct CaptureRequest {
     pub idempotency_key: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct VoidRequest {
     pub authorisation: String,
     pub idempotency_key: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RefundRequest {
     pub payment: String,
     pub amount_minor: i64,
@@ -208,7 +217,26 @@ impl whttp::Host for CallState {
             headers: request.headers,
             body: request.body,
         };
-        match http.send(request, self.deadline) {
+        let started = std::time::Instant::now();
+        let watched = self.adapter.as_ref().filter(|a| a.exchanges.is_some());
+        let answer = match watched {
+            // Kept for the exchange's record; the service never watches, so never copies.
+            Some(_) => {
+                let kept = HttpRequest {
+                    method: request.method,
+                    url: request.url.clone(),
+                    headers: request.headers.clone(),
+                    body: request.body.clone(),
+                };
+                let answer = http.send(request, self.deadline);
+                if let Some(host) = watched {
+                    host.note(&kept, &answer, started.elapsed());
+                }
+                answer
+            }
+            None => http.send(request, self.deadline),
+        };
+        match answer {
             Ok(r) => Ok(whttp::Response {
                 status: r.status,
                 headers: r.headers,
@@ -261,6 +289,46 @@ impl PaymentAdapter {
         bytes: &[u8],
         config: AdapterConfig,
     ) -> Result<Self, PluginError> {
+        Self::load_as(engine, bytes, config, false)
+    }
+
+    /// [`load`](Self::load), keeping every HTTP exchange of its calls for
+    /// [`take_exchanges`](Self::take_exchanges): for `courier adapter run`, never the service.
+    pub fn load_watched(
+        engine: &PluginEngine,
+        bytes: &[u8],
+        config: AdapterConfig,
+    ) -> Result<Self, PluginError> {
+        Self::load_as(engine, bytes, config, true)
+    }
+
+    /// The exchanges made since the last time, oldest first (none unless loaded watched).
+    pub fn take_exchanges(&self) -> Vec<Exchange> {
+        self.inner
+            .host
+            .exchanges
+            .as_ref()
+            .map(|kept| {
+                std::mem::take(
+                    &mut *kept
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner),
+                )
+            })
+            .unwrap_or_default()
+    }
+
+    /// The limits every call runs under.
+    pub fn limits(&self) -> &crate::Limits {
+        &self.inner.runtime.limits
+    }
+
+    fn load_as(
+        engine: &PluginEngine,
+        bytes: &[u8],
+        config: AdapterConfig,
+        watched: bool,
+    ) -> Result<Self, PluginError> {
         let runtime = engine.runtime.clone();
         let component = runtime.component(bytes)?;
         let pre = runtime.instance_pre(WORLD, &component, |linker| {
@@ -274,6 +342,7 @@ impl PaymentAdapter {
         let describing = Arc::new(AdapterHost {
             http: None,
             config: config.values.clone(),
+            exchanges: None,
         });
         let info = run(&runtime, &pre, Some(describing), |a, s| a.call_describe(s))?.map_err(
             |reason| {
@@ -309,6 +378,7 @@ impl PaymentAdapter {
                 host: Arc::new(AdapterHost {
                     http: Some(http),
                     config: config.values,
+                    exchanges: watched.then(Default::default),
                 }),
                 info: AdapterInfo {
                     name: info.name,

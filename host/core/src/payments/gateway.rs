@@ -157,19 +157,7 @@ impl Gateways {
                     path: path.to_owned(),
                     source,
                 })?;
-                let values = live_config
-                    .map(read_config)
-                    .transpose()?
-                    .unwrap_or_default();
-                let mut config = courier_plugins::AdapterConfig::new(values);
-                config.network.allow_private = test_network.allow_private;
-                if let Some(path) = &test_network.extra_ca {
-                    let pem = std::fs::read(path).map_err(|source| GatewayError::ExtraCa {
-                        path: path.clone(),
-                        source,
-                    })?;
-                    config.network.extra_roots_pem = Some(pem);
-                }
+                let config = live_adapter_config(live_config, test_network)?;
                 if test_network.allow_private || test_network.extra_ca.is_some() {
                     tracing::warn!(
                         "the live payment adapter may reach private addresses or trusts extra \
@@ -205,6 +193,29 @@ impl Gateways {
             Environment::Live => self.live.clone(),
         }
     }
+}
+
+/// What a live adapter is loaded with: the string values of the JSON object at `live_config`
+/// (`COURIER_LIVE_PAYMENT_CONFIG`), with the test network's widenings. Shared by the service
+/// and `courier adapter run`, so an adapter runs alone exactly as the service runs it.
+pub fn live_adapter_config(
+    live_config: Option<&Path>,
+    test_network: &TestNetwork,
+) -> Result<courier_plugins::AdapterConfig, GatewayError> {
+    let values = live_config
+        .map(read_config)
+        .transpose()?
+        .unwrap_or_default();
+    let mut config = courier_plugins::AdapterConfig::new(values);
+    config.network.allow_private = test_network.allow_private;
+    if let Some(path) = &test_network.extra_ca {
+        let pem = std::fs::read(path).map_err(|source| GatewayError::ExtraCa {
+            path: path.clone(),
+            source,
+        })?;
+        config.network.extra_roots_pem = Some(pem);
+    }
+    Ok(config)
 }
 
 fn read_config(path: &Path) -> Result<BTreeMap<String, String>, GatewayError> {

@@ -36,7 +36,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
 pub use config::{CallLimits, PaymentsConfig, ReconcileConfig, RetryPolicy};
-pub use gateway::{Gateway, GatewayError, Gateways, TestNetwork};
+pub use gateway::{Gateway, GatewayError, Gateways, TestNetwork, live_adapter_config};
 
 use crate::auth::Merchant;
 use crate::events::FanOutWakeup;

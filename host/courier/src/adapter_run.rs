@@ -1,0 +1,219 @@
+//! `courier adapter run`: one call of a payment adapter, with no database and no service, for
+//! the partner writing it. The adapter is loaded as the service loads its live adapter (the
+//! same allow-list from `describe`, public-address rule, limits and test switches), and what
+//! it did is printed: the answer, every HTTP exchange (the configuration's secrets and every
+//! `Authorization` credential masked), the time taken and the limits it ran under.
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use thiserror::Error;
+
+use courier_core::config::Config;
+use courier_core::payments::{GatewayError, TestNetwork, live_adapter_config};
+use courier_plugins::{PaymentAdapter, PluginError};
+
+/// The operations of the payments contract, as the command names them.
+pub const OPERATIONS: [&str; 9] = [
+    "describe",
+    "setup-card-form",
+    "attach-card",
+    "hold",
+    "capture",
+    "void",
+    "refund",
+    "retrieve",
+    "list-payments",
+];
+
+/// Why an adapter could not be run: the command's usage (exit 2) or the adapter (exit 1).
+#[derive(Debug, Error)]
+pub enum RunError {
+    #[error("unknown operation {0:?}; one of {ops}", ops = OPERATIONS.join(", "))]
+    UnknownOperation(String),
+    #[error("the arguments of {operation} must be a JSON object {shape}: {reason}")]
+    Arguments {
+        operation: &'static str,
+        shape: &'static str,
+        reason: String,
+    },
+    #[error("reading {path}: {reason}")]
+    Read { path: String, reason: String },
+    #[error(transparent)]
+    Configuration(#[from] GatewayError),
+    #[error("the plugin engine: {0}")]
+    Engine(#[source] PluginError),
+    #[error("the adapter failed: {0}")]
+    Adapter(#[source] PluginError),
+}
+
+impl RunError {
+    /// 2 for what the command was given, 1 for what the adapter did.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RunError::Adapter(_) => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// The arguments of `attach-card`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AttachArgs {
+    customer_id: String,
+    card_ref: String,
+}
+
+/// The arguments of `setup-card-form`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetupArgs {
+    merchant: String,
+}
+
+/// The arguments of `retrieve`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetrieveArgs {
+    reference: String,
+}
+
+/// The arguments of `list-payments`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    since: i64,
+    after: Option<String>,
+}
+
+/// Runs `operation` of the adapter in `file` with the configuration at `adapter_config` and
+/// `args` (a JSON object), and returns what to print.
+pub fn run(
+    config: &Config,
+    file: &Path,
+    operation: &str,
+    adapter_config: Option<&Path>,
+    args: Option<&str>,
+) -> Result<Value, RunError> {
+    let operation = OPERATIONS
+        .iter()
+        .copied()
+        .find(|known| *known == operation)
+        .ok_or_else(|| RunError::UnknownOperation(operation.to_owned()))?;
+    let args: Value = match args {
+        None => json!({}),
+        Some(text) => serde_json::from_str(text).map_err(|e| RunError::Arguments {
+            operation,
+            shape: shape_of(operation),
+            reason: e.to_string(),
+        })?,
+    };
+    let bytes = std::fs::read(file).map_err(|e| RunError::Read {
+        path: file.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let network = TestNetwork {
+        allow_private: config.payments.allow_private,
+        extra_ca: config.payments.extra_ca.clone(),
+    };
+    let adapter_config = live_adapter_config(adapter_config, &network)?;
+    let engine = crate::app::plugin_engine(config).map_err(RunError::Engine)?;
+    let started = Instant::now();
+    let adapter =
+        PaymentAdapter::load_watched(&engine, &bytes, adapter_config).map_err(RunError::Adapter)?;
+    let answer = call(&adapter, operation, args)?;
+    let millis = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let limits = adapter.limits();
+    Ok(json!({
+        "adapter": {
+            "name": adapter.info().name,
+            "version": adapter.info().version,
+            "allowed_hosts": adapter.info().allowed_hosts,
+            "sha256": adapter.sha256(),
+        },
+        "operation": operation,
+        "answer": answer,
+        "exchanges": adapter.take_exchanges(),
+        "millis": millis,
+        "limits": {
+            "deadline_ms": u64::try_from(limits.adapter_deadline.as_millis()).unwrap_or(u64::MAX),
+            "memory_bytes": limits.memory_bytes,
+            "http_exchange_excerpt_bytes": courier_plugins::EXCERPT_BYTES,
+        },
+    }))
+}
+
+/// What each operation's arguments look like, for the refusal of ones that do not parse.
+fn shape_of(operation: &str) -> &'static str {
+    match operation {
+        "setup-card-form" => r#"{"merchant"}"#,
+        "attach-card" => r#"{"customer_id", "card_ref"}"#,
+        "hold" => r#"{"amount_minor", "currency", "card_ref", "customer_id", "idempotency_key"}"#,
+        "capture" => r#"{"authorisation", "amount_minor", "currency", "idempotency_key"}"#,
+        "void" => r#"{"authorisation", "idempotency_key"}"#,
+        "refund" => r#"{"payment", "amount_minor", "currency", "idempotency_key"}"#,
+        "retrieve" => r#"{"reference"}"#,
+        "list-payments" => r#"{"since", "after"}"#,
+        _ => "{}",
+    }
+}
+
+fn parse<T: DeserializeOwned>(operation: &'static str, args: Value) -> Result<T, RunError> {
+    serde_json::from_value(args).map_err(|e| RunError::Arguments {
+        operation,
+        shape: shape_of(operation),
+        reason: e.to_string(),
+    })
+}
+
+/// `{"ok": …}` or `{"refused": …}`: a contract result as the command prints it.
+fn result<T: Serialize, E: Serialize>(answer: Result<T, E>) -> Value {
+    match answer {
+        Ok(value) => json!({ "ok": value }),
+        Err(refusal) => json!({ "refused": refusal }),
+    }
+}
+
+fn call(adapter: &PaymentAdapter, operation: &'static str, args: Value) -> Result<Value, RunError> {
+    let failed = RunError::Adapter;
+    Ok(match operation {
+        "describe" => json!(adapter.info()),
+        "setup-card-form" => {
+            let a: SetupArgs = parse(operation, args)?;
+            result(adapter.setup_card_form(&a.merchant).map_err(failed)?)
+        }
+        "attach-card" => {
+            let a: AttachArgs = parse(operation, args)?;
+            result(
+                adapter
+                    .attach_card(&a.customer_id, &a.card_ref)
+                    .map_err(failed)?,
+            )
+        }
+        "hold" => json!(
+            adapter
+                .authorise(&parse(operation, args)?)
+                .map_err(failed)?
+        ),
+        "capture" => json!(adapter.capture(&parse(operation, args)?).map_err(failed)?),
+        "void" => json!(adapter.void(&parse(operation, args)?).map_err(failed)?),
+        "refund" => json!(adapter.refund(&parse(operation, args)?).map_err(failed)?),
+        "retrieve" => {
+            let a: RetrieveArgs = parse(operation, args)?;
+            result(adapter.retrieve(&a.reference).map_err(failed)?)
+        }
+        "list-payments" => {
+            let a: ListArgs = parse(operation, args)?;
+            result(
+                adapter
+                    .list_payments(a.since, a.after.as_deref())
+                    .map_err(failed)?,
+            )
+        }
+        other => return Err(RunError::UnknownOperation(other.to_owned())),
+    })
+}
