@@ -243,3 +243,38 @@ fn main() -> ExitCode {
         None => ExitCode::SUCCESS,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packages(purpose: Purpose) -> Vec<&'static str> {
+        needs(purpose).iter().map(|n| n.package).collect()
+    }
+
+    #[test]
+    fn each_command_installs_what_it_runs_and_no_more() {
+        assert_eq!(packages(Purpose::Serve), ["postgresql"]);
+        assert_eq!(
+            packages(Purpose::Test),
+            ["postgresql", "chromium", "chromium-driver", "haproxy"]
+        );
+        assert_eq!(
+            packages(Purpose::Ci),
+            [
+                "postgresql",
+                "chromium",
+                "chromium-driver",
+                "haproxy",
+                "curl",
+                "python3-venv"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_program_is_found_on_the_path_only() {
+        assert!(on_path("sh"));
+        assert!(!on_path("no-such-program-anywhere"));
+    }
+}
