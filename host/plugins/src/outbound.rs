@@ -157,6 +157,7 @@ impl Method {
     }
 }
 
+#[derive(Clone)]
 pub(crate) struct HttpRequest {
     pub method: Method,
     pub url: String,

@@ -217,21 +217,13 @@ impl whttp::Host for CallState {
             headers: request.headers,
             body: request.body,
         };
-        let started = std::time::Instant::now();
-        let watched = self.adapter.as_ref().filter(|a| a.exchanges.is_some());
-        let answer = match watched {
-            // Kept for the exchange's record; the service never watches, so never copies.
-            Some(_) => {
-                let kept = HttpRequest {
-                    method: request.method,
-                    url: request.url.clone(),
-                    headers: request.headers.clone(),
-                    body: request.body.clone(),
-                };
+        let answer = match self.adapter.as_ref().filter(|a| a.exchanges.is_some()) {
+            // Copied for the exchange's record only when watched; the service never watches.
+            Some(host) => {
+                let started = std::time::Instant::now();
+                let kept = request.clone();
                 let answer = http.send(request, self.deadline);
-                if let Some(host) = watched {
-                    host.note(&kept, &answer, started.elapsed());
-                }
+                host.note(&kept, &answer, started.elapsed());
                 answer
             }
             None => http.send(request, self.deadline),
