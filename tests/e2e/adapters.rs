@@ -136,4 +136,19 @@ async fn a_wrong_operation_or_arguments_are_refused_before_anything_runs() {
     assert_eq!(code, 2);
     assert!(err.contains("the arguments of hold"), "{err}");
     assert!(stripe.intents().is_empty(), "nothing reached the provider");
+
+    // A component that is not a payment adapter fails as the adapter's fault: exit 1.
+    let hostile = stripe_adapter_path().with_file_name("hostile.wasm");
+    let output = Command::new(BINARY)
+        .args(["adapter", "run"])
+        .arg(&hostile)
+        .arg("describe")
+        .env("COURIER_DATA_DIR", scratch_path("adapter-run"))
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(err.contains("the adapter failed"), "{err}");
 }
