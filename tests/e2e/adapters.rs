@@ -13,26 +13,42 @@ use crate::support::stripe::{SECRET_KEY, StripeStandIn, stripe_adapter_path};
 /// Runs `courier adapter run` on the Stripe adapter with the stand-in's configuration and test
 /// switches; returns the exit code, standard output and standard error.
 async fn run(stripe: &StripeStandIn, operation: &str, args: Value) -> (i32, String, String) {
+    courier_adapter(
+        Some(stripe),
+        vec![
+            "run".into(),
+            stripe_adapter_path().display().to_string(),
+            operation.into(),
+            "--config".into(),
+            stripe.adapter_config().display().to_string(),
+            "--args".into(),
+            args.to_string(),
+        ],
+    )
+    .await
+}
+
+/// Runs `courier adapter ARGS…`, with the stand-in's test switches (its private address, its
+/// CA) when given; returns the exit code, standard output and standard error.
+pub async fn courier_adapter(
+    stripe: Option<&StripeStandIn>,
+    args: Vec<String>,
+) -> (i32, String, String) {
     let mut command = Command::new(BINARY);
     command
         .arg("adapter")
-        .arg("run")
-        .arg(stripe_adapter_path())
-        .arg(operation)
-        .arg("--config")
-        .arg(stripe.adapter_config())
-        .arg("--args")
-        .arg(args.to_string())
-        // The test switches the service takes for the stand-in (private address, its CA).
-        .envs(
+        .args(args)
+        .env("COURIER_DATA_DIR", scratch_path("adapter"))
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::null());
+    if let Some(stripe) = stripe {
+        command.envs(
             stripe
                 .service_env()
                 .into_iter()
                 .filter(|(name, _)| !name.starts_with("COURIER_LIVE_PAYMENT")),
-        )
-        .env("COURIER_DATA_DIR", scratch_path("adapter-run"))
-        .env("RUST_LOG", "error")
-        .stdin(Stdio::null());
+        );
+    }
     let output = tokio::task::spawn_blocking(move || command.output().unwrap())
         .await
         .unwrap();

@@ -6,6 +6,7 @@ mod support;
 mod adapters;
 mod audit;
 mod auth;
+mod certify;
 mod cli;
 mod connections;
 mod dispatch;

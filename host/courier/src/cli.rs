@@ -53,7 +53,8 @@ enum Command {
         #[command(subcommand)]
         command: PaymentsCommand,
     },
-    /// Work on a payment adapter: run one of its operations alone.
+    /// Work on a payment adapter: run one of its operations alone, record it as a cassette,
+    /// certify the adapter against cassettes.
     Adapter {
         #[command(subcommand)]
         command: AdapterCommand,
@@ -80,6 +81,35 @@ enum AdapterCommand {
         /// "idempotency_key": "job_…_hold"}.
         #[arg(long)]
         args: Option<String>,
+    },
+    /// Run one operation as `run` does, against the provider's sandbox, and keep it as a
+    /// cassette in DIR for `certify` (secrets masked). Prints the cassette's path and the run.
+    Record {
+        file: PathBuf,
+        operation: String,
+        #[arg(long)]
+        config: Option<PathBuf>,
+        #[arg(long)]
+        args: Option<String>,
+        /// The directory the cassette is written to (created if missing).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// The payments contract's conformance suite: replays the cassettes in DIR and faults made
+    /// from them through the adapter in FILE. One line per scenario, then
+    /// `{"scenarios": N, "passed": P, "failed": F}`; exit 1 when any failed, 2 when the
+    /// cassettes or the configuration cannot be read.
+    Certify {
+        file: PathBuf,
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// The directory of cassettes (`*.json`).
+        #[arg(long)]
+        cassettes: PathBuf,
+        /// Each call's deadline, in milliseconds: the scenario where the provider hangs lasts
+        /// this long.
+        #[arg(long, default_value_t = 2000)]
+        deadline_ms: u64,
     },
 }
 
@@ -328,30 +358,7 @@ impl Cli {
                 let summary = prepare_markets(file.as_deref(), &config.data_dir.join("networks"))?;
                 println!("{}", serde_json::to_string_pretty(&summary)?);
             }
-            Command::Adapter {
-                command:
-                    AdapterCommand::Run {
-                        file,
-                        operation,
-                        config: adapter_config,
-                        args,
-                    },
-            } => {
-                let ran = crate::adapter_run::run(
-                    &config,
-                    &file,
-                    &operation,
-                    adapter_config.as_deref(),
-                    args.as_deref(),
-                );
-                match ran {
-                    Ok(report) => println!("{}", serde_json::to_string_pretty(&report)?),
-                    Err(error) => {
-                        eprintln!("courier: {error}");
-                        std::process::exit(error.exit_code());
-                    }
-                }
-            }
+            Command::Adapter { command } => adapter(&config, command)?,
             Command::Plugin {
                 command: PluginCommand::Inspect { file },
             } => {
@@ -375,6 +382,80 @@ impl Cli {
         }
         Ok(())
     }
+}
+
+/// `courier adapter …`: prints the report, or exits with the command's code.
+fn adapter(config: &Config, command: AdapterCommand) -> anyhow::Result<()> {
+    use crate::adapter::{certify, record, run};
+    let fail = |error: &dyn std::fmt::Display, code: i32| -> ! {
+        eprintln!("courier: {error}");
+        std::process::exit(code)
+    };
+    match command {
+        AdapterCommand::Run {
+            file,
+            operation,
+            config: adapter_config,
+            args,
+        } => match run::run(
+            config,
+            &file,
+            &operation,
+            adapter_config.as_deref(),
+            args.as_deref(),
+        ) {
+            Ok(report) => println!("{}", serde_json::to_string_pretty(&report)?),
+            Err(error) => fail(&error, error.exit_code()),
+        },
+        AdapterCommand::Record {
+            file,
+            operation,
+            config: adapter_config,
+            args,
+            out,
+        } => match record::record(
+            config,
+            &file,
+            &operation,
+            adapter_config.as_deref(),
+            args.as_deref(),
+            &out,
+        ) {
+            Ok((path, report)) => {
+                eprintln!("courier: recorded {}", path.display());
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&json!({"cassette": path, "run": report}))?
+                );
+            }
+            Err(error) => fail(&error, error.exit_code()),
+        },
+        AdapterCommand::Certify {
+            file,
+            config: adapter_config,
+            cassettes,
+            deadline_ms,
+        } => {
+            let mut print = |verdict: &certify::Verdict| println!("{}", verdict.line());
+            match certify::certify(
+                config,
+                &file,
+                adapter_config.as_deref(),
+                &cassettes,
+                std::time::Duration::from_millis(deadline_ms),
+                &mut print,
+            ) {
+                Ok(summary) => {
+                    println!("{}", serde_json::to_string(&summary)?);
+                    if summary.failed > 0 {
+                        std::process::exit(1);
+                    }
+                }
+                Err(error) => fail(&error, error.exit_code()),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Prepares every market of `file` into `dir`, one after another, with a line per step.

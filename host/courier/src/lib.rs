@@ -12,7 +12,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-mod adapter_run;
+mod adapter;
 pub mod app;
 pub mod cli;
 #[cfg(test)]

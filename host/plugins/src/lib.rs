@@ -36,7 +36,9 @@ pub use engine::{EPOCH_THREAD, EngineConfig, PluginEngine};
 pub use error::PluginError;
 pub use inspect::{ComponentInfo, Import, World, inspect};
 pub use limits::Limits;
-pub use outbound::{EXCERPT_BYTES, Exchange};
+pub use outbound::{
+    EXCERPT_BYTES, Exchange, HttpFailure, HttpRequest, HttpResponse, Method, ProviderStandIn,
+};
 pub use payments::{
     AdapterConfig, AdapterInfo, AttachRefusal, CaptureRequest, Card, CardForm, Decline,
     FinishReason, HoldRequest, LookupFailure, NetworkOverrides, Outcome, PaymentAdapter,

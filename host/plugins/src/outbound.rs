@@ -50,10 +50,24 @@ impl AdapterHost {
             .filter(|(name, value)| is_secret_setting(name) && value.len() >= 4)
             .map(|(_, value)| value.as_str())
             .collect();
-        let shown = |bytes: &[u8]| mask(&excerpt(bytes), &secrets);
-        let (status, failure, response_body) = match answer {
-            Ok(response) => (Some(response.status), None, shown(&response.body)),
-            Err(failure) => (None, Some(format!("{failure:?}")), String::new()),
+        let shown = |bytes: &[u8]| mask(&String::from_utf8_lossy(bytes), &secrets);
+        let (status, failure, response_headers, response_body) = match answer {
+            Ok(response) => (
+                Some(response.status),
+                None,
+                response
+                    .headers
+                    .iter()
+                    .map(|(name, value)| (name.clone(), mask(value, &secrets)))
+                    .collect(),
+                shown(&response.body),
+            ),
+            Err(failure) => (
+                None,
+                Some(format!("{failure:?}")),
+                Vec::new(),
+                String::new(),
+            ),
         };
         let exchange = Exchange {
             method: request.method.as_str(),
@@ -75,6 +89,7 @@ impl AdapterHost {
             request_body: shown(&request.body),
             status,
             failure,
+            response_headers,
             response_body,
             millis: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
         };
@@ -85,9 +100,9 @@ impl AdapterHost {
     }
 }
 
-/// One HTTP exchange of an adapter's call, as `courier adapter run` shows it: the
-/// configuration's secrets and every `Authorization` credential masked, bodies cut at
-/// [`EXCERPT_BYTES`].
+/// One HTTP exchange of an adapter's call, as `courier adapter run` shows it and `courier
+/// adapter record` keeps it: the configuration's secrets and every `Authorization` credential
+/// masked, bodies whole (as text) until [`Exchange::excerpted`].
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Exchange {
     pub method: &'static str,
@@ -97,8 +112,18 @@ pub struct Exchange {
     /// The provider's status, or why no answer came (`failure`).
     pub status: Option<u16>,
     pub failure: Option<String>,
+    pub response_headers: Vec<(String, String)>,
     pub response_body: String,
     pub millis: u64,
+}
+
+impl Exchange {
+    /// The exchange with both bodies cut at [`EXCERPT_BYTES`], for showing to a person.
+    pub fn excerpted(mut self) -> Self {
+        self.request_body = excerpt(&self.request_body);
+        self.response_body = excerpt(&self.response_body);
+        self
+    }
 }
 
 /// How much of a body an [`Exchange`] shows.
@@ -112,13 +137,15 @@ fn is_secret_setting(name: &str) -> bool {
         .any(|word| name.contains(word))
 }
 
-fn excerpt(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(EXCERPT_BYTES)]).into_owned();
-    if bytes.len() > EXCERPT_BYTES {
-        format!("{text}… ({} bytes in all)", bytes.len())
-    } else {
-        text
+fn excerpt(text: &str) -> String {
+    if text.len() <= EXCERPT_BYTES {
+        return text.to_owned();
     }
+    let mut end = EXCERPT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes in all)", &text[..end], text.len())
 }
 
 fn mask(text: &str, secrets: &[&str]) -> String {
@@ -129,7 +156,7 @@ fn mask(text: &str, secrets: &[&str]) -> String {
 
 /// Why the host did not deliver a request (mirrors the WIT `error`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum HttpFailure {
+pub enum HttpFailure {
     Forbidden(String),
     Timeout,
     Connection(String),
@@ -137,7 +164,7 @@ pub(crate) enum HttpFailure {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Method {
+pub enum Method {
     Get,
     Post,
     Put,
@@ -146,7 +173,7 @@ pub(crate) enum Method {
 }
 
 impl Method {
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Method::Get => "GET",
             Method::Post => "POST",
@@ -157,15 +184,18 @@ impl Method {
     }
 }
 
-#[derive(Clone)]
-pub(crate) struct HttpRequest {
+/// A request an adapter sends through `outbound-http`.
+#[derive(Debug, Clone)]
+pub struct HttpRequest {
     pub method: Method,
     pub url: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
-pub(crate) struct HttpResponse {
+/// What came back for an [`HttpRequest`].
+#[derive(Debug, Clone)]
+pub struct HttpResponse {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
@@ -224,6 +254,8 @@ pub(crate) struct HttpPolicy {
     allow_private: bool,
     /// Kept connections; new ones are resolved by [`CheckedResolver`].
     agent: ureq::Agent,
+    /// Answers admitted requests instead of the network (never in the service).
+    stand_in: Option<Arc<dyn ProviderStandIn>>,
 }
 
 impl std::fmt::Debug for HttpPolicy {
@@ -237,14 +269,40 @@ impl std::fmt::Debug for HttpPolicy {
 }
 
 /// Where outbound requests may go beyond the allow-list's public hosts.
-/// Both are off by default, and neither is for production: they exist so
+/// All are off by default, and none is for production: they exist so
 /// tests can point an adapter at a local stand-in of its provider.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct NetworkOverrides {
     /// Also reach loopback, private and other non-public addresses.
     pub allow_private: bool,
     /// PEM certificates trusted on top of the public roots.
     pub extra_roots_pem: Option<Vec<u8>>,
+    /// Answers every request the host admits (https, allowed host, no `Host` header, within
+    /// the deadline) in place of the network: `courier adapter certify` replays recorded
+    /// provider exchanges through it.
+    pub stand_in: Option<Arc<dyn ProviderStandIn>>,
+}
+
+impl std::fmt::Debug for NetworkOverrides {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NetworkOverrides")
+            .field("allow_private", &self.allow_private)
+            .field("extra_roots_pem", &self.extra_roots_pem.is_some())
+            .field("stand_in", &self.stand_in.is_some())
+            .finish()
+    }
+}
+
+/// A provider answering in-process, in place of the network.
+pub trait ProviderStandIn: Send + Sync {
+    /// The answer to `request`, or why none came, by `answer_by` (what is left of the call's
+    /// deadline and the request's own timeout). The host still refuses a body larger than
+    /// it accepts.
+    fn answer(
+        &self,
+        request: &HttpRequest,
+        answer_by: Instant,
+    ) -> Result<HttpResponse, HttpFailure>;
 }
 
 impl HttpPolicy {
@@ -272,6 +330,7 @@ impl HttpPolicy {
             max_response_bytes,
             allow_private: overrides.allow_private,
             agent,
+            stand_in: overrides.stand_in.clone(),
         })
     }
 
@@ -320,6 +379,13 @@ impl HttpPolicy {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(HttpFailure::Timeout);
+        }
+        if let Some(stand_in) = &self.stand_in {
+            let response = stand_in.answer(&request, Instant::now() + self.timeout.min(left))?;
+            if response.body.len() > self.max_response_bytes {
+                return Err(HttpFailure::TooLarge);
+            }
+            return Ok(response);
         }
         let mut req = self
             .agent
@@ -511,7 +577,12 @@ mod tests {
         });
         host.note(&request, &answer, Duration::from_millis(12));
         let kept = host.exchanges.as_ref().unwrap().lock().unwrap();
-        let exchange = &kept[0];
+        assert_eq!(
+            kept[0].response_body.len(),
+            EXCERPT_BYTES + 10,
+            "kept whole"
+        );
+        let exchange = &kept[0].clone().excerpted();
         assert_eq!(exchange.url, "https://api.example.com/v1/x?key=****");
         assert_eq!(
             exchange.request_headers,
@@ -619,7 +690,7 @@ mod tests {
         let hosts = vec!["localhost".to_string()];
         let open = NetworkOverrides {
             allow_private: true,
-            extra_roots_pem: None,
+            ..NetworkOverrides::default()
         };
         let p = HttpPolicy::new(&hosts, Duration::from_secs(1), 1024, &open).unwrap();
         // Allowed through to the connection (refused there: nothing listens on port 1).
@@ -637,9 +708,58 @@ mod tests {
             late.err()
         );
         let bad_pem = NetworkOverrides {
-            allow_private: false,
             extra_roots_pem: Some(b"not a certificate".to_vec()),
+            ..NetworkOverrides::default()
         };
         assert!(HttpPolicy::new(&hosts, Duration::from_secs(1), 1024, &bad_pem).is_err());
+    }
+
+    /// Answers every request with a body of the given size, counting what reaches it.
+    struct Echo {
+        body_bytes: usize,
+        seen: std::sync::atomic::AtomicUsize,
+    }
+
+    impl ProviderStandIn for Echo {
+        fn answer(
+            &self,
+            _request: &HttpRequest,
+            _answer_by: Instant,
+        ) -> Result<HttpResponse, HttpFailure> {
+            self.seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(HttpResponse {
+                status: 200,
+                headers: Vec::new(),
+                body: vec![b' '; self.body_bytes],
+            })
+        }
+    }
+
+    #[test]
+    fn a_stand_in_answers_only_what_the_host_admits_and_within_its_size_limit() {
+        let echo = Arc::new(Echo {
+            body_bytes: 1024,
+            seen: Default::default(),
+        });
+        let overrides = NetworkOverrides {
+            stand_in: Some(echo.clone()),
+            ..NetworkOverrides::default()
+        };
+        let hosts = vec!["api.pay.example".to_owned()];
+        let fits = HttpPolicy::new(&hosts, Duration::from_secs(1), 1024, &overrides).unwrap();
+        assert_eq!(
+            fits.send(get("https://api.pay.example/x"), soon())
+                .unwrap()
+                .status,
+            200
+        );
+        assert!(forbidden(&fits, "http://api.pay.example/x").contains("https"));
+        assert!(forbidden(&fits, "https://other.example/x").contains("not in"));
+        let smaller = HttpPolicy::new(&hosts, Duration::from_secs(1), 1023, &overrides).unwrap();
+        assert!(matches!(
+            smaller.send(get("https://api.pay.example/x"), soon()),
+            Err(HttpFailure::TooLarge)
+        ));
+        assert_eq!(echo.seen.load(std::sync::atomic::Ordering::SeqCst), 2);
     }
 }

@@ -14,7 +14,7 @@ use thiserror::Error;
 
 use courier_core::config::Config;
 use courier_core::payments::{GatewayError, TestNetwork, live_adapter_config};
-use courier_plugins::{PaymentAdapter, PluginError};
+use courier_plugins::{Exchange, PaymentAdapter, PluginError};
 
 /// The operations of the payments contract, as the command names them.
 pub const OPERATIONS: [&str; 9] = [
@@ -90,6 +90,17 @@ struct ListArgs {
     after: Option<String>,
 }
 
+/// One operation of an adapter, done: what `run` prints and `record` keeps.
+pub(crate) struct Performed {
+    pub adapter: PaymentAdapter,
+    pub operation: &'static str,
+    pub args: Value,
+    pub answer: Value,
+    /// Whole, with the secrets masked.
+    pub exchanges: Vec<Exchange>,
+    pub millis: u64,
+}
+
 /// Runs `operation` of the adapter in `file` with the configuration at `adapter_config` and
 /// `args` (a JSON object), and returns what to print.
 pub fn run(
@@ -99,11 +110,18 @@ pub fn run(
     adapter_config: Option<&Path>,
     args: Option<&str>,
 ) -> Result<Value, RunError> {
-    let operation = OPERATIONS
-        .iter()
-        .copied()
-        .find(|known| *known == operation)
-        .ok_or_else(|| RunError::UnknownOperation(operation.to_owned()))?;
+    Ok(perform(config, file, operation, adapter_config, args)?.report())
+}
+
+/// Loads the adapter as the service would (watched) and performs one operation.
+pub(crate) fn perform(
+    config: &Config,
+    file: &Path,
+    operation: &str,
+    adapter_config: Option<&Path>,
+    args: Option<&str>,
+) -> Result<Performed, RunError> {
+    let operation = operation_named(operation)?;
     let args: Value = match args {
         None => json!({}),
         Some(text) => serde_json::from_str(text).map_err(|e| RunError::Arguments {
@@ -112,10 +130,7 @@ pub fn run(
             reason: e.to_string(),
         })?,
     };
-    let bytes = std::fs::read(file).map_err(|e| RunError::Read {
-        path: file.display().to_string(),
-        reason: e.to_string(),
-    })?;
+    let bytes = read_component(file)?;
     let network = TestNetwork {
         allow_private: config.payments.allow_private,
         extra_ca: config.payments.extra_ca.clone(),
@@ -125,26 +140,58 @@ pub fn run(
     let started = Instant::now();
     let adapter =
         PaymentAdapter::load_watched(&engine, &bytes, adapter_config).map_err(RunError::Adapter)?;
-    let answer = call(&adapter, operation, args)?;
+    let answer = call(&adapter, operation, args.clone())?;
     let millis = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let limits = adapter.limits();
-    Ok(json!({
-        "adapter": {
-            "name": adapter.info().name,
-            "version": adapter.info().version,
-            "allowed_hosts": adapter.info().allowed_hosts,
-            "sha256": adapter.sha256(),
-        },
-        "operation": operation,
-        "answer": answer,
-        "exchanges": adapter.take_exchanges(),
-        "millis": millis,
-        "limits": {
-            "deadline_ms": u64::try_from(limits.adapter_deadline.as_millis()).unwrap_or(u64::MAX),
-            "memory_bytes": limits.memory_bytes,
-            "http_exchange_excerpt_bytes": courier_plugins::EXCERPT_BYTES,
-        },
-    }))
+    let exchanges = adapter.take_exchanges();
+    Ok(Performed {
+        adapter,
+        operation,
+        args,
+        answer,
+        exchanges,
+        millis,
+    })
+}
+
+impl Performed {
+    /// What `courier adapter run` prints: bodies cut to excerpts.
+    pub fn report(self) -> Value {
+        let limits = self.adapter.limits();
+        let info = self.adapter.info();
+        json!({
+            "adapter": {
+                "name": info.name,
+                "version": info.version,
+                "allowed_hosts": info.allowed_hosts,
+                "sha256": self.adapter.sha256(),
+            },
+            "operation": self.operation,
+            "answer": self.answer,
+            "exchanges": self.exchanges.into_iter().map(Exchange::excerpted).collect::<Vec<_>>(),
+            "millis": self.millis,
+            "limits": {
+                "deadline_ms": u64::try_from(limits.adapter_deadline.as_millis()).unwrap_or(u64::MAX),
+                "memory_bytes": limits.memory_bytes,
+                "http_exchange_excerpt_bytes": courier_plugins::EXCERPT_BYTES,
+            },
+        })
+    }
+}
+
+/// The operation as the contract's list spells it.
+pub(crate) fn operation_named(operation: &str) -> Result<&'static str, RunError> {
+    OPERATIONS
+        .iter()
+        .copied()
+        .find(|known| *known == operation)
+        .ok_or_else(|| RunError::UnknownOperation(operation.to_owned()))
+}
+
+pub(crate) fn read_component(file: &Path) -> Result<Vec<u8>, RunError> {
+    std::fs::read(file).map_err(|e| RunError::Read {
+        path: file.display().to_string(),
+        reason: e.to_string(),
+    })
 }
 
 /// What each operation's arguments look like, for the refusal of ones that do not parse.
@@ -178,7 +225,11 @@ fn result<T: Serialize, E: Serialize>(answer: Result<T, E>) -> Value {
     }
 }
 
-fn call(adapter: &PaymentAdapter, operation: &'static str, args: Value) -> Result<Value, RunError> {
+pub(crate) fn call(
+    adapter: &PaymentAdapter,
+    operation: &'static str,
+    args: Value,
+) -> Result<Value, RunError> {
     let failed = RunError::Adapter;
     Ok(match operation {
         "describe" => json!(adapter.info()),

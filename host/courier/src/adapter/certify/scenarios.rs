@@ -1,0 +1,388 @@
+//! The scenarios made from a set of cassettes, and the checks each one runs.
+
+use serde_json::Value;
+
+use super::player::{Fault, Player, Sent};
+use crate::adapter::cassette::{Cassette, Loaded, MONEY_MOVES, RecordedExchange};
+use crate::adapter::run::{call, operation_named};
+use courier_domain::charge::contains_card_number;
+use courier_plugins::PaymentAdapter;
+
+/// What the cassettes must hold between them: (operation, answer) pairs.
+const COVERAGE: [(&str, &str); 10] = [
+    ("setup-card-form", "ok"),
+    ("attach-card", "ok"),
+    ("attach-card", "refused unknown-reference"),
+    ("hold", "approved"),
+    ("hold", "declined"),
+    ("capture", "approved"),
+    ("void", "approved"),
+    ("refund", "approved"),
+    ("retrieve", "ok"),
+    ("retrieve", "refused not-found"),
+];
+
+pub(super) struct Suite<'a> {
+    pub adapter: &'a PaymentAdapter,
+    pub player: &'a Player,
+    pub bytes: &'a [u8],
+    pub cassettes: &'a [Loaded],
+}
+
+pub(super) struct Scenario {
+    pub name: String,
+    check: Check,
+}
+
+enum Check {
+    /// The component imports nothing outside its world.
+    Imports,
+    /// The cassettes hold every operation and answer the suite needs.
+    Coverage,
+    /// The recording, replayed: the recorded answer.
+    Replay(usize),
+    /// The same call twice: the same answer, the same key.
+    Repeat(usize),
+    /// The money move's answer faulted: `expect` is the only right outcome.
+    Fault {
+        cassette: usize,
+        fault: Fault,
+        expect: &'static str,
+    },
+    /// The connection drops after the provider acted; the host's retry gets the first answer.
+    DroppedThenRetried(usize),
+}
+
+impl Suite<'_> {
+    pub fn scenarios(&self) -> Vec<Scenario> {
+        let mut scenarios = vec![
+            Scenario {
+                name: "the component imports only its world".into(),
+                check: Check::Imports,
+            },
+            Scenario {
+                name: "the cassettes cover the contract".into(),
+                check: Check::Coverage,
+            },
+        ];
+        for (index, loaded) in self.cassettes.iter().enumerate() {
+            let named = |what: &str| format!("{}: {what}", loaded.name);
+            scenarios.push(Scenario {
+                name: named(&format!(
+                    "replayed, answers {}",
+                    loaded.cassette.answer_kind()
+                )),
+                check: Check::Replay(index),
+            });
+            let cassette = &loaded.cassette;
+            if !MONEY_MOVES.contains(&cassette.operation.as_str())
+                || cassette.answer_kind() != "approved"
+            {
+                continue;
+            }
+            scenarios.push(Scenario {
+                name: named("asked twice, the same key and the same answer"),
+                check: Check::Repeat(index),
+            });
+            scenarios.push(Scenario {
+                name: named("the connection drops after the provider acted: unreachable, then the retry's answer"),
+                check: Check::DroppedThenRetried(index),
+            });
+            let money = cassette
+                .money_exchange()
+                .and_then(|i| cassette.exchanges[i].money.clone())
+                .unwrap_or_default();
+            let key_in_use = cassette.exchanges.iter().any(|e| e.key_in_use.is_some());
+            let faults = [
+                (Fault::Status(500), "unreachable", true),
+                (Fault::Status(503), "unreachable", true),
+                (Fault::Status(429), "unreachable", true),
+                (Fault::Hang, "unreachable", true),
+                (Fault::Malformed, "unreachable", true),
+                (Fault::Oversize, "unreachable", true),
+                (Fault::OtherAmount, "unreachable", money.amount.is_some()),
+                (
+                    Fault::OtherCurrency,
+                    "unreachable",
+                    money.currency.is_some(),
+                ),
+                (Fault::KeyInUse, "in-flight", key_in_use),
+            ];
+            for (fault, expect, applies) in faults {
+                if applies {
+                    scenarios.push(Scenario {
+                        name: named(&format!("{}: {expect}", describe(fault))),
+                        check: Check::Fault {
+                            cassette: index,
+                            fault,
+                            expect,
+                        },
+                    });
+                }
+            }
+        }
+        scenarios
+    }
+
+    /// Ok, or what was wrong.
+    pub fn run(&self, scenario: &Scenario) -> Result<(), String> {
+        match scenario.check {
+            Check::Imports => self.imports(),
+            Check::Coverage => self.coverage(),
+            Check::Replay(index) => {
+                let cassette = self.load(index, None);
+                let answer = self.call(cassette)?;
+                self.checked(cassette)?;
+                same_as_recorded(&answer, cassette)
+            }
+            Check::Repeat(index) => {
+                let cassette = self.load(index, None);
+                let first = self.call(cassette)?;
+                self.player.next_call(None);
+                let second = self.call(cassette)?;
+                self.checked(cassette)?;
+                same_as_recorded(&first, cassette)?;
+                same_as_recorded(&second, cassette).map_err(|why| format!("asked again: {why}"))
+            }
+            Check::DroppedThenRetried(index) => {
+                let cassette = self.load(index, Some(Fault::DroppedAfterActing));
+                let first = self.call(cassette)?;
+                outcome_is(&first, "unreachable")?;
+                self.player.next_call(None);
+                let retried = self.call(cassette)?;
+                self.checked(cassette)?;
+                same_as_recorded(&retried, cassette).map_err(|why| format!("retried: {why}"))
+            }
+            Check::Fault {
+                cassette: index,
+                fault,
+                expect,
+            } => {
+                let cassette = self.load(index, Some(fault));
+                let answer = self.call(cassette)?;
+                self.checked(cassette)?;
+                outcome_is(&answer, expect)?;
+                let wrong_hold = cassette.operation == "hold"
+                    && matches!(fault, Fault::OtherAmount | Fault::OtherCurrency);
+                if wrong_hold {
+                    self.released(cassette)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Plays cassette `index` (a hold with a void's exchanges to release it) with `fault`.
+    fn load(&self, index: usize, fault: Option<Fault>) -> &Cassette {
+        let cassette = &self.cassettes[index].cassette;
+        let mut exchanges = cassette.exchanges.clone();
+        if cassette.operation == "hold" {
+            exchanges.extend(self.release_of(cassette));
+        }
+        self.player.load(exchanges, fault);
+        cassette
+    }
+
+    /// How the provider answers the release of this hold: a recorded void's exchanges, with the
+    /// void's authorisation replaced by the hold's reference; no money marked, so no fault.
+    fn release_of(&self, hold: &Cassette) -> Vec<RecordedExchange> {
+        let (Some(reference), Some(void)) = (
+            hold.answer.get("detail").and_then(Value::as_str),
+            self.cassettes
+                .iter()
+                .map(|l| &l.cassette)
+                .find(|c| c.operation == "void" && c.answer_kind() == "approved"),
+        ) else {
+            return Vec::new();
+        };
+        let Some(voided) = void.args.get("authorisation").and_then(Value::as_str) else {
+            return Vec::new();
+        };
+        void.exchanges
+            .iter()
+            .filter_map(|exchange| {
+                let text = serde_json::to_string(exchange)
+                    .ok()?
+                    .replace(voided, reference);
+                let mut exchange: RecordedExchange = serde_json::from_str(&text).ok()?;
+                exchange.money = None;
+                exchange.key_in_use = None;
+                Some(exchange)
+            })
+            .collect()
+    }
+
+    fn call(&self, cassette: &Cassette) -> Result<Value, String> {
+        let operation = operation_named(&cassette.operation).map_err(|e| e.to_string())?;
+        call(self.adapter, operation, cassette.args.clone()).map_err(|e| e.to_string())
+    }
+
+    /// What every scenario checks of the requests sent.
+    fn checked(&self, cassette: &Cassette) -> Result<(), String> {
+        let sent = self.player.sent();
+        if let Some(unknown) = sent.iter().find(|s| s.matched.is_none()) {
+            return Err(format!(
+                "the adapter sent {} {}, which no exchange of the cassette answers",
+                unknown.method, unknown.path
+            ));
+        }
+        if let Some(request) = sent.iter().find(|s| holds_card_number(s)) {
+            return Err(format!(
+                "{} {} holds a card number",
+                request.method, request.path
+            ));
+        }
+        if let (Some(key), Some(money)) = (cassette.idempotency_key(), cassette.money_exchange())
+            && let Some(request) = sent
+                .iter()
+                .find(|s| s.matched == Some(money) && !carries(s, key))
+        {
+            return Err(format!(
+                "{} {} moves money without the host's idempotency key {key:?}",
+                request.method, request.path
+            ));
+        }
+        Ok(())
+    }
+
+    /// A hold answered for the wrong amount or currency was released.
+    fn released(&self, hold: &Cassette) -> Result<(), String> {
+        let release_from = hold.exchanges.len();
+        if self.release_of(hold).is_empty() {
+            return Err("no approved void cassette shows how this provider releases a hold".into());
+        }
+        if self
+            .player
+            .sent()
+            .iter()
+            .any(|s| s.matched.is_some_and(|i| i >= release_from))
+        {
+            Ok(())
+        } else {
+            Err(
+                "the hold the provider made for the wrong amount or currency was not released"
+                    .into(),
+            )
+        }
+    }
+
+    fn imports(&self) -> Result<(), String> {
+        let info = courier_plugins::inspect(self.bytes).map_err(|e| e.to_string())?;
+        let outside: Vec<&str> = info
+            .imports
+            .iter()
+            .filter(|i| !i.granted)
+            .map(|i| i.name.as_str())
+            .collect();
+        if outside.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "imports outside the payment-adapter world (each traps when called): {}",
+                outside.join(", ")
+            ))
+        }
+    }
+
+    fn coverage(&self) -> Result<(), String> {
+        let missing: Vec<String> = COVERAGE
+            .iter()
+            .filter(|(operation, kind)| {
+                !self.cassettes.iter().any(|l| {
+                    l.cassette.operation == *operation && l.cassette.answer_kind() == *kind
+                })
+            })
+            .map(|(operation, kind)| format!("{operation} answering {kind}"))
+            .collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("no cassette of {}", missing.join("; ")))
+        }
+    }
+}
+
+/// How a fault reads in a scenario's name.
+fn describe(fault: Fault) -> String {
+    match fault {
+        Fault::Status(status) => format!("the provider answers {status}"),
+        Fault::Hang => "the provider hangs past the deadline".into(),
+        Fault::DroppedAfterActing => "the connection drops after the provider acted".into(),
+        Fault::Malformed => "the answer is cut short".into(),
+        Fault::Oversize => "the answer is larger than the host accepts".into(),
+        Fault::OtherAmount => "the answer is for another amount".into(),
+        Fault::OtherCurrency => "the answer is in another currency".into(),
+        Fault::KeyInUse => "the key is still in use at the provider".into(),
+    }
+}
+
+fn same_as_recorded(answer: &Value, cassette: &Cassette) -> Result<(), String> {
+    if answer == &cassette.answer {
+        Ok(())
+    } else {
+        Err(format!(
+            "answered {answer}, the recording answered {}",
+            cassette.answer
+        ))
+    }
+}
+
+fn outcome_is(answer: &Value, expect: &str) -> Result<(), String> {
+    if answer.get("outcome").and_then(Value::as_str) == Some(expect) {
+        Ok(())
+    } else {
+        Err(format!("answered {answer}; only {expect} is right"))
+    }
+}
+
+/// Whether the request carries `key`: as a header's value, or in its body.
+fn carries(sent: &Sent, key: &str) -> bool {
+    sent.headers.iter().any(|(_, value)| value == key)
+        || String::from_utf8_lossy(&sent.body).contains(key)
+}
+
+/// Whether the request holds a card number anywhere: its URL, a header or its body (the
+/// rule the service's own inputs are held to).
+fn holds_card_number(sent: &Sent) -> bool {
+    contains_card_number(&sent.url)
+        || sent
+            .headers
+            .iter()
+            .any(|(name, value)| contains_card_number(name) || contains_card_number(value))
+        || contains_card_number(&String::from_utf8_lossy(&sent.body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sent(url: &str, body: &str) -> Sent {
+        Sent {
+            method: "POST",
+            url: url.to_owned(),
+            path: String::new(),
+            headers: vec![("Idempotency-Key".into(), "job_1_hold".into())],
+            body: body.as_bytes().to_vec(),
+            matched: None,
+        }
+    }
+
+    #[test]
+    fn a_card_number_is_found_in_the_url_or_the_body_however_it_is_spaced() {
+        let plain = "https://api.example/v1/x";
+        assert!(holds_card_number(&sent(
+            plain,
+            "number=4000 0566 5566 5556&cvc=123"
+        )));
+        assert!(holds_card_number(&sent(
+            "https://api.example/v1/cards/4000056655665556",
+            ""
+        )));
+        // One digit off fails the Luhn check; amounts and timestamps are not card numbers.
+        assert!(!holds_card_number(&sent(plain, "number=4000056655665557")));
+        assert!(!holds_card_number(&sent(
+            plain,
+            "amount=1290&created=1764300000"
+        )));
+    }
+}
