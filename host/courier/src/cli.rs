@@ -63,6 +63,21 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum AdapterCommand {
+    /// Write a payment adapter crate NAME under DIR from the template: the example provider's
+    /// adapter, its unit tests and cassettes, the contract and the no_std runtime. It builds
+    /// and certifies as it stands; rewrite it for your provider.
+    New {
+        name: String,
+        /// The directory the crate is written in (default: the current one).
+        #[arg(long, default_value = ".")]
+        path: PathBuf,
+    },
+    /// Build the adapter crate in DIR (default: the current one) into its component; prints
+    /// the .wasm's path, size, sha256 and world. Cargo's progress goes to stderr.
+    Build {
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
     /// Run one operation of the adapter in FILE, with no database, as the service would run it
     /// live; prints the answer, every HTTP exchange (secrets masked), the time and the limits.
     /// Exit 1 when the adapter failed (a trap, a deadline, an oversized answer), 2 when the
@@ -386,12 +401,29 @@ impl Cli {
 
 /// `courier adapter …`: prints the report, or exits with the command's code.
 fn adapter(config: &Config, command: AdapterCommand) -> anyhow::Result<()> {
-    use crate::adapter::{certify, record, run};
+    use crate::adapter::{certify, compile, new, record, run};
     let fail = |error: &dyn std::fmt::Display, code: i32| -> ! {
         eprintln!("courier: {error}");
         std::process::exit(code)
     };
     match command {
+        AdapterCommand::New { name, path } => match new::create(&name, &path) {
+            Ok((dir, files)) => {
+                eprintln!(
+                    "courier: wrote {dir}; next: courier adapter build {dir}",
+                    dir = dir.display()
+                );
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&json!({"created": dir, "files": files}))?
+                );
+            }
+            Err(error) => fail(&error, 2),
+        },
+        AdapterCommand::Build { dir } => match compile::build(&dir) {
+            Ok(built) => println!("{}", serde_json::to_string_pretty(&built)?),
+            Err(error) => fail(&error, error.exit_code()),
+        },
         AdapterCommand::Run {
             file,
             operation,

@@ -19,7 +19,7 @@ enum Purpose {
 /// A program the machine must have, and the Debian package that brings it.
 struct Need {
     what: &'static str,
-    package: &'static str,
+    packages: &'static [&'static str],
     present: fn() -> bool,
 }
 
@@ -27,6 +27,25 @@ fn on_path(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|path| {
         std::env::split_paths(&path).any(|folder| folder.join(program).is_file())
     })
+}
+
+/// A wasm32-wasip2 toolchain, as `plugins/build.sh` and `courier adapter build` look for one:
+/// rustup's target, or Debian's rustc-web with the standard library's source and wasi-libc.
+fn wasm_toolchain() -> bool {
+    let rustup = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .is_ok_and(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.trim() == "wasm32-wasip2")
+        });
+    rustup
+        || (std::path::Path::new("/usr/lib/wasm32-wasi/libc.a").is_file()
+            && Command::new("dpkg")
+                .args(["-s", "rust-web-src"])
+                .output()
+                .is_ok_and(|o| o.status.success()))
 }
 
 /// The PostgreSQL server binaries: on the path, or where Debian keeps them.
@@ -42,7 +61,7 @@ fn postgres_server() -> bool {
 fn needs(purpose: Purpose) -> Vec<Need> {
     let mut needs = vec![Need {
         what: "the PostgreSQL server (initdb, pg_ctl)",
-        package: "postgresql",
+        packages: &["postgresql"],
         present: postgres_server,
     }];
     if purpose == Purpose::Serve {
@@ -51,30 +70,42 @@ fn needs(purpose: Purpose) -> Vec<Need> {
     needs.extend([
         Need {
             what: "headless Chromium (the browser tests)",
-            package: "chromium",
+            packages: &["chromium"],
             present: || on_path("chromium"),
         },
         Need {
             what: "chromedriver (WebDriver for Chromium)",
-            package: "chromium-driver",
+            packages: &["chromium-driver"],
             present: || on_path("chromedriver"),
         },
         Need {
             what: "HAProxy (the fleet tests)",
-            package: "haproxy",
+            packages: &["haproxy"],
             present: || on_path("haproxy"),
+        },
+        Need {
+            what: "a wasm toolchain (the partner kit's test builds an adapter)",
+            packages: &[
+                "rustc-web",
+                "cargo-web",
+                "rust-web-src",
+                "rust-web-llvm",
+                "lld",
+                "wasi-libc",
+            ],
+            present: wasm_toolchain,
         },
     ]);
     if purpose == Purpose::Ci {
         needs.extend([
             Need {
                 what: "curl (the fuzz run)",
-                package: "curl",
+                packages: &["curl"],
                 present: || on_path("curl"),
             },
             Need {
                 what: "Python with venv (Schemathesis)",
-                package: "python3-venv",
+                packages: &["python3-venv"],
                 present: || {
                     Command::new("python3")
                         .args(["-m", "venv", "--help"])
@@ -119,11 +150,12 @@ fn install(purpose: Purpose) -> Result<(), String> {
     let needs = needs(purpose);
     let missing: Vec<&Need> = needs.iter().filter(|n| !(n.present)()).collect();
     if !missing.is_empty() {
-        let packages: Vec<&str> = missing.iter().map(|n| n.package).collect();
+        let packages: Vec<&str> = missing.iter().flat_map(|n| n.packages).copied().collect();
         for need in &missing {
             eprintln!(
-                "xtask: missing {} (Debian package {})",
-                need.what, need.package
+                "xtask: missing {} (Debian {})",
+                need.what,
+                need.packages.join(" ")
             );
         }
         let apt = on_path("apt-get");
@@ -249,7 +281,11 @@ mod tests {
     use super::*;
 
     fn packages(purpose: Purpose) -> Vec<&'static str> {
-        needs(purpose).iter().map(|n| n.package).collect()
+        needs(purpose)
+            .iter()
+            .flat_map(|n| n.packages)
+            .copied()
+            .collect()
     }
 
     #[test]
@@ -257,7 +293,18 @@ mod tests {
         assert_eq!(packages(Purpose::Serve), ["postgresql"]);
         assert_eq!(
             packages(Purpose::Test),
-            ["postgresql", "chromium", "chromium-driver", "haproxy"]
+            [
+                "postgresql",
+                "chromium",
+                "chromium-driver",
+                "haproxy",
+                "rustc-web",
+                "cargo-web",
+                "rust-web-src",
+                "rust-web-llvm",
+                "lld",
+                "wasi-libc"
+            ]
         );
         assert_eq!(
             packages(Purpose::Ci),
@@ -266,6 +313,12 @@ mod tests {
                 "chromium",
                 "chromium-driver",
                 "haproxy",
+                "rustc-web",
+                "cargo-web",
+                "rust-web-src",
+                "rust-web-llvm",
+                "lld",
+                "wasi-libc",
                 "curl",
                 "python3-venv"
             ]

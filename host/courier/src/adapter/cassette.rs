@@ -98,6 +98,10 @@ pub struct MoneyFields {
     pub currency: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
+    /// The request header that carried the host's idempotency key (e.g. `idempotency-key`);
+    /// none when the provider takes it in the body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_header: Option<String>,
 }
 
 #[derive(Debug, Error)]
@@ -127,6 +131,13 @@ impl Cassette {
     /// The exchange that moves money, for the operations that do.
     pub fn money_exchange(&self) -> Option<usize> {
         self.exchanges.iter().position(|e| e.money.is_some())
+    }
+
+    /// The header the money move's key goes in, when the provider takes it in a header.
+    pub fn key_header(&self) -> Option<&str> {
+        self.money_exchange()
+            .and_then(|i| self.exchanges[i].money.as_ref())
+            .and_then(|m| m.key_header.as_deref())
     }
 
     /// The answer's outcome (`approved`, `declined`…) or result (`ok`, `refused`) and, for a

@@ -138,6 +138,11 @@ pub(crate) fn cassette_of(
                         })
                     }),
                     reference: approved.and_then(|r| find_pointer(&body, &|v| v == r)),
+                    key_header: exchange
+                        .request_headers
+                        .iter()
+                        .find(|(_, value)| Some(value.as_str()) == key)
+                        .map(|(name, _)| name.to_ascii_lowercase()),
                 }
             });
             Ok(RecordedExchange {
@@ -210,10 +215,14 @@ mod tests {
             exchange(
                 "POST",
                 "https://api.example/v1/payment_intents",
-                "amount=1290&idempotency=job_1_hold",
+                "amount=1290&metadata[hold_key]=job_1_hold",
                 json!({"id": "pi_9", "amount": 1290, "currency": "eur", "nested": {"amount": 1290}}),
             ),
         ];
+        let mut exchanges = exchanges;
+        exchanges[1]
+            .request_headers
+            .push(("Idempotency-Key".into(), "job_1_hold".into()));
         let cassette = cassette_of("hold", &args, &answer, &exchanges).unwrap();
         assert_eq!(
             cassette.exchanges[0].request.path,
@@ -226,6 +235,7 @@ mod tests {
                 amount: Some("/amount".into()),
                 currency: Some("/currency".into()),
                 reference: Some("/id".into()),
+                key_header: Some("idempotency-key".into()),
             })
         );
         assert_eq!(

@@ -235,7 +235,7 @@ impl Suite<'_> {
         if let (Some(key), Some(money)) = (cassette.idempotency_key(), cassette.money_exchange())
             && let Some(request) = sent
                 .iter()
-                .find(|s| s.matched == Some(money) && !carries(s, key))
+                .find(|s| s.matched == Some(money) && !carries(s, key, cassette.key_header()))
         {
             return Err(format!(
                 "{} {} moves money without the host's idempotency key {key:?}",
@@ -335,10 +335,16 @@ fn outcome_is(answer: &Value, expect: &str) -> Result<(), String> {
     }
 }
 
-/// Whether the request carries `key`: as a header's value, or in its body.
-fn carries(sent: &Sent, key: &str) -> bool {
-    sent.headers.iter().any(|(_, value)| value == key)
-        || String::from_utf8_lossy(&sent.body).contains(key)
+/// Whether the request carries `key` where the recording had it: as the value of `header`, or
+/// (with none) in its body.
+fn carries(sent: &Sent, key: &str, header: Option<&str>) -> bool {
+    match header {
+        Some(header) => sent
+            .headers
+            .iter()
+            .any(|(name, value)| name.eq_ignore_ascii_case(header) && value == key),
+        None => String::from_utf8_lossy(&sent.body).contains(key),
+    }
 }
 
 /// Whether the request holds a card number anywhere: its URL, a header or its body (the
@@ -384,5 +390,19 @@ mod tests {
             plain,
             "amount=1290&created=1764300000"
         )));
+    }
+
+    #[test]
+    fn the_key_is_looked_for_where_the_recording_had_it() {
+        let request = sent(
+            "https://api.example/v1/x",
+            r#"{"metadata":{"hold_key":"job_2_hold"}}"#,
+        );
+        assert!(carries(&request, "job_1_hold", Some("idempotency-key")));
+        assert!(carries(&request, "job_1_hold", Some("Idempotency-Key")));
+        // In the body but not in the header the provider reads: not carried.
+        assert!(!carries(&request, "job_2_hold", Some("idempotency-key")));
+        assert!(carries(&request, "job_2_hold", None));
+        assert!(!carries(&request, "job_3_hold", None));
     }
 }

@@ -1,0 +1,189 @@
+//! Every operation against scripted answers: what is sent, and what each answer becomes.
+//! Add a test here for each rule of your provider's API as you write it.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::cell::RefCell;
+
+use serde_json::{Value, json};
+
+use crate::{
+    Adapter, Decline, Finished, Lookup, Method, Outcome, Refusal, Request, Response, Settings,
+    Status, Transport,
+};
+
+/// Answers requests from a list, in order, and keeps what was sent.
+struct Script {
+    answers: RefCell<Vec<Result<(u16, Value), &'static str>>>,
+    sent: RefCell<Vec<Request>>,
+}
+
+impl Script {
+    fn new(answers: Vec<Result<(u16, Value), &'static str>>) -> Self {
+        Script {
+            answers: RefCell::new(answers.into_iter().rev().collect()),
+            sent: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn sent(&self, n: usize) -> Request {
+        self.sent.borrow()[n].clone()
+    }
+
+    fn body(&self, n: usize) -> Value {
+        serde_json::from_slice(&self.sent(n).body).unwrap()
+    }
+
+    fn header(&self, n: usize, name: &str) -> Option<String> {
+        self.sent(n)
+            .headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    }
+}
+
+impl Transport for Script {
+    fn send(&self, request: Request) -> Result<Response, String> {
+        self.sent.borrow_mut().push(request);
+        match self.answers.borrow_mut().pop().expect("a scripted answer") {
+            Ok((status, body)) => Ok(Response {
+                status,
+                body: body.to_string().into_bytes(),
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+fn settings() -> Settings {
+    Settings {
+        api_key: "key_test_123".into(),
+        api_base: "https://api.example-pay.test".into(),
+    }
+}
+
+fn payment(status: &str, amount: i64, captured: i64) -> Value {
+    json!({"id": "pay_1", "status": status, "amount": amount, "amount_captured": captured,
+        "amount_refunded": 0, "currency": "EUR", "created": 1_795_000_000,
+        "metadata": {"hold_key": "job_1_hold"}})
+}
+
+#[test]
+fn settings_need_an_api_key_and_an_https_base() {
+    assert!(Settings::read(|_| None).unwrap_err().contains("api_key"));
+    let plain = Settings::read(|k| match k {
+        "api_key" => Some("key".into()),
+        "api_base" => Some("http://api.example-pay.test".into()),
+        _ => None,
+    });
+    assert!(plain.unwrap_err().contains("https"));
+}
+
+#[test]
+fn a_hold_carries_the_host_s_key_and_keeps_it_with_the_payment() {
+    let script = Script::new(vec![Ok((200, payment("authorized", 1290, 0)))]);
+    let s = settings();
+    let outcome = Adapter::new(&s, &script).authorise(1290, "EUR", "card_1", "cus_1", "job_1_hold");
+    assert_eq!(outcome, Outcome::Approved("pay_1".into()));
+    let sent = script.sent(0);
+    assert_eq!(sent.method, Method::Post);
+    assert_eq!(sent.url, "https://api.example-pay.test/v1/payments");
+    assert_eq!(
+        script.header(0, "idempotency-key").as_deref(),
+        Some("job_1_hold")
+    );
+    assert_eq!(
+        script.header(0, "authorization").as_deref(),
+        Some("Bearer key_test_123")
+    );
+    let body = script.body(0);
+    assert_eq!(body["capture"], false);
+    assert_eq!(body["metadata"]["hold_key"], "job_1_hold");
+}
+
+#[test]
+fn a_hold_for_another_amount_is_released_and_never_approved() {
+    let script = Script::new(vec![
+        Ok((200, payment("authorized", 1291, 0))),
+        Ok((200, payment("canceled", 1291, 0))),
+    ]);
+    let s = settings();
+    let outcome = Adapter::new(&s, &script).authorise(1290, "EUR", "card_1", "cus_1", "job_1_hold");
+    assert!(matches!(outcome, Outcome::Unreachable(m) if m.contains("1291")));
+    assert_eq!(
+        script.sent(1).url,
+        "https://api.example-pay.test/v1/payments/pay_1/cancel"
+    );
+}
+
+#[test]
+fn answers_are_sorted_into_outcomes() {
+    let s = settings();
+    let hold = |answer| {
+        let script = Script::new(vec![answer]);
+        Adapter::new(&s, &script).authorise(1290, "EUR", "card_1", "cus_1", "job_1_hold")
+    };
+    assert_eq!(
+        hold(Ok((402, json!({"error": {"code": "expired_card"}})))),
+        Outcome::Declined(Decline {
+            code: "expired_card".into(),
+            finished: Some(Finished::Expired),
+        })
+    );
+    assert!(matches!(
+        hold(Ok((
+            409,
+            json!({"error": {"code": "idempotency_key_in_use"}})
+        ))),
+        Outcome::InFlight(_)
+    ));
+    for status in [500, 503, 429] {
+        assert!(matches!(
+            hold(Ok((status, json!({})))),
+            Outcome::Unreachable(_)
+        ));
+    }
+    assert!(matches!(hold(Err("timeout")), Outcome::Unreachable(_)));
+    assert!(matches!(
+        hold(Ok((200, json!("not an object")))),
+        Outcome::Unreachable(_)
+    ));
+}
+
+#[test]
+fn a_capture_must_take_exactly_what_was_asked() {
+    let s = settings();
+    let capture = |answer| {
+        let script = Script::new(vec![Ok((200, answer))]);
+        Adapter::new(&s, &script).capture("pay_1", 1290, "EUR", "charge_1_capture")
+    };
+    assert_eq!(
+        capture(payment("captured", 1290, 1290)),
+        Outcome::Approved("pay_1".into())
+    );
+    assert!(matches!(
+        capture(payment("captured", 1290, 1000)),
+        Outcome::Unreachable(_)
+    ));
+}
+
+#[test]
+fn cards_and_payments_unknown_to_the_provider_are_said_so() {
+    let s = settings();
+    let missing = json!({"error": {"code": "not_found"}});
+    let script = Script::new(vec![Ok((404, missing.clone()))]);
+    assert!(matches!(
+        Adapter::new(&s, &script).attach_card("cus_1", "card_x"),
+        Err(Refusal::UnknownReference(_))
+    ));
+    let script = Script::new(vec![Ok((404, missing))]);
+    assert_eq!(
+        Adapter::new(&s, &script).retrieve("pay_x"),
+        Err(Lookup::NotFound)
+    );
+    let script = Script::new(vec![Ok((200, payment("authorized", 1290, 0)))]);
+    let state = Adapter::new(&s, &script).retrieve("pay_1").unwrap();
+    assert_eq!(state.status, Status::Held);
+    assert_eq!(state.hold_key.as_deref(), Some("job_1_hold"));
+}
