@@ -63,7 +63,9 @@ pub async fn courier_adapter(
 async fn an_adapter_runs_alone_and_shows_its_exchanges_with_the_secret_masked() {
     let stripe = StripeStandIn::start().await;
 
-    let (code, out, err) = run(&stripe, "setup-card-form", json!({"merchant": "m_1"})).await;
+    let form = json!({"merchant": "m_1", "currency": "EUR", "country": "DE", "locale": "de-DE",
+        "return_url": "https://merchant.example/cards"});
+    let (code, out, err) = run(&stripe, "setup-card-form", form).await;
     assert_eq!(code, 0, "{err}");
     assert!(
         !out.contains(SECRET_KEY),

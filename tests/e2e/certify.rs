@@ -46,17 +46,14 @@ async fn record(stripe: &StripeStandIn, out: &Path, operation: &str, args: Value
 /// The flow the cassettes come from: a card form and its card, a hold released, a hold
 /// captured and refunded, reads, declines, and a key still in use.
 async fn record_stripe(stripe: &StripeStandIn, out: &Path) {
-    let form = record(
-        stripe,
-        out,
-        "setup-card-form",
-        json!({"merchant": "m_certify"}),
-    )
-    .await;
+    let form_for = json!({"merchant": "m_certify", "currency": "EUR", "country": "DE",
+        "locale": "de-DE", "return_url": "https://merchant.example/cards"});
+    let form = record(stripe, out, "setup-card-form", form_for).await;
     let customer = form["ok"]["customer_id"].as_str().unwrap().to_owned();
     let card = |card_ref: &str| json!({"customer_id": customer, "card_ref": card_ref});
     let attached = record(stripe, out, "attach-card", card("pm_card_visa")).await;
-    assert_eq!(attached["ok"]["last_four"], "4242", "{attached}");
+    assert_eq!(attached["ok"]["card"]["last_four"], "4242", "{attached}");
+    assert_eq!(attached["ok"]["reference"], "pm_card_visa", "{attached}");
     let unknown = record(stripe, out, "attach-card", card("pm_unknown_to_stripe")).await;
     assert_eq!(
         unknown["refused"]["outcome"], "unknown-reference",
@@ -210,6 +207,17 @@ async fn the_stripe_adapter_records_and_certifies_against_its_cassettes() {
             );
         }
     }
+
+    // The adapter as built against the contract's 2.0.0 (kept as a fixture) still certifies
+    // against the same cassettes: its answers read up into 2.1.0's are the same.
+    let older = stripe_adapter_path()
+        .parent()
+        .unwrap()
+        .join("../fixtures/payments-2.0/stripe-payments.wasm");
+    let (code, lines, summary) = certify(&older, &committed().join("cassettes")).await;
+    let failed: Vec<&String> = lines.iter().filter(|l| l.starts_with("FAIL")).collect();
+    assert_eq!(code, 0, "{failed:#?}");
+    assert_eq!(summary["failed"], 0);
 
     // The secret never reaches a cassette.
     for entry in std::fs::read_dir(committed().join("cassettes")).unwrap() {

@@ -339,8 +339,8 @@ async fn a_live_merchant_attaches_books_and_is_captured_voided_and_refunded() {
         (&card["brand"], &card["last_four"], &card["expiry_year"]),
         (&json!("visa"), &json!("4242"), &json!(2034))
     );
-    // Every card form of the merchant saves to its one customer, found again by search once
-    // the provider shows it there.
+    // Every card form of the merchant saves to its one customer: the one the service keeps
+    // for it, handed to the adapter with each new form.
     let (_, first) = live
         .call(Method::POST, "/v1/payment-methods/setup", None)
         .await;

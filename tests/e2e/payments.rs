@@ -17,9 +17,9 @@ use courier_core::payments::{
 use courier_domain::Environment;
 use courier_domain::charge::ChargeStatus;
 use courier_plugins::{
-    AdapterConfig, AttachRefusal, CaptureRequest, Card, CardForm, EngineConfig, HoldRequest,
-    LookupFailure, Outcome, PaymentAdapter, PaymentPage, PaymentState, PluginEngine, PluginError,
-    RefundRequest, VoidRequest,
+    AdapterConfig, AttachRefusal, AttachedCard, CaptureRequest, CardForm, CardFormRequest,
+    EngineConfig, HoldRequest, LookupFailure, Outcome, PaymentAdapter, PaymentPage, PaymentState,
+    PluginEngine, PluginError, RefundRequest, VoidRequest,
 };
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -260,14 +260,17 @@ impl Flaky {
 }
 
 impl Gateway for Flaky {
-    fn setup_card_form(&self, merchant: &str) -> Result<Result<CardForm, String>, PluginError> {
-        self.sandbox.setup_card_form(merchant)
+    fn setup_card_form(
+        &self,
+        request: &CardFormRequest,
+    ) -> Result<Result<CardForm, String>, PluginError> {
+        self.sandbox.setup_card_form(request)
     }
     fn attach_card(
         &self,
         customer_id: &str,
         card_ref: &str,
-    ) -> Result<Result<Card, AttachRefusal>, PluginError> {
+    ) -> Result<Result<AttachedCard, AttachRefusal>, PluginError> {
         self.sandbox.attach_card(customer_id, card_ref)
     }
     fn authorise(&self, request: &HoldRequest) -> Result<Outcome, PluginError> {
@@ -339,6 +342,110 @@ async fn setup_answers_the_providers_client_secret_and_customer() {
             .unwrap()
             .starts_with("cus_sandbox_")
     );
+    // The provider's document for its form, whose client secret is the one above.
+    assert_eq!(
+        body["card_form"],
+        json!({"client_secret": body["client_secret"]})
+    );
+}
+
+#[tokio::test]
+async fn a_card_form_is_set_up_for_what_the_merchant_says_and_nothing_else() {
+    let shop = Shop::open().await;
+    let setup = |body: &str| {
+        shop.app
+            .request(Method::POST, "/v1/payment-methods/setup")
+            .auth(&shop.test)
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+            .send()
+    };
+    let options = r#"{"currency": "CHF", "country": "CH", "locale": "de-CH",
+        "return_url": "https://shop.example/cards/done"}"#;
+    let (status, body) = status_and_json(setup(options).await.unwrap()).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["card_form"]["client_secret"].is_string());
+    for (wrong, named) in [
+        (r#"{"currency": "chf"}"#, "currency"),
+        (r#"{"country": "Switzerland"}"#, "country"),
+        (r#"{"locale": "de_CH"}"#, "locale"),
+        (
+            r#"{"return_url": "http://shop.example/cards"}"#,
+            "return_url",
+        ),
+        (r#"{"return_url": "/cards"}"#, "return_url"),
+    ] {
+        let refusal = assert_refusal(
+            setup(wrong).await.unwrap(),
+            422,
+            "payment.invalid_card_form",
+        )
+        .await;
+        assert!(
+            refusal["message"].as_str().unwrap().contains(named),
+            "{wrong}: {refusal}"
+        );
+    }
+    assert_refusal(
+        setup(r#"{"currency": "EUR", "colour": "red"}"#)
+            .await
+            .unwrap(),
+        422,
+        "request.invalid_body",
+    )
+    .await;
+    assert_refusal(
+        setup("{not json").await.unwrap(),
+        422,
+        "request.malformed_json",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_provider_s_own_references_are_not_taken_for_card_numbers() {
+    // A live adapter that declares sixteen digits as its references (the tests' HTTP probe).
+    let probe = crate::support::stripe::stripe_adapter_path().with_file_name("http-probe.wasm");
+    let app = TestApp::spawn_with(move |name| {
+        (name == "COURIER_LIVE_PAYMENT_ADAPTER").then(|| probe.display().to_string())
+    })
+    .await;
+    let merchant = app.create_merchant("Digits Ltd").await;
+    let attach = |credential: Credential, body: Value| {
+        app.request(Method::POST, "/v1/payment-methods")
+            .auth(&credential)
+            .json(&body)
+            .send()
+    };
+    // Sixteen digits that pass the Luhn check: in live, one of the provider's references, so
+    // it reaches the adapter (the probe then cannot set up a customer for this merchant).
+    let own = json!({"provider_ref": "4111111111111111"});
+    assert_refusal(
+        attach(merchant.live(), own.clone()).await.unwrap(),
+        503,
+        "payment.provider_unreachable",
+    )
+    .await;
+    // The same number anywhere else in the body, written otherwise, or with a test key (the
+    // sandbox declares no pattern) is a card number.
+    for (credential, body) in [
+        (
+            merchant.live(),
+            json!({"provider_ref": "4111111111111111", "make_default": "4000056655665556"}),
+        ),
+        (
+            merchant.live(),
+            json!({"provider_ref": "4111 1111 1111 1111"}),
+        ),
+        (merchant.test(), own),
+    ] {
+        assert_refusal(
+            attach(credential, body).await.unwrap(),
+            422,
+            "payment.raw_card_number",
+        )
+        .await;
+    }
 }
 
 #[tokio::test]

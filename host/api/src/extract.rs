@@ -64,6 +64,20 @@ impl<S: Send + Sync> FromRequest<S> for ApiDocument {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let UnscannedDocument(document) = UnscannedDocument::from_request(req, state).await?;
+        Ok(Self(checked(document)?))
+    }
+}
+
+/// A JSON body as a document that may hold a card number in a field the handler checks
+/// itself (a card reference whose provider writes references as digits). The handler must scan
+/// every other field with [`from_document`] before it reads anything.
+pub struct UnscannedDocument(pub Value);
+
+impl<S: Send + Sync> FromRequest<S> for UnscannedDocument {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         if !is_json(req.headers()) {
             return Err(RequestError::UnsupportedMediaType.into());
         }
@@ -73,11 +87,15 @@ impl<S: Send + Sync> FromRequest<S> for ApiDocument {
                 _ => RequestError::MalformedJson(rejection.body_text()),
             }
         })?;
-        let document: Value = serde_json::from_slice(&body).map_err(|e| {
-            RequestError::MalformedJson(format!("Failed to parse the request body as JSON: {e}"))
-        })?;
-        Ok(Self(checked(document)?))
+        Ok(Self(parse_json(&body)?))
     }
+}
+
+/// A body parsed as JSON, or why it is not.
+pub fn parse_json(body: &[u8]) -> Result<Value, RequestError> {
+    serde_json::from_slice(body).map_err(|e| {
+        RequestError::MalformedJson(format!("Failed to parse the request body as JSON: {e}"))
+    })
 }
 
 /// `application/json`, or a type of the `+json` family, as `axum::Json` accepts.

@@ -9,13 +9,13 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::error::ApiError;
-use super::extract::ApiJson;
+use super::error::{ApiError, RequestError};
+use super::extract::{UnscannedDocument, from_document, parse_json};
 use super::state::AppState;
 use courier_core::auth::Merchant;
-use courier_core::payments::cards::{CardFormView, PaymentMethodView};
+use courier_core::payments::cards::{CardFormOptions, CardFormView, PaymentMethodView};
 use courier_core::payments::{HoldError, PaymentError};
-use courier_domain::charge::contains_card_number;
+use courier_domain::charge::{contains_card_number, json_contains_card_number};
 
 impl From<HoldError> for ApiError {
     fn from(error: HoldError) -> Self {
@@ -33,16 +33,19 @@ pub struct AttachBody {
     make_default: Option<bool>,
 }
 
-/// `POST /v1/payment-methods/setup`: no body is needed; one sent is still searched.
+/// `POST /v1/payment-methods/setup`: no body is needed; one may say what the form is for
+/// (currency, country, locale, return URL; each left out is the operator's default). Any body
+/// is searched for card numbers.
 #[utoipa::path(
     post,
     path = "/payment-methods/setup",
     operation_id = "setUpCardForm",
     tag = "payments",
     summary = "Start the payment provider's card form, with the merchant present",
+    request_body(content = Option<CardFormOptions>, description = "Optional: what the form is for"),
     responses(
         (status = 200, description = "What the provider's card form needs", body = CardFormView),
-        (status = 422, description = "payment.raw_card_number payment.live_unavailable"),
+        (status = 422, description = "payment.raw_card_number payment.live_unavailable payment.invalid_card_form request.malformed_json request.invalid_body"),
         (status = 503, description = "payment.provider_unreachable payment.provider_busy"),
     )
 )]
@@ -54,7 +57,12 @@ pub async fn setup(
     if contains_card_number(&String::from_utf8_lossy(&body)) {
         return Err(PaymentError::RawCardNumber.into());
     }
-    Ok(Json(state.payments.setup(&merchant).await?))
+    let options: CardFormOptions = if body.iter().all(u8::is_ascii_whitespace) {
+        CardFormOptions::default()
+    } else {
+        from_document(parse_json(&body)?)?
+    };
+    Ok(Json(state.payments.setup(&merchant, &options).await?))
 }
 
 /// `POST /v1/payment-methods`
@@ -74,9 +82,28 @@ pub async fn setup(
 pub async fn attach(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,
-    // `ApiJson` refuses a card number anywhere in the body before it checks the shape.
-    ApiJson(body): ApiJson<AttachBody>,
+    UnscannedDocument(mut document): UnscannedDocument,
 ) -> Result<(StatusCode, Json<PaymentMethodView>), ApiError> {
+    // A card number anywhere is refused before the shape is checked, except in
+    // `provider_ref`: the payments feature holds it to the rule, leaving alone a reference
+    // that matches the pattern the provider's adapter declared.
+    let reference = document
+        .get_mut("provider_ref")
+        .map(|field| std::mem::replace(field, serde_json::Value::String(String::new())));
+    let mut body: AttachBody = from_document(document)?;
+    match reference {
+        Some(serde_json::Value::String(text)) if !text.contains('\0') => body.provider_ref = text,
+        Some(other) if json_contains_card_number(&other) => {
+            return Err(PaymentError::RawCardNumber.into());
+        }
+        Some(_) => {
+            return Err(RequestError::InvalidBody(
+                "provider_ref: expected a string without NUL".into(),
+            )
+            .into());
+        }
+        None => {}
+    }
     let card = state
         .payments
         .attach(

@@ -119,6 +119,17 @@ impl Services {
                     .min(usize::try_from(config.plugin_instances / 2).unwrap_or(usize::MAX))
                     .max(1),
                 ..config.payments.calls
+            })
+            .with_card_form(courier_core::payments::CardFormDefaults {
+                return_url: Some(
+                    config
+                        .payments
+                        .card_form
+                        .return_url
+                        .clone()
+                        .unwrap_or_else(|| config.public_url()),
+                ),
+                ..config.payments.card_form.clone()
             }),
         );
         let texts = Arc::new(

@@ -71,6 +71,8 @@ pub(crate) struct CallState {
     pub(crate) adapter: Option<Arc<crate::outbound::AdapterHost>>,
     /// When the call must be over: outbound requests get only what is left.
     pub(crate) deadline: std::time::Instant,
+    /// What a payment adapter logged during the call (`log` import).
+    pub(crate) log: crate::outbound::CallLog,
 }
 
 impl PluginEngine {
@@ -221,6 +223,7 @@ impl Runtime {
                 memory: MemoryCap::new(self.limits.memory_bytes),
                 adapter,
                 deadline: std::time::Instant::now() + deadline,
+                log: crate::outbound::CallLog::default(),
             },
         );
         store.limiter(|s| &mut s.memory);

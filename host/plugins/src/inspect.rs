@@ -33,37 +33,47 @@ impl World {
     pub fn package(self) -> &'static str {
         match self {
             World::PriceBook => "courier:pricing@1.0.0",
-            World::PaymentAdapter => "courier:payments@2.0.0",
+            World::PaymentAdapter => "courier:payments@2.1.0",
             World::PayloadShaper => "courier:webhooks@1.0.0",
         }
     }
 
-    /// The interface a component must export to implement the world.
-    fn export(self) -> &'static str {
+    /// The interfaces a component may export to implement the world: one per version the
+    /// host runs.
+    fn exports(self) -> &'static [&'static str] {
         match self {
-            World::PriceBook => "courier:pricing/book@1.0.0",
-            World::PaymentAdapter => "courier:payments/adapter@2.0.0",
-            World::PayloadShaper => "courier:webhooks/shaper@1.0.0",
+            World::PriceBook => &["courier:pricing/book@1.0.0"],
+            World::PaymentAdapter => &[
+                "courier:payments/adapter@2.1.0",
+                "courier:payments/adapter@2.0.0",
+            ],
+            World::PayloadShaper => &["courier:webhooks/shaper@1.0.0"],
         }
     }
 
-    /// Imports the host serves for this world (its capabilities), besides
-    /// the package's type-only interfaces.
+    /// Imports the host serves for this world (its capabilities, in every version it runs),
+    /// besides the package's type-only interfaces.
     fn grants(self) -> &'static [&'static str] {
         match self {
             World::PriceBook | World::PayloadShaper => &[],
             World::PaymentAdapter => &[
+                "courier:payments/outbound-http@2.1.0",
+                "courier:payments/config@2.1.0",
+                "courier:payments/log@2.1.0",
                 "courier:payments/outbound-http@2.0.0",
                 "courier:payments/config@2.0.0",
             ],
         }
     }
 
-    fn types(self) -> &'static str {
+    fn types(self) -> &'static [&'static str] {
         match self {
-            World::PriceBook => "courier:pricing/types@1.0.0",
-            World::PaymentAdapter => "courier:payments/types@2.0.0",
-            World::PayloadShaper => "courier:webhooks/types@1.0.0",
+            World::PriceBook => &["courier:pricing/types@1.0.0"],
+            World::PaymentAdapter => &[
+                "courier:payments/types@2.1.0",
+                "courier:payments/types@2.0.0",
+            ],
+            World::PayloadShaper => &["courier:webhooks/types@1.0.0"],
         }
     }
 }
@@ -127,14 +137,14 @@ pub fn inspect(bytes: &[u8]) -> Result<ComponentInfo, PluginError> {
     }
     let worlds: Vec<World> = World::ALL
         .into_iter()
-        .filter(|w| exports.iter().any(|e| e == w.export()))
+        .filter(|w| exports.iter().any(|e| w.exports().contains(&e.as_str())))
         .collect();
     let imports = imports
         .into_iter()
         .map(|name| Import {
             granted: worlds
                 .iter()
-                .any(|w| w.types() == name || w.grants().contains(&name.as_str())),
+                .any(|w| w.types().contains(&name.as_str()) || w.grants().contains(&name.as_str())),
             name,
         })
         .collect();

@@ -37,12 +37,14 @@ pub use error::PluginError;
 pub use inspect::{ComponentInfo, Import, World, inspect};
 pub use limits::Limits;
 pub use outbound::{
-    EXCERPT_BYTES, Exchange, HttpFailure, HttpRequest, HttpResponse, Method, ProviderStandIn,
+    EXCERPT_BYTES, Exchange, GuestLine, HttpFailure, HttpRequest, HttpResponse, LogLevel, Method,
+    ProviderStandIn,
 };
 pub use payments::{
-    AdapterConfig, AdapterInfo, AttachRefusal, CaptureRequest, Card, CardForm, Decline,
-    FinishReason, HoldRequest, LookupFailure, NetworkOverrides, Outcome, PaymentAdapter,
-    PaymentPage, PaymentState, PaymentStatus, RefundRequest, VoidRequest,
+    AdapterConfig, AdapterInfo, AttachRefusal, AttachedCard, CaptureRequest, Card, CardForm,
+    CardFormRequest, Decline, EventKind, EventRefusal, FinishReason, HoldRequest, LookupFailure,
+    NetworkOverrides, Outcome, PaymentAdapter, PaymentPage, PaymentState, PaymentStatus,
+    ProviderEvent, RefundRequest, VoidRequest,
 };
 pub use pricing::{
     BookInfo, LineCode, LocalDateTime, PreparedSettings, PriceBook, PriceLine, PriceRefusal,

@@ -31,6 +31,8 @@ pub(crate) struct AdapterHost {
     /// Every exchange of the adapter's calls, kept only when someone watches
     /// ([`crate::PaymentAdapter::load_watched`]); never in the service.
     pub(crate) exchanges: Option<std::sync::Mutex<Vec<Exchange>>>,
+    /// Every line the adapter logged, kept only when someone watches (the service logs them).
+    pub(crate) logged: Option<std::sync::Mutex<Vec<GuestLine>>>,
 }
 
 impl AdapterHost {
@@ -124,6 +126,57 @@ impl Exchange {
         self.response_body = excerpt(&self.response_body);
         self
     }
+}
+
+/// The lines an adapter logged in one call (the `log` import), within their limits.
+#[derive(Debug, Default)]
+pub(crate) struct CallLog {
+    pub lines: Vec<GuestLine>,
+    /// Lines past [`GuestLine::PER_CALL`], counted and dropped.
+    pub dropped: usize,
+}
+
+impl CallLog {
+    /// Keeps a line, cut at [`GuestLine::BYTES`], or counts it when the call has logged enough.
+    pub fn push(&mut self, level: LogLevel, message: String) {
+        if self.lines.len() >= GuestLine::PER_CALL {
+            self.dropped += 1;
+            return;
+        }
+        let mut message = message;
+        if message.len() > GuestLine::BYTES {
+            let mut end = GuestLine::BYTES;
+            while !message.is_char_boundary(end) {
+                end -= 1;
+            }
+            message.truncate(end);
+        }
+        self.lines.push(GuestLine { level, message });
+    }
+}
+
+/// The level of a line an adapter logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// One line an adapter logged.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GuestLine {
+    pub level: LogLevel,
+    pub message: String,
+}
+
+impl GuestLine {
+    /// Lines kept per call.
+    pub const PER_CALL: usize = 50;
+    /// Bytes kept per line.
+    pub const BYTES: usize = 1024;
 }
 
 /// How much of a body an [`Exchange`] shows.
@@ -557,6 +610,7 @@ mod tests {
             ]
             .into(),
             exchanges: Some(Default::default()),
+            logged: None,
         };
         let request = HttpRequest {
             method: Method::Post,

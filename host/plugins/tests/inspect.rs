@@ -29,12 +29,24 @@ fn defaults_implement_their_worlds() {
 fn capabilities_and_multiple_worlds_are_reported() {
     let probe = inspect(common::HTTP_PROBE).unwrap();
     assert_eq!(probe.worlds, [World::PaymentAdapter]);
-    let http = probe
-        .imports
-        .iter()
-        .find(|i| i.name == "courier:payments/outbound-http@2.0.0")
-        .unwrap();
-    assert!(http.granted);
+    for capability in [
+        "courier:payments/outbound-http@2.1.0",
+        "courier:payments/log@2.1.0",
+    ] {
+        let import = probe.imports.iter().find(|i| i.name == capability).unwrap();
+        assert!(import.granted, "{capability}");
+    }
+    // A component built against 2.0.0 is a payment adapter too, its imports granted.
+    let older = inspect(include_bytes!(
+        "../../../plugins/fixtures/payments-2.0/stripe-payments.wasm"
+    ))
+    .unwrap();
+    assert_eq!(older.worlds, [World::PaymentAdapter]);
+    assert!(
+        older.imports.iter().all(|i| i.granted),
+        "{:?}",
+        older.imports
+    );
     let hostile = inspect(common::HOSTILE).unwrap();
     assert_eq!(hostile.worlds, [World::PriceBook, World::PayloadShaper]);
     // Built with std: its WASI imports are listed, and not granted.

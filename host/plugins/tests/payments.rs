@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 
 use courier_plugins::defaults::SANDBOX_PAYMENTS;
 use courier_plugins::{
-    AdapterConfig, AttachRefusal, CaptureRequest, Decline, FinishReason, HoldRequest, Outcome,
-    PaymentAdapter, RefundRequest, VoidRequest,
+    AdapterConfig, AttachRefusal, CaptureRequest, CardFormRequest, Decline, EventKind,
+    EventRefusal, FinishReason, HoldRequest, LogLevel, Outcome, PaymentAdapter, RefundRequest,
+    VoidRequest,
 };
 
 use common::{HTTP_PROBE, engine};
@@ -24,6 +25,17 @@ fn hold(card: &str, key: &str) -> HoldRequest {
         card_ref: format!("pm_sandbox_{card}"),
         customer_id: "cus_1".into(),
         idempotency_key: key.into(),
+    }
+}
+
+fn form(merchant: &str) -> CardFormRequest {
+    CardFormRequest {
+        merchant: merchant.into(),
+        customer_id: None,
+        currency: "GBP".into(),
+        country: "GB".into(),
+        locale: "en-GB".into(),
+        return_url: "https://merchant.example/cards".into(),
     }
 }
 
@@ -44,8 +56,15 @@ fn sandbox_needs_no_network() {
 #[test]
 fn every_designated_card_attaches() {
     let a = sandbox();
-    let form = a.setup_card_form("merchant_1").unwrap().unwrap();
+    let form = a.setup_card_form(&form("merchant_1")).unwrap().unwrap();
     assert!(form.customer_id.starts_with("cus_sandbox_"));
+    let document: serde_json::Value = serde_json::from_str(&form.document).unwrap();
+    assert!(
+        document["client_secret"]
+            .as_str()
+            .unwrap()
+            .starts_with("seti_sandbox_")
+    );
     for number in [
         "4242424242424242",
         "4000000000000002",
@@ -54,10 +73,13 @@ fn every_designated_card_attaches() {
         "4000000000009987",
         "4000000000000119",
     ] {
-        let card = a
-            .attach_card(&form.customer_id, &format!("pm_sandbox_{number}"))
+        let reference = format!("pm_sandbox_{number}");
+        let attached = a
+            .attach_card(&form.customer_id, &reference)
             .unwrap()
             .unwrap();
+        assert_eq!(attached.reference, reference);
+        let card = attached.card;
         assert_eq!(card.brand, "visa");
         assert_eq!(card.last_four, &number[12..]);
         assert_eq!((card.expiry_month, card.expiry_year), (12, 2034));
@@ -193,8 +215,114 @@ fn outbound_http_never_reaches_private_addresses() {
 fn config_is_served_to_the_adapter() {
     let a = probe();
     assert_eq!(
-        a.setup_card_form("api_key").unwrap().unwrap().client_secret,
-        "sk_test_1"
+        a.setup_card_form(&form("api_key"))
+            .unwrap()
+            .unwrap()
+            .document,
+        r#"{"client_secret":"sk_test_1"}"#
     );
-    assert!(a.setup_card_form("missing").unwrap().is_err());
+    assert!(a.setup_card_form(&form("missing")).unwrap().is_err());
+}
+
+/// The sandbox as built against 2.0.0, before 2.1.0 (kept as a fixture).
+const SANDBOX_2_0: &[u8] =
+    include_bytes!("../../../plugins/fixtures/payments-2.0/sandbox-payments.wasm");
+
+#[test]
+fn a_component_built_against_2_0_loads_and_behaves_as_it_did() {
+    let old = PaymentAdapter::load(&engine(), SANDBOX_2_0, AdapterConfig::default()).unwrap();
+    let new = sandbox();
+    assert_eq!(old.info().contract, "2.0.0");
+    assert_eq!(new.info().contract, "2.1.0");
+    assert_eq!(old.info().reference_pattern, None);
+    // Its client secret is the card form's document; the customer is the same.
+    let (old_form, new_form) = (
+        old.setup_card_form(&form("merchant_1")).unwrap().unwrap(),
+        new.setup_card_form(&form("merchant_1")).unwrap().unwrap(),
+    );
+    assert_eq!(old_form, new_form);
+    // The reference it was given is the one kept.
+    let reference = "pm_sandbox_4242424242424242";
+    let attached = old.attach_card("cus_1", reference).unwrap().unwrap();
+    assert_eq!(
+        attached,
+        new.attach_card("cus_1", reference).unwrap().unwrap()
+    );
+    // Every card of the table holds, captures and refunds as it did.
+    for number in ["4242424242424242", "4000000000009995", "4000000000000069"] {
+        let request = hold(number, "job-9");
+        assert_eq!(
+            old.authorise(&request).unwrap(),
+            new.authorise(&request).unwrap()
+        );
+    }
+    // It has no provider events.
+    assert_eq!(
+        old.verify_event(&[], b"").unwrap(),
+        Err(EventRefusal::Unsupported)
+    );
+}
+
+fn probe_with(settings: &[(&str, &str)]) -> PaymentAdapter {
+    let values = settings
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    PaymentAdapter::load_watched(&engine(), HTTP_PROBE, AdapterConfig::new(values)).unwrap()
+}
+
+#[test]
+fn an_adapter_s_reference_pattern_matches_whole_references_only() {
+    let a = probe();
+    assert_eq!(a.info().reference_pattern.as_deref(), Some("[0-9]{16}"));
+    assert!(a.is_own_reference("4111111111111111"));
+    assert!(
+        !a.is_own_reference("41111111111111112"),
+        "anchored at the end"
+    );
+    assert!(
+        !a.is_own_reference("x4111111111111111"),
+        "anchored at the start"
+    );
+    assert!(
+        !sandbox().is_own_reference("4111111111111111"),
+        "none declared"
+    );
+}
+
+#[test]
+fn the_adapter_s_log_lines_are_kept_with_their_level() {
+    let a = probe_with(&[]);
+    fetch(&a, "https://elsewhere.example/v1/charges");
+    let logged = a.take_logged();
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    assert_eq!(logged[0].level, LogLevel::Info);
+    assert_eq!(
+        logged[0].message,
+        "sending to https://elsewhere.example/v1/charges"
+    );
+    assert!(a.take_logged().is_empty(), "taken once");
+}
+
+#[test]
+fn provider_events_are_read_only_when_their_signature_verifies() {
+    let a = probe_with(&[("event_secret", "whsec_1")]);
+    let body = b"evt_1 pay_1 captured\nevt_2 re_1 refund-failed\n";
+    let unsigned = a.verify_event(&[], body).unwrap();
+    assert!(
+        matches!(&unsigned, Err(EventRefusal::Unverified(m)) if m.contains("signature")),
+        "{unsigned:?}"
+    );
+    let headers = [("x-probe-signature".to_owned(), "whsec_1".to_owned())];
+    let events = a.verify_event(&headers, body).unwrap().unwrap();
+    assert_eq!(events.len(), 2);
+    assert_eq!(
+        (events[0].id.as_str(), events[0].reference.as_str()),
+        ("evt_1", "pay_1")
+    );
+    assert_eq!(events[0].kind, EventKind::Captured);
+    assert_eq!(events[1].kind, EventKind::RefundFailed("refused".into()));
+    // Too many headers never reach the adapter.
+    let flood: Vec<(String, String)> = (0..65).map(|i| (format!("h{i}"), "v".into())).collect();
+    assert!(a.verify_event(&flood, body).is_err());
 }

@@ -116,26 +116,38 @@ impl Guest for Component {
             name: env!("CARGO_PKG_NAME").to_string(),
             version: env!("CARGO_PKG_VERSION").into(),
             allowed_hosts: alloc::vec![host],
+            // Card ids (`card_…`) hold no card number to mistake. A provider whose ids are
+            // digits declares them here, e.g. "[0-9]{16}".
+            reference_pattern: None,
         })
     }
 
-    fn setup_card_form(merchant: String) -> Result<wit::CardForm, String> {
+    fn setup_card_form(request: wit::CardFormRequest) -> Result<wit::CardForm, String> {
         let settings = settings()?;
-        let form = Adapter::new(&settings, &Host).setup_card_form(&merchant)?;
+        let form = Adapter::new(&settings, &Host)
+            .setup_card_form(&request.merchant, request.customer_id.as_deref())?;
+        // What the provider's web component needs, as JSON (the host passes it on as it is).
+        let document = serde_json::json!({"client_secret": form.client_secret});
         Ok(wit::CardForm {
-            client_secret: form.client_secret,
             customer_id: form.customer_id,
+            document: document.to_string(),
         })
     }
 
-    fn attach_card(customer_id: String, card_ref: String) -> Result<wit::Card, wit::AttachRefusal> {
+    fn attach_card(
+        customer_id: String,
+        card_ref: String,
+    ) -> Result<wit::AttachedCard, wit::AttachRefusal> {
         let settings = settings().map_err(wit::AttachRefusal::Unreachable)?;
         match Adapter::new(&settings, &Host).attach_card(&customer_id, &card_ref) {
-            Ok(c) => Ok(wit::Card {
-                brand: c.brand,
-                last_four: c.last_four,
-                expiry_month: c.expiry_month,
-                expiry_year: c.expiry_year,
+            Ok(c) => Ok(wit::AttachedCard {
+                reference: card_ref,
+                card: wit::Card {
+                    brand: c.brand,
+                    last_four: c.last_four,
+                    expiry_month: c.expiry_month,
+                    expiry_year: c.expiry_year,
+                },
             }),
             Err(Refusal::UnknownReference(m)) => Err(wit::AttachRefusal::UnknownReference(m)),
             Err(Refusal::Declined(d)) => Err(wit::AttachRefusal::Declined(decline(d))),
@@ -190,5 +202,15 @@ impl Guest for Component {
             payments: page.payments.into_iter().map(payment_state).collect(),
             next: page.next,
         })
+    }
+
+    // The example provider answers every request at once and sends no notifications. A
+    // provider that answers some later (`pending`) signs its notifications: check the
+    // signature here with a secret from `config`, then read the events.
+    fn verify_event(
+        _headers: alloc::vec::Vec<(String, String)>,
+        _body: alloc::vec::Vec<u8>,
+    ) -> Result<alloc::vec::Vec<wit::ProviderEvent>, String> {
+        Err("the example provider sends no notifications".into())
     }
 }

@@ -193,18 +193,27 @@ impl<'a, T: Transport> Adapter<'a, T> {
         }
     }
 
-    /// The merchant's customer (the same one every time: its key is the merchant's) and a
-    /// card session for the provider's card form.
-    pub fn setup_card_form(&self, merchant: &str) -> Result<CardForm, String> {
-        let customer = self
-            .client
-            .post(
-                "/v1/customers",
-                &json!({"reference": merchant}),
-                &format!("customer_{merchant}"),
-            )
-            .map_err(|f| f.describe())?;
-        let customer_id = text(&customer, "id").ok_or("the customer has no id")?;
+    /// The merchant's customer (the one the host kept, else made with the merchant as its
+    /// key, so the same one every time) and a card session for the provider's card form.
+    pub fn setup_card_form(
+        &self,
+        merchant: &str,
+        known_customer: Option<&str>,
+    ) -> Result<CardForm, String> {
+        let customer_id = match known_customer.filter(|id| is_object_id(id)) {
+            Some(id) => id.to_string(),
+            None => {
+                let customer = self
+                    .client
+                    .post(
+                        "/v1/customers",
+                        &json!({"reference": merchant}),
+                        &format!("customer_{merchant}"),
+                    )
+                    .map_err(|f| f.describe())?;
+                text(&customer, "id").ok_or("the customer has no id")?
+            }
+        };
         let session = self
             .client
             .post_once("/v1/card_sessions", &json!({"customer": customer_id}))

@@ -187,3 +187,19 @@ fn cards_and_payments_unknown_to_the_provider_are_said_so() {
     assert_eq!(state.status, Status::Held);
     assert_eq!(state.hold_key.as_deref(), Some("job_1_hold"));
 }
+
+#[test]
+fn a_card_form_uses_the_customer_the_host_kept() {
+    let s = settings();
+    let session = json!({"id": "cs_1", "client_secret": "cs_1_secret"});
+    let script = Script::new(vec![Ok((200, session))]);
+    let form = Adapter::new(&s, &script)
+        .setup_card_form("m_1", Some("cus_1"))
+        .unwrap();
+    assert_eq!(form.customer_id, "cus_1");
+    assert_eq!(form.client_secret, "cs_1_secret");
+    assert_eq!(
+        script.sent(0).url,
+        "https://api.example-pay.test/v1/card_sessions"
+    );
+}

@@ -6,7 +6,10 @@
 //! `unreachable("<error>")` with the HTTP error's debug text. `config.get`
 //! is exposed through `setup-card-form`: the client secret is the value of
 //! the config key named by the merchant argument. A config key `refuse`
-//! makes `describe` refuse the configuration with its value.
+//! makes `describe` refuse the configuration with its value. It declares
+//! sixteen digits as its reference pattern, logs each URL it sends to, and
+//! reads notifications signed with the config key `event_secret` (header
+//! `x-probe-signature`), one event per line: `<id> <reference> <kind>`.
 
 #[cfg(target_family = "wasm")]
 mod component {
@@ -15,10 +18,12 @@ mod component {
         world: "payment-adapter",
     });
 
+    use courier::payments::log::{Level, log};
     use courier::payments::outbound_http::{self, Method, Request};
     use courier::payments::types::{
-        AdapterInfo, AttachRefusal, CaptureRequest, Card, CardForm, HoldRequest, LookupFailure,
-        Outcome, PaymentPage, PaymentState, RefundRequest, VoidRequest,
+        AdapterInfo, AttachRefusal, AttachedCard, CaptureRequest, CardForm, CardFormRequest,
+        EventKind, HoldRequest, LookupFailure, Outcome, PaymentPage, PaymentState, ProviderEvent,
+        RefundRequest, VoidRequest,
     };
 
     struct Component;
@@ -35,22 +40,24 @@ mod component {
                 name: "http-probe".into(),
                 version: "1.0.0".into(),
                 allowed_hosts: vec!["allowed.example".into(), "localhost".into()],
+                reference_pattern: Some("[0-9]{16}".into()),
             })
         }
 
-        fn setup_card_form(merchant: String) -> Result<CardForm, String> {
-            let secret = courier::payments::config::get(&merchant).ok_or("no such key")?;
+        fn setup_card_form(request: CardFormRequest) -> Result<CardForm, String> {
+            let secret = courier::payments::config::get(&request.merchant).ok_or("no such key")?;
             Ok(CardForm {
-                client_secret: secret,
+                document: format!("{{\"client_secret\":{secret:?}}}"),
                 customer_id: "cus_probe".into(),
             })
         }
 
-        fn attach_card(_customer: String, card_ref: String) -> Result<Card, AttachRefusal> {
+        fn attach_card(_customer: String, card_ref: String) -> Result<AttachedCard, AttachRefusal> {
             Err(AttachRefusal::UnknownReference(card_ref))
         }
 
         fn authorise(hold: HoldRequest) -> Outcome {
+            log(Level::Info, &format!("sending to {}", hold.card_ref));
             let request = Request {
                 method: Method::Get,
                 url: hold.card_ref,
@@ -83,6 +90,46 @@ mod component {
 
         fn list_payments(_since: i64, _after: Option<String>) -> Result<PaymentPage, String> {
             Err("not implemented by the probe".into())
+        }
+
+        fn verify_event(
+            headers: Vec<(String, String)>,
+            body: Vec<u8>,
+        ) -> Result<Vec<ProviderEvent>, String> {
+            let secret = courier::payments::config::get("event_secret").ok_or("no event_secret")?;
+            let signed = headers
+                .iter()
+                .any(|(name, value)| name == "x-probe-signature" && *value == secret);
+            if !signed {
+                return Err("the signature does not match".into());
+            }
+            let text = String::from_utf8(body).map_err(|_| "not text")?;
+            text.lines()
+                .map(|line| {
+                    let mut words = line.split_whitespace();
+                    let (Some(id), Some(reference), Some(kind)) =
+                        (words.next(), words.next(), words.next())
+                    else {
+                        return Err(format!("cannot read {line:?}"));
+                    };
+                    let kind = match kind {
+                        "held" => EventKind::Held,
+                        "captured" => EventKind::Captured,
+                        "released" => EventKind::Released,
+                        "refunded" => EventKind::Refunded,
+                        "capture-failed" => EventKind::CaptureFailed("refused".into()),
+                        "refund-failed" => EventKind::RefundFailed("refused".into()),
+                        other => return Err(format!("unknown kind {other:?}")),
+                    };
+                    Ok(ProviderEvent {
+                        id: id.into(),
+                        reference: reference.into(),
+                        kind,
+                        amount_minor: None,
+                        currency: None,
+                    })
+                })
+                .collect()
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The WIT boundary. The world imports `outbound-http` and `config`; this
-//! adapter uses neither, so they do not appear in the built component.
+//! The WIT boundary. The world imports `outbound-http`, `config` and `log`;
+//! this adapter uses none, so they do not appear in the built component.
 //! `guest-rt` supplies what std would.
 
 use alloc::string::String;
@@ -42,13 +42,15 @@ impl Guest for Component {
             name: "sandbox".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             allowed_hosts: Vec::new(),
+            // Its references (`pm_sandbox_<test number>`) are exempt by the host's own rule.
+            reference_pattern: None,
         })
     }
 
-    fn setup_card_form(merchant: String) -> Result<wit::CardForm, String> {
-        let (client_secret, customer_id) = crate::setup_card_form(&merchant);
+    fn setup_card_form(request: wit::CardFormRequest) -> Result<wit::CardForm, String> {
+        let (client_secret, customer_id) = crate::setup_card_form(&request.merchant);
         Ok(wit::CardForm {
-            client_secret,
+            document: crate::card_form_document(&client_secret),
             customer_id,
         })
     }
@@ -56,13 +58,16 @@ impl Guest for Component {
     fn attach_card(
         _customer_id: String,
         card_ref: String,
-    ) -> Result<wit::Card, wit::AttachRefusal> {
+    ) -> Result<wit::AttachedCard, wit::AttachRefusal> {
         let card = crate::card(&card_ref).map_err(wit::AttachRefusal::UnknownReference)?;
-        Ok(wit::Card {
-            brand: "visa".into(),
-            last_four: card.last_four().into(),
-            expiry_month: crate::EXPIRY_MONTH,
-            expiry_year: crate::EXPIRY_YEAR,
+        Ok(wit::AttachedCard {
+            card: wit::Card {
+                brand: "visa".into(),
+                last_four: card.last_four().into(),
+                expiry_month: crate::EXPIRY_MONTH,
+                expiry_year: crate::EXPIRY_YEAR,
+            },
+            reference: card_ref,
         })
     }
 
@@ -101,5 +106,13 @@ impl Guest for Component {
 
     fn list_payments(_since: i64, _after: Option<String>) -> Result<wit::PaymentPage, String> {
         Err(crate::KEEPS_NOTHING.into())
+    }
+
+    // The sandbox answers at once: it never says `pending`, and sends no notifications.
+    fn verify_event(
+        _headers: Vec<(String, String)>,
+        _body: Vec<u8>,
+    ) -> Result<Vec<wit::ProviderEvent>, String> {
+        Err("the sandbox sends no notifications".into())
     }
 }

@@ -1,4 +1,4 @@
-//! The sandbox payment adapter (`courier:payments/adapter@2.0.0`).
+//! The sandbox payment adapter (`courier:payments/payment-adapter@2.1.0`).
 //!
 //! No network and no configuration: every answer is a pure function of the
 //! arguments, so retries with the same idempotency key return the same
@@ -145,6 +145,11 @@ fn declined(code: &'static str) -> Outcome {
         code,
         finished: None,
     }
+}
+
+/// The card form's document: what a browser needs to show the form (here, its client secret).
+pub fn card_form_document(client_secret: &str) -> String {
+    format!("{{\"client_secret\":\"{client_secret}\"}}")
 }
 
 pub fn setup_card_form(merchant: &str) -> (String, String) {

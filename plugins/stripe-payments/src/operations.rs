@@ -158,9 +158,21 @@ impl<'a, T: Transport> Adapter<'a, T> {
     /// carries the merchant in its metadata: an earlier one is found by
     /// search, and one made in the last minutes (which search may not show
     /// yet) by creating it again with the same idempotency key, which
-    /// answers the first one for 24 hours.
-    pub fn setup_card_form(&self, merchant: &str) -> Result<CardForm, String> {
-        let customer_id = match self.earlier_customer(merchant)? {
+    /// answers the first one for 24 hours. The customer the host kept for
+    /// the merchant (`known_customer`) is used as it is, without a search.
+    pub fn setup_card_form(
+        &self,
+        merchant: &str,
+        known_customer: Option<&str>,
+    ) -> Result<CardForm, String> {
+        let known = known_customer
+            .filter(|id| is_object_id(id))
+            .map(String::from);
+        let earlier = match known {
+            Some(id) => Some(id),
+            None => self.earlier_customer(merchant)?,
+        };
+        let customer_id = match earlier {
             Some(id) => id,
             None => {
                 let customer = self

@@ -2,7 +2,7 @@
 //! and a card's death (`payment_method.dead`). The provider's references only, never numbers.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -14,7 +14,8 @@ use crate::events;
 use courier_domain::Environment;
 use courier_domain::charge::{CardStatus, contains_card_number};
 use courier_domain::event::{EventDetails, EventName, NewEvent};
-use courier_plugins::{AttachRefusal, FinishReason};
+use courier_plugins::PluginError;
+use courier_plugins::{AttachRefusal, CardFormRequest, FinishReason};
 use courier_store::cards::{self as store, CardRow};
 
 /// A card on file as the API shows it.
@@ -50,17 +51,122 @@ impl From<CardRow> for PaymentMethodView {
 /// What the provider's card form needs (`POST /v1/payment-methods/setup`).
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct CardFormView {
+    /// The provider's client secret for its form, when its document has one (Stripe's); empty
+    /// otherwise: `card_form` then holds what the form needs.
     pub client_secret: String,
     pub customer_id: String,
+    /// The provider's document for its web component, as the payment adapter made it (for
+    /// Stripe `{"client_secret"}`; for a provider with sessions, their id and data): handed to
+    /// the browser as it is.
+    #[schema(value_type = Object)]
+    pub card_form: serde_json::Value,
+}
+
+/// What the merchant may say about the card form (the optional body of
+/// `POST /v1/payment-methods/setup`); each left out is the operator's default.
+#[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CardFormOptions {
+    /// ISO 4217, upper case, e.g. `EUR`: what the merchant is charged in.
+    #[schema(pattern = "^[A-Z]{3}$")]
+    pub currency: Option<String>,
+    /// ISO 3166-1 alpha-2, upper case, e.g. `GB`.
+    #[schema(pattern = "^[A-Z]{2}$")]
+    pub country: Option<String>,
+    /// BCP 47, e.g. `en-GB`: the form's language.
+    pub locale: Option<String>,
+    /// Absolute https URL the provider's form sends the merchant back to (http for
+    /// `localhost` only).
+    #[schema(max_length = 1024)]
+    pub return_url: Option<String>,
+}
+
+/// The card form's request, the merchant's options checked and the defaults filled in.
+fn card_form_request(
+    merchant: &Merchant,
+    options: &CardFormOptions,
+    defaults: &super::CardFormDefaults,
+    customer_id: Option<String>,
+) -> Result<CardFormRequest, PaymentError> {
+    let invalid = PaymentError::InvalidCardForm;
+    let currency = options
+        .currency
+        .clone()
+        .unwrap_or(defaults.currency.clone());
+    if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(invalid("`currency` must be an ISO 4217 code, e.g. EUR"));
+    }
+    let country = options.country.clone().unwrap_or(defaults.country.clone());
+    if country.len() != 2 || !country.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(invalid(
+            "`country` must be an ISO 3166-1 alpha-2 code, e.g. GB",
+        ));
+    }
+    let locale = options.locale.clone().unwrap_or(defaults.locale.clone());
+    if !is_language_tag(&locale) {
+        return Err(invalid(
+            "`locale` must be a BCP 47 language tag, e.g. en-GB",
+        ));
+    }
+    let return_url = options
+        .return_url
+        .clone()
+        .or(defaults.return_url.clone())
+        .unwrap_or_else(|| "http://localhost/".into());
+    if !is_return_url(&return_url) {
+        return Err(invalid(
+            "`return_url` must be an absolute https URL (http for localhost) of at most 1024 bytes",
+        ));
+    }
+    Ok(CardFormRequest {
+        merchant: merchant.merchant_id.to_string(),
+        customer_id,
+        currency,
+        country,
+        locale,
+        return_url,
+    })
+}
+
+/// A language tag as BCP 47 writes them: a 2-3 letter language, then subtags of 1-8 letters or
+/// digits.
+fn is_language_tag(tag: &str) -> bool {
+    let mut parts = tag.split('-');
+    let language = parts.next().unwrap_or_default();
+    tag.len() <= 35
+        && (2..=3).contains(&language.len())
+        && language.bytes().all(|b| b.is_ascii_alphabetic())
+        && parts.all(|p| (1..=8).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+fn is_return_url(text: &str) -> bool {
+    let Ok(url) = url::Url::parse(text) else {
+        return false;
+    };
+    let local = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+    text.len() <= 1024
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.host_str().is_some()
+        && (url.scheme() == "https" || (url.scheme() == "http" && local))
 }
 
 impl Payments {
-    /// Starts the provider's card form for the merchant and keeps its customer id.
-    pub async fn setup(&self, merchant: &Merchant) -> Result<CardFormView, PaymentError> {
+    /// Starts the provider's card form for the merchant (with the customer kept for it, if
+    /// any) and keeps its customer id.
+    pub async fn setup(
+        &self,
+        merchant: &Merchant,
+        options: &CardFormOptions,
+    ) -> Result<CardFormView, PaymentError> {
+        let kept = {
+            let mut conn = self.pool.acquire().await?;
+            store::customer(&mut conn, merchant.merchant_id, merchant.environment).await?
+        };
+        let request = card_form_request(merchant, options, &self.card_form, kept)?;
         let gateway = self.gateway(merchant.environment)?;
         let slot = self.call_slot(merchant.environment)?;
-        let name = merchant.merchant_id.to_string();
-        let form = run(gateway, slot, move |g| g.setup_card_form(&name))
+        let form = run(gateway, slot, move |g| g.setup_card_form(&request))
             .await?
             .map_err(|_| PaymentError::ProviderUnreachable)?;
         let mut conn = self.pool.acquire().await?;
@@ -71,9 +177,16 @@ impl Payments {
             &form.customer_id,
         )
         .await?;
+        // The adapter's host checked the document is a JSON object.
+        let card_form: serde_json::Value = serde_json::from_str(&form.document).unwrap_or_default();
         Ok(CardFormView {
-            client_secret: form.client_secret,
+            client_secret: card_form
+                .get("client_secret")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
             customer_id: form.customer_id,
+            card_form,
         })
     }
 
@@ -85,7 +198,13 @@ impl Payments {
         provider_ref: &str,
         make_default: bool,
     ) -> Result<PaymentMethodView, PaymentError> {
-        if contains_card_number(provider_ref) {
+        let gateway = self.gateway(merchant.environment);
+        // A card number is refused, unless the provider's own references look like one and
+        // this is one of them.
+        let own = gateway
+            .as_ref()
+            .is_ok_and(|g| g.is_own_reference(provider_ref));
+        if contains_card_number(provider_ref) && !own {
             return Err(PaymentError::RawCardNumber);
         }
         let is_sandbox = provider_ref.starts_with(SANDBOX_PREFIX);
@@ -102,12 +221,15 @@ impl Payments {
             }
             _ => {}
         }
-        let gateway = self.gateway(merchant.environment)?;
+        let gateway = gateway?;
         let customer_id = self.customer(merchant, &gateway).await?;
         let (customer, reference) = (customer_id.clone(), provider_ref.to_owned());
         let slot = self.call_slot(merchant.environment)?;
-        let card = match run(gateway, slot, move |g| g.attach_card(&customer, &reference)).await? {
-            Ok(card) => card,
+        let patterns = Arc::clone(&gateway);
+        let attached = match run(gateway, slot, move |g| g.attach_card(&customer, &reference))
+            .await?
+        {
+            Ok(attached) => attached,
             // The adapter's message may quote what was sent: it is not passed on.
             Err(AttachRefusal::UnknownReference(_)) => return Err(PaymentError::UnknownReference),
             Err(AttachRefusal::Declined(d)) => {
@@ -117,6 +239,14 @@ impl Payments {
             }
             Err(AttachRefusal::Unreachable(_)) => return Err(PaymentError::ProviderUnreachable),
         };
+        // The reference kept is the provider's canonical one; it is held to the same rule.
+        let provider_ref = attached.reference.as_str();
+        if contains_card_number(provider_ref) && !patterns.is_own_reference(provider_ref) {
+            return Err(PaymentError::Adapter(PluginError::InvalidOutput(
+                "the card's reference holds a card number".into(),
+            )));
+        }
+        let card = attached.card.clone();
         let mut tx = self.pool.begin().await?;
         store::lock_cards(&mut tx, merchant.merchant_id, merchant.environment).await?;
         // The same working card attached again is the card already on file.
@@ -178,10 +308,13 @@ impl Payments {
             }
         }
         let slot = self.call_slot(merchant.environment)?;
-        let name = merchant.merchant_id.to_string();
-        let form = run(Arc::clone(gateway), slot, move |g| g.setup_card_form(&name))
-            .await?
-            .map_err(|_| PaymentError::ProviderUnreachable)?;
+        let request =
+            card_form_request(merchant, &CardFormOptions::default(), &self.card_form, None)?;
+        let form = run(Arc::clone(gateway), slot, move |g| {
+            g.setup_card_form(&request)
+        })
+        .await?
+        .map_err(|_| PaymentError::ProviderUnreachable)?;
         let mut conn = self.pool.acquire().await?;
         Ok(store::keep_customer(
             &mut conn,

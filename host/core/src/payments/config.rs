@@ -48,6 +48,57 @@ pub struct PaymentsConfig {
     pub retry: RetryPolicy,
     #[command(flatten)]
     pub reconcile: ReconcileConfig,
+    #[command(flatten)]
+    pub card_form: CardFormDefaults,
+}
+
+/// What the provider's card form is started with when the merchant does not say
+/// (`POST /v1/payment-methods/setup` takes each in its body).
+#[derive(Clone, Debug, clap::Args)]
+pub struct CardFormDefaults {
+    /// ISO 4217, upper case: the currency the card form is set up for.
+    #[arg(
+        id = "card-form-currency",
+        long = "card-form-currency",
+        env = "COURIER_CARD_FORM_CURRENCY",
+        default_value = "EUR"
+    )]
+    pub currency: String,
+    /// ISO 3166-1 alpha-2, upper case: the country the card form is set up for.
+    #[arg(
+        id = "card-form-country",
+        long = "card-form-country",
+        env = "COURIER_CARD_FORM_COUNTRY",
+        default_value = "GB"
+    )]
+    pub country: String,
+    /// BCP 47: the card form's language.
+    #[arg(
+        id = "card-form-locale",
+        long = "card-form-locale",
+        env = "COURIER_CARD_FORM_LOCALE",
+        default_value = "en-GB"
+    )]
+    pub locale: String,
+    /// Where the provider's form sends the merchant back; unset: the service's public URL.
+    #[arg(
+        id = "card-form-return-url",
+        long = "card-form-return-url",
+        env = "COURIER_CARD_FORM_RETURN_URL"
+    )]
+    pub return_url: Option<String>,
+}
+
+impl Default for CardFormDefaults {
+    /// The settings' own defaults, returning to `http://localhost/`.
+    fn default() -> Self {
+        CardFormDefaults {
+            currency: "EUR".into(),
+            country: "GB".into(),
+            locale: "en-GB".into(),
+            return_url: None,
+        }
+    }
 }
 
 /// How often the service checks its charges against the provider.

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use courier_plugins::{
-    AttachRefusal, CaptureRequest, Card, CardForm, HoldRequest, LookupFailure, Outcome,
-    PaymentAdapter, PaymentPage, PaymentState, PluginEngine, PluginError, RefundRequest,
-    VoidRequest,
+    AttachRefusal, AttachedCard, CaptureRequest, CardForm, CardFormRequest, HoldRequest,
+    LookupFailure, Outcome, PaymentAdapter, PaymentPage, PaymentState, PluginEngine, PluginError,
+    RefundRequest, VoidRequest,
 };
 use thiserror::Error;
 
@@ -19,12 +19,15 @@ use courier_domain::Environment;
 /// the service calls them through `spawn_blocking`. A trait so that tests can stand a
 /// provider with a failure of their choosing in front of the sandbox.
 pub trait Gateway: Send + Sync + 'static {
-    fn setup_card_form(&self, merchant: &str) -> Result<Result<CardForm, String>, PluginError>;
+    fn setup_card_form(
+        &self,
+        request: &CardFormRequest,
+    ) -> Result<Result<CardForm, String>, PluginError>;
     fn attach_card(
         &self,
         customer_id: &str,
         card_ref: &str,
-    ) -> Result<Result<Card, AttachRefusal>, PluginError>;
+    ) -> Result<Result<AttachedCard, AttachRefusal>, PluginError>;
     fn authorise(&self, request: &HoldRequest) -> Result<Outcome, PluginError>;
     fn capture(&self, request: &CaptureRequest) -> Result<Outcome, PluginError>;
     fn void(&self, request: &VoidRequest) -> Result<Outcome, PluginError>;
@@ -43,18 +46,29 @@ pub trait Gateway: Send + Sync + 'static {
     fn uses_network(&self) -> bool {
         false
     }
+    /// Whether `reference` is one of the provider's card references by the pattern its adapter
+    /// declared: the raw-card-number rule leaves those alone where a card reference is sent.
+    fn is_own_reference(&self, _reference: &str) -> bool {
+        false
+    }
 }
 
 impl Gateway for PaymentAdapter {
-    fn setup_card_form(&self, merchant: &str) -> Result<Result<CardForm, String>, PluginError> {
-        PaymentAdapter::setup_card_form(self, merchant)
+    fn setup_card_form(
+        &self,
+        request: &CardFormRequest,
+    ) -> Result<Result<CardForm, String>, PluginError> {
+        PaymentAdapter::setup_card_form(self, request)
     }
     fn attach_card(
         &self,
         customer_id: &str,
         card_ref: &str,
-    ) -> Result<Result<Card, AttachRefusal>, PluginError> {
+    ) -> Result<Result<AttachedCard, AttachRefusal>, PluginError> {
         PaymentAdapter::attach_card(self, customer_id, card_ref)
+    }
+    fn is_own_reference(&self, reference: &str) -> bool {
+        PaymentAdapter::is_own_reference(self, reference)
     }
     fn authorise(&self, request: &HoldRequest) -> Result<Outcome, PluginError> {
         PaymentAdapter::authorise(self, request)

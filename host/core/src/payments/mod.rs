@@ -35,7 +35,7 @@ use thiserror::Error;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
-pub use config::{CallLimits, PaymentsConfig, ReconcileConfig, RetryPolicy};
+pub use config::{CallLimits, CardFormDefaults, PaymentsConfig, ReconcileConfig, RetryPolicy};
 pub use gateway::{Gateway, GatewayError, Gateways, TestNetwork, live_adapter_config};
 
 use crate::auth::Merchant;
@@ -72,6 +72,11 @@ pub const PAYMENT_METHOD_NOT_FOUND: Code = Code::new(
     404,
     "payment_method.not_found",
     "No such card in the credential's environment (or removed, or not a UUID).",
+);
+pub const INVALID_CARD_FORM: Code = Code::new(
+    422,
+    "payment.invalid_card_form",
+    "Setup: `currency`, `country`, `locale` or `return_url` is not valid; the message names which.",
 );
 pub const DEAD_CARD: Code = Code::new(422, "payment.card_dead", "Making a dead card the default.");
 pub const CARD_DECLINED: Code = Code::new(
@@ -138,6 +143,9 @@ pub enum PaymentError {
     #[error("no such payment method")]
     #[code(PAYMENT_METHOD_NOT_FOUND)]
     PaymentMethodNotFound,
+    #[error("{0}")]
+    #[code(INVALID_CARD_FORM)]
+    InvalidCardForm(&'static str),
     #[error("this card no longer works ({reason}); attach another card")]
     #[code(DEAD_CARD)]
     CardDead { reason: String },
@@ -260,6 +268,8 @@ pub struct Payments {
     call_lease: Duration,
     /// How long after it was made an unfinished booking is abandoned.
     abandon_after: Duration,
+    /// What a card form is started with when the merchant does not say.
+    card_form: CardFormDefaults,
 }
 
 /// A place among the provider calls that may run at once ([`Payments::call_slot`]); held for
@@ -365,6 +375,18 @@ impl From<Result<Outcome, PluginError>> for ProviderAnswer {
             Ok(Outcome::Declined(decline)) => ProviderAnswer::Declined(decline),
             Ok(Outcome::Unreachable(message)) => ProviderAnswer::Unreachable(message),
             Ok(Outcome::InFlight(message)) => ProviderAnswer::InFlight(message),
+            // Until the host waits for a pending move's event (or reads it back), a pending
+            // answer is one whose outcome is not known yet: asked again later, never taken for
+            // done.
+            Ok(Outcome::Pending(reference)) => {
+                ProviderAnswer::InFlight(format!("pending at the provider ({reference})"))
+            }
+            // Until the host tells refusals apart, one is a call to make again later; it is
+            // logged as an error for operators.
+            Ok(Outcome::Refused(message)) => {
+                tracing::error!(%message, "the payment provider refused the request");
+                ProviderAnswer::Unreachable(format!("refused by the provider: {message}"))
+            }
             Err(error) => {
                 tracing::error!(%error, "payment adapter failed");
                 ProviderAnswer::Unreachable(format!("payment adapter failed: {error}"))
@@ -392,7 +414,14 @@ impl Payments {
             calls: Arc::new(Semaphore::new(calls.max_calls)),
             call_lease: calls.lease(),
             abandon_after: calls.abandon_after,
+            card_form: CardFormDefaults::default(),
         }
+    }
+
+    /// With `defaults` for card forms instead of the built-in ones.
+    pub fn with_card_form(mut self, defaults: CardFormDefaults) -> Self {
+        self.card_form = defaults;
+        self
     }
 
     /// With `limits` on provider calls instead of the defaults.

@@ -14,10 +14,10 @@ use thiserror::Error;
 
 use courier_core::config::Config;
 use courier_core::payments::{GatewayError, TestNetwork, live_adapter_config};
-use courier_plugins::{Exchange, PaymentAdapter, PluginError};
+use courier_plugins::{Exchange, GuestLine, PaymentAdapter, PluginError};
 
 /// The operations of the payments contract, as the command names them.
-pub const OPERATIONS: [&str; 9] = [
+pub const OPERATIONS: [&str; 10] = [
     "describe",
     "setup-card-form",
     "attach-card",
@@ -27,6 +27,7 @@ pub const OPERATIONS: [&str; 9] = [
     "refund",
     "retrieve",
     "list-payments",
+    "verify-event",
 ];
 
 /// Why an adapter could not be run: the command's usage (exit 2) or the adapter (exit 1).
@@ -68,11 +69,12 @@ struct AttachArgs {
     card_ref: String,
 }
 
-/// The arguments of `setup-card-form`.
+/// The arguments of `verify-event`: the notification as it arrived.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct SetupArgs {
-    merchant: String,
+struct EventArgs {
+    headers: Vec<(String, String)>,
+    body: String,
 }
 
 /// The arguments of `retrieve`.
@@ -98,6 +100,8 @@ pub(crate) struct Performed {
     pub answer: Value,
     /// Whole, with the secrets masked.
     pub exchanges: Vec<Exchange>,
+    /// What the adapter logged, `describe` included.
+    pub logged: Vec<GuestLine>,
     pub millis: u64,
 }
 
@@ -143,12 +147,14 @@ pub(crate) fn perform(
     let answer = call(&adapter, operation, args.clone())?;
     let millis = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let exchanges = adapter.take_exchanges();
+    let logged = adapter.take_logged();
     Ok(Performed {
         adapter,
         operation,
         args,
         answer,
         exchanges,
+        logged,
         millis,
     })
 }
@@ -163,11 +169,14 @@ impl Performed {
                 "name": info.name,
                 "version": info.version,
                 "allowed_hosts": info.allowed_hosts,
+                "reference_pattern": info.reference_pattern,
+                "contract": info.contract,
                 "sha256": self.adapter.sha256(),
             },
             "operation": self.operation,
             "answer": self.answer,
             "exchanges": self.exchanges.into_iter().map(Exchange::excerpted).collect::<Vec<_>>(),
+            "logged": self.logged,
             "millis": self.millis,
             "limits": {
                 "deadline_ms": u64::try_from(limits.adapter_deadline.as_millis()).unwrap_or(u64::MAX),
@@ -197,7 +206,9 @@ pub(crate) fn read_component(file: &Path) -> Result<Vec<u8>, RunError> {
 /// What each operation's arguments look like, for the refusal of ones that do not parse.
 fn shape_of(operation: &str) -> &'static str {
     match operation {
-        "setup-card-form" => r#"{"merchant"}"#,
+        "setup-card-form" => {
+            r#"{"merchant", "customer_id", "currency", "country", "locale", "return_url"}"#
+        }
         "attach-card" => r#"{"customer_id", "card_ref"}"#,
         "hold" => r#"{"amount_minor", "currency", "card_ref", "customer_id", "idempotency_key"}"#,
         "capture" => r#"{"authorisation", "amount_minor", "currency", "idempotency_key"}"#,
@@ -205,6 +216,7 @@ fn shape_of(operation: &str) -> &'static str {
         "refund" => r#"{"payment", "amount_minor", "currency", "idempotency_key"}"#,
         "retrieve" => r#"{"reference"}"#,
         "list-payments" => r#"{"since", "after"}"#,
+        "verify-event" => r#"{"headers": [[name, value]…], "body"}"#,
         _ => "{}",
     }
 }
@@ -233,10 +245,11 @@ pub(crate) fn call(
     let failed = RunError::Adapter;
     Ok(match operation {
         "describe" => json!(adapter.info()),
-        "setup-card-form" => {
-            let a: SetupArgs = parse(operation, args)?;
-            result(adapter.setup_card_form(&a.merchant).map_err(failed)?)
-        }
+        "setup-card-form" => result(
+            adapter
+                .setup_card_form(&parse(operation, args)?)
+                .map_err(failed)?,
+        ),
         "attach-card" => {
             let a: AttachArgs = parse(operation, args)?;
             result(
@@ -262,6 +275,14 @@ pub(crate) fn call(
             result(
                 adapter
                     .list_payments(a.since, a.after.as_deref())
+                    .map_err(failed)?,
+            )
+        }
+        "verify-event" => {
+            let a: EventArgs = parse(operation, args)?;
+            result(
+                adapter
+                    .verify_event(&a.headers, a.body.as_bytes())
                     .map_err(failed)?,
             )
         }

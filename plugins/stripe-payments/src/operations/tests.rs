@@ -290,7 +290,9 @@ fn a_card_form_is_a_customer_and_a_setup_intent() {
             r#"{"id":"seti_1","client_secret":"seti_1_secret_x","status":"requires_payment_method"}"#,
         )),
     ]);
-    let form = Adapter::new(&s, &script).setup_card_form("m-1").unwrap();
+    let form = Adapter::new(&s, &script)
+        .setup_card_form("m-1", None)
+        .unwrap();
     assert_eq!(form.customer_id, "cus_1");
     assert_eq!(form.client_secret, "seti_1_secret_x");
     assert_eq!(
@@ -316,9 +318,23 @@ fn a_card_form_is_a_customer_and_a_setup_intent() {
         )),
         Ok((200, r#"{"id":"seti_2","client_secret":"seti_2_secret_y"}"#)),
     ]);
-    let form = Adapter::new(&s, &script).setup_card_form("m-1").unwrap();
+    let form = Adapter::new(&s, &script)
+        .setup_card_form("m-1", None)
+        .unwrap();
     assert_eq!(form.customer_id, "cus_1");
     assert_eq!(script.sent.borrow().len(), 2, "no new customer");
+
+    // The customer the host kept is used as it is: no search, no new customer.
+    let script = Script::new(&[Ok((
+        200,
+        r#"{"id":"seti_3","client_secret":"seti_3_secret_z"}"#,
+    ))]);
+    let form = Adapter::new(&s, &script)
+        .setup_card_form("m-1", Some("cus_1"))
+        .unwrap();
+    assert_eq!(form.customer_id, "cus_1");
+    assert_eq!(script.sent.borrow().len(), 1);
+    assert!(script.sent.borrow()[0].url.ends_with("/v1/setup_intents"));
 }
 
 #[test]

@@ -1,0 +1,260 @@
+//! Components built against `courier:payments/payment-adapter@2.0.0`, kept working as they
+//! behave today: their answers read up into the current types. A 2.0.0 adapter never answers
+//! `pending` or `refused`, declares no reference pattern, is told only the merchant by
+//! `setup-card-form` (its client secret becomes the form's document), keeps the reference it
+//! was given at `attach-card`, and has no provider events.
+
+use wasmtime::component::{Component, HasSelf};
+
+use super::contract::{Caller, Contract, Described};
+use super::types::{
+    AdapterInfo, AttachRefusal, AttachedCard, CaptureRequest, Card, CardForm, CardFormRequest,
+    Decline, EventRefusal, FinishReason, HoldRequest, LookupFailure, Outcome, PaymentPage,
+    PaymentState, PaymentStatus, ProviderEvent, RefundRequest, VoidRequest,
+};
+use crate::PluginError;
+use crate::engine::{CallState, Runtime};
+use crate::outbound::{HttpFailure, HttpRequest, Method};
+
+mod wit {
+    wasmtime::component::bindgen!({
+        path: "../../wit/payments-2.0",
+        world: "payment-adapter",
+    });
+}
+
+use wit::courier::payments::{config as wconfig, outbound_http as whttp, types as w};
+
+pub(crate) const WORLD: &str = "courier:payments/payment-adapter@2.0.0";
+const VERSION: &str = "2.0.0";
+
+impl whttp::Host for CallState {
+    fn send(&mut self, request: whttp::Request) -> Result<whttp::Response, whttp::Error> {
+        let request = HttpRequest {
+            method: match request.method {
+                whttp::Method::Get => Method::Get,
+                whttp::Method::Post => Method::Post,
+                whttp::Method::Put => Method::Put,
+                whttp::Method::Patch => Method::Patch,
+                whttp::Method::Delete => Method::Delete,
+            },
+            url: request.url,
+            headers: request.headers,
+            body: request.body,
+        };
+        match self.send_outbound(request) {
+            Ok(r) => Ok(whttp::Response {
+                status: r.status,
+                headers: r.headers,
+                body: r.body,
+            }),
+            Err(HttpFailure::Forbidden(m)) => Err(whttp::Error::Forbidden(m)),
+            Err(HttpFailure::Timeout) => Err(whttp::Error::Timeout),
+            Err(HttpFailure::Connection(m)) => Err(whttp::Error::Connection(m)),
+            Err(HttpFailure::TooLarge) => Err(whttp::Error::TooLarge),
+        }
+    }
+}
+
+impl w::Host for CallState {}
+
+impl wconfig::Host for CallState {
+    fn get(&mut self, key: String) -> Option<String> {
+        self.configured(&key)
+    }
+}
+
+/// A component built against 2.0.0, linked and ready to instantiate.
+pub(crate) struct V2_0(wit::PaymentAdapterPre<CallState>);
+
+impl V2_0 {
+    pub fn prepare(runtime: &Runtime, component: &Component) -> Result<Self, PluginError> {
+        let pre = runtime.instance_pre(WORLD, component, |linker| {
+            wit::PaymentAdapter::add_to_linker::<_, HasSelf<CallState>>(linker, |s| s)
+        })?;
+        wit::PaymentAdapterPre::new(pre)
+            .map(V2_0)
+            .map_err(|e| PluginError::Incompatible {
+                world: WORLD,
+                reason: format!("{e:#}"),
+            })
+    }
+
+    fn call<R>(
+        &self,
+        caller: &Caller,
+        f: impl FnOnce(
+            &wit::exports::courier::payments::adapter::Guest,
+            &mut wasmtime::Store<CallState>,
+        ) -> wasmtime::Result<R>,
+    ) -> Result<R, PluginError> {
+        caller.run(
+            |store| self.0.instantiate(store),
+            |adapter, store| f(adapter.courier_payments_adapter(), store),
+        )
+    }
+}
+
+fn decline(d: w::Decline) -> Decline {
+    Decline {
+        code: d.code,
+        card_finished: d.card_finished.map(|f| match f {
+            w::FinishReason::Expired => FinishReason::Expired,
+            w::FinishReason::Lost => FinishReason::Lost,
+            w::FinishReason::RefusedForGood => FinishReason::RefusedForGood,
+        }),
+    }
+}
+
+fn outcome(o: w::Outcome) -> Outcome {
+    match o {
+        w::Outcome::Approved(r) => Outcome::Approved(r),
+        w::Outcome::Declined(d) => Outcome::Declined(decline(d)),
+        w::Outcome::Unreachable(m) => Outcome::Unreachable(m),
+        w::Outcome::InFlight(m) => Outcome::InFlight(m),
+    }
+}
+
+fn payment_state(p: w::PaymentState) -> PaymentState {
+    PaymentState {
+        reference: p.reference,
+        hold_key: p.hold_key,
+        status: match p.status {
+            w::PaymentStatus::Held => PaymentStatus::Held,
+            w::PaymentStatus::Captured => PaymentStatus::Captured,
+            w::PaymentStatus::Released => PaymentStatus::Released,
+            w::PaymentStatus::Refused => PaymentStatus::Refused,
+            w::PaymentStatus::Processing => PaymentStatus::Processing,
+        },
+        amount_minor: p.amount_minor,
+        captured_minor: p.captured_minor,
+        refunded_minor: p.refunded_minor,
+        currency: p.currency,
+        created_at: p.created_at,
+    }
+}
+
+impl Contract for V2_0 {
+    fn describe(&self, caller: &Caller) -> Result<Described, PluginError> {
+        Ok(self
+            .call(caller, |a, s| a.call_describe(s))?
+            .map(|info| AdapterInfo {
+                name: info.name,
+                version: info.version,
+                allowed_hosts: info.allowed_hosts,
+                reference_pattern: None,
+                contract: VERSION,
+            }))
+    }
+
+    fn setup_card_form(
+        &self,
+        caller: &Caller,
+        r: &CardFormRequest,
+    ) -> Result<Result<CardForm, String>, PluginError> {
+        let form = self.call(caller, |a, s| a.call_setup_card_form(s, &r.merchant))?;
+        Ok(form.map(|f| CardForm {
+            customer_id: f.customer_id,
+            document: serde_json::json!({"client_secret": f.client_secret}).to_string(),
+        }))
+    }
+
+    fn attach_card(
+        &self,
+        caller: &Caller,
+        customer_id: &str,
+        card_ref: &str,
+    ) -> Result<Result<AttachedCard, AttachRefusal>, PluginError> {
+        let answer = self.call(caller, |a, s| a.call_attach_card(s, customer_id, card_ref))?;
+        Ok(answer
+            .map(|c| AttachedCard {
+                reference: card_ref.to_owned(),
+                card: Card {
+                    brand: c.brand,
+                    last_four: c.last_four,
+                    expiry_month: c.expiry_month,
+                    expiry_year: c.expiry_year,
+                },
+            })
+            .map_err(|refusal| match refusal {
+                w::AttachRefusal::UnknownReference(m) => AttachRefusal::UnknownReference(m),
+                w::AttachRefusal::Declined(d) => AttachRefusal::Declined(decline(d)),
+                w::AttachRefusal::Unreachable(m) => AttachRefusal::Unreachable(m),
+            }))
+    }
+
+    fn authorise(&self, caller: &Caller, r: &HoldRequest) -> Result<Outcome, PluginError> {
+        let wire = w::HoldRequest {
+            amount_minor: r.amount_minor,
+            currency: r.currency.clone(),
+            card_ref: r.card_ref.clone(),
+            customer_id: r.customer_id.clone(),
+            idempotency_key: r.idempotency_key.clone(),
+        };
+        Ok(outcome(
+            self.call(caller, |a, s| a.call_authorise(s, &wire))?,
+        ))
+    }
+
+    fn capture(&self, caller: &Caller, r: &CaptureRequest) -> Result<Outcome, PluginError> {
+        let wire = w::CaptureRequest {
+            authorisation: r.authorisation.clone(),
+            amount_minor: r.amount_minor,
+            currency: r.currency.clone(),
+            idempotency_key: r.idempotency_key.clone(),
+        };
+        Ok(outcome(self.call(caller, |a, s| a.call_capture(s, &wire))?))
+    }
+
+    fn void(&self, caller: &Caller, r: &VoidRequest) -> Result<Outcome, PluginError> {
+        let wire = w::VoidRequest {
+            authorisation: r.authorisation.clone(),
+            idempotency_key: r.idempotency_key.clone(),
+        };
+        Ok(outcome(self.call(caller, |a, s| a.call_void(s, &wire))?))
+    }
+
+    fn refund(&self, caller: &Caller, r: &RefundRequest) -> Result<Outcome, PluginError> {
+        let wire = w::RefundRequest {
+            payment: r.payment.clone(),
+            amount_minor: r.amount_minor,
+            currency: r.currency.clone(),
+            idempotency_key: r.idempotency_key.clone(),
+        };
+        Ok(outcome(self.call(caller, |a, s| a.call_refund(s, &wire))?))
+    }
+
+    fn retrieve(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<Result<PaymentState, LookupFailure>, PluginError> {
+        let answer = self.call(caller, |a, s| a.call_retrieve(s, reference))?;
+        Ok(answer.map(payment_state).map_err(|failure| match failure {
+            w::LookupFailure::NotFound => LookupFailure::NotFound,
+            w::LookupFailure::Unreachable(m) => LookupFailure::Unreachable(m),
+        }))
+    }
+
+    fn list_payments(
+        &self,
+        caller: &Caller,
+        since: i64,
+        after: Option<&str>,
+    ) -> Result<Result<PaymentPage, String>, PluginError> {
+        let answer = self.call(caller, |a, s| a.call_list_payments(s, since, after))?;
+        Ok(answer.map(|page| PaymentPage {
+            payments: page.payments.into_iter().map(payment_state).collect(),
+            next: page.next,
+        }))
+    }
+
+    fn verify_event(
+        &self,
+        _caller: &Caller,
+        _headers: &[(String, String)],
+        _body: &[u8],
+    ) -> Result<Result<Vec<ProviderEvent>, EventRefusal>, PluginError> {
+        Ok(Err(EventRefusal::Unsupported))
+    }
+}
