@@ -1570,3 +1570,25 @@ async fn the_stand_in_keeps_stripes_idempotency_rules() {
         "{missing}"
     );
 }
+
+#[tokio::test]
+async fn a_hold_the_provider_refuses_for_good_books_nothing_and_the_key_replays_it() {
+    let live = Live::start(&[]).await;
+    live.attach("pm_card_visa").await;
+    let body = live.quoted().await;
+    // The account's key was rolled: Stripe answers 401, which the adapter says is `refused`.
+    live.stripe.revoke_key(true);
+    let booking = key();
+    let (status, refusal) = live.book(&booking, &body).await;
+    assert_eq!(status, 503, "{refusal}");
+    assert_eq!(refusal["code"], "payment.provider_refused", "{refusal}");
+    assert!(live.stripe.holds().is_empty(), "nothing held");
+    // The same key answers the same, even once the key works again; the quote is still free.
+    live.stripe.revoke_key(false);
+    let (status, again) = live.book(&booking, &body).await;
+    assert_eq!(status, 503, "{again}");
+    assert_eq!(again["code"], "payment.provider_refused");
+    let (status, job) = live.book(&key(), &body).await;
+    assert_eq!(status, 201, "{job}");
+    assert_eq!(live.stripe.holds().len(), 1);
+}

@@ -245,6 +245,9 @@ struct Flaky {
     refunds_down: bool,
     authorisations: Mutex<Vec<String>>,
     captures: AtomicUsize,
+    /// Operations the provider refuses for good (`authorise`, `capture`, `refund`), as it
+    /// does with a revoked API key.
+    refusing: Mutex<Vec<&'static str>>,
 }
 
 impl Flaky {
@@ -255,7 +258,21 @@ impl Flaky {
             refunds_down,
             authorisations: Mutex::new(Vec::new()),
             captures: AtomicUsize::new(0),
+            refusing: Mutex::new(Vec::new()),
         })
+    }
+
+    fn refuse(&self, operations: &[&'static str]) {
+        *self.refusing.lock().unwrap() = operations.to_vec();
+    }
+
+    /// The provider's refusal of `operation`, when it refuses it.
+    fn refusal(&self, operation: &str) -> Option<Outcome> {
+        self.refusing
+            .lock()
+            .unwrap()
+            .contains(&operation)
+            .then(|| Outcome::Refused("the API key is not valid".into()))
     }
 }
 
@@ -278,6 +295,9 @@ impl Gateway for Flaky {
             .lock()
             .unwrap()
             .push(request.idempotency_key.clone());
+        if let Some(refusal) = self.refusal("authorise") {
+            return Ok(refusal);
+        }
         let down = self
             .outages
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -291,6 +311,9 @@ impl Gateway for Flaky {
     }
     fn capture(&self, request: &CaptureRequest) -> Result<Outcome, PluginError> {
         self.captures.fetch_add(1, Ordering::SeqCst);
+        if let Some(refusal) = self.refusal("capture") {
+            return Ok(refusal);
+        }
         // Slow enough for two concurrent captures to overlap.
         std::thread::sleep(Duration::from_millis(50));
         self.sandbox.capture(request)
@@ -314,6 +337,9 @@ impl Gateway for Flaky {
     fn refund(&self, request: &RefundRequest) -> Result<Outcome, PluginError> {
         if self.refunds_down {
             return Ok(Outcome::Unreachable("provider is down".into()));
+        }
+        if let Some(refusal) = self.refusal("refund") {
+            return Ok(refusal);
         }
         self.sandbox.refund(request)
     }
@@ -1121,6 +1147,82 @@ async fn the_unreachable_card_recovers_when_the_provider_answers() {
         (after.status, after.refunded_amount_minor),
         (ChargeStatus::Captured, 0)
     );
+}
+
+#[tokio::test]
+async fn a_refusal_for_good_is_neither_a_decline_nor_an_outage() {
+    let flaky = Flaky::new(0, false);
+    let shop = Shop::open_with(|_| None, Some(flaky.clone())).await;
+    shop.card(WORKS, false).await;
+    let caller = shop.caller(Environment::Test);
+    let Shop { app, pool, .. } = shop;
+    // Only this test's payments work on the charges; a retry falls due long after it is done.
+    app.stop().await;
+    let policy = RetryPolicy {
+        base: Duration::from_millis(1500),
+        ..quick_retries(5)
+    };
+    let payments = Payments::new(
+        pool.clone(),
+        Gateways::new(flaky.clone(), None),
+        policy,
+        FanOutWakeup::default(),
+    );
+    let retry_row = |charge_id: Uuid| {
+        sqlx::query_as::<_, (i32, chrono::DateTime<chrono::Utc>)>(
+            "SELECT attempts, due_at FROM charge_retries WHERE charge_id = $1",
+        )
+        .bind(charge_id)
+        .fetch_optional(&pool)
+    };
+
+    // A hold refused: nothing is held, no charge is raised, and the card is not blamed.
+    flaky.refuse(&["authorise"]);
+    let (job_id, held) = hold(&payments, &pool, &caller, 2_000).await;
+    let refused = held.unwrap_err();
+    assert_eq!(api_code(refused), (503, "payment.provider_refused"));
+    assert!(payments.charge_of_job(job_id).await.unwrap().is_none());
+    let cards = payments.cards(&caller).await.unwrap();
+    assert!(cards.iter().all(|c| c.dead_reason.is_none()), "{cards:?}");
+
+    // A capture refused: the money stays held, the charge authorised, and the move is shown
+    // to operators at once (past the retry count), asked again only at the longest wait.
+    flaky.refuse(&[]);
+    let (job_id, held) = hold(&payments, &pool, &caller, 2_000).await;
+    let held = held.unwrap();
+    flaky.refuse(&["capture"]);
+    let asked = chrono::Utc::now();
+    let after = payments.capture_for_job(job_id).await.unwrap();
+    assert_eq!(after.status, ChargeStatus::Authorised);
+    assert!(
+        after
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("payment.provider_refused")),
+        "{after:?}"
+    );
+    let (attempts, due) = retry_row(held.id).await.unwrap().expect("a retry row");
+    assert_eq!(attempts, 5, "counted as past the retry count");
+    let longest = chrono::Duration::from_std(policy.delay_after(5)).unwrap();
+    assert!(due >= asked + longest, "due {due}, asked {asked}");
+
+    // A refund refused: kept, shown to operators (past the retry count), nothing paid.
+    flaky.refuse(&[]);
+    let (job_id, _) = hold(&payments, &pool, &caller, 1_000).await;
+    let captured = payments.capture_for_job(job_id).await.unwrap();
+    assert_eq!(captured.status, ChargeStatus::Captured);
+    flaky.refuse(&["refund"]);
+    let refused = payments.refund(captured.id, 400, "ops").await.unwrap_err();
+    assert_eq!(api_code(refused), (503, "payment.provider_refused"));
+    let (attempts, status): (i32, String) =
+        sqlx::query_as("SELECT attempts, status FROM refunds WHERE charge_id = $1")
+            .bind(captured.id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!((attempts, status.as_str()), (5, "requested"));
+    let after = payments.charge_of_job(job_id).await.unwrap().unwrap();
+    assert_eq!(after.refunded_amount_minor, 0);
 }
 
 #[tokio::test]

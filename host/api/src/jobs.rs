@@ -97,7 +97,7 @@ pub struct ItemBody {
         (status = 201, description = "Booked; the same key with the same body answers this again", body = JobView),
         (status = 409, description = "idempotency.key_reused idempotency.in_progress booking.abandoned"),
         (status = 422, description = "request.missing_idempotency_key request.invalid_idempotency_key quote.not_found quote.expired quote.already_used quote.stop_mismatch quote.schedule_mismatch job.scheduled_in_past request.invalid_scheduled_for request.invalid_stop order.item_invalid order.discount_exceeds_items order.invalid_amount request.invalid_notify_customer request.invalid_body payment.no_payment_method payment.card_declined payment.card_dead payment.live_unavailable sandbox.unknown_scenario sandbox.test_only"),
-        (status = 503, description = "payment.provider_unreachable payment.provider_busy"),
+        (status = 503, description = "payment.provider_unreachable payment.provider_busy payment.provider_refused"),
     )
 )]
 pub async fn create(

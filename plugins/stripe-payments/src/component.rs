@@ -76,6 +76,7 @@ fn outcome(o: Outcome) -> wit::Outcome {
         Outcome::Declined(d) => wit::Outcome::Declined(decline(d)),
         Outcome::Unreachable(m) => wit::Outcome::Unreachable(m),
         Outcome::InFlight(m) => wit::Outcome::InFlight(m),
+        Outcome::Refused(m) => wit::Outcome::Refused(m),
     }
 }
 

@@ -32,11 +32,14 @@
 //! decline (with the `decline_code` when there is one), with the card marked
 //! finished for codes that say the card will never work again; timeouts,
 //! connection failures, 5xx, 429 and `api_error` are `unreachable`, to be
-//! retried with the same key; a key still in flight (409) is `in-flight`. Any other
-//! refusal, and any answer that is not what the request asked for (a body
-//! that does not parse, another amount or currency), is never an approval:
-//! it is `unreachable` with a message saying what was wrong, and a hold made
-//! for the wrong amount is cancelled first.
+//! retried with the same key; a key still in flight (409) is `in-flight`. A
+//! key Stripe does not accept (401), one without the permission (403) and a
+//! request it finds invalid (400) are `refused`: they fail the same way every
+//! time, and operators must act. Any other refusal, and any answer that is
+//! not what the request asked for (a body that does not parse, another
+//! amount or currency), is never an approval: it is `unreachable` with a
+//! message saying what was wrong, and a hold made for the wrong amount is
+//! cancelled first.
 
 #![cfg_attr(target_family = "wasm", no_std)]
 

@@ -32,6 +32,8 @@ pub enum Outcome {
     Unreachable(String),
     /// An earlier request with the same key is still being worked on.
     InFlight(String),
+    /// Stripe refused the request for good (the key, a permission, the request itself).
+    Refused(String),
 }
 
 /// Where a payment stands at Stripe (the contract's `payment-status`).
@@ -586,6 +588,12 @@ fn outcome_of(failure: Failure) -> Outcome {
             code, decline_code, ..
         } => Outcome::Declined(decline(&code, decline_code.as_deref())),
         Failure::InFlight(message) => Outcome::InFlight(message),
+        // A key Stripe does not accept (401), one without the permission (403), or a request
+        // it finds invalid (400) fails the same way every time: refused, for operators.
+        refusal @ Failure::Refused {
+            status: 400 | 401 | 403,
+            ..
+        } => Outcome::Refused(refusal.describe()),
         other => Outcome::Unreachable(other.describe()),
     }
 }

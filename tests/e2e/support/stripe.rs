@@ -214,6 +214,8 @@ struct State {
     chaos: Option<Chaos>,
     /// The pause of every request so far (what the provider's latency really was).
     paused: Vec<Duration>,
+    /// The account's key was rolled: every request is answered 401.
+    key_revoked: bool,
 }
 
 impl State {
@@ -332,6 +334,13 @@ impl StripeStandIn {
                 self.ca_path.to_string_lossy().into_owned(),
             ),
         ]
+    }
+
+    /// Rolls the account's key (`true`): from now on Stripe answers every request 401, as it
+    /// does for a key that was revoked; `false` brings it back.
+    #[allow(dead_code)]
+    pub fn revoke_key(&self, revoked: bool) {
+        self.state.lock().unwrap().key_revoked = revoked;
     }
 
     pub fn set_latency(&self, latency: Latency) {
@@ -572,7 +581,8 @@ async fn handle(
         Some(Fault::Hang(d)) => tokio::time::sleep(d).await,
         _ => {}
     }
-    if header("authorization").as_deref() != Some(&format!("Bearer {SECRET_KEY}")) {
+    let revoked = state.lock().unwrap().key_revoked;
+    if revoked || header("authorization").as_deref() != Some(&format!("Bearer {SECRET_KEY}")) {
         let body = error(
             "invalid_request_error",
             None,

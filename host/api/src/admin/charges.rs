@@ -33,7 +33,7 @@ pub struct RefundBody {
         (status = 404, description = "charge.not_found"),
         (status = 409, description = "charge.not_refundable"),
         (status = 422, description = "charge.invalid_amount charge.refund_exceeds_captured payment.card_declined payment.live_unavailable"),
-        (status = 503, description = "payment.provider_unreachable payment.provider_busy"),
+        (status = 503, description = "payment.provider_unreachable payment.provider_busy payment.provider_refused"),
     )
 )]
 /// `POST /admin/v1/charges/{id}/refund` `{amount_minor}`: gives back part or all of a

@@ -124,6 +124,8 @@ pub const MAX_KEY_LENGTH: usize = 255;
 const SAME_POINT_DEGREES: f64 = 1e-7;
 /// What a declined booking stores under its key (replayed as the decline).
 const DECLINED: &str = "card_declined";
+/// A booking whose hold the provider refused for good (the service's configuration).
+const PROVIDER_REFUSED: &str = "provider_refused";
 /// What a booking that could not be completed stores under its key.
 const ABANDONED: &str = "abandoned";
 
@@ -602,6 +604,25 @@ async fn record(
     attempt: Option<&AttemptRow>,
 ) -> Result<Result<BookingResponse, BookingError>, BookingError> {
     let job = &prepared.job;
+    if let ProviderAnswer::Refused(_) = answer {
+        // Nothing is held and nothing is booked; the key replays the refusal, and the quote
+        // is free for another key once an operator has fixed the configuration.
+        let stored = json!({"refusal": PROVIDER_REFUSED});
+        let mut writes = Writes::new().and(write::store_response(
+            merchant.merchant_id,
+            merchant.environment,
+            key,
+            503,
+            &stored,
+        ));
+        if let Some(attempt) = attempt {
+            writes = writes
+                .and(attempts::release_quote(attempt.quote_id))
+                .and(attempts::delete_attempt(attempt.id));
+        }
+        writes.execute(conn).await?;
+        return Ok(Err(HoldError::ProviderRefused.into()));
+    }
     if let ProviderAnswer::Declined(decline) = answer {
         let stored = json!({"refusal": DECLINED, "decline_code": decline.code});
         let mut writes = Writes::new().and(write::store_response(
@@ -690,6 +711,7 @@ fn replay(response: Option<(i32, Value)>) -> Result<BookingResponse, BookingErro
         }
         .into()),
         Some(ABANDONED) => Err(BookingError::Abandoned),
+        Some(PROVIDER_REFUSED) => Err(HoldError::ProviderRefused.into()),
         _ => Ok(BookingResponse {
             status: u16::try_from(status).unwrap_or(500),
             body,

@@ -127,6 +127,7 @@ impl Payments {
         // the usual way.
         let (approval, unanswered) = match answer {
             ProviderAnswer::Declined(decline) => return Ok(RecordedHold::Declined(decline)),
+            ProviderAnswer::Refused(_) => return Ok(RecordedHold::Refused),
             ProviderAnswer::Approved(reference) => (Some(reference), None),
             unanswered @ (ProviderAnswer::Unreachable(_) | ProviderAnswer::InFlight(_)) => {
                 (None, Some(unanswered))
@@ -211,6 +212,7 @@ impl Payments {
                     decline_code: decline.code,
                 })
             }
+            RecordedHold::Refused => Err(HoldError::ProviderRefused),
         }
     }
 

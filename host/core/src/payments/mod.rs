@@ -94,6 +94,11 @@ pub const PROVIDER_UNREACHABLE: Code = Code::new(
     "payment.provider_unreachable",
     "Setup or attach could not reach the provider, or its answer could not be read: nothing happened; retry. A refund is kept and asked for again until the provider answers; the same refund sent again (same charge and amount) finds it instead of paying twice.",
 );
+pub const PROVIDER_REFUSED: Code = Code::new(
+    503,
+    "payment.provider_refused",
+    "The payment provider refused the request for good (the service's credentials, the account, or the request's content): operators are shown it and must fix the payment configuration. A booking is not made (its quote stays usable; the refusal is stored under the `Idempotency-Key`, which replays it); a refund is kept and asked for again at the longest wait.",
+);
 pub const PROVIDER_BUSY: Code = Code::new(
     503,
     "payment.provider_busy",
@@ -161,6 +166,12 @@ pub enum PaymentError {
     #[error("too many payment provider calls are in flight; try again shortly")]
     #[code(PROVIDER_BUSY)]
     ProviderBusy,
+    #[error(
+        "the payment provider refused the request for good; the service's payment \
+         configuration needs an operator"
+    )]
+    #[code(PROVIDER_REFUSED)]
+    ProviderRefused,
     #[error("no such charge")]
     #[code(CHARGE_NOT_FOUND)]
     ChargeNotFound,
@@ -203,6 +214,12 @@ pub enum HoldError {
     #[error("too many payment provider calls are in flight; try again shortly")]
     #[code(PROVIDER_BUSY)]
     ProviderBusy,
+    #[error(
+        "the payment provider refused the hold for good; the service's payment configuration \
+         needs an operator"
+    )]
+    #[code(PROVIDER_REFUSED)]
+    ProviderRefused,
     #[error(transparent)]
     #[code(fault)]
     Store(#[from] sqlx::Error),
@@ -216,6 +233,7 @@ impl From<HoldError> for PaymentError {
             HoldError::LiveUnavailable => PaymentError::LiveUnavailable,
             HoldError::InvalidAmount => PaymentError::InvalidRefundAmount,
             HoldError::ProviderBusy => PaymentError::ProviderBusy,
+            HoldError::ProviderRefused => PaymentError::ProviderRefused,
             HoldError::Store(e) => PaymentError::Store(e),
         }
     }
@@ -355,6 +373,8 @@ pub enum RecordedHold {
     Held(ChargeView),
     /// The provider said no; no charge was raised.
     Declined(Decline),
+    /// The provider refused the request for good; no charge was raised.
+    Refused,
 }
 
 /// How the provider answered a call. An adapter fault counts as unreachable: nothing is
@@ -366,6 +386,9 @@ pub enum ProviderAnswer {
     /// An earlier call with the same key is still being worked on at the provider: its
     /// outcome is not known, so nothing may go ahead as if it had failed. Asked again later.
     InFlight(String),
+    /// The provider refused the request for good (credentials, account, validation): an
+    /// operator must act. Never taken for a decline of the card.
+    Refused(String),
 }
 
 impl From<Result<Outcome, PluginError>> for ProviderAnswer {
@@ -381,11 +404,10 @@ impl From<Result<Outcome, PluginError>> for ProviderAnswer {
             Ok(Outcome::Pending(reference)) => {
                 ProviderAnswer::InFlight(format!("pending at the provider ({reference})"))
             }
-            // Until the host tells refusals apart, one is a call to make again later; it is
-            // logged as an error for operators.
             Ok(Outcome::Refused(message)) => {
-                tracing::error!(%message, "the payment provider refused the request");
-                ProviderAnswer::Unreachable(format!("refused by the provider: {message}"))
+                tracing::error!(%message,
+                    "the payment provider refused the request for good; an operator must act");
+                ProviderAnswer::Refused(message)
             }
             Err(error) => {
                 tracing::error!(%error, "payment adapter failed");
@@ -559,6 +581,26 @@ impl Payments {
                     Settled::Declined(decline),
                 )
             }
+            ProviderAnswer::Refused(message) if requested != Move::Authorise => {
+                // The provider holds the money: the move is shown to operators at once (as
+                // past the retry count) and asked for again only at the longest wait, so it
+                // goes through once they have fixed the configuration.
+                let max = i32::try_from(self.retry.max_attempts).unwrap_or(i32::MAX);
+                let delay = self.retry.delay_after(max.unsigned_abs());
+                let due = now + chrono::Duration::from_std(delay).unwrap_or_default();
+                store::schedule_retry(conn, charge.id, requested, max, due, &message).await?;
+                charge.last_error = Some(refused(requested));
+                store::update_charge(conn, charge).await?;
+                return Ok(Settled::WillRetry);
+            }
+            ProviderAnswer::Refused(_) => {
+                // A hold refused for good is never placed: the charge fails.
+                charge.last_error = Some(refused(requested));
+                charge.failed_at = Some(now);
+                charge.after_hold = None;
+                let detail = charge.last_error.clone();
+                (ChargeStatus::Failed, None, detail, Settled::GaveUp)
+            }
             ProviderAnswer::Unreachable(message) | ProviderAnswer::InFlight(message) => {
                 let attempts = attempts.saturating_add(1);
                 let max = i32::try_from(self.retry.max_attempts).unwrap_or(i32::MAX);
@@ -657,15 +699,34 @@ async fn run<T: Send + 'static>(
 /// A charge's `last_error` when the provider gave no usable answer to `requested`, in fixed
 /// words with the stable code; `after`: the calls made, once they reached the retry policy's
 /// count; `trying`: whether it is asked again.
-fn unanswered(requested: Move, after: Option<i32>, trying: bool) -> String {
-    let code = PROVIDER_UNREACHABLE.code;
-    let requested = match requested {
+/// A charge's `last_error` when the provider refused a move for good, in fixed words.
+fn refused(requested: Move) -> String {
+    let code = PROVIDER_REFUSED.code;
+    match requested {
+        Move::Authorise => {
+            format!("{code}: the provider refused the hold for good; nothing is held")
+        }
+        _ => format!(
+            "{code}: the provider refused the {} for good; shown to operators, and asked again \
+             at the longest wait",
+            move_name(requested)
+        ),
+    }
+}
+
+fn move_name(requested: Move) -> &'static str {
+    match requested {
         Move::Authorise => "hold",
         Move::Capture => "capture",
         Move::Void => "release of the hold",
         Move::Refund => "refund",
         Move::Fail => "failure",
-    };
+    }
+}
+
+fn unanswered(requested: Move, after: Option<i32>, trying: bool) -> String {
+    let code = PROVIDER_UNREACHABLE.code;
+    let requested = move_name(requested);
     match (after, trying) {
         (None, _) => {
             format!("{code}: no usable answer from the provider to the {requested}; trying again")

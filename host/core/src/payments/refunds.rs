@@ -158,6 +158,16 @@ impl Payments {
                     decline_code: decline.code,
                 });
             }
+            ProviderAnswer::Refused(message) => {
+                // Kept, shown to operators at once (as past the retry count), and asked for
+                // again only at the longest wait: it goes through once they have fixed it.
+                let max = i32::try_from(self.retry.max_attempts).unwrap_or(i32::MAX);
+                let delay = self.retry.delay_after(max.unsigned_abs());
+                let due = now() + chrono::Duration::from_std(delay).unwrap_or_default();
+                refunds::unanswered(&mut tx, refund.id, max, due, &message).await?;
+                tx.commit().await?;
+                return Err(PaymentError::ProviderRefused);
+            }
             ProviderAnswer::Unreachable(message) | ProviderAnswer::InFlight(message) => {
                 let attempts = current.attempts.saturating_add(1);
                 let max = i32::try_from(self.retry.max_attempts).unwrap_or(i32::MAX);

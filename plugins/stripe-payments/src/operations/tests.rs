@@ -136,10 +136,6 @@ fn no_usable_answer_is_unreachable_never_approved() {
             200,
             r#"{"status":"requires_capture","amount":1250,"currency":"chf"}"#,
         )),
-        Ok((
-            401,
-            r#"{"error":{"type":"invalid_request_error","message":"Invalid API Key"}}"#,
-        )),
     ] {
         let script = Script::new(&[answer]);
         let s = settings();
@@ -335,6 +331,36 @@ fn a_card_form_is_a_customer_and_a_setup_intent() {
     assert_eq!(form.customer_id, "cus_1");
     assert_eq!(script.sent.borrow().len(), 1);
     assert!(script.sent.borrow()[0].url.ends_with("/v1/setup_intents"));
+}
+
+#[test]
+fn a_key_stripe_does_not_accept_is_refused_for_good_not_unreachable() {
+    let s = settings();
+    for (status, body) in [
+        (
+            401,
+            r#"{"error":{"type":"invalid_request_error","message":"Invalid API Key provided"}}"#,
+        ),
+        (
+            403,
+            r#"{"error":{"type":"invalid_request_error","message":"The key lacks a permission"}}"#,
+        ),
+        (
+            400,
+            r#"{"error":{"type":"invalid_request_error","code":"amount_too_small"}}"#,
+        ),
+    ] {
+        let script = Script::new(&[Ok((status, body))]);
+        let outcome = Adapter::new(&s, &script).authorise(1250, "chf", "pm_x", "cus_1", "k");
+        assert!(matches!(outcome, Outcome::Refused(_)), "{status}: {outcome:?}");
+    }
+    // A missing PaymentIntent is not taken for a refusal of the account.
+    let script = Script::new(&[Ok((
+        404,
+        r#"{"error":{"type":"invalid_request_error","code":"resource_missing"}}"#,
+    ))]);
+    let outcome = Adapter::new(&s, &script).capture("pi_1", 1250, "chf", "k");
+    assert!(matches!(outcome, Outcome::Unreachable(_)), "{outcome:?}");
 }
 
 #[test]

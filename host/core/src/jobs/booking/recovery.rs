@@ -197,12 +197,15 @@ async fn abandon(
             match released {
                 ProviderAnswer::Approved(_) => {}
                 ProviderAnswer::Declined(d) => return Err(NotFinished::NotReleased(d.code)),
-                ProviderAnswer::Unreachable(m) | ProviderAnswer::InFlight(m) => {
+                ProviderAnswer::Unreachable(m)
+                | ProviderAnswer::InFlight(m)
+                | ProviderAnswer::Refused(m) => {
                     return Err(NotFinished::NotReleased(m));
                 }
             }
         }
-        ProviderAnswer::Declined(_) => {}
+        // A hold declined or refused for good holds nothing.
+        ProviderAnswer::Declined(_) | ProviderAnswer::Refused(_) => {}
         // Whether money is held is not known: ask again next time.
         ProviderAnswer::Unreachable(message) | ProviderAnswer::InFlight(message) => {
             return Err(NotFinished::HoldUnknown(message));
