@@ -19,7 +19,7 @@ use courier_domain::charge::ChargeStatus;
 use courier_plugins::{
     AdapterConfig, AttachRefusal, AttachedCard, CaptureRequest, CardForm, CardFormRequest,
     EngineConfig, HoldRequest, LookupFailure, Outcome, PaymentAdapter, PaymentPage, PaymentState,
-    PluginEngine, PluginError, RefundRequest, VoidRequest,
+    PaymentStatus, PluginEngine, PluginError, RefundRequest, VoidRequest,
 };
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -248,6 +248,10 @@ struct Flaky {
     /// Operations the provider refuses for good (`authorise`, `capture`, `refund`), as it
     /// does with a revoked API key.
     refusing: Mutex<Vec<&'static str>>,
+    /// Captures are accepted and confirmed later (Adyen's `received`): taken at once, answered
+    /// `pending`, shown as captured by `retrieve`. The amounts taken, by authorisation.
+    captures_pending: std::sync::atomic::AtomicBool,
+    taken: Mutex<BTreeMap<String, i64>>,
 }
 
 impl Flaky {
@@ -259,6 +263,8 @@ impl Flaky {
             authorisations: Mutex::new(Vec::new()),
             captures: AtomicUsize::new(0),
             refusing: Mutex::new(Vec::new()),
+            captures_pending: std::sync::atomic::AtomicBool::new(false),
+            taken: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -314,6 +320,13 @@ impl Gateway for Flaky {
         if let Some(refusal) = self.refusal("capture") {
             return Ok(refusal);
         }
+        if self.captures_pending.load(Ordering::SeqCst) {
+            self.taken
+                .lock()
+                .unwrap()
+                .insert(request.authorisation.clone(), request.amount_minor);
+            return Ok(Outcome::Pending(request.authorisation.clone()));
+        }
         // Slow enough for two concurrent captures to overlap.
         std::thread::sleep(Duration::from_millis(50));
         self.sandbox.capture(request)
@@ -325,7 +338,19 @@ impl Gateway for Flaky {
         &self,
         reference: &str,
     ) -> Result<Result<PaymentState, LookupFailure>, PluginError> {
-        self.sandbox.retrieve(reference)
+        let Some(taken) = self.taken.lock().unwrap().get(reference).copied() else {
+            return self.sandbox.retrieve(reference);
+        };
+        Ok(Ok(PaymentState {
+            reference: reference.to_owned(),
+            hold_key: None,
+            status: PaymentStatus::Captured,
+            amount_minor: taken,
+            captured_minor: taken,
+            refunded_minor: 0,
+            currency: "GBP".into(),
+            created_at: 0,
+        }))
     }
     fn list_payments(
         &self,
@@ -1223,6 +1248,61 @@ async fn a_refusal_for_good_is_neither_a_decline_nor_an_outage() {
     assert_eq!((attempts, status.as_str()), (5, "requested"));
     let after = payments.charge_of_job(job_id).await.unwrap().unwrap();
     assert_eq!(after.refunded_amount_minor, 0);
+}
+
+#[tokio::test]
+async fn a_pending_capture_is_recorded_once_the_provider_shows_it_taken() {
+    let flaky = Flaky::new(0, false);
+    flaky.captures_pending.store(true, Ordering::SeqCst);
+    let shop = Shop::open_with(|_| None, Some(flaky.clone())).await;
+    shop.card(WORKS, false).await;
+    let caller = shop.caller(Environment::Test);
+    let Shop { app, pool, .. } = shop;
+    app.stop().await;
+    let payments = Payments::new(
+        pool.clone(),
+        Gateways::new(flaky.clone(), None),
+        quick_retries(5),
+        FanOutWakeup::default(),
+    );
+    let (job_id, held) = hold(&payments, &pool, &caller, 2_000).await;
+    let held = held.unwrap();
+    // Accepted, not confirmed: the charge stays authorised, saying so.
+    let after = payments.capture_for_job(job_id).await.unwrap();
+    assert_eq!(after.status, ChargeStatus::Authorised);
+    assert!(
+        after
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("awaiting the provider's confirmation of the capture")),
+        "{after:?}"
+    );
+    // The retry reads the payment back and records what it shows, capturing nothing again.
+    let captured = eventually(
+        "the pending capture to be recorded",
+        Duration::from_secs(3),
+        Duration::from_millis(30),
+        || async {
+            payments.run_due_retries().await.unwrap();
+            let charge = payments.charge_of_job(job_id).await.unwrap();
+            charge.filter(|c| c.status == ChargeStatus::Captured)
+        },
+    )
+    .await;
+    assert_eq!(captured.last_error, None);
+    assert_eq!(
+        flaky.captures.load(Ordering::SeqCst),
+        1,
+        "asked to capture once"
+    );
+    let moves: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM charge_moves WHERE charge_id = $1 AND to_status = 'captured'",
+    )
+    .bind(held.id)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(moves, 1);
 }
 
 #[tokio::test]

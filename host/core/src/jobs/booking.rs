@@ -310,7 +310,7 @@ pub async fn book(
     let merchant = *merchant;
     let finishing = tokio::spawn(async move {
         let answer = hold(&context, &merchant, slot, &prepared).await;
-        if let ProviderAnswer::InFlight(message) = &answer {
+        if let ProviderAnswer::InFlight(message) | ProviderAnswer::Pending(message) = &answer {
             // A call with this hold's key is still under way at the provider: its outcome
             // is not known. The attempt stays for the recovery worker, which asks again.
             tracing::warn!(error = %message, attempt = %attempt.id,

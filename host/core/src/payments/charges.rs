@@ -129,9 +129,9 @@ impl Payments {
             ProviderAnswer::Declined(decline) => return Ok(RecordedHold::Declined(decline)),
             ProviderAnswer::Refused(_) => return Ok(RecordedHold::Refused),
             ProviderAnswer::Approved(reference) => (Some(reference), None),
-            unanswered @ (ProviderAnswer::Unreachable(_) | ProviderAnswer::InFlight(_)) => {
-                (None, Some(unanswered))
-            }
+            unanswered @ (ProviderAnswer::Unreachable(_)
+            | ProviderAnswer::InFlight(_)
+            | ProviderAnswer::Pending(_)) => (None, Some(unanswered)),
         };
         let mut charge = terms.charge(approval);
         if !store::raise_charge(conn, &charge, &raising_moves(&charge)).await? {

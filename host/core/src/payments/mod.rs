@@ -389,6 +389,9 @@ pub enum ProviderAnswer {
     /// The provider refused the request for good (credentials, account, validation): an
     /// operator must act. Never taken for a decline of the card.
     Refused(String),
+    /// The provider accepted the request and says later how it ended: the reference its
+    /// confirmation will name. Never taken for done; read back until the provider shows it.
+    Pending(String),
 }
 
 impl From<Result<Outcome, PluginError>> for ProviderAnswer {
@@ -398,12 +401,7 @@ impl From<Result<Outcome, PluginError>> for ProviderAnswer {
             Ok(Outcome::Declined(decline)) => ProviderAnswer::Declined(decline),
             Ok(Outcome::Unreachable(message)) => ProviderAnswer::Unreachable(message),
             Ok(Outcome::InFlight(message)) => ProviderAnswer::InFlight(message),
-            // Until the host waits for a pending move's event (or reads it back), a pending
-            // answer is one whose outcome is not known yet: asked again later, never taken for
-            // done.
-            Ok(Outcome::Pending(reference)) => {
-                ProviderAnswer::InFlight(format!("pending at the provider ({reference})"))
-            }
+            Ok(Outcome::Pending(reference)) => ProviderAnswer::Pending(reference),
             Ok(Outcome::Refused(message)) => {
                 tracing::error!(%message,
                     "the payment provider refused the request for good; an operator must act");
@@ -545,6 +543,15 @@ impl Payments {
         let from = charge.status;
         let now = now();
         charge.updated_at = now;
+        // A pending move is asked about again like an unanswered one, but said as it is: the
+        // retry reads the payment back first ([`Payments::run_due_retries`]).
+        let (answer, pending) = match answer {
+            ProviderAnswer::Pending(reference) => (
+                ProviderAnswer::InFlight(format!("pending at the provider ({reference})")),
+                true,
+            ),
+            other => (other, false),
+        };
         let (to, reference, detail, settled) = match answer {
             ProviderAnswer::Approved(reference) => {
                 let Ok(Decision::Apply(to)) = state::decide(from, requested) else {
@@ -601,7 +608,9 @@ impl Payments {
                 let detail = charge.last_error.clone();
                 (ChargeStatus::Failed, None, detail, Settled::GaveUp)
             }
-            ProviderAnswer::Unreachable(message) | ProviderAnswer::InFlight(message) => {
+            ProviderAnswer::Unreachable(message)
+            | ProviderAnswer::InFlight(message)
+            | ProviderAnswer::Pending(message) => {
                 let attempts = attempts.saturating_add(1);
                 let max = i32::try_from(self.retry.max_attempts).unwrap_or(i32::MAX);
                 // A capture or a release is never given up: the provider holds the money, or
@@ -618,11 +627,11 @@ impl Payments {
                     // merchants never read; the charge says it in fixed words.
                     tracing::warn!(charge = %charge.id, attempts, error = %message,
                         "no usable answer from the payment provider; will retry");
-                    charge.last_error = Some(unanswered(
-                        requested,
-                        (attempts >= max).then_some(attempts),
-                        true,
-                    ));
+                    charge.last_error = Some(if pending {
+                        awaiting(requested)
+                    } else {
+                        unanswered(requested, (attempts >= max).then_some(attempts), true)
+                    });
                     store::update_charge(conn, charge).await?;
                     return Ok(Settled::WillRetry);
                 }
@@ -699,6 +708,17 @@ async fn run<T: Send + 'static>(
 /// A charge's `last_error` when the provider gave no usable answer to `requested`, in fixed
 /// words with the stable code; `after`: the calls made, once they reached the retry policy's
 /// count; `trying`: whether it is asked again.
+/// How a charge's `last_error` begins while the provider has accepted a move and not yet
+/// confirmed it.
+pub(crate) const AWAITING: &str = "awaiting the provider's confirmation";
+
+fn awaiting(requested: Move) -> String {
+    format!(
+        "{AWAITING} of the {}: it accepted it and says later how it ended",
+        move_name(requested)
+    )
+}
+
 /// A charge's `last_error` when the provider refused a move for good, in fixed words.
 fn refused(requested: Move) -> String {
     let code = PROVIDER_REFUSED.code;

@@ -168,7 +168,11 @@ impl Payments {
                 tx.commit().await?;
                 return Err(PaymentError::ProviderRefused);
             }
-            ProviderAnswer::Unreachable(message) | ProviderAnswer::InFlight(message) => {
+            // A pending refund is asked for again with its key until the provider answers what
+            // it did; never taken for paid before.
+            ProviderAnswer::Unreachable(message)
+            | ProviderAnswer::InFlight(message)
+            | ProviderAnswer::Pending(message) => {
                 let attempts = current.attempts.saturating_add(1);
                 let max = i32::try_from(self.retry.max_attempts).unwrap_or(i32::MAX);
                 let delay = self.retry.delay_after(attempts.min(max).unsigned_abs());

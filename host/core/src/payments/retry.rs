@@ -67,11 +67,16 @@ impl Payments {
         attempts: i32,
     ) -> Result<(), PaymentError> {
         let max = i32::try_from(self.retry.max_attempts).unwrap_or(i32::MAX);
-        if attempts >= max && matches!(requested, Move::Capture | Move::Void) {
-            // Past the retry count the provider is asked what it did before it is asked to do
-            // it again: its idempotency keys are kept for a day, and a capture it made long
-            // ago, asked for anew, would be refused rather than answered.
-            if self.read_back(charge_id, requested).await? {
+        if matches!(requested, Move::Capture | Move::Void) {
+            // Past the retry count, or once the provider has accepted the move and not yet
+            // confirmed it, the provider is asked what it did before it is asked to do it
+            // again: its idempotency keys are kept for a day, and a capture it made long ago,
+            // asked for anew, would be refused rather than answered; a pending one would only
+            // be answered pending again.
+            if self
+                .read_back(charge_id, requested, attempts >= max)
+                .await?
+            {
                 return Ok(());
             }
         }
@@ -106,20 +111,30 @@ impl Payments {
 
     /// Reads the charge's payment back from the provider and, when it shows `requested` done
     /// (taken in full, or released), records it as the provider's answer. True when it did.
-    async fn read_back(&self, charge_id: Uuid, requested: Move) -> Result<bool, PaymentError> {
+    /// Only past the retry count, or while the charge awaits the provider's confirmation.
+    async fn read_back(
+        &self,
+        charge_id: Uuid,
+        requested: Move,
+        past_count: bool,
+    ) -> Result<bool, PaymentError> {
         let charge = {
             let mut conn = self.pool.acquire().await?;
             store::charge(&mut conn, charge_id).await?
         };
+        let awaiting = charge
+            .as_ref()
+            .and_then(|c| c.last_error.as_deref())
+            .is_some_and(|e| e.starts_with(super::AWAITING));
+        if !past_count && !awaiting {
+            return Ok(false);
+        }
         let Some((reference, environment, amount)) =
             charge.and_then(|c| Some((c.authorisation_ref?, c.environment, c.amount_minor)))
         else {
             return Ok(false);
         };
         let gateway = self.gateway(environment)?;
-        if !gateway.uses_network() {
-            return Ok(false);
-        }
         let slot = self.call_slot(environment)?;
         let lookup = reference.clone();
         let state = match super::run(gateway, slot, move |g| g.retrieve(&lookup)).await? {

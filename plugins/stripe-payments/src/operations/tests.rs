@@ -352,7 +352,10 @@ fn a_key_stripe_does_not_accept_is_refused_for_good_not_unreachable() {
     ] {
         let script = Script::new(&[Ok((status, body))]);
         let outcome = Adapter::new(&s, &script).authorise(1250, "chf", "pm_x", "cus_1", "k");
-        assert!(matches!(outcome, Outcome::Refused(_)), "{status}: {outcome:?}");
+        assert!(
+            matches!(outcome, Outcome::Refused(_)),
+            "{status}: {outcome:?}"
+        );
     }
     // A missing PaymentIntent is not taken for a refusal of the account.
     let script = Script::new(&[Ok((

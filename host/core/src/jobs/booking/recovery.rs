@@ -127,7 +127,7 @@ async fn recover(context: &BookingContext, attempt: &AttemptRow) -> Result<(), N
         .call_slot(environment)
         .map_err(|_| NotFinished::ProviderBusy)?;
     let answer = hold(context, &merchant, slot, &prepared).await;
-    if let ProviderAnswer::InFlight(message) = answer {
+    if let ProviderAnswer::InFlight(message) | ProviderAnswer::Pending(message) = answer {
         // Another call with the attempt's key is still under way at the provider (its
         // process died mid-call): its outcome decides the booking. Asked again next time.
         return Err(NotFinished::HoldUnknown(message));
@@ -199,7 +199,8 @@ async fn abandon(
                 ProviderAnswer::Declined(d) => return Err(NotFinished::NotReleased(d.code)),
                 ProviderAnswer::Unreachable(m)
                 | ProviderAnswer::InFlight(m)
-                | ProviderAnswer::Refused(m) => {
+                | ProviderAnswer::Refused(m)
+                | ProviderAnswer::Pending(m) => {
                     return Err(NotFinished::NotReleased(m));
                 }
             }
@@ -207,7 +208,9 @@ async fn abandon(
         // A hold declined or refused for good holds nothing.
         ProviderAnswer::Declined(_) | ProviderAnswer::Refused(_) => {}
         // Whether money is held is not known: ask again next time.
-        ProviderAnswer::Unreachable(message) | ProviderAnswer::InFlight(message) => {
+        ProviderAnswer::Unreachable(message)
+        | ProviderAnswer::InFlight(message)
+        | ProviderAnswer::Pending(message) => {
             return Err(NotFinished::HoldUnknown(message));
         }
     }
