@@ -260,3 +260,27 @@ async fn an_adapter_that_does_not_speak_to_the_provider_fails_and_bad_input_is_r
     assert_eq!(code, 2);
     assert!(stderr.contains("holds no cassette"), "{stderr}");
 }
+
+#[tokio::test]
+async fn a_card_number_in_a_line_the_adapter_logs_fails_the_scenario() {
+    // The tests' HTTP probe logs where it sends a hold: here, to a card number.
+    let probe = stripe_adapter_path().with_file_name("http-probe.wasm");
+    let dir = scratch_path("logged-card");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cassette = json!({
+        "operation": "hold",
+        "args": {"amount_minor": 1290, "currency": "EUR", "card_ref": "4111111111111111",
+            "customer_id": "cus_1", "idempotency_key": "job_logged_hold"},
+        "answer": {"outcome": "unreachable", "detail": "anything"},
+        "exchanges": [],
+    });
+    std::fs::write(dir.join("hold-unreachable.json"), cassette.to_string()).unwrap();
+    let (code, lines, _) = certify(&probe, &dir).await;
+    assert_eq!(code, 1, "{lines:#?}");
+    assert!(
+        lines.iter().any(|l| l
+            == "FAIL  hold-unreachable: replayed, answers unreachable: a line the adapter \
+                logged holds a card number"),
+        "{lines:#?}"
+    );
+}

@@ -4,8 +4,8 @@
 //! approved money move is replayed again with a fault made from its recording (5xx, 429, a
 //! hang past the deadline, the connection dropped after the provider acted, a cut or oversize
 //! body, another amount or currency, the key still in use). Every scenario also checks that
-//! money moves carry the host's idempotency key, that no request holds a card number, and that
-//! the adapter asked the provider only what the cassette knows.
+//! money moves carry the host's idempotency key, that no request and no line the adapter logged
+//! holds a card number, and that the adapter asked the provider only what the cassette knows.
 
 mod player;
 mod scenarios;
@@ -92,7 +92,9 @@ pub fn certify(
     let mut config = config.clone();
     config.payments.calls.deadline = deadline;
     let engine = crate::app::plugin_engine(&config).map_err(CertifyError::Engine)?;
-    let adapter = PaymentAdapter::load(&engine, &bytes, values).map_err(CertifyError::Adapter)?;
+    // Watched, for the lines it logs (checked for card numbers like its requests).
+    let adapter =
+        PaymentAdapter::load_watched(&engine, &bytes, values).map_err(CertifyError::Adapter)?;
     let suite = scenarios::Suite {
         adapter: &adapter,
         player: &player,
