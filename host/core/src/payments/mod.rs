@@ -545,13 +545,7 @@ impl Payments {
         charge.updated_at = now;
         // A pending move is asked about again like an unanswered one, but said as it is: the
         // retry reads the payment back first ([`Payments::run_due_retries`]).
-        let (answer, pending) = match answer {
-            ProviderAnswer::Pending(reference) => (
-                ProviderAnswer::InFlight(format!("pending at the provider ({reference})")),
-                true,
-            ),
-            other => (other, false),
-        };
+        let pending = matches!(answer, ProviderAnswer::Pending(_));
         let (to, reference, detail, settled) = match answer {
             ProviderAnswer::Approved(reference) => {
                 let Ok(Decision::Apply(to)) = state::decide(from, requested) else {
@@ -611,6 +605,11 @@ impl Payments {
             ProviderAnswer::Unreachable(message)
             | ProviderAnswer::InFlight(message)
             | ProviderAnswer::Pending(message) => {
+                let message = if pending {
+                    format!("pending at the provider ({message})")
+                } else {
+                    message
+                };
                 let attempts = attempts.saturating_add(1);
                 let max = i32::try_from(self.retry.max_attempts).unwrap_or(i32::MAX);
                 // A capture or a release is never given up: the provider holds the money, or

@@ -25,41 +25,7 @@ use wit::courier::payments::{config as wconfig, log as wlog, outbound_http as wh
 pub(crate) const WORLD: &str = "courier:payments/payment-adapter@2.1.0";
 pub(crate) const VERSION: &str = "2.1.0";
 
-impl whttp::Host for CallState {
-    fn send(&mut self, request: whttp::Request) -> Result<whttp::Response, whttp::Error> {
-        let request = HttpRequest {
-            method: match request.method {
-                whttp::Method::Get => Method::Get,
-                whttp::Method::Post => Method::Post,
-                whttp::Method::Put => Method::Put,
-                whttp::Method::Patch => Method::Patch,
-                whttp::Method::Delete => Method::Delete,
-            },
-            url: request.url,
-            headers: request.headers,
-            body: request.body,
-        };
-        match self.send_outbound(request) {
-            Ok(r) => Ok(whttp::Response {
-                status: r.status,
-                headers: r.headers,
-                body: r.body,
-            }),
-            Err(HttpFailure::Forbidden(m)) => Err(whttp::Error::Forbidden(m)),
-            Err(HttpFailure::Timeout) => Err(whttp::Error::Timeout),
-            Err(HttpFailure::Connection(m)) => Err(whttp::Error::Connection(m)),
-            Err(HttpFailure::TooLarge) => Err(whttp::Error::TooLarge),
-        }
-    }
-}
-
-impl w::Host for CallState {}
-
-impl wconfig::Host for CallState {
-    fn get(&mut self, key: String) -> Option<String> {
-        self.configured(&key)
-    }
-}
+super::imports::serve_imports!();
 
 impl wlog::Host for CallState {
     fn log(&mut self, level: wlog::Level, message: String) {
@@ -104,17 +70,6 @@ impl Current {
     }
 }
 
-fn decline(d: w::Decline) -> Decline {
-    Decline {
-        code: d.code,
-        card_finished: d.card_finished.map(|f| match f {
-            w::FinishReason::Expired => FinishReason::Expired,
-            w::FinishReason::Lost => FinishReason::Lost,
-            w::FinishReason::RefusedForGood => FinishReason::RefusedForGood,
-        }),
-    }
-}
-
 fn outcome(o: w::Outcome) -> Outcome {
     match o {
         w::Outcome::Approved(r) => Outcome::Approved(r),
@@ -139,25 +94,6 @@ fn attached(a: w::AttachedCard) -> AttachedCard {
     AttachedCard {
         reference: a.reference,
         card: card(a.card),
-    }
-}
-
-fn payment_state(p: w::PaymentState) -> PaymentState {
-    PaymentState {
-        reference: p.reference,
-        hold_key: p.hold_key,
-        status: match p.status {
-            w::PaymentStatus::Held => PaymentStatus::Held,
-            w::PaymentStatus::Captured => PaymentStatus::Captured,
-            w::PaymentStatus::Released => PaymentStatus::Released,
-            w::PaymentStatus::Refused => PaymentStatus::Refused,
-            w::PaymentStatus::Processing => PaymentStatus::Processing,
-        },
-        amount_minor: p.amount_minor,
-        captured_minor: p.captured_minor,
-        refunded_minor: p.refunded_minor,
-        currency: p.currency,
-        created_at: p.created_at,
     }
 }
 

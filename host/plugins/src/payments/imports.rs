@@ -32,3 +32,79 @@ impl CallState {
         self.adapter.as_ref()?.config.get(key).cloned()
     }
 }
+
+/// What every version of the contract's bindings has alike, written once: the imports the host
+/// serves (`outbound-http`, `config`, the type-only interface) and the reading of a decline and
+/// of a payment's state. Invoked inside a version's module, where `whttp`, `wconfig` and `w`
+/// name that version's generated interfaces (item paths in `macro_rules!` resolve where it is
+/// invoked).
+macro_rules! serve_imports {
+    () => {
+        impl whttp::Host for CallState {
+            fn send(&mut self, request: whttp::Request) -> Result<whttp::Response, whttp::Error> {
+                let request = HttpRequest {
+                    method: match request.method {
+                        whttp::Method::Get => Method::Get,
+                        whttp::Method::Post => Method::Post,
+                        whttp::Method::Put => Method::Put,
+                        whttp::Method::Patch => Method::Patch,
+                        whttp::Method::Delete => Method::Delete,
+                    },
+                    url: request.url,
+                    headers: request.headers,
+                    body: request.body,
+                };
+                match self.send_outbound(request) {
+                    Ok(r) => Ok(whttp::Response {
+                        status: r.status,
+                        headers: r.headers,
+                        body: r.body,
+                    }),
+                    Err(HttpFailure::Forbidden(m)) => Err(whttp::Error::Forbidden(m)),
+                    Err(HttpFailure::Timeout) => Err(whttp::Error::Timeout),
+                    Err(HttpFailure::Connection(m)) => Err(whttp::Error::Connection(m)),
+                    Err(HttpFailure::TooLarge) => Err(whttp::Error::TooLarge),
+                }
+            }
+        }
+
+        impl w::Host for CallState {}
+
+        impl wconfig::Host for CallState {
+            fn get(&mut self, key: String) -> Option<String> {
+                self.configured(&key)
+            }
+        }
+
+        fn decline(d: w::Decline) -> Decline {
+            Decline {
+                code: d.code,
+                card_finished: d.card_finished.map(|f| match f {
+                    w::FinishReason::Expired => FinishReason::Expired,
+                    w::FinishReason::Lost => FinishReason::Lost,
+                    w::FinishReason::RefusedForGood => FinishReason::RefusedForGood,
+                }),
+            }
+        }
+
+        fn payment_state(p: w::PaymentState) -> PaymentState {
+            PaymentState {
+                reference: p.reference,
+                hold_key: p.hold_key,
+                status: match p.status {
+                    w::PaymentStatus::Held => PaymentStatus::Held,
+                    w::PaymentStatus::Captured => PaymentStatus::Captured,
+                    w::PaymentStatus::Released => PaymentStatus::Released,
+                    w::PaymentStatus::Refused => PaymentStatus::Refused,
+                    w::PaymentStatus::Processing => PaymentStatus::Processing,
+                },
+                amount_minor: p.amount_minor,
+                captured_minor: p.captured_minor,
+                refunded_minor: p.refunded_minor,
+                currency: p.currency,
+                created_at: p.created_at,
+            }
+        }
+    };
+}
+pub(super) use serve_imports;

@@ -28,41 +28,7 @@ use wit::courier::payments::{config as wconfig, outbound_http as whttp, types as
 pub(crate) const WORLD: &str = "courier:payments/payment-adapter@2.0.0";
 const VERSION: &str = "2.0.0";
 
-impl whttp::Host for CallState {
-    fn send(&mut self, request: whttp::Request) -> Result<whttp::Response, whttp::Error> {
-        let request = HttpRequest {
-            method: match request.method {
-                whttp::Method::Get => Method::Get,
-                whttp::Method::Post => Method::Post,
-                whttp::Method::Put => Method::Put,
-                whttp::Method::Patch => Method::Patch,
-                whttp::Method::Delete => Method::Delete,
-            },
-            url: request.url,
-            headers: request.headers,
-            body: request.body,
-        };
-        match self.send_outbound(request) {
-            Ok(r) => Ok(whttp::Response {
-                status: r.status,
-                headers: r.headers,
-                body: r.body,
-            }),
-            Err(HttpFailure::Forbidden(m)) => Err(whttp::Error::Forbidden(m)),
-            Err(HttpFailure::Timeout) => Err(whttp::Error::Timeout),
-            Err(HttpFailure::Connection(m)) => Err(whttp::Error::Connection(m)),
-            Err(HttpFailure::TooLarge) => Err(whttp::Error::TooLarge),
-        }
-    }
-}
-
-impl w::Host for CallState {}
-
-impl wconfig::Host for CallState {
-    fn get(&mut self, key: String) -> Option<String> {
-        self.configured(&key)
-    }
-}
+super::imports::serve_imports!();
 
 /// A component built against 2.0.0, linked and ready to instantiate.
 pub(crate) struct V2_0(wit::PaymentAdapterPre<CallState>);
@@ -95,42 +61,12 @@ impl V2_0 {
     }
 }
 
-fn decline(d: w::Decline) -> Decline {
-    Decline {
-        code: d.code,
-        card_finished: d.card_finished.map(|f| match f {
-            w::FinishReason::Expired => FinishReason::Expired,
-            w::FinishReason::Lost => FinishReason::Lost,
-            w::FinishReason::RefusedForGood => FinishReason::RefusedForGood,
-        }),
-    }
-}
-
 fn outcome(o: w::Outcome) -> Outcome {
     match o {
         w::Outcome::Approved(r) => Outcome::Approved(r),
         w::Outcome::Declined(d) => Outcome::Declined(decline(d)),
         w::Outcome::Unreachable(m) => Outcome::Unreachable(m),
         w::Outcome::InFlight(m) => Outcome::InFlight(m),
-    }
-}
-
-fn payment_state(p: w::PaymentState) -> PaymentState {
-    PaymentState {
-        reference: p.reference,
-        hold_key: p.hold_key,
-        status: match p.status {
-            w::PaymentStatus::Held => PaymentStatus::Held,
-            w::PaymentStatus::Captured => PaymentStatus::Captured,
-            w::PaymentStatus::Released => PaymentStatus::Released,
-            w::PaymentStatus::Refused => PaymentStatus::Refused,
-            w::PaymentStatus::Processing => PaymentStatus::Processing,
-        },
-        amount_minor: p.amount_minor,
-        captured_minor: p.captured_minor,
-        refunded_minor: p.refunded_minor,
-        currency: p.currency,
-        created_at: p.created_at,
     }
 }
 
