@@ -23,6 +23,7 @@ mod openapi;
 mod ops;
 mod payments;
 mod price_books;
+mod provider_events;
 mod quotes;
 mod rate_limits;
 mod resilience;

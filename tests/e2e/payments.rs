@@ -18,8 +18,9 @@ use courier_domain::Environment;
 use courier_domain::charge::ChargeStatus;
 use courier_plugins::{
     AdapterConfig, AttachRefusal, AttachedCard, CaptureRequest, CardForm, CardFormRequest,
-    EngineConfig, HoldRequest, LookupFailure, Outcome, PaymentAdapter, PaymentPage, PaymentState,
-    PaymentStatus, PluginEngine, PluginError, RefundRequest, VoidRequest,
+    EngineConfig, EventKind, EventRefusal, HoldRequest, LookupFailure, Outcome, PaymentAdapter,
+    PaymentPage, PaymentState, PaymentStatus, PluginEngine, PluginError, ProviderEvent,
+    RefundRequest, VoidRequest,
 };
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -252,7 +253,13 @@ struct Flaky {
     /// `pending`, shown as captured by `retrieve`. The amounts taken, by authorisation.
     captures_pending: std::sync::atomic::AtomicBool,
     taken: Mutex<BTreeMap<String, i64>>,
+    /// Captures and refunds are confirmed only by the provider's events (as Adyen's are):
+    /// `retrieve` knows nothing of them, and refunds answer `pending`.
+    confirms_by_event: std::sync::atomic::AtomicBool,
 }
+
+/// The signature Flaky's notifications carry.
+const FLAKY_SIGNATURE: (&str, &str) = ("x-flaky-signature", "signed");
 
 impl Flaky {
     fn new(outages: usize, refunds_down: bool) -> Arc<Self> {
@@ -265,6 +272,7 @@ impl Flaky {
             refusing: Mutex::new(Vec::new()),
             captures_pending: std::sync::atomic::AtomicBool::new(false),
             taken: Mutex::new(BTreeMap::new()),
+            confirms_by_event: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -341,6 +349,9 @@ impl Gateway for Flaky {
         let Some(taken) = self.taken.lock().unwrap().get(reference).copied() else {
             return self.sandbox.retrieve(reference);
         };
+        if self.confirms_by_event.load(Ordering::SeqCst) {
+            return Ok(Err(LookupFailure::NotFound));
+        }
         Ok(Ok(PaymentState {
             reference: reference.to_owned(),
             hold_key: None,
@@ -366,8 +377,56 @@ impl Gateway for Flaky {
         if let Some(refusal) = self.refusal("refund") {
             return Ok(refusal);
         }
+        if self.confirms_by_event.load(Ordering::SeqCst) {
+            return Ok(Outcome::Pending(format!(
+                "refund_of_{}_{}",
+                request.payment, request.amount_minor
+            )));
+        }
         self.sandbox.refund(request)
     }
+    /// Lines of `id reference kind [amount]`, under [`FLAKY_SIGNATURE`].
+    fn verify_event(
+        &self,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> Result<Result<Vec<ProviderEvent>, EventRefusal>, PluginError> {
+        let (name, value) = FLAKY_SIGNATURE;
+        if !headers.iter().any(|(n, v)| n == name && v == value) {
+            return Ok(Err(EventRefusal::Unverified("not signed".into())));
+        }
+        let events = String::from_utf8_lossy(body)
+            .lines()
+            .map(|line| {
+                let words: Vec<&str> = line.split_whitespace().collect();
+                let kind = match words[2] {
+                    "captured" => EventKind::Captured,
+                    "capture-failed" => EventKind::CaptureFailed("acquirer error".into()),
+                    "released" => EventKind::Released,
+                    "refunded" => EventKind::Refunded,
+                    "refund-failed" => EventKind::RefundFailed("acquirer error".into()),
+                    other => panic!("unknown kind {other}"),
+                };
+                ProviderEvent {
+                    id: words[0].into(),
+                    reference: words[1].into(),
+                    kind,
+                    amount_minor: words.get(3).map(|a| a.parse().unwrap()),
+                    currency: None,
+                }
+            })
+            .collect();
+        Ok(Ok(events))
+    }
+}
+
+/// Flaky's signed notification of `lines`.
+fn flaky_notification(lines: &[String]) -> (Vec<(String, String)>, Vec<u8>) {
+    let (name, value) = FLAKY_SIGNATURE;
+    (
+        vec![(name.to_owned(), value.to_owned())],
+        lines.join("\n").into_bytes(),
+    )
 }
 
 // ---- cards on file ---------------------------------------------------------------------
@@ -1252,19 +1311,7 @@ async fn a_refusal_for_good_is_neither_a_decline_nor_an_outage() {
 
 #[tokio::test]
 async fn a_pending_capture_is_recorded_once_the_provider_shows_it_taken() {
-    let flaky = Flaky::new(0, false);
-    flaky.captures_pending.store(true, Ordering::SeqCst);
-    let shop = Shop::open_with(|_| None, Some(flaky.clone())).await;
-    shop.card(WORKS, false).await;
-    let caller = shop.caller(Environment::Test);
-    let Shop { app, pool, .. } = shop;
-    app.stop().await;
-    let payments = Payments::new(
-        pool.clone(),
-        Gateways::new(flaky.clone(), None),
-        quick_retries(5),
-        FanOutWakeup::default(),
-    );
+    let (flaky, payments, pool, caller) = captures_pending(false).await;
     let (job_id, held) = hold(&payments, &pool, &caller, 2_000).await;
     let held = held.unwrap();
     // Accepted, not confirmed: the charge stays authorised, saying so.
@@ -1303,6 +1350,235 @@ async fn a_pending_capture_is_recorded_once_the_provider_shows_it_taken() {
     .await
     .unwrap();
     assert_eq!(moves, 1);
+}
+
+/// A shop whose provider answers captures `pending` (and, `confirms_by_event`, confirms
+/// captures and refunds only by its events), with a working card and the charge functions on
+/// the test's database, and no server.
+async fn captures_pending(confirms_by_event: bool) -> (Arc<Flaky>, Payments, PgPool, Merchant) {
+    let flaky = Flaky::new(0, false);
+    flaky.captures_pending.store(true, Ordering::SeqCst);
+    flaky
+        .confirms_by_event
+        .store(confirms_by_event, Ordering::SeqCst);
+    let shop = Shop::open_with(|_| None, Some(flaky.clone())).await;
+    shop.card(WORKS, false).await;
+    let caller = shop.caller(Environment::Test);
+    let Shop { app, pool, .. } = shop;
+    app.stop().await;
+    let payments = Payments::new(
+        pool.clone(),
+        Gateways::new(flaky.clone(), None),
+        quick_retries(5),
+        FanOutWakeup::default(),
+    );
+    (flaky, payments, pool, caller)
+}
+
+/// The provider's reference for the charge's payment.
+async fn authorisation_of(pool: &PgPool, charge_id: Uuid) -> String {
+    sqlx::query_scalar("SELECT authorisation_ref FROM charges WHERE id = $1")
+        .bind(charge_id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+async fn count(pool: &PgPool, sql: &str, id: Uuid) -> i64 {
+    sqlx::query_scalar(sql)
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_pending_capture_is_recorded_once_by_the_provider_s_event_however_often_it_comes() {
+    let (flaky, payments, pool, caller) = captures_pending(true).await;
+    let (job_id, held) = hold(&payments, &pool, &caller, 2_000).await;
+    let held = held.unwrap();
+    let reference = authorisation_of(&pool, held.id).await;
+    let pending = payments.capture_for_job(job_id).await.unwrap();
+    assert_eq!(pending.status, ChargeStatus::Authorised);
+    // Retries find nothing at the provider to read back: the charge keeps waiting.
+    payments.run_due_retries().await.unwrap();
+    assert_eq!(
+        payments
+            .charge_of_job(job_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        ChargeStatus::Authorised
+    );
+
+    // Unsigned: refused, nothing kept.
+    let (_, body) = flaky_notification(&[format!("evt_1 {reference} captured 2000")]);
+    let refused = payments
+        .receive_provider_events(Environment::Test, vec![], body)
+        .await;
+    assert!(
+        matches!(refused, Err(PaymentError::EventUnverified)),
+        "{refused:?}"
+    );
+    assert_eq!(
+        api_code(refused.unwrap_err()),
+        (401, "provider_event.unverified")
+    );
+
+    let (headers, body) = flaky_notification(&[format!("evt_1 {reference} captured 2000")]);
+    for round in 0..3 {
+        let received = payments
+            .receive_provider_events(Environment::Test, headers.clone(), body.clone())
+            .await
+            .unwrap();
+        assert_eq!(
+            (received.received, received.duplicates),
+            (1, usize::from(round > 0))
+        );
+    }
+    let captured = payments.charge_of_job(job_id).await.unwrap().unwrap();
+    assert_eq!(captured.status, ChargeStatus::Captured);
+    assert_eq!(captured.last_error, None);
+    let moves = "SELECT count(*) FROM charge_moves WHERE charge_id = $1 AND to_status = 'captured'";
+    assert_eq!(count(&pool, moves, held.id).await, 1);
+    let retries = "SELECT count(*) FROM charge_retries WHERE charge_id = $1";
+    assert_eq!(
+        count(&pool, retries, held.id).await,
+        0,
+        "the retry is settled"
+    );
+    assert_eq!(
+        flaky.captures.load(Ordering::SeqCst),
+        1,
+        "asked to capture once"
+    );
+}
+
+/// A charge of `amount` held and captured (confirmed by the provider's event); its payment's
+/// reference.
+async fn captured_by_event(
+    payments: &Payments,
+    pool: &PgPool,
+    caller: &Merchant,
+    amount: i64,
+) -> (Uuid, Uuid, String) {
+    let (job_id, held) = hold(payments, pool, caller, amount).await;
+    let charge_id = held.unwrap().id;
+    let reference = authorisation_of(pool, charge_id).await;
+    payments.capture_for_job(job_id).await.unwrap();
+    let (headers, body) =
+        flaky_notification(&[format!("evt_cap_{charge_id} {reference} captured")]);
+    payments
+        .receive_provider_events(Environment::Test, headers, body)
+        .await
+        .unwrap();
+    (job_id, charge_id, reference)
+}
+
+#[tokio::test]
+async fn a_pending_refund_is_paid_by_the_provider_s_event_even_sent_before_its_answer() {
+    let (_flaky, payments, pool, caller) = captures_pending(true).await;
+    let (job_id, charge_id, reference) = captured_by_event(&payments, &pool, &caller, 3_000).await;
+    assert_eq!(
+        payments
+            .charge_of_job(job_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        ChargeStatus::Captured
+    );
+    // The refund's confirmation comes before the refund's answer is recorded, beside one for
+    // a refund the service never asked for: both are kept, neither applies yet.
+    let refund_ref = format!("refund_of_{reference}_1000");
+    let early = format!("evt_ref_{charge_id}");
+    let stranger = format!("evt_other_{charge_id}");
+    let (headers, body) = flaky_notification(&[
+        format!("{stranger} refund_unknown refunded 1000"),
+        format!("{early} {refund_ref} refunded 1000"),
+    ]);
+    let received = payments
+        .receive_provider_events(Environment::Test, headers, body)
+        .await
+        .unwrap();
+    assert_eq!((received.received, received.duplicates), (2, 0));
+    assert_eq!(
+        payments
+            .charge_of_job(job_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .refunded_amount_minor,
+        0
+    );
+    // The provider accepts the refund: pending, never taken for paid by its answer.
+    let refunded = payments.refund(charge_id, 1_000, "ops@example.com").await;
+    assert!(
+        matches!(refunded, Err(PaymentError::ProviderUnreachable)),
+        "{refunded:?}"
+    );
+    // The retry worker applies the kept confirmation now that the refund names it.
+    let charge = eventually(
+        "the kept refund event to apply",
+        Duration::from_secs(5),
+        Duration::from_millis(30),
+        || async {
+            payments.run_due_retries().await.unwrap();
+            let charge = payments.charge_of_job(job_id).await.unwrap().unwrap();
+            (charge.status == ChargeStatus::Refunded).then_some(charge)
+        },
+    )
+    .await;
+    assert_eq!(charge.refunded_amount_minor, 1_000);
+    let status: String = sqlx::query_scalar("SELECT status FROM refunds WHERE charge_id = $1")
+        .bind(charge_id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(status, "succeeded");
+    let unapplied: Vec<String> = sqlx::query_scalar(
+        "SELECT event_id FROM provider_events WHERE applied_at IS NULL AND event_id = ANY($1)",
+    )
+    .bind(vec![early, stranger.clone()])
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(unapplied, [stranger]);
+}
+
+#[tokio::test]
+async fn a_capture_the_provider_reports_failed_keeps_the_hold_and_is_shown_to_operators() {
+    let (_flaky, payments, pool, caller) = captures_pending(true).await;
+    let (job_id, held) = hold(&payments, &pool, &caller, 2_500).await;
+    let charge_id = held.unwrap().id;
+    let reference = authorisation_of(&pool, charge_id).await;
+    payments.capture_for_job(job_id).await.unwrap();
+    let (headers, body) =
+        flaky_notification(&[format!("evt_fail_{charge_id} {reference} capture-failed")]);
+    payments
+        .receive_provider_events(Environment::Test, headers, body)
+        .await
+        .unwrap();
+    let charge = payments.charge_of_job(job_id).await.unwrap().unwrap();
+    assert_eq!(charge.status, ChargeStatus::Authorised);
+    assert!(
+        charge
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("the provider reports the capture failed")),
+        "{charge:?}"
+    );
+    let attempts: i32 =
+        sqlx::query_scalar("SELECT attempts FROM charge_retries WHERE charge_id = $1")
+            .bind(charge_id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        attempts, 5,
+        "past the retry count: among the payments needing a decision"
+    );
 }
 
 #[tokio::test]

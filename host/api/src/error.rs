@@ -29,7 +29,7 @@ use courier_core::webhooks::WebhookError;
 pub const ROUTE_NOT_FOUND: Code = Code::new(
     404,
     "not_found",
-    "No such route. Also every sandbox endpoint called with a live key (as for any unknown route), and a path segment that is not UTF-8.",
+    "No such route. Also every sandbox endpoint called with a live key (as for any unknown route), a path segment that is not UTF-8, and provider events for an environment other than `test` or `live`.",
 );
 pub const METHOD_NOT_ALLOWED: Code = Code::new(
     405,

@@ -11,6 +11,7 @@ mod middleware;
 pub(crate) mod openapi;
 mod ops;
 mod payment_methods;
+mod provider_events;
 mod quotes;
 mod sandbox;
 mod state;
@@ -76,6 +77,8 @@ fn public_routes() -> OpenApiRouter<AppState> {
         // The public tracking page: no credentials, the token is the key.
         .routes(routes!(tracking::page))
         .routes(routes!(tracking::state))
+        // The payment provider's notifications: its signature is the credential.
+        .routes(routes!(provider_events::receive))
         .routes(routes!(serve_openapi))
 }
 

@@ -67,6 +67,21 @@ pub async fn keep_customer(
         .unwrap_or_else(|| customer_id.to_owned()))
 }
 
+/// The merchant the provider's customer `customer_id` was kept for.
+pub async fn merchant_of_customer(
+    conn: &mut PgConnection,
+    environment: Environment,
+    customer_id: &str,
+) -> Result<Option<Uuid>, sqlx::Error> {
+    sqlx::query_scalar!(
+        "SELECT merchant_id FROM payment_customers WHERE environment = $1 AND customer_id = $2",
+        environment.as_str(),
+        customer_id,
+    )
+    .fetch_optional(conn)
+    .await
+}
+
 // ---- cards -----------------------------------------------------------------------------
 
 /// Serialises changes to one merchant's cards in one environment (default and first card).

@@ -430,3 +430,21 @@ pub async fn claim_due_retries(
     .fetch_all(pool)
     .await
 }
+
+/// The charge whose payment the provider knows by `reference`, locked for the rest of the
+/// transaction.
+pub async fn lock_charge_by_authorisation(
+    conn: &mut PgConnection,
+    environment: Environment,
+    reference: &str,
+) -> Result<Option<ChargeRow>, sqlx::Error> {
+    sqlx::query_as!(
+        ChargeRow,
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
+         FROM charges WHERE environment = $1 AND authorisation_ref = $2 FOR UPDATE",
+        environment.as_str(),
+        reference,
+    )
+        .fetch_optional(conn)
+        .await
+}

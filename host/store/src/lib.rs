@@ -36,6 +36,7 @@ pub mod fulfilment;
 pub mod jobs;
 pub mod merchants;
 pub mod price_books;
+pub mod provider_events;
 pub mod quotes;
 pub mod reconciliation;
 pub mod refunds;

@@ -120,21 +120,25 @@ pub async fn settle(
     Ok(())
 }
 
-/// Records a call that got no answer: asked again at `due_at`, by whoever comes first.
+/// Records a call that got no answer, or an answer that the provider will confirm later (its
+/// `pending_ref`, which the confirmation names): asked again at `due_at`, by whoever comes
+/// first.
 pub async fn unanswered(
     conn: &mut PgConnection,
     id: Uuid,
     attempts: i32,
     due_at: DateTime<Utc>,
     last_error: &str,
+    pending_ref: Option<&str>,
 ) -> Result<(), sqlx::Error> {
     sqlx::query!(
-        "UPDATE refunds SET attempts = $2, due_at = $3, last_error = $4, leased_until = NULL \
-         WHERE id = $1",
+        "UPDATE refunds SET attempts = $2, due_at = $3, last_error = $4, leased_until = NULL, \
+         provider_ref = COALESCE($5, provider_ref) WHERE id = $1",
         id,
         attempts,
         due_at,
         last_error,
+        pending_ref,
     )
     .execute(conn)
     .await?;
@@ -193,5 +197,24 @@ pub async fn unanswered_in(
         attempts,
     )
     .fetch_all(pool)
+    .await
+}
+
+/// The refund whose pending answer named `reference`.
+pub async fn pending(
+    conn: &mut PgConnection,
+    environment: Environment,
+    reference: &str,
+) -> Result<Option<RefundRow>, sqlx::Error> {
+    sqlx::query_as!(
+        RefundRow,
+        "SELECT r.id, r.charge_id, r.amount_minor, r.idempotency_key, r.status, r.operator, \
+         r.provider_ref, r.decline_code, r.attempts FROM refunds r \
+         JOIN charges c ON c.id = r.charge_id \
+         WHERE r.provider_ref = $2 AND c.environment = $1",
+        environment.as_str(),
+        reference,
+    )
+    .fetch_optional(conn)
     .await
 }

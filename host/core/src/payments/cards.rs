@@ -15,7 +15,7 @@ use courier_domain::Environment;
 use courier_domain::charge::{CardStatus, contains_card_number};
 use courier_domain::event::{EventDetails, EventName, NewEvent};
 use courier_plugins::PluginError;
-use courier_plugins::{AttachRefusal, CardFormRequest, FinishReason};
+use courier_plugins::{AttachRefusal, AttachedCard, CardFormRequest, FinishReason};
 use courier_store::cards::{self as store, CardRow};
 
 /// A card on file as the API shows it.
@@ -246,35 +246,45 @@ impl Payments {
                 "the card's reference holds a card number".into(),
             )));
         }
+        let owner = (merchant.merchant_id, merchant.environment);
+        self.keep_card(owner, customer_id, &attached, make_default)
+            .await
+    }
+
+    /// Keeps a card the provider stored for the merchant's `customer_id` (attached, or told
+    /// by the provider's event); the same working card again is the card already on file.
+    pub(super) async fn keep_card(
+        &self,
+        (merchant_id, environment): (Uuid, Environment),
+        customer_id: String,
+        attached: &AttachedCard,
+        make_default: bool,
+    ) -> Result<PaymentMethodView, PaymentError> {
+        let provider_ref = attached.reference.as_str();
         let card = attached.card.clone();
         let mut tx = self.pool.begin().await?;
-        store::lock_cards(&mut tx, merchant.merchant_id, merchant.environment).await?;
+        store::lock_cards(&mut tx, merchant_id, environment).await?;
         // The same working card attached again is the card already on file.
-        if let Some(mut existing) = store::working_card_by_reference(
-            &mut tx,
-            merchant.merchant_id,
-            merchant.environment,
-            provider_ref,
-        )
-        .await?
+        if let Some(mut existing) =
+            store::working_card_by_reference(&mut tx, merchant_id, environment, provider_ref)
+                .await?
         {
             if make_default && !existing.is_default {
-                store::clear_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
+                store::clear_default(&mut tx, merchant_id, environment).await?;
                 store::set_default(&mut tx, existing.id).await?;
                 existing.is_default = true;
             }
             tx.commit().await?;
             return Ok(existing.into());
         }
-        let has_default =
-            store::has_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
+        let has_default = store::has_default(&mut tx, merchant_id, environment).await?;
         if make_default && has_default {
-            store::clear_default(&mut tx, merchant.merchant_id, merchant.environment).await?;
+            store::clear_default(&mut tx, merchant_id, environment).await?;
         }
         let row = CardRow {
             id: Uuid::new_v4(),
-            merchant_id: merchant.merchant_id,
-            environment: merchant.environment,
+            merchant_id,
+            environment,
             provider_ref: provider_ref.to_owned(),
             customer_id,
             brand: card.brand,

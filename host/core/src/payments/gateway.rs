@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use courier_plugins::{
-    AttachRefusal, AttachedCard, CaptureRequest, CardForm, CardFormRequest, HoldRequest,
-    LookupFailure, Outcome, PaymentAdapter, PaymentPage, PaymentState, PluginEngine, PluginError,
-    RefundRequest, VoidRequest,
+    AttachRefusal, AttachedCard, CaptureRequest, CardForm, CardFormRequest, EventRefusal,
+    HoldRequest, LookupFailure, Outcome, PaymentAdapter, PaymentPage, PaymentState, PluginEngine,
+    PluginError, ProviderEvent, RefundRequest, VoidRequest,
 };
 use thiserror::Error;
 
@@ -41,6 +41,14 @@ pub trait Gateway: Send + Sync + 'static {
         since: i64,
         after: Option<&str>,
     ) -> Result<Result<PaymentPage, String>, PluginError>;
+    /// Verifies a notification the provider sent and reads its events.
+    fn verify_event(
+        &self,
+        _headers: &[(String, String)],
+        _body: &[u8],
+    ) -> Result<Result<Vec<ProviderEvent>, EventRefusal>, PluginError> {
+        Ok(Err(EventRefusal::Unsupported))
+    }
     /// Whether calls go over the network (then they run with no transaction open, on the
     /// bounded pool). False for an in-process computation such as the sandbox.
     fn uses_network(&self) -> bool {
@@ -94,6 +102,13 @@ impl Gateway for PaymentAdapter {
         after: Option<&str>,
     ) -> Result<Result<PaymentPage, String>, PluginError> {
         PaymentAdapter::list_payments(self, since, after)
+    }
+    fn verify_event(
+        &self,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> Result<Result<Vec<ProviderEvent>, EventRefusal>, PluginError> {
+        PaymentAdapter::verify_event(self, headers, body)
     }
     fn uses_network(&self) -> bool {
         PaymentAdapter::uses_network(self)

@@ -19,6 +19,7 @@
 pub mod cards;
 mod charges;
 mod config;
+pub mod events;
 mod gateway;
 pub mod reconcile;
 mod refunds;
@@ -104,6 +105,16 @@ pub const PROVIDER_BUSY: Code = Code::new(
     "payment.provider_busy",
     "Every place for a provider call is taken (`COURIER_PAYMENT_CALLS`); nothing happened (a booking wrote nothing); retry (a booking with the same key).",
 );
+pub const PROVIDER_EVENT_UNVERIFIED: Code = Code::new(
+    401,
+    "provider_event.unverified",
+    "Provider events: the environment's payment adapter could not verify the notification (its signature, or its content; the sandbox verifies none); nothing is kept, and the reason is logged.",
+);
+pub const PROVIDER_EVENTS_UNSUPPORTED: Code = Code::new(
+    404,
+    "provider_event.unsupported",
+    "Provider events: the environment's payment adapter takes no notifications (one built against payments 2.0.0).",
+);
 pub const CHARGE_NOT_FOUND: Code = Code::new(404, "charge.not_found", "Refund: no such charge.");
 pub const NOT_REFUNDABLE: Code = Code::new(
     409,
@@ -172,6 +183,12 @@ pub enum PaymentError {
     )]
     #[code(PROVIDER_REFUSED)]
     ProviderRefused,
+    #[error("the notification could not be verified by the payment adapter")]
+    #[code(PROVIDER_EVENT_UNVERIFIED)]
+    EventUnverified,
+    #[error("this environment's payment adapter takes no notifications")]
+    #[code(PROVIDER_EVENTS_UNSUPPORTED)]
+    EventsUnsupported,
     #[error("no such charge")]
     #[code(CHARGE_NOT_FOUND)]
     ChargeNotFound,
@@ -606,6 +623,11 @@ impl Payments {
             | ProviderAnswer::InFlight(message)
             | ProviderAnswer::Pending(message) => {
                 let message = if pending {
+                    // The provider's event about a pending hold names its payment: kept, so
+                    // the event finds the charge ([`events`]).
+                    if requested == Move::Authorise {
+                        charge.authorisation_ref = Some(message.clone());
+                    }
                     format!("pending at the provider ({message})")
                 } else {
                     message
@@ -616,7 +638,8 @@ impl Payments {
                 // may have taken or released it already. Past `max` it is asked at the
                 // longest wait until it answers, and operators see it among the payments
                 // that need a decision. Only a hold that never answered fails.
-                let keeps_trying = requested != Move::Authorise;
+                // A hold the provider accepted is never given up either: it may be placed.
+                let keeps_trying = requested != Move::Authorise || pending;
                 if attempts < max || keeps_trying {
                     let delay = self.retry.delay_after(attempts.min(max).unsigned_abs());
                     let due = now + chrono::Duration::from_std(delay).unwrap_or_default();
@@ -731,6 +754,15 @@ fn refused(requested: Move) -> String {
             move_name(requested)
         ),
     }
+}
+
+/// A charge's `last_error` when the provider reports a move it had accepted failed.
+fn failed_at_provider(requested: Move) -> String {
+    format!(
+        "the provider reports the {} failed; shown to operators, and asked again at the \
+         longest wait",
+        move_name(requested)
+    )
 }
 
 fn move_name(requested: Move) -> &'static str {

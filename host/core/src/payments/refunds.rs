@@ -128,7 +128,7 @@ impl Payments {
 
     /// Records the provider's answer to a refund on the refund and its charge, unless another
     /// caller (with the same key, so the same answer) recorded it first.
-    async fn settle_refund(
+    pub(super) async fn settle_refund(
         &self,
         refund: &RefundRow,
         answer: ProviderAnswer,
@@ -149,6 +149,7 @@ impl Payments {
                 _ => Ok((&charge).into()),
             };
         }
+        let pending = matches!(answer, ProviderAnswer::Pending(_));
         let reference = match answer {
             ProviderAnswer::Approved(reference) => reference,
             ProviderAnswer::Declined(decline) => {
@@ -164,22 +165,25 @@ impl Payments {
                 let max = i32::try_from(self.retry.max_attempts).unwrap_or(i32::MAX);
                 let delay = self.retry.delay_after(max.unsigned_abs());
                 let due = now() + chrono::Duration::from_std(delay).unwrap_or_default();
-                refunds::unanswered(&mut tx, refund.id, max, due, &message).await?;
+                refunds::unanswered(&mut tx, refund.id, max, due, &message, None).await?;
                 tx.commit().await?;
                 return Err(PaymentError::ProviderRefused);
             }
-            // A pending refund is asked for again with its key until the provider answers what
-            // it did; never taken for paid before.
+            // A pending refund is never taken for paid before the provider says so: its
+            // reference is kept for the provider's event, and it is asked for again with its
+            // key until the provider answers what it did.
             ProviderAnswer::Unreachable(message)
             | ProviderAnswer::InFlight(message)
             | ProviderAnswer::Pending(message) => {
+                let pending_ref = pending.then_some(message.as_str());
                 let attempts = current.attempts.saturating_add(1);
                 let max = i32::try_from(self.retry.max_attempts).unwrap_or(i32::MAX);
                 let delay = self.retry.delay_after(attempts.min(max).unsigned_abs());
                 let due = now() + chrono::Duration::from_std(delay).unwrap_or_default();
                 tracing::warn!(refund = %refund.id, attempts, error = %message,
                     "no usable answer from the payment provider to a refund; will ask again");
-                refunds::unanswered(&mut tx, refund.id, attempts, due, &message).await?;
+                refunds::unanswered(&mut tx, refund.id, attempts, due, &message, pending_ref)
+                    .await?;
                 tx.commit().await?;
                 return Err(PaymentError::ProviderUnreachable);
             }

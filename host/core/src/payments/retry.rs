@@ -45,6 +45,9 @@ impl Payments {
         // Only the environments whose adapter this process has: another instance may have one
         // this one lacks, and a call this one cannot make would only hold the row.
         let environments = self.environments_served();
+        // Events the provider sent before what they confirm was recorded apply first: the
+        // retry they would have spared is then dropped.
+        let events = self.apply_due_events().await?;
         let due =
             store::claim_due_retries(&self.pool, &environments, CLAIM_BATCH, self.retry.lease)
                 .await?;
@@ -57,7 +60,7 @@ impl Payments {
             }
         }
         let refunds = self.run_due_refunds().await?;
-        Ok(due.len().max(refunds))
+        Ok(due.len().max(refunds).max(events))
     }
 
     async fn retry_charge(
@@ -97,14 +100,25 @@ impl Payments {
             }
             Err(other) => return Err(other),
         };
-        // A capture or void asked for while the hold was pending follows the hold.
-        if charge.status == ChargeStatus::Authorised
+        if charge.status == ChargeStatus::Authorised && charge.after_hold.is_some() {
+            self.follow_hold(charge_id, WORKER).await?;
+        }
+        Ok(())
+    }
+
+    /// Makes the capture or release asked for while the charge's hold was pending, now that
+    /// it is placed.
+    pub(super) async fn follow_hold(
+        &self,
+        charge_id: Uuid,
+        actor: &str,
+    ) -> Result<(), PaymentError> {
+        let mut tx = self.pool.begin().await?;
+        if let Some(charge) = store::lock_charge(&mut tx, charge_id).await?
+            && charge.status == ChargeStatus::Authorised
             && let Some(follow) = charge.after_hold.as_deref().and_then(Move::parse)
         {
-            let mut tx = self.pool.begin().await?;
-            if let Some(charge) = store::lock_charge(&mut tx, charge_id).await? {
-                self.advance(tx, charge, follow, WORKER, false).await?;
-            }
+            self.advance(tx, charge, follow, actor, false).await?;
         }
         Ok(())
     }

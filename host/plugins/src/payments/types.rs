@@ -78,7 +78,7 @@ pub struct CardForm {
     pub document: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Card {
     pub brand: String,
     pub last_four: String,
@@ -87,13 +87,13 @@ pub struct Card {
 }
 
 /// A card `attach-card` found, with the reference to keep for it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AttachedCard {
     pub reference: String,
     pub card: Card,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FinishReason {
     Expired,
@@ -101,7 +101,7 @@ pub enum FinishReason {
     RefusedForGood,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Decline {
     pub code: String,
     /// `Some` when the card will never work again.
@@ -215,7 +215,7 @@ pub struct RefundRequest {
 }
 
 /// What a provider event says happened.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", content = "detail", rename_all = "kebab-case")]
 pub enum EventKind {
     Held,
@@ -230,7 +230,7 @@ pub enum EventKind {
 }
 
 /// One verified notification of the provider.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProviderEvent {
     pub id: String,
     pub reference: String,

@@ -1,0 +1,386 @@
+//! The payment provider's notifications (`POST /v1/provider-events/{environment}`).
+//!
+//! The environment's adapter verifies each notification with its configured secret and reads
+//! its events (`verify-event`); an unverifiable one is refused and logged. Every event is kept
+//! by the provider's id before the answer (`provider_events`), so a notification sent again
+//! is applied once, and then applied:
+//!
+//! - to the charge whose payment it names: a pending hold placed or failed, a capture or a
+//!   release made, or failed (kept at the longest wait and shown to operators);
+//! - to the refund whose pending answer named it: paid, or failed (declined);
+//! - a card the provider stored for a customer the service keeps: kept as the merchant's card.
+//!
+//! An event that matches nothing yet (the provider can notify before its answer to the call is
+//! recorded) is tried again by the retry worker at the retries' backoff, for a day. Applying is
+//! idempotent: a move already made is left as it is.
+
+use chrono::Duration as ChronoDuration;
+use courier_plugins::{Decline, EventKind, EventRefusal, ProviderEvent};
+use serde::Serialize;
+use sqlx::PgConnection;
+
+use super::{PaymentError, Payments, ProviderAnswer, SYSTEM, Settled, now, run};
+use crate::events::EventTransaction;
+use courier_domain::Environment;
+use courier_domain::charge::contains_card_number;
+use courier_domain::charge::state::{self, ChargeStatus, Decision, Move};
+use courier_store::cards as card_store;
+use courier_store::charges::{self as store, ChargeRow};
+use courier_store::provider_events::{self as kept, ProviderEventRow};
+use courier_store::refunds::{self, REQUESTED};
+
+/// Unapplied events looked at per pass of the retry worker.
+const SWEEP_BATCH: i64 = 20;
+/// How long an event that matches nothing is tried again.
+const KEPT_TRYING: ChronoDuration = ChronoDuration::days(1);
+/// The decline a refund the provider reports failed is recorded with.
+const REFUND_FAILED: &str = "processing_error";
+
+/// What `POST /v1/provider-events/{environment}` answers.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+pub struct EventsReceived {
+    /// Events the notification held.
+    pub received: usize,
+    /// Of those, events already received before (by the provider's id): not applied again.
+    pub duplicates: usize,
+}
+
+impl Payments {
+    /// Verifies a notification of `environment`'s provider with its adapter, keeps each new
+    /// event and applies it.
+    pub async fn receive_provider_events(
+        &self,
+        environment: Environment,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    ) -> Result<EventsReceived, PaymentError> {
+        let gateway = self.gateway(environment)?;
+        let slot = self.call_slot(environment)?;
+        let events = match run(gateway, slot, move |g| g.verify_event(&headers, &body)).await? {
+            Ok(events) => events,
+            Err(EventRefusal::Unverified(reason)) => {
+                tracing::warn!(environment = environment.as_str(), %reason,
+                    "a provider notification was refused: it does not verify");
+                return Err(PaymentError::EventUnverified);
+            }
+            Err(EventRefusal::Unsupported) => return Err(PaymentError::EventsUnsupported),
+        };
+        let at = now();
+        let mut new = Vec::new();
+        // Kept before anything is answered: once the provider hears 200 it never sends them
+        // again.
+        let mut tx = self.pool.begin().await?;
+        for event in &events {
+            let row = ProviderEventRow {
+                environment,
+                event_id: event.id.clone(),
+                reference: event.reference.clone(),
+                kind: kind_name(&event.kind).to_owned(),
+                event: serde_json::to_value(event).map_err(|e| sqlx::Error::Encode(e.into()))?,
+                tries: 0,
+            };
+            if kept::keep(&mut tx, &row, at).await? {
+                new.push(event.id.clone());
+            }
+        }
+        tx.commit().await?;
+        for id in &new {
+            // A failure here leaves the event due: the retry worker applies it.
+            if let Err(error) = self.apply_kept_event(environment, id).await {
+                tracing::warn!(%error, event = %id, "a provider event is kept, to be applied later");
+            }
+        }
+        Ok(EventsReceived {
+            received: events.len(),
+            duplicates: events.len() - new.len(),
+        })
+    }
+
+    /// Applies the kept events that are due (matched nothing before, or whose applying
+    /// failed); returns how many were looked at.
+    pub(super) async fn apply_due_events(&self) -> Result<usize, PaymentError> {
+        let environments = self.environments_served();
+        let due = {
+            let mut conn = self.pool.acquire().await?;
+            kept::due(&mut conn, &environments, now() - KEPT_TRYING, SWEEP_BATCH).await?
+        };
+        for (environment, id) in &due {
+            if let Err(error) = self.apply_kept_event(*environment, id).await {
+                tracing::warn!(%error, event = %id, "a provider event is not applied yet");
+            }
+        }
+        Ok(due.len())
+    }
+
+    /// Applies one kept event unless it is applied (or being applied elsewhere). An event that
+    /// matches nothing yet is tried again later.
+    async fn apply_kept_event(
+        &self,
+        environment: Environment,
+        event_id: &str,
+    ) -> Result<(), PaymentError> {
+        let mut tx = self.pool.begin().await?;
+        let Some(row) = kept::lock_unapplied(&mut tx, environment, event_id).await? else {
+            return Ok(());
+        };
+        let event: ProviderEvent =
+            serde_json::from_value(row.event).map_err(|e| sqlx::Error::Decode(e.into()))?;
+        let mut follow = None;
+        let applied = match &event.kind {
+            EventKind::Refunded | EventKind::RefundFailed(_) => {
+                self.apply_to_refund(environment, &event).await?
+            }
+            EventKind::CardStored(card) => {
+                let gateway = self.gateway(environment)?;
+                let Some(merchant_id) =
+                    card_store::merchant_of_customer(&mut tx, environment, &event.reference)
+                        .await?
+                else {
+                    return self.not_yet(tx, environment, event_id, row.tries).await;
+                };
+                if contains_card_number(&card.reference)
+                    && !gateway.is_own_reference(&card.reference)
+                {
+                    tracing::error!(event = %event_id,
+                        "a stored-card event names a card number; not kept");
+                } else {
+                    self.keep_card(
+                        (merchant_id, environment),
+                        event.reference.clone(),
+                        card,
+                        false,
+                    )
+                    .await?;
+                }
+                true
+            }
+            _ => {
+                let Some(mut charge) =
+                    store::lock_charge_by_authorisation(&mut tx, environment, &event.reference)
+                        .await?
+                else {
+                    return self.not_yet(tx, environment, event_id, row.tries).await;
+                };
+                let applied = self.apply_to_charge(&mut tx, &mut charge, &event).await?;
+                if let Some(Settled::Declined(Decline {
+                    card_finished: Some(finish),
+                    ..
+                })) = &applied
+                {
+                    let mut tx = EventTransaction::wrap(tx, &self.wakeup);
+                    if Self::mark_card_dead(&mut tx, charge.payment_method_id, *finish).await? {
+                        tx.recorded();
+                    }
+                    kept::applied(&mut tx, environment, event_id, now()).await?;
+                    tx.commit().await?;
+                    return Ok(());
+                }
+                if charge.status == ChargeStatus::Authorised && charge.after_hold.is_some() {
+                    follow = Some(charge.id);
+                }
+                match applied {
+                    Some(_) => true,
+                    None => return self.not_yet(tx, environment, event_id, row.tries).await,
+                }
+            }
+        };
+        if applied {
+            kept::applied(&mut tx, environment, event_id, now()).await?;
+        }
+        tx.commit().await?;
+        if let Some(charge_id) = follow {
+            // A capture or a release asked for while the hold was pending follows the hold.
+            self.follow_hold(charge_id, SYSTEM).await?;
+        }
+        Ok(())
+    }
+
+    async fn not_yet(
+        &self,
+        mut tx: sqlx::Transaction<'_, sqlx::Postgres>,
+        environment: Environment,
+        event_id: &str,
+        tries: i32,
+    ) -> Result<(), PaymentError> {
+        let wait = self
+            .retry
+            .delay_after(tries.saturating_add(1).unsigned_abs());
+        let next = now() + ChronoDuration::from_std(wait).unwrap_or(KEPT_TRYING);
+        kept::not_yet(&mut tx, environment, event_id, next).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Applies a hold, capture or release event to the charge whose payment it names; None
+    /// when the charge is not where the event can apply yet (its hold still pending).
+    async fn apply_to_charge(
+        &self,
+        tx: &mut PgConnection,
+        charge: &mut ChargeRow,
+        event: &ProviderEvent,
+    ) -> Result<Option<Settled>, PaymentError> {
+        let reference = event.reference.clone();
+        let (requested, answer) = match &event.kind {
+            EventKind::Held => (Move::Authorise, ProviderAnswer::Approved(reference)),
+            EventKind::HoldFailed(decline) => {
+                (Move::Authorise, ProviderAnswer::Declined(decline.clone()))
+            }
+            EventKind::Captured => (Move::Capture, ProviderAnswer::Approved(reference)),
+            EventKind::Released => (Move::Void, ProviderAnswer::Approved(reference)),
+            EventKind::CaptureFailed(reason) => {
+                return Ok(self
+                    .failed_at_provider(tx, charge, Move::Capture, reason)
+                    .await?);
+            }
+            EventKind::ReleaseFailed(reason) => {
+                return Ok(self
+                    .failed_at_provider(tx, charge, Move::Void, reason)
+                    .await?);
+            }
+            _ => unreachable!("refund and card events are applied elsewhere"),
+        };
+        let waits_for_hold = charge.status == ChargeStatus::Pending && requested != Move::Authorise;
+        if waits_for_hold {
+            return Ok(None);
+        }
+        if requested == Move::Capture
+            && let Some(amount) = event.amount_minor
+            && amount != charge.amount_minor
+        {
+            tracing::error!(charge = %charge.id, event = %event.id, amount,
+                "the provider reports a capture of another amount than the charge's; not \
+                 recorded (reconciliation reports the difference)");
+            return Ok(Some(Settled::GaveUp));
+        }
+        if !matches!(
+            state::decide(charge.status, requested),
+            Ok(Decision::Apply(_))
+        ) {
+            // Made already, or the charge moved on another way: nothing to record.
+            return Ok(Some(Settled::Moved));
+        }
+        let settled = self
+            .settle(tx, charge, requested, answer, SYSTEM, 0)
+            .await?;
+        tracing::info!(charge = %charge.id, operation = requested.as_str(), event = %event.id,
+            "recorded from the provider's event");
+        Ok(Some(settled))
+    }
+
+    /// A capture or release the provider reports failed: the charge keeps its hold, and the
+    /// move is shown to operators at once and asked for again at the longest wait.
+    async fn failed_at_provider(
+        &self,
+        tx: &mut PgConnection,
+        charge: &mut ChargeRow,
+        requested: Move,
+        reason: &str,
+    ) -> Result<Option<Settled>, sqlx::Error> {
+        match charge.status {
+            ChargeStatus::Authorised => {}
+            ChargeStatus::Pending => return Ok(None),
+            _ => return Ok(Some(Settled::Moved)),
+        }
+        let max = i32::try_from(self.retry.max_attempts).unwrap_or(i32::MAX);
+        let delay = self.retry.delay_after(max.unsigned_abs());
+        let due = now() + ChronoDuration::from_std(delay).unwrap_or_default();
+        tracing::error!(charge = %charge.id, operation = requested.as_str(), %reason,
+            "the provider reports the move failed; an operator must look");
+        store::schedule_retry(tx, charge.id, requested, max, due, reason).await?;
+        charge.last_error = Some(super::failed_at_provider(requested));
+        charge.updated_at = now();
+        store::update_charge(tx, charge).await?;
+        Ok(Some(Settled::WillRetry))
+    }
+
+    /// Applies a refund event to the refund whose pending answer named it; false when no
+    /// refund names it yet.
+    async fn apply_to_refund(
+        &self,
+        environment: Environment,
+        event: &ProviderEvent,
+    ) -> Result<bool, PaymentError> {
+        let refund = {
+            let mut conn = self.pool.acquire().await?;
+            refunds::pending(&mut conn, environment, &event.reference).await?
+        };
+        let Some(refund) = refund else {
+            return Ok(false);
+        };
+        if refund.status != REQUESTED {
+            return Ok(true);
+        }
+        let answer = match &event.kind {
+            EventKind::Refunded => {
+                if let Some(amount) = event.amount_minor
+                    && amount != refund.amount_minor
+                {
+                    tracing::error!(refund = %refund.id, event = %event.id, amount,
+                        "the provider reports a refund of another amount; not recorded");
+                    return Ok(true);
+                }
+                ProviderAnswer::Approved(event.reference.clone())
+            }
+            _ => ProviderAnswer::Declined(Decline {
+                code: REFUND_FAILED.to_owned(),
+                card_finished: None,
+            }),
+        };
+        match self.settle_refund(&refund, answer).await {
+            Ok(_) | Err(PaymentError::CardDeclined { .. }) => Ok(true),
+            Err(other) => Err(other),
+        }
+    }
+}
+
+fn kind_name(kind: &EventKind) -> &'static str {
+    match kind {
+        EventKind::Held => "held",
+        EventKind::HoldFailed(_) => "hold-failed",
+        EventKind::Captured => "captured",
+        EventKind::CaptureFailed(_) => "capture-failed",
+        EventKind::Released => "released",
+        EventKind::ReleaseFailed(_) => "release-failed",
+        EventKind::Refunded => "refunded",
+        EventKind::RefundFailed(_) => "refund-failed",
+        EventKind::CardStored(_) => "card-stored",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_is_named_as_the_contract_names_it() {
+        let card = courier_plugins::AttachedCard {
+            reference: "r".into(),
+            card: courier_plugins::Card {
+                brand: "visa".into(),
+                last_four: "4242".into(),
+                expiry_month: 1,
+                expiry_year: 2030,
+            },
+        };
+        let decline = Decline {
+            code: "card_declined".into(),
+            card_finished: None,
+        };
+        let kinds = [
+            EventKind::Held,
+            EventKind::HoldFailed(decline),
+            EventKind::Captured,
+            EventKind::CaptureFailed("x".into()),
+            EventKind::Released,
+            EventKind::ReleaseFailed("x".into()),
+            EventKind::Refunded,
+            EventKind::RefundFailed("x".into()),
+            EventKind::CardStored(card),
+        ];
+        for kind in kinds {
+            // The name kept is the one the event serialises with.
+            let value = serde_json::to_value(&kind).unwrap();
+            assert_eq!(value["kind"], kind_name(&kind));
+        }
+    }
+}
