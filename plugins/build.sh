@@ -15,7 +15,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
 dist="$here/dist"
-components=(standard-price-book sandbox-payments standard-shaper hostile http-probe stripe-payments)
+components=(standard-price-book sandbox-payments standard-shaper hostile http-probe stripe-payments adyen-payments)
 debian_packages=(rustc-web cargo-web rust-web-src rust-web-llvm lld wasi-libc)
 
 check=0

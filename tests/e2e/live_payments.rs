@@ -115,25 +115,7 @@ impl Live {
 
     /// A booking body for a fresh live quote.
     async fn quoted(&self) -> Value {
-        let (status, quote) = self
-            .call(Method::POST, "/v1/quotes", Some(journey(Some("car"))))
-            .await;
-        assert_eq!(status, 201, "{quote}");
-        let route = journey(None);
-        let stop = |point: &Value, name: &str| {
-            json!({
-                "latitude": point["latitude"],
-                "longitude": point["longitude"],
-                "address": format!("{name}'s door, Demo City"),
-                "contact_name": name,
-                "contact_phone": "+966 11 463 5555",
-            })
-        };
-        json!({
-            "quote_id": quote["id"],
-            "pickup": stop(&route["pickup"], "Pat Pickup"),
-            "dropoff": stop(&route["dropoff"], "Dana Dropoff"),
-        })
+        quoted(&self.app, &self.live).await
     }
 
     async fn book(&self, key: &str, body: &Value) -> (u16, Value) {
@@ -260,31 +242,7 @@ impl Live {
     /// Assigns `job` to a new courier and marks it delivered, as an operator does by hand:
     /// its hold is then captured.
     async fn deliver(&self, job: &Value) {
-        let (status, courier) = self
-            .admin(
-                Method::POST,
-                "/couriers",
-                json!({"name": "Rui", "phone": "+966 50 123 4567", "vehicle": "car", "market": "demo"}),
-            )
-            .await;
-        assert_eq!(status, 201, "{courier}");
-        let id = job["id"].as_str().unwrap();
-        let (status, body) = self
-            .admin(
-                Method::POST,
-                &format!("/jobs/{id}/reassign"),
-                json!({"courier_id": courier["id"]}),
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
-        let (status, body) = self
-            .admin(
-                Method::POST,
-                &format!("/jobs/{id}/status"),
-                json!({"status": "delivered", "reason": "confirmed by phone"}),
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
+        deliver(&self.app, job).await
     }
 
     /// Sends the stranded booking's request until the key has its answer.
@@ -309,7 +267,66 @@ impl Live {
     }
 }
 
-async fn book_at(
+/// A booking body for a fresh quote of the merchant of `credential`.
+pub(crate) async fn quoted(app: &TestApp, credential: &Credential) -> Value {
+    let (status, quote) = status_and_json(
+        app.request(Method::POST, "/v1/quotes")
+            .auth(credential)
+            .json(&journey(Some("car")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{quote}");
+    let route = journey(None);
+    let stop = |point: &Value, name: &str| {
+        json!({
+            "latitude": point["latitude"],
+            "longitude": point["longitude"],
+            "address": format!("{name}'s door, Demo City"),
+            "contact_name": name,
+            "contact_phone": "+966 11 463 5555",
+        })
+    };
+    json!({
+        "quote_id": quote["id"],
+        "pickup": stop(&route["pickup"], "Pat Pickup"),
+        "dropoff": stop(&route["dropoff"], "Dana Dropoff"),
+    })
+}
+
+/// Assigns `job` to a new courier and marks it delivered, as an operator does by hand: its
+/// hold is then captured.
+pub(crate) async fn deliver(app: &TestApp, job: &Value) {
+    let admin = |method: Method, path: String, body: Value| async move {
+        status_and_json(app.admin(method, &path).json(&body).send().await.unwrap()).await
+    };
+    let (status, courier) = admin(
+        Method::POST,
+        "/couriers".into(),
+        json!({"name": "Rui", "phone": "+966 50 123 4567", "vehicle": "car", "market": "demo"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{courier}");
+    let id = job["id"].as_str().unwrap();
+    let (status, body) = admin(
+        Method::POST,
+        format!("/jobs/{id}/reassign"),
+        json!({"courier_id": courier["id"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = admin(
+        Method::POST,
+        format!("/jobs/{id}/status"),
+        json!({"status": "delivered", "reason": "confirmed by phone"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+}
+
+pub(crate) async fn book_at(
     client: &reqwest::Client,
     base_url: &str,
     credential: &Credential,

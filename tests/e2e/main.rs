@@ -16,6 +16,7 @@ mod fulfilment;
 mod instances;
 mod jobs;
 mod keys;
+mod live_adyen;
 mod live_payments;
 mod lookups;
 mod networks;

@@ -1,5 +1,6 @@
 //! The test harness: one cluster per test run, one database and one service per test.
 
+pub mod adyen;
 pub mod browser;
 pub mod eventually;
 pub mod fleet;

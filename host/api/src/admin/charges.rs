@@ -1,6 +1,7 @@
 //! The operator's refunds (`POST /admin/v1/charges/{id}/refund`).
 
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::{Extension, Json};
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -10,6 +11,7 @@ use crate::error::ApiError;
 use crate::extract::ApiJson;
 use crate::state::AppState;
 use courier_core::auth::operators::Operator;
+use courier_core::payments::refunds::RefundOutcome;
 use courier_core::payments::{ChargeView, PaymentError};
 use courier_domain::numeric::Numeric;
 
@@ -30,6 +32,7 @@ pub struct RefundBody {
     request_body = RefundBody,
     responses(
         (status = 200, description = "The charge after the refund", body = ChargeView),
+        (status = 202, description = "The provider accepted the refund and confirms it later (its notification): the charge as it stands, the refund not yet counted", body = ChargeView),
         (status = 404, description = "charge.not_found"),
         (status = 409, description = "charge.not_refundable"),
         (status = 422, description = "charge.invalid_amount charge.refund_exceeds_captured payment.card_declined payment.live_unavailable"),
@@ -37,17 +40,20 @@ pub struct RefundBody {
     )
 )]
 /// `POST /admin/v1/charges/{id}/refund` `{amount_minor}`: gives back part or all of a
-/// captured charge; answers the charge.
+/// captured charge; answers the charge (202 while the provider has yet to confirm it).
 pub async fn refund(
     State(state): State<AppState>,
     Extension(operator): Extension<Operator>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<RefundBody>,
-) -> Result<Json<ChargeView>, ApiError> {
+) -> Result<(StatusCode, Json<ChargeView>), ApiError> {
     let id = Uuid::parse_str(&id).map_err(|_| PaymentError::ChargeNotFound)?;
-    let charge = state
+    let outcome = state
         .payments
         .refund(id, body.amount_minor.0, &operator.name)
         .await?;
-    Ok(Json(charge))
+    Ok(match outcome {
+        RefundOutcome::Paid(charge) => (StatusCode::OK, Json(charge)),
+        RefundOutcome::AwaitingProvider(charge) => (StatusCode::ACCEPTED, Json(charge)),
+    })
 }

@@ -22,7 +22,7 @@ mod config;
 pub mod events;
 mod gateway;
 pub mod reconcile;
-mod refunds;
+pub mod refunds;
 mod retry;
 
 use std::sync::Arc;

@@ -28,6 +28,16 @@ use courier_store::refunds::{self, DECLINED, REQUESTED, RefundRow, SUCCEEDED};
 /// Due refunds taken per claim.
 const CLAIM_BATCH: i64 = 5;
 
+/// Where a refund stands once the provider answered.
+#[derive(Clone, Debug)]
+pub enum RefundOutcome {
+    /// The provider paid it: the charge with it recorded.
+    Paid(ChargeView),
+    /// The provider accepted it and says later how it ended (its notification, or the
+    /// retry worker asking again): the charge as it stands, the refund not yet counted.
+    AwaitingProvider(ChargeView),
+}
+
 impl Payments {
     /// Gives back `amount_minor` of a captured charge. Answers the charge with the refund
     /// recorded; 503 `payment.provider_unreachable` when the provider did not answer (the
@@ -38,7 +48,7 @@ impl Payments {
         charge_id: Uuid,
         amount_minor: i64,
         operator: &str,
-    ) -> Result<ChargeView, PaymentError> {
+    ) -> Result<RefundOutcome, PaymentError> {
         if amount_minor <= 0 {
             return Err(PaymentError::InvalidRefundAmount);
         }
@@ -132,7 +142,7 @@ impl Payments {
         &self,
         refund: &RefundRow,
         answer: ProviderAnswer,
-    ) -> Result<ChargeView, PaymentError> {
+    ) -> Result<RefundOutcome, PaymentError> {
         let mut tx = self.pool.begin().await?;
         let mut charge = store::lock_charge(&mut tx, refund.charge_id)
             .await?
@@ -146,7 +156,7 @@ impl Payments {
                 DECLINED => Err(PaymentError::CardDeclined {
                     decline_code: current.decline_code.unwrap_or_default(),
                 }),
-                _ => Ok((&charge).into()),
+                _ => Ok(RefundOutcome::Paid((&charge).into())),
             };
         }
         let pending = matches!(answer, ProviderAnswer::Pending(_));
@@ -185,6 +195,9 @@ impl Payments {
                 refunds::unanswered(&mut tx, refund.id, attempts, due, &message, pending_ref)
                     .await?;
                 tx.commit().await?;
+                if pending {
+                    return Ok(RefundOutcome::AwaitingProvider((&charge).into()));
+                }
                 return Err(PaymentError::ProviderUnreachable);
             }
         };
@@ -235,7 +248,7 @@ impl Payments {
         )
         .await?;
         tx.commit().await?;
-        Ok((&charge).into())
+        Ok(RefundOutcome::Paid((&charge).into()))
     }
 }
 

@@ -1,0 +1,436 @@
+//! Live money through the Adyen adapter (`plugins/adyen-payments`), against a local HTTPS
+//! stand-in that follows Adyen's documented Checkout API and notifications
+//! (`support::adyen`): the card stored by the Drop-in and announced by notification, bookings
+//! held on it, captures, releases and refunds that Adyen accepts and confirms later by signed
+//! notification, declines by Adyen's refusal reasons, and a capture Adyen reports failed. Each
+//! test compares the stand-in's payments with the service's charges.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::live_payments::{book_at, deliver, quoted};
+use crate::support::adyen::{AdyenStandIn, Fault, Payment, notification};
+use crate::support::{
+    Authed, Credential, MerchantCredentials, TestApp, assert_refusal, eventually, status_and_json,
+};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A service whose live environment takes money through the Adyen adapter and the stand-in,
+/// which sends its notifications to the service; and a merchant with its live credential.
+struct Live {
+    adyen: AdyenStandIn,
+    app: TestApp,
+    live: Credential,
+}
+
+impl Live {
+    async fn start() -> Self {
+        let adyen = AdyenStandIn::start().await;
+        let mut env = adyen.service_env();
+        env.push(("COURIER_CHARGE_RETRY_BASE_MS".into(), "200".into()));
+        env.push(("COURIER_CARD_FORM_CURRENCY".into(), "EUR".into()));
+        let app = TestApp::spawn_with(move |name| {
+            env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
+        })
+        .await;
+        adyen.notify_to(app.url("/v1/provider-events/live"));
+        let merchant = app.create_merchant("Adyen Goods BV").await;
+        let live = Self {
+            adyen,
+            live: merchant.live(),
+            app,
+        };
+        eventually(
+            "quotes to become available",
+            Duration::from_secs(10),
+            Duration::from_millis(25),
+            || async {
+                let (status, _) = live
+                    .call(
+                        Method::POST,
+                        "/v1/quotes",
+                        Some(crate::quotes::journey(Some("car"))),
+                    )
+                    .await;
+                (status != 503).then_some(())
+            },
+        )
+        .await;
+        live
+    }
+
+    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request = self.app.request(method, path).auth(&self.live);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        status_and_json(request.send().await.unwrap()).await
+    }
+
+    /// Opens the card form, completes Adyen's Drop-in with `number` under `holder`, and waits
+    /// for the card Adyen's notification announces; answers the payment method.
+    async fn store_card(&self, number: &str, holder: &str) -> Value {
+        let (status, form) = self
+            .call(Method::POST, "/v1/payment-methods/setup", None)
+            .await;
+        assert_eq!(status, 200, "{form}");
+        let document = &form["card_form"];
+        assert_eq!(
+            document["clientKey"],
+            crate::support::adyen::CLIENT_KEY,
+            "{form}"
+        );
+        assert_eq!(document["environment"], "test", "{form}");
+        let session = document["session"]["id"].as_str().unwrap();
+        assert!(document["session"]["sessionData"].is_string(), "{form}");
+        let stored = self.adyen.complete_card_form(session, number, holder);
+        eventually(
+            "the stored card to be announced",
+            WAIT,
+            Duration::from_millis(50),
+            || async {
+                let (_, cards) = self.call(Method::GET, "/v1/payment-methods", None).await;
+                cards.as_array().and_then(|cards| {
+                    cards
+                        .iter()
+                        .find(|c| c["last_four"] == number[number.len() - 4..])
+                        .cloned()
+                })
+            },
+        )
+        .await;
+        // Attaching it by its id finds the same card (the adapter's canonical reference).
+        let (status, card) = self
+            .call(
+                Method::POST,
+                "/v1/payment-methods",
+                Some(json!({"provider_ref": stored, "make_default": true})),
+            )
+            .await;
+        assert_eq!(status, 201, "{card}");
+        card
+    }
+
+    async fn book(&self) -> (u16, Value) {
+        let body = quoted(&self.app, &self.live).await;
+        let key = format!("adyen-{}", Uuid::new_v4());
+        book_at(
+            &self.app.client,
+            &self.app.base_url,
+            &self.live,
+            &key,
+            &body,
+        )
+        .await
+    }
+
+    async fn charge_of(&self, job: &Value) -> Value {
+        let (_, charges) = self.call(Method::GET, "/v1/charges", None).await;
+        charges
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["job_id"] == job["id"])
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
+    async fn charge_becomes(
+        &self,
+        job: &Value,
+        what: &str,
+        test: impl Fn(&Value) -> bool,
+    ) -> Value {
+        eventually(what, WAIT, Duration::from_millis(50), || async {
+            let charge = self.charge_of(job).await;
+            test(&charge).then_some(charge)
+        })
+        .await
+    }
+
+    fn payment_of(&self, job: &Value) -> Payment {
+        let key = format!("job_{}_hold", job["id"].as_str().unwrap());
+        self.adyen
+            .payments()
+            .into_iter()
+            .find(|p| p.reference == key)
+            .expect("Adyen has the job's payment")
+    }
+}
+
+#[tokio::test]
+async fn a_card_stored_by_adyen_s_drop_in_is_held_then_captured_on_adyen_s_notification() {
+    let live = Live::start().await;
+    let card = live.store_card("4111111111111111", "Jo Shopper").await;
+    assert_eq!(
+        (&card["brand"], &card["last_four"]),
+        (&json!("visa"), &json!("1111"))
+    );
+
+    // Booked: Adyen authorised exactly the quoted price on the stored card.
+    let (status, job) = live.book().await;
+    assert_eq!(status, 201, "{job}");
+    let charge = live.charge_of(&job).await;
+    assert_eq!(charge["status"], "authorised", "{charge}");
+    let payment = live.payment_of(&job);
+    assert_eq!(payment.status, "Authorised");
+    assert_eq!(json!(payment.amount), job["price_amount_minor"]);
+
+    // Delivered while Adyen's notifications are held back: Adyen has the capture, the
+    // service waits for its word.
+    live.adyen.hold_notifications(true);
+    deliver(&live.app, &job).await;
+    let waiting = live
+        .charge_becomes(&job, "the capture to be awaited", |c| {
+            c["last_error"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("awaiting the provider's confirmation"))
+        })
+        .await;
+    assert_eq!(waiting["status"], "authorised");
+    assert_eq!(live.payment_of(&job).status, "Captured");
+    // The retry worker, meanwhile, never captures twice.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(live.charge_of(&job).await["status"], "authorised");
+
+    // Adyen's CAPTURE notification arrives: the charge is captured, once.
+    live.adyen.hold_notifications(false);
+    let captured = live
+        .charge_becomes(&job, "the capture to be recorded", |c| {
+            c["status"] == "captured"
+        })
+        .await;
+    assert_eq!(captured["last_error"], Value::Null);
+    let payment = live.payment_of(&job);
+    assert_eq!(payment.captured, payment.amount);
+
+    // An operator refunds part: Adyen accepts it (202), and its REFUND notification pays it.
+    let part = payment.amount / 4;
+    let refund_path = format!("/charges/{}/refund", captured["id"].as_str().unwrap());
+    let (status, accepted) = status_and_json(
+        live.app
+            .admin(Method::POST, &refund_path)
+            .json(&json!({"amount_minor": part}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, &accepted["refunded_amount_minor"]),
+        (202, &json!(0)),
+        "{accepted}"
+    );
+    let refunded = live
+        .charge_becomes(&job, "the refund to be recorded", |c| {
+            c["status"] == "refunded"
+        })
+        .await;
+    assert_eq!(refunded["refunded_amount_minor"], json!(part));
+    assert_eq!(live.payment_of(&job).refunded, part);
+
+    // Cancelled before a courier: Adyen's CANCELLATION notification releases the hold.
+    let (status, cancelled) = live.book().await;
+    assert_eq!(status, 201, "{cancelled}");
+    let (status, body) = live
+        .call(
+            Method::POST,
+            &format!("/v1/jobs/{}/cancel", cancelled["id"].as_str().unwrap()),
+            Some(json!({"reason": "customer changed their mind"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    live.charge_becomes(&cancelled, "the release to be recorded", |c| {
+        c["status"] == "voided"
+    })
+    .await;
+    assert_eq!(live.payment_of(&cancelled).status, "Cancelled");
+
+    // Every notification was accepted, and each applied once.
+    eventually(
+        "every notification to be accepted",
+        WAIT,
+        Duration::from_millis(50),
+        || async { (live.adyen.undelivered() == 0).then_some(()) },
+    )
+    .await;
+    let codes: Vec<String> = live
+        .adyen
+        .delivered()
+        .iter()
+        .map(|item| item["eventCode"].as_str().unwrap().to_owned())
+        .collect();
+    for code in ["AUTHORISATION", "CAPTURE", "REFUND", "CANCELLATION"] {
+        assert!(codes.iter().any(|c| c == code), "{codes:?}");
+    }
+    let pool = live.app.pool().await;
+    let moves: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM charge_moves m JOIN charges c ON c.id = m.charge_id \
+         WHERE c.job_id = $1::uuid AND m.to_status = 'captured'",
+    )
+    .bind(job["id"].as_str().unwrap())
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(moves, 1);
+    pool.close().await;
+    live.app.stop().await;
+}
+
+#[tokio::test]
+async fn adyen_s_refusal_reasons_refuse_the_booking_and_only_a_finished_card_dies() {
+    let live = Live::start().await;
+    live.store_card("4111111111111111", "NOT_ENOUGH_BALANCE")
+        .await;
+    let (status, refused) = live.book().await;
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(refused["code"], "payment.card_declined");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("insufficient_funds"),
+        "{refused}"
+    );
+    let (_, cards) = live.call(Method::GET, "/v1/payment-methods", None).await;
+    assert_eq!(cards[0]["status"], "active", "{cards}");
+
+    let expired = live.store_card("5555444433331111", "CARD_EXPIRED").await;
+    let (status, refused) = live.book().await;
+    assert_eq!(status, 422, "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("expired_card"),
+        "{refused}"
+    );
+    let (_, cards) = live.call(Method::GET, "/v1/payment-methods", None).await;
+    let dead = cards
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == expired["id"])
+        .unwrap();
+    assert_eq!(dead["status"], "dead", "{cards}");
+    // Nothing is held at Adyen for either.
+    assert!(live.adyen.payments().iter().all(|p| p.status == "Refused"));
+    live.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_capture_adyen_reports_failed_keeps_the_hold_and_is_shown_to_operators() {
+    let live = Live::start().await;
+    live.store_card("4111111111111111", "Jo Shopper").await;
+    let (status, job) = live.book().await;
+    assert_eq!(status, 201, "{job}");
+    live.adyen.fail_captures(true);
+    deliver(&live.app, &job).await;
+    let failed = live
+        .charge_becomes(&job, "the failed capture to be shown", |c| {
+            c["last_error"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("the provider reports the capture failed"))
+        })
+        .await;
+    assert_eq!(failed["status"], "authorised");
+    assert_eq!(
+        live.payment_of(&job).status,
+        "Authorised",
+        "Adyen took nothing"
+    );
+    live.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_forged_or_replayed_notification_moves_nothing() {
+    let live = Live::start().await;
+    live.store_card("4111111111111111", "Jo Shopper").await;
+    let (status, job) = live.book().await;
+    assert_eq!(status, 201, "{job}");
+    let psp = live.payment_of(&job).psp;
+    let capture = json!({
+        "pspReference": "CAPFORGED0000001", "originalReference": psp,
+        "merchantAccountCode": crate::support::adyen::MERCHANT_ACCOUNT,
+        "merchantReference": "forged", "amount": {"value": 1, "currency": "EUR"},
+        "eventCode": "CAPTURE", "success": "true", "reason": "", "additionalData": {},
+    });
+    // Signed, then altered: refused, and the charge stays held.
+    let mut forged = notification(std::slice::from_ref(&capture));
+    forged["notificationItems"][0]["NotificationRequestItem"]["success"] = json!("true ");
+    let response = live
+        .app
+        .request(Method::POST, "/v1/provider-events/live")
+        .json(&forged)
+        .send()
+        .await
+        .unwrap();
+    assert_refusal(response, 401, "provider_event.unverified").await;
+    assert_eq!(live.charge_of(&job).await["status"], "authorised");
+    // Genuine, but for another amount than the charge's: kept, never recorded as captured.
+    let genuine = notification(&[capture]);
+    for _ in 0..2 {
+        let response = live
+            .app
+            .request(Method::POST, "/v1/provider-events/live")
+            .json(&genuine)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    assert_eq!(live.charge_of(&job).await["status"], "authorised");
+    live.app.stop().await;
+}
+
+#[tokio::test]
+async fn outages_and_lost_answers_are_asked_again_under_the_same_key_and_move_money_once() {
+    let live = Live::start().await;
+    live.store_card("4111111111111111", "Jo Shopper").await;
+
+    // A revoked API key: the hold is refused for good, nothing is booked or held.
+    live.adyen.revoke_key(true);
+    let (status, refused) = live.book().await;
+    assert_eq!(
+        (status, refused["code"].as_str()),
+        (503, Some("payment.provider_refused")),
+        "{refused}"
+    );
+    live.adyen.revoke_key(false);
+    assert!(live.adyen.payments().is_empty());
+
+    // Adyen answers 500 twice, then the capture's answer is lost after Adyen acted: the
+    // retries carry the same key, Adyen answers the first capture again, and its one
+    // notification captures the charge once.
+    let (status, job) = live.book().await;
+    assert_eq!(status, 201, "{job}");
+    live.adyen.inject("/captures", Fault::Status(500), 2);
+    live.adyen.inject("/captures", Fault::ActThenDrop, 1);
+    deliver(&live.app, &job).await;
+    let captured = live
+        .charge_becomes(&job, "the capture to be recorded", |c| {
+            c["status"] == "captured"
+        })
+        .await;
+    assert_eq!(captured["last_error"], Value::Null);
+    let payment = live.payment_of(&job);
+    assert_eq!(
+        (payment.status.as_str(), payment.captured),
+        ("Captured", payment.amount)
+    );
+    let captures = live
+        .adyen
+        .delivered()
+        .iter()
+        .filter(|item| {
+            item["eventCode"] == "CAPTURE" && item["originalReference"] == json!(payment.psp)
+        })
+        .count();
+    assert_eq!(captures, 1, "Adyen captured once");
+
+    live.app.stop().await;
+}

@@ -1,0 +1,760 @@
+//! A local stand-in for Adyen's Checkout API (v71) over HTTPS, and for its standard
+//! notifications, for the Adyen adapter's tests. It follows Adyen's published API reference
+//! for the endpoints the adapter uses, with state per object:
+//!
+//! - `POST /v71/sessions` (the Drop-in's session), completed by [`AdyenStandIn::complete_card_form`]
+//!   as a shopper would: the card is stored for the session's `shopperReference`, and an
+//!   `AUTHORISATION` notification with its `recurring.recurringDetailReference` is sent;
+//! - `GET /v71/storedPaymentMethods`;
+//! - `POST /v71/payments` with a stored card: `Authorised`, or `Refused` with Adyen's
+//!   `refusalReason` and `refusalReasonCode`, chosen as Adyen's test platform does by the
+//!   card holder's name (`NOT_ENOUGH_BALANCE`, `CARD_EXPIRED`, `BLOCKED_CARD`, `DECLINED`,
+//!   `CVC_DECLINED`, `FRAUD`);
+//! - `POST /v71/payments/{pspReference}/captures`, `/cancels`, `/refunds`: `received`, then a
+//!   notification (`CAPTURE`, `CANCELLATION`, `REFUND`, or a failure) signed with the
+//!   webhook's HMAC key, sent to the configured address and sent again until it is accepted
+//!   with a 2xx;
+//! - Adyen's error body (`status`, `errorCode`, `message`, `errorType`), 401 for a wrong key,
+//!   and idempotency: the same key and body answer the first answer again; a key in use or
+//!   used with another body is 422 `704`.
+//!
+//! Faults on command: a status without acting, and acting then dropping the connection.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use hmac::{Hmac, Mac};
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use tokio::net::TcpListener;
+
+use super::tls::tls;
+
+pub const API_KEY: &str = "AQE_courier_stand_in";
+pub const MERCHANT_ACCOUNT: &str = "CourierECOM";
+pub const CLIENT_KEY: &str = "test_COURIERSTANDIN";
+/// The webhook's HMAC key, as Adyen's Customer Area shows it.
+pub const HMAC_KEY: &str = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056";
+
+/// What a fault does to a request it matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Answer this status with Adyen's error body, without acting.
+    Status(u16),
+    /// Act (and save the idempotent answer), then close the connection without answering.
+    ActThenDrop,
+}
+
+/// A card stored for a shopper.
+#[derive(Clone, Debug)]
+pub struct StoredCard {
+    pub id: String,
+    pub brand: String,
+    pub last_four: String,
+    pub holder: String,
+}
+
+/// A payment as the stand-in keeps it (amounts in Adyen's units).
+#[derive(Clone, Debug)]
+pub struct Payment {
+    pub psp: String,
+    pub reference: String,
+    pub amount: i64,
+    pub currency: String,
+    /// `Authorised`, `Refused`, `Captured` or `Cancelled`.
+    pub status: String,
+    pub captured: i64,
+    pub refunded: i64,
+}
+
+struct Saved {
+    fingerprint: String,
+    answer: Option<(u16, Value)>,
+}
+
+#[derive(Default)]
+struct State {
+    stored: BTreeMap<String, Vec<StoredCard>>,
+    /// Session id → (shopper reference, currency).
+    sessions: BTreeMap<String, (String, String)>,
+    payments: BTreeMap<String, Payment>,
+    saved: HashMap<String, Saved>,
+    faults: Vec<(String, Fault, usize)>,
+    key_revoked: bool,
+    notify_url: Option<String>,
+    /// Notification items not yet accepted by the receiver, oldest first.
+    outbox: Vec<Value>,
+    holding: bool,
+    failing_captures: bool,
+    delivered: Vec<Value>,
+    next: u64,
+}
+
+impl State {
+    fn psp(&mut self) -> String {
+        self.next += 1;
+        // Sixteen characters, as Adyen's PSP references.
+        format!("PSP{:013}", self.next)
+    }
+
+    fn take_fault(&mut self, path: &str) -> Option<Fault> {
+        let index = self
+            .faults
+            .iter()
+            .position(|(suffix, _, left)| path.ends_with(suffix.as_str()) && *left > 0)?;
+        let (_, fault, left) = &mut self.faults[index];
+        *left -= 1;
+        Some(*fault)
+    }
+
+    /// Queues a notification item for `payment` (`original` for a modification).
+    fn notify(&mut self, item: Value) {
+        self.outbox.push(item);
+    }
+}
+
+pub struct AdyenStandIn {
+    pub port: u16,
+    /// PEM of the certificate authority that issued the stand-in's certificate.
+    pub ca_path: PathBuf,
+    state: Arc<Mutex<State>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl AdyenStandIn {
+    pub async fn start() -> Self {
+        let (acceptor, ca_pem) = tls();
+        let ca_path = std::env::temp_dir().join(format!("adyen-ca-{}.pem", uuid::Uuid::new_v4()));
+        std::fs::write(&ca_path, ca_pem).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let state = Arc::new(Mutex::new(State::default()));
+        let serving = Arc::clone(&state);
+        let server = super::tls::serve(listener, Some(acceptor), move |request| {
+            let state = Arc::clone(&serving);
+            async move {
+                // Finished whether or not the client is still there, as at Adyen.
+                match tokio::spawn(handle(state, request)).await {
+                    Ok(answer) => answer,
+                    Err(e) => Err(std::io::Error::other(e)),
+                }
+            }
+        });
+        let notifier = tokio::spawn(send_notifications(Arc::clone(&state)));
+        Self {
+            port,
+            ca_path,
+            state,
+            tasks: vec![server, notifier],
+        }
+    }
+
+    pub fn api_base(&self) -> String {
+        format!("https://localhost:{}/v71", self.port)
+    }
+
+    fn config_path(&self) -> PathBuf {
+        std::env::temp_dir().join(format!("adyen-config-{}.json", self.port))
+    }
+
+    /// The live adapter's configuration file for this stand-in.
+    pub fn adapter_config(&self) -> PathBuf {
+        let path = self.config_path();
+        let config = json!({
+            "api_key": API_KEY,
+            "merchant_account": MERCHANT_ACCOUNT,
+            "api_base": self.api_base(),
+            "client_key": CLIENT_KEY,
+            "hmac_key": HMAC_KEY,
+        });
+        std::fs::write(&path, config.to_string()).unwrap();
+        path
+    }
+
+    /// The service's environment for a live adapter talking to this stand-in.
+    pub fn service_env(&self) -> Vec<(String, String)> {
+        vec![
+            (
+                "COURIER_LIVE_PAYMENT_ADAPTER".into(),
+                adyen_adapter_path().to_string_lossy().into_owned(),
+            ),
+            (
+                "COURIER_LIVE_PAYMENT_CONFIG".into(),
+                self.adapter_config().to_string_lossy().into_owned(),
+            ),
+            ("COURIER_PAYMENT_ALLOW_PRIVATE".into(), "true".into()),
+            (
+                "COURIER_PAYMENT_EXTRA_CA".into(),
+                self.ca_path.to_string_lossy().into_owned(),
+            ),
+        ]
+    }
+
+    /// Where notifications go (the service's `/v1/provider-events/live`).
+    pub fn notify_to(&self, url: String) {
+        self.state.lock().unwrap().notify_url = Some(url);
+    }
+
+    /// Keeps notifications back (`true`) until released (`false`).
+    pub fn hold_notifications(&self, holding: bool) {
+        self.state.lock().unwrap().holding = holding;
+    }
+
+    /// Captures from now on fail at the acquirer (`CAPTURE_FAILED` after `received`).
+    pub fn fail_captures(&self, failing: bool) {
+        self.state.lock().unwrap().failing_captures = failing;
+    }
+
+    /// The next `times` requests whose path ends with `suffix` meet `fault`.
+    pub fn inject(&self, suffix: &str, fault: Fault, times: usize) {
+        self.state
+            .lock()
+            .unwrap()
+            .faults
+            .push((suffix.to_owned(), fault, times));
+    }
+
+    /// Every request answers 401 while `revoked`, as for a key that was revoked.
+    pub fn revoke_key(&self, revoked: bool) {
+        self.state.lock().unwrap().key_revoked = revoked;
+    }
+
+    /// The shopper completes the session's Drop-in with `number` under `holder`: the card is
+    /// stored for the session's shopper and announced by notification. Answers its id.
+    pub fn complete_card_form(&self, session_id: &str, number: &str, holder: &str) -> String {
+        let mut s = self.state.lock().unwrap();
+        let (shopper, currency) = s.sessions.get(session_id).cloned().expect("a session");
+        let id = format!("{:016}", 8_415_718_415_172_200_u64 + s.next);
+        let psp = s.psp();
+        let brand = if number.starts_with('5') {
+            "mc"
+        } else {
+            "visa"
+        };
+        let card = StoredCard {
+            id: id.clone(),
+            brand: brand.into(),
+            last_four: number[number.len() - 4..].into(),
+            holder: holder.into(),
+        };
+        s.stored.entry(shopper.clone()).or_default().push(card);
+        s.notify(json!({
+            "pspReference": psp, "originalReference": "",
+            "merchantAccountCode": MERCHANT_ACCOUNT,
+            "merchantReference": format!("card-form-{shopper}"),
+            "amount": {"value": 0, "currency": currency},
+            "eventCode": "AUTHORISATION", "success": "true", "reason": "",
+            "paymentMethod": brand, "eventDate": "2026-11-28T10:00:00+00:00",
+            "additionalData": {
+                "recurring.recurringDetailReference": id,
+                "recurring.shopperReference": shopper,
+                "cardSummary": &number[number.len() - 4..],
+                "expiryDate": "3/2030",
+            },
+        }));
+        id
+    }
+
+    pub fn payments(&self) -> Vec<Payment> {
+        self.state
+            .lock()
+            .unwrap()
+            .payments
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// The notification items the receiver accepted, oldest first.
+    pub fn delivered(&self) -> Vec<Value> {
+        self.state.lock().unwrap().delivered.clone()
+    }
+
+    /// Items waiting to be accepted.
+    pub fn undelivered(&self) -> usize {
+        self.state.lock().unwrap().outbox.len()
+    }
+}
+
+impl Drop for AdyenStandIn {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        let _ = std::fs::remove_file(&self.ca_path);
+        let _ = std::fs::remove_file(self.config_path());
+    }
+}
+
+/// The built Adyen adapter component.
+pub fn adyen_adapter_path() -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../plugins/dist/adyen-payments.wasm"
+    ))
+}
+
+/// Adyen's signature of a notification item.
+pub fn sign(item: &Value) -> String {
+    let text = |field: &str| item[field].as_str().unwrap_or_default().to_owned();
+    let signing = [
+        text("pspReference"),
+        text("originalReference"),
+        text("merchantAccountCode"),
+        text("merchantReference"),
+        item["amount"]["value"]
+            .as_i64()
+            .map(|v| v.to_string())
+            .unwrap_or_default(),
+        item["amount"]["currency"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        text("eventCode"),
+        text("success"),
+    ]
+    .join(":");
+    let key: Vec<u8> = (0..HMAC_KEY.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&HMAC_KEY[i..i + 2], 16).unwrap())
+        .collect();
+    let mut mac = Hmac::<Sha256>::new_from_slice(&key).unwrap();
+    mac.update(signing.as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+}
+
+/// A signed notification of `items`, as Adyen sends it.
+pub fn notification(items: &[Value]) -> Value {
+    let items: Vec<Value> = items
+        .iter()
+        .map(|item| {
+            let mut item = item.clone();
+            item["additionalData"]["hmacSignature"] = json!(sign(&item));
+            json!({"NotificationRequestItem": item})
+        })
+        .collect();
+    json!({"live": "false", "notificationItems": items})
+}
+
+/// Sends what is queued, one item per notification as Adyen's standard webhooks do, again and
+/// again until the receiver answers 2xx.
+async fn send_notifications(state: Arc<Mutex<State>>) {
+    let client = reqwest::Client::new();
+    loop {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let (url, first) = {
+            let s = state.lock().unwrap();
+            match (&s.notify_url, s.outbox.first(), s.holding) {
+                (Some(url), Some(item), false) => (url.clone(), item.clone()),
+                _ => continue,
+            }
+        };
+        let sent = client
+            .post(&url)
+            .json(&notification(std::slice::from_ref(&first)))
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await;
+        if sent.is_ok_and(|r| r.status().is_success()) {
+            let mut s = state.lock().unwrap();
+            s.outbox.remove(0);
+            s.delivered.push(first);
+        }
+    }
+}
+
+fn error(status: u16, code: &str, kind: &str, message: &str) -> (u16, Value) {
+    (
+        status,
+        json!({"status": status, "errorCode": code, "message": message, "errorType": kind}),
+    )
+}
+
+fn respond((status, body): (u16, Value)) -> hyper::Response<Full<Bytes>> {
+    hyper::Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .header(
+            "pspreference",
+            format!("{:016}", rand::random::<u64>() % 10u64.pow(16)),
+        )
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap()
+}
+
+async fn handle(
+    state: Arc<Mutex<State>>,
+    request: hyper::Request<Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, std::io::Error> {
+    let (parts, body) = request.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map_err(std::io::Error::other)?
+        .to_bytes();
+    let header = |name: &str| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let path = parts.uri.path().to_owned();
+    let method = parts.method.as_str().to_owned();
+    let fault = state.lock().unwrap().take_fault(&path);
+    if let Some(Fault::Status(status)) = fault {
+        return Ok(respond(error(status, "905", "internal", "stand-in fault")));
+    }
+    let revoked = state.lock().unwrap().key_revoked;
+    if revoked || header("x-api-key").as_deref() != Some(API_KEY) {
+        return Ok(respond(error(
+            401,
+            "000",
+            "security",
+            "HTTP Status Response - Unauthorized",
+        )));
+    }
+    let request: Value = if method == "POST" {
+        match serde_json::from_slice(&body) {
+            Ok(value) => value,
+            Err(_) => {
+                return Ok(respond(error(400, "702", "validation", "Unexpected input")));
+            }
+        }
+    } else {
+        Value::Null
+    };
+    let key = header("idempotency-key").filter(|_| method == "POST");
+    let fingerprint = format!("{method} {path} {request}");
+    if let Some(key) = &key {
+        let mut s = state.lock().unwrap();
+        match s.saved.get(key) {
+            Some(Saved { answer: None, .. }) => {
+                return Ok(respond(error(
+                    422,
+                    "704",
+                    "validation",
+                    "request already processed or in progress",
+                )));
+            }
+            Some(saved) if saved.fingerprint != fingerprint => {
+                return Ok(respond(error(
+                    422,
+                    "704",
+                    "validation",
+                    "request already processed or in progress",
+                )));
+            }
+            Some(Saved {
+                answer: Some(answer),
+                ..
+            }) => {
+                let response = respond(answer.clone());
+                drop(s);
+                if fault == Some(Fault::ActThenDrop) {
+                    return Err(std::io::Error::other("dropped after acting"));
+                }
+                return Ok(response);
+            }
+            None => {
+                s.saved.insert(
+                    key.clone(),
+                    Saved {
+                        fingerprint,
+                        answer: None,
+                    },
+                );
+            }
+        }
+    }
+    let query: BTreeMap<String, String> =
+        url::form_urlencoded::parse(parts.uri.query().unwrap_or_default().as_bytes())
+            .into_owned()
+            .collect();
+    let (answer, keep) = {
+        let mut s = state.lock().unwrap();
+        route(&mut s, &method, &path, &request, &query)
+    };
+    if let Some(key) = &key {
+        let mut s = state.lock().unwrap();
+        if keep {
+            if let Some(saved) = s.saved.get_mut(key) {
+                saved.answer = Some(answer.clone());
+            }
+        } else {
+            // Refused requests are not kept under their key, as at Adyen.
+            s.saved.remove(key);
+        }
+    }
+    if fault == Some(Fault::ActThenDrop) {
+        return Err(std::io::Error::other("dropped after acting"));
+    }
+    Ok(respond(answer))
+}
+
+/// Handles a request; the answer, and whether it is kept under its idempotency key.
+fn route(
+    s: &mut State,
+    method: &str,
+    path: &str,
+    request: &Value,
+    query: &BTreeMap<String, String>,
+) -> ((u16, Value), bool) {
+    let Some(path) = path.strip_prefix("/v71") else {
+        return (error(404, "000", "validation", "Not found"), false);
+    };
+    let account = match method {
+        "GET" => query.get("merchantAccount").map(String::as_str),
+        _ => request["merchantAccount"].as_str(),
+    };
+    if account != Some(MERCHANT_ACCOUNT) {
+        return (
+            error(403, "901", "security", "Invalid Merchant Account"),
+            false,
+        );
+    }
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match (method, segments.as_slice()) {
+        ("POST", ["sessions"]) => sessions(s, request),
+        ("GET", ["storedPaymentMethods"]) => {
+            let shopper = query.get("shopperReference").cloned().unwrap_or_default();
+            let cards: Vec<Value> = s
+                .stored
+                .get(&shopper)
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    json!({
+                        "id": c.id, "brand": c.brand, "lastFour": c.last_four,
+                        "expiryMonth": "03", "expiryYear": "2030", "holderName": c.holder,
+                        "type": "scheme",
+                        "supportedShopperInteractions": ["Ecommerce", "ContAuth"],
+                        "supportedRecurringProcessingModels": ["CardOnFile", "UnscheduledCardOnFile"],
+                    })
+                })
+                .collect();
+            (
+                (
+                    200,
+                    json!({"merchantAccount": MERCHANT_ACCOUNT, "shopperReference": shopper, "storedPaymentMethods": cards}),
+                ),
+                true,
+            )
+        }
+        ("POST", ["payments"]) => pay(s, request),
+        ("POST", ["payments", psp, kind @ ("captures" | "cancels" | "refunds")]) => {
+            modify(s, psp, kind, request)
+        }
+        _ => (error(404, "000", "validation", "Not found"), false),
+    }
+}
+
+fn sessions(s: &mut State, request: &Value) -> ((u16, Value), bool) {
+    for field in [
+        "amount",
+        "reference",
+        "returnUrl",
+        "countryCode",
+        "shopperReference",
+    ] {
+        if request.get(field).is_none() {
+            let message = format!("Required field '{field}' is not provided.");
+            return (error(422, "702", "validation", &message), false);
+        }
+    }
+    s.next += 1;
+    let id = format!("CS{:014X}", s.next);
+    let shopper = request["shopperReference"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let currency = request["amount"]["currency"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    s.sessions.insert(id.clone(), (shopper, currency));
+    let mut answer = request.clone();
+    answer["id"] = json!(id);
+    answer["sessionData"] = json!(format!("Ab02b4c0!{}", uuid::Uuid::new_v4().simple()));
+    answer["expiresAt"] = json!("2026-12-31T00:00:00+00:00");
+    ((201, answer), true)
+}
+
+/// Adyen's test platform refuses by the card holder's name.
+fn refusal(holder: &str) -> Option<(&'static str, &'static str)> {
+    Some(match holder {
+        "NOT_ENOUGH_BALANCE" => ("12", "Not enough balance"),
+        "CARD_EXPIRED" => ("6", "Expired Card"),
+        "BLOCKED_CARD" => ("5", "Blocked Card"),
+        "DECLINED" => ("2", "Refused"),
+        "CVC_DECLINED" => ("24", "CVC Declined"),
+        "FRAUD" => ("20", "FRAUD"),
+        _ => return None,
+    })
+}
+
+fn pay(s: &mut State, request: &Value) -> ((u16, Value), bool) {
+    let shopper = request["shopperReference"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let stored_id = request["paymentMethod"]["storedPaymentMethodId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let (Some(amount), Some(currency), Some(reference)) = (
+        request["amount"]["value"].as_i64(),
+        request["amount"]["currency"].as_str(),
+        request["reference"].as_str(),
+    ) else {
+        return (
+            error(422, "702", "validation", "Required field missing"),
+            false,
+        );
+    };
+    let Some(card) = s
+        .stored
+        .get(&shopper)
+        .and_then(|cards| cards.iter().find(|c| c.id == stored_id))
+        .cloned()
+    else {
+        return (error(422, "800", "validation", "Contract not found"), false);
+    };
+    let psp = s.psp();
+    let refused = refusal(&card.holder);
+    let manual = request["additionalData"]["manualCapture"] == "true";
+    let payment = Payment {
+        psp: psp.clone(),
+        reference: reference.to_owned(),
+        amount,
+        currency: currency.to_owned(),
+        status: if refused.is_some() {
+            "Refused"
+        } else if manual {
+            "Authorised"
+        } else {
+            "Captured"
+        }
+        .into(),
+        captured: if refused.is_none() && !manual {
+            amount
+        } else {
+            0
+        },
+        refunded: 0,
+    };
+    s.payments.insert(psp.clone(), payment);
+    let mut answer = json!({
+        "pspReference": psp,
+        "merchantReference": reference,
+        "amount": {"value": amount, "currency": currency},
+        "additionalData": {},
+    });
+    let mut item = json!({
+        "pspReference": psp, "originalReference": "", "merchantAccountCode": MERCHANT_ACCOUNT,
+        "merchantReference": reference, "amount": {"value": amount, "currency": currency},
+        "eventCode": "AUTHORISATION", "reason": "", "additionalData": {},
+    });
+    match refused {
+        Some((code, reason)) => {
+            answer["resultCode"] = json!("Refused");
+            answer["refusalReason"] = json!(reason);
+            answer["refusalReasonCode"] = json!(code);
+            item["success"] = json!("false");
+            item["reason"] = json!(reason);
+            item["additionalData"]["refusalReasonCode"] = json!(code);
+        }
+        None => {
+            answer["resultCode"] = json!("Authorised");
+            item["success"] = json!("true");
+        }
+    }
+    s.notify(item);
+    ((200, answer), true)
+}
+
+fn modify(s: &mut State, psp: &str, kind: &str, request: &Value) -> ((u16, Value), bool) {
+    let reference = request["reference"].as_str().unwrap_or_default().to_owned();
+    let Some(payment) = s.payments.get(psp).cloned() else {
+        return (
+            error(
+                422,
+                "167",
+                "validation",
+                "Original pspReference required for this operation",
+            ),
+            false,
+        );
+    };
+    let amount = request["amount"]["value"].as_i64();
+    let currency = request["amount"]["currency"].as_str().map(str::to_owned);
+    if kind != "cancels" && (amount.is_none() || currency.as_deref() != Some(&payment.currency)) {
+        return (
+            error(422, "137", "validation", "Invalid amount specified"),
+            false,
+        );
+    }
+    let amount = amount.unwrap_or(payment.amount);
+    let modification = s.psp();
+    let failing_captures = s.failing_captures;
+    let (event, success, reason) = match kind {
+        "captures" => {
+            let fits = payment.status == "Authorised" && amount <= payment.amount;
+            if fits && !failing_captures {
+                let p = s.payments.get_mut(psp).unwrap();
+                p.status = "Captured".into();
+                p.captured = amount;
+                ("CAPTURE", "true", "")
+            } else if fits {
+                ("CAPTURE_FAILED", "true", "Capture failed at the acquirer")
+            } else {
+                ("CAPTURE", "false", "Insufficient balance on payment")
+            }
+        }
+        "cancels" => {
+            if payment.status == "Authorised" {
+                s.payments.get_mut(psp).unwrap().status = "Cancelled".into();
+                ("CANCELLATION", "true", "")
+            } else {
+                (
+                    "CANCELLATION",
+                    "false",
+                    "Payment is not in a cancellable state",
+                )
+            }
+        }
+        _ => {
+            if payment.status == "Captured" && payment.refunded + amount <= payment.captured {
+                s.payments.get_mut(psp).unwrap().refunded += amount;
+                ("REFUND", "true", "")
+            } else {
+                (
+                    "REFUND",
+                    "false",
+                    "Insufficient in-process funds on account",
+                )
+            }
+        }
+    };
+    let mut item = json!({
+        "pspReference": modification, "originalReference": psp,
+        "merchantAccountCode": MERCHANT_ACCOUNT, "merchantReference": reference,
+        "eventCode": event, "success": success, "reason": reason, "additionalData": {},
+    });
+    let mut answer = json!({
+        "merchantAccount": MERCHANT_ACCOUNT, "paymentPspReference": psp,
+        "pspReference": modification, "reference": reference, "status": "received",
+    });
+    if kind != "cancels" {
+        let money = json!({"value": amount, "currency": payment.currency});
+        item["amount"] = money.clone();
+        answer["amount"] = money;
+    }
+    s.notify(item);
+    ((201, answer), true)
+}
