@@ -14,7 +14,7 @@ use crate::support::stripe::{SECRET_KEY, StripeStandIn, stripe_adapter_path};
 /// switches; returns the exit code, standard output and standard error.
 async fn run(stripe: &StripeStandIn, operation: &str, args: Value) -> (i32, String, String) {
     courier_adapter(
-        Some(stripe),
+        stripe.service_env(),
         vec![
             "run".into(),
             stripe_adapter_path().display().to_string(),
@@ -28,10 +28,11 @@ async fn run(stripe: &StripeStandIn, operation: &str, args: Value) -> (i32, Stri
     .await
 }
 
-/// Runs `courier adapter ARGS…`, with the stand-in's test switches (its private address, its
-/// CA) when given; returns the exit code, standard output and standard error.
+/// Runs `courier adapter ARGS…`, with a stand-in's test switches from its service
+/// environment `env` (its private address, its CA); returns the exit code, standard output and
+/// standard error.
 pub async fn courier_adapter(
-    stripe: Option<&StripeStandIn>,
+    env: Vec<(String, String)>,
     args: Vec<String>,
 ) -> (i32, String, String) {
     let mut command = Command::new(BINARY);
@@ -40,15 +41,11 @@ pub async fn courier_adapter(
         .args(args)
         .env("COURIER_DATA_DIR", scratch_path("adapter"))
         .env("RUST_LOG", "error")
-        .stdin(Stdio::null());
-    if let Some(stripe) = stripe {
-        command.envs(
-            stripe
-                .service_env()
-                .into_iter()
+        .stdin(Stdio::null())
+        .envs(
+            env.into_iter()
                 .filter(|(name, _)| !name.starts_with("COURIER_LIVE_PAYMENT")),
         );
-    }
     let output = tokio::task::spawn_blocking(move || command.output().unwrap())
         .await
         .unwrap();

@@ -110,9 +110,12 @@ pub(crate) fn cassette_of(
             })
         })
         .flatten();
-    let approved = (answer.get("outcome").and_then(Value::as_str) == Some("approved"))
-        .then(|| answer.get("detail"))
-        .flatten();
+    let approved = matches!(
+        answer.get("outcome").and_then(Value::as_str),
+        Some("approved" | "pending")
+    )
+    .then(|| answer.get("detail"))
+    .flatten();
     let recorded = exchanges
         .iter()
         .enumerate()
