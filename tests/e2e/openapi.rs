@@ -97,6 +97,7 @@ fn placeholders(path: &str) -> String {
             "kind" => "photo",
             "market" => "demo",
             "version" => "999",
+            "environment" => "test",
             _ => "00000000-0000-4000-8000-000000000000",
         });
         rest = &rest[close + 1..];
