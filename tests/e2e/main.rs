@@ -9,6 +9,8 @@ mod auth;
 mod certify;
 mod cli;
 mod connections;
+mod console;
+mod console_browser;
 mod dispatch;
 mod errors;
 mod fleet;

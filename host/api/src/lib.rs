@@ -2,6 +2,7 @@
 
 mod admin;
 mod charges;
+mod console;
 mod courier;
 mod error;
 mod extract;
@@ -77,6 +78,17 @@ fn public_routes() -> OpenApiRouter<AppState> {
         // The public tracking page: no credentials, the token is the key.
         .routes(routes!(tracking::page))
         .routes(routes!(tracking::state))
+        // The merchant console: pages for people, signed in with a key and its secret.
+        .routes(routes!(console::pages::start))
+        .routes(routes!(console::pages::stylesheet))
+        .routes(routes!(
+            console::pages::sign_in_page,
+            console::pages::sign_in
+        ))
+        .routes(routes!(console::pages::sign_out))
+        .routes(routes!(console::pages::jobs_page))
+        .routes(routes!(console::pages::job_page))
+        .routes(routes!(console::pages::cancel_job))
         // The payment provider's notifications: its signature is the credential.
         .routes(routes!(provider_events::receive))
         .routes(routes!(serve_openapi))

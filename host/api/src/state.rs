@@ -60,6 +60,8 @@ pub struct AppServices {
     pub booking: courier_core::jobs::booking::BookingContext,
     /// Whether this instance is stopping.
     pub draining: Draining,
+    /// The merchant console's sessions.
+    pub console_sessions: Arc<courier_core::auth::ConsoleSessions>,
     /// Failed merchant sign-ins per client address.
     pub auth_failures: Arc<courier_core::auth::failures::AddressBudget>,
     /// How fast addresses past their failure budget are refused.

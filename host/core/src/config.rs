@@ -77,6 +77,12 @@ pub struct Config {
           env = "COURIER_AUTH_FAILURE_WINDOW_MS", default_value = "60000",
           value_parser = settings::millis)]
     pub auth_failure_window: Duration,
+    /// How long a merchant console session lasts from sign-in; it ends sooner at sign-out or
+    /// when its key is revoked.
+    #[arg(id = "console-session-ms", long = "console-session-ms",
+          env = "COURIER_CONSOLE_SESSION_MS", default_value = "28800000",
+          value_parser = settings::millis)]
+    pub console_session: Duration,
     /// Requests one client address may make to the public routes (`/track/*`, `/healthz`,
     /// `/readyz`, `/metrics`, `/v1/openapi.json`) per window (`COURIER_PUBLIC_REQUEST_WINDOW_MS`);
     /// past them it is answered 429 `rate_limited` with `Retry-After` until the window ends.

@@ -319,6 +319,10 @@ pub async fn run(
         )),
         rate_limiter: Arc::new(courier_core::rate_limit::RateLimiter::new()),
         draining: draining.clone(),
+        console_sessions: Arc::new(courier_core::auth::ConsoleSessions::new(
+            services.db.pool.clone(),
+            config.console_session,
+        )),
         auth_failures: Arc::new(courier_core::auth::failures::AddressBudget::new(
             config.auth_failure_limit,
             config.auth_failure_window,

@@ -27,6 +27,7 @@ pub mod bookings;
 pub mod cards;
 pub mod charges;
 pub mod cluster;
+pub mod console;
 pub mod couriers;
 pub mod customer_texts;
 pub mod dispatch;

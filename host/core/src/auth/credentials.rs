@@ -11,6 +11,7 @@ use subtle::ConstantTimeEq;
 use thiserror::Error;
 use uuid::Uuid;
 
+use super::basic::BasicCredentials;
 use crate::infra::secrets::{SecretKey, hmac_sha256};
 use courier_domain::Environment;
 use courier_domain::limits::LimitOverrides;
@@ -171,6 +172,19 @@ impl Authenticator {
     pub async fn verify(&self, header: Option<&[u8]>) -> Result<Caller, AuthError> {
         let credentials =
             parse_basic(header.ok_or(AuthError::Missing)?).ok_or(AuthError::Malformed)?;
+        self.verify_pair(credentials).await
+    }
+
+    /// Checks a key and its secret as the console's sign-in form sends them.
+    pub async fn verify_key(&self, key: &str, secret: &str) -> Result<Caller, AuthError> {
+        self.verify_pair(BasicCredentials {
+            key: key.to_owned(),
+            secret: secret.to_owned(),
+        })
+        .await
+    }
+
+    async fn verify_pair(&self, credentials: BasicCredentials) -> Result<Caller, AuthError> {
         let environment = Environment::of_key(&credentials.key).ok_or(AuthError::Invalid)?;
         let expected = self.hash(&credentials.key, &credentials.secret);
         let found = match self.cached(&credentials.key) {

@@ -6,9 +6,11 @@ pub mod client;
 mod credentials;
 pub mod failures;
 pub mod operators;
+mod sessions;
 mod usage;
 
 pub use basic::{BasicCredentials, parse_basic};
 pub use changes::{CHANGES_CHANNEL, CredentialChange, announce, follow_changes};
 pub use credentials::{AuthError, Authenticator, Caller, IssuedKey, Merchant};
+pub use sessions::{ConsoleSession, ConsoleSessions, SignedIn};
 pub use usage::flush_usage;

@@ -1,0 +1,606 @@
+//! The console's pages: sign-in and sign-out, the jobs list, a job's page and its cancel form.
+
+use askama::Template;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::respond::{
+    SessionBar, budget_refusal, client, cookie, csrf_refusal, field, for_people, form, message,
+    page, see_other, session, signed_in, token,
+};
+use crate::state::AppState;
+use courier_core::auth::{AuthError, ConsoleSession};
+use courier_core::jobs::{JobRow, ListFilter};
+use courier_core::payments::ChargeView;
+use courier_domain::Currency;
+use courier_domain::JobStatus;
+
+/// Jobs per page of the list.
+const PAGE_SIZE: i64 = 25;
+
+fn money(currency: &str, amount_minor: i64) -> String {
+    Currency::from_code(currency).map_or_else(
+        |_| format!("{amount_minor} {currency} (minor units)"),
+        |c| c.format(amount_minor),
+    )
+}
+
+fn when(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%d %H:%M UTC").to_string()
+}
+
+fn address(stop: &serde_json::Value) -> String {
+    stop.get("address")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("")
+        .to_owned()
+}
+
+#[utoipa::path(
+    get,
+    path = "/console/",
+    operation_id = "consoleStart",
+    tag = "console",
+    summary = "The merchant console: to its jobs when signed in, else to sign in",
+    security(()),
+    responses((status = 303, description = "To /console/jobs or /console/sign-in"))
+)]
+pub async fn start(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    match session(&state, &headers).await {
+        Ok(Some(_)) => see_other("/console/jobs"),
+        Ok(None) => see_other("/console/sign-in"),
+        Err(page) => page,
+    }
+}
+
+#[utoipa::path(
+    get,
+    path = "/console/console.css",
+    operation_id = "consoleStylesheet",
+    tag = "console",
+    summary = "The console's stylesheet",
+    security(()),
+    responses((status = 200, description = "CSS", content_type = "text/css", body = String))
+)]
+pub async fn stylesheet() -> Response {
+    let mut response = (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        include_str!("../../templates/console/console.css"),
+    )
+        .into_response();
+    for_people(&mut response);
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        "public, max-age=300".parse().unwrap(),
+    );
+    response
+}
+
+#[derive(Template)]
+#[template(path = "console/sign_in.html")]
+struct SignInPage<'a> {
+    session: Option<SessionBar>,
+    problem: Option<&'a str>,
+    key: &'a str,
+}
+
+#[utoipa::path(
+    get,
+    path = "/console/sign-in",
+    operation_id = "consoleSignInPage",
+    tag = "console",
+    summary = "The console's sign-in form (an API key and its secret)",
+    security(()),
+    responses(
+        (status = 200, description = "The form", content_type = "text/html", body = String),
+        (status = 303, description = "Signed in already: to /console/jobs"),
+    )
+)]
+pub async fn sign_in_page(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    match session(&state, &headers).await {
+        Ok(Some(_)) => see_other("/console/jobs"),
+        Ok(None) => page(
+            StatusCode::OK,
+            SignInPage {
+                session: None,
+                problem: None,
+                key: "",
+            }
+            .render(),
+        ),
+        Err(page) => page,
+    }
+}
+
+#[utoipa::path(
+    post,
+    path = "/console/sign-in",
+    operation_id = "consoleSignIn",
+    tag = "console",
+    summary = "Signs in: form fields `key` and `secret`; sets the session cookie",
+    security(()),
+    request_body(content = String, description = "`key=…&secret=…`", content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 303, description = "Signed in: to /console/jobs, with the session cookie"),
+        (status = 400, description = "A page: a field is missing", content_type = "text/html", body = String),
+        (status = 401, description = "A page: the key and secret do not match a key in use", content_type = "text/html", body = String),
+        (status = 413, description = "A page: the form is too large", content_type = "text/html", body = String),
+        (status = 429, description = "A page: too many failed sign-ins from this address (with Retry-After)", content_type = "text/html", body = String),
+        (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn sign_in(State(state): State<AppState>, request: Request) -> Response {
+    let client = client(&state, &request);
+    if let Some(refused) = budget_refusal(&state, client) {
+        return refused;
+    }
+    let fields = match form(request).await {
+        Ok(fields) => fields,
+        Err(page) => return page,
+    };
+    let key = field(&fields, "key").unwrap_or("").trim();
+    let secret = field(&fields, "secret").unwrap_or("");
+    let again = |status: StatusCode, problem: &str| {
+        page(
+            status,
+            SignInPage {
+                session: None,
+                problem: Some(problem),
+                key,
+            }
+            .render(),
+        )
+    };
+    if key.is_empty() || secret.is_empty() {
+        return again(
+            StatusCode::BAD_REQUEST,
+            "Enter both the API key and its secret.",
+        );
+    }
+    let merchant = match state.authenticator.verify_key(key, secret).await {
+        Ok(caller) => caller.merchant,
+        Err(AuthError::Unavailable) => {
+            return again(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The console cannot check keys just now; try again shortly.",
+            );
+        }
+        Err(_) => {
+            state.auth_failures.spend(client, std::time::Instant::now());
+            return again(
+                StatusCode::UNAUTHORIZED,
+                "That key and secret do not match a key in use.",
+            );
+        }
+    };
+    match state.console_sessions.open(merchant, key).await {
+        Ok(signed_in) => {
+            let mut response = see_other("/console/jobs");
+            response
+                .headers_mut()
+                .insert(header::SET_COOKIE, cookie(&state, Some(&signed_in.token)));
+            response
+        }
+        Err(error) => {
+            tracing::error!(%error, "opening a console session failed");
+            again(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The console cannot reach its database just now; try again shortly.",
+            )
+        }
+    }
+}
+
+#[utoipa::path(
+    post,
+    path = "/console/sign-out",
+    operation_id = "consoleSignOut",
+    tag = "console",
+    summary = "Signs out: form field `csrf`; ends the session",
+    security(()),
+    request_body(content = String, description = "`csrf=…`", content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 303, description = "To /console/sign-in, the cookie cleared"),
+        (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
+    )
+)]
+pub async fn sign_out(State(state): State<AppState>, request: Request) -> Response {
+    let headers = request.headers().clone();
+    let current = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer,
+    };
+    let fields = match form(request).await {
+        Ok(fields) => fields,
+        Err(page) => return page,
+    };
+    if let Some(refused) = csrf_refusal(&current, &fields) {
+        return refused;
+    }
+    if let Some(token) = token(&headers)
+        && let Err(error) = state.console_sessions.close(token).await
+    {
+        tracing::error!(%error, "ending a console session failed");
+    }
+    let mut response = see_other("/console/sign-in");
+    response
+        .headers_mut()
+        .insert(header::SET_COOKIE, cookie(&state, None));
+    response
+}
+
+struct ListedJob {
+    id: Uuid,
+    reference: String,
+    status: &'static str,
+    booked_at: String,
+    dropoff: String,
+    price: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/jobs.html")]
+struct JobsPage {
+    session: Option<SessionBar>,
+    statuses: Vec<(&'static str, bool)>,
+    from: String,
+    to: String,
+    jobs: Vec<ListedJob>,
+    shown: String,
+    page: i64,
+    previous: Option<String>,
+    next: Option<String>,
+}
+
+/// The jobs list's filters, as the page's form sends them.
+#[derive(Deserialize, Default)]
+pub struct JobsQuery {
+    status: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    page: Option<String>,
+}
+
+fn date(text: Option<&str>) -> Option<NaiveDate> {
+    NaiveDate::parse_from_str(text?.trim(), "%Y-%m-%d").ok()
+}
+
+#[utoipa::path(
+    get,
+    path = "/console/jobs",
+    operation_id = "consoleJobs",
+    tag = "console",
+    summary = "The signed-in merchant's jobs, newest first, with the API's filters and paging",
+    security(()),
+    params(
+        ("status" = Option<String>, Query, description = "One status"),
+        ("from" = Option<String>, Query, description = "Booked on or after this day (YYYY-MM-DD)"),
+        ("to" = Option<String>, Query, description = "Booked before this day (YYYY-MM-DD)"),
+        ("page" = Option<i64>, Query, description = "From 1"),
+    ),
+    responses(
+        (status = 200, description = "The page", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to /console/sign-in"),
+        (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn jobs_page(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    query: Result<Query<JobsQuery>, QueryRejection>,
+) -> Response {
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer,
+    };
+    // A query that cannot be read is no filter.
+    let query = query.map(|Query(q)| q).unwrap_or_default();
+    let status = query
+        .status
+        .as_deref()
+        .and_then(JobStatus::parse)
+        .map(JobStatus::as_str);
+    let from = date(query.from.as_deref());
+    let to = date(query.to.as_deref());
+    let depth = i64::from(state.config.jobs_list_depth);
+    let page_number = query
+        .page
+        .as_deref()
+        .and_then(|p| p.parse::<i64>().ok())
+        .filter(|p| *p >= 1)
+        .unwrap_or(1)
+        .min(depth / PAGE_SIZE + 1);
+    let offset = (page_number - 1) * PAGE_SIZE;
+    let statuses: Vec<&str> = status.into_iter().collect();
+    let filter = ListFilter {
+        merchant_id: session.merchant.merchant_id,
+        environment: session.merchant.environment,
+        statuses: &statuses,
+        from: from
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .map(|d| d.and_utc()),
+        // "Booked before" a day includes that day.
+        to: to
+            .and_then(|d| d.succ_opt())
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .map(|d| d.and_utc()),
+        limit: PAGE_SIZE.min(depth - offset).max(0),
+        offset,
+        count_up_to: depth + 1,
+    };
+    let (rows, total) = match state.jobs.list(&filter).await {
+        Ok(found) => found,
+        Err(error) => {
+            tracing::error!(%error, "the console's jobs list failed");
+            return message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some(&session),
+                "Try again shortly",
+                "The jobs cannot be read just now.",
+            );
+        }
+    };
+    let link = |page: i64| {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        if let Some(status) = status {
+            query.append_pair("status", status);
+        }
+        if let Some(from) = from {
+            query.append_pair("from", &from.to_string());
+        }
+        if let Some(to) = to {
+            query.append_pair("to", &to.to_string());
+        }
+        query.append_pair("page", &page.to_string());
+        format!("/console/jobs?{}", query.finish())
+    };
+    let shown_to = offset + i64::try_from(rows.len()).unwrap_or(0);
+    let shown = if total > depth {
+        format!("Jobs {}–{shown_to} of more than {depth}", offset + 1)
+    } else {
+        format!("Jobs {}–{shown_to} of {total}", offset + 1)
+    };
+    let body = JobsPage {
+        session: Some(SessionBar::from(&session)),
+        statuses: JobStatus::ALL
+            .iter()
+            .map(|s| (s.as_str(), Some(s.as_str()) == status))
+            .collect(),
+        from: from.map(|d| d.to_string()).unwrap_or_default(),
+        to: to.map(|d| d.to_string()).unwrap_or_default(),
+        jobs: rows.iter().map(listed).collect(),
+        shown,
+        page: page_number,
+        previous: (page_number > 1).then(|| link(page_number - 1)),
+        next: (shown_to < total.min(depth)).then(|| link(page_number + 1)),
+    };
+    page(StatusCode::OK, body.render())
+}
+
+fn listed(job: &JobRow) -> ListedJob {
+    ListedJob {
+        id: job.id,
+        reference: job.reference.clone(),
+        status: job.status.as_str(),
+        booked_at: when(job.booked_at),
+        dropoff: address(&job.dropoff),
+        price: money(&job.currency, job.price_amount_minor),
+    }
+}
+
+struct JobFacts {
+    id: Uuid,
+    reference: String,
+    status: &'static str,
+    price: String,
+    vehicle: &'static str,
+    pickup: String,
+    dropoff: String,
+    tracking_url: String,
+    cancellation_reason: Option<String>,
+    cancellable: bool,
+}
+
+struct ChargeFacts {
+    status: &'static str,
+    amount: String,
+    refunded: String,
+    last_error: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "console/job.html")]
+struct JobPage {
+    session: Option<SessionBar>,
+    csrf: String,
+    job: JobFacts,
+    timeline: Vec<(&'static str, String)>,
+    charge: Option<ChargeFacts>,
+    notice: Option<&'static str>,
+}
+
+/// A job's id from the path; anything else is a job that does not exist.
+fn job_id(id: &str) -> Option<Uuid> {
+    Uuid::parse_str(id).ok()
+}
+
+async fn show_job(
+    state: &AppState,
+    session: &ConsoleSession,
+    id: &str,
+    notice: Option<&'static str>,
+) -> Response {
+    let not_found = || {
+        message(
+            StatusCode::NOT_FOUND,
+            Some(session),
+            "No such job",
+            "There is no job with this id in this environment.",
+        )
+    };
+    let Some(id) = job_id(id) else {
+        return not_found();
+    };
+    let found = state.jobs.find(&session.merchant, id).await;
+    let job = match found {
+        Ok(Some(job)) => job,
+        Ok(None) => return not_found(),
+        Err(error) => {
+            tracing::error!(%error, "the console's job page failed");
+            return message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some(session),
+                "Try again shortly",
+                "The job cannot be read just now.",
+            );
+        }
+    };
+    let charge = state
+        .payments
+        .charge_of_job(job.id)
+        .await
+        .ok()
+        .flatten()
+        .map(|c: ChargeView| ChargeFacts {
+            status: c.status.as_str(),
+            amount: money(&c.currency, c.amount_minor),
+            refunded: if c.refunded_amount_minor > 0 {
+                money(&c.currency, c.refunded_amount_minor)
+            } else {
+                String::new()
+            },
+            last_error: c.last_error,
+        });
+    let mut timeline = vec![("Booked", when(job.booked_at))];
+    if let Some(at) = job.assigned_at {
+        timeline.push(("Courier assigned", when(at)));
+    }
+    if let Some(at) = job.completed_at {
+        timeline.push(("Finished", when(at)));
+    }
+    let cancellable = matches!(
+        job.status,
+        JobStatus::Pending | JobStatus::Searching | JobStatus::Assigned
+    );
+    let body = JobPage {
+        session: Some(SessionBar::from(session)),
+        csrf: session.csrf_token.clone(),
+        job: JobFacts {
+            id: job.id,
+            reference: job.reference.clone(),
+            status: job.status.as_str(),
+            price: money(&job.currency, job.price_amount_minor),
+            vehicle: job.vehicle.as_str(),
+            pickup: address(&job.pickup),
+            dropoff: address(&job.dropoff),
+            tracking_url: format!("{}/track/{}", state.config.public_url(), job.tracking_token),
+            cancellation_reason: job.cancellation_reason.clone(),
+            cancellable,
+        },
+        timeline,
+        charge,
+        notice,
+    };
+    page(StatusCode::OK, body.render())
+}
+
+#[utoipa::path(
+    get,
+    path = "/console/jobs/{id}",
+    operation_id = "consoleJob",
+    tag = "console",
+    summary = "A job of the signed-in merchant: status, timeline, charge, cancel form",
+    security(()),
+    params(
+        ("id" = String, Path, description = "The job's id"),
+        ("done" = Option<String>, Query, description = "`cancelled`: says the job was just cancelled"),
+    ),
+    responses(
+        (status = 200, description = "The page", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to /console/sign-in"),
+        (status = 404, description = "A page: no such job in the session's environment (another merchant's jobs alike)", content_type = "text/html", body = String),
+        (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn job_page(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    done: Result<Query<Done>, QueryRejection>,
+) -> Response {
+    let notice = match done.map(|Query(d)| d.done) {
+        Ok(Some(done)) if done == "cancelled" => Some("The job is cancelled."),
+        _ => None,
+    };
+    match signed_in(&state, &headers).await {
+        Ok(session) => show_job(&state, &session, &id, notice).await,
+        Err(answer) => answer,
+    }
+}
+
+/// What a form just did, said once on the page it leads to.
+#[derive(Deserialize)]
+pub struct Done {
+    done: Option<String>,
+}
+
+#[utoipa::path(
+    post,
+    path = "/console/jobs/{id}/cancel",
+    operation_id = "consoleCancelJob",
+    tag = "console",
+    summary = "Cancels a job: form fields `csrf` and `reason` (optional)",
+    security(()),
+    params(("id" = String, Path, description = "The job's id")),
+    request_body(content = String, description = "`csrf=…&reason=…`", content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 303, description = "Cancelled: to the job's page (`?done=cancelled`); or not signed in: to /console/sign-in"),
+        (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
+        (status = 404, description = "A page: no such job", content_type = "text/html", body = String),
+        (status = 409, description = "A page: the job can no longer be cancelled", content_type = "text/html", body = String),
+    )
+)]
+pub async fn cancel_job(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    request: Request,
+) -> Response {
+    let session = match signed_in(&state, request.headers()).await {
+        Ok(session) => session,
+        Err(answer) => return answer,
+    };
+    let fields = match form(request).await {
+        Ok(fields) => fields,
+        Err(page) => return page,
+    };
+    if let Some(refused) = csrf_refusal(&session, &fields) {
+        return refused;
+    }
+    let Some(job) = job_id(&id) else {
+        return show_job(&state, &session, &id, None).await;
+    };
+    let reason = field(&fields, "reason")
+        .map(str::trim)
+        .filter(|r| !r.is_empty());
+    match state
+        .fulfilment
+        .cancel_by_merchant(&session.merchant, job, reason)
+        .await
+    {
+        // Post/redirect/get: reloading the page does not send the form again.
+        Ok(_) => see_other(&format!("/console/jobs/{job}?done=cancelled")),
+        Err(error) => {
+            let api = crate::error::ApiError::from(error);
+            let (status, _) = api.status_and_code();
+            if status == StatusCode::NOT_FOUND {
+                return show_job(&state, &session, &id, None).await;
+            }
+            message(status, Some(&session), "Not cancelled", &api.to_string())
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! What every console page shares: the layout's session bar, the headers, the session
+//! cookie, forms and their CSRF token, and pages that say what went wrong.
+
+use std::net::IpAddr;
+use std::time::Instant;
+
+use askama::Template;
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::state::AppState;
+use courier_core::auth::ConsoleSession;
+
+/// The session cookie's name.
+pub(super) const COOKIE: &str = "courier_console";
+/// The largest form a console page takes.
+pub(super) const MAX_FORM_BYTES: usize = 16 * 1024;
+/// What console pages may load: their own stylesheet, nothing else; forms post only here.
+pub(super) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
+     form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// What the layout shows of the session.
+pub(super) struct SessionBar {
+    pub environment: &'static str,
+    pub environment_label: &'static str,
+    pub key: String,
+    pub csrf: String,
+}
+
+impl From<&ConsoleSession> for SessionBar {
+    fn from(session: &ConsoleSession) -> Self {
+        let environment = session.merchant.environment.as_str();
+        SessionBar {
+            environment,
+            environment_label: if environment == "live" {
+                "Live"
+            } else {
+                "Test"
+            },
+            key: session.key.clone(),
+            csrf: session.csrf_token.clone(),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "console/message.html")]
+pub(super) struct MessagePage<'a> {
+    session: Option<SessionBar>,
+    heading: &'a str,
+    text: &'a str,
+    back: &'a str,
+    back_label: &'a str,
+}
+
+/// A rendered page with the console's headers.
+pub(super) fn page(status: StatusCode, html: Result<String, askama::Error>) -> Response {
+    let Ok(html) = html else {
+        tracing::error!("a console page did not render");
+        let mut response = (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the page could not be shown",
+        )
+            .into_response();
+        for_people(&mut response);
+        return response;
+    };
+    let mut response = (status, html).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    for_people(&mut response);
+    response
+}
+
+/// Marks a console answer as a page for people, sent as it is (not rewritten as an API
+/// error), with the console's headers.
+pub(super) fn for_people(response: &mut Response) {
+    response
+        .extensions_mut()
+        .insert(crate::middleware::PageForPeople);
+    secure(response.headers_mut());
+}
+
+pub(super) fn secure(headers: &mut HeaderMap) {
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+}
+
+/// A page that says what went wrong, in words, with the way back.
+pub(super) fn message(
+    status: StatusCode,
+    session: Option<&ConsoleSession>,
+    heading: &str,
+    text: &str,
+) -> Response {
+    let (back, back_label) = match session {
+        Some(_) => ("/console/jobs", "Back to the jobs"),
+        None => ("/console/sign-in", "Sign in"),
+    };
+    page(
+        status,
+        MessagePage {
+            session: session.map(SessionBar::from),
+            heading,
+            text,
+            back,
+            back_label,
+        }
+        .render(),
+    )
+}
+
+/// 303 to `location`.
+pub(super) fn see_other(location: &str) -> Response {
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    if let Ok(value) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    for_people(&mut response);
+    response
+}
+
+/// The session cookie's token, if the request has one.
+pub(super) fn token(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value)
+}
+
+/// The request's live session; None when signed out (or the lookup failed, logged).
+pub(super) async fn session(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<Option<ConsoleSession>, Response> {
+    let Some(token) = token(headers) else {
+        return Ok(None);
+    };
+    state.console_sessions.find(token).await.map_err(|error| {
+        tracing::error!(%error, "looking up a console session failed");
+        message(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            "Try again shortly",
+            "The console cannot reach its database just now.",
+        )
+    })
+}
+
+/// The request's session, or the answer to give without one: to the sign-in page.
+pub(super) async fn signed_in(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<ConsoleSession, Response> {
+    session(state, headers)
+        .await?
+        .ok_or_else(|| see_other("/console/sign-in"))
+}
+
+/// A posted form's fields, or the page that says it could not be read.
+pub(super) async fn form(request: Request) -> Result<Vec<(String, String)>, Response> {
+    let body = axum::body::to_bytes(request.into_body(), MAX_FORM_BYTES)
+        .await
+        .map_err(|_| {
+            message(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                None,
+                "Too much to read",
+                "The form sent more than the console takes.",
+            )
+        })?;
+    Ok(form_urlencoded::parse(&body).into_owned().collect())
+}
+
+pub(super) fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    fields
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// The refusal of a form without the session's CSRF token; None when it has it.
+pub(super) fn csrf_refusal(
+    session: &ConsoleSession,
+    fields: &[(String, String)],
+) -> Option<Response> {
+    match field(fields, "csrf") {
+        Some(token) if session.accepts(token) => None,
+        _ => Some(message(
+            StatusCode::FORBIDDEN,
+            Some(session),
+            "This form has expired",
+            "The form did not carry this session's token. Reload the page and send it again.",
+        )),
+    }
+}
+
+/// The client address, for the failure budget of sign-ins.
+pub(super) fn client(state: &AppState, request: &Request) -> IpAddr {
+    crate::middleware::client_address(state, request)
+}
+
+/// The page to answer when `client` may not try to sign in now (past its failure budget).
+pub(super) fn budget_refusal(state: &AppState, client: IpAddr) -> Option<Response> {
+    let wait = state.auth_failures.wait(client, Instant::now())?;
+    let mut response = message(
+        StatusCode::TOO_MANY_REQUESTS,
+        None,
+        "Too many attempts",
+        "Too many sign-ins from this address failed. Wait a minute, then try again.",
+    );
+    if let Ok(value) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    Some(response)
+}
+
+/// The `Set-Cookie` value of a session (`token`), or of its end (None).
+pub(super) fn cookie(state: &AppState, token: Option<&str>) -> HeaderValue {
+    let secure = if state.config.public_url().starts_with("https://") {
+        "; Secure"
+    } else {
+        ""
+    };
+    let value = match token {
+        Some(token) => format!(
+            "{COOKIE}={token}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+            state.console_sessions.lifetime().as_secs()
+        ),
+        None => format!("{COOKIE}=; Path=/console; HttpOnly; SameSite=Strict; Max-Age=0{secure}"),
+    };
+    HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static(""))
+}

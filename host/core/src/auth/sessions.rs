@@ -1,0 +1,115 @@
+//! Sessions of the merchant console: opened by signing in with an API key and its secret,
+//! carried by a cookie holding an unguessable token (only its SHA-256 is stored), ended by
+//! signing out, by expiry, or by the key's revocation.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use rand::distr::{Alphanumeric, SampleString};
+use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+use subtle::ConstantTimeEq;
+
+use super::credentials::Merchant;
+use courier_store::console as store;
+
+/// A session as a console page sees it.
+#[derive(Clone, Debug)]
+pub struct ConsoleSession {
+    pub merchant: Merchant,
+    /// The API key signed in with (its secret is never kept).
+    pub key: String,
+    /// What each of the session's forms carries.
+    pub csrf_token: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+impl ConsoleSession {
+    /// Whether a form's token is the session's, compared in constant time.
+    pub fn accepts(&self, csrf_token: &str) -> bool {
+        self.csrf_token
+            .as_bytes()
+            .ct_eq(csrf_token.as_bytes())
+            .into()
+    }
+}
+
+/// What signing in gives: the cookie's token and the session it opened.
+pub struct SignedIn {
+    pub token: String,
+    pub session: ConsoleSession,
+}
+
+pub struct ConsoleSessions {
+    pool: PgPool,
+    lifetime: Duration,
+}
+
+fn hash(token: &str) -> Vec<u8> {
+    Sha256::digest(token.as_bytes()).to_vec()
+}
+
+fn random_token() -> String {
+    Alphanumeric.sample_string(&mut rand::rng(), 43)
+}
+
+impl ConsoleSessions {
+    /// Sessions that last `lifetime` from sign-in.
+    pub fn new(pool: PgPool, lifetime: Duration) -> Self {
+        Self { pool, lifetime }
+    }
+
+    pub fn lifetime(&self) -> Duration {
+        self.lifetime
+    }
+
+    /// Opens a session for a merchant signed in with the key `key`.
+    pub async fn open(&self, merchant: Merchant, key: &str) -> Result<SignedIn, sqlx::Error> {
+        let token = random_token();
+        let csrf_token = random_token();
+        let now = crate::infra::clock::now();
+        let expires_at = now + chrono::Duration::from_std(self.lifetime).unwrap_or_default();
+        store::insert(
+            &self.pool,
+            &hash(&token),
+            merchant.merchant_id,
+            merchant.key_id,
+            &csrf_token,
+            now,
+            expires_at,
+        )
+        .await?;
+        Ok(SignedIn {
+            token,
+            session: ConsoleSession {
+                merchant,
+                key: key.to_owned(),
+                csrf_token,
+                expires_at,
+            },
+        })
+    }
+
+    /// The live session of `token`: none when it is unknown, expired, signed out, or its key
+    /// was revoked.
+    pub async fn find(&self, token: &str) -> Result<Option<ConsoleSession>, sqlx::Error> {
+        let now = crate::infra::clock::now();
+        Ok(store::live(&self.pool, &hash(token), now)
+            .await?
+            .map(|row| ConsoleSession {
+                merchant: Merchant {
+                    merchant_id: row.merchant_id,
+                    environment: row.environment,
+                    key_id: row.key_id,
+                },
+                key: row.key,
+                csrf_token: row.csrf_token,
+                expires_at: row.expires_at,
+            }))
+    }
+
+    /// Ends the session of `token`.
+    pub async fn close(&self, token: &str) -> Result<(), sqlx::Error> {
+        store::end(&self.pool, &hash(token), crate::infra::clock::now()).await
+    }
+}

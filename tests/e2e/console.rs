@@ -1,0 +1,353 @@
+//! The merchant console over HTTP, as a browser without JavaScript uses it: sign-in with a key
+//! and its secret, the session cookie and its flags, the jobs list and a job's page, the
+//! cancel form; and its security: another merchant's job, a form without its CSRF token, a
+//! test key's console never showing live jobs, a revoked key's session, the failure budget.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use reqwest::redirect::Policy;
+use serde_json::Value;
+
+use crate::live_payments::{book_at, quoted};
+use courier_core::merchants::NewMerchant;
+
+use crate::support::{
+    Authed, Credential, MerchantCredentials, TestApp, attach_working_card, eventually,
+};
+
+/// A browser without JavaScript: no redirects followed, the session cookie kept by hand.
+pub(crate) struct Visitor {
+    client: reqwest::Client,
+    base: String,
+    pub cookie: Option<String>,
+}
+
+pub(crate) struct Page {
+    pub status: u16,
+    pub location: Option<String>,
+    pub set_cookie: Option<String>,
+    pub csp: Option<String>,
+    pub body: String,
+}
+
+impl Visitor {
+    pub fn new(app: &TestApp) -> Self {
+        Self {
+            client: reqwest::Client::builder()
+                .redirect(Policy::none())
+                .build()
+                .unwrap(),
+            base: app.base_url.clone(),
+            cookie: None,
+        }
+    }
+
+    async fn send(&mut self, method: Method, path: &str, form: Option<&[(&str, &str)]>) -> Page {
+        let mut request = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(cookie) = &self.cookie {
+            request = request.header("cookie", cookie);
+        }
+        if let Some(form) = form {
+            request = request.form(form);
+        }
+        let response = request.send().await.unwrap();
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let (location, set_cookie, csp) = (
+            header("location"),
+            header("set-cookie"),
+            header("content-security-policy"),
+        );
+        if let Some(set) = &set_cookie {
+            let pair = set.split(';').next().unwrap_or_default().to_owned();
+            self.cookie = (!pair.ends_with('=')).then_some(pair);
+        }
+        Page {
+            status: response.status().as_u16(),
+            location,
+            set_cookie,
+            csp,
+            body: response.text().await.unwrap(),
+        }
+    }
+
+    pub async fn get(&mut self, path: &str) -> Page {
+        self.send(Method::GET, path, None).await
+    }
+
+    pub async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Page {
+        self.send(Method::POST, path, Some(form)).await
+    }
+
+    pub async fn sign_in(&mut self, credential: &Credential) -> Page {
+        self.post(
+            "/console/sign-in",
+            &[("key", &credential.key), ("secret", &credential.secret)],
+        )
+        .await
+    }
+}
+
+/// The value of the hidden `csrf` field of a page's form.
+pub(crate) fn csrf_of(body: &str) -> String {
+    let at = body
+        .find("name=\"csrf\" value=\"")
+        .expect("a form with its token")
+        + 19;
+    body[at..].split('"').next().unwrap().to_owned()
+}
+
+/// Books a sandbox job for the merchant of `credential`; answers it.
+pub(crate) async fn book(app: &TestApp, credential: &Credential) -> Value {
+    let body = quoted(app, credential).await;
+    let key = format!("console-{}", uuid::Uuid::new_v4());
+    let (status, job) = book_at(&app.client, &app.base_url, credential, &key, &body).await;
+    assert_eq!(status, 201, "{job}");
+    job
+}
+
+/// A service whose demo market answers quotes, and a merchant with a working test card.
+pub(crate) async fn shop(name: &str) -> (TestApp, NewMerchant) {
+    let app = TestApp::spawn().await;
+    let merchant = app.create_merchant(name).await;
+    attach_working_card(&app, &merchant.test()).await;
+    let credential = merchant.test();
+    eventually(
+        "quotes to become available",
+        Duration::from_secs(10),
+        Duration::from_millis(25),
+        || async {
+            let status = app
+                .request(Method::POST, "/v1/quotes")
+                .auth(&credential)
+                .json(&crate::quotes::journey(Some("car")))
+                .send()
+                .await
+                .unwrap()
+                .status();
+            (status != 503).then_some(())
+        },
+    )
+    .await;
+    (app, merchant)
+}
+
+#[tokio::test]
+async fn a_merchant_signs_in_sees_its_jobs_cancels_one_and_signs_out() {
+    let (app, merchant) = shop("Console Goods").await;
+    let first = book(&app, &merchant.test()).await;
+    let second = book(&app, &merchant.test()).await;
+    let mut visitor = Visitor::new(&app);
+
+    // Signed out: every page leads to the sign-in form.
+    let start = visitor.get("/console/jobs").await;
+    assert_eq!(
+        (start.status, start.location.as_deref()),
+        (303, Some("/console/sign-in"))
+    );
+    let form = visitor.get("/console/sign-in").await;
+    assert_eq!(form.status, 200);
+    assert!(form.body.contains("name=\"secret\""), "{}", form.body);
+    let csp = form.csp.unwrap();
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("form-action 'self'"),
+        "{csp}"
+    );
+
+    // A field left out, then a wrong secret: refused, no session.
+    let half = visitor
+        .post("/console/sign-in", &[("key", &merchant.test().key)])
+        .await;
+    assert_eq!(half.status, 400, "{}", half.body);
+    assert!(half.body.contains("Enter both"), "{}", half.body);
+    let wrong = visitor
+        .post(
+            "/console/sign-in",
+            &[("key", &merchant.test().key), ("secret", "not-the-secret")],
+        )
+        .await;
+    assert_eq!(wrong.status, 401);
+    assert!(wrong.body.contains("do not match"), "{}", wrong.body);
+    assert!(visitor.cookie.is_none());
+
+    let signed_in = visitor.sign_in(&merchant.test()).await;
+    assert_eq!(
+        (signed_in.status, signed_in.location.as_deref()),
+        (303, Some("/console/jobs"))
+    );
+    let cookie = signed_in.set_cookie.unwrap();
+    for flag in ["HttpOnly", "SameSite=Strict", "Path=/console"] {
+        assert!(cookie.contains(flag), "{cookie}");
+    }
+
+    // The jobs, newest first, each linked to its page; the environment is said.
+    let list = visitor.get("/console/jobs").await;
+    assert_eq!(list.status, 200);
+    assert!(list.body.contains(">Test<"), "the environment is shown");
+    let at = |job: &Value| list.body.find(job["reference"].as_str().unwrap()).unwrap();
+    assert!(at(&second) < at(&first), "newest first");
+    let filtered = visitor.get("/console/jobs?status=delivered").await;
+    assert!(
+        filtered.body.contains("No jobs match."),
+        "{}",
+        filtered.body
+    );
+
+    // A job's page, and its cancel form.
+    let path = format!("/console/jobs/{}", first["id"].as_str().unwrap());
+    let job = visitor.get(&path).await;
+    assert_eq!(job.status, 200);
+    assert!(job.body.contains(first["reference"].as_str().unwrap()));
+    assert!(job.body.contains("Cancel this job"));
+    let csrf = csrf_of(&job.body);
+    let cancelled = visitor
+        .post(
+            &format!("{path}/cancel"),
+            &[("csrf", &csrf), ("reason", "changed my mind")],
+        )
+        .await;
+    let back = format!("{path}?done=cancelled");
+    assert_eq!(
+        (cancelled.status, cancelled.location.as_deref()),
+        (303, Some(back.as_str()))
+    );
+    let cancelled = visitor.get(&back).await;
+    assert!(cancelled.body.contains("The job is cancelled."));
+    assert!(
+        !cancelled.body.contains("Cancel this job"),
+        "no longer cancellable"
+    );
+    let (_, seen) = crate::support::status_and_json(
+        app.request(
+            Method::GET,
+            &format!("/v1/jobs/{}", first["id"].as_str().unwrap()),
+        )
+        .auth(&merchant.test())
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        seen["status"], "cancelled",
+        "the API sees the console's cancel"
+    );
+
+    // Signed out: the session is over, even with the old cookie.
+    let old = visitor.cookie.clone();
+    let out = visitor.post("/console/sign-out", &[("csrf", &csrf)]).await;
+    assert_eq!(
+        (out.status, out.location.as_deref()),
+        (303, Some("/console/sign-in"))
+    );
+    visitor.cookie = old;
+    assert_eq!(visitor.get("/console/jobs").await.status, 303);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn one_merchant_never_sees_another_s_jobs_nor_live_ones_with_a_test_key() {
+    let (app, merchant) = shop("Console Mine").await;
+    let other = app.create_merchant("Console Theirs").await;
+    attach_working_card(&app, &other.test()).await;
+    let theirs = book(&app, &other.test()).await;
+    let mine = book(&app, &merchant.test()).await;
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_in(&merchant.test()).await;
+
+    let list = visitor.get("/console/jobs").await;
+    assert!(list.body.contains(mine["reference"].as_str().unwrap()));
+    assert!(!list.body.contains(theirs["reference"].as_str().unwrap()));
+    // By id guessing: their job is no job here, and cannot be cancelled from here.
+    let path = format!("/console/jobs/{}", theirs["id"].as_str().unwrap());
+    let page = visitor.get(&path).await;
+    assert_eq!(page.status, 404);
+    assert!(!page.body.contains(theirs["reference"].as_str().unwrap()));
+    let own = visitor
+        .get(&format!("/console/jobs/{}", mine["id"].as_str().unwrap()))
+        .await;
+    let csrf = csrf_of(&own.body);
+    let refused = visitor
+        .post(&format!("{path}/cancel"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(refused.status, 404);
+    assert_eq!(visitor.get("/console/jobs/not-a-uuid").await.status, 404);
+
+    // The live key's console is the live environment: the test jobs are not there.
+    let mut live = Visitor::new(&app);
+    live.sign_in(&merchant.live()).await;
+    let list = live.get("/console/jobs").await;
+    assert!(list.body.contains(">Live<"));
+    assert!(!list.body.contains(mine["reference"].as_str().unwrap()));
+    assert!(list.body.contains("No jobs match."));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_form_without_its_token_is_refused_and_a_revoked_key_ends_the_session() {
+    let (app, merchant) = shop("Console Careful").await;
+    let job = book(&app, &merchant.test()).await;
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_in(&merchant.test()).await;
+    let path = format!("/console/jobs/{}/cancel", job["id"].as_str().unwrap());
+    let forged = visitor.post(&path, &[("reason", "forged")]).await;
+    assert_eq!(forged.status, 403, "{}", forged.body);
+    let wrong = visitor
+        .post(&path, &[("csrf", "guessed"), ("reason", "x")])
+        .await;
+    assert_eq!(wrong.status, 403);
+    let out = visitor.post("/console/sign-out", &[]).await;
+    assert_eq!(out.status, 403, "signing out needs the token too");
+
+    // The key is revoked by an operator: its session ends at the next page.
+    let revoked = app
+        .admin(
+            Method::POST,
+            &format!("/keys/{}/revoke", merchant.test().key),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoked.status(), 200);
+    let after = visitor.get("/console/jobs").await;
+    assert_eq!(
+        (after.status, after.location.as_deref()),
+        (303, Some("/console/sign-in"))
+    );
+    // And it cannot sign in again.
+    let mut again = Visitor::new(&app);
+    assert_eq!(again.sign_in(&merchant.test()).await.status, 401);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn failed_sign_ins_spend_the_address_s_budget() {
+    let app = TestApp::spawn_with(|name| match name {
+        "COURIER_AUTH_FAILURE_LIMIT" => Some("3".into()),
+        _ => None,
+    })
+    .await;
+    let merchant = app.create_merchant("Console Guarded").await;
+    let mut visitor = Visitor::new(&app);
+    let wrong = Credential {
+        key: merchant.test().key,
+        secret: "wrong".into(),
+    };
+    for _ in 0..3 {
+        assert_eq!(visitor.sign_in(&wrong).await.status, 401);
+    }
+    let refused = visitor.sign_in(&merchant.test()).await;
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    assert!(refused.body.contains("Too many attempts"));
+    let missing = Visitor::new(&app)
+        .post("/console/sign-in", &[("key", "")])
+        .await;
+    assert_eq!(missing.status, 429, "the same address");
+    app.stop().await;
+}

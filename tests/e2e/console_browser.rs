@@ -1,0 +1,96 @@
+//! The merchant console in a real browser (headless Chromium, JavaScript off as far as the
+//! pages go: they have none): sign in, the jobs list, a job's page, cancelling it, signing
+//! out. A screenshot of every page goes to `target/test-artifacts/`.
+
+use fantoccini::Locator;
+
+use crate::console::{book, shop};
+use crate::support::MerchantCredentials;
+use crate::support::browser::Browser;
+
+/// Types `text` into the field `id`.
+async fn fill(browser: &Browser, id: &str, text: &str) {
+    let field = browser.client.find(Locator::Id(id)).await.unwrap();
+    field.send_keys(text).await.unwrap();
+}
+
+/// Clicks what `css` finds.
+async fn click(browser: &Browser, css: &str) {
+    let found = browser.client.find(Locator::Css(css)).await.unwrap();
+    found.click().await.unwrap();
+}
+
+/// Waits until the browser is on `path`.
+async fn arrives_at(browser: &Browser, path: &str) {
+    browser
+        .wait_until(path, || async {
+            browser
+                .client
+                .current_url()
+                .await
+                .is_ok_and(|u| u.path() == path)
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn a_merchant_uses_the_console_in_a_browser() {
+    let (app, merchant) = shop("Console Browser Ltd").await;
+    let job = book(&app, &merchant.test()).await;
+    book(&app, &merchant.test()).await;
+    let browser = Browser::start(1280, 900).await;
+    let client = &browser.client;
+
+    client.goto(&app.url("/console/")).await.unwrap();
+    arrives_at(&browser, "/console/sign-in").await;
+    browser.screenshot("console-sign-in.png").await;
+    let credential = merchant.test();
+    fill(&browser, "key", &credential.key).await;
+    fill(&browser, "secret", &credential.secret).await;
+    click(&browser, "form.sign-in button").await;
+
+    // The jobs list.
+    arrives_at(&browser, "/console/jobs").await;
+    let rows = client.find_all(Locator::Css("tbody tr")).await.unwrap();
+    assert_eq!(rows.len(), 2);
+    browser.screenshot("console-jobs.png").await;
+
+    // A job's page, from its link.
+    let reference = job["reference"].as_str().unwrap();
+    let link = client.find(Locator::LinkText(reference)).await.unwrap();
+    link.click().await.unwrap();
+    arrives_at(
+        &browser,
+        &format!("/console/jobs/{}", job["id"].as_str().unwrap()),
+    )
+    .await;
+    let heading = client
+        .find(Locator::Css("h1"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(heading.contains(reference), "{heading}");
+    browser.screenshot("console-job.png").await;
+
+    // Cancelled from its form.
+    fill(&browser, "reason", "booked twice").await;
+    click(&browser, "form.cancel button").await;
+    browser
+        .wait_until("the job to be cancelled", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("The job is cancelled."))
+        })
+        .await;
+    assert!(client.source().await.unwrap().contains("booked twice"));
+    browser.screenshot("console-job-cancelled.png").await;
+
+    // Signed out.
+    click(&browser, "form.sign-out button").await;
+    arrives_at(&browser, "/console/sign-in").await;
+    browser.close().await;
+    app.stop().await;
+}
