@@ -1,6 +1,7 @@
 //! The merchant console in a real browser (headless Chromium, JavaScript off as far as the
 //! pages go: they have none): sign in, the jobs list, a job's page, cancelling it, signing
-//! out. A screenshot of every page goes to `target/test-artifacts/`.
+//! out. A screenshot of every page goes to `target/test-artifacts/`, and axe-core finds no
+//! serious or critical accessibility violation on any of them.
 
 use fantoccini::Locator;
 
@@ -18,6 +19,14 @@ async fn fill(browser: &Browser, id: &str, text: &str) {
 async fn click(browser: &Browser, css: &str) {
     let found = browser.client.find(Locator::Css(css)).await.unwrap();
     found.click().await.unwrap();
+}
+
+/// Takes a screenshot of the page as `name`, and checks it with axe-core: no serious or
+/// critical accessibility violation.
+async fn looked_at(browser: &Browser, name: &str) {
+    browser.screenshot(name).await;
+    let violations = browser.accessibility_violations().await;
+    assert!(violations.is_empty(), "{name}: {violations:#?}");
 }
 
 /// Waits until the browser is on `path`.
@@ -43,7 +52,7 @@ async fn a_merchant_uses_the_console_in_a_browser() {
 
     client.goto(&app.url("/console/")).await.unwrap();
     arrives_at(&browser, "/console/sign-in").await;
-    browser.screenshot("console-sign-in.png").await;
+    looked_at(&browser, "console-sign-in.png").await;
     let credential = merchant.test();
     fill(&browser, "key", &credential.key).await;
     fill(&browser, "secret", &credential.secret).await;
@@ -53,7 +62,7 @@ async fn a_merchant_uses_the_console_in_a_browser() {
     arrives_at(&browser, "/console/jobs").await;
     let rows = client.find_all(Locator::Css("tbody tr")).await.unwrap();
     assert_eq!(rows.len(), 2);
-    browser.screenshot("console-jobs.png").await;
+    looked_at(&browser, "console-jobs.png").await;
 
     // A job's page, from its link.
     let reference = job["reference"].as_str().unwrap();
@@ -72,7 +81,7 @@ async fn a_merchant_uses_the_console_in_a_browser() {
         .await
         .unwrap();
     assert!(heading.contains(reference), "{heading}");
-    browser.screenshot("console-job.png").await;
+    looked_at(&browser, "console-job.png").await;
 
     // Cancelled from its form.
     fill(&browser, "reason", "booked twice").await;
@@ -86,7 +95,14 @@ async fn a_merchant_uses_the_console_in_a_browser() {
         })
         .await;
     assert!(client.source().await.unwrap().contains("booked twice"));
-    browser.screenshot("console-job-cancelled.png").await;
+    looked_at(&browser, "console-job-cancelled.png").await;
+
+    // A job that does not exist: a page that says so.
+    client
+        .goto(&app.url(&format!("/console/jobs/{}", uuid::Uuid::new_v4())))
+        .await
+        .unwrap();
+    looked_at(&browser, "console-no-such-job.png").await;
 
     // Signed out.
     click(&browser, "form.sign-out button").await;

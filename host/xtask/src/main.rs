@@ -79,6 +79,11 @@ fn needs(purpose: Purpose) -> Vec<Need> {
             present: || on_path("chromedriver"),
         },
         Need {
+            what: "npm (the browser tests' accessibility checker, axe-core)",
+            packages: &["npm"],
+            present: || on_path("npm"),
+        },
+        Need {
             what: "HAProxy (the fleet tests)",
             packages: &["haproxy"],
             present: || on_path("haproxy"),
@@ -196,7 +201,28 @@ fn install(purpose: Purpose) -> Result<(), String> {
     if purpose == Purpose::Ci && !on_path("sqlx") {
         install_sqlx_cli()?;
     }
+    if purpose != Purpose::Serve {
+        install_axe_core()?;
+    }
     Ok(())
+}
+
+/// axe-core, the accessibility checker the browser tests run inside Chromium, from the npm
+/// registry into `target/test-tools/` (read there by `tests/e2e/support/browser.rs`).
+const AXE_CORE: &str = "axe-core@4.10.3";
+
+fn install_axe_core() -> Result<(), String> {
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools");
+    if tools.join("node_modules/axe-core/axe.min.js").is_file() {
+        return Ok(());
+    }
+    eprintln!("xtask: installing {AXE_CORE}");
+    std::fs::create_dir_all(&tools).map_err(|e| format!("{}: {e}", tools.display()))?;
+    run(Command::new("npm")
+        .arg("install")
+        .arg("--prefix")
+        .arg(&tools)
+        .args(["--no-save", "--no-audit", "--no-fund", "--silent", AXE_CORE]))
 }
 
 /// sqlx-cli, which compares the compile-checked queries with a migrated database
@@ -297,6 +323,7 @@ mod tests {
                 "postgresql",
                 "chromium",
                 "chromium-driver",
+                "npm",
                 "haproxy",
                 "rustc-web",
                 "cargo-web",
@@ -312,6 +339,7 @@ mod tests {
                 "postgresql",
                 "chromium",
                 "chromium-driver",
+                "npm",
                 "haproxy",
                 "rustc-web",
                 "cargo-web",

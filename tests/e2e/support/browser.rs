@@ -160,6 +160,35 @@ impl Browser {
         save_artifact(name, element.screenshot().await.unwrap())
     }
 
+    /// The serious and critical accessibility violations axe-core finds on the page, as
+    /// `rule: what it says (where)` lines. axe-core comes from the npm registry
+    /// (`cargo xtask setup test` installs it under `target/test-tools/`).
+    pub async fn accessibility_violations(&self) -> Vec<String> {
+        let axe = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/test-tools/node_modules/axe-core/axe.min.js");
+        let source = std::fs::read_to_string(&axe).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}; `cargo xtask setup test` installs axe-core there",
+                axe.display()
+            )
+        });
+        self.client.execute(&source, vec![]).await.unwrap();
+        let found = self
+            .client
+            .execute_async(
+                "const done = arguments[arguments.length - 1];
+                 axe.run(document, {resultTypes: ['violations']}).then(results => done(
+                   results.violations
+                     .filter(v => v.impact === 'serious' || v.impact === 'critical')
+                     .map(v => v.id + ': ' + v.help + ' (' +
+                          v.nodes.map(n => n.target.join(' ')).join(', ') + ')')));",
+                vec![],
+            )
+            .await
+            .unwrap();
+        serde_json::from_value(found).unwrap()
+    }
+
     /// Ends the WebDriver session (the browser quits); the drop does the rest.
     pub async fn close(self) {
         let _ = self.client.clone().close().await;
