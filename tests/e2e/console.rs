@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::live_payments::{book_at, quoted};
 use courier_core::merchants::NewMerchant;
 
+use crate::support::receiver::Receiver;
 use crate::support::{
     Authed, Credential, MerchantCredentials, TestApp, attach_working_card, eventually,
 };
@@ -114,7 +115,18 @@ pub(crate) async fn book(app: &TestApp, credential: &Credential) -> Value {
 
 /// A service whose demo market answers quotes, and a merchant with a working test card.
 pub(crate) async fn shop(name: &str) -> (TestApp, NewMerchant) {
-    let app = TestApp::spawn().await;
+    shop_with(name, Vec::new()).await
+}
+
+/// [`shop`] with settings of its own.
+async fn shop_with(name: &str, settings: Vec<(String, String)>) -> (TestApp, NewMerchant) {
+    let app = TestApp::spawn_with(move |wanted| {
+        settings
+            .iter()
+            .find(|(name, _)| name == wanted)
+            .map(|(_, value)| value.clone())
+    })
+    .await;
     let merchant = app.create_merchant(name).await;
     attach_working_card(&app, &merchant.test()).await;
     let credential = merchant.test();
@@ -349,5 +361,151 @@ async fn failed_sign_ins_spend_the_address_s_budget() {
         .post("/console/sign-in", &[("key", "")])
         .await;
     assert_eq!(missing.status, 429, "the same address");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_webhook_portal_adds_an_endpoint_shows_its_deliveries_rotates_and_deletes_it() {
+    let receiver = Receiver::start().await;
+    let settings = vec![
+        (
+            "COURIER_WEBHOOK_EXTRA_CA".to_owned(),
+            receiver.ca_path.to_string_lossy().into_owned(),
+        ),
+        (
+            "COURIER_WEBHOOK_ALLOW_PRIVATE".to_owned(),
+            "true".to_owned(),
+        ),
+    ];
+    let (app, merchant) = shop_with("Console Hooks", settings).await;
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_in(&merchant.test()).await;
+    let list = visitor.get("/console/webhooks").await;
+    assert_eq!(list.status, 200);
+    assert!(list.body.contains("No endpoints yet."));
+    let csrf = csrf_of(&list.body);
+
+    // The API's own rules: a URL that is not https is refused, the form kept.
+    let refused = visitor
+        .post(
+            "/console/webhooks",
+            &[
+                ("csrf", &csrf),
+                ("url", "http://example.com/h"),
+                ("events", ""),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(refused.body.contains("http://example.com/h"));
+    let unknown = visitor
+        .post(
+            "/console/webhooks",
+            &[
+                ("csrf", &csrf),
+                ("url", "https://example.com/h"),
+                ("events", "job.exploded"),
+            ],
+        )
+        .await;
+    assert_eq!(unknown.status, 422, "{}", unknown.body);
+
+    // Added: its signing secret is shown once, then never again.
+    let url = receiver.url("/console-hooks");
+    let added = visitor
+        .post(
+            "/console/webhooks",
+            &[("csrf", &csrf), ("url", &url), ("events", "job.booked")],
+        )
+        .await;
+    assert_eq!(added.status, 201, "{}", added.body);
+    let (_, endpoints) = crate::support::status_and_json(
+        app.request(Method::GET, "/v1/webhooks")
+            .auth(&merchant.test())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let id = endpoints[0]["id"].as_str().unwrap().to_owned();
+    let secret_at = added.body.find("<code>").expect("the secret is shown") + 6;
+    let secret = added.body[secret_at..]
+        .split('<')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(secret.len() >= 16, "{secret}");
+    let again = visitor.get("/console/webhooks").await;
+    assert!(again.body.contains(&url));
+    assert!(
+        !again.body.contains(&secret),
+        "the secret is never shown again"
+    );
+
+    // A booking's event is delivered; the endpoint's page shows the delivery.
+    book(&app, &merchant.test()).await;
+    let path = format!("/console/webhooks/{id}");
+    let delivered = eventually(
+        "the delivery to be shown",
+        Duration::from_secs(15),
+        Duration::from_millis(100),
+        || {
+            let client = reqwest::Client::new();
+            let (url, cookie) = (app.url(&path), visitor.cookie.clone().unwrap());
+            async move {
+                let body = client
+                    .get(url)
+                    .header("cookie", cookie)
+                    .send()
+                    .await
+                    .ok()?
+                    .text()
+                    .await
+                    .ok()?;
+                (body.contains("job.booked") && body.contains("<td>delivered</td>")).then_some(body)
+            }
+        },
+    )
+    .await;
+    assert!(
+        delivered.contains("<td>200</td>"),
+        "the receiver's answer is shown"
+    );
+    assert!(!delivered.contains(&secret));
+
+    // Rotated: a new secret, shown once.
+    let rotated = visitor
+        .post(&format!("{path}/rotate"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(rotated.status, 200, "{}", rotated.body);
+    assert!(rotated.body.contains("New signing secret"));
+    assert!(!rotated.body.contains(&secret));
+
+    // Another merchant cannot see or touch it.
+    let other = app.create_merchant("Console Hooks Rival").await;
+    let mut rival = Visitor::new(&app);
+    rival.sign_in(&other.test()).await;
+    assert_eq!(rival.get(&path).await.status, 404);
+    let rival_csrf = csrf_of(&rival.get("/console/webhooks").await.body);
+    let denied = rival
+        .post(&format!("{path}/delete"), &[("csrf", &rival_csrf)])
+        .await;
+    assert_eq!(denied.status, 404);
+
+    // Deleted.
+    let deleted = visitor
+        .post(&format!("{path}/delete"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(
+        (deleted.status, deleted.location.as_deref()),
+        (303, Some("/console/webhooks"))
+    );
+    assert!(
+        visitor
+            .get("/console/webhooks")
+            .await
+            .body
+            .contains("No endpoints yet.")
+    );
     app.stop().await;
 }

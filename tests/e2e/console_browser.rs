@@ -97,6 +97,38 @@ async fn a_merchant_uses_the_console_in_a_browser() {
     assert!(client.source().await.unwrap().contains("booked twice"));
     looked_at(&browser, "console-job-cancelled.png").await;
 
+    // The webhook portal: an endpoint added, its secret shown once, its page.
+    let nav = client.find(Locator::LinkText("Webhooks")).await.unwrap();
+    nav.click().await.unwrap();
+    arrives_at(&browser, "/console/webhooks").await;
+    looked_at(&browser, "console-webhooks.png").await;
+    fill(&browser, "url", "https://example.com/courier-hooks").await;
+    fill(&browser, "events", "job.booked, job.delivered").await;
+    click(&browser, "form.add-endpoint button").await;
+    browser
+        .wait_until("the new endpoint's secret", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("Copy it now"))
+        })
+        .await;
+    looked_at(&browser, "console-webhook-added.png").await;
+    let endpoint = client
+        .find(Locator::LinkText("https://example.com/courier-hooks"))
+        .await
+        .unwrap();
+    endpoint.click().await.unwrap();
+    browser
+        .wait_until("the endpoint's page", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("Recent deliveries"))
+        })
+        .await;
+    looked_at(&browser, "console-webhook.png").await;
+
     // A job that does not exist: a page that says so.
     client
         .goto(&app.url(&format!("/console/jobs/{}", uuid::Uuid::new_v4())))

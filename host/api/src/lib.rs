@@ -89,6 +89,12 @@ fn public_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::pages::jobs_page))
         .routes(routes!(console::pages::job_page))
         .routes(routes!(console::pages::cancel_job))
+        .routes(routes!(
+            console::webhooks::webhooks_page,
+            console::webhooks::add_webhook
+        ))
+        .routes(routes!(console::webhooks::webhook_page))
+        .routes(routes!(console::webhooks::webhook_action))
         // The payment provider's notifications: its signature is the credential.
         .routes(routes!(provider_events::receive))
         .routes(routes!(serve_openapi))

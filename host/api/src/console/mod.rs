@@ -8,3 +8,4 @@
 
 pub(crate) mod pages;
 mod respond;
+pub(crate) mod webhooks;

@@ -1,0 +1,383 @@
+//! The console's webhook pages: the merchant's endpoints in the session's environment, adding
+//! one (its signing secret shown once), each endpoint's recent deliveries, and resuming,
+//! rotating the secret of and deleting an endpoint.
+
+use askama::Template;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use chrono::{DateTime, Utc};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::respond::{SessionBar, csrf_refusal, field, form, message, page, see_other, signed_in};
+use crate::state::AppState;
+use courier_core::auth::ConsoleSession;
+use courier_core::webhooks::{DeliveryRecord, Endpoint, Owner, WebhookError};
+use courier_domain::event::EventName;
+
+fn owner(session: &ConsoleSession) -> Owner {
+    Owner {
+        merchant_id: session.merchant.merchant_id,
+        environment: session.merchant.environment,
+    }
+}
+
+fn when(at: Option<DateTime<Utc>>) -> String {
+    at.map_or_else(
+        || "—".to_owned(),
+        |at| at.format("%Y-%m-%d %H:%M UTC").to_string(),
+    )
+}
+
+struct EndpointFacts {
+    id: Uuid,
+    url: String,
+    status: &'static str,
+    events: String,
+    last_success: String,
+    failures: i32,
+    suspended: bool,
+    suspension_reason: Option<String>,
+}
+
+impl From<&Endpoint> for EndpointFacts {
+    fn from(e: &Endpoint) -> Self {
+        EndpointFacts {
+            id: e.id,
+            url: e.url.clone(),
+            status: e.status.as_str(),
+            events: if e.events.is_empty() {
+                "every event".to_owned()
+            } else {
+                e.events.join(", ")
+            },
+            last_success: when(e.last_succeeded_at),
+            failures: e.consecutive_failures,
+            suspended: e.status.as_str() != "active",
+            suspension_reason: e.suspension_reason.clone(),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "console/webhooks.html")]
+struct WebhooksPage<'a> {
+    session: Option<SessionBar>,
+    csrf: String,
+    endpoints: Vec<EndpointFacts>,
+    /// The endpoint just added, and its signing secret.
+    secret: Option<(String, String)>,
+    problem: Option<String>,
+    url: &'a str,
+    events: &'a str,
+    event_names: String,
+}
+
+fn event_names() -> String {
+    EventName::ALL
+        .iter()
+        .map(|e| e.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The database is away: a page that says so.
+fn unavailable(session: &ConsoleSession) -> Response {
+    message(
+        StatusCode::SERVICE_UNAVAILABLE,
+        Some(session),
+        "Try again shortly",
+        "The endpoints cannot be read just now.",
+    )
+}
+
+async fn list_page(
+    state: &AppState,
+    session: &ConsoleSession,
+    status: StatusCode,
+    added: Option<(String, String)>,
+    problem: Option<String>,
+    (url, events): (&str, &str),
+) -> Response {
+    let endpoints = match state.webhooks.endpoints().list(owner(session)).await {
+        Ok(endpoints) => endpoints,
+        Err(_) => return unavailable(session),
+    };
+    page(
+        status,
+        WebhooksPage {
+            session: Some(SessionBar::from(session)),
+            csrf: session.csrf_token.clone(),
+            endpoints: endpoints.iter().map(EndpointFacts::from).collect(),
+            secret: added,
+            problem,
+            url,
+            events,
+            event_names: event_names(),
+        }
+        .render(),
+    )
+}
+
+#[utoipa::path(
+    get,
+    path = "/console/webhooks",
+    operation_id = "consoleWebhooks",
+    tag = "console",
+    summary = "The signed-in merchant's webhook endpoints, and the form to add one",
+    security(()),
+    responses(
+        (status = 200, description = "The page", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to /console/sign-in"),
+        (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn webhooks_page(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    match signed_in(&state, &headers).await {
+        Ok(session) => list_page(&state, &session, StatusCode::OK, None, None, ("", "")).await,
+        Err(answer) => answer,
+    }
+}
+
+#[utoipa::path(
+    post,
+    path = "/console/webhooks",
+    operation_id = "consoleAddWebhook",
+    tag = "console",
+    summary = "Adds an endpoint: form fields `csrf`, `url`, `events` (comma-separated, empty for every event); its signing secret is shown once",
+    security(()),
+    request_body(content = String, description = "`csrf=…&url=…&events=…`", content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 201, description = "The endpoints, with the new one's signing secret (shown only here)", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to /console/sign-in"),
+        (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
+        (status = 422, description = "The form again, saying what is wrong (the URL, an event, too many endpoints)", content_type = "text/html", body = String),
+    )
+)]
+pub async fn add_webhook(State(state): State<AppState>, request: Request) -> Response {
+    let session = match signed_in(&state, request.headers()).await {
+        Ok(session) => session,
+        Err(answer) => return answer,
+    };
+    let fields = match form(request).await {
+        Ok(fields) => fields,
+        Err(page) => return page,
+    };
+    if let Some(refused) = csrf_refusal(&session, &fields) {
+        return refused;
+    }
+    let url = field(&fields, "url").unwrap_or("").trim();
+    let events = field(&fields, "events").unwrap_or("").trim();
+    let names: Vec<&str> = events
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .collect();
+    // The API's own checks, on the API's own body.
+    let body = json!({"url": url, "events": names});
+    match state
+        .webhooks
+        .endpoints()
+        .create(owner(&session), &body)
+        .await
+    {
+        Ok(endpoint) => {
+            let secret = endpoint.signing_secret.clone().unwrap_or_default();
+            list_page(
+                &state,
+                &session,
+                StatusCode::CREATED,
+                Some((endpoint.url, secret)),
+                None,
+                ("", ""),
+            )
+            .await
+        }
+        Err(WebhookError::Store(_)) => unavailable(&session),
+        Err(refusal) => {
+            list_page(
+                &state,
+                &session,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                None,
+                Some(refusal.to_string()),
+                (url, events),
+            )
+            .await
+        }
+    }
+}
+
+struct DeliveryFacts {
+    event: String,
+    status: &'static str,
+    attempts: i32,
+    occurred: String,
+    delivered: String,
+    response: String,
+    error: String,
+}
+
+impl From<&DeliveryRecord> for DeliveryFacts {
+    fn from(d: &DeliveryRecord) -> Self {
+        DeliveryFacts {
+            event: d.event.clone(),
+            status: d.status.as_str(),
+            attempts: d.attempts,
+            occurred: when(Some(d.occurred_at)),
+            delivered: when(d.delivered_at),
+            response: d
+                .response_status_code
+                .map_or_else(|| "—".to_owned(), |s| s.to_string()),
+            error: d.last_error.clone().unwrap_or_default(),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "console/webhook.html")]
+struct WebhookPage {
+    session: Option<SessionBar>,
+    csrf: String,
+    endpoint: EndpointFacts,
+    deliveries: Vec<DeliveryFacts>,
+    secret: Option<String>,
+    notice: Option<&'static str>,
+}
+
+fn no_such_endpoint(session: &ConsoleSession) -> Response {
+    message(
+        StatusCode::NOT_FOUND,
+        Some(session),
+        "No such endpoint",
+        "There is no endpoint with this id in this environment.",
+    )
+}
+
+async fn endpoint_page(
+    state: &AppState,
+    session: &ConsoleSession,
+    id: &str,
+    secret: Option<String>,
+    notice: Option<&'static str>,
+) -> Response {
+    let Ok(id) = Uuid::parse_str(id) else {
+        return no_such_endpoint(session);
+    };
+    let endpoints = state.webhooks.endpoints();
+    let (listed, deliveries) = match (
+        endpoints.list(owner(session)).await,
+        endpoints.deliveries(owner(session), id).await,
+    ) {
+        (Ok(listed), Ok(deliveries)) => (listed, deliveries),
+        (_, Err(WebhookError::NotFound)) => return no_such_endpoint(session),
+        _ => return unavailable(session),
+    };
+    let Some(endpoint) = listed.iter().find(|e| e.id == id) else {
+        return no_such_endpoint(session);
+    };
+    page(
+        StatusCode::OK,
+        WebhookPage {
+            session: Some(SessionBar::from(session)),
+            csrf: session.csrf_token.clone(),
+            endpoint: EndpointFacts::from(endpoint),
+            deliveries: deliveries.iter().map(DeliveryFacts::from).collect(),
+            secret,
+            notice,
+        }
+        .render(),
+    )
+}
+
+#[utoipa::path(
+    get,
+    path = "/console/webhooks/{id}",
+    operation_id = "consoleWebhook",
+    tag = "console",
+    summary = "An endpoint: its status and recent deliveries (event, status, attempts, response, error), and its forms",
+    security(()),
+    params(("id" = String, Path, description = "The endpoint's id")),
+    responses(
+        (status = 200, description = "The page", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to /console/sign-in"),
+        (status = 404, description = "A page: no such endpoint in the session's environment (another merchant's alike)", content_type = "text/html", body = String),
+        (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn webhook_page(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    match signed_in(&state, &headers).await {
+        Ok(session) => endpoint_page(&state, &session, &id, None, None).await,
+        Err(answer) => answer,
+    }
+}
+
+#[utoipa::path(
+    post,
+    path = "/console/webhooks/{id}/{action}",
+    operation_id = "consoleWebhookAction",
+    tag = "console",
+    summary = "`resume` deliveries to a suspended endpoint, `rotate` its signing secret (the new one shown once), or `delete` it: form field `csrf`",
+    security(()),
+    params(
+        ("id" = String, Path, description = "The endpoint's id"),
+        ("action" = String, Path, description = "`resume`, `rotate` or `delete`"),
+    ),
+    request_body(content = String, description = "`csrf=…`", content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "The endpoint's page, after the action (a rotated secret shown only here)", content_type = "text/html", body = String),
+        (status = 303, description = "Deleted: to /console/webhooks; or not signed in: to /console/sign-in"),
+        (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
+        (status = 404, description = "A page: no such endpoint, or no such action", content_type = "text/html", body = String),
+        (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn webhook_action(
+    State(state): State<AppState>,
+    Path((id, action)): Path<(String, String)>,
+    request: Request,
+) -> Response {
+    let session = match signed_in(&state, request.headers()).await {
+        Ok(session) => session,
+        Err(answer) => return answer,
+    };
+    let fields = match form(request).await {
+        Ok(fields) => fields,
+        Err(page) => return page,
+    };
+    if let Some(refused) = csrf_refusal(&session, &fields) {
+        return refused;
+    }
+    let Ok(endpoint) = Uuid::parse_str(&id) else {
+        return no_such_endpoint(&session);
+    };
+    let endpoints = state.webhooks.endpoints();
+    let done = match action.as_str() {
+        "resume" => endpoints
+            .resume(owner(&session), endpoint)
+            .await
+            .map(|_| (None, Some("Deliveries are resumed."))),
+        "rotate" => endpoints
+            .rotate_secret(owner(&session), endpoint)
+            .await
+            .map(|e| (e.signing_secret, Some("The signing secret is rotated."))),
+        "delete" => {
+            return match endpoints.delete(owner(&session), endpoint).await {
+                Ok(()) => see_other("/console/webhooks"),
+                Err(WebhookError::NotFound) => no_such_endpoint(&session),
+                Err(_) => unavailable(&session),
+            };
+        }
+        _ => return no_such_endpoint(&session),
+    };
+    match done {
+        Ok((secret, notice)) => endpoint_page(&state, &session, &id, secret, notice).await,
+        Err(WebhookError::NotFound) => no_such_endpoint(&session),
+        Err(_) => unavailable(&session),
+    }
+}
