@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::live_payments::{book_at, quoted};
 use courier_core::merchants::NewMerchant;
 
-use crate::support::receiver::Receiver;
+use crate::support::receiver::{Receiver, Reply};
 use crate::support::{
     Authed, Credential, MerchantCredentials, TestApp, attach_working_card, eventually,
 };
@@ -364,10 +364,10 @@ async fn failed_sign_ins_spend_the_address_s_budget() {
     app.stop().await;
 }
 
-#[tokio::test]
-async fn the_webhook_portal_adds_an_endpoint_shows_its_deliveries_rotates_and_deletes_it() {
+/// A shop whose webhooks may go to the tests' local receiver, with `settings` besides.
+async fn hooked(name: &str, settings: &[(&str, &str)]) -> (TestApp, NewMerchant, Receiver) {
     let receiver = Receiver::start().await;
-    let settings = vec![
+    let mut all = vec![
         (
             "COURIER_WEBHOOK_EXTRA_CA".to_owned(),
             receiver.ca_path.to_string_lossy().into_owned(),
@@ -377,7 +377,31 @@ async fn the_webhook_portal_adds_an_endpoint_shows_its_deliveries_rotates_and_de
             "true".to_owned(),
         ),
     ];
-    let (app, merchant) = shop_with("Console Hooks", settings).await;
+    all.extend(
+        settings
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned())),
+    );
+    let (app, merchant) = shop_with(name, all).await;
+    (app, merchant, receiver)
+}
+
+/// The id of the merchant's first test endpoint, as the API lists it.
+async fn first_endpoint(app: &TestApp, merchant: &NewMerchant) -> String {
+    let (_, endpoints) = crate::support::status_and_json(
+        app.request(Method::GET, "/v1/webhooks")
+            .auth(&merchant.test())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    endpoints[0]["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn the_webhook_portal_adds_an_endpoint_shows_its_deliveries_rotates_and_deletes_it() {
+    let (app, merchant, receiver) = hooked("Console Hooks", &[]).await;
     let mut visitor = Visitor::new(&app);
     visitor.sign_in(&merchant.test()).await;
     let list = visitor.get("/console/webhooks").await;
@@ -419,15 +443,7 @@ async fn the_webhook_portal_adds_an_endpoint_shows_its_deliveries_rotates_and_de
         )
         .await;
     assert_eq!(added.status, 201, "{}", added.body);
-    let (_, endpoints) = crate::support::status_and_json(
-        app.request(Method::GET, "/v1/webhooks")
-            .auth(&merchant.test())
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    let id = endpoints[0]["id"].as_str().unwrap().to_owned();
+    let id = first_endpoint(&app, &merchant).await;
     let secret_at = added.body.find("<code>").expect("the secret is shown") + 6;
     let secret = added.body[secret_at..]
         .split('<')
@@ -507,5 +523,112 @@ async fn the_webhook_portal_adds_an_endpoint_shows_its_deliveries_rotates_and_de
             .body
             .contains("No endpoints yet.")
     );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_failed_delivery_found_in_the_log_is_resent_and_received_again() {
+    let (app, merchant, receiver) =
+        hooked("Console Resends", &[("COURIER_WEBHOOK_RETRY_BASE_MS", "5")]).await;
+    // The receiver is down until told otherwise.
+    let down = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flag = down.clone();
+    receiver.script("/down-then-up", move |_| {
+        if flag.load(std::sync::atomic::Ordering::SeqCst) {
+            Reply::Status(500)
+        } else {
+            Reply::Status(200)
+        }
+    });
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_in(&merchant.test()).await;
+    let csrf = csrf_of(&visitor.get("/console/webhooks").await.body);
+    let url = receiver.url("/down-then-up");
+    let added = visitor
+        .post(
+            "/console/webhooks",
+            &[("csrf", &csrf), ("url", &url), ("events", "job.booked")],
+        )
+        .await;
+    assert_eq!(added.status, 201, "{}", added.body);
+    let id = first_endpoint(&app, &merchant).await;
+    let path = format!("/console/webhooks/{id}");
+    book(&app, &merchant.test()).await;
+
+    // The delivery fails every attempt; the log shows it failed, with the receiver's 500.
+    let page_of = |cookie: String| {
+        let url = app.url(&path);
+        async move {
+            reqwest::Client::new()
+                .get(url)
+                .header("cookie", cookie)
+                .send()
+                .await
+                .ok()?
+                .text()
+                .await
+                .ok()
+        }
+    };
+    let cookie = visitor.cookie.clone().unwrap();
+    let failed = eventually(
+        "the delivery to fail",
+        Duration::from_secs(20),
+        Duration::from_millis(100),
+        || {
+            let page = page_of(cookie.clone());
+            async move { page.await.filter(|b| b.contains("<td>failed</td>")) }
+        },
+    )
+    .await;
+    assert!(
+        failed.contains("<td>500</td>"),
+        "the receiver's answer is shown"
+    );
+    let before = receiver.received("/down-then-up").len();
+
+    // The receiver is back: the failed delivery is resent from the log, and arrives again.
+    down.store(false, std::sync::atomic::Ordering::SeqCst);
+    let resend_at = failed
+        .find("/deliveries/")
+        .expect("a resend form for the failed delivery");
+    let action = &failed[failed[..resend_at].rfind('"').unwrap() + 1..];
+    let action = action.split('"').next().unwrap().to_owned();
+    let page = visitor.post(&action, &[("csrf", &csrf)]).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("The delivery is sent again."));
+    receiver
+        .wait_for("/down-then-up", before + 1, Duration::from_secs(10))
+        .await;
+    eventually(
+        "the resent delivery to be shown delivered",
+        Duration::from_secs(10),
+        Duration::from_millis(100),
+        || {
+            let page = page_of(cookie.clone());
+            async move { page.await.filter(|b| b.contains("<td>delivered</td>")) }
+        },
+    )
+    .await;
+    let received = receiver.received("/down-then-up");
+    let last = received.last().unwrap();
+    assert_eq!(last.json()["type"], "job.booked");
+
+    // Recovering since a time sends again what failed since; nothing failed now.
+    let recovered = visitor
+        .post(
+            &format!("{path}/recover"),
+            &[("csrf", &csrf), ("since", "2020-01-01T00:00")],
+        )
+        .await;
+    assert_eq!(recovered.status, 200, "{}", recovered.body);
+    assert!(recovered.body.contains("No failed delivery since then."));
+    let bad = visitor
+        .post(
+            &format!("{path}/recover"),
+            &[("csrf", &csrf), ("since", "yesterday")],
+        )
+        .await;
+    assert_eq!(bad.status, 400);
     app.stop().await;
 }

@@ -95,6 +95,8 @@ fn public_routes() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(console::webhooks::webhook_page))
         .routes(routes!(console::webhooks::webhook_action))
+        .routes(routes!(console::webhooks::resend_delivery))
+        .routes(routes!(console::webhooks::recover_deliveries))
         // The payment provider's notifications: its signature is the credential.
         .routes(routes!(provider_events::receive))
         .routes(routes!(serve_openapi))

@@ -638,3 +638,53 @@ pub async fn cancel(pool: &PgPool, id: Uuid, token: Uuid, reason: &str) -> Resul
     .await?;
     Ok(())
 }
+
+/// Sends a finished delivery (delivered, failed or cancelled) of the owner's endpoint again:
+/// due at once, its attempts kept (so a resend that fails again fails at once). False when
+/// there is no such finished delivery.
+pub async fn resend(
+    pool: &PgPool,
+    endpoint_id: Uuid,
+    delivery_id: Uuid,
+    owner: Owner,
+) -> Result<bool, sqlx::Error> {
+    let resent = sqlx::query_scalar!(
+        "UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = now(), \
+           lease_until = NULL, lease_token = NULL \
+         FROM webhook_endpoints e \
+         WHERE d.id = $1 AND d.endpoint_id = $2 AND e.id = d.endpoint_id \
+           AND e.merchant_id = $3 AND e.environment = $4 AND d.status <> 'pending' \
+         RETURNING d.id",
+        delivery_id,
+        endpoint_id,
+        owner.merchant_id,
+        owner.environment.as_str(),
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(resent.is_some())
+}
+
+/// Sends again every failed delivery of the owner's endpoint whose event occurred at or after
+/// `since`; answers how many.
+pub async fn recover_failed(
+    pool: &PgPool,
+    endpoint_id: Uuid,
+    owner: Owner,
+    since: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    let recovered = sqlx::query!(
+        "UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = now(), \
+           lease_until = NULL, lease_token = NULL \
+         FROM webhook_endpoints e \
+         WHERE d.endpoint_id = $1 AND e.id = d.endpoint_id AND e.merchant_id = $2 \
+           AND e.environment = $3 AND d.status = 'failed' AND d.occurred_at >= $4",
+        endpoint_id,
+        owner.merchant_id,
+        owner.environment.as_str(),
+        since,
+    )
+    .execute(pool)
+    .await?;
+    Ok(recovered.rows_affected())
+}

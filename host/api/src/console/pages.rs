@@ -10,8 +10,8 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::respond::{
-    SessionBar, budget_refusal, client, cookie, csrf_refusal, field, for_people, form, message,
-    page, see_other, session, signed_in, token,
+    SessionBar, budget_refusal, client, cookie, field, for_people, form, message, page, see_other,
+    session, signed_form, signed_in, token,
 };
 use crate::state::AppState;
 use courier_core::auth::{AuthError, ConsoleSession};
@@ -211,16 +211,8 @@ pub async fn sign_in(State(state): State<AppState>, request: Request) -> Respons
 )]
 pub async fn sign_out(State(state): State<AppState>, request: Request) -> Response {
     let headers = request.headers().clone();
-    let current = match signed_in(&state, &headers).await {
-        Ok(session) => session,
-        Err(answer) => return answer,
-    };
-    let fields = match form(request).await {
-        Ok(fields) => fields,
-        Err(page) => return page,
-    };
-    if let Some(refused) = csrf_refusal(&current, &fields) {
-        return refused;
+    if let Err(answer) = signed_form(&state, request).await {
+        return answer;
     }
     if let Some(token) = token(&headers)
         && let Err(error) = state.console_sessions.close(token).await
@@ -570,17 +562,10 @@ pub async fn cancel_job(
     Path(id): Path<String>,
     request: Request,
 ) -> Response {
-    let session = match signed_in(&state, request.headers()).await {
-        Ok(session) => session,
+    let (session, fields) = match signed_form(&state, request).await {
+        Ok(signed) => signed,
         Err(answer) => return answer,
     };
-    let fields = match form(request).await {
-        Ok(fields) => fields,
-        Err(page) => return page,
-    };
-    if let Some(refused) = csrf_refusal(&session, &fields) {
-        return refused;
-    }
     let Some(job) = job_id(&id) else {
         return show_job(&state, &session, &id, None).await;
     };

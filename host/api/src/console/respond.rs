@@ -213,6 +213,20 @@ pub(super) fn csrf_refusal(
     }
 }
 
+/// A posted form of a signed-in session, carrying the session's CSRF token: the session and
+/// the form's fields, or the answer to give instead.
+pub(super) async fn signed_form(
+    state: &AppState,
+    request: Request,
+) -> Result<(ConsoleSession, Vec<(String, String)>), Response> {
+    let session = signed_in(state, request.headers()).await?;
+    let fields = form(request).await?;
+    match csrf_refusal(&session, &fields) {
+        Some(refused) => Err(refused),
+        None => Ok((session, fields)),
+    }
+}
+
 /// The client address, for the failure budget of sign-ins.
 pub(super) fn client(state: &AppState, request: &Request) -> IpAddr {
     crate::middleware::client_address(state, request)

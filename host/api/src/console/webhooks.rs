@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 use uuid::Uuid;
 
-use super::respond::{SessionBar, csrf_refusal, field, form, message, page, see_other, signed_in};
+use super::respond::{SessionBar, field, message, page, see_other, signed_form, signed_in};
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
 use courier_core::webhooks::{DeliveryRecord, Endpoint, Owner, WebhookError};
@@ -156,17 +156,10 @@ pub async fn webhooks_page(State(state): State<AppState>, headers: HeaderMap) ->
     )
 )]
 pub async fn add_webhook(State(state): State<AppState>, request: Request) -> Response {
-    let session = match signed_in(&state, request.headers()).await {
-        Ok(session) => session,
+    let (session, fields) = match signed_form(&state, request).await {
+        Ok(signed) => signed,
         Err(answer) => return answer,
     };
-    let fields = match form(request).await {
-        Ok(fields) => fields,
-        Err(page) => return page,
-    };
-    if let Some(refused) = csrf_refusal(&session, &fields) {
-        return refused;
-    }
     let url = field(&fields, "url").unwrap_or("").trim();
     let events = field(&fields, "events").unwrap_or("").trim();
     let names: Vec<&str> = events
@@ -210,6 +203,9 @@ pub async fn add_webhook(State(state): State<AppState>, request: Request) -> Res
 }
 
 struct DeliveryFacts {
+    id: Uuid,
+    /// Delivered, failed or cancelled: it can be sent again.
+    finished: bool,
     event: String,
     status: &'static str,
     attempts: i32,
@@ -222,6 +218,8 @@ struct DeliveryFacts {
 impl From<&DeliveryRecord> for DeliveryFacts {
     fn from(d: &DeliveryRecord) -> Self {
         DeliveryFacts {
+            id: d.id,
+            finished: d.status.as_str() != "pending",
             event: d.event.clone(),
             status: d.status.as_str(),
             attempts: d.attempts,
@@ -342,17 +340,10 @@ pub async fn webhook_action(
     Path((id, action)): Path<(String, String)>,
     request: Request,
 ) -> Response {
-    let session = match signed_in(&state, request.headers()).await {
-        Ok(session) => session,
+    let (session, _) = match signed_form(&state, request).await {
+        Ok(signed) => signed,
         Err(answer) => return answer,
     };
-    let fields = match form(request).await {
-        Ok(fields) => fields,
-        Err(page) => return page,
-    };
-    if let Some(refused) = csrf_refusal(&session, &fields) {
-        return refused;
-    }
     let Ok(endpoint) = Uuid::parse_str(&id) else {
         return no_such_endpoint(&session);
     };
@@ -377,6 +368,121 @@ pub async fn webhook_action(
     };
     match done {
         Ok((secret, notice)) => endpoint_page(&state, &session, &id, secret, notice).await,
+        Err(WebhookError::NotFound) => no_such_endpoint(&session),
+        Err(_) => unavailable(&session),
+    }
+}
+
+#[utoipa::path(
+    post,
+    path = "/console/webhooks/{id}/deliveries/{delivery}/resend",
+    operation_id = "consoleResendDelivery",
+    tag = "console",
+    summary = "Sends a finished delivery again, at once (one more attempt): form field `csrf`",
+    security(()),
+    params(
+        ("id" = String, Path, description = "The endpoint's id"),
+        ("delivery" = String, Path, description = "The delivery's id"),
+    ),
+    request_body(content = String, description = "`csrf=…`", content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "The endpoint's page, the delivery due again", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to /console/sign-in"),
+        (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
+        (status = 404, description = "A page: no such endpoint or finished delivery", content_type = "text/html", body = String),
+        (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn resend_delivery(
+    State(state): State<AppState>,
+    Path((id, delivery)): Path<(String, String)>,
+    request: Request,
+) -> Response {
+    let (session, _) = match signed_form(&state, request).await {
+        Ok(signed) => signed,
+        Err(answer) => return answer,
+    };
+    let (Ok(endpoint), Ok(delivery)) = (Uuid::parse_str(&id), Uuid::parse_str(&delivery)) else {
+        return no_such_endpoint(&session);
+    };
+    match state
+        .webhooks
+        .endpoints()
+        .resend(owner(&session), endpoint, delivery)
+        .await
+    {
+        Ok(()) => {
+            endpoint_page(
+                &state,
+                &session,
+                &id,
+                None,
+                Some("The delivery is sent again."),
+            )
+            .await
+        }
+        Err(WebhookError::NotFound) => no_such_endpoint(&session),
+        Err(_) => unavailable(&session),
+    }
+}
+
+#[utoipa::path(
+    post,
+    path = "/console/webhooks/{id}/recover",
+    operation_id = "consoleRecoverDeliveries",
+    tag = "console",
+    summary = "Sends again every failed delivery since a time: form fields `csrf`, `since` (YYYY-MM-DDTHH:MM, UTC)",
+    security(()),
+    params(("id" = String, Path, description = "The endpoint's id")),
+    request_body(content = String, description = "`csrf=…&since=…`", content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "The endpoint's page, saying how many are sent again", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to /console/sign-in"),
+        (status = 400, description = "A page: `since` is not a time", content_type = "text/html", body = String),
+        (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
+        (status = 404, description = "A page: no such endpoint", content_type = "text/html", body = String),
+        (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn recover_deliveries(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    request: Request,
+) -> Response {
+    let (session, fields) = match signed_form(&state, request).await {
+        Ok(signed) => signed,
+        Err(answer) => return answer,
+    };
+    let Ok(endpoint) = Uuid::parse_str(&id) else {
+        return no_such_endpoint(&session);
+    };
+    let since = field(&fields, "since").and_then(|text| {
+        chrono::NaiveDateTime::parse_from_str(text.trim(), "%Y-%m-%dT%H:%M")
+            .or_else(|_| chrono::NaiveDateTime::parse_from_str(text.trim(), "%Y-%m-%dT%H:%M:%S"))
+            .ok()
+    });
+    let Some(since) = since else {
+        return message(
+            StatusCode::BAD_REQUEST,
+            Some(&session),
+            "Not a time",
+            "Give the time to recover from as a date and a time (UTC).",
+        );
+    };
+    match state
+        .webhooks
+        .endpoints()
+        .recover_failed(owner(&session), endpoint, since.and_utc())
+        .await
+    {
+        Ok(count) => {
+            let notice = match count {
+                0 => "No failed delivery since then.",
+                1 => "1 failed delivery is sent again.",
+                _ => "The failed deliveries since then are sent again.",
+            };
+            endpoint_page(&state, &session, &id, None, Some(notice)).await
+        }
         Err(WebhookError::NotFound) => no_such_endpoint(&session),
         Err(_) => unavailable(&session),
     }

@@ -213,6 +213,34 @@ impl Endpoints {
             .ok_or(WebhookError::NotFound)
     }
 
+    /// Sends a finished delivery of the endpoint again, at once (one more attempt).
+    pub async fn resend(
+        &self,
+        owner: Owner,
+        endpoint_id: Uuid,
+        delivery_id: Uuid,
+    ) -> Result<(), WebhookError> {
+        if store::resend(&self.pool, endpoint_id, delivery_id, owner).await? {
+            Ok(())
+        } else {
+            Err(WebhookError::NotFound)
+        }
+    }
+
+    /// Sends again every failed delivery of the endpoint whose event occurred since `since`;
+    /// answers how many.
+    pub async fn recover_failed(
+        &self,
+        owner: Owner,
+        endpoint_id: Uuid,
+        since: DateTime<Utc>,
+    ) -> Result<u64, WebhookError> {
+        if !store::endpoint_exists(&self.pool, endpoint_id, owner).await? {
+            return Err(WebhookError::NotFound);
+        }
+        Ok(store::recover_failed(&self.pool, endpoint_id, owner, since).await?)
+    }
+
     /// Deletes the endpoint; attempts not yet started find it gone and are not made.
     pub async fn delete(&self, owner: Owner, id: Uuid) -> Result<(), WebhookError> {
         if store::delete(&self.pool, id, owner).await? {
