@@ -129,6 +129,15 @@ async fn a_merchant_uses_the_console_in_a_browser() {
         .await;
     looked_at(&browser, "console-webhook.png").await;
 
+    // The event catalog.
+    client
+        .goto(&app.url("/console/webhooks/events"))
+        .await
+        .unwrap();
+    let source = client.source().await.unwrap();
+    assert!(source.contains("payment_method.dead") && source.contains("Courier-Signature"));
+    looked_at(&browser, "console-event-catalog.png").await;
+
     // A job that does not exist: a page that says so.
     client
         .goto(&app.url(&format!("/console/jobs/{}", uuid::Uuid::new_v4())))

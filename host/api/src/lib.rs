@@ -93,6 +93,7 @@ fn public_routes() -> OpenApiRouter<AppState> {
             console::webhooks::webhooks_page,
             console::webhooks::add_webhook
         ))
+        .routes(routes!(console::catalog::events_page))
         .routes(routes!(console::webhooks::webhook_page))
         .routes(routes!(console::webhooks::webhook_action))
         .routes(routes!(console::webhooks::resend_delivery))

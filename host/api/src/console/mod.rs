@@ -6,6 +6,7 @@
 //! client address's failure budget, as the API's do; every page spends the public routes'
 //! per-address budget.
 
+pub(crate) mod catalog;
 pub(crate) mod pages;
 mod respond;
 pub(crate) mod webhooks;
