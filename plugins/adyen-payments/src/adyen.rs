@@ -200,8 +200,8 @@ impl<T: Transport> Client<'_, T> {
 }
 
 /// Sorts an answer by Adyen's documented statuses: 2xx with a JSON object is success; 5xx and
-/// 429 no usable answer; 422 `704` the key in use; any other status with Adyen's error object
-/// (`status`, `errorCode`, `message`, `errorType`) a refusal of the request.
+/// 429 no usable answer; 409, or 422 `704`, the key in use; any other status with Adyen's error
+/// object (`status`, `errorCode`, `message`, `errorType`) a refusal of the request.
 pub fn classify(response: Response) -> Result<Value, Failure> {
     let status = response.status;
     let body: Option<Value> = serde_json::from_slice(&response.body).ok();
@@ -227,9 +227,11 @@ pub fn classify(response: Response) -> Result<Value, Failure> {
             "Adyen answered {status} without an errorCode"
         )));
     };
-    if code == KEY_IN_USE {
+    // Adyen answers a key still in use with "request already processed or in progress",
+    // documented as 409 and seen as 422 `704`.
+    if status == 409 || code == KEY_IN_USE {
         return Err(Failure::InFlight(format!(
-            "Adyen is still working on a request with this key (errorCode {code})"
+            "Adyen is still working on a request with this key ({status}, errorCode {code})"
         )));
     }
     Err(Failure::Refused {

@@ -86,7 +86,7 @@ pub fn sign(key: &[u8], message: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
 }
 
-fn verifies(key: &[u8], item: &Value) -> bool {
+pub(crate) fn verifies(key: &[u8], item: &Value) -> bool {
     let Some(given) = item
         .get("additionalData")
         .and_then(|a| a.get("hmacSignature"))

@@ -242,7 +242,10 @@ impl<'a, T: Transport> Adapter<'a, T> {
             expiry_month: digits("expiryMonth")
                 .and_then(|m| u8::try_from(m).ok())
                 .ok_or_else(unreadable)?,
-            expiry_year: digits("expiryYear").ok_or_else(unreadable)?,
+            // Adyen gives the year as "2030" or as "30".
+            expiry_year: digits("expiryYear")
+                .map(|y| if y < 100 { 2000 + y } else { y })
+                .ok_or_else(unreadable)?,
         })
     }
 

@@ -174,6 +174,7 @@ fn credentials_and_validation_are_refused_for_good_and_outages_are_unreachable()
         (error(403, "010"), "refused"),
         (error(422, "14_012"), "refused"),
         (error(422, "704"), "in-flight"),
+        (error(409, "704"), "in-flight"),
         (error(500, "905"), "unreachable"),
         (error(429, "429"), "unreachable"),
         (Err("connection reset"), "unreachable"),
@@ -370,7 +371,7 @@ fn the_card_form_is_a_session_that_stores_the_card_for_the_shopper() {
 fn a_stored_card_is_found_among_the_shopper_s() {
     let settings = settings();
     let stored = json!({"storedPaymentMethods": [
-        {"id": "M5N7TQ4TG5PFWR50", "brand": "visa", "lastFour": "1111", "expiryMonth": "03", "expiryYear": "2030", "type": "scheme"},
+        {"id": "M5N7TQ4TG5PFWR50", "brand": "visa", "lastFour": "1111", "expiryMonth": "03", "expiryYear": "30", "type": "scheme"},
     ]});
     let script = Script::new(alloc::vec![Ok((200, stored.clone())), Ok((200, stored))]);
     let adapter = Adapter::new(&settings, &script);
@@ -503,4 +504,29 @@ fn a_notification_that_does_not_verify_is_refused_whole() {
     let mut other = capture_item("true");
     other["merchantAccountCode"] = json!("SomeoneElse");
     assert!(verify(&settings(), &notification(HMAC_HEX, &[other])).is_err());
+}
+
+#[test]
+fn the_signature_is_adyen_s_by_its_published_test_vector() {
+    // Adyen's libraries' test vector: this key, these fields, this signature.
+    let key: Vec<u8> = (0..64)
+        .step_by(2)
+        .map(|i| {
+            u8::from_str_radix(
+                &"DFB1EB5485895CFA84146406857104ABB4CBCABDC8AAF103A624C8F6A3EAAB00"[i..i + 2],
+                16,
+            )
+            .unwrap()
+        })
+        .collect();
+    let item = json!({
+        "pspReference": "pspReference", "originalReference": "originalReference",
+        "merchantAccountCode": "merchantAccount", "merchantReference": "reference",
+        "amount": {"value": 1000, "currency": "EUR"}, "eventCode": "EVENT", "success": "true",
+        "additionalData": {"hmacSignature": "ipnxGCaUZ4l8TUW75a71/ghd2Fe5ffvX0pV4TLTntIc="},
+    });
+    assert!(crate::notifications::verifies(&key, &item));
+    let mut other = item.clone();
+    other["success"] = json!("false");
+    assert!(!crate::notifications::verifies(&key, &other));
 }

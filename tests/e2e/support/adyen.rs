@@ -15,8 +15,8 @@
 //!   webhook's HMAC key, sent to the configured address and sent again until it is accepted
 //!   with a 2xx;
 //! - Adyen's error body (`status`, `errorCode`, `message`, `errorType`), 401 for a wrong key,
-//!   and idempotency: the same key and body answer the first answer again; a key in use or
-//!   used with another body is 422 `704`.
+//!   and idempotency: the same key and body answer the first answer again; a key still in use
+//!   is 409, and one used with another body 422, both with errorCode `704`.
 //!
 //! Faults on command: a status without acting, and acting then dropping the connection.
 
@@ -434,9 +434,10 @@ async fn handle(
     if let Some(key) = &key {
         let mut s = state.lock().unwrap();
         match s.saved.get(key) {
+            // Still in progress: Adyen's HTTP-status reference documents 409 for it.
             Some(Saved { answer: None, .. }) => {
                 return Ok(respond(error(
-                    422,
+                    409,
                     "704",
                     "validation",
                     "request already processed or in progress",
