@@ -5,13 +5,13 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::NaiveDate;
 use serde::Deserialize;
 use uuid::Uuid;
 
 use super::respond::{
     SessionBar, budget_refusal, client, cookie, field, for_people, form, message, page, see_other,
-    session, signed_form, signed_in, token,
+    session, signed_form, signed_in, token, when,
 };
 use crate::state::AppState;
 use courier_core::auth::{AuthError, ConsoleSession};
@@ -28,10 +28,6 @@ fn money(currency: &str, amount_minor: i64) -> String {
         |_| format!("{amount_minor} {currency} (minor units)"),
         |c| c.format(amount_minor),
     )
-}
-
-fn when(at: DateTime<Utc>) -> String {
-    at.format("%Y-%m-%d %H:%M UTC").to_string()
 }
 
 fn address(stop: &serde_json::Value) -> String {

@@ -20,6 +20,11 @@ pub(super) const MAX_FORM_BYTES: usize = 16 * 1024;
 pub(super) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
      form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
+/// A moment as every console page writes it.
+pub(super) fn when(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.format("%Y-%m-%d %H:%M UTC").to_string()
+}
+
 /// What the layout shows of the session.
 pub(super) struct SessionBar {
     pub environment: &'static str,

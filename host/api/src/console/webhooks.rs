@@ -23,11 +23,9 @@ fn owner(session: &ConsoleSession) -> Owner {
     }
 }
 
+/// A moment, or a dash for one that has not come.
 fn when(at: Option<DateTime<Utc>>) -> String {
-    at.map_or_else(
-        || "—".to_owned(),
-        |at| at.format("%Y-%m-%d %H:%M UTC").to_string(),
-    )
+    at.map_or_else(|| "—".to_owned(), super::respond::when)
 }
 
 struct EndpointFacts {
