@@ -40,6 +40,7 @@ mod common;
 #[allow(dead_code)]
 mod receiver;
 #[path = "../../../tests/e2e/support/tls.rs"]
+#[allow(dead_code)]
 mod tls;
 
 use std::collections::HashMap;

@@ -178,21 +178,7 @@ impl AdyenStandIn {
 
     /// The service's environment for a live adapter talking to this stand-in.
     pub fn service_env(&self) -> Vec<(String, String)> {
-        vec![
-            (
-                "COURIER_LIVE_PAYMENT_ADAPTER".into(),
-                adyen_adapter_path().to_string_lossy().into_owned(),
-            ),
-            (
-                "COURIER_LIVE_PAYMENT_CONFIG".into(),
-                self.adapter_config().to_string_lossy().into_owned(),
-            ),
-            ("COURIER_PAYMENT_ALLOW_PRIVATE".into(), "true".into()),
-            (
-                "COURIER_PAYMENT_EXTRA_CA".into(),
-                self.ca_path.to_string_lossy().into_owned(),
-            ),
-        ]
+        super::tls::live_adapter_env(&adyen_adapter_path(), &self.adapter_config(), &self.ca_path)
     }
 
     /// Where notifications go (the service's `/v1/provider-events/live`).

@@ -319,21 +319,11 @@ impl StripeStandIn {
 
     /// The service's environment for a live adapter talking to this stand-in.
     pub fn service_env(&self) -> Vec<(String, String)> {
-        vec![
-            (
-                "COURIER_LIVE_PAYMENT_ADAPTER".into(),
-                stripe_adapter_path().to_string_lossy().into_owned(),
-            ),
-            (
-                "COURIER_LIVE_PAYMENT_CONFIG".into(),
-                self.adapter_config().to_string_lossy().into_owned(),
-            ),
-            ("COURIER_PAYMENT_ALLOW_PRIVATE".into(), "true".into()),
-            (
-                "COURIER_PAYMENT_EXTRA_CA".into(),
-                self.ca_path.to_string_lossy().into_owned(),
-            ),
-        ]
+        super::tls::live_adapter_env(
+            &stripe_adapter_path(),
+            &self.adapter_config(),
+            &self.ca_path,
+        )
     }
 
     /// Rolls the account's key (`true`): from now on Stripe answers every request 401, as it

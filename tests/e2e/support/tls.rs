@@ -76,3 +76,28 @@ pub fn tls() -> (TlsAcceptor, String) {
         .unwrap();
     (TlsAcceptor::from(Arc::new(config)), ca.pem())
 }
+
+/// The service's environment for a live payment adapter (`adapter`, configured by `config`)
+/// talking to a local stand-in of its provider whose certificate `ca` issued: the stand-in's
+/// private address allowed, its authority trusted.
+pub fn live_adapter_env(
+    adapter: &std::path::Path,
+    config: &std::path::Path,
+    ca: &std::path::Path,
+) -> Vec<(String, String)> {
+    vec![
+        (
+            "COURIER_LIVE_PAYMENT_ADAPTER".into(),
+            adapter.to_string_lossy().into_owned(),
+        ),
+        (
+            "COURIER_LIVE_PAYMENT_CONFIG".into(),
+            config.to_string_lossy().into_owned(),
+        ),
+        ("COURIER_PAYMENT_ALLOW_PRIVATE".into(), "true".into()),
+        (
+            "COURIER_PAYMENT_EXTRA_CA".into(),
+            ca.to_string_lossy().into_owned(),
+        ),
+    ]
+}
