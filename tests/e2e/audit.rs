@@ -82,6 +82,7 @@ async fn captured_charge(app: &TestApp, merchant_id: Uuid) -> Uuid {
         courier_plugins::defaults::SANDBOX_PAYMENTS,
         AdapterConfig::new(BTreeMap::new()),
     )
+    .await
     .unwrap();
     let pool = app.pool().await;
     let retry = RetryPolicy {

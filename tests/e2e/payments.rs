@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use courier_api::ApiError;
@@ -47,18 +47,20 @@ fn sandbox(number: &str) -> String {
 // ---- harness ---------------------------------------------------------------------------
 
 /// The sandbox adapter, compiled once for every test.
-fn sandbox_adapter() -> PaymentAdapter {
-    static ADAPTER: OnceLock<PaymentAdapter> = OnceLock::new();
+async fn sandbox_adapter() -> PaymentAdapter {
+    static ADAPTER: tokio::sync::OnceCell<PaymentAdapter> = tokio::sync::OnceCell::const_new();
     ADAPTER
-        .get_or_init(|| {
+        .get_or_init(|| async {
             let engine = PluginEngine::new(EngineConfig::default()).unwrap();
             PaymentAdapter::load(
                 &engine,
                 courier_plugins::defaults::SANDBOX_PAYMENTS,
                 AdapterConfig::new(BTreeMap::new()),
             )
+            .await
             .unwrap()
         })
+        .await
         .clone()
 }
 
@@ -92,7 +94,10 @@ impl Shop {
         let app = TestApp::spawn_with(extra).await;
         let merchant = app.create_merchant("Card Shop").await;
         let pool = app.pool().await;
-        let gateway = gateway.unwrap_or_else(|| Arc::new(sandbox_adapter()));
+        let gateway = match gateway {
+            Some(gateway) => gateway,
+            None => Arc::new(sandbox_adapter().await),
+        };
         let payments = Payments::new(
             pool.clone(),
             Gateways::new(gateway, None),
@@ -263,9 +268,9 @@ struct Flaky {
 const FLAKY_SIGNATURE: (&str, &str) = ("x-flaky-signature", "signed");
 
 impl Flaky {
-    fn new(outages: usize, refunds_down: bool) -> Arc<Self> {
+    async fn new(outages: usize, refunds_down: bool) -> Arc<Self> {
         Arc::new(Self {
-            sandbox: sandbox_adapter(),
+            sandbox: sandbox_adapter().await,
             outages: AtomicUsize::new(outages),
             refunds_down,
             authorisations: Mutex::new(Vec::new()),
@@ -291,21 +296,22 @@ impl Flaky {
     }
 }
 
+#[async_trait::async_trait]
 impl Gateway for Flaky {
-    fn setup_card_form(
+    async fn setup_card_form(
         &self,
         request: &CardFormRequest,
     ) -> Result<Result<CardForm, String>, PluginError> {
-        self.sandbox.setup_card_form(request)
+        self.sandbox.setup_card_form(request).await
     }
-    fn attach_card(
+    async fn attach_card(
         &self,
         customer_id: &str,
         card_ref: &str,
     ) -> Result<Result<AttachedCard, AttachRefusal>, PluginError> {
-        self.sandbox.attach_card(customer_id, card_ref)
+        self.sandbox.attach_card(customer_id, card_ref).await
     }
-    fn authorise(&self, request: &HoldRequest) -> Result<Outcome, PluginError> {
+    async fn authorise(&self, request: &HoldRequest) -> Result<Outcome, PluginError> {
         self.authorisations
             .lock()
             .unwrap()
@@ -322,9 +328,9 @@ impl Gateway for Flaky {
         }
         let mut request = request.clone();
         request.card_ref = request.card_ref.replace(UNREACHABLE, WORKS);
-        self.sandbox.authorise(&request)
+        self.sandbox.authorise(&request).await
     }
-    fn capture(&self, request: &CaptureRequest) -> Result<Outcome, PluginError> {
+    async fn capture(&self, request: &CaptureRequest) -> Result<Outcome, PluginError> {
         self.captures.fetch_add(1, Ordering::SeqCst);
         if let Some(refusal) = self.refusal("capture") {
             return Ok(refusal);
@@ -337,18 +343,18 @@ impl Gateway for Flaky {
             return Ok(Outcome::Pending(request.authorisation.clone()));
         }
         // Slow enough for two concurrent captures to overlap.
-        std::thread::sleep(Duration::from_millis(50));
-        self.sandbox.capture(request)
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        self.sandbox.capture(request).await
     }
-    fn void(&self, request: &VoidRequest) -> Result<Outcome, PluginError> {
-        self.sandbox.void(request)
+    async fn void(&self, request: &VoidRequest) -> Result<Outcome, PluginError> {
+        self.sandbox.void(request).await
     }
-    fn retrieve(
+    async fn retrieve(
         &self,
         reference: &str,
     ) -> Result<Result<PaymentState, LookupFailure>, PluginError> {
         let Some(taken) = self.taken.lock().unwrap().get(reference).copied() else {
-            return self.sandbox.retrieve(reference);
+            return self.sandbox.retrieve(reference).await;
         };
         if self.confirms_by_event.load(Ordering::SeqCst) {
             return Ok(Err(LookupFailure::NotFound));
@@ -364,14 +370,14 @@ impl Gateway for Flaky {
             created_at: 0,
         }))
     }
-    fn list_payments(
+    async fn list_payments(
         &self,
         since: i64,
         after: Option<&str>,
     ) -> Result<Result<PaymentPage, String>, PluginError> {
-        self.sandbox.list_payments(since, after)
+        self.sandbox.list_payments(since, after).await
     }
-    fn refund(&self, request: &RefundRequest) -> Result<Outcome, PluginError> {
+    async fn refund(&self, request: &RefundRequest) -> Result<Outcome, PluginError> {
         if self.refunds_down {
             return Ok(Outcome::Unreachable("provider is down".into()));
         }
@@ -384,10 +390,10 @@ impl Gateway for Flaky {
                 request.payment, request.amount_minor
             )));
         }
-        self.sandbox.refund(request)
+        self.sandbox.refund(request).await
     }
     /// Lines of `id reference kind [amount]`, under [`FLAKY_SIGNATURE`].
-    fn verify_event(
+    async fn verify_event(
         &self,
         headers: &[(String, String)],
         body: &[u8],
@@ -795,7 +801,8 @@ async fn a_configured_live_adapter_is_used_for_live_and_never_the_sandbox() {
         Some(&sandbox_file),
         None,
         &courier_core::payments::TestNetwork::default(),
-    );
+    )
+    .await;
     assert!(matches!(refused, Err(GatewayError::LiveIsSandbox)));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -1179,7 +1186,7 @@ async fn the_unreachable_card_stays_pending_and_the_service_worker_gives_up() {
 
 #[tokio::test]
 async fn the_unreachable_card_recovers_when_the_provider_answers() {
-    let flaky = Flaky::new(2, true);
+    let flaky = Flaky::new(2, true).await;
     let shop = Shop::open_with(|_| None, Some(flaky.clone())).await;
     shop.card(UNREACHABLE, false).await;
     // The service's own worker would retry against the real sandbox: stop it, so that only
@@ -1236,7 +1243,7 @@ async fn the_unreachable_card_recovers_when_the_provider_answers() {
 
 #[tokio::test]
 async fn a_refusal_for_good_is_neither_a_decline_nor_an_outage() {
-    let flaky = Flaky::new(0, false);
+    let flaky = Flaky::new(0, false).await;
     let shop = Shop::open_with(|_| None, Some(flaky.clone())).await;
     shop.card(WORKS, false).await;
     let caller = shop.caller(Environment::Test);
@@ -1357,7 +1364,7 @@ async fn a_pending_capture_is_recorded_once_the_provider_shows_it_taken() {
 /// captures and refunds only by its events), with a working card and the charge functions on
 /// the test's database, and no server.
 async fn captures_pending(confirms_by_event: bool) -> (Arc<Flaky>, Payments, PgPool, Merchant) {
-    let flaky = Flaky::new(0, false);
+    let flaky = Flaky::new(0, false).await;
     flaky.captures_pending.store(true, Ordering::SeqCst);
     flaky
         .confirms_by_event
@@ -1587,7 +1594,7 @@ async fn a_capture_the_provider_reports_failed_keeps_the_hold_and_is_shown_to_op
 
 #[tokio::test]
 async fn concurrent_and_repeated_captures_capture_once() {
-    let flaky = Flaky::new(0, false);
+    let flaky = Flaky::new(0, false).await;
     let shop = Shop::open_with(|_| None, Some(flaky.clone())).await;
     shop.card(WORKS, false).await;
     let (job_id, held) = shop.hold(2_000).await;
@@ -1614,7 +1621,7 @@ async fn concurrent_and_repeated_captures_capture_once() {
 
 #[tokio::test]
 async fn two_instances_share_due_retries_without_doing_any_twice() {
-    let first = Flaky::new(usize::MAX, false);
+    let first = Flaky::new(usize::MAX, false).await;
     let shop = Shop::open_with(|_| None, Some(first.clone())).await;
     shop.card(UNREACHABLE, false).await;
     let caller = shop.caller(Environment::Test);
@@ -1633,7 +1640,7 @@ async fn two_instances_share_due_retries_without_doing_any_twice() {
         patient,
         FanOutWakeup::default(),
     );
-    let second = Flaky::new(usize::MAX, false);
+    let second = Flaky::new(usize::MAX, false).await;
     let other = Payments::new(
         pool.clone(),
         Gateways::new(second.clone(), None),

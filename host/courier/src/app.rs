@@ -101,7 +101,8 @@ impl Services {
                 allow_private: config.payments.allow_private,
                 extra_ca: config.payments.extra_ca.clone(),
             },
-        )?;
+        )
+        .await?;
         let payments = Arc::new(
             courier_core::payments::Payments::new(
                 db.pool.clone(),

@@ -373,7 +373,7 @@ impl Cli {
                 let summary = prepare_markets(file.as_deref(), &config.data_dir.join("networks"))?;
                 println!("{}", serde_json::to_string_pretty(&summary)?);
             }
-            Command::Adapter { command } => adapter(&config, command)?,
+            Command::Adapter { command } => adapter(&config, command).await?,
             Command::Plugin {
                 command: PluginCommand::Inspect { file },
             } => {
@@ -400,7 +400,7 @@ impl Cli {
 }
 
 /// `courier adapter …`: prints the report, or exits with the command's code.
-fn adapter(config: &Config, command: AdapterCommand) -> anyhow::Result<()> {
+async fn adapter(config: &Config, command: AdapterCommand) -> anyhow::Result<()> {
     use crate::adapter::{certify, compile, new, record, run};
     let fail = |error: &dyn std::fmt::Display, code: i32| -> ! {
         eprintln!("courier: {error}");
@@ -435,7 +435,9 @@ fn adapter(config: &Config, command: AdapterCommand) -> anyhow::Result<()> {
             &operation,
             adapter_config.as_deref(),
             args.as_deref(),
-        ) {
+        )
+        .await
+        {
             Ok(report) => println!("{}", serde_json::to_string_pretty(&report)?),
             Err(error) => fail(&error, error.exit_code()),
         },
@@ -452,7 +454,9 @@ fn adapter(config: &Config, command: AdapterCommand) -> anyhow::Result<()> {
             adapter_config.as_deref(),
             args.as_deref(),
             &out,
-        ) {
+        )
+        .await
+        {
             Ok((path, report)) => {
                 eprintln!("courier: recorded {}", path.display());
                 println!(
@@ -476,7 +480,9 @@ fn adapter(config: &Config, command: AdapterCommand) -> anyhow::Result<()> {
                 &cassettes,
                 std::time::Duration::from_millis(deadline_ms),
                 &mut print,
-            ) {
+            )
+            .await
+            {
                 Ok(summary) => {
                     println!("{}", serde_json::to_string(&summary)?);
                     if summary.failed > 0 {

@@ -64,6 +64,14 @@ pub(crate) struct Runtime {
     tick: Duration,
 }
 
+/// How often an asynchronous call that computes rather than waits gives its thread back to
+/// other tasks.
+const YIELD_EVERY: Duration = Duration::from_millis(10);
+
+/// How long past its deadline an asynchronous call may run: a request ends by the deadline at
+/// the latest (see `outbound`), and the adapter then needs a moment to answer with it.
+const ANSWER_GRACE: Duration = Duration::from_millis(10);
+
 /// What every call's store holds.
 pub(crate) struct CallState {
     memory: MemoryCap,
@@ -85,6 +93,8 @@ impl PluginEngine {
             .total_core_instances(n.saturating_mul(4))
             .total_tables(n.saturating_mul(4))
             .total_memories(n)
+            // Payment adapters' calls run on fibers of their own (asynchronous calls).
+            .total_stacks(n)
             .max_memory_size(config.limits.memory_bytes)
             // Resetting a slot by zeroing the pages a call used is cheaper
             // than returning them to the kernel and taking a page fault for
@@ -209,8 +219,9 @@ impl Runtime {
     }
 
     /// A fresh store for one call, with every limit set. Payment adapters
-    /// (`adapter` is `Some`) wait on the network, so their deadline is wall
-    /// time; for everything else it is CPU time (see below).
+    /// (`adapter` is `Some`) wait on the network: their calls are
+    /// asynchronous and their deadline is wall time. For everything else the
+    /// calls are synchronous and the deadline is CPU time (see below).
     pub(crate) fn store(
         &self,
         deadline: Duration,
@@ -232,7 +243,22 @@ impl Runtime {
         let ticks = deadline.as_nanos().div_ceil(self.tick.as_nanos().max(1)) + 1;
         let ticks = u64::try_from(ticks).unwrap_or(u64::MAX);
         store.set_epoch_deadline(ticks);
-        if !network {
+        if network {
+            // A call that computes rather than waits yields its thread to
+            // other tasks now and then, and is stopped at its deadline (with
+            // a moment's grace to answer after a request that used it all).
+            let every = YIELD_EVERY.as_nanos().div_ceil(self.tick.as_nanos().max(1));
+            let every = u64::try_from(every).unwrap_or(u64::MAX).max(1);
+            let ends = std::time::Instant::now() + deadline + ANSWER_GRACE;
+            store.set_epoch_deadline(every.min(ticks));
+            store.epoch_deadline_callback(move |_| {
+                if std::time::Instant::now() >= ends {
+                    Ok(UpdateDeadline::Interrupt)
+                } else {
+                    Ok(UpdateDeadline::Yield(every))
+                }
+            });
+        } else {
             // Epochs measure wall time, and on a busy machine a thread can
             // be descheduled for longer than a whole deadline: a good call
             // would then fail. So when the wall-clock deadline passes, look

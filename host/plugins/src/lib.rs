@@ -12,9 +12,9 @@
 //! - [`inspect`]: what a component file is, without running it.
 //! - [`defaults`]: the default components' bytes.
 //!
-//! Every call is synchronous. Price books and shapers take microseconds:
-//! call them directly from async code. Payment adapters block on their
-//! outbound HTTP: call them via `spawn_blocking`.
+//! Price books and shapers are synchronous and take microseconds: call them
+//! directly from async code. Payment adapters wait on their outbound HTTP:
+//! their calls are asynchronous (inside a Tokio runtime).
 //!
 //! Components get no WASI. The only capabilities are what their world
 //! imports (`outbound-http` and `config` for payment adapters); any other

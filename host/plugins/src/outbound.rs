@@ -12,9 +12,7 @@
 //! lookup, the connection and the exchange together, so an adapter making
 //! several requests cannot outlast the deadline the host set for the call.
 
-use std::cell::{Cell, RefCell};
-use std::io::Read;
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -306,7 +304,7 @@ pub(crate) struct HttpPolicy {
     /// Test-only: also reach loopback and private addresses.
     allow_private: bool,
     /// Kept connections; new ones are resolved by [`CheckedResolver`].
-    agent: ureq::Agent,
+    client: reqwest::Client,
     /// Answers admitted requests instead of the network (never in the service).
     stand_in: Option<Arc<dyn ProviderStandIn>>,
 }
@@ -347,11 +345,12 @@ impl std::fmt::Debug for NetworkOverrides {
 }
 
 /// A provider answering in-process, in place of the network.
+#[async_trait::async_trait]
 pub trait ProviderStandIn: Send + Sync {
-    /// The answer to `request`, or why none came, by `answer_by` (what is left of the call's
-    /// deadline and the request's own timeout). The host still refuses a body larger than
-    /// it accepts.
-    fn answer(
+    /// The answer to `request`. `answer_by` is what is left of the call's deadline and the
+    /// request's own timeout: the host answers [`HttpFailure::Timeout`] for a stand-in that
+    /// has not answered by then, and still refuses a body larger than it accepts.
+    async fn answer(
         &self,
         request: &HttpRequest,
         answer_by: Instant,
@@ -365,15 +364,18 @@ impl HttpPolicy {
         max_response_bytes: usize,
         overrides: &NetworkOverrides,
     ) -> Result<Self, String> {
-        let agent = ureq::AgentBuilder::new()
-            .redirects(0)
-            .max_idle_connections(IDLE_CONNECTIONS)
-            .max_idle_connections_per_host(IDLE_CONNECTIONS)
-            .tls_config(tls_config(overrides.extra_roots_pem.as_deref())?)
-            .resolver(CheckedResolver {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            // The allow-list and the address rule are the only way out: no proxy from the
+            // environment steps around them.
+            .no_proxy()
+            .pool_max_idle_per_host(IDLE_CONNECTIONS)
+            .use_preconfigured_tls(tls_config(overrides.extra_roots_pem.as_deref())?)
+            .dns_resolver(Arc::new(CheckedResolver {
                 allow_private: overrides.allow_private,
-            })
-            .build();
+            }))
+            .build()
+            .map_err(|e| format!("the HTTP client: {e}"))?;
         Ok(HttpPolicy {
             allowed: allowed_hosts
                 .iter()
@@ -382,13 +384,13 @@ impl HttpPolicy {
             timeout,
             max_response_bytes,
             allow_private: overrides.allow_private,
-            agent,
+            client,
             stand_in: overrides.stand_in.clone(),
         })
     }
 
-    /// Checks a URL against the allow-list (its addresses are checked when a
-    /// connection is made to them).
+    /// Checks a URL against the allow-list, and an address written in it against the
+    /// address rule (a name's addresses are checked when a connection is made to them).
     pub(crate) fn admit(&self, url: &str) -> Result<Url, HttpFailure> {
         let forbidden = |why: String| Err(HttpFailure::Forbidden(why));
         let Ok(parsed) = Url::parse(url) else {
@@ -400,21 +402,26 @@ impl HttpPolicy {
         if !parsed.username().is_empty() || parsed.password().is_some() {
             return forbidden("credentials in the URL are not allowed".into());
         }
-        let name = match parsed.host() {
-            Some(Host::Domain(d)) => d.trim_end_matches('.').to_ascii_lowercase(),
-            Some(Host::Ipv4(ip)) => ip.to_string(),
-            Some(Host::Ipv6(ip)) => format!("[{ip}]"),
+        let (name, address) = match parsed.host() {
+            Some(Host::Domain(d)) => (d.trim_end_matches('.').to_ascii_lowercase(), None),
+            Some(Host::Ipv4(ip)) => (ip.to_string(), Some(IpAddr::V4(ip))),
+            Some(Host::Ipv6(ip)) => (format!("[{ip}]"), Some(IpAddr::V6(ip))),
             None => return forbidden("the URL has no host".into()),
         };
         if !self.allowed.iter().any(|p| p.matches(&name)) {
             return forbidden(format!("{name} is not in the adapter's allowed hosts"));
         }
+        // An address in the URL is connected to without a lookup, so it is checked here.
+        if let Some(ip) = address.filter(|ip| !self.allow_private && !is_public(*ip)) {
+            return forbidden(format!("{ip} is not a public address"));
+        }
         Ok(parsed)
     }
 
     /// Sends a request within its own timeout and what is left until
-    /// `deadline`, on a kept connection when there is one. Blocking.
-    pub(crate) fn send(
+    /// `deadline` (the lookup, the connection and the whole answer), on a kept
+    /// connection when there is one.
+    pub(crate) async fn send(
         &self,
         request: HttpRequest,
         deadline: Instant,
@@ -433,53 +440,58 @@ impl HttpPolicy {
         if left.is_zero() {
             return Err(HttpFailure::Timeout);
         }
+        let limit = self.timeout.min(left);
         if let Some(stand_in) = &self.stand_in {
-            let response = stand_in.answer(&request, Instant::now() + self.timeout.min(left))?;
-            if response.body.len() > self.max_response_bytes {
+            let answer_by = Instant::now() + limit;
+            let answer = tokio::time::timeout(limit, stand_in.answer(&request, answer_by))
+                .await
+                .map_err(|_| HttpFailure::Timeout)??;
+            if answer.body.len() > self.max_response_bytes {
                 return Err(HttpFailure::TooLarge);
             }
-            return Ok(response);
+            return Ok(answer);
         }
-        let mut req = self
-            .agent
-            .request_url(request.method.as_str(), &url)
-            .timeout(self.timeout.min(left));
+        // One timer for the whole exchange, the body's reading included.
+        tokio::time::timeout(limit, self.exchange(request, url))
+            .await
+            .map_err(|_| HttpFailure::Timeout)?
+    }
+
+    async fn exchange(&self, request: HttpRequest, url: Url) -> Result<HttpResponse, HttpFailure> {
+        let method = reqwest::Method::from_bytes(request.method.as_str().as_bytes())
+            .map_err(|e| HttpFailure::Forbidden(e.to_string()))?;
+        let mut builder = self.client.request(method, url);
         for (name, value) in &request.headers {
-            req = req.set(name, value);
+            builder = builder.header(name, value);
         }
-        // What the resolver needs of this call, should a new connection be made.
-        LOOKUP_DEADLINE.with(|d| d.set(Some(deadline)));
-        let sent = req.send_bytes(&request.body);
-        LOOKUP_DEADLINE.with(|d| d.set(None));
-        if let Some(refusal) = REFUSED.with(|r| r.borrow_mut().take()) {
-            return Err(refusal);
-        }
-        let response = match sent {
-            Ok(r) | Err(ureq::Error::Status(_, r)) => r,
-            Err(ureq::Error::Transport(t)) => {
-                let text = t.to_string();
-                return Err(if text.contains("timed out") {
-                    HttpFailure::Timeout
-                } else {
-                    HttpFailure::Connection(text)
-                });
-            }
-        };
-        let status = response.status();
+        let sent = builder
+            .body(request.body)
+            .build()
+            .map_err(|e| HttpFailure::Forbidden(format!("not a valid request: {}", chain(&e))))?;
+        let mut response = self.client.execute(sent).await.map_err(failure)?;
+        let status = response.status().as_u16();
         let headers = response
-            .headers_names()
-            .into_iter()
-            .filter_map(|n| response.header(&n).map(|v| (n.clone(), v.to_owned())))
+            .headers()
+            .iter()
+            .map(|(name, value)| {
+                (
+                    name.as_str().to_owned(),
+                    String::from_utf8_lossy(value.as_bytes()).into_owned(),
+                )
+            })
             .collect();
-        let mut body = Vec::new();
-        let limit = u64::try_from(self.max_response_bytes).unwrap_or(u64::MAX);
-        response
-            .into_reader()
-            .take(limit + 1)
-            .read_to_end(&mut body)
-            .map_err(|e| HttpFailure::Connection(e.to_string()))?;
-        if body.len() > self.max_response_bytes {
+        if response
+            .content_length()
+            .is_some_and(|n| n > u64::try_from(self.max_response_bytes).unwrap_or(u64::MAX))
+        {
             return Err(HttpFailure::TooLarge);
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(failure)? {
+            if body.len() + chunk.len() > self.max_response_bytes {
+                return Err(HttpFailure::TooLarge);
+            }
+            body.extend_from_slice(&chunk);
         }
         Ok(HttpResponse {
             status,
@@ -489,85 +501,80 @@ impl HttpPolicy {
     }
 }
 
-thread_local! {
-    /// The deadline of the call whose request this thread is sending.
-    static LOOKUP_DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
-    /// Why the resolver refused the address of this thread's request.
-    static REFUSED: RefCell<Option<HttpFailure>> = const { RefCell::new(None) };
+/// What a failed exchange was, to the adapter: a refused address is forbidden, the rest are
+/// the connection's.
+fn failure(e: reqwest::Error) -> HttpFailure {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(error) = source {
+        if let Some(refused) = error.downcast_ref::<NotPublic>() {
+            return HttpFailure::Forbidden(refused.0.clone());
+        }
+        source = error.source();
+    }
+    if e.is_timeout() {
+        return HttpFailure::Timeout;
+    }
+    HttpFailure::Connection(chain(&e))
 }
 
-/// Resolves the host of each new connection (within the call's deadline)
-/// and refuses any that is not a public address, unless the test-only
-/// switch allows private ones. The connection then goes to exactly these
-/// addresses.
+/// An error and its causes, on one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// A name that resolved to an address the adapter may not reach.
+#[derive(Debug)]
+struct NotPublic(String);
+
+impl std::fmt::Display for NotPublic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotPublic {}
+
+/// Resolves the host of each new connection and refuses any that is not a
+/// public address, unless the test-only switch allows private ones. The
+/// connection then goes to exactly these addresses. The lookup is within the
+/// request's timer, like the rest of the exchange.
 struct CheckedResolver {
     allow_private: bool,
 }
 
-impl ureq::Resolver for CheckedResolver {
-    fn resolve(&self, netloc: &str) -> std::io::Result<Vec<SocketAddr>> {
-        let refuse = |failure: HttpFailure| {
-            let text = format!("{failure:?}");
-            REFUSED.with(|r| *r.borrow_mut() = Some(failure));
-            std::io::Error::other(text)
-        };
-        let (host, port) = netloc
-            .rsplit_once(':')
-            .and_then(|(h, p)| {
-                Some((
-                    h.trim_start_matches('[').trim_end_matches(']'),
-                    p.parse().ok()?,
-                ))
-            })
-            .ok_or_else(|| refuse(HttpFailure::Connection(format!("cannot read {netloc:?}"))))?;
-        let deadline = LOOKUP_DEADLINE
-            .with(Cell::get)
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(10));
-        let addrs = match host.parse::<IpAddr>() {
-            Ok(ip) => vec![SocketAddr::new(ip, port)],
-            Err(_) => resolve(host, port, deadline).map_err(refuse)?,
-        };
-        if addrs.is_empty() {
-            return Err(refuse(HttpFailure::Connection(format!(
-                "{host} has no addresses"
-            ))));
-        }
-        if let Some(bad) = addrs
-            .iter()
-            .find(|a| !self.allow_private && !is_public(a.ip()))
-        {
-            return Err(refuse(HttpFailure::Forbidden(format!(
-                "{host} resolves to {}, which is not a public address",
-                bad.ip()
-            ))));
-        }
-        Ok(addrs)
-    }
-}
-
-/// Resolves `name` on a helper thread, so a lookup the resolver never
-/// answers ends at `deadline` like any other request.
-fn resolve(name: &str, port: u16, deadline: Instant) -> Result<Vec<SocketAddr>, HttpFailure> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let query = name.to_owned();
-    std::thread::Builder::new()
-        .name("adapter-dns".into())
-        .spawn(move || {
-            let _ = tx.send((query.as_str(), port).to_socket_addrs().map(Vec::from_iter));
+impl reqwest::dns::Resolve for CheckedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let allow_private = self.allow_private;
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
+                .await
+                .map_err(|e| format!("cannot resolve {host}: {e}"))?
+                .collect();
+            if addrs.is_empty() {
+                return Err(format!("{host} has no addresses").into());
+            }
+            if let Some(bad) = addrs.iter().find(|a| !allow_private && !is_public(a.ip())) {
+                return Err(Box::new(NotPublic(format!(
+                    "{host} resolves to {}, which is not a public address",
+                    bad.ip()
+                )))
+                    as Box<dyn std::error::Error + Send + Sync>);
+            }
+            Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
         })
-        .map_err(|e| HttpFailure::Connection(format!("cannot start a lookup: {e}")))?;
-    let left = deadline.saturating_duration_since(Instant::now());
-    match rx.recv_timeout(left) {
-        Ok(Ok(addrs)) => Ok(addrs),
-        Ok(Err(e)) => Err(HttpFailure::Connection(format!(
-            "cannot resolve {name}: {e}"
-        ))),
-        Err(_) => Err(HttpFailure::Timeout),
     }
 }
 
 /// TLS with the public web roots, and `extra_pem`'s certificates if given.
-fn tls_config(extra_pem: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>, String> {
+fn tls_config(extra_pem: Option<&[u8]>) -> Result<rustls::ClientConfig, String> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject;
     let mut roots = rustls::RootCertStore {
@@ -592,7 +599,7 @@ fn tls_config(extra_pem: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>, Str
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    Ok(Arc::new(config))
+    Ok(config)
 }
 
 #[cfg(test)]
@@ -680,8 +687,8 @@ mod tests {
     }
 
     /// Why sending a GET to `url` was refused (it must be).
-    fn forbidden(p: &HttpPolicy, url: &str) -> String {
-        match p.send(get(url), soon()) {
+    async fn forbidden(p: &HttpPolicy, url: &str) -> String {
+        match p.send(get(url), soon()).await {
             Err(HttpFailure::Forbidden(why)) => why,
             Err(other) => panic!("{url}: expected forbidden, got {other:?}"),
             Ok(r) => panic!("{url}: expected forbidden, got {}", r.status),
@@ -702,45 +709,73 @@ mod tests {
         assert!(HostPattern::parse("").is_err());
     }
 
-    #[test]
-    fn only_https_to_allowed_hosts() {
+    #[tokio::test]
+    async fn only_https_to_allowed_hosts() {
         let p = policy(&["api.pay.example"]);
-        assert!(forbidden(&p, "http://api.pay.example/x").contains("https"));
         assert!(
-            forbidden(&p, "https://other.example/x").contains("not in the adapter's allowed hosts")
+            forbidden(&p, "http://api.pay.example/x")
+                .await
+                .contains("https")
         );
-        assert!(forbidden(&p, "https://user:pw@api.pay.example/").contains("credentials"));
-        assert!(forbidden(&p, "not a url").contains("absolute URL"));
+        assert!(
+            forbidden(&p, "https://other.example/x")
+                .await
+                .contains("not in the adapter's allowed hosts")
+        );
+        assert!(
+            forbidden(&p, "https://user:pw@api.pay.example/")
+                .await
+                .contains("credentials")
+        );
+        assert!(forbidden(&p, "not a url").await.contains("absolute URL"));
         // A suffix trick is still another host.
-        assert!(forbidden(&p, "https://api.pay.example.evil.example/").contains("not in"));
+        assert!(
+            forbidden(&p, "https://api.pay.example.evil.example/")
+                .await
+                .contains("not in")
+        );
     }
 
-    #[test]
-    fn allowed_names_resolving_to_private_addresses_are_refused() {
+    #[tokio::test]
+    async fn allowed_names_resolving_to_private_addresses_are_refused() {
         // `localhost` is allowed by name, but resolves to loopback.
         let p = policy(&["localhost", "10.0.0.7", "[::1]"]);
-        assert!(forbidden(&p, "https://localhost:8443/").contains("not a public address"));
-        assert!(forbidden(&p, "https://10.0.0.7/").contains("not a public address"));
-        assert!(forbidden(&p, "https://[::1]/").contains("not a public address"));
+        assert!(
+            forbidden(&p, "https://localhost:8443/")
+                .await
+                .contains("not a public address")
+        );
+        assert!(
+            forbidden(&p, "https://10.0.0.7/")
+                .await
+                .contains("not a public address")
+        );
+        assert!(
+            forbidden(&p, "https://[::1]/")
+                .await
+                .contains("not a public address")
+        );
     }
 
-    #[test]
-    fn the_host_header_cannot_be_set() {
+    #[tokio::test]
+    async fn the_host_header_cannot_be_set() {
         let p = policy(&["1.1.1.1"]);
-        let r = p.send(
-            HttpRequest {
-                method: Method::Get,
-                url: "https://1.1.1.1/".into(),
-                headers: vec![("Host".into(), "internal".into())],
-                body: Vec::new(),
-            },
-            soon(),
-        );
+        let r = p
+            .send(
+                HttpRequest {
+                    method: Method::Get,
+                    url: "https://1.1.1.1/".into(),
+                    headers: vec![("Host".into(), "internal".into())],
+                    body: Vec::new(),
+                },
+                soon(),
+            )
+            .await;
         assert!(matches!(r, Err(HttpFailure::Forbidden(m)) if m.contains("Host")));
     }
 
-    #[test]
-    fn private_addresses_only_with_the_test_switch_and_never_past_the_deadline() {
+    #[tokio::test]
+    async fn private_addresses_only_with_the_test_switch_and_never_past_the_deadline() {
         let hosts = vec!["localhost".to_string()];
         let open = NetworkOverrides {
             allow_private: true,
@@ -748,14 +783,14 @@ mod tests {
         };
         let p = HttpPolicy::new(&hosts, Duration::from_secs(1), 1024, &open).unwrap();
         // Allowed through to the connection (refused there: nothing listens on port 1).
-        let closed = p.send(get("https://localhost:1/"), soon());
+        let closed = p.send(get("https://localhost:1/"), soon()).await;
         assert!(
             matches!(closed, Err(HttpFailure::Connection(_))),
             "{:?}",
             closed.err()
         );
         // Nothing is sent once the call's deadline has passed.
-        let late = p.send(get("https://localhost:1/"), Instant::now());
+        let late = p.send(get("https://localhost:1/"), Instant::now()).await;
         assert!(
             matches!(late, Err(HttpFailure::Timeout)),
             "{:?}",
@@ -774,8 +809,9 @@ mod tests {
         seen: std::sync::atomic::AtomicUsize,
     }
 
+    #[async_trait::async_trait]
     impl ProviderStandIn for Echo {
-        fn answer(
+        async fn answer(
             &self,
             _request: &HttpRequest,
             _answer_by: Instant,
@@ -789,8 +825,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_stand_in_answers_only_what_the_host_admits_and_within_its_size_limit() {
+    #[tokio::test]
+    async fn a_stand_in_answers_only_what_the_host_admits_and_within_its_size_limit() {
         let echo = Arc::new(Echo {
             body_bytes: 1024,
             seen: Default::default(),
@@ -803,15 +839,24 @@ mod tests {
         let fits = HttpPolicy::new(&hosts, Duration::from_secs(1), 1024, &overrides).unwrap();
         assert_eq!(
             fits.send(get("https://api.pay.example/x"), soon())
+                .await
                 .unwrap()
                 .status,
             200
         );
-        assert!(forbidden(&fits, "http://api.pay.example/x").contains("https"));
-        assert!(forbidden(&fits, "https://other.example/x").contains("not in"));
+        assert!(
+            forbidden(&fits, "http://api.pay.example/x")
+                .await
+                .contains("https")
+        );
+        assert!(
+            forbidden(&fits, "https://other.example/x")
+                .await
+                .contains("not in")
+        );
         let smaller = HttpPolicy::new(&hosts, Duration::from_secs(1), 1023, &overrides).unwrap();
         assert!(matches!(
-            smaller.send(get("https://api.pay.example/x"), soon()),
+            smaller.send(get("https://api.pay.example/x"), soon()).await,
             Err(HttpFailure::TooLarge)
         ));
         assert_eq!(echo.seen.load(std::sync::atomic::Ordering::SeqCst), 2);

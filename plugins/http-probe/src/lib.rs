@@ -70,7 +70,15 @@ mod component {
             }
         }
 
-        fn capture(_c: CaptureRequest) -> Outcome {
+        fn capture(c: CaptureRequest) -> Outcome {
+            // A call that computes and never answers: the host must stop it at its deadline
+            // and keep its thread for others meanwhile.
+            if c.idempotency_key == "spin" {
+                let mut n: u64 = 0;
+                loop {
+                    n = std::hint::black_box(n.wrapping_add(1));
+                }
+            }
             Outcome::Unreachable("not implemented by the probe".into())
         }
 

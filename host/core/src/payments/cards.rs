@@ -166,9 +166,11 @@ impl Payments {
         let request = card_form_request(merchant, options, &self.card_form, kept)?;
         let gateway = self.gateway(merchant.environment)?;
         let slot = self.call_slot(merchant.environment)?;
-        let form = run(gateway, slot, move |g| g.setup_card_form(&request))
-            .await?
-            .map_err(|_| PaymentError::ProviderUnreachable)?;
+        let form = run(gateway, slot, move |g| async move {
+            g.setup_card_form(&request).await
+        })
+        .await?
+        .map_err(|_| PaymentError::ProviderUnreachable)?;
         let mut conn = self.pool.acquire().await?;
         store::keep_customer(
             &mut conn,
@@ -226,8 +228,10 @@ impl Payments {
         let (customer, reference) = (customer_id.clone(), provider_ref.to_owned());
         let slot = self.call_slot(merchant.environment)?;
         let patterns = Arc::clone(&gateway);
-        let attached = match run(gateway, slot, move |g| g.attach_card(&customer, &reference))
-            .await?
+        let attached = match run(gateway, slot, move |g| async move {
+            g.attach_card(&customer, &reference).await
+        })
+        .await?
         {
             Ok(attached) => attached,
             // The adapter's message may quote what was sent: it is not passed on.
@@ -320,8 +324,8 @@ impl Payments {
         let slot = self.call_slot(merchant.environment)?;
         let request =
             card_form_request(merchant, &CardFormOptions::default(), &self.card_form, None)?;
-        let form = run(Arc::clone(gateway), slot, move |g| {
-            g.setup_card_form(&request)
+        let form = run(Arc::clone(gateway), slot, move |g| async move {
+            g.setup_card_form(&request).await
         })
         .await?
         .map_err(|_| PaymentError::ProviderUnreachable)?;

@@ -78,8 +78,10 @@ impl Payments {
             customer_id: card.customer_id.clone(),
             idempotency_key: hold_key.to_owned(),
         };
-        self.ask(environment, slot, move |g| g.authorise(&request))
-            .await
+        self.ask(environment, slot, move |g| async move {
+            g.authorise(&request).await
+        })
+        .await
     }
 
     /// Releases a hold the provider made (`authorisation`), keyed by `key`, with no charge
@@ -95,16 +97,24 @@ impl Payments {
             authorisation: authorisation.to_owned(),
             idempotency_key: key.to_owned(),
         };
-        self.ask(environment, slot, move |g| g.void(&request)).await
+        self.ask(
+            environment,
+            slot,
+            move |g| async move { g.void(&request).await },
+        )
+        .await
     }
 
     /// A money-moving call to the environment's adapter, as an answer (no adapter: unreachable).
-    pub(super) async fn ask(
+    pub(super) async fn ask<F>(
         &self,
         environment: Environment,
         slot: CallSlot,
-        call: impl FnOnce(&dyn Gateway) -> Result<Outcome, PluginError> + Send + 'static,
-    ) -> ProviderAnswer {
+        call: impl FnOnce(Arc<dyn Gateway>) -> F,
+    ) -> ProviderAnswer
+    where
+        F: std::future::Future<Output = Result<Outcome, PluginError>> + Send + 'static,
+    {
         match self.gateway(environment) {
             Ok(gateway) => run(gateway, slot, call).await.into(),
             Err(error) => ProviderAnswer::Unreachable(error.to_string()),

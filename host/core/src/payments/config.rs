@@ -156,7 +156,7 @@ impl Default for CallLimits {
 
 impl CallLimits {
     /// How long a call in flight is left to its caller: the deadline, and as long again
-    /// for the blocking pool and the database on a busy machine.
+    /// for the scheduler and the database on a busy machine.
     pub fn lease(&self) -> Duration {
         self.deadline.saturating_mul(2) + Duration::from_secs(1)
     }

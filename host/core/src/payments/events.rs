@@ -56,7 +56,11 @@ impl Payments {
     ) -> Result<EventsReceived, PaymentError> {
         let gateway = self.gateway(environment)?;
         let slot = self.call_slot(environment)?;
-        let events = match run(gateway, slot, move |g| g.verify_event(&headers, &body)).await? {
+        let events = match run(gateway, slot, move |g| async move {
+            g.verify_event(&headers, &body).await
+        })
+        .await?
+        {
             Ok(events) => events,
             Err(EventRefusal::Unverified(reason)) => {
                 tracing::warn!(environment = environment.as_str(), %reason,

@@ -15,34 +15,37 @@ use thiserror::Error;
 
 use courier_domain::Environment;
 
-/// The provider operations the service needs. Calls block (adapters make HTTP requests):
-/// the service calls them through `spawn_blocking`. A trait so that tests can stand a
-/// provider with a failure of their choosing in front of the sandbox.
+/// The provider operations the service needs, asynchronous (adapters wait on HTTP). A trait
+/// so that tests can stand a provider with a failure of their choosing in front of the
+/// sandbox.
+#[async_trait::async_trait]
 pub trait Gateway: Send + Sync + 'static {
-    fn setup_card_form(
+    async fn setup_card_form(
         &self,
         request: &CardFormRequest,
     ) -> Result<Result<CardForm, String>, PluginError>;
-    fn attach_card(
+    async fn attach_card(
         &self,
         customer_id: &str,
         card_ref: &str,
     ) -> Result<Result<AttachedCard, AttachRefusal>, PluginError>;
-    fn authorise(&self, request: &HoldRequest) -> Result<Outcome, PluginError>;
-    fn capture(&self, request: &CaptureRequest) -> Result<Outcome, PluginError>;
-    fn void(&self, request: &VoidRequest) -> Result<Outcome, PluginError>;
-    fn refund(&self, request: &RefundRequest) -> Result<Outcome, PluginError>;
+    async fn authorise(&self, request: &HoldRequest) -> Result<Outcome, PluginError>;
+    async fn capture(&self, request: &CaptureRequest) -> Result<Outcome, PluginError>;
+    async fn void(&self, request: &VoidRequest) -> Result<Outcome, PluginError>;
+    async fn refund(&self, request: &RefundRequest) -> Result<Outcome, PluginError>;
     /// A payment read back by the reference its hold was approved with.
-    fn retrieve(&self, reference: &str)
-    -> Result<Result<PaymentState, LookupFailure>, PluginError>;
+    async fn retrieve(
+        &self,
+        reference: &str,
+    ) -> Result<Result<PaymentState, LookupFailure>, PluginError>;
     /// The provider's payments made since `since` (Unix seconds), a page at a time.
-    fn list_payments(
+    async fn list_payments(
         &self,
         since: i64,
         after: Option<&str>,
     ) -> Result<Result<PaymentPage, String>, PluginError>;
     /// Verifies a notification the provider sent and reads its events.
-    fn verify_event(
+    async fn verify_event(
         &self,
         _headers: &[(String, String)],
         _body: &[u8],
@@ -61,54 +64,55 @@ pub trait Gateway: Send + Sync + 'static {
     }
 }
 
+#[async_trait::async_trait]
 impl Gateway for PaymentAdapter {
-    fn setup_card_form(
+    async fn setup_card_form(
         &self,
         request: &CardFormRequest,
     ) -> Result<Result<CardForm, String>, PluginError> {
-        PaymentAdapter::setup_card_form(self, request)
+        PaymentAdapter::setup_card_form(self, request).await
     }
-    fn attach_card(
+    async fn attach_card(
         &self,
         customer_id: &str,
         card_ref: &str,
     ) -> Result<Result<AttachedCard, AttachRefusal>, PluginError> {
-        PaymentAdapter::attach_card(self, customer_id, card_ref)
+        PaymentAdapter::attach_card(self, customer_id, card_ref).await
     }
     fn is_own_reference(&self, reference: &str) -> bool {
         PaymentAdapter::is_own_reference(self, reference)
     }
-    fn authorise(&self, request: &HoldRequest) -> Result<Outcome, PluginError> {
-        PaymentAdapter::authorise(self, request)
+    async fn authorise(&self, request: &HoldRequest) -> Result<Outcome, PluginError> {
+        PaymentAdapter::authorise(self, request).await
     }
-    fn capture(&self, request: &CaptureRequest) -> Result<Outcome, PluginError> {
-        PaymentAdapter::capture(self, request)
+    async fn capture(&self, request: &CaptureRequest) -> Result<Outcome, PluginError> {
+        PaymentAdapter::capture(self, request).await
     }
-    fn void(&self, request: &VoidRequest) -> Result<Outcome, PluginError> {
-        PaymentAdapter::void(self, request)
+    async fn void(&self, request: &VoidRequest) -> Result<Outcome, PluginError> {
+        PaymentAdapter::void(self, request).await
     }
-    fn refund(&self, request: &RefundRequest) -> Result<Outcome, PluginError> {
-        PaymentAdapter::refund(self, request)
+    async fn refund(&self, request: &RefundRequest) -> Result<Outcome, PluginError> {
+        PaymentAdapter::refund(self, request).await
     }
-    fn retrieve(
+    async fn retrieve(
         &self,
         reference: &str,
     ) -> Result<Result<PaymentState, LookupFailure>, PluginError> {
-        PaymentAdapter::retrieve(self, reference)
+        PaymentAdapter::retrieve(self, reference).await
     }
-    fn list_payments(
+    async fn list_payments(
         &self,
         since: i64,
         after: Option<&str>,
     ) -> Result<Result<PaymentPage, String>, PluginError> {
-        PaymentAdapter::list_payments(self, since, after)
+        PaymentAdapter::list_payments(self, since, after).await
     }
-    fn verify_event(
+    async fn verify_event(
         &self,
         headers: &[(String, String)],
         body: &[u8],
     ) -> Result<Result<Vec<ProviderEvent>, EventRefusal>, PluginError> {
-        PaymentAdapter::verify_event(self, headers, body)
+        PaymentAdapter::verify_event(self, headers, body).await
     }
     fn uses_network(&self) -> bool {
         PaymentAdapter::uses_network(self)
@@ -167,7 +171,7 @@ impl Gateways {
 
     /// The sandbox for test; for live, the component at `live_adapter` (with the string
     /// values of the JSON object at `live_config` as its configuration), if any.
-    pub fn load(
+    pub async fn load(
         engine: &PluginEngine,
         live_adapter: Option<&Path>,
         live_config: Option<&Path>,
@@ -178,6 +182,7 @@ impl Gateways {
             courier_plugins::defaults::SANDBOX_PAYMENTS,
             courier_plugins::AdapterConfig::new(BTreeMap::new()),
         )
+        .await
         .map_err(GatewayError::Sandbox)?;
         let live = match live_adapter {
             None => None,
@@ -194,8 +199,9 @@ impl Gateways {
                          tests only"
                     );
                 }
-                let adapter =
-                    PaymentAdapter::load(engine, &bytes, config).map_err(GatewayError::Live)?;
+                let adapter = PaymentAdapter::load(engine, &bytes, config)
+                    .await
+                    .map_err(GatewayError::Live)?;
                 if adapter.sha256() == sandbox.sha256() {
                     return Err(GatewayError::LiveIsSandbox);
                 }

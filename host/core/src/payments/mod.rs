@@ -522,7 +522,10 @@ impl Payments {
                     customer_id: card.customer_id.clone(),
                     idempotency_key,
                 };
-                run(gateway, slot, move |g| g.authorise(&request)).await
+                run(gateway, slot, move |g| async move {
+                    g.authorise(&request).await
+                })
+                .await
             }
             Move::Capture => {
                 let request = CaptureRequest {
@@ -531,14 +534,24 @@ impl Payments {
                     currency: charge.currency.clone(),
                     idempotency_key,
                 };
-                run(gateway, slot, move |g| g.capture(&request)).await
+                run(
+                    gateway,
+                    slot,
+                    move |g| async move { g.capture(&request).await },
+                )
+                .await
             }
             Move::Void => {
                 let request = VoidRequest {
                     authorisation,
                     idempotency_key,
                 };
-                run(gateway, slot, move |g| g.void(&request)).await
+                run(
+                    gateway,
+                    slot,
+                    move |g| async move { g.void(&request).await },
+                )
+                .await
             }
             Move::Fail | Move::Refund => unreachable!("not a call made through `call`"),
         };
@@ -706,18 +719,23 @@ fn now() -> DateTime<Utc> {
 }
 
 /// Runs a provider call: an adapter without network where it is called (it is a bounded
-/// computation), one with network on the blocking pool (it blocks on HTTP), holding `slot`
-/// until the call is over, even when the caller has gone.
-async fn run<T: Send + 'static>(
+/// computation), one with network as a task of its own, holding `slot` until the call is
+/// over, even when the caller has gone (a provider that acted is then still heard).
+async fn run<T, F>(
     gateway: Arc<dyn Gateway>,
     slot: CallSlot,
-    call: impl FnOnce(&dyn Gateway) -> T + Send + 'static,
-) -> T {
+    call: impl FnOnce(Arc<dyn Gateway>) -> F,
+) -> T
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = T> + Send + 'static,
+{
     if !gateway.uses_network() {
-        return call(gateway.as_ref());
+        return call(gateway).await;
     }
-    let task = tokio::task::spawn_blocking(move || {
-        let value = call(gateway.as_ref());
+    let call = call(gateway);
+    let task = tokio::spawn(async move {
+        let value = call.await;
         drop(slot);
         value
     });

@@ -298,8 +298,8 @@ impl Payments {
                 .map_err(|e| ReconcileError::Unreachable(e.to_string()))?;
             let cursor = after.clone();
             let since = since.timestamp();
-            let page = run(Arc::clone(&gateway), slot, move |g| {
-                g.list_payments(since, cursor.as_deref())
+            let page = run(Arc::clone(&gateway), slot, move |g| async move {
+                g.list_payments(since, cursor.as_deref()).await
             })
             .await?
             .map_err(ReconcileError::Unreachable)?;
@@ -324,7 +324,11 @@ impl Payments {
             .call_slot(environment)
             .map_err(|e| ReconcileError::Unreachable(e.to_string()))?;
         let reference = reference.to_owned();
-        match run(gateway, slot, move |g| g.retrieve(&reference)).await? {
+        match run(gateway, slot, move |g| async move {
+            g.retrieve(&reference).await
+        })
+        .await?
+        {
             Ok(state) => Ok(Some(state)),
             Err(LookupFailure::NotFound) => Ok(None),
             Err(LookupFailure::Unreachable(message)) => Err(ReconcileError::Unreachable(message)),

@@ -131,9 +131,11 @@ impl Payments {
             currency: charge.currency.clone(),
             idempotency_key: refund.idempotency_key.clone(),
         };
-        Ok(run(Arc::clone(&gateway), slot, move |g| g.refund(&request))
-            .await
-            .into())
+        Ok(run(Arc::clone(&gateway), slot, move |g| async move {
+            g.refund(&request).await
+        })
+        .await
+        .into())
     }
 
     /// Records the provider's answer to a refund on the refund and its charge, unless another

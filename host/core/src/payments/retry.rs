@@ -151,7 +151,13 @@ impl Payments {
         let gateway = self.gateway(environment)?;
         let slot = self.call_slot(environment)?;
         let lookup = reference.clone();
-        let state = match super::run(gateway, slot, move |g| g.retrieve(&lookup)).await? {
+        let state = match super::run(
+            gateway,
+            slot,
+            move |g| async move { g.retrieve(&lookup).await },
+        )
+        .await?
+        {
             Ok(state) => state,
             Err(LookupFailure::NotFound | LookupFailure::Unreachable(_)) => return Ok(false),
         };

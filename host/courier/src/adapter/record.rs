@@ -44,7 +44,7 @@ impl RecordError {
 
 /// Runs the operation and writes its cassette under `out`; returns the file and the run's
 /// report.
-pub fn record(
+pub async fn record(
     config: &Config,
     file: &Path,
     operation: &str,
@@ -52,7 +52,7 @@ pub fn record(
     args: Option<&str>,
     out: &Path,
 ) -> Result<(PathBuf, Value), RecordError> {
-    let performed = perform(config, file, operation, adapter_config, args)?;
+    let performed = perform(config, file, operation, adapter_config, args).await?;
     let cassette = cassette_of(
         performed.operation,
         &performed.args,

@@ -107,18 +107,20 @@ pub(crate) struct Performed {
 
 /// Runs `operation` of the adapter in `file` with the configuration at `adapter_config` and
 /// `args` (a JSON object), and returns what to print.
-pub fn run(
+pub async fn run(
     config: &Config,
     file: &Path,
     operation: &str,
     adapter_config: Option<&Path>,
     args: Option<&str>,
 ) -> Result<Value, RunError> {
-    Ok(perform(config, file, operation, adapter_config, args)?.report())
+    Ok(perform(config, file, operation, adapter_config, args)
+        .await?
+        .report())
 }
 
 /// Loads the adapter as the service would (watched) and performs one operation.
-pub(crate) fn perform(
+pub(crate) async fn perform(
     config: &Config,
     file: &Path,
     operation: &str,
@@ -142,9 +144,10 @@ pub(crate) fn perform(
     let adapter_config = live_adapter_config(adapter_config, &network)?;
     let engine = crate::app::plugin_engine(config).map_err(RunError::Engine)?;
     let started = Instant::now();
-    let adapter =
-        PaymentAdapter::load_watched(&engine, &bytes, adapter_config).map_err(RunError::Adapter)?;
-    let answer = call(&adapter, operation, args.clone())?;
+    let adapter = PaymentAdapter::load_watched(&engine, &bytes, adapter_config)
+        .await
+        .map_err(RunError::Adapter)?;
+    let answer = call(&adapter, operation, args.clone()).await?;
     let millis = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let exchanges = adapter.take_exchanges();
     let logged = adapter.take_logged();
@@ -237,7 +240,7 @@ fn result<T: Serialize, E: Serialize>(answer: Result<T, E>) -> Value {
     }
 }
 
-pub(crate) fn call(
+pub(crate) async fn call(
     adapter: &PaymentAdapter,
     operation: &'static str,
     args: Value,
@@ -248,6 +251,7 @@ pub(crate) fn call(
         "setup-card-form" => result(
             adapter
                 .setup_card_form(&parse(operation, args)?)
+                .await
                 .map_err(failed)?,
         ),
         "attach-card" => {
@@ -255,26 +259,44 @@ pub(crate) fn call(
             result(
                 adapter
                     .attach_card(&a.customer_id, &a.card_ref)
+                    .await
                     .map_err(failed)?,
             )
         }
         "hold" => json!(
             adapter
                 .authorise(&parse(operation, args)?)
+                .await
                 .map_err(failed)?
         ),
-        "capture" => json!(adapter.capture(&parse(operation, args)?).map_err(failed)?),
-        "void" => json!(adapter.void(&parse(operation, args)?).map_err(failed)?),
-        "refund" => json!(adapter.refund(&parse(operation, args)?).map_err(failed)?),
+        "capture" => json!(
+            adapter
+                .capture(&parse(operation, args)?)
+                .await
+                .map_err(failed)?
+        ),
+        "void" => json!(
+            adapter
+                .void(&parse(operation, args)?)
+                .await
+                .map_err(failed)?
+        ),
+        "refund" => json!(
+            adapter
+                .refund(&parse(operation, args)?)
+                .await
+                .map_err(failed)?
+        ),
         "retrieve" => {
             let a: RetrieveArgs = parse(operation, args)?;
-            result(adapter.retrieve(&a.reference).map_err(failed)?)
+            result(adapter.retrieve(&a.reference).await.map_err(failed)?)
         }
         "list-payments" => {
             let a: ListArgs = parse(operation, args)?;
             result(
                 adapter
                     .list_payments(a.since, a.after.as_deref())
+                    .await
                     .map_err(failed)?,
             )
         }
@@ -283,6 +305,7 @@ pub(crate) fn call(
             result(
                 adapter
                     .verify_event(&a.headers, a.body.as_bytes())
+                    .await
                     .map_err(failed)?,
             )
         }

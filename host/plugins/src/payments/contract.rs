@@ -1,8 +1,7 @@
 //! One version of the payments contract, as the host calls it: each version's bindings
 //! (`current`, `v2_0`) implement [`Contract`], reading their answers into the host's types.
 
-use std::cell::RefCell;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use wasmtime::Store;
 
@@ -18,35 +17,41 @@ use crate::outbound::{AdapterHost, CallLog};
 /// What `describe` declares, before the host checks it.
 pub(crate) type Described = Result<AdapterInfo, String>;
 
+#[async_trait::async_trait]
 pub(crate) trait Contract: Send + Sync {
-    fn describe(&self, call: &Caller) -> Result<Described, PluginError>;
-    fn setup_card_form(
+    async fn describe(&self, call: &Caller) -> Result<Described, PluginError>;
+    async fn setup_card_form(
         &self,
         call: &Caller,
         request: &CardFormRequest,
     ) -> Result<Result<CardForm, String>, PluginError>;
-    fn attach_card(
+    async fn attach_card(
         &self,
         call: &Caller,
         customer_id: &str,
         card_ref: &str,
     ) -> Result<Result<AttachedCard, AttachRefusal>, PluginError>;
-    fn authorise(&self, call: &Caller, request: &HoldRequest) -> Result<Outcome, PluginError>;
-    fn capture(&self, call: &Caller, request: &CaptureRequest) -> Result<Outcome, PluginError>;
-    fn void(&self, call: &Caller, request: &VoidRequest) -> Result<Outcome, PluginError>;
-    fn refund(&self, call: &Caller, request: &RefundRequest) -> Result<Outcome, PluginError>;
-    fn retrieve(
+    async fn authorise(&self, call: &Caller, request: &HoldRequest)
+    -> Result<Outcome, PluginError>;
+    async fn capture(
+        &self,
+        call: &Caller,
+        request: &CaptureRequest,
+    ) -> Result<Outcome, PluginError>;
+    async fn void(&self, call: &Caller, request: &VoidRequest) -> Result<Outcome, PluginError>;
+    async fn refund(&self, call: &Caller, request: &RefundRequest) -> Result<Outcome, PluginError>;
+    async fn retrieve(
         &self,
         call: &Caller,
         reference: &str,
     ) -> Result<Result<PaymentState, LookupFailure>, PluginError>;
-    fn list_payments(
+    async fn list_payments(
         &self,
         call: &Caller,
         since: i64,
         after: Option<&str>,
     ) -> Result<Result<PaymentPage, String>, PluginError>;
-    fn verify_event(
+    async fn verify_event(
         &self,
         call: &Caller,
         headers: &[(String, String)],
@@ -58,7 +63,7 @@ pub(crate) trait Contract: Send + Sync {
 pub(crate) struct Caller {
     pub runtime: Arc<Runtime>,
     pub host: Option<Arc<AdapterHost>>,
-    pub log: RefCell<CallLog>,
+    pub log: Mutex<CallLog>,
 }
 
 impl Caller {
@@ -66,20 +71,57 @@ impl Caller {
         Caller {
             runtime,
             host,
-            log: RefCell::default(),
+            log: Mutex::default(),
         }
     }
 
-    /// Instantiates, runs `f`, and keeps the lines logged, whether or not the call succeeded.
-    pub fn run<I, R>(
+    /// The call's store, under every limit; give it back with [`finish`](Self::finish).
+    pub fn store(&self) -> Store<CallState> {
+        self.runtime
+            .store(self.runtime.limits.adapter_deadline, self.host.clone())
+    }
+
+    /// Keeps the lines logged, whether or not the call succeeded, and reads a failure.
+    pub fn finish<R>(
         &self,
-        instantiate: impl FnOnce(&mut Store<CallState>) -> wasmtime::Result<I>,
-        f: impl FnOnce(&I, &mut Store<CallState>) -> wasmtime::Result<R>,
+        mut store: Store<CallState>,
+        result: wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
+        *self
+            .log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            std::mem::take(&mut store.data_mut().log);
         let deadline = self.runtime.limits.adapter_deadline;
-        let mut store = self.runtime.store(deadline, self.host.clone());
-        let result = instantiate(&mut store).and_then(|instance| f(&instance, &mut store));
-        *self.log.borrow_mut() = std::mem::take(&mut store.data_mut().log);
         result.map_err(|e| self.runtime.classify(&store, deadline, e))
     }
+
+    /// What the call logged.
+    pub fn take_log(&self) -> CallLog {
+        std::mem::take(
+            &mut *self
+                .log
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
 }
+
+/// Instantiates a version's component in the call's store and calls one of its exports,
+/// written once for every version: `$pre` is the version's pre-instantiated component.
+macro_rules! call_export {
+    ($pre:expr, $caller:expr, $export:ident ( $($arg:expr),* )) => {{
+        let caller = $caller;
+        let mut store = caller.store();
+        let result = async {
+            let instance = $pre.instantiate_async(&mut store).await?;
+            instance
+                .courier_payments_adapter()
+                .$export(&mut store $(, $arg)*)
+                .await
+        }
+        .await;
+        caller.finish(store, result)
+    }};
+}
+pub(super) use call_export;

@@ -3,7 +3,7 @@
 
 use wasmtime::component::{Component, HasSelf};
 
-use super::contract::{Caller, Contract, Described};
+use super::contract::{Caller, Contract, Described, call_export};
 use super::types::{
     AdapterInfo, AttachRefusal, AttachedCard, CaptureRequest, Card, CardForm, CardFormRequest,
     Decline, EventKind, EventRefusal, FinishReason, HoldRequest, LookupFailure, Outcome,
@@ -17,6 +17,8 @@ mod wit {
     wasmtime::component::bindgen!({
         path: "../../wit/payments",
         world: "payment-adapter",
+        imports: { "courier:payments/outbound-http": async },
+        exports: { default: async },
     });
 }
 
@@ -53,20 +55,6 @@ impl Current {
                 world: WORLD,
                 reason: format!("{e:#}"),
             })
-    }
-
-    fn call<R>(
-        &self,
-        caller: &Caller,
-        f: impl FnOnce(
-            &wit::exports::courier::payments::adapter::Guest,
-            &mut wasmtime::Store<CallState>,
-        ) -> wasmtime::Result<R>,
-    ) -> Result<R, PluginError> {
-        caller.run(
-            |store| self.0.instantiate(store),
-            |adapter, store| f(adapter.courier_payments_adapter(), store),
-        )
     }
 }
 
@@ -117,20 +105,21 @@ fn event(e: w::ProviderEvent) -> ProviderEvent {
     }
 }
 
+#[async_trait::async_trait]
 impl Contract for Current {
-    fn describe(&self, caller: &Caller) -> Result<Described, PluginError> {
-        Ok(self
-            .call(caller, |a, s| a.call_describe(s))?
-            .map(|info| AdapterInfo {
+    async fn describe(&self, caller: &Caller) -> Result<Described, PluginError> {
+        Ok(
+            call_export!(self.0, caller, call_describe())?.map(|info| AdapterInfo {
                 name: info.name,
                 version: info.version,
                 allowed_hosts: info.allowed_hosts,
                 reference_pattern: info.reference_pattern,
                 contract: VERSION,
-            }))
+            }),
+        )
     }
 
-    fn setup_card_form(
+    async fn setup_card_form(
         &self,
         caller: &Caller,
         r: &CardFormRequest,
@@ -143,20 +132,20 @@ impl Contract for Current {
             locale: r.locale.clone(),
             return_url: r.return_url.clone(),
         };
-        let form = self.call(caller, |a, s| a.call_setup_card_form(s, &wire))?;
+        let form = call_export!(self.0, caller, call_setup_card_form(&wire))?;
         Ok(form.map(|f| CardForm {
             customer_id: f.customer_id,
             document: f.document,
         }))
     }
 
-    fn attach_card(
+    async fn attach_card(
         &self,
         caller: &Caller,
         customer_id: &str,
         card_ref: &str,
     ) -> Result<Result<AttachedCard, AttachRefusal>, PluginError> {
-        let answer = self.call(caller, |a, s| a.call_attach_card(s, customer_id, card_ref))?;
+        let answer = call_export!(self.0, caller, call_attach_card(customer_id, card_ref))?;
         Ok(answer.map(attached).map_err(|refusal| match refusal {
             w::AttachRefusal::UnknownReference(m) => AttachRefusal::UnknownReference(m),
             w::AttachRefusal::Declined(d) => AttachRefusal::Declined(decline(d)),
@@ -164,7 +153,7 @@ impl Contract for Current {
         }))
     }
 
-    fn authorise(&self, caller: &Caller, r: &HoldRequest) -> Result<Outcome, PluginError> {
+    async fn authorise(&self, caller: &Caller, r: &HoldRequest) -> Result<Outcome, PluginError> {
         let wire = w::HoldRequest {
             amount_minor: r.amount_minor,
             currency: r.currency.clone(),
@@ -172,71 +161,73 @@ impl Contract for Current {
             customer_id: r.customer_id.clone(),
             idempotency_key: r.idempotency_key.clone(),
         };
-        Ok(outcome(
-            self.call(caller, |a, s| a.call_authorise(s, &wire))?,
-        ))
+        Ok(outcome(call_export!(
+            self.0,
+            caller,
+            call_authorise(&wire)
+        )?))
     }
 
-    fn capture(&self, caller: &Caller, r: &CaptureRequest) -> Result<Outcome, PluginError> {
+    async fn capture(&self, caller: &Caller, r: &CaptureRequest) -> Result<Outcome, PluginError> {
         let wire = w::CaptureRequest {
             authorisation: r.authorisation.clone(),
             amount_minor: r.amount_minor,
             currency: r.currency.clone(),
             idempotency_key: r.idempotency_key.clone(),
         };
-        Ok(outcome(self.call(caller, |a, s| a.call_capture(s, &wire))?))
+        Ok(outcome(call_export!(self.0, caller, call_capture(&wire))?))
     }
 
-    fn void(&self, caller: &Caller, r: &VoidRequest) -> Result<Outcome, PluginError> {
+    async fn void(&self, caller: &Caller, r: &VoidRequest) -> Result<Outcome, PluginError> {
         let wire = w::VoidRequest {
             authorisation: r.authorisation.clone(),
             idempotency_key: r.idempotency_key.clone(),
         };
-        Ok(outcome(self.call(caller, |a, s| a.call_void(s, &wire))?))
+        Ok(outcome(call_export!(self.0, caller, call_void(&wire))?))
     }
 
-    fn refund(&self, caller: &Caller, r: &RefundRequest) -> Result<Outcome, PluginError> {
+    async fn refund(&self, caller: &Caller, r: &RefundRequest) -> Result<Outcome, PluginError> {
         let wire = w::RefundRequest {
             payment: r.payment.clone(),
             amount_minor: r.amount_minor,
             currency: r.currency.clone(),
             idempotency_key: r.idempotency_key.clone(),
         };
-        Ok(outcome(self.call(caller, |a, s| a.call_refund(s, &wire))?))
+        Ok(outcome(call_export!(self.0, caller, call_refund(&wire))?))
     }
 
-    fn retrieve(
+    async fn retrieve(
         &self,
         caller: &Caller,
         reference: &str,
     ) -> Result<Result<PaymentState, LookupFailure>, PluginError> {
-        let answer = self.call(caller, |a, s| a.call_retrieve(s, reference))?;
+        let answer = call_export!(self.0, caller, call_retrieve(reference))?;
         Ok(answer.map(payment_state).map_err(|failure| match failure {
             w::LookupFailure::NotFound => LookupFailure::NotFound,
             w::LookupFailure::Unreachable(m) => LookupFailure::Unreachable(m),
         }))
     }
 
-    fn list_payments(
+    async fn list_payments(
         &self,
         caller: &Caller,
         since: i64,
         after: Option<&str>,
     ) -> Result<Result<PaymentPage, String>, PluginError> {
-        let answer = self.call(caller, |a, s| a.call_list_payments(s, since, after))?;
+        let answer = call_export!(self.0, caller, call_list_payments(since, after))?;
         Ok(answer.map(|page| PaymentPage {
             payments: page.payments.into_iter().map(payment_state).collect(),
             next: page.next,
         }))
     }
 
-    fn verify_event(
+    async fn verify_event(
         &self,
         caller: &Caller,
         headers: &[(String, String)],
         body: &[u8],
     ) -> Result<Result<Vec<ProviderEvent>, EventRefusal>, PluginError> {
-        let answer = self.call(caller, |a, s| a.call_verify_event(s, headers, body))?;
+        let answer = call_export!(self.0, caller, call_verify_event(headers, body))?;
         Ok(answer
             .map(|events| events.into_iter().map(event).collect())
             .map_err(EventRefusal::Unverified))

@@ -7,24 +7,26 @@ use crate::outbound::{HttpFailure, HttpRequest, HttpResponse};
 impl CallState {
     /// Sends an adapter's request under its policy; none while `describe` or `verify-event`
     /// runs.
-    pub(crate) fn send_outbound(
+    pub(crate) async fn send_outbound(
         &mut self,
         request: HttpRequest,
     ) -> Result<HttpResponse, HttpFailure> {
-        let Some(http) = self.adapter.as_ref().and_then(|a| a.http.clone()) else {
+        let host = self.adapter.clone();
+        let Some((host, http)) = host
+            .as_deref()
+            .and_then(|host| Some((host, host.http.as_ref()?)))
+        else {
             return Err(HttpFailure::Forbidden("no network for this call".into()));
         };
-        match self.adapter.as_ref().filter(|a| a.exchanges.is_some()) {
-            // Copied for the exchange's record only when watched; the service never watches.
-            Some(host) => {
-                let started = std::time::Instant::now();
-                let kept = request.clone();
-                let answer = http.send(request, self.deadline);
-                host.note(&kept, &answer, started.elapsed());
-                answer
-            }
-            None => http.send(request, self.deadline),
+        if host.exchanges.is_none() {
+            return http.send(request, self.deadline).await;
         }
+        // Copied for the exchange's record only when watched; the service never watches.
+        let started = std::time::Instant::now();
+        let kept = request.clone();
+        let answer = http.send(request, self.deadline).await;
+        host.note(&kept, &answer, started.elapsed());
+        answer
     }
 
     /// The operator's setting `key`, if set.
@@ -41,7 +43,10 @@ impl CallState {
 macro_rules! serve_imports {
     () => {
         impl whttp::Host for CallState {
-            fn send(&mut self, request: whttp::Request) -> Result<whttp::Response, whttp::Error> {
+            async fn send(
+                &mut self,
+                request: whttp::Request,
+            ) -> Result<whttp::Response, whttp::Error> {
                 let request = HttpRequest {
                     method: match request.method {
                         whttp::Method::Get => Method::Get,
@@ -54,7 +59,7 @@ macro_rules! serve_imports {
                     headers: request.headers,
                     body: request.body,
                 };
-                match self.send_outbound(request) {
+                match self.send_outbound(request).await {
                     Ok(r) => Ok(whttp::Response {
                         status: r.status,
                         headers: r.headers,

@@ -1,8 +1,9 @@
 //! Payment adapters: `courier:payments/payment-adapter@2.1.0`, and components built against
 //! 2.0.0, which keep working as they did ([`v2_0`]).
 //!
-//! Calls block for as long as the adapter's HTTP requests take (seconds at
-//! worst): from async code, call them through `spawn_blocking`.
+//! Calls are asynchronous (wasmtime's `*_async` calls, on a fiber of their
+//! own): one waiting on its provider holds no thread. Call them inside a
+//! Tokio runtime.
 
 mod contract;
 mod current;
@@ -64,23 +65,23 @@ impl std::fmt::Debug for PaymentAdapter {
 impl PaymentAdapter {
     /// Compiles (or loads from the cache), links, and asks the adapter to
     /// describe itself; its declared hosts become its HTTP allow-list.
-    pub fn load(
+    pub async fn load(
         engine: &PluginEngine,
         bytes: &[u8],
         config: AdapterConfig,
     ) -> Result<Self, PluginError> {
-        Self::load_as(engine, bytes, config, false)
+        Self::load_as(engine, bytes, config, false).await
     }
 
     /// [`load`](Self::load), keeping every HTTP exchange and log line of its calls for
     /// [`take_exchanges`](Self::take_exchanges) and [`take_logged`](Self::take_logged): for
     /// `courier adapter run`, never the service.
-    pub fn load_watched(
+    pub async fn load_watched(
         engine: &PluginEngine,
         bytes: &[u8],
         config: AdapterConfig,
     ) -> Result<Self, PluginError> {
-        Self::load_as(engine, bytes, config, true)
+        Self::load_as(engine, bytes, config, true).await
     }
 
     /// The exchanges made since the last time, oldest first (none unless loaded watched).
@@ -98,7 +99,7 @@ impl PaymentAdapter {
         &self.inner.runtime.limits
     }
 
-    fn load_as(
+    async fn load_as(
         engine: &PluginEngine,
         bytes: &[u8],
         config: AdapterConfig,
@@ -123,8 +124,8 @@ impl PaymentAdapter {
             logged: logged(),
         });
         let caller = Caller::new(runtime.clone(), Some(offline.clone()));
-        let described = contract.describe(&caller);
-        keep_logged(&offline, "describe", None, "", caller.log.take());
+        let described = contract.describe(&caller).await;
+        keep_logged(&offline, "describe", None, "", caller.take_log());
         let info = described?.map_err(|reason| {
             let limit = runtime.limits.max_text_bytes;
             match check_output("configuration refusal", &reason, limit) {
@@ -203,7 +204,7 @@ impl PaymentAdapter {
     }
 
     /// Starts a card form; `Ok(Err(message))` when the provider was not reachable.
-    pub fn setup_card_form(
+    pub async fn setup_card_form(
         &self,
         r: &CardFormRequest,
     ) -> Result<Result<CardForm, String>, PluginError> {
@@ -215,9 +216,11 @@ impl PaymentAdapter {
             ("locale", &r.locale),
             ("return URL", &r.return_url),
         ])?;
-        match self.call("setup-card-form", None, |c, caller| {
-            c.setup_card_form(caller, r)
-        })? {
+        match {
+            let caller = self.caller();
+            let answer = self.inner.contract.setup_card_form(&caller, r).await;
+            self.logged(&caller, "setup-card-form", None, answer)
+        }? {
             Ok(form) => {
                 self.check_outputs(&[("customer id", &form.customer_id)])?;
                 check_output("card form document", &form.document, MAX_DOCUMENT_BYTES)?;
@@ -237,15 +240,21 @@ impl PaymentAdapter {
         }
     }
 
-    pub fn attach_card(
+    pub async fn attach_card(
         &self,
         customer_id: &str,
         card_ref: &str,
     ) -> Result<Result<AttachedCard, AttachRefusal>, PluginError> {
         self.check_inputs(&[("customer id", customer_id), ("card reference", card_ref)])?;
-        let answer = self.call("attach-card", None, |c, caller| {
-            c.attach_card(caller, customer_id, card_ref)
-        })?;
+        let answer = {
+            let caller = self.caller();
+            let answer = self
+                .inner
+                .contract
+                .attach_card(&caller, customer_id, card_ref)
+                .await;
+            self.logged(&caller, "attach-card", None, answer)
+        }?;
         match &answer {
             Ok(a) => self.check_outputs(&[
                 ("card reference", &a.reference),
@@ -261,64 +270,76 @@ impl PaymentAdapter {
     }
 
     /// Holds money on a card.
-    pub fn authorise(&self, r: &HoldRequest) -> Result<Outcome, PluginError> {
+    pub async fn authorise(&self, r: &HoldRequest) -> Result<Outcome, PluginError> {
         self.check_inputs(&[
             ("currency", &r.currency),
             ("card reference", &r.card_ref),
             ("customer id", &r.customer_id),
             ("idempotency key", &r.idempotency_key),
         ])?;
-        let o = self.call("authorise", Some(&r.idempotency_key), |c, caller| {
-            c.authorise(caller, r)
-        })?;
+        let o = {
+            let caller = self.caller();
+            let answer = self.inner.contract.authorise(&caller, r).await;
+            self.logged(&caller, "authorise", Some(&r.idempotency_key), answer)
+        }?;
         self.checked(o)
     }
 
     /// Takes held money.
-    pub fn capture(&self, r: &CaptureRequest) -> Result<Outcome, PluginError> {
+    pub async fn capture(&self, r: &CaptureRequest) -> Result<Outcome, PluginError> {
         self.check_inputs(&[
             ("authorisation", &r.authorisation),
             ("currency", &r.currency),
             ("idempotency key", &r.idempotency_key),
         ])?;
-        let o = self.call("capture", Some(&r.idempotency_key), |c, caller| {
-            c.capture(caller, r)
-        })?;
+        let o = {
+            let caller = self.caller();
+            let answer = self.inner.contract.capture(&caller, r).await;
+            self.logged(&caller, "capture", Some(&r.idempotency_key), answer)
+        }?;
         self.checked(o)
     }
 
     /// Releases a hold.
-    pub fn void(&self, r: &VoidRequest) -> Result<Outcome, PluginError> {
+    pub async fn void(&self, r: &VoidRequest) -> Result<Outcome, PluginError> {
         self.check_inputs(&[
             ("authorisation", &r.authorisation),
             ("idempotency key", &r.idempotency_key),
         ])?;
-        let o = self.call("void", Some(&r.idempotency_key), |c, caller| {
-            c.void(caller, r)
-        })?;
+        let o = {
+            let caller = self.caller();
+            let answer = self.inner.contract.void(&caller, r).await;
+            self.logged(&caller, "void", Some(&r.idempotency_key), answer)
+        }?;
         self.checked(o)
     }
 
     /// Gives captured money back.
-    pub fn refund(&self, r: &RefundRequest) -> Result<Outcome, PluginError> {
+    pub async fn refund(&self, r: &RefundRequest) -> Result<Outcome, PluginError> {
         self.check_inputs(&[
             ("payment", &r.payment),
             ("currency", &r.currency),
             ("idempotency key", &r.idempotency_key),
         ])?;
-        let o = self.call("refund", Some(&r.idempotency_key), |c, caller| {
-            c.refund(caller, r)
-        })?;
+        let o = {
+            let caller = self.caller();
+            let answer = self.inner.contract.refund(&caller, r).await;
+            self.logged(&caller, "refund", Some(&r.idempotency_key), answer)
+        }?;
         self.checked(o)
     }
 
     /// Reads a payment back by the reference its hold was approved with.
-    pub fn retrieve(
+    pub async fn retrieve(
         &self,
         reference: &str,
     ) -> Result<Result<PaymentState, LookupFailure>, PluginError> {
         self.check_inputs(&[("provider reference", reference)])?;
-        match self.call("retrieve", None, |c, caller| c.retrieve(caller, reference))? {
+        match {
+            let caller = self.caller();
+            let answer = self.inner.contract.retrieve(&caller, reference).await;
+            self.logged(&caller, "retrieve", None, answer)
+        }? {
             Ok(state) => Ok(Ok(self.payment_state(state)?)),
             Err(LookupFailure::NotFound) => Ok(Err(LookupFailure::NotFound)),
             Err(LookupFailure::Unreachable(m)) => {
@@ -330,15 +351,21 @@ impl PaymentAdapter {
 
     /// The provider's payments made since `since` (Unix seconds), a page at a
     /// time; `Ok(Err(message))` when the provider could not be reached.
-    pub fn list_payments(
+    pub async fn list_payments(
         &self,
         since: i64,
         after: Option<&str>,
     ) -> Result<Result<PaymentPage, String>, PluginError> {
         self.check_inputs(&[("page token", after.unwrap_or_default())])?;
-        match self.call("list-payments", None, |c, caller| {
-            c.list_payments(caller, since, after)
-        })? {
+        match {
+            let caller = self.caller();
+            let answer = self
+                .inner
+                .contract
+                .list_payments(&caller, since, after)
+                .await;
+            self.logged(&caller, "list-payments", None, answer)
+        }? {
             Ok(page) => {
                 if page.payments.len() > MAX_PAGE {
                     return Err(PluginError::OutputTooLarge(format!(
@@ -366,7 +393,7 @@ impl PaymentAdapter {
     }
 
     /// Verifies and reads a notification the provider sent (no network while it runs).
-    pub fn verify_event(
+    pub async fn verify_event(
         &self,
         headers: &[(String, String)],
         body: &[u8],
@@ -390,8 +417,12 @@ impl PaymentAdapter {
             });
         }
         let caller = Caller::new(self.inner.runtime.clone(), Some(self.inner.offline.clone()));
-        let answer = self.inner.contract.verify_event(&caller, headers, body);
-        self.log_lines("verify-event", None, caller.log.take());
+        let answer = self
+            .inner
+            .contract
+            .verify_event(&caller, headers, body)
+            .await;
+        self.log_lines("verify-event", None, caller.take_log());
         match answer? {
             Ok(events) => {
                 if events.len() > MAX_EVENTS {
@@ -431,17 +462,20 @@ impl PaymentAdapter {
         }
     }
 
-    /// One call with the network; its log lines go to the service's log.
-    fn call<R>(
+    /// A call with the network.
+    fn caller(&self) -> Caller {
+        Caller::new(self.inner.runtime.clone(), Some(self.inner.host.clone()))
+    }
+
+    /// A call's answer, once its log lines have gone to the service's log.
+    fn logged<R>(
         &self,
+        caller: &Caller,
         operation: &'static str,
         key: Option<&str>,
-        f: impl FnOnce(&dyn Contract, &Caller) -> Result<R, PluginError>,
+        answer: Result<R, PluginError>,
     ) -> Result<R, PluginError> {
-        let inner = &self.inner;
-        let caller = Caller::new(inner.runtime.clone(), Some(inner.host.clone()));
-        let answer = f(inner.contract.as_ref(), &caller);
-        self.log_lines(operation, key, caller.log.take());
+        self.log_lines(operation, key, caller.take_log());
         answer
     }
 

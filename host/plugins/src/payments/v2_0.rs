@@ -6,7 +6,7 @@
 
 use wasmtime::component::{Component, HasSelf};
 
-use super::contract::{Caller, Contract, Described};
+use super::contract::{Caller, Contract, Described, call_export};
 use super::types::{
     AdapterInfo, AttachRefusal, AttachedCard, CaptureRequest, Card, CardForm, CardFormRequest,
     Decline, EventRefusal, FinishReason, HoldRequest, LookupFailure, Outcome, PaymentPage,
@@ -20,6 +20,8 @@ mod wit {
     wasmtime::component::bindgen!({
         path: "../../wit/payments-2.0",
         world: "payment-adapter",
+        imports: { "courier:payments/outbound-http": async },
+        exports: { default: async },
     });
 }
 
@@ -45,20 +47,6 @@ impl V2_0 {
                 reason: format!("{e:#}"),
             })
     }
-
-    fn call<R>(
-        &self,
-        caller: &Caller,
-        f: impl FnOnce(
-            &wit::exports::courier::payments::adapter::Guest,
-            &mut wasmtime::Store<CallState>,
-        ) -> wasmtime::Result<R>,
-    ) -> Result<R, PluginError> {
-        caller.run(
-            |store| self.0.instantiate(store),
-            |adapter, store| f(adapter.courier_payments_adapter(), store),
-        )
-    }
 }
 
 fn outcome(o: w::Outcome) -> Outcome {
@@ -70,38 +58,39 @@ fn outcome(o: w::Outcome) -> Outcome {
     }
 }
 
+#[async_trait::async_trait]
 impl Contract for V2_0 {
-    fn describe(&self, caller: &Caller) -> Result<Described, PluginError> {
-        Ok(self
-            .call(caller, |a, s| a.call_describe(s))?
-            .map(|info| AdapterInfo {
+    async fn describe(&self, caller: &Caller) -> Result<Described, PluginError> {
+        Ok(
+            call_export!(self.0, caller, call_describe())?.map(|info| AdapterInfo {
                 name: info.name,
                 version: info.version,
                 allowed_hosts: info.allowed_hosts,
                 reference_pattern: None,
                 contract: VERSION,
-            }))
+            }),
+        )
     }
 
-    fn setup_card_form(
+    async fn setup_card_form(
         &self,
         caller: &Caller,
         r: &CardFormRequest,
     ) -> Result<Result<CardForm, String>, PluginError> {
-        let form = self.call(caller, |a, s| a.call_setup_card_form(s, &r.merchant))?;
+        let form = call_export!(self.0, caller, call_setup_card_form(&r.merchant))?;
         Ok(form.map(|f| CardForm {
             customer_id: f.customer_id,
             document: serde_json::json!({"client_secret": f.client_secret}).to_string(),
         }))
     }
 
-    fn attach_card(
+    async fn attach_card(
         &self,
         caller: &Caller,
         customer_id: &str,
         card_ref: &str,
     ) -> Result<Result<AttachedCard, AttachRefusal>, PluginError> {
-        let answer = self.call(caller, |a, s| a.call_attach_card(s, customer_id, card_ref))?;
+        let answer = call_export!(self.0, caller, call_attach_card(customer_id, card_ref))?;
         Ok(answer
             .map(|c| AttachedCard {
                 reference: card_ref.to_owned(),
@@ -119,7 +108,7 @@ impl Contract for V2_0 {
             }))
     }
 
-    fn authorise(&self, caller: &Caller, r: &HoldRequest) -> Result<Outcome, PluginError> {
+    async fn authorise(&self, caller: &Caller, r: &HoldRequest) -> Result<Outcome, PluginError> {
         let wire = w::HoldRequest {
             amount_minor: r.amount_minor,
             currency: r.currency.clone(),
@@ -127,65 +116,67 @@ impl Contract for V2_0 {
             customer_id: r.customer_id.clone(),
             idempotency_key: r.idempotency_key.clone(),
         };
-        Ok(outcome(
-            self.call(caller, |a, s| a.call_authorise(s, &wire))?,
-        ))
+        Ok(outcome(call_export!(
+            self.0,
+            caller,
+            call_authorise(&wire)
+        )?))
     }
 
-    fn capture(&self, caller: &Caller, r: &CaptureRequest) -> Result<Outcome, PluginError> {
+    async fn capture(&self, caller: &Caller, r: &CaptureRequest) -> Result<Outcome, PluginError> {
         let wire = w::CaptureRequest {
             authorisation: r.authorisation.clone(),
             amount_minor: r.amount_minor,
             currency: r.currency.clone(),
             idempotency_key: r.idempotency_key.clone(),
         };
-        Ok(outcome(self.call(caller, |a, s| a.call_capture(s, &wire))?))
+        Ok(outcome(call_export!(self.0, caller, call_capture(&wire))?))
     }
 
-    fn void(&self, caller: &Caller, r: &VoidRequest) -> Result<Outcome, PluginError> {
+    async fn void(&self, caller: &Caller, r: &VoidRequest) -> Result<Outcome, PluginError> {
         let wire = w::VoidRequest {
             authorisation: r.authorisation.clone(),
             idempotency_key: r.idempotency_key.clone(),
         };
-        Ok(outcome(self.call(caller, |a, s| a.call_void(s, &wire))?))
+        Ok(outcome(call_export!(self.0, caller, call_void(&wire))?))
     }
 
-    fn refund(&self, caller: &Caller, r: &RefundRequest) -> Result<Outcome, PluginError> {
+    async fn refund(&self, caller: &Caller, r: &RefundRequest) -> Result<Outcome, PluginError> {
         let wire = w::RefundRequest {
             payment: r.payment.clone(),
             amount_minor: r.amount_minor,
             currency: r.currency.clone(),
             idempotency_key: r.idempotency_key.clone(),
         };
-        Ok(outcome(self.call(caller, |a, s| a.call_refund(s, &wire))?))
+        Ok(outcome(call_export!(self.0, caller, call_refund(&wire))?))
     }
 
-    fn retrieve(
+    async fn retrieve(
         &self,
         caller: &Caller,
         reference: &str,
     ) -> Result<Result<PaymentState, LookupFailure>, PluginError> {
-        let answer = self.call(caller, |a, s| a.call_retrieve(s, reference))?;
+        let answer = call_export!(self.0, caller, call_retrieve(reference))?;
         Ok(answer.map(payment_state).map_err(|failure| match failure {
             w::LookupFailure::NotFound => LookupFailure::NotFound,
             w::LookupFailure::Unreachable(m) => LookupFailure::Unreachable(m),
         }))
     }
 
-    fn list_payments(
+    async fn list_payments(
         &self,
         caller: &Caller,
         since: i64,
         after: Option<&str>,
     ) -> Result<Result<PaymentPage, String>, PluginError> {
-        let answer = self.call(caller, |a, s| a.call_list_payments(s, since, after))?;
+        let answer = call_export!(self.0, caller, call_list_payments(since, after))?;
         Ok(answer.map(|page| PaymentPage {
             payments: page.payments.into_iter().map(payment_state).collect(),
             next: page.next,
         }))
     }
 
-    fn verify_event(
+    async fn verify_event(
         &self,
         _caller: &Caller,
         _headers: &[(String, String)],

@@ -76,7 +76,7 @@ pub struct Summary {
 
 /// Runs the suite over the cassettes in `cassettes`, each call of the adapter under
 /// `deadline`; `each` sees every verdict as it is reached.
-pub fn certify(
+pub async fn certify(
     config: &Config,
     file: &Path,
     adapter_config: Option<&Path>,
@@ -93,8 +93,9 @@ pub fn certify(
     config.payments.calls.deadline = deadline;
     let engine = crate::app::plugin_engine(&config).map_err(CertifyError::Engine)?;
     // Watched, for the lines it logs (checked for card numbers like its requests).
-    let adapter =
-        PaymentAdapter::load_watched(&engine, &bytes, values).map_err(CertifyError::Adapter)?;
+    let adapter = PaymentAdapter::load_watched(&engine, &bytes, values)
+        .await
+        .map_err(CertifyError::Adapter)?;
     let suite = scenarios::Suite {
         adapter: &adapter,
         player: &player,
@@ -108,7 +109,7 @@ pub fn certify(
     };
     for scenario in suite.scenarios() {
         let verdict = Verdict {
-            failure: suite.run(&scenario).err(),
+            failure: suite.run(&scenario).await.err(),
             scenario: scenario.name,
         };
         summary.scenarios += 1;

@@ -94,12 +94,13 @@ impl Player {
     }
 }
 
-impl ProviderStandIn for Player {
-    fn answer(
+impl Player {
+    /// The exchange that answers `request` and the fault to play on it, noting what was sent;
+    /// `Err`: the answer when no exchange does.
+    fn matching(
         &self,
         request: &HttpRequest,
-        answer_by: Instant,
-    ) -> Result<HttpResponse, HttpFailure> {
+    ) -> Result<(RecordedExchange, Option<Fault>), HttpResponse> {
         let path = url::Url::parse(&request.url)
             .map(|u| u.path().to_owned())
             .unwrap_or_default();
@@ -127,14 +128,28 @@ impl ProviderStandIn for Player {
             matched,
         });
         let Some(index) = matched else {
-            return Ok(json_response(
+            return Err(json_response(
                 404,
                 &json!({"error": "no exchange in the cassette answers this request"}),
             ));
         };
         let exchange = tape.exchanges[index].clone();
         let fault = tape.fault.filter(|_| exchange.money.is_some());
-        drop(tape);
+        Ok((exchange, fault))
+    }
+}
+
+#[async_trait::async_trait]
+impl ProviderStandIn for Player {
+    async fn answer(
+        &self,
+        request: &HttpRequest,
+        answer_by: Instant,
+    ) -> Result<HttpResponse, HttpFailure> {
+        let (exchange, fault) = match self.matching(request) {
+            Ok(matched) => matched,
+            Err(unmatched) => return Ok(unmatched),
+        };
         let recorded = response_of(&exchange.response);
         let Some(fault) = fault else {
             return Ok(recorded);
@@ -146,7 +161,7 @@ impl ProviderStandIn for Player {
                 &json!({"error": {"message": format!("injected by the conformance suite: {status}")}}),
             )),
             Fault::Hang => {
-                std::thread::sleep(answer_by.saturating_duration_since(Instant::now()));
+                tokio::time::sleep_until(answer_by.into()).await;
                 Err(HttpFailure::Timeout)
             }
             Fault::DroppedAfterActing => Err(HttpFailure::Connection(

@@ -142,31 +142,31 @@ impl Suite<'_> {
     }
 
     /// Ok, or what was wrong.
-    pub fn run(&self, scenario: &Scenario) -> Result<(), String> {
+    pub async fn run(&self, scenario: &Scenario) -> Result<(), String> {
         match scenario.check {
             Check::Imports => self.imports(),
             Check::Coverage => self.coverage(),
             Check::Replay(index) => {
                 let cassette = self.load(index, None);
-                let answer = self.call(cassette)?;
+                let answer = self.call(cassette).await?;
                 self.checked(cassette)?;
                 same_as_recorded(&answer, cassette)
             }
             Check::Repeat(index) => {
                 let cassette = self.load(index, None);
-                let first = self.call(cassette)?;
+                let first = self.call(cassette).await?;
                 self.player.next_call(None);
-                let second = self.call(cassette)?;
+                let second = self.call(cassette).await?;
                 self.checked(cassette)?;
                 same_as_recorded(&first, cassette)?;
                 same_as_recorded(&second, cassette).map_err(|why| format!("asked again: {why}"))
             }
             Check::DroppedThenRetried(index) => {
                 let cassette = self.load(index, Some(Fault::DroppedAfterActing));
-                let first = self.call(cassette)?;
+                let first = self.call(cassette).await?;
                 outcome_is(&first, "unreachable")?;
                 self.player.next_call(None);
-                let retried = self.call(cassette)?;
+                let retried = self.call(cassette).await?;
                 self.checked(cassette)?;
                 same_as_recorded(&retried, cassette).map_err(|why| format!("retried: {why}"))
             }
@@ -175,7 +175,7 @@ impl Suite<'_> {
                 let mut tampered = cassette.clone();
                 let body = tampered.args["body"].as_str().unwrap_or_default();
                 tampered.args["body"] = Value::String(tamper(body));
-                let answer = self.call(&tampered)?;
+                let answer = self.call(&tampered).await?;
                 self.checked(cassette)?;
                 match answer["refused"]["outcome"].as_str() {
                     Some("unverified") => Ok(()),
@@ -188,7 +188,7 @@ impl Suite<'_> {
                 expect,
             } => {
                 let cassette = self.load(index, Some(fault));
-                let answer = self.call(cassette)?;
+                let answer = self.call(cassette).await?;
                 self.checked(cassette)?;
                 outcome_is(&answer, expect)?;
                 let wrong_hold = cassette.operation == "hold"
@@ -244,9 +244,11 @@ impl Suite<'_> {
             .collect()
     }
 
-    fn call(&self, cassette: &Cassette) -> Result<Value, String> {
+    async fn call(&self, cassette: &Cassette) -> Result<Value, String> {
         let operation = operation_named(&cassette.operation).map_err(|e| e.to_string())?;
-        call(self.adapter, operation, cassette.args.clone()).map_err(|e| e.to_string())
+        call(self.adapter, operation, cassette.args.clone())
+            .await
+            .map_err(|e| e.to_string())
     }
 
     /// What every scenario checks of the requests sent.
