@@ -151,3 +151,83 @@ async fn a_merchant_uses_the_console_in_a_browser() {
     browser.close().await;
     app.stop().await;
 }
+
+#[tokio::test]
+async fn an_operator_uses_the_operator_console_in_a_browser() {
+    let quoting = crate::quotes::Quoting::start().await;
+    let app = &quoting.app;
+    for vehicle in ["car", "van", "car"] {
+        let (status, _) = quoting.quote(&crate::quotes::journey(Some(vehicle))).await;
+        assert_eq!(status, 201);
+    }
+    let upload = crate::quotes::upload_dearer_book(app, 250).await;
+    let browser = Browser::start(1280, 900).await;
+    let client = &browser.client;
+
+    client.goto(&app.url("/ops/")).await.unwrap();
+    arrives_at(&browser, "/ops/sign-in").await;
+    looked_at(&browser, "ops-sign-in.png").await;
+    fill(&browser, "token", crate::support::ADMIN_TOKEN).await;
+    click(&browser, "form.sign-in button").await;
+    arrives_at(&browser, "/ops/markets").await;
+    looked_at(&browser, "ops-markets.png").await;
+
+    client
+        .find(Locator::LinkText("Price books of Demo City"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    arrives_at(&browser, "/ops/markets/demo/price-books").await;
+    looked_at(&browser, "ops-price-books.png").await;
+
+    client
+        .find(Locator::LinkText(&format!("Compare upload {upload}")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let comparison = format!("/ops/markets/demo/price-books/{upload}/comparison");
+    arrives_at(&browser, &comparison).await;
+    let bars = client
+        .find_all(Locator::Css("svg.histogram rect"))
+        .await
+        .unwrap();
+    assert!(!bars.is_empty());
+    looked_at(&browser, "ops-comparison.png").await;
+
+    client
+        .find(Locator::LinkText(&format!("Activate upload {upload}")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    arrives_at(
+        &browser,
+        &format!("/ops/markets/demo/price-books/{upload}/activate"),
+    )
+    .await;
+    looked_at(&browser, "ops-activate.png").await;
+    click(&browser, "form.actions button").await;
+    arrives_at(&browser, "/ops/markets/demo/price-books").await;
+    let notice = client
+        .find(Locator::Css(".notice"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(notice.contains("now in force"), "{notice}");
+    let (_, next) = quoting.quote(&crate::quotes::journey(Some("car"))).await;
+    assert_eq!(next["price_book_version"], 2);
+
+    client.goto(&app.url("/ops/audit")).await.unwrap();
+    arrives_at(&browser, "/ops/audit").await;
+    looked_at(&browser, "ops-audit.png").await;
+    click(&browser, "form.sign-out button").await;
+    arrives_at(&browser, "/ops/sign-in").await;
+    quoting.app.stop().await;
+}

@@ -24,6 +24,7 @@ mod lookups;
 mod networks;
 mod openapi;
 mod ops;
+mod ops_console;
 mod payments;
 mod price_books;
 mod provider_events;

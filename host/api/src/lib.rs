@@ -98,6 +98,21 @@ fn public_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::webhooks::webhook_action))
         .routes(routes!(console::webhooks::resend_delivery))
         .routes(routes!(console::webhooks::recover_deliveries))
+        // The operator console: pages for people, signed in with an operator token.
+        .routes(routes!(console::operator::pages::start))
+        .routes(routes!(
+            console::operator::pages::sign_in_page,
+            console::operator::pages::sign_in
+        ))
+        .routes(routes!(console::operator::pages::sign_out))
+        .routes(routes!(console::operator::pages::markets_page))
+        .routes(routes!(console::operator::price_books::price_books_page))
+        .routes(routes!(console::operator::price_books::comparison_page))
+        .routes(routes!(
+            console::operator::price_books::activate_page,
+            console::operator::price_books::activate
+        ))
+        .routes(routes!(console::operator::audit::audit_page))
         // The payment provider's notifications: its signature is the credential.
         .routes(routes!(provider_events::receive))
         .routes(routes!(serve_openapi))

@@ -62,6 +62,8 @@ pub struct AppServices {
     pub draining: Draining,
     /// The merchant console's sessions.
     pub console_sessions: Arc<courier_core::auth::ConsoleSessions>,
+    /// The operator console's sessions.
+    pub operator_sessions: Arc<courier_core::auth::operator_sessions::OperatorSessions>,
     /// Failed merchant sign-ins per client address.
     pub auth_failures: Arc<courier_core::auth::failures::AddressBudget>,
     /// How fast addresses past their failure budget are refused.

@@ -324,6 +324,12 @@ pub async fn run(
             services.db.pool.clone(),
             config.console_session,
         )),
+        operator_sessions: Arc::new(
+            courier_core::auth::operator_sessions::OperatorSessions::new(
+                services.db.pool.clone(),
+                config.console_session,
+            ),
+        ),
         auth_failures: Arc::new(courier_core::auth::failures::AddressBudget::new(
             config.auth_failure_limit,
             config.auth_failure_window,

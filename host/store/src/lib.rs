@@ -36,6 +36,7 @@ pub mod events;
 pub mod fulfilment;
 pub mod jobs;
 pub mod merchants;
+pub mod operator_console;
 pub mod price_books;
 pub mod provider_events;
 pub mod quotes;

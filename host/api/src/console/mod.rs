@@ -7,6 +7,7 @@
 //! per-address budget.
 
 pub(crate) mod catalog;
+pub(crate) mod operator;
 pub(crate) mod pages;
 mod respond;
 pub(crate) mod webhooks;

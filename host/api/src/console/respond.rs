@@ -141,13 +141,18 @@ pub(super) fn see_other(location: &str) -> Response {
 
 /// The session cookie's token, if the request has one.
 pub(super) fn token(headers: &HeaderMap) -> Option<&str> {
+    cookie_value(headers, COOKIE)
+}
+
+/// The value of the cookie `name`, if the request has one.
+pub(super) fn cookie_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
+        .find(|(cookie, _)| *cookie == name)
         .map(|(_, value)| value)
 }
 
@@ -240,31 +245,60 @@ pub(super) fn client(state: &AppState, request: &Request) -> IpAddr {
 /// The page to answer when `client` may not try to sign in now (past its failure budget).
 pub(super) fn budget_refusal(state: &AppState, client: IpAddr) -> Option<Response> {
     let wait = state.auth_failures.wait(client, Instant::now())?;
+    Some(too_many_attempts(wait))
+}
+
+/// The page for an address past its failure budget, which may try again after `wait`.
+fn too_many_attempts(wait: std::time::Duration) -> Response {
     let mut response = message(
         StatusCode::TOO_MANY_REQUESTS,
         None,
-        "Too many attempts",
-        "Too many sign-ins from this address failed. Wait a minute, then try again.",
+        TOO_MANY_ATTEMPTS.0,
+        TOO_MANY_ATTEMPTS.1,
     );
+    retry_after(&mut response, wait);
+    response
+}
+
+/// The heading and text of the page for an address past its failure budget.
+pub(super) const TOO_MANY_ATTEMPTS: (&str, &str) = (
+    "Too many attempts",
+    "Too many sign-ins from this address failed. Wait a minute, then try again.",
+);
+
+/// Says when an address past its failure budget may try again.
+pub(super) fn retry_after(response: &mut Response, wait: std::time::Duration) {
     if let Ok(value) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
         response.headers_mut().insert(header::RETRY_AFTER, value);
     }
-    Some(response)
 }
 
 /// The `Set-Cookie` value of a session (`token`), or of its end (None).
 pub(super) fn cookie(state: &AppState, token: Option<&str>) -> HeaderValue {
+    session_cookie(
+        state,
+        (COOKIE, "/console"),
+        state.console_sessions.lifetime(),
+        token,
+    )
+}
+
+/// The `Set-Cookie` value of a console's session cookie (`name`, scoped to `path`) holding
+/// `token` for `lifetime`, or of its end (None); `Secure` when the public URL is https.
+pub(super) fn session_cookie(
+    state: &AppState,
+    (name, path): (&str, &str),
+    lifetime: std::time::Duration,
+    token: Option<&str>,
+) -> HeaderValue {
     let secure = if state.config.public_url().starts_with("https://") {
         "; Secure"
     } else {
         ""
     };
-    let value = match token {
-        Some(token) => format!(
-            "{COOKIE}={token}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
-            state.console_sessions.lifetime().as_secs()
-        ),
-        None => format!("{COOKIE}=; Path=/console; HttpOnly; SameSite=Strict; Max-Age=0{secure}"),
-    };
+    let (token, max_age) = token.map_or(("", 0), |token| (token, lifetime.as_secs()));
+    let value = format!(
+        "{name}={token}; Path={path}; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
+    );
     HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static(""))
 }

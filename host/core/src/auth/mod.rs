@@ -5,6 +5,7 @@ mod changes;
 pub mod client;
 mod credentials;
 pub mod failures;
+pub mod operator_sessions;
 pub mod operators;
 mod sessions;
 mod usage;

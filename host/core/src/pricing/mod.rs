@@ -134,6 +134,18 @@ pub struct UploadSummary {
     pub active: bool,
 }
 
+/// One quote of a [`Comparison`], re-priced: `after_minor` is None where the new book refuses
+/// to price it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repriced {
+    pub quote_id: uuid::Uuid,
+    pub vehicle: courier_domain::Vehicle,
+    pub distance_metres: i32,
+    pub currency: String,
+    pub before_minor: i64,
+    pub after_minor: Option<i64>,
+}
+
 /// An upload made the market's book in force.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[schema(as = PriceBookActivation)]
@@ -376,6 +388,16 @@ impl PriceBooks {
         market_id: &str,
         version: i32,
     ) -> Result<Comparison, PriceBookError> {
+        Ok(self.compare_quotes(market_id, version).await?.0)
+    }
+
+    /// [`compare`](Self::compare), with each quote re-priced (newest first), for a person to
+    /// read them one by one.
+    pub async fn compare_quotes(
+        &self,
+        market_id: &str,
+        version: i32,
+    ) -> Result<(Comparison, Vec<Repriced>), PriceBookError> {
         let market = self.market(market_id)?;
         let candidate = self.upload_book(market.id(), version).await?;
         let recent =
@@ -387,7 +409,8 @@ impl PriceBooks {
             version,
             ..Comparison::default()
         };
-        let comparison = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
+            let mut repriced = Vec::with_capacity(recent.len());
             for quote in &recent {
                 let after = match reprice(&candidate, quote, timezone) {
                     Ok(total) => Some(total),
@@ -397,12 +420,19 @@ impl PriceBooks {
                     }
                 };
                 comparison.record(quote.total_amount_minor, after);
+                repriced.push(Repriced {
+                    quote_id: quote.id,
+                    vehicle: quote.vehicle,
+                    distance_metres: quote.distance_metres,
+                    currency: quote.currency.clone(),
+                    before_minor: quote.total_amount_minor,
+                    after_minor: after,
+                });
             }
-            Ok(comparison.finish())
+            Ok((comparison.finish(), repriced))
         })
         .await
-        .map_err(|e| PriceBookError::Rejected(format!("comparison stopped: {e}")))??;
-        Ok(comparison)
+        .map_err(|e| PriceBookError::Rejected(format!("comparison stopped: {e}")))?
     }
 
     async fn summary(

@@ -1,0 +1,283 @@
+//! The operator console over HTTP, as a browser without JavaScript uses it: sign-in with an
+//! operator token, a price-book comparison whose numbers and histogram match the API's
+//! comparison, an activation from the console seen by the next quote, the audit trail; and its
+//! security: the session cookie's flags, a form without its CSRF token, a session whose token
+//! is no longer configured, the failure budget.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::console::{Visitor, csrf_of};
+use crate::quotes::{Quoting, journey, upload_dearer_book};
+use crate::support::{ADMIN_TOKEN, TestApp, status_and_json};
+use courier_core::auth::failures::AddressBudget;
+use courier_core::auth::operator_sessions::OperatorSessions;
+use courier_core::auth::operators::{OperatorToken, OperatorTokens};
+
+/// The text of the element with `id` on a page.
+fn text_of(body: &str, id: &str) -> String {
+    let at = body
+        .find(&format!("id=\"{id}\">"))
+        .unwrap_or_else(|| panic!("no #{id} on the page"))
+        + id.len()
+        + 6;
+    body[at..].split('<').next().unwrap().trim().to_owned()
+}
+
+/// The histogram's table: (direction, from, to, count) per bin.
+fn bins(body: &str) -> Vec<(String, i64, i64, u64)> {
+    body.split("<tr class=\"change-")
+        .skip(1)
+        .filter(|row| row.contains("data-from=\""))
+        .map(|row| {
+            let direction = row.split('"').next().unwrap().to_owned();
+            let attribute = |name: &str| -> i64 {
+                let at = row.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+                row[at..].split('"').next().unwrap().parse().unwrap()
+            };
+            let count = row
+                .split("<td class=\"number\">")
+                .nth(1)
+                .unwrap()
+                .split('<')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            (
+                direction,
+                attribute("data-from"),
+                attribute("data-to"),
+                count,
+            )
+        })
+        .collect()
+}
+
+async fn signed_in(app: &TestApp) -> Visitor {
+    let mut visitor = Visitor::new(app);
+    let page = visitor
+        .post("/ops/sign-in", &[("token", ADMIN_TOKEN)])
+        .await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    visitor
+}
+
+async fn api_comparison(app: &TestApp, upload: i64) -> Value {
+    let (status, comparison) = status_and_json(
+        app.admin(
+            Method::GET,
+            &format!("/markets/demo/price-books/{upload}/comparison"),
+        )
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{comparison}");
+    comparison
+}
+
+#[tokio::test]
+async fn an_operator_compares_activates_and_finds_it_in_the_audit_trail() {
+    let quoting = Quoting::start().await;
+    let app = &quoting.app;
+    for vehicle in ["car", "car", "van", "bicycle", "car"] {
+        let (status, quote) = quoting.quote(&journey(Some(vehicle))).await;
+        assert_eq!(status, 201, "{quote}");
+    }
+    let upload = upload_dearer_book(app, 400).await;
+
+    // Signed out, every page leads to the sign-in form; a wrong token is refused.
+    let mut visitor = Visitor::new(app);
+    let page = visitor.get("/ops/markets").await;
+    assert_eq!(
+        (page.status, page.location.as_deref()),
+        (303, Some("/ops/sign-in"))
+    );
+    let page = visitor
+        .post("/ops/sign-in", &[("token", "not-an-operator-token")])
+        .await;
+    assert_eq!(page.status, 401);
+    assert!(page.body.contains("not an operator token in use"));
+    assert!(visitor.cookie.is_none());
+    let page = visitor.post("/ops/sign-in", &[("token", "")]).await;
+    assert_eq!(page.status, 400);
+
+    let page = visitor
+        .post("/ops/sign-in", &[("token", ADMIN_TOKEN)])
+        .await;
+    assert_eq!(
+        (page.status, page.location.as_deref()),
+        (303, Some("/ops/markets"))
+    );
+    let cookie = page.set_cookie.unwrap();
+    for flag in ["HttpOnly", "SameSite=Strict", "Path=/ops"] {
+        assert!(cookie.contains(flag), "{cookie}");
+    }
+    let page = visitor.get("/ops/markets").await;
+    assert_eq!(page.status, 200);
+    assert!(page.csp.unwrap().contains("default-src 'none'"));
+    assert!(page.body.contains("/ops/markets/demo/price-books"));
+    let page = visitor.get("/ops/markets/demo/price-books").await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains(&format!(
+        "/ops/markets/demo/price-books/{upload}/comparison"
+    )));
+
+    // The comparison: the API's numbers, and a histogram that counts the same quotes.
+    let api = api_comparison(app, upload).await;
+    let page = visitor
+        .get(&format!(
+            "/ops/markets/demo/price-books/{upload}/comparison"
+        ))
+        .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    for (id, field) in [
+        ("quotes-compared", "quotes_compared"),
+        ("changed", "changed"),
+        ("increased", "increased"),
+        ("decreased", "decreased"),
+        ("refused", "refused"),
+    ] {
+        assert_eq!(
+            text_of(&page.body, id),
+            api[field].to_string(),
+            "{id} against {api}"
+        );
+    }
+    let drawn = bins(&page.body);
+    let count =
+        |direction: &str| -> u64 { drawn.iter().filter(|b| b.0 == direction).map(|b| b.3).sum() };
+    let as_u64 = |field: &str| api[field].as_u64().unwrap();
+    assert_eq!(count("up"), as_u64("increased"), "{drawn:?}");
+    assert_eq!(count("down"), as_u64("decreased"), "{drawn:?}");
+    assert_eq!(
+        count("same"),
+        as_u64("quotes_compared") - as_u64("refused") - as_u64("changed")
+    );
+    // The largest increase falls in the last bin.
+    let last = drawn.last().unwrap();
+    let largest = api["largest_increase_minor"].as_i64().unwrap();
+    assert!(last.1 <= largest && largest <= last.2, "{drawn:?} {api}");
+    assert!(page.body.contains("<svg class=\"histogram\""));
+    assert!(page.body.contains("The largest increases"));
+
+    // Filtered by vehicle: only the van's quote (it is dearer by the raise too).
+    let page = visitor
+        .get(&format!(
+            "/ops/markets/demo/price-books/{upload}/comparison?vehicle=van&distance="
+        ))
+        .await;
+    assert_eq!(page.status, 200);
+    let vans = bins(&page.body).iter().map(|b| b.3).sum::<u64>();
+    assert_eq!(vans, 1, "{}", text_of(&page.body, "scope"));
+    assert!(text_of(&page.body, "scope").contains("van"));
+
+    // An unknown upload is a page that says so.
+    let page = visitor
+        .get("/ops/markets/demo/price-books/99/comparison")
+        .await;
+    assert_eq!(page.status, 404);
+    let page = visitor.get("/ops/markets/nowhere/price-books").await;
+    assert_eq!(page.status, 404);
+
+    // Activation: a confirmation naming the upload, refused without the form's token.
+    let activate = format!("/ops/markets/demo/price-books/{upload}/activate");
+    let page = visitor.get(&activate).await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains(&format!("Activate upload {upload} (")));
+    let csrf = csrf_of(&page.body);
+    let refused = visitor.post(&activate, &[("csrf", "forged")]).await;
+    assert_eq!(refused.status, 403);
+    let (_, still) = quoting.quote(&journey(Some("car"))).await;
+    assert_eq!(still["price_book_version"], 1, "nothing was activated");
+    let done = visitor.post(&activate, &[("csrf", &csrf)]).await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    let location = done.location.unwrap();
+    assert_eq!(
+        location,
+        format!("/ops/markets/demo/price-books?activated={upload}&as_version=2")
+    );
+    let page = visitor.get(&location).await;
+    assert!(
+        page.body
+            .contains("is now in force, as price-book version 2")
+    );
+    // The next quote is priced by it.
+    let (_, next) = quoting.quote(&journey(Some("car"))).await;
+    assert_eq!(next["price_book_version"], 2, "{next}");
+
+    // The audit trail names the operator.
+    let page = visitor.get("/ops/audit?action=price_book.activated").await;
+    assert_eq!(page.status, 200);
+    let table = page.body.split("<table id=\"audit\">").nth(1).unwrap();
+    assert!(table.contains("<td>admin</td>"), "{table}");
+    assert!(table.contains(&format!("demo/{upload}")), "{table}");
+    let page = visitor.get("/ops/audit?action=no.such.action").await;
+    assert_eq!(page.status, 422);
+    let page = visitor.get("/ops/audit?operator=nobody").await;
+    assert!(page.body.contains("None of 0 entries"));
+
+    // Signing out ends the session.
+    let page = visitor.get("/ops/markets").await;
+    let csrf = csrf_of(&page.body);
+    let page = visitor.post("/ops/sign-out", &[("csrf", &csrf)]).await;
+    assert_eq!(page.status, 303);
+    let page = visitor.get("/ops/markets").await;
+    assert_eq!(page.location.as_deref(), Some("/ops/sign-in"));
+    quoting.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_session_ends_with_its_token_and_sign_ins_spend_the_failure_budget() {
+    let app = TestApp::spawn_with(|name| {
+        (name == "COURIER_OPERATOR_FAILURE_LIMIT").then(|| "3".to_owned())
+    })
+    .await;
+    let visitor = signed_in(&app).await;
+    let cookie = visitor.cookie.clone().unwrap();
+    let token = cookie.split_once('=').unwrap().1;
+
+    // The session stands while its operator token is configured, and not once it is gone
+    // (the service restarted with other tokens), nor for another operator's token.
+    let sessions = OperatorSessions::new(app.pool().await, Duration::from_secs(60));
+    let budget = || AddressBudget::new(10, Duration::from_secs(60));
+    let configured = OperatorTokens::new(Some(ADMIN_TOKEN), &[], budget());
+    let found = sessions.find(token, &configured).await.unwrap().unwrap();
+    assert_eq!(found.operator.name, "admin");
+    let rotated = OperatorTokens::new(Some("a-new-admin-token-0123456789"), &[], budget());
+    assert!(sessions.find(token, &rotated).await.unwrap().is_none());
+    let renamed = OperatorTokens::new(
+        None,
+        &[OperatorToken {
+            name: "mallory".into(),
+            token: ADMIN_TOKEN.into(),
+        }],
+        budget(),
+    );
+    assert!(sessions.find(token, &renamed).await.unwrap().is_none());
+
+    // A merchant console cookie is no operator session.
+    let mut merchant = Visitor::new(&app);
+    merchant.cookie = Some(format!("courier_console={token}"));
+    assert_eq!(
+        merchant.get("/ops/markets").await.location.as_deref(),
+        Some("/ops/sign-in")
+    );
+
+    // Three failures from one address, then even the right token waits.
+    let mut guesser = Visitor::new(&app);
+    for _ in 0..3 {
+        let page = guesser.post("/ops/sign-in", &[("token", "guess")]).await;
+        assert_eq!(page.status, 401);
+    }
+    let page = guesser
+        .post("/ops/sign-in", &[("token", ADMIN_TOKEN)])
+        .await;
+    assert_eq!(page.status, 429);
+    assert!(page.body.contains("Too many attempts"));
+    app.stop().await;
+}
