@@ -632,3 +632,269 @@ async fn a_failed_delivery_found_in_the_log_is_resent_and_received_again() {
     assert_eq!(bad.status, 400);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn cards_are_added_made_default_and_removed_and_charges_are_listed() {
+    let (app, merchant) = shop("Card Console Ltd").await;
+    let job = book(&app, &merchant.test()).await;
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_in(&merchant.test()).await;
+
+    let page = visitor.get("/console/cards").await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Visa ending 4242") || page.body.contains("ending 4242"));
+    assert!(page.body.contains("<strong>default</strong>"));
+    // The booking's charge, linked to its job.
+    assert!(
+        page.body
+            .contains(&format!("/console/jobs/{}", job["id"].as_str().unwrap()))
+    );
+    let csrf = csrf_of(&page.body);
+
+    // A form without the session's token adds nothing.
+    let refused = visitor
+        .post(
+            "/console/cards",
+            &[("card", "4000000000009995"), ("csrf", "x")],
+        )
+        .await;
+    assert_eq!(refused.status, 403);
+    // Only the sandbox's designated cards.
+    let refused = visitor
+        .post(
+            "/console/cards",
+            &[("card", "4111111111111111"), ("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(refused.status, 400);
+    assert!(refused.body.contains("Choose one of the sandbox"));
+
+    let added = visitor
+        .post(
+            "/console/cards",
+            &[
+                ("card", "4000000000009995"),
+                ("make_default", "on"),
+                ("csrf", &csrf),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (added.status, added.location.as_deref()),
+        (303, Some("/console/cards?done=added"))
+    );
+    let (status, cards) = crate::support::status_and_json(
+        app.request(Method::GET, "/v1/payment-methods")
+            .auth(&merchant.test())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let cards = cards.as_array().unwrap().clone();
+    assert_eq!(cards.len(), 2);
+    let id_of = |last_four: &str| {
+        cards.iter().find(|c| c["last_four"] == last_four).unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let (first, second) = (id_of("4242"), id_of("9995"));
+    let default_of = |cards: &Value| {
+        cards
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["is_default"] == true)
+            .map(|c| c["last_four"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(
+        default_of(&Value::Array(cards.clone())).as_deref(),
+        Some("9995")
+    );
+
+    // The default moves back by the card's form, and a card is removed by its own.
+    let done = visitor
+        .post(
+            &format!("/console/cards/{first}/default"),
+            &[("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(
+        done.location.as_deref(),
+        Some("/console/cards?done=default")
+    );
+    let done = visitor
+        .post(
+            &format!("/console/cards/{second}/remove"),
+            &[("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(
+        done.location.as_deref(),
+        Some("/console/cards?done=removed")
+    );
+    let (_, cards) = crate::support::status_and_json(
+        app.request(Method::GET, "/v1/payment-methods")
+            .auth(&merchant.test())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(default_of(&cards).as_deref(), Some("4242"));
+    assert_eq!(cards.as_array().unwrap().len(), 1);
+
+    // Another merchant's card, and nonsense, are no card at all.
+    let (other_app_merchant, other_card) = {
+        let other = app.create_merchant("Other Card Ltd").await;
+        attach_working_card(&app, &other.test()).await;
+        let (_, cards) = crate::support::status_and_json(
+            app.request(Method::GET, "/v1/payment-methods")
+                .auth(&other.test())
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        (other, cards[0]["id"].as_str().unwrap().to_owned())
+    };
+    for path in [
+        format!("/console/cards/{other_card}/remove"),
+        format!("/console/cards/{other_card}/default"),
+        "/console/cards/not-a-card/remove".to_owned(),
+        format!("/console/cards/{first}/explode"),
+    ] {
+        let page = visitor.post(&path, &[("csrf", &csrf)]).await;
+        assert_eq!(page.status, 404, "{path}");
+    }
+    let (_, still) = crate::support::status_and_json(
+        app.request(Method::GET, "/v1/payment-methods")
+            .auth(&other_app_merchant.test())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(still.as_array().unwrap().len(), 1);
+
+    // A live key's console adds no sandbox card.
+    let mut live = Visitor::new(&app);
+    live.sign_in(&merchant.live()).await;
+    let page = live.get("/console/cards").await;
+    assert!(page.body.contains("provider's card form"));
+    let csrf = csrf_of(&page.body);
+    let refused = live
+        .post(
+            "/console/cards",
+            &[("card", "4242424242424242"), ("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(refused.status, 400);
+    assert!(
+        !page.body.contains("ending 4242"),
+        "a live console shows no test card"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn keys_are_made_with_their_secret_shown_once_and_revoked_by_their_merchant_only() {
+    let (app, merchant) = shop("Key Console Ltd").await;
+    let other = app.create_merchant("Other Key Ltd").await;
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_in(&merchant.test()).await;
+    let jobs_with = |credential: Credential| {
+        let request = app.request(Method::GET, "/v1/jobs").auth(&credential);
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+
+    let page = visitor.get("/console/keys").await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body
+            .contains(&format!("{}</code> (this session)", merchant.test().key))
+    );
+    assert!(
+        !page.body.contains(&merchant.live().key),
+        "a test console shows no live key"
+    );
+    assert!(page.body.contains("Account settings"));
+    let csrf = csrf_of(&page.body);
+
+    let refused = visitor
+        .post("/console/keys", &[("label", "   "), ("csrf", &csrf)])
+        .await;
+    assert_eq!(refused.status, 422);
+    let refused = visitor
+        .post(
+            "/console/keys",
+            &[("label", "warehouse"), ("csrf", "forged")],
+        )
+        .await;
+    assert_eq!(refused.status, 403);
+
+    let made = visitor
+        .post("/console/keys", &[("label", "warehouse"), ("csrf", &csrf)])
+        .await;
+    assert_eq!(made.status, 201);
+    let at = made.body.find("<code id=\"new-secret\">").unwrap() + 22;
+    let secret = made.body[at..].split('<').next().unwrap().to_owned();
+    let at = made.body.find("<strong>Key ").unwrap() + 12;
+    let key = made.body[at..].split(' ').next().unwrap().to_owned();
+    assert!(key.starts_with("ck_test_"), "{key}");
+    let new = Credential {
+        key: key.clone(),
+        secret: secret.clone(),
+    };
+    assert_eq!(jobs_with(new.clone()).await, 200, "the new key works");
+    // Never shown again.
+    let page = visitor.get("/console/keys").await;
+    assert!(page.body.contains(&key) && !page.body.contains(&secret));
+
+    // The audit trail says who made it.
+    let (_, audit) = crate::support::status_and_json(
+        app.admin(Method::GET, "/audit?action=key.created")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let made_by = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["target_id"] == key.as_str())
+        .map(|e| e["operator"].as_str().unwrap().to_owned());
+    assert_eq!(made_by, Some(format!("console:{}", merchant.test().key)));
+
+    // Another merchant's key, or this merchant's live key, is no key here.
+    for foreign in [other.test().key, merchant.live().key] {
+        let page = visitor
+            .post(
+                &format!("/console/keys/{foreign}/revoke"),
+                &[("csrf", &csrf)],
+            )
+            .await;
+        assert_eq!(page.status, 404, "{foreign}");
+    }
+    assert_eq!(jobs_with(other.test()).await, 200);
+    assert_eq!(jobs_with(merchant.live()).await, 200);
+
+    let revoked = visitor
+        .post(&format!("/console/keys/{key}/revoke"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(revoked.location.as_deref(), Some("/console/keys"));
+    assert_eq!(jobs_with(new).await, 401);
+
+    // Revoking the session's own key ends the session.
+    let own = merchant.test().key;
+    let revoked = visitor
+        .post(&format!("/console/keys/{own}/revoke"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(revoked.location.as_deref(), Some("/console/sign-in"));
+    let page = visitor.get("/console/jobs").await;
+    assert_eq!(page.location.as_deref(), Some("/console/sign-in"));
+    app.stop().await;
+}

@@ -138,6 +138,46 @@ async fn a_merchant_uses_the_console_in_a_browser() {
     assert!(source.contains("payment_method.dead") && source.contains("Courier-Signature"));
     looked_at(&browser, "console-event-catalog.png").await;
 
+    // Cards and charges: a test card added from the sandbox's list.
+    let nav = client
+        .find(Locator::LinkText("Cards and charges"))
+        .await
+        .unwrap();
+    nav.click().await.unwrap();
+    arrives_at(&browser, "/console/cards").await;
+    looked_at(&browser, "console-cards.png").await;
+    click(&browser, "#card-4000000000009995").await;
+    click(&browser, "form.add-card button").await;
+    browser
+        .wait_until("the card added", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("The card is on file") && s.contains("9995"))
+        })
+        .await;
+    looked_at(&browser, "console-card-added.png").await;
+
+    // Keys and settings.
+    let nav = client
+        .find(Locator::LinkText("Keys and settings"))
+        .await
+        .unwrap();
+    nav.click().await.unwrap();
+    arrives_at(&browser, "/console/keys").await;
+    looked_at(&browser, "console-keys.png").await;
+    fill(&browser, "label", "warehouse").await;
+    click(&browser, "form.add-key button").await;
+    browser
+        .wait_until("the new key's secret", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("copy it now"))
+        })
+        .await;
+    looked_at(&browser, "console-key-made.png").await;
+
     // A job that does not exist: a page that says so.
     client
         .goto(&app.url(&format!("/console/jobs/{}", uuid::Uuid::new_v4())))
@@ -229,5 +269,6 @@ async fn an_operator_uses_the_operator_console_in_a_browser() {
     looked_at(&browser, "ops-audit.png").await;
     click(&browser, "form.sign-out button").await;
     arrives_at(&browser, "/ops/sign-in").await;
+    browser.close().await;
     quoting.app.stop().await;
 }

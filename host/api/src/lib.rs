@@ -98,6 +98,13 @@ fn public_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::webhooks::webhook_action))
         .routes(routes!(console::webhooks::resend_delivery))
         .routes(routes!(console::webhooks::recover_deliveries))
+        .routes(routes!(
+            console::cards::cards_page,
+            console::cards::add_card
+        ))
+        .routes(routes!(console::cards::card_action))
+        .routes(routes!(console::keys::keys_page, console::keys::create_key))
+        .routes(routes!(console::keys::revoke_key))
         // The operator console: pages for people, signed in with an operator token.
         .routes(routes!(console::operator::pages::start))
         .routes(routes!(

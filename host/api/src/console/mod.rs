@@ -6,7 +6,9 @@
 //! client address's failure budget, as the API's do; every page spends the public routes'
 //! per-address budget.
 
+pub(crate) mod cards;
 pub(crate) mod catalog;
+pub(crate) mod keys;
 pub(crate) mod operator;
 pub(crate) mod pages;
 mod respond;

@@ -1,5 +1,6 @@
 //! A merchant's API keys: several per environment, each labelled; created and revoked by
-//! operators. A secret exists in clear only in the answer to its creation.
+//! operators, and by the merchant in the console. A secret exists in clear only in the answer
+//! to its creation.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;

@@ -1,0 +1,249 @@
+//! The merchant's API keys of the console's environment (label, when made, last used,
+//! revoked), a new key made (its secret shown once, on the page that made it), a key revoked
+//! (the sessions signed in with it end); and the account's settings, as operators set them.
+//! The audit trail records these actions as `console:<the session's key>`.
+
+use askama::Template;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+
+use super::respond::{SessionBar, field, message, page, see_other, signed_form, signed_in, when};
+use crate::state::AppState;
+use courier_core::auth::ConsoleSession;
+use courier_core::merchants::{CreatedKey, MerchantError};
+
+struct ListedKey {
+    key: String,
+    label: String,
+    created: String,
+    last_used: String,
+    revoked: String,
+    this_session: bool,
+}
+
+struct Setting {
+    name: &'static str,
+    value: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/keys.html")]
+struct KeysPage {
+    session: Option<SessionBar>,
+    environment: &'static str,
+    keys: Vec<ListedKey>,
+    settings: Vec<Setting>,
+    created: Option<CreatedKey>,
+    problem: Option<String>,
+}
+
+/// Who the audit trail says did it.
+fn actor(session: &ConsoleSession) -> String {
+    format!("console:{}", session.key)
+}
+
+fn unavailable(session: &ConsoleSession, error: &MerchantError) -> Response {
+    tracing::error!(%error, "a console keys page failed");
+    message(
+        StatusCode::SERVICE_UNAVAILABLE,
+        Some(session),
+        "Try again shortly",
+        "The console cannot reach its database just now.",
+    )
+}
+
+async fn render(
+    state: &AppState,
+    session: &ConsoleSession,
+    status: StatusCode,
+    created: Option<CreatedKey>,
+    problem: Option<String>,
+) -> Response {
+    let merchant = &session.merchant;
+    let detail = match state.merchants.show(merchant.merchant_id).await {
+        Ok(detail) => detail,
+        Err(error) => return unavailable(session, &error),
+    };
+    let keys = detail
+        .keys
+        .into_iter()
+        .filter(|k| k.environment == merchant.environment)
+        .map(|k| ListedKey {
+            this_session: k.key == session.key,
+            key: k.key,
+            label: k.label,
+            created: when(k.created_at),
+            last_used: k.last_used_at.map_or_else(|| "never".to_owned(), when),
+            revoked: k.revoked_at.map(when).unwrap_or_default(),
+        })
+        .collect();
+    let s = detail.settings;
+    let or_default = |limit: Option<i32>| {
+        limit.map_or_else(
+            || "the service's default".to_owned(),
+            |n| format!("{n} a minute"),
+        )
+    };
+    let yes_no = |flag: bool| if flag { "yes" } else { "no" }.to_owned();
+    let settings = vec![
+        Setting {
+            name: "Text the customer unless a booking says",
+            value: yes_no(s.notify_customer),
+        },
+        Setting {
+            name: "Photo proof of delivery required",
+            value: yes_no(s.proof_photo_required),
+        },
+        Setting {
+            name: "Signature proof of delivery required",
+            value: yes_no(s.proof_signature_required),
+        },
+        Setting {
+            name: "Texts sent as",
+            value: s
+                .sms_sender_name
+                .unwrap_or_else(|| "the service's sender".to_owned()),
+        },
+        Setting {
+            name: "Quotes",
+            value: or_default(s.rate_limit_quotes_per_minute),
+        },
+        Setting {
+            name: "Bookings",
+            value: or_default(s.rate_limit_bookings_per_minute),
+        },
+        Setting {
+            name: "Reads",
+            value: or_default(s.rate_limit_reads_per_minute),
+        },
+    ];
+    page(
+        status,
+        KeysPage {
+            session: Some(SessionBar::from(session)),
+            environment: merchant.environment.as_str(),
+            keys,
+            settings,
+            created,
+            problem,
+        }
+        .render(),
+    )
+}
+
+#[utoipa::path(
+    get,
+    path = "/console/keys",
+    operation_id = "consoleKeys",
+    tag = "console",
+    summary = "The merchant's API keys of the console's environment, and the account's settings",
+    security(()),
+    responses(
+        (status = 200, description = "The page", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to /console/sign-in"),
+        (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn keys_page(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    match signed_in(&state, &headers).await {
+        Ok(session) => render(&state, &session, StatusCode::OK, None, None).await,
+        Err(answer) => answer,
+    }
+}
+
+#[utoipa::path(
+    post,
+    path = "/console/keys",
+    operation_id = "consoleCreateKey",
+    tag = "console",
+    summary = "Makes a key in the console's environment: form fields `label` and `csrf`; the page shows its secret once",
+    security(()),
+    request_body(content = String, description = "`label=…&csrf=…`", content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 201, description = "The page, with the new key and its secret (shown this once)", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to /console/sign-in"),
+        (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
+        (status = 422, description = "A page: the label is empty or too long", content_type = "text/html", body = String),
+    )
+)]
+pub async fn create_key(State(state): State<AppState>, request: Request) -> Response {
+    let (session, fields) = match signed_form(&state, request).await {
+        Ok(signed) => signed,
+        Err(answer) => return answer,
+    };
+    let merchant = &session.merchant;
+    let label = field(&fields, "label").unwrap_or("");
+    match state
+        .merchants
+        .create_key(
+            merchant.merchant_id,
+            merchant.environment.as_str(),
+            label,
+            &actor(&session),
+        )
+        .await
+    {
+        Ok(created) => render(&state, &session, StatusCode::CREATED, Some(created), None).await,
+        Err(error @ MerchantError::InvalidLabel) => {
+            let problem = Some(error.to_string());
+            render(
+                &state,
+                &session,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                None,
+                problem,
+            )
+            .await
+        }
+        Err(error) => unavailable(&session, &error),
+    }
+}
+
+#[utoipa::path(
+    post,
+    path = "/console/keys/{key}/revoke",
+    operation_id = "consoleRevokeKey",
+    tag = "console",
+    summary = "Revokes one of the merchant's keys of the console's environment: form field `csrf`; its sessions end",
+    security(()),
+    params(("key" = String, Path, description = "The key (`ck_test_…` or `ck_live_…`)")),
+    request_body(content = String, description = "`csrf=…`", content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 303, description = "Revoked: to /console/keys, or to /console/sign-in when it was this session's key"),
+        (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
+        (status = 404, description = "A page: no such key of this merchant and environment", content_type = "text/html", body = String),
+    )
+)]
+pub async fn revoke_key(
+    State(state): State<AppState>,
+    Path(key): Path<String>,
+    request: Request,
+) -> Response {
+    let (session, _) = match signed_form(&state, request).await {
+        Ok(signed) => signed,
+        Err(answer) => return answer,
+    };
+    let merchant = &session.merchant;
+    // Only a key of this merchant and environment: another's is no key at all.
+    let owned = match state.merchants.show(merchant.merchant_id).await {
+        Ok(detail) => detail
+            .keys
+            .iter()
+            .any(|k| k.key == key && k.environment == merchant.environment),
+        Err(error) => return unavailable(&session, &error),
+    };
+    if !owned {
+        return message(
+            StatusCode::NOT_FOUND,
+            Some(&session),
+            "No such key",
+            "There is no such key of yours in this environment.",
+        );
+    }
+    match state.merchants.revoke_key(&key, &actor(&session)).await {
+        Ok(_) if key == session.key => see_other("/console/sign-in"),
+        Ok(_) => see_other("/console/keys"),
+        Err(error) => unavailable(&session, &error),
+    }
+}
