@@ -75,7 +75,7 @@ fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 /// A captured charge of `merchant`, made the way fulfilment makes one.
-async fn captured_charge(app: &TestApp, merchant_id: Uuid) -> Uuid {
+pub(crate) async fn captured_charge(app: &TestApp, merchant_id: Uuid) -> Uuid {
     let engine = PluginEngine::new(EngineConfig::default()).unwrap();
     let adapter = PaymentAdapter::load(
         &engine,

@@ -264,6 +264,10 @@ async fn an_operator_uses_the_operator_console_in_a_browser() {
     let (_, next) = quoting.quote(&crate::quotes::journey(Some("car"))).await;
     assert_eq!(next["price_book_version"], 2);
 
+    client.goto(&app.url("/ops/payments")).await.unwrap();
+    arrives_at(&browser, "/ops/payments").await;
+    looked_at(&browser, "ops-payments.png").await;
+
     client.goto(&app.url("/ops/audit")).await.unwrap();
     arrives_at(&browser, "/ops/audit").await;
     looked_at(&browser, "ops-audit.png").await;

@@ -9,9 +9,9 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::console::{Visitor, csrf_of};
+use crate::console::{Page, Visitor, csrf_of};
 use crate::quotes::{Quoting, journey, upload_dearer_book};
-use crate::support::{ADMIN_TOKEN, TestApp, status_and_json};
+use crate::support::{ADMIN_TOKEN, Authed, MerchantCredentials, TestApp, status_and_json};
 use courier_core::auth::failures::AddressBudget;
 use courier_core::auth::operator_sessions::OperatorSessions;
 use courier_core::auth::operators::{OperatorToken, OperatorTokens};
@@ -279,5 +279,74 @@ async fn a_session_ends_with_its_token_and_sign_ins_spend_the_failure_budget() {
         .await;
     assert_eq!(page.status, 429);
     assert!(page.body.contains("Too many attempts"));
+    app.stop().await;
+}
+
+/// Posts the refund form.
+async fn refund(visitor: &mut Visitor, charge: &str, amount: &str, csrf: &str) -> Page {
+    visitor
+        .post(
+            "/ops/payments/refund",
+            &[("charge", charge), ("amount_minor", amount), ("csrf", csrf)],
+        )
+        .await
+}
+
+#[tokio::test]
+async fn an_operator_refunds_a_charge_from_the_console() {
+    let app = TestApp::spawn().await;
+    let merchant = app.create_merchant("Refunded Ltd").await;
+    crate::support::attach_working_card(&app, &merchant.test()).await;
+    let charge = crate::audit::captured_charge(&app, merchant.merchant_id)
+        .await
+        .to_string();
+    let mut visitor = signed_in(&app).await;
+    let page = visitor.get("/ops/payments").await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Reconciliation found no open mismatch"));
+    let csrf = csrf_of(&page.body);
+
+    // Refused without the form's token, for nonsense, for another amount than is left.
+    assert_eq!(
+        refund(&mut visitor, &charge, "100", "forged").await.status,
+        403
+    );
+    let page = refund(
+        &mut visitor,
+        &uuid::Uuid::new_v4().to_string(),
+        "100",
+        &csrf,
+    )
+    .await;
+    assert_eq!(page.status, 404);
+    let page = refund(&mut visitor, &charge, "ten", &csrf).await;
+    assert_eq!(page.status, 422);
+    let page = refund(&mut visitor, &charge, "901", &csrf).await;
+    assert_eq!(page.status, 422);
+    assert!(
+        page.body.contains("charge.refund_exceeds_captured"),
+        "{}",
+        page.body
+    );
+
+    let page = refund(&mut visitor, &charge, "250", &csrf).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let said = text_of(&page.body, "refunded");
+    assert!(
+        said.contains("Refunded.") && said.contains("2.50"),
+        "{said}"
+    );
+    // The charge as the merchant's API shows it, and the audit trail under the operator.
+    let (_, charges) = status_and_json(
+        app.request(Method::GET, "/v1/charges")
+            .auth(&merchant.test())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(charges[0]["refunded_amount_minor"], 250, "{charges}");
+    let page = visitor.get(&format!("/ops/audit?target_id={charge}")).await;
+    assert!(page.body.contains("<td>admin</td>"), "{}", page.body);
     app.stop().await;
 }

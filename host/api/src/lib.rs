@@ -120,6 +120,8 @@ fn public_routes() -> OpenApiRouter<AppState> {
             console::operator::price_books::activate
         ))
         .routes(routes!(console::operator::audit::audit_page))
+        .routes(routes!(console::operator::payments::payments_page))
+        .routes(routes!(console::operator::payments::refund))
         // The payment provider's notifications: its signature is the credential.
         .routes(routes!(provider_events::receive))
         .routes(routes!(serve_openapi))

@@ -9,6 +9,7 @@
 pub(crate) mod audit;
 mod histogram;
 pub(crate) mod pages;
+pub(crate) mod payments;
 pub(crate) mod price_books;
 
 use askama::Template;
