@@ -267,6 +267,9 @@ async fn an_operator_uses_the_operator_console_in_a_browser() {
     client.goto(&app.url("/ops/payments")).await.unwrap();
     arrives_at(&browser, "/ops/payments").await;
     looked_at(&browser, "ops-payments.png").await;
+    client.goto(&app.url("/ops/plugins")).await.unwrap();
+    arrives_at(&browser, "/ops/plugins").await;
+    looked_at(&browser, "ops-plugins.png").await;
 
     client.goto(&app.url("/ops/audit")).await.unwrap();
     arrives_at(&browser, "/ops/audit").await;

@@ -210,6 +210,38 @@ async fn an_operator_compares_activates_and_finds_it_in_the_audit_trail() {
     let (_, next) = quoting.quote(&journey(Some("car"))).await;
     assert_eq!(next["price_book_version"], 2, "{next}");
 
+    // The components in use: the upload just activated, the sandbox adapter, the shaper.
+    let (_, uploads) = status_and_json(
+        app.admin(Method::GET, "/markets/demo/price-books")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let active = uploads
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["active"] == true)
+        .unwrap();
+    assert_eq!(active["version"], upload);
+    let page = visitor.get("/ops/plugins").await;
+    assert_eq!(page.status, 200);
+    let table = page.body.split("<table id=\"components\">").nth(1).unwrap();
+    assert!(
+        table.contains(&format!("title=\"{}\"", active["sha256"].as_str().unwrap())),
+        "{table}"
+    );
+    for expected in [
+        "market demo",
+        "courier:pricing/price-book@1.0.0",
+        "test payments",
+        "courier:payments/payment-adapter@2.1.0",
+        "courier:webhooks/payload-shaper@1.0.0",
+    ] {
+        assert!(table.contains(expected), "{expected}: {table}");
+    }
+
     // The audit trail names the operator.
     let page = visitor.get("/ops/audit?action=price_book.activated").await;
     assert_eq!(page.status, 200);

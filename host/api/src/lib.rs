@@ -122,6 +122,7 @@ fn public_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::operator::audit::audit_page))
         .routes(routes!(console::operator::payments::payments_page))
         .routes(routes!(console::operator::payments::refund))
+        .routes(routes!(console::operator::plugins::plugins_page))
         // The payment provider's notifications: its signature is the credential.
         .routes(routes!(provider_events::receive))
         .routes(routes!(serve_openapi))

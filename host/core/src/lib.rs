@@ -23,6 +23,7 @@
 
 pub mod audit;
 pub mod auth;
+pub mod components;
 pub mod config;
 pub mod couriers;
 pub mod dispatch;

@@ -46,10 +46,12 @@ pub use payments::{
     NetworkOverrides, Outcome, PaymentAdapter, PaymentPage, PaymentState, PaymentStatus,
     ProviderEvent, RefundRequest, VoidRequest,
 };
+pub use pricing::WORLD as PRICE_BOOK_WORLD;
 pub use pricing::{
     BookInfo, LineCode, LocalDateTime, PreparedSettings, PriceBook, PriceLine, PriceRefusal,
     PriceRequest, Vehicle, Weekday, total_minor,
 };
 pub use public_address::is_public as is_public_address;
 pub use slot::Slot;
+pub use webhooks::WORLD as SHAPER_WORLD;
 pub use webhooks::{Environment, EventJob, Payload, PayloadShaper, Proof, WebhookEvent};

@@ -20,7 +20,8 @@ mod wit {
 
 use wit::courier::pricing::types as w;
 
-pub(crate) const WORLD: &str = "courier:pricing/price-book@1.0.0";
+/// The world a price book implements.
+pub const WORLD: &str = "courier:pricing/price-book@1.0.0";
 
 /// The five vehicles, smallest first (the derived order is by size).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -17,7 +17,8 @@ mod wit {
 
 use wit::courier::webhooks::types as w;
 
-pub(crate) const WORLD: &str = "courier:webhooks/payload-shaper@1.0.0";
+/// The world a payload shaper implements.
+pub const WORLD: &str = "courier:webhooks/payload-shaper@1.0.0";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Environment {

@@ -62,6 +62,10 @@ pub trait Gateway: Send + Sync + 'static {
     fn is_own_reference(&self, _reference: &str) -> bool {
         false
     }
+    /// The component behind it, for operators to see; none for a stand-in.
+    fn adapter(&self) -> Option<&PaymentAdapter> {
+        None
+    }
 }
 
 #[async_trait::async_trait]
@@ -116,6 +120,9 @@ impl Gateway for PaymentAdapter {
     }
     fn uses_network(&self) -> bool {
         PaymentAdapter::uses_network(self)
+    }
+    fn adapter(&self) -> Option<&PaymentAdapter> {
+        Some(self)
     }
 }
 

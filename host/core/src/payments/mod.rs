@@ -490,6 +490,29 @@ impl Payments {
         self.call_lease
     }
 
+    /// The payment adapter of each environment that has one, as operators see it.
+    pub fn adapters_in_use(&self) -> Vec<crate::components::ComponentInUse> {
+        [Environment::Test, Environment::Live]
+            .into_iter()
+            .filter_map(|environment| {
+                let gateway = self.gateways.get(environment)?;
+                let adapter = gateway.adapter()?;
+                let info = adapter.info();
+                Some(crate::components::ComponentInUse {
+                    kind: "payment adapter",
+                    used_for: format!("{} payments", environment.as_str()),
+                    name: info.name.clone(),
+                    version: info.version.clone(),
+                    sha256: adapter.sha256().to_owned(),
+                    world: format!("courier:payments/payment-adapter@{}", info.contract),
+                    deadline: adapter.limits().adapter_deadline,
+                    memory_bytes: adapter.limits().memory_bytes,
+                    hosts: info.allowed_hosts.clone(),
+                })
+            })
+            .collect()
+    }
+
     fn gateway(&self, environment: Environment) -> Result<Arc<dyn Gateway>, PaymentError> {
         self.gateways
             .get(environment)

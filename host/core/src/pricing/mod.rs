@@ -382,6 +382,34 @@ impl PriceBooks {
         })
     }
 
+    /// The limits every price book's call runs under.
+    pub fn limits(&self) -> &courier_plugins::Limits {
+        self.engine.limits()
+    }
+
+    /// The book in force in each market, as operators see it.
+    pub async fn in_use(&self) -> Result<Vec<crate::components::ComponentInUse>, PriceBookError> {
+        let limits = self.engine.limits();
+        let mut in_use = Vec::new();
+        for market in self.markets.all() {
+            let uploads = self.list(market.id()).await?;
+            in_use.extend(uploads.into_iter().filter(|u| u.active).map(|u| {
+                crate::components::ComponentInUse {
+                    kind: "price book",
+                    used_for: format!("market {}", u.market),
+                    name: u.name,
+                    version: u.version_label,
+                    sha256: u.sha256,
+                    world: courier_plugins::PRICE_BOOK_WORLD.to_owned(),
+                    deadline: limits.call_deadline,
+                    memory_bytes: limits.memory_bytes,
+                    hosts: Vec::new(),
+                }
+            }));
+        }
+        Ok(in_use)
+    }
+
     /// Re-prices the market's recent quotes under upload `version`; see [`Comparison`].
     pub async fn compare(
         &self,

@@ -10,6 +10,7 @@ pub(crate) mod audit;
 mod histogram;
 pub(crate) mod pages;
 pub(crate) mod payments;
+pub(crate) mod plugins;
 pub(crate) mod price_books;
 
 use askama::Template;
