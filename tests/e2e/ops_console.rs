@@ -248,6 +248,12 @@ async fn an_operator_compares_activates_and_finds_it_in_the_audit_trail() {
     let table = page.body.split("<table id=\"audit\">").nth(1).unwrap();
     assert!(table.contains("<td>admin</td>"), "{table}");
     assert!(table.contains(&format!("demo/{upload}")), "{table}");
+    // The wrong token tried at the start is there too, without the token.
+    let page = visitor
+        .get("/ops/audit?action=operator.sign_in_failed")
+        .await;
+    assert!(page.body.contains("client_address"), "{}", page.body);
+    assert!(!page.body.contains("not-an-operator-token"));
     let page = visitor.get("/ops/audit?action=no.such.action").await;
     assert_eq!(page.status, 422);
     let page = visitor.get("/ops/audit?operator=nobody").await;

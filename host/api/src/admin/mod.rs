@@ -97,7 +97,7 @@ async fn require_operator(
 
 /// Puts a failed sign-in in the audit trail (at most `COURIER_OPERATOR_FAILURE_LIMIT` per
 /// client address and window get this far). Never the token presented.
-async fn record_failed_sign_in(state: &AppState, client: IpAddr, refusal: &AuthError) {
+pub(crate) async fn record_failed_sign_in(state: &AppState, client: IpAddr, refusal: &AuthError) {
     let record = AuditRecord {
         operator: "unknown",
         action: AuditAction::SignInFailed,

@@ -107,7 +107,9 @@ pub async fn sign_in(State(state): State<AppState>, request: Request) -> Respons
             retry_after(&mut response, wait);
             return response;
         }
-        Err(OperatorRefusal::Credentials(_)) => {
+        Err(OperatorRefusal::Credentials(refusal)) => {
+            // In the audit trail, as the operator API's failed sign-ins are.
+            crate::admin::record_failed_sign_in(&state, client, &refusal).await;
             return again(
                 StatusCode::UNAUTHORIZED,
                 "That token is not an operator token in use.",
