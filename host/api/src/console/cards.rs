@@ -11,12 +11,14 @@ use axum::response::Response;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::respond::{SessionBar, field, message, page, see_other, signed_form, signed_in, when};
+use super::respond::{
+    SessionBar, field, message, money, page, see_other, signed_form, signed_in, when,
+};
 use crate::error::ApiError;
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
 use courier_core::payments::PaymentError;
-use courier_domain::{Currency, Environment};
+use courier_domain::Environment;
 
 /// The sandbox's designated cards (the API's description, section 4), as a person picks one.
 const SANDBOX_CARDS: [(&str, &str); 6] = [
@@ -33,13 +35,6 @@ const SANDBOX_CARDS: [(&str, &str); 6] = [
         "Provider unreachable; not a decline; retried",
     ),
 ];
-
-fn money(currency: &str, amount_minor: i64) -> String {
-    Currency::from_code(currency).map_or_else(
-        |_| format!("{amount_minor} {currency} (minor units)"),
-        |c| c.format(amount_minor),
-    )
-}
 
 struct ListedCard {
     id: Uuid,
@@ -80,13 +75,6 @@ pub struct CardsQuery {
     done: Option<String>,
 }
 
-fn lowercase<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
 async fn render(
     state: &AppState,
     session: &ConsoleSession,
@@ -115,7 +103,7 @@ async fn render(
     let cards = cards
         .into_iter()
         .map(|c| {
-            let status = lowercase(&c.status);
+            let status = c.status.as_str().to_owned();
             ListedCard {
                 id: c.id,
                 name: format!("{} ending {}", c.brand, c.last_four),
@@ -132,7 +120,7 @@ async fn render(
         .iter()
         .map(|c| ListedCharge {
             job_id: c.job_id,
-            status: lowercase(&c.status),
+            status: c.status.as_str().to_owned(),
             amount: money(&c.currency, c.amount_minor),
             refunded: money(&c.currency, c.refunded_amount_minor),
             raised: when(c.raised_at),

@@ -10,25 +10,17 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::respond::{
-    SessionBar, budget_refusal, client, cookie, field, for_people, form, message, page, see_other,
-    session, signed_form, signed_in, token, when,
+    SessionBar, budget_refusal, client, cookie, field, for_people, form, message, money, page,
+    see_other, session, signed_form, signed_in, token, when,
 };
 use crate::state::AppState;
 use courier_core::auth::{AuthError, ConsoleSession};
 use courier_core::jobs::{JobRow, ListFilter};
 use courier_core::payments::ChargeView;
-use courier_domain::Currency;
 use courier_domain::JobStatus;
 
 /// Jobs per page of the list.
 const PAGE_SIZE: i64 = 25;
-
-fn money(currency: &str, amount_minor: i64) -> String {
-    Currency::from_code(currency).map_or_else(
-        |_| format!("{amount_minor} {currency} (minor units)"),
-        |c| c.format(amount_minor),
-    )
-}
 
 fn address(stop: &serde_json::Value) -> String {
     stop.get("address")

@@ -20,6 +20,15 @@ pub(super) const MAX_FORM_BYTES: usize = 16 * 1024;
 pub(super) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
      form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
+/// An amount as every console page writes it: in the currency's own form, or in minor units
+/// with its code when the code is not one the service knows.
+pub(super) fn money(currency: &str, amount_minor: i64) -> String {
+    courier_domain::Currency::from_code(currency).map_or_else(
+        |_| format!("{amount_minor} {currency} (minor units)"),
+        |c| c.format(amount_minor),
+    )
+}
+
 /// A moment as every console page writes it.
 pub(super) fn when(at: chrono::DateTime<chrono::Utc>) -> String {
     at.format("%Y-%m-%d %H:%M UTC").to_string()

@@ -8,14 +8,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use uuid::Uuid;
 
-use super::super::respond::{field, page, when};
+use super::super::respond::{field, money, page, when};
 use super::{OperatorBar, message, signed_form, signed_in};
 use crate::error::ApiError;
 use crate::state::AppState;
 use courier_core::auth::operator_sessions::OperatorSession;
 use courier_core::payments::refunds::RefundOutcome;
 use courier_core::payments::{ChargeView, PaymentError};
-use courier_domain::Currency;
 
 struct Mismatch {
     environment: &'static str,
@@ -48,18 +47,10 @@ struct PaymentsPage {
     amount: String,
 }
 
-fn money(currency: &str, minor: i64) -> String {
-    Currency::from_code(currency)
-        .map_or_else(|_| format!("{minor} {currency}"), |c| c.format(minor))
-}
-
 fn refunded(charge: &ChargeView, awaiting: bool) -> Refunded {
     Refunded {
         id: charge.id,
-        status: serde_json::to_value(charge.status)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default(),
+        status: charge.status.as_str().to_owned(),
         amount: money(&charge.currency, charge.amount_minor),
         refunded: money(&charge.currency, charge.refunded_amount_minor),
         awaiting,

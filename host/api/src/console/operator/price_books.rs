@@ -10,13 +10,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
 
-use super::super::respond::{page, see_other, when};
+use super::super::respond::{money, page, see_other, when};
 use super::histogram::{Histogram, histogram};
 use super::{OperatorBar, message, signed_form, signed_in};
 use crate::state::AppState;
 use courier_core::auth::operator_sessions::OperatorSession;
 use courier_core::pricing::{Comparison, PriceBookError, Repriced, UploadSummary};
-use courier_domain::{Currency, Vehicle};
+use courier_domain::Vehicle;
 
 /// Re-priced quotes listed on the comparison page, at most (the histogram counts them all).
 const LISTED: usize = 200;
@@ -30,11 +30,6 @@ const BANDS: [(&str, &str, i32, i32); 5] = [
     ("10-20", "10 to 20 km", 10_000, 20_000),
     ("20+", "20 km or more", 20_000, i32::MAX),
 ];
-
-fn money(currency: &str, minor: i64) -> String {
-    Currency::from_code(currency)
-        .map_or_else(|_| format!("{minor} {currency}"), |c| c.format(minor))
-}
 
 /// The page for a price-book refusal: an unknown market or upload is 404, the rest as the API
 /// answers them.
