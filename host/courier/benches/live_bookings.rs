@@ -11,6 +11,7 @@
 //!
 //! cargo bench -p courier --bench live_bookings     # COURIER_BIN=path runs another build
 //!                                                  # BENCH_ADAPTER=path, its live adapter
+//!                                                  # BENCH_STATEMENTS=1, statements per booking
 
 mod common;
 #[path = "../../../tests/e2e/support/stripe.rs"]
@@ -147,7 +148,10 @@ fn main() {
             p99: Duration::from_secs(1),
         });
         let before_calls = stand_in.pauses().len();
+        common::statements_reset(&pool).await;
         let cpu_before = cpu_time(service.id());
+        // Said as it starts, so a profiler can be pointed at the service for this phase.
+        eprintln!("booking for {seconds} s (service pid {})", service.id());
         let started = Instant::now();
         let deadline = started + Duration::from_secs(seconds);
         let tasks: Vec<_> = (0..clients)
@@ -198,6 +202,7 @@ fn main() {
         let mut latency = Latencies(all);
         let mut provider = Latencies(stand_in.pauses()[before_calls..].to_vec());
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        common::statements_report(&pool, "bookings", booked).await;
         let authorised: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM charges WHERE environment = 'live' AND status = 'authorised'",
         )

@@ -285,7 +285,10 @@ pub async fn run(
         markets: Arc::clone(&services.markets),
         public_url: Arc::from(config.public_url().as_str()),
         wakeup: services.webhooks.wakeup(),
-        batches: courier_core::jobs::booking::BookingBatches::start(&services.db.pool),
+        batches: courier_core::jobs::booking::BookingBatches::start(
+            &services.db.pool,
+            services.payments.call_lease(),
+        ),
     };
     courier_core::jobs::booking::recovery::run(
         booking.clone(),

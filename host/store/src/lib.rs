@@ -10,7 +10,7 @@
 //!   size), while the macros check one fixed text. The parts: [`jobs::insert_jobs`],
 //!   [`jobs::mark_quote_used`], [`events::insert`], [`events::insert_many`],
 //!   [`events::insert_if`], [`sandbox::upsert`], [`charges::insert_charges`],
-//!   [`charges::insert_moves`], [`bookings::attempts::insert_attempt`],
+//!   [`charges::insert_moves`], [`bookings::attempts::insert_attempts`],
 //!   [`bookings::attempts::delete_attempt`], [`bookings::attempts::release_quote`],
 //!   [`bookings::write::store_response`]; the statements: [`bookings::write::run_booking_statement`]
 //!   (a booking's whole write) and [`fulfilment::move_job_along`] (a job's move).

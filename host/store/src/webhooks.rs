@@ -248,6 +248,34 @@ pub async fn claim_events(
     .await
 }
 
+/// Marks fanned out, in one statement with its commit, those of the oldest `limit` events
+/// awaiting fan-out whose merchant has no active endpoint in the event's environment: no
+/// delivery can come of them. Says how many it marked, and whether other events await
+/// fan-out (some may be another round's).
+pub async fn pass_over_unsubscribed(
+    conn: &mut PgConnection,
+    limit: i64,
+) -> Result<(i64, bool), sqlx::Error> {
+    let row = sqlx::query!(
+        "WITH oldest AS ( \
+           SELECT id, merchant_id, environment FROM events WHERE fanned_out_at IS NULL \
+           ORDER BY recorded_at LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED), \
+         passed AS ( \
+           UPDATE events SET fanned_out_at = now() \
+           WHERE id IN (SELECT o.id FROM oldest o WHERE NOT EXISTS ( \
+             SELECT 1 FROM webhook_endpoints w WHERE w.merchant_id = o.merchant_id \
+               AND w.environment = o.environment AND w.status = 'active')) \
+           RETURNING id) \
+         SELECT (SELECT count(*) FROM passed) AS \"passed!\", \
+           EXISTS (SELECT 1 FROM events WHERE fanned_out_at IS NULL \
+             AND id NOT IN (SELECT id FROM passed)) AS \"more!\"",
+        limit,
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok((row.passed, row.more))
+}
+
 /// An active endpoint of one of the merchants, with what fan-out needs to choose it and what
 /// the round's first attempts need to reach it.
 #[derive(Clone, Debug)]

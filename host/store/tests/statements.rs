@@ -18,7 +18,7 @@ use courier_domain::job::transitions::Settlement;
 use courier_domain::{Environment, JobStatus, Vehicle};
 use courier_store::bookings::attempts::{self as bookings, AttemptRow};
 use courier_store::bookings::claim::{self, BookingClaim};
-use courier_store::bookings::write::{self, AnsweredKey, BookingWritten, KeyAndQuote};
+use courier_store::bookings::write::{self, BookingWritten, ClaimedKey, KeyAndQuote};
 use courier_store::cards::{self, CardRow};
 use courier_store::charges::{self, ChargeRow, NewMove};
 use courier_store::jobs::{self, JobRow, ListFilter};
@@ -244,7 +244,7 @@ async fn a_booking_written_at_once_lands_whole_or_writes_nothing() {
     async fn book(
         pool: &PgPool,
         conn: &mut sqlx::PgConnection,
-        key: AnsweredKey<'_>,
+        key: ClaimedKey<'_>,
         quote: &QuoteRow,
         now: DateTime<Utc>,
     ) -> (BookingWritten, bool) {
@@ -264,13 +264,12 @@ async fn a_booking_written_at_once_lands_whole_or_writes_nothing() {
             .is_some();
         (outcome, kept)
     }
-    let answered = |key, request_hash| AnsweredKey {
+    let answered = |key, request_hash| ClaimedKey {
         merchant_id,
         environment: Environment::Test,
         key,
         request_hash,
-        status: 201,
-        body: &answer,
+        answer: Some((201, &answer)),
     };
 
     let outcome = book(&pool, &mut conn, answered(&key, b"first"), &quote, now).await;
@@ -335,13 +334,12 @@ async fn bookings_written_together_land_together_or_not_at_all() {
         let bookings: Vec<KeyAndQuote> = pairs
             .iter()
             .map(|(key, quote)| KeyAndQuote {
-                key: AnsweredKey {
+                key: ClaimedKey {
                     merchant_id: quote.merchant_id,
                     environment: Environment::Test,
                     key,
                     request_hash: b"together",
-                    status: 201,
-                    body: answer,
+                    answer: Some((201, answer)),
                 },
                 quote_id: quote.id,
                 used_at: now,
@@ -570,8 +568,8 @@ async fn a_bookings_joined_writes_land_together_or_not_at_all() {
     Writes::new()
         .and(jobs::mark_quote_used(quote.id, now))
         .and(jobs::insert_jobs(vec![&booked]))
-        .and(bookings::insert_attempt(
-            &attempt,
+        .and(bookings::insert_attempts(
+            vec![&attempt],
             std::time::Duration::from_secs(30),
         ))
         .execute(&mut conn)
@@ -631,6 +629,217 @@ async fn a_bookings_joined_writes_land_together_or_not_at_all() {
     );
     let released = quotes::find(&pool, quote.id).await.unwrap().unwrap();
     assert_eq!(released.used_at, None);
+}
+
+/// A network booking's first phase claims its key without an answer, reserves its quote and
+/// writes its attempt in one statement; its last writes the outcome and deletes the attempt
+/// in one statement, only while the attempt is there and not marked for abandoning.
+#[tokio::test]
+async fn an_attempts_outcome_is_written_only_while_the_attempt_is_there() {
+    let pool = database().await;
+    let merchant_id = merchant(&pool).await;
+    let now = Utc::now();
+    let card = card(&pool, merchant_id).await;
+    let mut conn = pool.acquire().await.unwrap();
+    let lease = std::time::Duration::from_secs(30);
+    let mut attempts = Vec::new();
+    for n in 0..2 {
+        let quote = quote(&pool, merchant_id, now).await;
+        let booked = job(&quote, JobStatus::Searching, now);
+        let attempt = AttemptRow {
+            id: Uuid::new_v4(),
+            merchant_id,
+            environment: Environment::Test,
+            idempotency_key: format!("attempt-{n}"),
+            quote_id: quote.id,
+            payment_method_id: card.id,
+            hold_key: format!("hold-{n}"),
+            job: serde_json::to_value(&booked).unwrap(),
+            created_at: now,
+            recoveries: 0,
+            abandoning: false,
+            overdue: false,
+        };
+        let reserved = [KeyAndQuote {
+            key: ClaimedKey {
+                merchant_id,
+                environment: Environment::Test,
+                key: &attempt.idempotency_key,
+                request_hash: b"body",
+                answer: None,
+            },
+            quote_id: quote.id,
+            used_at: now,
+        }];
+        let writes = Writes::new().and(bookings::insert_attempts(vec![&attempt], lease));
+        let outcome = write::run_booking_statement(&mut conn, &reserved, writes)
+            .await
+            .unwrap();
+        assert_eq!(outcome, BookingWritten::Written);
+        assert!(
+            used_at(&pool, quote.id).await.is_some(),
+            "the quote is reserved"
+        );
+        let taken = claim::taken_key(
+            &mut conn,
+            merchant_id,
+            Environment::Test,
+            &attempt.idempotency_key,
+        )
+        .await
+        .unwrap();
+        assert_eq!(taken.request_hash, b"body");
+        assert!(
+            taken.response.is_none(),
+            "no answer while the hold is asked for"
+        );
+        attempts.push((attempt, booked));
+    }
+    let answer = json!({"id": "job"});
+    let finish = |attempt: &AttemptRow, booked: &JobRow| {
+        (
+            vec![attempt.id],
+            attempt.idempotency_key.clone(),
+            booked.clone(),
+        )
+    };
+
+    // Marked for abandoning: nothing is written, the attempt stays.
+    let (abandoned, kept) = &attempts[0];
+    assert!(
+        bookings::mark_abandoning(&mut conn, abandoned.id)
+            .await
+            .unwrap()
+    );
+    let (ids, key, booked) = finish(abandoned, kept);
+    let answers = [ClaimedKey {
+        merchant_id,
+        environment: Environment::Test,
+        key: &key,
+        request_hash: &[],
+        answer: Some((201, &answer)),
+    }];
+    let writes = Writes::new()
+        .and(jobs::insert_jobs(vec![&booked]))
+        .and(write::store_responses(&answers));
+    assert!(
+        !write::finish_attempts(&mut conn, &ids, writes)
+            .await
+            .unwrap()
+    );
+    assert!(
+        jobs::find(&pool, merchant_id, Environment::Test, booked.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        bookings::lock_attempt(&mut conn, abandoned.id)
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    // There and not abandoning: the job and the key's answer are written, the attempt gone.
+    let (finished, kept) = &attempts[1];
+    let (ids, key, booked) = finish(finished, kept);
+    let answers = [ClaimedKey {
+        merchant_id,
+        environment: Environment::Test,
+        key: &key,
+        request_hash: &[],
+        answer: Some((201, &answer)),
+    }];
+    let writes = Writes::new()
+        .and(jobs::insert_jobs(vec![&booked]))
+        .and(write::store_responses(&answers));
+    assert!(
+        write::finish_attempts(&mut conn, &ids, writes)
+            .await
+            .unwrap()
+    );
+    assert!(
+        jobs::find(&pool, merchant_id, Environment::Test, booked.id)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        bookings::lock_attempt(&mut conn, finished.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let taken = claim::taken_key(&mut conn, merchant_id, Environment::Test, &key)
+        .await
+        .unwrap();
+    assert_eq!(taken.response, Some((201, answer.clone())));
+
+    // Gone: written again, it is refused (the attempt, or the job's id) and changes nothing.
+    let mut again = booked.clone();
+    again.reference = "CR-AGAI-NNNN".into();
+    let writes = Writes::new().and(jobs::insert_jobs(vec![&again]));
+    let repeated = write::finish_attempts(&mut conn, &ids, writes).await;
+    assert!(!matches!(repeated, Ok(true)), "{repeated:?}");
+    let stored = jobs::find(&pool, merchant_id, Environment::Test, booked.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.reference, booked.reference);
+}
+
+/// Events of a merchant without an active endpoint in their environment are marked fanned out
+/// by one statement; events with somewhere to go are left to a round.
+#[tokio::test]
+async fn events_no_endpoint_can_take_are_passed_over() {
+    let pool = database().await;
+    let (with_endpoint, _endpoint, subscribed) = endpoint_and_event(&pool).await;
+    let without_endpoint = merchant(&pool).await;
+    let mut conn = pool.acquire().await.unwrap();
+    let event = |merchant_id, environment| NewEvent {
+        name: EventName::JobBooked,
+        merchant_id,
+        environment,
+        occurred_at: Utc::now(),
+        job: None,
+        details: EventDetails::default(),
+    };
+    let elsewhere = events::record(&mut conn, &event(with_endpoint, Environment::Live))
+        .await
+        .unwrap();
+    let nowhere = events::record(&mut conn, &event(without_endpoint, Environment::Test))
+        .await
+        .unwrap();
+
+    let (passed, more) = webhooks::pass_over_unsubscribed(&mut conn, 256)
+        .await
+        .unwrap();
+    assert_eq!((passed, more), (2, true));
+    let awaiting: Vec<Uuid> = webhooks::claim_events(&mut conn, 256)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(awaiting, vec![subscribed]);
+    assert!(!awaiting.contains(&elsewhere) && !awaiting.contains(&nowhere));
+
+    // Only the subscribed event waits: nothing to pass over, and it still waits.
+    assert_eq!(
+        webhooks::pass_over_unsubscribed(&mut conn, 256)
+            .await
+            .unwrap(),
+        (0, true)
+    );
+    webhooks::record_fan_out(&mut conn, &[], &[subscribed], 1000, Uuid::new_v4())
+        .await
+        .unwrap();
+    assert_eq!(
+        webhooks::pass_over_unsubscribed(&mut conn, 256)
+            .await
+            .unwrap(),
+        (0, false)
+    );
 }
 
 /// The job list's filters are optional and combine; pages are newest first; the total

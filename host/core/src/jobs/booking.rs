@@ -13,23 +13,29 @@
 //! and each is then written on its own. A hold not approved on the spot (a decline, an adapter
 //! failure) is booked again the way below, which records it.
 //!
-//! Otherwise, first, in one transaction: claim the idempotency key (a twin with the same key waits here,
-//! then replays the stored answer), lock the quote, check it, and choose the card. Refusals
-//! up to here roll everything back, the key included, so the request may be corrected and
-//! sent again with the same key. What follows depends on the environment's payment adapter:
+//! **Without network, not approved on the spot** (a decline, an adapter failure), in one
+//! transaction: claim the idempotency key (a twin with the same key waits here, then replays
+//! the stored answer), lock the quote, check it, choose the card, make the hold and write its
+//! outcome. Refusals roll everything back, the key included, so the request may be corrected
+//! and sent again with the same key.
 //!
-//! - **Without network** (the sandbox): the hold is a bounded computation, made on the spot,
-//!   and its outcome is written in the same transaction.
-//! - **With network** (a real provider, which answers in hundreds of milliseconds or seconds),
-//!   in three phases, so no transaction stays open and no pooled connection is held while the
-//!   provider answers:
-//!   1. commit the key's claim, the quote's reservation and a booking attempt that carries
-//!      the prepared job and the provider idempotency key of the hold, named after the job
-//!      it prepared (so every retry of this booking reaches the provider with the same key,
-//!      and a booking made later with the same `Idempotency-Key`, once ours has forgotten
-//!      it, never reaches the provider's saved answer for this one);
+//! **With network** (a real provider, which answers in hundreds of milliseconds or seconds),
+//! in three phases, so no transaction stays open and no pooled connection is held while the
+//! provider answers. The key, the quote and the card are read as above, without locks, and
+//! checked; refusals write nothing. Then:
+//!
+//!   1. one statement with its commit claims the key (without an answer yet), reserves the
+//!      quote while it is unused, and writes a booking attempt that carries the prepared job
+//!      and the provider idempotency key of the hold, named after the job it prepared (so
+//!      every retry of this booking reaches the provider with the same key, and a booking
+//!      made later with the same `Idempotency-Key`, once ours has forgotten it, never reaches
+//!      the provider's saved answer for this one); a twin that took the key or the quote
+//!      first makes it write nothing;
 //!   2. ask the provider for the hold;
-//!   3. write the outcome and delete the attempt, in one transaction.
+//!   3. write the outcome and delete the attempt: an approved hold in one statement with its
+//!      commit (the job, its event, its authorised charge and the stored answer, undone whole
+//!      when the attempt was finished or marked for abandoning elsewhere first), any other
+//!      outcome in a transaction that locks the attempt.
 //!
 //!   Phases 2 and 3 run in a task of their own: a client that goes away, or a request that
 //!   times out, does not interrupt them. An attempt interrupted all the same (a crash) is
@@ -52,7 +58,7 @@ mod batches;
 pub mod recovery;
 
 pub use batches::BookingBatches;
-use batches::job_writes;
+use batches::{ApprovedAttempt, Reservation, job_writes};
 
 use std::sync::Arc;
 
@@ -73,12 +79,12 @@ use crate::payments::{self, CallSlot, HoldError, Payments, ProviderAnswer, Recor
 use courier_domain::booking::{
     BookingRequest, BookingRequestError, Contact, StopRole, normalise_phone,
 };
-use courier_domain::event::{EventDetails, EventName};
+use courier_domain::event::{EventDetails, EventName, NewEvent};
 use courier_domain::job::reference::{new_reference, new_tracking_token};
 use courier_domain::sandbox::Scenario;
 use courier_domain::{Environment, JobStatus};
 use courier_store::bookings::attempts::{self, AttemptRow};
-use courier_store::bookings::claim::{self, BookingAsked, BookingClaim, TakenKey};
+use courier_store::bookings::claim::{self, BookingAsked, BookingClaim, BookingLookup, TakenKey};
 use courier_store::bookings::write::{self, BookingWritten};
 use courier_store::cards::CardRow;
 use courier_store::jobs::{self as store, JobRow};
@@ -239,12 +245,27 @@ pub async fn book(
 ) -> Result<BookingResponse, BookingError> {
     // serde_json keeps object keys sorted, so equal bodies hash alike whatever their order.
     let request_hash = Sha256::digest(body.to_string().as_bytes()).to_vec();
-    if let Ok(false) = context.payments.uses_network(merchant.environment)
-        && let Some(answer) =
-            book_approved_on_the_spot(context, merchant, key, &request_hash, body, scenario, now)
-                .await?
-    {
-        return Ok(answer);
+    match context.payments.uses_network(merchant.environment) {
+        Ok(true) => {
+            return book_with_provider(context, merchant, key, &request_hash, body, now).await;
+        }
+        Ok(false) => {
+            if let Some(answer) = book_approved_on_the_spot(
+                context,
+                merchant,
+                key,
+                &request_hash,
+                body,
+                scenario,
+                now,
+            )
+            .await?
+            {
+                return Ok(answer);
+            }
+        }
+        // Said after the request's own refusals, by the transaction below.
+        Err(_) => {}
     }
     let request = BookingRequest::parse(body, now);
     let mut tx = EventTransaction::begin(&context.pool, &context.wakeup).await?;
@@ -266,23 +287,79 @@ pub async fn book(
         }
     };
     let prepared = prepare(context, merchant, request?, quote, card, now)?;
-    let network = context.payments.uses_network(merchant.environment)?;
+    context.payments.uses_network(merchant.environment)?;
     // Taken before anything is committed: when every place is taken, nothing is written.
     let slot = context
         .payments
         .call_slot(merchant.environment)
         .map_err(|_| HoldError::ProviderBusy)?;
-    if !network {
-        let answer = hold(context, merchant, slot, &prepared).await;
-        let answer = record(
-            &mut tx, context, merchant, key, &prepared, answer, scenario, None,
-        )
-        .await?;
-        // The job and its `job.booked`, or the decline and the card's death.
-        tx.recorded();
-        tx.commit().await?;
-        return answer;
+    let answer = hold(context, merchant, slot, &prepared).await;
+    let answer = record(
+        &mut tx, context, merchant, key, &prepared, answer, scenario, None,
+    )
+    .await?;
+    // The job and its `job.booked`, or the decline and the card's death.
+    tx.recorded();
+    tx.commit().await?;
+    answer
+}
+
+/// The key, the quote and the card of a booking, read without locks with the bookings
+/// reading beside it (or on its own when their batch failed).
+async fn read_booking(
+    context: &BookingContext,
+    merchant: &Merchant,
+    key: &str,
+    quote_id: Option<Uuid>,
+) -> Result<BookingLookup, BookingError> {
+    let asked = BookingAsked {
+        merchant_id: merchant.merchant_id,
+        environment: merchant.environment,
+        key: key.to_owned(),
+        quote_id,
+    };
+    Ok(match context.batches.read(asked).await? {
+        Batched::Done(_, found) => found,
+        Batched::OnItsOwn(_) => {
+            claim::find_booking(
+                &mut *context.pool.acquire().await?,
+                merchant.merchant_id,
+                merchant.environment,
+                key,
+                quote_id,
+            )
+            .await?
+        }
+    })
+}
+
+/// A booking whose hold goes to a provider over the network, in its three phases (see the
+/// module's description), each phase's writes one statement with its commit.
+async fn book_with_provider(
+    context: &BookingContext,
+    merchant: &Merchant,
+    key: &str,
+    request_hash: &[u8],
+    body: &Value,
+    now: DateTime<Utc>,
+) -> Result<BookingResponse, BookingError> {
+    let request = BookingRequest::parse(body, now);
+    let found = read_booking(
+        context,
+        merchant,
+        key,
+        request.as_ref().ok().map(|r| r.quote_id),
+    )
+    .await?;
+    if let Some(taken) = found.taken {
+        return answer_taken(taken, request_hash);
     }
+    let prepared = prepare(context, merchant, request?, found.quote, found.card, now)?;
+    // Taken before anything is committed: when every place is taken, nothing is written.
+    let slot = context
+        .payments
+        .call_slot(merchant.environment)
+        .map_err(|_| HoldError::ProviderBusy)?;
     let attempt = AttemptRow {
         id: Uuid::new_v4(),
         merchant_id: merchant.merchant_id,
@@ -297,15 +374,34 @@ pub async fn book(
         abandoning: false,
         overdue: false,
     };
-    Writes::new()
-        .and(store::mark_quote_used(prepared.job.quote_id, now))
-        .and(attempts::insert_attempt(
-            &attempt,
-            context.payments.call_lease(),
-        ))
-        .execute(&mut tx)
-        .await?;
-    tx.commit().await?;
+    // Phase 1: the key claimed without an answer yet, the quote reserved, the attempt.
+    let reservation = Reservation {
+        request_hash: request_hash.to_owned(),
+        attempt,
+    };
+    let attempt = match context.batches.reserve(reservation).await? {
+        Batched::Done(reserved, ()) => reserved.attempt,
+        // Its batch gave up: written on its own, which tells whether it lost its key or its quote.
+        Batched::OnItsOwn(reservation) => {
+            let mut conn = context.pool.acquire().await?;
+            let lease = context.payments.call_lease();
+            let alone = std::slice::from_ref(&reservation);
+            match batches::reserve_attempts(&mut conn, alone, lease).await? {
+                BookingWritten::Written => reservation.attempt,
+                BookingWritten::KeyTaken => {
+                    let taken = claim::taken_key(
+                        &mut conn,
+                        merchant.merchant_id,
+                        merchant.environment,
+                        key,
+                    )
+                    .await?;
+                    return answer_taken(taken, request_hash);
+                }
+                BookingWritten::QuoteTaken => return Err(BookingError::QuoteAlreadyUsed),
+            }
+        }
+    };
     let context = context.clone();
     let merchant = *merchant;
     let finishing = tokio::spawn(async move {
@@ -340,25 +436,7 @@ async fn book_approved_on_the_spot(
 ) -> Result<Option<BookingResponse>, BookingError> {
     let request = BookingRequest::parse(body, now);
     let quote_id = request.as_ref().ok().map(|r| r.quote_id);
-    let asked = BookingAsked {
-        merchant_id: merchant.merchant_id,
-        environment: merchant.environment,
-        key: key.to_owned(),
-        quote_id,
-    };
-    let found = match context.batches.read(asked).await? {
-        Batched::Done(_, found) => found,
-        Batched::OnItsOwn(_) => {
-            claim::find_booking(
-                &mut *context.pool.acquire().await?,
-                merchant.merchant_id,
-                merchant.environment,
-                key,
-                quote_id,
-            )
-            .await?
-        }
-    };
+    let found = read_booking(context, merchant, key, quote_id).await?;
     if let Some(taken) = found.taken {
         return answer_taken(taken, request_hash).map(Some);
     }
@@ -372,15 +450,7 @@ async fn book_approved_on_the_spot(
     };
     let charge = prepared.hold_terms(merchant).charge(Some(reference));
     let Prepared { job, .. } = prepared;
-    let run = sandbox_run(&job, merchant, scenario);
-    let event = job_event(
-        &job,
-        EventName::JobBooked,
-        EventDetails::default(),
-        job.booked_at,
-    );
-    let body =
-        serde_json::to_value(JobView::new(&job, &context.public_url)).expect("jobs serialise");
+    let Booked { run, event, body } = booked(context, &job, merchant, scenario);
     let approved = batches::ApprovedBooking {
         merchant_id: merchant.merchant_id,
         environment: merchant.environment,
@@ -553,6 +623,17 @@ async fn complete(
     prepared: &Prepared,
     answer: ProviderAnswer,
 ) -> Result<BookingResponse, BookingError> {
+    if let ProviderAnswer::Approved(reference) = &answer {
+        match finish_approved(context, merchant, attempt, prepared, reference).await {
+            Ok(Some(answer)) => return Ok(answer),
+            // Finished or being abandoned elsewhere: the transaction below says how.
+            Ok(None) => {}
+            // Perhaps written all the same (an answer lost on the way): the transaction
+            // below finds out.
+            Err(e) => tracing::warn!(error = %e, attempt = %attempt.id,
+                "the booking's outcome was not written at once; written again"),
+        }
+    }
     let mut tx = EventTransaction::begin(&context.pool, &context.wakeup).await?;
     let locked = attempts::lock_attempt(&mut tx, attempt.id).await?;
     if locked.as_ref().is_some_and(|locked| locked.abandoning) {
@@ -585,6 +666,52 @@ async fn complete(
     tx.recorded();
     tx.commit().await?;
     answer
+}
+
+/// Phase 3 of an attempt whose hold was approved, in one statement with its commit, shared
+/// with the attempts finishing beside it: the job, its `job.booked`, its charge authorised
+/// with its moves and the stored 201, with the attempt deleted. None when the attempt was
+/// finished or marked for abandoning elsewhere first (nothing written).
+async fn finish_approved(
+    context: &BookingContext,
+    merchant: &Merchant,
+    attempt: &AttemptRow,
+    prepared: &Prepared,
+    reference: &str,
+) -> Result<Option<BookingResponse>, BookingError> {
+    let job = &prepared.job;
+    let Booked { run, event, body } = booked(context, job, merchant, None);
+    let charge = prepared
+        .hold_terms(merchant)
+        .charge(Some(reference.to_owned()));
+    let approved = ApprovedAttempt {
+        attempt_id: attempt.id,
+        merchant_id: merchant.merchant_id,
+        environment: merchant.environment,
+        key: attempt.idempotency_key.clone(),
+        body,
+        job: job.clone(),
+        event,
+        run,
+        charge,
+    };
+    let finished = match context.batches.finish(approved).await? {
+        Batched::Done(finished, ()) => finished,
+        // Its batch gave up: written on its own, which tells whether this attempt was gone.
+        Batched::OnItsOwn(approved) => {
+            let mut conn = context.pool.acquire().await?;
+            let alone = std::slice::from_ref(&approved);
+            if !batches::finish_approved_attempts(&mut conn, alone).await? {
+                return Ok(None);
+            }
+            approved
+        }
+    };
+    context.wakeup.wake();
+    Ok(Some(BookingResponse {
+        status: 201,
+        body: finished.body,
+    }))
 }
 
 /// Writes the hold's outcome on `conn`, and gives the answer to send once it is committed:
@@ -646,15 +773,7 @@ async fn record(
         }
         .into()));
     }
-    let run = sandbox_run(job, merchant, scenario);
-    let event = job_event(
-        job,
-        EventName::JobBooked,
-        EventDetails::default(),
-        job.booked_at,
-    );
-    let body =
-        serde_json::to_value(JobView::new(job, &context.public_url)).expect("jobs serialise");
+    let Booked { run, event, body } = booked(context, job, merchant, scenario);
     // Without an attempt, the job is made by this very statement, so it has no charge yet:
     // an approved hold's charge and its moves join the statement.
     let terms = prepared.hold_terms(merchant);
@@ -692,6 +811,32 @@ async fn record(
     let recorded = context.payments.record_hold(conn, &terms, answer).await?;
     debug_assert!(matches!(recorded, RecordedHold::Held(_)));
     Ok(Ok(BookingResponse { status: 201, body }))
+}
+
+/// What a booked job's statement writes beside it: its sandbox run, its `job.booked`, and
+/// the answer stored under its key.
+struct Booked {
+    run: Option<RunRow>,
+    event: NewEvent,
+    body: Value,
+}
+
+fn booked(
+    context: &BookingContext,
+    job: &JobRow,
+    merchant: &Merchant,
+    scenario: Option<Scenario>,
+) -> Booked {
+    Booked {
+        run: sandbox_run(job, merchant, scenario),
+        event: job_event(
+            job,
+            EventName::JobBooked,
+            EventDetails::default(),
+            job.booked_at,
+        ),
+        body: serde_json::to_value(JobView::new(job, &context.public_url)).expect("jobs serialise"),
+    }
 }
 
 /// A test job's sandbox run, with `scenario` (the happy path when None); live jobs have none.

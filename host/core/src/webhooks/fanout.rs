@@ -19,7 +19,7 @@ use super::delivery::{Claimed, Content, First, Job};
 use super::round::Round;
 
 /// Events taken per round.
-const BATCH: i64 = 256;
+pub const BATCH: i64 = 256;
 /// A round writes its deliveries once every first attempt it started has finished, or none
 /// has for this long (the rest are slow), or [`ROUND_MOST`] after it opened: a delivery
 /// answered 2xx before that is written once, already delivered.

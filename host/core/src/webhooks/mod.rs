@@ -24,13 +24,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use courier_plugins::{PayloadShaper, PluginEngine};
-use sqlx::PgPool;
+use sqlx::pool::PoolConnection;
+use sqlx::{PgPool, Postgres};
 use thiserror::Error;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 pub use client::ClientError;
 pub use config::WebhookConfig;
+use courier_store::webhooks as store;
 pub use courier_store::webhooks::Owner;
 pub use endpoints::{DeliveryRecord, Endpoint, Endpoints, WebhookError};
 
@@ -196,6 +198,8 @@ impl FanOut {
         let rounds = Arc::new(Semaphore::new(ROUNDS_AT_ONCE));
         // Rounds under way, oldest first.
         let mut open: VecDeque<Arc<round::Round>> = VecDeque::new();
+        let mut passing_over = PassingOver::default();
+        let mut kept: Option<PoolConnection<Postgres>> = None;
         while !stop.is_cancelled() {
             open.retain(|round| !round.has_ended());
             let slot = match Arc::clone(&rounds).try_acquire_owned() {
@@ -218,6 +222,18 @@ impl FanOut {
             self.dispatcher
                 .wait_for_room(ROUNDS_OVERLAP_AFTER, &stop)
                 .await;
+            if passing_over.due() {
+                match self.pass_over(&mut kept).await {
+                    Ok((passed, more)) => {
+                        passing_over.found(passed > 0 || !more);
+                        if !more {
+                            self.wait(&stop).await;
+                            continue;
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "passing over events failed; retrying"),
+                }
+            }
             match fanout::open_round(&self.pool, &self.shaper).await {
                 Ok(Some((round, jobs))) => {
                     let (full, ended) = (round.full, round.round());
@@ -236,11 +252,80 @@ impl FanOut {
                 Ok(None) => {}
                 Err(e) => tracing::warn!(error = %e, "fanning out events failed; retrying"),
             }
-            tokio::select! {
-                () = stop.cancelled() => {}
-                _ = self.wakeup.woken() => {}
-                _ = tokio::time::sleep(self.poll) => {}
-            }
+            self.wait(&stop).await;
         }
+    }
+
+    /// Until stopped, woken, or the poll's time.
+    async fn wait(&self, stop: &CancellationToken) {
+        tokio::select! {
+            () = stop.cancelled() => {}
+            _ = self.wakeup.woken() => {}
+            _ = tokio::time::sleep(self.poll) => {}
+        }
+    }
+
+    /// Marks fanned out the oldest events no endpoint can take, on a connection the worker
+    /// keeps (given back, sqlx would ping it: a round trip per pass). Says how many, and
+    /// whether other events wait for a round.
+    async fn pass_over(
+        &self,
+        kept: &mut Option<PoolConnection<Postgres>>,
+    ) -> Result<(i64, bool), sqlx::Error> {
+        let mut conn = match kept.take() {
+            Some(conn) => conn,
+            None => self.pool.acquire().await?,
+        };
+        let passed = store::pass_over_unsubscribed(&mut conn, fanout::BATCH).await?;
+        *kept = Some(conn);
+        Ok(passed)
+    }
+}
+
+/// Whether to pass over the events no endpoint can take before a round: a round then
+/// carries only events with somewhere to go, and events of merchants without endpoints
+/// cost one statement with its commit instead of a round's transaction. A pass that left
+/// every waiting event to a round costs a round trip for nothing, so after one the next
+/// rounds go without, and a pass is tried again every [`PASS_OVER_AGAIN`] rounds.
+#[derive(Default)]
+struct PassingOver {
+    rounds_without: u32,
+}
+
+/// Rounds without a pass after a pass that left every waiting event to a round.
+const PASS_OVER_AGAIN: u32 = 8;
+
+impl PassingOver {
+    fn due(&mut self) -> bool {
+        if self.rounds_without == 0 {
+            return true;
+        }
+        self.rounds_without -= 1;
+        false
+    }
+
+    /// `useful`: the pass marked events, or left none waiting.
+    fn found(&mut self, useful: bool) {
+        if !useful {
+            self.rounds_without = PASS_OVER_AGAIN;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pass_that_left_every_event_to_a_round_is_skipped_for_the_next_rounds() {
+        let mut passing = PassingOver::default();
+        assert!(passing.due());
+        // Useful: it marked some, or nothing was waiting at all.
+        passing.found(true);
+        assert!(passing.due());
+        passing.found(false);
+        let skipped = (0..PASS_OVER_AGAIN).filter(|_| !passing.due()).count();
+        assert_eq!(skipped as u32, PASS_OVER_AGAIN);
+        assert!(passing.due(), "tried again after {PASS_OVER_AGAIN} rounds");
     }
 }

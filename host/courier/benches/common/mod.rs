@@ -318,70 +318,14 @@ impl Bench {
     }
 
     /// With [`statements_profiled`]: prints the statements run on the service's database
-    /// since the last report, costliest first, per request of a phase that made `requests`;
-    /// then starts counting afresh. Times are wall-clock inside the server (waits included).
+    /// since the last report (see [`statements_report`]); then starts counting afresh.
     pub async fn statements_report(&self, phase: &str, requests: usize) {
-        if !statements_profiled() {
-            return;
-        }
-        let per = |n: f64| n / requests.max(1) as f64;
-        type Row = (Option<String>, i64, f64, i64, f64, i64, i64, i64, i64, i64);
-        // Statements whose text differs only by how many rows they carry are counted apart;
-        // the last row (no text) sums them all.
-        let rows: Vec<Row> = sqlx::query_as(
-            "SELECT s.query, coalesce(sum(s.calls), 0)::bigint, \
-             coalesce(sum(s.total_exec_time), 0), coalesce(sum(s.plans), 0)::bigint, \
-             coalesce(sum(s.total_plan_time), 0), \
-             coalesce(sum(s.shared_blks_hit + s.shared_blks_read), 0)::bigint, \
-             coalesce(sum(s.shared_blks_dirtied), 0)::bigint, \
-             coalesce(sum(s.wal_fpi), 0)::bigint, coalesce(sum(s.wal_bytes), 0)::bigint, \
-             count(*) \
-             FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid \
-             WHERE d.datname = current_database() \
-             GROUP BY GROUPING SETS ((s.query), ()) \
-             ORDER BY s.query IS NULL, sum(s.total_exec_time + s.total_plan_time) DESC",
-        )
-        .fetch_all(&self.pool)
-        .await
-        .unwrap();
-        println!("\n{phase}: statements per request ({requests} requests)");
-        println!(
-            "| calls | exec µs | plans | plan µs | blocks | dirtied | WAL FPI | WAL bytes | statement |"
-        );
-        println!("|---|---|---|---|---|---|---|---|---|");
-        let (statements, total) = rows.split_at(rows.len().saturating_sub(1));
-        for row in statements.iter().take(15).chain(total) {
-            let (query, calls, exec, plans, plan, blocks, dirtied, fpi, wal, count) = row;
-            let name = match query {
-                Some(query) => {
-                    let query: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
-                    format!("`{}`", query.chars().take(110).collect::<String>())
-                }
-                None => format!("all {count} statements"),
-            };
-            println!(
-                "| {:.2} | {:.1} | {:.2} | {:.1} | {:.1} | {:.2} | {:.2} | {:.0} | {name} |",
-                per(*calls as f64),
-                per(exec * 1000.0),
-                per(*plans as f64),
-                per(plan * 1000.0),
-                per(*blocks as f64),
-                per(*dirtied as f64),
-                per(*fpi as f64),
-                per(*wal as f64),
-            );
-        }
-        self.statements_reset().await;
+        statements_report(&self.pool, phase, requests).await;
     }
 
     /// With [`statements_profiled`]: forgets the statements counted so far.
     pub async fn statements_reset(&self) {
-        if statements_profiled() {
-            sqlx::query("SELECT pg_stat_statements_reset()")
-                .execute(&self.pool)
-                .await
-                .unwrap();
-        }
+        statements_reset(&self.pool).await;
     }
 
     pub fn cpu(&self) -> cpu::CpuSample {
@@ -396,5 +340,72 @@ impl Bench {
         let cluster = Arc::clone(&self.cluster);
         let _ = tokio::task::spawn_blocking(move || cluster.stop()).await;
         let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// With [`statements_profiled`]: prints the statements run on the service's database
+/// since the last report, costliest first, per request of a phase that made `requests`;
+/// then starts counting afresh. Times are wall-clock inside the server (waits included).
+pub async fn statements_report(pool: &sqlx::PgPool, phase: &str, requests: usize) {
+    if !statements_profiled() {
+        return;
+    }
+    let per = |n: f64| n / requests.max(1) as f64;
+    type Row = (Option<String>, i64, f64, i64, f64, i64, i64, i64, i64, i64);
+    // Statements whose text differs only by how many rows they carry are counted apart;
+    // the last row (no text) sums them all.
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT s.query, coalesce(sum(s.calls), 0)::bigint, \
+         coalesce(sum(s.total_exec_time), 0), coalesce(sum(s.plans), 0)::bigint, \
+         coalesce(sum(s.total_plan_time), 0), \
+         coalesce(sum(s.shared_blks_hit + s.shared_blks_read), 0)::bigint, \
+         coalesce(sum(s.shared_blks_dirtied), 0)::bigint, \
+         coalesce(sum(s.wal_fpi), 0)::bigint, coalesce(sum(s.wal_bytes), 0)::bigint, \
+         count(*) \
+         FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid \
+         WHERE d.datname = current_database() \
+         GROUP BY GROUPING SETS ((s.query), ()) \
+         ORDER BY s.query IS NULL, sum(s.total_exec_time + s.total_plan_time) DESC",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    println!("\n{phase}: statements per request ({requests} requests)");
+    println!(
+        "| calls | exec µs | plans | plan µs | blocks | dirtied | WAL FPI | WAL bytes | statement |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let (statements, total) = rows.split_at(rows.len().saturating_sub(1));
+    for row in statements.iter().take(15).chain(total) {
+        let (query, calls, exec, plans, plan, blocks, dirtied, fpi, wal, count) = row;
+        let name = match query {
+            Some(query) => {
+                let query: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
+                format!("`{}`", query.chars().take(110).collect::<String>())
+            }
+            None => format!("all {count} statements"),
+        };
+        println!(
+            "| {:.2} | {:.1} | {:.2} | {:.1} | {:.1} | {:.2} | {:.2} | {:.0} | {name} |",
+            per(*calls as f64),
+            per(exec * 1000.0),
+            per(*plans as f64),
+            per(plan * 1000.0),
+            per(*blocks as f64),
+            per(*dirtied as f64),
+            per(*fpi as f64),
+            per(*wal as f64),
+        );
+    }
+    statements_reset(pool).await;
+}
+
+/// With [`statements_profiled`]: forgets the statements counted so far.
+pub async fn statements_reset(pool: &sqlx::PgPool) {
+    if statements_profiled() {
+        sqlx::query("SELECT pg_stat_statements_reset()")
+            .execute(pool)
+            .await
+            .unwrap();
     }
 }

@@ -30,10 +30,10 @@ pub struct AttemptRow {
     pub overdue: bool,
 }
 
-/// Inserts an attempt, leased to the request that makes it for `lease` from the database's
-/// clock, the clock every claim compares with ([`crate::writes::Writes`]).
-pub fn insert_attempt<'a>(
-    attempt: &'a AttemptRow,
+/// Inserts attempts, each leased to the request that makes it for `lease` from the
+/// database's clock, the clock every claim compares with ([`crate::writes::Writes`]).
+pub fn insert_attempts<'a>(
+    attempts: Vec<&'a AttemptRow>,
     lease: std::time::Duration,
 ) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
     move |query| {
@@ -41,7 +41,7 @@ pub fn insert_attempt<'a>(
             "INSERT INTO booking_attempts (id, merchant_id, environment, idempotency_key, \
              quote_id, payment_method_id, hold_key, job, created_at, leased_until) ",
         );
-        query.push_values([attempt], |mut row, a| {
+        query.push_values(attempts, |mut row, a| {
             row.push_bind(a.id)
                 .push_bind(a.merchant_id)
                 .push_bind(a.environment.as_str())
@@ -58,7 +58,6 @@ pub fn insert_attempt<'a>(
     }
 }
 
-/// Deletes a settled attempt ([`crate::writes::Writes`]).
 pub fn delete_attempt<'a>(id: Uuid) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
     move |query| {
         query

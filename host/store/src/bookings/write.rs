@@ -10,14 +10,14 @@ use courier_domain::Environment;
 
 use crate::writes::Writes;
 
-/// A booking's idempotency key with the answer it stores for replays.
-pub struct AnsweredKey<'a> {
+/// A booking's idempotency key, with the answer it stores for replays; none while the
+/// booking waits for its provider (replays then answer that it is in progress).
+pub struct ClaimedKey<'a> {
     pub merchant_id: Uuid,
     pub environment: Environment,
     pub key: &'a str,
     pub request_hash: &'a [u8],
-    pub status: i32,
-    pub body: &'a serde_json::Value,
+    pub answer: Option<(i32, &'a serde_json::Value)>,
 }
 
 /// How [`run_booking_statement`] ended.
@@ -36,7 +36,7 @@ const BOOKING_CONFLICT: &str = "CB409";
 
 /// A booking's key with its stored answer, and the quote it marks used.
 pub struct KeyAndQuote<'a> {
-    pub key: AnsweredKey<'a>,
+    pub key: ClaimedKey<'a>,
     pub quote_id: Uuid,
     pub used_at: DateTime<Utc>,
 }
@@ -63,8 +63,8 @@ pub async fn run_booking_statement<'a>(
                 .push_bind(b.key.environment.as_str())
                 .push_bind(b.key.key)
                 .push_bind(b.key.request_hash)
-                .push_bind(b.key.status)
-                .push_bind(b.key.body);
+                .push_bind(b.key.answer.map(|(status, _)| status))
+                .push_bind(b.key.answer.map(|(_, body)| body));
         });
         query.push(" ON CONFLICT DO NOTHING RETURNING 1");
     };
@@ -107,6 +107,66 @@ pub async fn run_booking_statement<'a>(
             })
         }
         Err(e) => Err(e),
+    }
+}
+
+/// Writes attempts' outcomes (`writes`: the jobs and what goes with them, the keys' stored
+/// answers) and deletes the attempts, in one statement outside any explicit transaction, so
+/// in one round trip with its commit, all or nothing. False when any attempt was gone or
+/// marked for abandoning by then (another process is finishing it; its lock is waited for):
+/// nothing written.
+pub async fn finish_attempts<'a>(
+    conn: &mut PgConnection,
+    attempt_ids: &'a [Uuid],
+    writes: Writes<'a>,
+) -> Result<bool, sqlx::Error> {
+    let count = attempt_ids.len();
+    let finished = move |query: &mut QueryBuilder<'a, Postgres>| {
+        query
+            .push("DELETE FROM booking_attempts WHERE id = ANY(")
+            .push_bind(attempt_ids)
+            .push(") AND abandoning_since IS NULL RETURNING 1");
+    };
+    let ended = Writes::new()
+        .named("finished", finished)
+        .then(writes)
+        .execute_ending(
+            conn,
+            &format!(
+                "SELECT booking_conflict(CASE WHEN (SELECT count(*) FROM finished) < {count} \
+                   THEN 'attempt_gone' END)"
+            ),
+        )
+        .await;
+    match ended {
+        Ok(()) => Ok(true),
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(BOOKING_CONFLICT) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Stores the responses of the bookings that claimed these keys, for their replays
+/// ([`Writes`]).
+pub fn store_responses<'a>(
+    answers: &'a [ClaimedKey<'a>],
+) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
+    move |query| {
+        query.push(
+            "UPDATE idempotency_keys k SET response_status = a.status, \
+             response_body = a.body FROM (",
+        );
+        query.push_values(answers, |mut row, a| {
+            row.push_bind(a.merchant_id)
+                .push_bind(a.environment.as_str())
+                .push_bind(a.key)
+                .push_bind(a.answer.map(|(status, _)| status))
+                .push_bind(a.answer.map(|(_, body)| body));
+        });
+        query.push(
+            ") AS a (merchant_id, environment, key, status, body) \
+             WHERE k.merchant_id = a.merchant_id AND k.environment = a.environment \
+               AND k.key = a.key",
+        );
     }
 }
 

@@ -4,10 +4,10 @@
 //! connection lent and returned) is shared by the batch. A row alone is sent at once, as a
 //! batch of one.
 //!
-//! While rows keep coming, the batches' task keeps its connection from one batch to the
-//! next, and gives it back to the pool once nothing is waiting: a connection given back is
-//! pinged (sqlx does so on every return), a round trip per batch that a busy task need not
-//! make.
+//! The batches' task keeps its connection from one batch to the next, and gives it back to
+//! the pool only when it met an error: a connection given back is pinged (sqlx does so on
+//! every return), a round trip per batch (and per booking, when bookings come one at a time)
+//! that the task need not make.
 //!
 //! The task has a connection of its own (a pool of one beside the main pool), on which each
 //! statement is planned once, for any values (`plan_cache_mode = force_generic_plan`).
@@ -143,12 +143,9 @@ async fn run_batches<W: ManyAtOnce>(
             Some(conn) => Ok(conn),
             None => pool.acquire().await,
         };
-        let kept = run_batch(conn, &many, batch).await;
-        // Kept only while more is waiting; a connection that met an error goes back (or is
-        // closed) at once.
-        if !waiting.is_empty() {
-            held = kept;
-        }
+        // Kept for the next batch: given back, sqlx would ping it (a round trip per batch). A
+        // connection that met an error goes back (or is closed) at once.
+        held = run_batch(conn, &many, batch).await;
     }
 }
 

@@ -1,14 +1,22 @@
-//! Bookings whose hold needs no network, read and written together
-//! ([`crate::infra::db::batches`]).
+//! Bookings read and written together ([`crate::infra::db::batches`]).
 //!
 //! - **Reads**: the bookings asking while a read is in flight are read by the next one, each
 //!   its key, its quote and its card, in one statement.
+//! - **Attempts** (holds asked of a provider over the network): the first phases of the
+//!   bookings reserving while a reservation is in flight go into the next one (their keys
+//!   claimed without an answer, their quotes reserved, their attempts), and so do the last
+//!   phases of the attempts whose holds were approved (their jobs with what goes with them,
+//!   their stored answers, their attempts deleted), each one statement and one commit for
+//!   all, or, when any lost its key, its quote or its attempt meanwhile, none; each is then
+//!   written on its own.
 //! - **Writes**: the bookings approved while a write is in flight go into the next one, their
 //!   keys, quotes, jobs, events, sandbox runs and charges in one statement and one commit.
 //!   Each booking is answered only once it is committed. A batch lands whole or not at all:
 //!   when any of its bookings lost its key or its quote to another booking meanwhile, nothing
 //!   of it is written, and each booking is written again on its own, which finds out which one
 //!   lost and how.
+
+use std::time::Duration;
 
 use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
@@ -19,8 +27,9 @@ use crate::infra::db::batches::{Batch, Batched, Batches, ManyAtOnce};
 use crate::payments;
 use courier_domain::Environment;
 use courier_domain::event::NewEvent;
+use courier_store::bookings::attempts::{self, AttemptRow};
 use courier_store::bookings::claim::{self, BookingAsked, BookingLookup};
-use courier_store::bookings::write::{self, AnsweredKey, BookingWritten, KeyAndQuote};
+use courier_store::bookings::write::{self, BookingWritten, ClaimedKey, KeyAndQuote};
 use courier_store::charges::{self, ChargeRow, NewMove};
 use courier_store::jobs::{self as store, JobRow};
 use courier_store::sandbox::RunRow;
@@ -43,13 +52,12 @@ pub struct ApprovedBooking {
 impl ApprovedBooking {
     fn key_and_quote(&self) -> KeyAndQuote<'_> {
         KeyAndQuote {
-            key: AnsweredKey {
+            key: ClaimedKey {
                 merchant_id: self.merchant_id,
                 environment: self.environment,
                 key: &self.key,
                 request_hash: &self.request_hash,
-                status: 201,
-                body: &self.body,
+                answer: Some((201, &self.body)),
             },
             quote_id: self.job.quote_id,
             used_at: self.job.booked_at,
@@ -81,11 +89,142 @@ pub async fn write_approved_bookings(
     write::run_booking_statement(conn, &keys, writes).await
 }
 
+/// A booking's first phase when its hold goes over the network: its key, claimed without an
+/// answer, its quote reserved, and its attempt.
+pub struct Reservation {
+    pub request_hash: Vec<u8>,
+    pub attempt: AttemptRow,
+}
+
+impl Reservation {
+    fn key_and_quote(&self) -> KeyAndQuote<'_> {
+        KeyAndQuote {
+            key: ClaimedKey {
+                merchant_id: self.attempt.merchant_id,
+                environment: self.attempt.environment,
+                key: &self.attempt.idempotency_key,
+                request_hash: &self.request_hash,
+                answer: None,
+            },
+            quote_id: self.attempt.quote_id,
+            used_at: self.attempt.created_at,
+        }
+    }
+}
+
+/// Writes `reservations` in one statement with its commit, each attempt leased for `lease`
+/// ([`write::run_booking_statement`]).
+pub async fn reserve_attempts(
+    conn: &mut PgConnection,
+    reservations: &[Reservation],
+    lease: Duration,
+) -> Result<BookingWritten, sqlx::Error> {
+    let keys: Vec<KeyAndQuote> = reservations
+        .iter()
+        .map(Reservation::key_and_quote)
+        .collect();
+    let attempts = reservations.iter().map(|r| &r.attempt).collect();
+    let writes = Writes::new().and(attempts::insert_attempts(attempts, lease));
+    write::run_booking_statement(conn, &keys, writes).await
+}
+
+/// An attempt whose hold was approved, with everything its last statement writes.
+pub struct ApprovedAttempt {
+    pub attempt_id: Uuid,
+    pub merchant_id: Uuid,
+    pub environment: Environment,
+    pub key: String,
+    /// The answer, stored under the key for replays.
+    pub body: Value,
+    pub job: JobRow,
+    pub event: NewEvent,
+    pub run: Option<RunRow>,
+    pub charge: ChargeRow,
+}
+
+/// Writes the outcomes of `approved` and deletes their attempts, in one statement with its
+/// commit ([`write::finish_attempts`]). False when any attempt was finished or marked for
+/// abandoning elsewhere first: nothing written.
+pub async fn finish_approved_attempts(
+    conn: &mut PgConnection,
+    approved: &[ApprovedAttempt],
+) -> Result<bool, sqlx::Error> {
+    let ids: Vec<Uuid> = approved.iter().map(|a| a.attempt_id).collect();
+    let answers: Vec<ClaimedKey> = approved
+        .iter()
+        .map(|a| ClaimedKey {
+            merchant_id: a.merchant_id,
+            environment: a.environment,
+            key: &a.key,
+            request_hash: &[],
+            answer: Some((201, &a.body)),
+        })
+        .collect();
+    let moves: Vec<_> = approved
+        .iter()
+        .flat_map(|a| payments::raising_moves(&a.charge))
+        .collect();
+    let writes = job_writes(
+        approved.iter().map(|a| &a.job).collect(),
+        approved.iter().map(|a| &a.event).collect(),
+        approved.iter().filter_map(|a| a.run.as_ref()).collect(),
+        approved.iter().map(|a| &a.charge).collect(),
+        moves.iter().collect(),
+    )
+    .and(write::store_responses(&answers));
+    write::finish_attempts(conn, &ids, writes).await
+}
+
 /// Reads and writes bookings in batches. Cloning shares them.
 #[derive(Clone)]
 pub struct BookingBatches {
     reads: Batches<ManyReads>,
     writes: Batches<ManyBookings>,
+    reservations: Batches<ManyReservations>,
+    finishes: Batches<ManyFinishes>,
+}
+
+struct ManyReservations {
+    lease: Duration,
+}
+
+impl ManyAtOnce for ManyReservations {
+    type Row = Reservation;
+    type Answer = ();
+    /// About 20 parameters a booking.
+    const MOST: usize = 64;
+
+    async fn run_many(
+        &self,
+        conn: &mut PgConnection,
+        rows: &[Reservation],
+    ) -> Result<Batch<()>, sqlx::Error> {
+        Ok(match reserve_attempts(conn, rows, self.lease).await? {
+            BookingWritten::Written => Batch::Done(vec![(); rows.len()]),
+            BookingWritten::KeyTaken | BookingWritten::QuoteTaken => Batch::Refused,
+        })
+    }
+}
+
+struct ManyFinishes;
+
+impl ManyAtOnce for ManyFinishes {
+    type Row = ApprovedAttempt;
+    type Answer = ();
+    /// About 80 parameters a booking: far below the protocol's 65,535.
+    const MOST: usize = 64;
+
+    async fn run_many(
+        &self,
+        conn: &mut PgConnection,
+        rows: &[ApprovedAttempt],
+    ) -> Result<Batch<()>, sqlx::Error> {
+        Ok(if finish_approved_attempts(conn, rows).await? {
+            Batch::Done(vec![(); rows.len()])
+        } else {
+            Batch::Refused
+        })
+    }
 }
 
 struct ManyReads;
@@ -127,10 +266,13 @@ impl ManyAtOnce for ManyBookings {
 
 impl BookingBatches {
     /// Batches on the server of `pool`, sent by tasks on the current runtime.
-    pub fn start(pool: &PgPool) -> Self {
+    /// `lease`: how long an attempt stays its request's before recovery may take it.
+    pub fn start(pool: &PgPool, lease: Duration) -> Self {
         BookingBatches {
             reads: Batches::start(pool, ManyReads),
             writes: Batches::start(pool, ManyBookings),
+            reservations: Batches::start(pool, ManyReservations { lease }),
+            finishes: Batches::start(pool, ManyFinishes),
         }
     }
 
@@ -150,6 +292,24 @@ impl BookingBatches {
         booking: ApprovedBooking,
     ) -> Result<Batched<ApprovedBooking, ()>, sqlx::Error> {
         self.writes.send(booking).await
+    }
+
+    /// Reserves with the bookings reserving beside it. `Done` once committed; `OnItsOwn`
+    /// when its batch was refused.
+    pub async fn reserve(
+        &self,
+        reservation: Reservation,
+    ) -> Result<Batched<Reservation, ()>, sqlx::Error> {
+        self.reservations.send(reservation).await
+    }
+
+    /// Finishes with the approved attempts finishing beside it. `Done` once committed;
+    /// `OnItsOwn` when its batch was refused.
+    pub async fn finish(
+        &self,
+        approved: ApprovedAttempt,
+    ) -> Result<Batched<ApprovedAttempt, ()>, sqlx::Error> {
+        self.finishes.send(approved).await
     }
 }
 
