@@ -535,7 +535,7 @@ async fn a_failed_delivery_found_in_the_log_is_resent_and_received_again() {
     let flag = down.clone();
     receiver.script("/down-then-up", move |_| {
         if flag.load(std::sync::atomic::Ordering::SeqCst) {
-            Reply::Status(500)
+            Reply::Said(500, "database <down> & out")
         } else {
             Reply::Status(200)
         }
@@ -587,13 +587,64 @@ async fn a_failed_delivery_found_in_the_log_is_resent_and_received_again() {
     );
     let before = receiver.received("/down-then-up").len();
 
+    // The failed delivery's own page: the request as sent, and what the receiver answered
+    // (its body escaped, as every text on the pages).
+    let detail_at = failed
+        .find("/deliveries/")
+        .expect("a link to the failed delivery");
+    let detail_link = &failed[failed[..detail_at].rfind('"').unwrap() + 1..];
+    let detail_link = detail_link.split('"').next().unwrap().to_owned();
+    let detail = visitor.get(&detail_link).await;
+    assert_eq!(detail.status, 200, "{}", detail.body);
+    let sent = receiver.received("/down-then-up");
+    let delivery_id = &sent.last().unwrap().delivery;
+    assert!(
+        detail
+            .body
+            .contains(&format!("Courier-Delivery: {delivery_id}"))
+    );
+    assert!(detail.body.contains("Courier-Event: job.booked"));
+    assert!(detail.body.contains(&format!("POST {url}")));
+    // Escaped by name or by number alike; what matters is that nothing is markup.
+    let shown = [
+        ("&#34;", "&quot;"),
+        ("&#60;", "&lt;"),
+        ("&#62;", "&gt;"),
+        ("&#38;", "&amp;"),
+    ]
+    .iter()
+    .fold(detail.body.clone(), |page, (number, name)| {
+        page.replace(number, name)
+    });
+    assert!(
+        shown.contains("&quot;type&quot;: &quot;job.booked&quot;"),
+        "the body, indented"
+    );
+    assert!(
+        shown.contains("database &lt;down&gt; &amp; out"),
+        "the answer's start, escaped"
+    );
+    assert!(detail.body.contains(" ms</dd>"), "the time to answer");
+    assert!(detail.body.contains("<dd>500</dd>"));
+    // Another endpoint's id, or a delivery id that is not one, finds nothing.
+    let elsewhere = detail_link.replacen(&id, &uuid::Uuid::new_v4().to_string(), 1);
+    assert_eq!(visitor.get(&elsewhere).await.status, 404);
+    assert_eq!(
+        visitor
+            .get(&format!("{path}/deliveries/not-an-id"))
+            .await
+            .status,
+        404
+    );
+
     // The receiver is back: the failed delivery is resent from the log, and arrives again.
     down.store(false, std::sync::atomic::Ordering::SeqCst);
     let resend_at = failed
-        .find("/deliveries/")
+        .find("/resend\"")
         .expect("a resend form for the failed delivery");
     let action = &failed[failed[..resend_at].rfind('"').unwrap() + 1..];
     let action = action.split('"').next().unwrap().to_owned();
+    assert!(action.ends_with("/resend"), "{action}");
     let page = visitor.post(&action, &[("csrf", &csrf)]).await;
     assert_eq!(page.status, 200, "{}", page.body);
     assert!(page.body.contains("The delivery is sent again."));

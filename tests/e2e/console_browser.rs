@@ -129,6 +129,30 @@ async fn a_merchant_uses_the_console_in_a_browser() {
         .await;
     looked_at(&browser, "console-webhook.png").await;
 
+    // A delivery's own page, from the log: a job booked now makes one.
+    book(&app, &merchant.test()).await;
+    let endpoint_page = client.current_url().await.unwrap();
+    browser
+        .wait_until("the new delivery in the log", || async {
+            client.goto(endpoint_page.as_str()).await.is_ok()
+                && client
+                    .source()
+                    .await
+                    .is_ok_and(|s| s.contains("/deliveries/"))
+        })
+        .await;
+    let delivery = client.find(Locator::LinkText("job.booked")).await.unwrap();
+    delivery.click().await.unwrap();
+    browser
+        .wait_until("the delivery's page", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("Courier-Delivery:"))
+        })
+        .await;
+    looked_at(&browser, "console-webhook-delivery.png").await;
+
     // The event catalog.
     client
         .goto(&app.url("/console/webhooks/events"))

@@ -217,6 +217,45 @@ pub async fn recent_deliveries(
     .await
 }
 
+/// One delivery as its endpoint's log shows it: what was sent and what the last attempt
+/// heard back.
+#[derive(Clone, Debug)]
+pub struct DeliveryDetail {
+    pub id: Uuid,
+    pub event_name: String,
+    pub body: Vec<u8>,
+    pub status: DeliveryStatus,
+    pub attempts: i32,
+    pub occurred_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    pub delivered_at: Option<DateTime<Utc>>,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub last_attempt_at: Option<DateTime<Utc>>,
+    pub response_status_code: Option<i32>,
+    pub response_ms: Option<i32>,
+    pub response_excerpt: Option<String>,
+    pub last_error: Option<String>,
+}
+
+/// The delivery `id` of the endpoint, if it is one of its.
+pub async fn delivery_of(
+    pool: &PgPool,
+    endpoint_id: Uuid,
+    id: Uuid,
+) -> Result<Option<DeliveryDetail>, sqlx::Error> {
+    sqlx::query_as!(
+        DeliveryDetail,
+        "SELECT id, event_name, body, status AS \"status: Text<DeliveryStatus>\", attempts, \
+           occurred_at, created_at, delivered_at, next_attempt_at, last_attempt_at, \
+           response_status_code, response_ms, response_excerpt, last_error \
+         FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2",
+        id,
+        endpoint_id,
+    )
+    .fetch_optional(pool)
+    .await
+}
+
 // ---- Fan-out -------------------------------------------------------------------------------
 
 /// An event waiting to be fanned out.
@@ -315,8 +354,23 @@ pub struct NewDelivery {
     pub event_name: String,
     pub occurred_at: DateTime<Utc>,
     pub body: Vec<u8>,
-    /// The 2xx status code of the first attempt, when the round took its answer.
-    pub answered: Option<i32>,
+    /// The first attempt's 2xx answer, when the round took it.
+    pub answered: Option<Answered>,
+}
+
+/// What an attempt heard back: how long the receiver took to answer (or to fail), and the
+/// start of its answer's body, as text.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reply {
+    pub took_ms: i32,
+    pub excerpt: Option<String>,
+}
+
+/// A 2xx answer: its status code, and what came with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answered {
+    pub status_code: i32,
+    pub reply: Reply,
 }
 
 /// Inserts the deliveries made from a batch of events (those answered 2xx as delivered, with
@@ -340,24 +394,36 @@ pub async fn record_fan_out(
     let names: Vec<String> = deliveries.iter().map(|d| d.event_name.clone()).collect();
     let occurred: Vec<DateTime<Utc>> = deliveries.iter().map(|d| d.occurred_at).collect();
     let bodies: Vec<Vec<u8>> = deliveries.iter().map(|d| d.body.clone()).collect();
-    let answered: Vec<Option<i32>> = deliveries.iter().map(|d| d.answered).collect();
+    let answered: Vec<Option<i32>> = deliveries
+        .iter()
+        .map(|d| d.answered.as_ref().map(|a| a.status_code))
+        .collect();
+    let took: Vec<Option<i32>> = deliveries
+        .iter()
+        .map(|d| d.answered.as_ref().map(|a| a.reply.took_ms))
+        .collect();
+    let excerpts: Vec<Option<String>> = deliveries
+        .iter()
+        .map(|d| d.answered.as_ref().and_then(|a| a.reply.excerpt.clone()))
+        .collect();
     sqlx::query!(
         "WITH live AS ( \
            SELECT id FROM webhook_endpoints WHERE id = ANY($2) FOR KEY SHARE), \
          made AS ( \
            INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_name, occurred_at, \
              body, status, attempts, next_attempt_at, lease_until, lease_token, delivered_at, \
-             response_status_code) \
+             response_status_code, last_attempt_at, response_ms, response_excerpt) \
            SELECT d.id, d.endpoint_id, d.event_id, d.event_name, d.occurred_at, d.body, \
              CASE WHEN d.code IS NULL THEN 'pending' ELSE 'delivered' END, \
              CASE WHEN d.code IS NULL THEN 0 ELSE 1 END, \
              CASE WHEN d.code IS NULL THEN now() END, \
              CASE WHEN d.code IS NULL THEN now() + make_interval(secs => $8::float8 / 1000) END, \
              CASE WHEN d.code IS NULL THEN $9::uuid END, \
-             CASE WHEN d.code IS NOT NULL THEN now() END, d.code \
+             CASE WHEN d.code IS NOT NULL THEN now() END, d.code, \
+             CASE WHEN d.code IS NOT NULL THEN now() END, d.took, d.excerpt \
            FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::timestamptz[], \
-             $6::bytea[], $7::int4[]) AS d (id, endpoint_id, event_id, event_name, occurred_at, \
-             body, code) \
+             $6::bytea[], $7::int4[], $11::int4[], $12::text[]) AS d (id, endpoint_id, event_id, \
+             event_name, occurred_at, body, code, took, excerpt) \
            WHERE d.endpoint_id IN (SELECT id FROM live) \
            ON CONFLICT (id) DO NOTHING \
            RETURNING endpoint_id, response_status_code), \
@@ -380,6 +446,8 @@ pub async fn record_fan_out(
         lease_ms as f64,
         token,
         done,
+        &took as &[Option<i32>],
+        &excerpts as &[Option<String>],
     )
     .execute(conn)
     .await?;
@@ -499,12 +567,14 @@ pub async fn attempt_targets(pool: &PgPool, ids: &[Uuid]) -> Result<Vec<TargetRo
     .await
 }
 
-/// A 2xx to record: the delivery, the claim it was sent under and the status code.
-#[derive(Clone, Copy, Debug)]
+/// A 2xx to record: the delivery, the claim it was sent under, the status code and what came
+/// with it.
+#[derive(Clone, Debug)]
 pub struct Success {
     pub id: Uuid,
     pub token: Uuid,
     pub status_code: i32,
+    pub reply: Reply,
 }
 
 /// Records 2xx answers, many in one statement. A delivery whose claim was lost meanwhile is
@@ -521,6 +591,8 @@ async fn record_successes_once(pool: &PgPool, successes: &[Success]) -> Result<(
     let ids: Vec<Uuid> = successes.iter().map(|s| s.id).collect();
     let tokens: Vec<Uuid> = successes.iter().map(|s| s.token).collect();
     let codes: Vec<i32> = successes.iter().map(|s| s.status_code).collect();
+    let took: Vec<i32> = successes.iter().map(|s| s.reply.took_ms).collect();
+    let excerpts: Vec<Option<String>> = successes.iter().map(|s| s.reply.excerpt.clone()).collect();
     // Joined to the list alone, a plan made while the outbox was small read all of it for every
     // batch later; `w.id = ANY($1)` leads the planner to the primary key. The workers' pool
     // also plans each execution afresh (`plan_cache_mode`).
@@ -528,8 +600,10 @@ async fn record_successes_once(pool: &PgPool, successes: &[Success]) -> Result<(
         "WITH d AS ( \
            UPDATE webhook_deliveries w SET status = 'delivered', attempts = w.attempts + 1, \
              delivered_at = now(), next_attempt_at = NULL, lease_until = NULL, \
-             lease_token = NULL, response_status_code = s.code, last_error = NULL \
-           FROM UNNEST($1::uuid[], $2::uuid[], $3::int4[]) AS s (id, token, code) \
+             lease_token = NULL, response_status_code = s.code, last_error = NULL, \
+             last_attempt_at = now(), response_ms = s.took, response_excerpt = s.excerpt \
+           FROM UNNEST($1::uuid[], $2::uuid[], $3::int4[], $4::int4[], $5::text[]) \
+             AS s (id, token, code, took, excerpt) \
            WHERE w.id = ANY($1) AND w.id = s.id AND w.lease_token = s.token \
              AND w.status = 'pending' \
            RETURNING w.endpoint_id), \
@@ -543,6 +617,8 @@ async fn record_successes_once(pool: &PgPool, successes: &[Success]) -> Result<(
         &ids,
         &tokens,
         &codes,
+        &took,
+        &excerpts as &[Option<String>],
     )
     .execute(pool)
     .await?;
@@ -553,6 +629,7 @@ async fn record_successes_once(pool: &PgPool, successes: &[Success]) -> Result<(
 pub struct Failure<'a> {
     pub status_code: Option<i32>,
     pub error: &'a str,
+    pub reply: &'a Reply,
     /// No further attempt whatever the count (a 410).
     pub final_now: bool,
     pub max_attempts: i32,
@@ -590,7 +667,8 @@ pub async fn record_failure(
            status = CASE WHEN $3 OR attempts + 1 >= $4 THEN 'failed' ELSE 'pending' END, \
            next_attempt_at = CASE WHEN $3 OR attempts + 1 >= $4 THEN NULL \
              ELSE now() + make_interval(secs => $5::float8 / 1000) END, \
-           lease_until = NULL, lease_token = NULL, response_status_code = $6, last_error = $7 \
+           lease_until = NULL, lease_token = NULL, response_status_code = $6, last_error = $7, \
+           last_attempt_at = now(), response_ms = $8, response_excerpt = $9 \
          WHERE id = $1 AND lease_token = $2 AND status = 'pending' RETURNING next_attempt_at",
         id,
         token,
@@ -599,6 +677,8 @@ pub async fn record_failure(
         failure.retry_after.as_millis() as i64,
         failure.status_code,
         failure.error,
+        failure.reply.took_ms,
+        failure.reply.excerpt.as_deref(),
     )
     .fetch_optional(&mut *tx)
     .await?;

@@ -23,7 +23,7 @@ use courier_store::cards::{self, CardRow};
 use courier_store::charges::{self, ChargeRow, NewMove};
 use courier_store::jobs::{self, JobRow, ListFilter};
 use courier_store::quotes::{self, QuoteRow};
-use courier_store::webhooks::{self, NewDelivery, NewEndpoint, Owner};
+use courier_store::webhooks::{self, Answered, NewDelivery, NewEndpoint, Owner, Reply};
 use courier_store::writes::Writes;
 use courier_store::{couriers, dispatch, events, fulfilment};
 
@@ -1063,7 +1063,19 @@ async fn a_delivery_answered_in_its_round_is_written_once_as_delivered() {
     };
     webhooks::record_fan_out(
         &mut conn,
-        &[delivery(answered, Some(204)), delivery(waiting, None)],
+        &[
+            delivery(
+                answered,
+                Some(Answered {
+                    status_code: 204,
+                    reply: Reply {
+                        took_ms: 12,
+                        excerpt: Some("thanks".into()),
+                    },
+                }),
+            ),
+            delivery(waiting, None),
+        ],
         &[event_id],
         60_000,
         round,
@@ -1089,6 +1101,32 @@ async fn a_delivery_answered_in_its_round_is_written_once_as_delivered() {
         (1, Some(204), None)
     );
     assert!(done.delivered_at.is_some());
+    // The log's detail: what was sent, and what the first attempt heard back.
+    let detail = webhooks::delivery_of(&pool, endpoint.id, answered)
+        .await
+        .unwrap()
+        .expect("the endpoint's delivery");
+    assert_eq!(detail.body, b"{}");
+    assert_eq!(
+        (detail.response_ms, detail.response_excerpt.as_deref()),
+        (Some(12), Some("thanks"))
+    );
+    assert!(detail.last_attempt_at.is_some());
+    let waiting_detail = webhooks::delivery_of(&pool, endpoint.id, waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (waiting_detail.last_attempt_at, waiting_detail.response_ms),
+        (None, None)
+    );
+    // Another endpoint's id never finds it.
+    assert!(
+        webhooks::delivery_of(&pool, Uuid::new_v4(), answered)
+            .await
+            .unwrap()
+            .is_none()
+    );
     let pending = row(waiting);
     assert_eq!(
         pending.status,

@@ -73,6 +73,8 @@ pub enum Reply {
     Slow(Duration, u16),
     /// 302 to another path.
     Redirect(&'static str),
+    /// A status with a body of its own (the others answer `ok`).
+    Said(u16, &'static str),
 }
 
 /// Chooses the reply to the `n`th request (from 0) on a path.
@@ -224,13 +226,16 @@ async fn handle(
     let script = state.scripts.lock().unwrap().get(&path).cloned();
     let reply = script.map_or(Reply::Status(200), |script| script(nth));
     let response = hyper::Response::builder();
-    let response = match reply {
-        Reply::Status(status) => response.status(status),
+    let (response, body) = match reply {
+        Reply::Status(status) => (response.status(status), "ok"),
         Reply::Slow(pause, status) => {
             tokio::time::sleep(pause).await;
-            response.status(status)
+            (response.status(status), "ok")
         }
-        Reply::Redirect(to) => response.status(302).header("location", to),
+        Reply::Redirect(to) => (response.status(302).header("location", to), "ok"),
+        Reply::Said(status, body) => (response.status(status), body),
     };
-    Ok(response.body(Full::new(Bytes::from_static(b"ok"))).unwrap())
+    Ok(response
+        .body(Full::new(Bytes::from_static(body.as_bytes())))
+        .unwrap())
 }

@@ -1,6 +1,6 @@
 //! The console's webhook pages: the merchant's endpoints in the session's environment, adding
-//! one (its signing secret shown once), each endpoint's recent deliveries, and resuming,
-//! rotating the secret of and deleting an endpoint.
+//! one (its signing secret shown once), each endpoint's recent deliveries and each delivery's
+//! request and last answer, and resuming, rotating the secret of and deleting an endpoint.
 
 use askama::Template;
 use axum::extract::{Path, Request, State};
@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::respond::{SessionBar, field, message, page, see_other, signed_form, signed_in};
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
-use courier_core::webhooks::{DeliveryRecord, Endpoint, Owner, WebhookError};
+use courier_core::webhooks::{DeliveryDetail, DeliveryRecord, Endpoint, Owner, WebhookError};
 use courier_domain::event::EventName;
 
 fn owner(session: &ConsoleSession) -> Owner {
@@ -369,6 +369,127 @@ pub async fn webhook_action(
         Err(WebhookError::NotFound) => no_such_endpoint(&session),
         Err(_) => unavailable(&session),
     }
+}
+
+/// One delivery as the log shows it: the request as sent, and what its last attempt heard.
+struct DeliveryDetailFacts {
+    id: Uuid,
+    finished: bool,
+    event: String,
+    status: &'static str,
+    attempts: i32,
+    occurred: String,
+    created: String,
+    delivered: String,
+    next_attempt: String,
+    last_attempt: String,
+    /// The moment the last attempt signed, as the signature's `t` carries it (Unix seconds).
+    signed_at: Option<i64>,
+    body: String,
+    response: String,
+    took: String,
+    excerpt: Option<String>,
+    error: Option<String>,
+}
+
+impl From<&DeliveryDetail> for DeliveryDetailFacts {
+    fn from(d: &DeliveryDetail) -> Self {
+        // Stored as sent: shown indented when it is JSON (it always is), as text otherwise.
+        let body = serde_json::from_slice::<serde_json::Value>(&d.body)
+            .ok()
+            .and_then(|value| serde_json::to_string_pretty(&value).ok())
+            .unwrap_or_else(|| String::from_utf8_lossy(&d.body).into_owned());
+        DeliveryDetailFacts {
+            id: d.id,
+            finished: d.status.as_str() != "pending",
+            event: d.event_name.clone(),
+            status: d.status.as_str(),
+            attempts: d.attempts,
+            occurred: when(Some(d.occurred_at)),
+            created: when(Some(d.created_at)),
+            delivered: when(d.delivered_at),
+            next_attempt: when(d.next_attempt_at),
+            last_attempt: when(d.last_attempt_at),
+            signed_at: d.last_attempt_at.map(|at| at.timestamp()),
+            body,
+            response: d
+                .response_status_code
+                .map_or_else(|| "—".to_owned(), |s| s.to_string()),
+            took: d
+                .response_ms
+                .map_or_else(|| "—".to_owned(), |ms| format!("{ms} ms")),
+            excerpt: d.response_excerpt.clone(),
+            error: d.last_error.clone(),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "console/webhook_delivery.html")]
+struct DeliveryPage {
+    session: Option<SessionBar>,
+    csrf: String,
+    endpoint_id: Uuid,
+    url: String,
+    delivery: DeliveryDetailFacts,
+}
+
+#[utoipa::path(
+    get,
+    path = "/console/webhooks/{id}/deliveries/{delivery}",
+    operation_id = "consoleWebhookDelivery",
+    tag = "console",
+    summary = "One delivery: the request as sent (method, URL, headers, body) and what its last attempt heard back (status, time to answer, the start of the answer, the error)",
+    security(()),
+    params(
+        ("id" = String, Path, description = "The endpoint's id"),
+        ("delivery" = String, Path, description = "The delivery's id"),
+    ),
+    responses(
+        (status = 200, description = "The page", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to /console/sign-in"),
+        (status = 404, description = "A page: no such delivery of an endpoint in the session's environment (another merchant's alike)", content_type = "text/html", body = String),
+        (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn delivery_page(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path((id, delivery)): Path<(String, String)>,
+) -> Response {
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer,
+    };
+    let (Ok(endpoint_id), Ok(delivery_id)) = (Uuid::parse_str(&id), Uuid::parse_str(&delivery))
+    else {
+        return no_such_endpoint(&session);
+    };
+    let endpoints = state.webhooks.endpoints();
+    let (listed, delivery) = match (
+        endpoints.list(owner(&session)).await,
+        endpoints
+            .delivery(owner(&session), endpoint_id, delivery_id)
+            .await,
+    ) {
+        (Ok(listed), Ok(delivery)) => (listed, delivery),
+        (_, Err(WebhookError::NotFound)) => return no_such_endpoint(&session),
+        _ => return unavailable(&session),
+    };
+    let Some(endpoint) = listed.iter().find(|e| e.id == endpoint_id) else {
+        return no_such_endpoint(&session);
+    };
+    page(
+        StatusCode::OK,
+        DeliveryPage {
+            session: Some(SessionBar::from(&session)),
+            csrf: session.csrf_token.clone(),
+            endpoint_id,
+            url: endpoint.url.clone(),
+            delivery: DeliveryDetailFacts::from(&delivery),
+        }
+        .render(),
+    )
 }
 
 #[utoipa::path(

@@ -4,7 +4,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
@@ -13,9 +13,12 @@ use thiserror::Error;
 
 use super::config::WebhookConfig;
 use courier_plugins::is_public_address as is_public;
+use courier_store::webhooks::Reply;
 
 /// The most of a receiver's answer that is read (then the connection is given up).
 const MAX_RESPONSE_BYTES: usize = 64 * 1024;
+/// The most of a receiver's answer kept for the merchant's delivery log.
+pub const EXCERPT_BYTES: usize = 1024;
 
 #[derive(Debug, Error)]
 pub enum ClientError {
@@ -85,7 +88,20 @@ impl WebhookClient {
         })
     }
 
-    pub async fn send(&self, request: Request<'_>) -> Outcome {
+    /// Sends one attempt: what it came to, and what it heard back (how long the receiver took,
+    /// and the start of its answer).
+    pub async fn send(&self, request: Request<'_>) -> (Outcome, Reply) {
+        let started = Instant::now();
+        let mut excerpt: Vec<u8> = Vec::new();
+        let outcome = self.exchange(request, &mut excerpt).await;
+        let reply = Reply {
+            took_ms: i32::try_from(started.elapsed().as_millis()).unwrap_or(i32::MAX),
+            excerpt: (!excerpt.is_empty()).then(|| excerpt_text(&excerpt)),
+        };
+        (outcome, reply)
+    }
+
+    async fn exchange(&self, request: Request<'_>, excerpt: &mut Vec<u8>) -> Outcome {
         let failed = |error: String| Outcome::Failed {
             status: None,
             error,
@@ -120,11 +136,15 @@ impl WebhookClient {
             Err(e) => return failed(describe(&e, self.timeout)),
         };
         let status = response.status();
-        // Read a little of the answer so the connection can be reused.
+        // Read a little of the answer so the connection can be reused; its start is kept.
         let mut read = 0;
         while read < MAX_RESPONSE_BYTES {
             match response.chunk().await {
-                Ok(Some(chunk)) => read += chunk.len(),
+                Ok(Some(chunk)) => {
+                    let room = EXCERPT_BYTES.saturating_sub(excerpt.len());
+                    excerpt.extend_from_slice(&chunk[..room.min(chunk.len())]);
+                    read += chunk.len();
+                }
                 Ok(None) => break,
                 Err(e) if e.is_timeout() && !status.is_success() => break,
                 Err(e) => {
@@ -146,6 +166,15 @@ impl WebhookClient {
             }
         }
     }
+}
+
+/// The kept start of an answer as text: invalid UTF-8 (and a character cut at the end) is
+/// replaced, and control characters other than line breaks and tabs are dropped.
+fn excerpt_text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes)
+        .chars()
+        .filter(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'))
+        .collect()
 }
 
 /// A short, fixed account of a transport error for the merchant's delivery record: never the
@@ -207,5 +236,20 @@ impl Resolve for VettingResolver {
             }
             Ok(Box::new(found.into_iter()) as Addrs)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_excerpt_is_text_without_control_characters() {
+        assert_eq!(excerpt_text(b"{\"ok\":true}\n"), "{\"ok\":true}\n");
+        // PostgreSQL's text holds no NUL; a terminal's escapes are dropped too.
+        assert_eq!(excerpt_text(b"a\0b\x1b[31mc\td"), "ab[31mc\td");
+        // A character cut at the excerpt's end, or bytes that are not UTF-8, are replaced.
+        assert_eq!(excerpt_text("é".as_bytes()[..1].as_ref()), "\u{fffd}");
+        assert_eq!(excerpt_text(b"\xff\xfeok"), "\u{fffd}\u{fffd}ok");
     }
 }

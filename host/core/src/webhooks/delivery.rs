@@ -23,7 +23,7 @@ use super::round::{Report, Round};
 use super::schedule::{Limits, Schedule};
 use super::secret::SecretCipher;
 use crate::infra::workers::Workers;
-use courier_store::webhooks::{self as store, Failure, Success, TargetRow};
+use courier_store::webhooks::{self as store, Answered, Failure, Reply, Success, TargetRow};
 
 /// Due deliveries claimed per poll.
 const CLAIM_BATCH: i64 = 256;
@@ -269,7 +269,7 @@ impl Dispatcher {
             }
             return;
         }
-        let outcome = match inner
+        let (outcome, reply) = match inner
             .cipher
             .open(job.endpoint_id, &target.secret_ciphertext)
         {
@@ -293,15 +293,19 @@ impl Dispatcher {
             }
             Err(e) => {
                 tracing::error!(endpoint = %job.endpoint_id, error = %e, "cannot sign a webhook");
-                Outcome::Failed {
+                let failed = Outcome::Failed {
                     status: None,
                     error: "the service could not sign the request".into(),
-                }
+                };
+                (failed, Reply::default())
             }
         };
         if let (Some(first), true) = (&job.first, in_round) {
             let success = match &outcome {
-                Outcome::Succeeded { status } => Some(i32::from(*status)),
+                Outcome::Succeeded { status } => Some(Answered {
+                    status_code: i32::from(*status),
+                    reply: reply.clone(),
+                }),
                 Outcome::Failed { .. } => None,
             };
             if first.round.finished(job.id, success) == Report::Taken
@@ -311,7 +315,7 @@ impl Dispatcher {
             }
         }
         let attempt = u32::try_from(content.attempts).unwrap_or(0) + 1;
-        if let Err(e) = self.record(&job, attempt, outcome).await {
+        if let Err(e) = self.record(&job, attempt, outcome, reply).await {
             tracing::warn!(delivery = %job.id, error = %e, "cannot record a webhook attempt");
         }
     }
@@ -350,7 +354,13 @@ impl Dispatcher {
     }
 
     /// Records the outcome of `job`'s `attempt`-th attempt.
-    async fn record(&self, job: &Job, attempt: u32, outcome: Outcome) -> Result<(), sqlx::Error> {
+    async fn record(
+        &self,
+        job: &Job,
+        attempt: u32,
+        outcome: Outcome,
+        reply: Reply,
+    ) -> Result<(), sqlx::Error> {
         let inner = &self.inner;
         match outcome {
             Outcome::Succeeded { status } => {
@@ -358,6 +368,7 @@ impl Dispatcher {
                     id: job.id,
                     token: job.token,
                     status_code: status.into(),
+                    reply,
                 };
                 // None was logged by the batch: the lease lapses and the delivery is sent again.
                 let _ = inner.successes.run(success).await;
@@ -367,6 +378,7 @@ impl Dispatcher {
                 let failure = Failure {
                     status_code: status.map(i32::from),
                     error: &error,
+                    reply: &reply,
                     final_now: status == Some(410),
                     max_attempts: inner.config.max_attempts,
                     retry_after: Backoff::new(inner.config.retry_base).wait_after(attempt),

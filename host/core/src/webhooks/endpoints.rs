@@ -198,6 +198,22 @@ impl Endpoints {
         Ok(rows.into_iter().map(DeliveryRecord::from).collect())
     }
 
+    /// One delivery of the owner's endpoint, with what was sent and what its last attempt
+    /// heard back; not found for another owner's endpoint or another endpoint's delivery.
+    pub async fn delivery(
+        &self,
+        owner: Owner,
+        endpoint_id: Uuid,
+        delivery_id: Uuid,
+    ) -> Result<store::DeliveryDetail, WebhookError> {
+        if !store::endpoint_exists(&self.pool, endpoint_id, owner).await? {
+            return Err(WebhookError::NotFound);
+        }
+        store::delivery_of(&self.pool, endpoint_id, delivery_id)
+            .await?
+            .ok_or(WebhookError::NotFound)
+    }
+
     pub async fn resume(&self, owner: Owner, id: Uuid) -> Result<Endpoint, WebhookError> {
         let row = store::resume(&self.pool, id, owner).await?;
         row.map(|row| Endpoint::from_row(row, None))

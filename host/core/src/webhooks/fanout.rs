@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use courier_domain::event::{EventDetails, JobFacts};
-use courier_store::webhooks::{self as store, EventRow, NewDelivery, SubscriberRow, TargetRow};
+use courier_store::webhooks::{
+    self as store, Answered, EventRow, NewDelivery, SubscriberRow, TargetRow,
+};
 
 use super::delivery::{Claimed, Content, First, Job};
 use super::round::Round;
@@ -155,14 +157,14 @@ impl OpenRound {
     /// with the 2xx answers taken, marks its events fanned out and commits. Jobs whose
     /// outcome came too late record it once this has ended ([`Round::committed`]).
     pub async fn close(mut self, lease_ms: i64) {
-        let answered: HashMap<Uuid, i32> = self
+        let mut answered: HashMap<Uuid, Answered> = self
             .round
             .close_when_quiet(ROUND_QUIET, ROUND_MOST)
             .await
             .into_iter()
             .collect();
         for delivery in &mut self.deliveries {
-            delivery.answered = answered.get(&delivery.id).copied();
+            delivery.answered = answered.remove(&delivery.id);
         }
         let written = async {
             store::record_fan_out(

@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 pub use client::ClientError;
 pub use config::WebhookConfig;
 use courier_store::webhooks as store;
-pub use courier_store::webhooks::Owner;
+pub use courier_store::webhooks::{DeliveryDetail, Owner};
 pub use endpoints::{DeliveryRecord, Endpoint, Endpoints, WebhookError};
 
 use crate::events::FanOutWakeup;

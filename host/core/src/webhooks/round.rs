@@ -10,6 +10,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use courier_store::webhooks::Answered;
 use tokio::sync::{Notify, watch};
 use uuid::Uuid;
 
@@ -33,8 +34,8 @@ struct State {
     waiting: usize,
     /// When one of its attempts last started or finished.
     progress_at: Option<Instant>,
-    /// 2xx answers taken: the delivery and the status code.
-    succeeded: Vec<(Uuid, i32)>,
+    /// 2xx answers taken: the delivery and its answer.
+    succeeded: Vec<(Uuid, Answered)>,
 }
 
 pub struct Round {
@@ -91,8 +92,8 @@ impl Round {
     }
 
     /// An attempt that [`started`](Self::started) in the open round has finished, 2xx with
-    /// `success`'s status code or otherwise.
-    pub fn finished(&self, id: Uuid, success: Option<i32>) -> Report {
+    /// `success`'s answer or otherwise.
+    pub fn finished(&self, id: Uuid, success: Option<Answered>) -> Report {
         let mut state = self.state();
         state.running = state.running.saturating_sub(1);
         state.progress_at = Some(Instant::now());
@@ -100,8 +101,8 @@ impl Round {
             self.settled.notify_one();
         }
         match success {
-            Some(code) if !state.closed => {
-                state.succeeded.push((id, code));
+            Some(answered) if !state.closed => {
+                state.succeeded.push((id, answered));
                 Report::Taken
             }
             _ => Report::RecordAfterCommit,
@@ -112,7 +113,7 @@ impl Round {
     /// has started or finished for `quiet` (the rest are slow, or wait behind slow ones), or
     /// `most` has passed since the round opened; then closes the round and returns the 2xx
     /// answers it took.
-    pub async fn close_when_quiet(&self, quiet: Duration, most: Duration) -> Vec<(Uuid, i32)> {
+    pub async fn close_when_quiet(&self, quiet: Duration, most: Duration) -> Vec<(Uuid, Answered)> {
         let deadline = self.opened + most;
         loop {
             let settled = self.settled.notified();
@@ -193,6 +194,17 @@ impl Round {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use courier_store::webhooks::Reply;
+
+    fn ok(status_code: i32) -> Option<Answered> {
+        Some(Answered {
+            status_code,
+            reply: Reply {
+                took_ms: 3,
+                excerpt: Some("ok".into()),
+            },
+        })
+    }
 
     #[tokio::test]
     async fn answers_before_the_close_are_taken_and_later_ones_wait_for_the_commit() {
@@ -200,13 +212,13 @@ mod tests {
         let (early, late) = (Uuid::new_v4(), Uuid::new_v4());
         assert!(round.started());
         assert!(round.started());
-        assert_eq!(round.finished(early, Some(200)), Report::Taken);
+        assert_eq!(round.finished(early, ok(200)), Report::Taken);
         let taken = round
             .close_when_quiet(Duration::from_millis(20), Duration::from_secs(30))
             .await;
-        assert_eq!(taken, vec![(early, 200)]);
+        assert_eq!(taken, vec![(early, ok(200).unwrap())]);
         assert!(!round.started(), "a closed round lends nothing");
-        assert_eq!(round.finished(late, Some(204)), Report::RecordAfterCommit);
+        assert_eq!(round.finished(late, ok(204)), Report::RecordAfterCommit);
         round.end(true);
         assert!(round.committed().await);
     }
@@ -219,13 +231,13 @@ mod tests {
         let answering = std::sync::Arc::clone(&round);
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(10)).await;
-            answering.finished(id, Some(200));
+            answering.finished(id, ok(200));
         });
         let waited = std::time::Instant::now();
         let taken = round
             .close_when_quiet(Duration::from_secs(30), Duration::from_secs(30))
             .await;
-        assert_eq!(taken, vec![(id, 200)]);
+        assert_eq!(taken, vec![(id, ok(200).unwrap())]);
         assert!(waited.elapsed() < Duration::from_secs(10));
     }
 
@@ -244,17 +256,20 @@ mod tests {
         assert!(!closed.is_finished());
         let (first, second) = (Uuid::new_v4(), Uuid::new_v4());
         assert!(round.started());
-        assert_eq!(round.finished(first, Some(200)), Report::Taken);
+        assert_eq!(round.finished(first, ok(200)), Report::Taken);
         round.withdrawn();
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert!(!closed.is_finished(), "one delivery still waits");
         assert!(round.started());
-        assert_eq!(round.finished(second, Some(204)), Report::Taken);
+        assert_eq!(round.finished(second, ok(204)), Report::Taken);
         let taken = tokio::time::timeout(Duration::from_secs(10), closed)
             .await
             .expect("closed once every delivery was attempted")
             .unwrap();
-        assert_eq!(taken, vec![(first, 200), (second, 204)]);
+        assert_eq!(
+            taken,
+            vec![(first, ok(200).unwrap()), (second, ok(204).unwrap())]
+        );
     }
 
     #[tokio::test]
@@ -284,7 +299,7 @@ mod tests {
         let round = std::sync::Arc::new(Round::default());
         assert!(round.started());
         assert!(round.started());
-        round.finished(Uuid::new_v4(), Some(200));
+        round.finished(Uuid::new_v4(), ok(200));
         // One attempt still runs and nothing more answers: quiet after 10 ms.
         tokio::time::timeout(
             Duration::from_secs(10),
