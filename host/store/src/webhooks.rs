@@ -217,11 +217,13 @@ pub async fn recent_deliveries(
     .await
 }
 
-/// One delivery as its endpoint's log shows it: what was sent and what the last attempt
-/// heard back.
+/// One delivery as its endpoint's log shows it: where it goes, what was sent and what the
+/// last attempt heard back.
 #[derive(Clone, Debug)]
 pub struct DeliveryDetail {
     pub id: Uuid,
+    /// The endpoint's URL.
+    pub url: String,
     pub event_name: String,
     pub body: Vec<u8>,
     pub status: DeliveryStatus,
@@ -237,20 +239,27 @@ pub struct DeliveryDetail {
     pub last_error: Option<String>,
 }
 
-/// The delivery `id` of the endpoint, if it is one of its.
+/// The delivery `id` of the owner's endpoint `endpoint_id`; None for another owner's
+/// endpoint or another endpoint's delivery.
 pub async fn delivery_of(
     pool: &PgPool,
+    owner: Owner,
     endpoint_id: Uuid,
     id: Uuid,
 ) -> Result<Option<DeliveryDetail>, sqlx::Error> {
     sqlx::query_as!(
         DeliveryDetail,
-        "SELECT id, event_name, body, status AS \"status: Text<DeliveryStatus>\", attempts, \
-           occurred_at, created_at, delivered_at, next_attempt_at, last_attempt_at, \
-           response_status_code, response_ms, response_excerpt, last_error \
-         FROM webhook_deliveries WHERE id = $1 AND endpoint_id = $2",
+        "SELECT d.id, e.url, d.event_name, d.body, \
+           d.status AS \"status: Text<DeliveryStatus>\", d.attempts, d.occurred_at, \
+           d.created_at, d.delivered_at, d.next_attempt_at, d.last_attempt_at, \
+           d.response_status_code, d.response_ms, d.response_excerpt, d.last_error \
+         FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id \
+         WHERE d.id = $1 AND d.endpoint_id = $2 AND e.merchant_id = $3 \
+           AND e.environment = $4",
         id,
         endpoint_id,
+        owner.merchant_id,
+        owner.environment.as_str(),
     )
     .fetch_optional(pool)
     .await

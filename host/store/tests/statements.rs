@@ -1102,7 +1102,11 @@ async fn a_delivery_answered_in_its_round_is_written_once_as_delivered() {
     );
     assert!(done.delivered_at.is_some());
     // The log's detail: what was sent, and what the first attempt heard back.
-    let detail = webhooks::delivery_of(&pool, endpoint.id, answered)
+    let owner = Owner {
+        merchant_id,
+        environment: Environment::Test,
+    };
+    let detail = webhooks::delivery_of(&pool, owner, endpoint.id, answered)
         .await
         .unwrap()
         .expect("the endpoint's delivery");
@@ -1112,7 +1116,7 @@ async fn a_delivery_answered_in_its_round_is_written_once_as_delivered() {
         (Some(12), Some("thanks"))
     );
     assert!(detail.last_attempt_at.is_some());
-    let waiting_detail = webhooks::delivery_of(&pool, endpoint.id, waiting)
+    let waiting_detail = webhooks::delivery_of(&pool, owner, endpoint.id, waiting)
         .await
         .unwrap()
         .unwrap();
@@ -1120,9 +1124,19 @@ async fn a_delivery_answered_in_its_round_is_written_once_as_delivered() {
         (waiting_detail.last_attempt_at, waiting_detail.response_ms),
         (None, None)
     );
-    // Another endpoint's id never finds it.
+    // Another endpoint's id, or another merchant, never finds it.
+    let stranger = Owner {
+        merchant_id: Uuid::new_v4(),
+        environment: Environment::Test,
+    };
     assert!(
-        webhooks::delivery_of(&pool, Uuid::new_v4(), answered)
+        webhooks::delivery_of(&pool, stranger, endpoint.id, answered)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        webhooks::delivery_of(&pool, owner, Uuid::new_v4(), answered)
             .await
             .unwrap()
             .is_none()
@@ -1133,10 +1147,6 @@ async fn a_delivery_answered_in_its_round_is_written_once_as_delivered() {
         courier_domain::webhook::DeliveryStatus::Pending
     );
     assert_eq!((pending.attempts, pending.delivered_at), (0, None));
-    let owner = Owner {
-        merchant_id,
-        environment: Environment::Test,
-    };
     let listed = webhooks::list_endpoints(&pool, owner).await.unwrap();
     assert!(listed[0].last_succeeded_at.is_some(), "{listed:?}");
     let fanned: Option<DateTime<Utc>> =

@@ -465,19 +465,15 @@ pub async fn delivery_page(
     else {
         return no_such_endpoint(&session);
     };
-    let endpoints = state.webhooks.endpoints();
-    let (listed, delivery) = match (
-        endpoints.list(owner(&session)).await,
-        endpoints
-            .delivery(owner(&session), endpoint_id, delivery_id)
-            .await,
-    ) {
-        (Ok(listed), Ok(delivery)) => (listed, delivery),
-        (_, Err(WebhookError::NotFound)) => return no_such_endpoint(&session),
-        _ => return unavailable(&session),
-    };
-    let Some(endpoint) = listed.iter().find(|e| e.id == endpoint_id) else {
-        return no_such_endpoint(&session);
+    let delivery = match state
+        .webhooks
+        .endpoints()
+        .delivery(owner(&session), endpoint_id, delivery_id)
+        .await
+    {
+        Ok(delivery) => delivery,
+        Err(WebhookError::NotFound) => return no_such_endpoint(&session),
+        Err(_) => return unavailable(&session),
     };
     page(
         StatusCode::OK,
@@ -485,7 +481,7 @@ pub async fn delivery_page(
             session: Some(SessionBar::from(&session)),
             csrf: session.csrf_token.clone(),
             endpoint_id,
-            url: endpoint.url.clone(),
+            url: delivery.url.clone(),
             delivery: DeliveryDetailFacts::from(&delivery),
         }
         .render(),

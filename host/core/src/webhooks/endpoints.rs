@@ -206,10 +206,7 @@ impl Endpoints {
         endpoint_id: Uuid,
         delivery_id: Uuid,
     ) -> Result<store::DeliveryDetail, WebhookError> {
-        if !store::endpoint_exists(&self.pool, endpoint_id, owner).await? {
-            return Err(WebhookError::NotFound);
-        }
-        store::delivery_of(&self.pool, endpoint_id, delivery_id)
+        store::delivery_of(&self.pool, owner, endpoint_id, delivery_id)
             .await?
             .ok_or(WebhookError::NotFound)
     }
