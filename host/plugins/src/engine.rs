@@ -37,7 +37,10 @@ impl Default for EngineConfig {
             cache_dir: None,
             limits: Limits::default(),
             max_instances: 1000,
-            epoch_tick: Duration::from_millis(1),
+            // Deadlines are kept to within a tick: 10% of a price book's 50 ms. A finer tick
+            // wakes the ticker thread more often for nothing (at 1 ms, 2-3% of a live booking's
+            // CPU, BENCHMARKS.md "Live bookings: the plugin engine's upkeep").
+            epoch_tick: Duration::from_millis(5),
         }
     }
 }
@@ -102,7 +105,10 @@ impl PluginEngine {
             // they touch in the first 256 KiB (64 KiB stack, data, a small
             // heap); see BENCHMARKS.md "Plugin engine".
             .linear_memory_keep_resident(256 << 10)
-            .table_keep_resident(64 << 10);
+            .table_keep_resident(64 << 10)
+            // Where the kernel can say which of those pages a call wrote (Linux 6.7's
+            // PAGEMAP_SCAN), only those are reset: most calls write a few pages of the 256 KiB.
+            .pagemap_scan(wasmtime::Enabled::Auto);
         let mut wasm = Config::new();
         wasm.wasm_component_model(true)
             .epoch_interruption(true)
