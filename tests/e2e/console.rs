@@ -496,6 +496,80 @@ async fn the_webhook_portal_adds_an_endpoint_shows_its_deliveries_rotates_and_de
     assert_eq!(rotated.status, 200, "{}", rotated.body);
     assert!(rotated.body.contains("New signing secret"));
     assert!(!rotated.body.contains(&secret));
+    let section = rotated.body.find("New signing secret").unwrap();
+    let rotated_at = section + rotated.body[section..].find("<code>").unwrap() + 6;
+    let new_secret = rotated.body[rotated_at..]
+        .split('<')
+        .next()
+        .unwrap()
+        .to_owned();
+
+    // A test event, of an event the endpoint does not subscribe to, goes to it and only it,
+    // signed with the current secret and saying it is a test.
+    let bystander_url = receiver.url("/console-hooks-bystander");
+    let bystander = visitor
+        .post(
+            "/console/webhooks",
+            &[("csrf", &csrf), ("url", &bystander_url), ("events", "")],
+        )
+        .await;
+    assert_eq!(bystander.status, 201, "{}", bystander.body);
+    let unknown = visitor
+        .post(
+            &format!("{path}/test-event"),
+            &[("csrf", &csrf), ("event", "job.exploded")],
+        )
+        .await;
+    assert_eq!(unknown.status, 400, "{}", unknown.body);
+    let tested = visitor
+        .post(
+            &format!("{path}/test-event"),
+            &[("csrf", &csrf), ("event", "job.delivered")],
+        )
+        .await;
+    assert_eq!(tested.status, 200, "{}", tested.body);
+    assert!(tested.body.contains("The test event is on its way"));
+    let arrived = receiver
+        .wait_for("/console-hooks", 2, Duration::from_secs(15))
+        .await;
+    let test = arrived
+        .iter()
+        .find(|r| r.event == "job.delivered")
+        .expect("the test event arrived");
+    assert!(
+        test.verifies_with(&new_secret),
+        "signed with the new secret"
+    );
+    let body: Value = serde_json::from_slice(&test.body).unwrap();
+    assert_eq!(body["type"], "job.delivered");
+    assert_eq!(body["environment"], "test");
+    assert_eq!(body["data"]["reference"], "test-event");
+    assert_eq!(body["data"]["currency"], "XTS");
+    assert_eq!(body["data"]["proof"]["outcome"], "handed_to_recipient");
+    let logged = visitor.get(&path).await;
+    assert!(logged.body.contains("job.delivered"), "in the delivery log");
+    // The rival's form for the same endpoint is refused as if it did not exist.
+    let rival_test = {
+        let other = app.create_merchant("Console Hooks Tester").await;
+        let mut tester = Visitor::new(&app);
+        tester.sign_in(&other.test()).await;
+        let tester_csrf = csrf_of(&tester.get("/console/webhooks").await.body);
+        tester
+            .post(
+                &format!("{path}/test-event"),
+                &[("csrf", &tester_csrf), ("event", "job.booked")],
+            )
+            .await
+    };
+    assert_eq!(rival_test.status, 404);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        receiver
+            .received("/console-hooks-bystander")
+            .iter()
+            .all(|r| r.event != "job.delivered"),
+        "the merchant's other endpoint was not sent the test event"
+    );
 
     // Another merchant cannot see or touch it.
     let other = app.create_merchant("Console Hooks Rival").await;
@@ -516,13 +590,9 @@ async fn the_webhook_portal_adds_an_endpoint_shows_its_deliveries_rotates_and_de
         (deleted.status, deleted.location.as_deref()),
         (303, Some("/console/webhooks"))
     );
-    assert!(
-        visitor
-            .get("/console/webhooks")
-            .await
-            .body
-            .contains("No endpoints yet.")
-    );
+    assert_eq!(visitor.get(&path).await.status, 404);
+    let listed = visitor.get("/console/webhooks").await.body;
+    assert!(listed.contains(&bystander_url), "the other endpoint stays");
     app.stop().await;
 }
 

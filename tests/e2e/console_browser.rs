@@ -129,9 +129,28 @@ async fn a_merchant_uses_the_console_in_a_browser() {
         .await;
     looked_at(&browser, "console-webhook.png").await;
 
+    // A test event, chosen from the list.
+    let endpoint_page = client.current_url().await.unwrap();
+    client
+        .find(Locator::Css("select#test-event-name"))
+        .await
+        .unwrap()
+        .select_by_value("job.cancelled")
+        .await
+        .unwrap();
+    click(&browser, "form.test-event button").await;
+    browser
+        .wait_until("the test event's notice", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("The test event is on its way"))
+        })
+        .await;
+    looked_at(&browser, "console-webhook-test-event.png").await;
+
     // A delivery's own page, from the log: a job booked now makes one.
     book(&app, &merchant.test()).await;
-    let endpoint_page = client.current_url().await.unwrap();
     browser
         .wait_until("the new delivery in the log", || async {
             client.goto(endpoint_page.as_str()).await.is_ok()

@@ -634,6 +634,28 @@ async fn twenty_failures_suspend_and_resuming_sends_only_new_events() {
         records.iter().all(|r| r["status"] == "cancelled"),
         "{records:?}"
     );
+    // The console's test event is not sent to a suspended endpoint, and says why.
+    let mut visitor = crate::console::Visitor::new(&hooks.app);
+    visitor.sign_in(&test).await;
+    let csrf = crate::console::csrf_of(&visitor.get("/console/webhooks").await.body);
+    let untested = visitor
+        .post(
+            &format!("/console/webhooks/{id}/test-event"),
+            &[("csrf", &csrf), ("event", "job.booked")],
+        )
+        .await;
+    assert_eq!(untested.status, 200, "{}", untested.body);
+    assert!(
+        untested
+            .body
+            .contains("suspended, so the test event was not sent")
+    );
+    let unsent: i64 = sqlx::query_scalar("SELECT count(*) FROM events WHERE only_endpoint_id = $1")
+        .bind(Uuid::parse_str(&id).unwrap())
+        .fetch_one(&hooks.pool)
+        .await
+        .unwrap();
+    assert_eq!(unsent, 0, "nothing recorded for a suspended endpoint");
 
     let (status, resumed) = hooks
         .call(Method::POST, &format!("/v1/webhooks/{id}/resume"), &test)

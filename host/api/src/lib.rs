@@ -99,6 +99,7 @@ fn public_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::webhooks::delivery_page))
         .routes(routes!(console::webhooks::resend_delivery))
         .routes(routes!(console::webhooks::recover_deliveries))
+        .routes(routes!(console::webhooks::send_test_event))
         .routes(routes!(
             console::cards::cards_page,
             console::cards::add_card

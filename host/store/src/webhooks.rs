@@ -7,6 +7,7 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use courier_domain::Environment;
+use courier_domain::event::NewEvent;
 use courier_domain::webhook::{DeliveryStatus, EndpointStatus};
 
 use crate::text_columns::Text;
@@ -278,6 +279,8 @@ pub struct EventRow {
     pub recorded_at: DateTime<Utc>,
     pub job: Option<serde_json::Value>,
     pub details: serde_json::Value,
+    /// A test event's endpoint: the only one it goes to.
+    pub only_endpoint_id: Option<Uuid>,
 }
 
 /// Locks up to `limit` events not yet fanned out; other workers skip them.
@@ -287,12 +290,46 @@ pub async fn claim_events(
 ) -> Result<Vec<EventRow>, sqlx::Error> {
     sqlx::query_as!(
         EventRow,
-        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", name, occurred_at, recorded_at, job, details \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", name, occurred_at, recorded_at, job, details, \
+           only_endpoint_id \
          FROM events WHERE fanned_out_at IS NULL ORDER BY recorded_at LIMIT $1 \
          FOR NO KEY UPDATE SKIP LOCKED",
         limit,
     )
     .fetch_all(conn)
+    .await
+}
+
+/// Records `event` as a test event of the endpoint `endpoint_id`, for that endpoint only, if
+/// it is an active endpoint of the event's merchant and environment; answers the event's id,
+/// or `None` when there is no such active endpoint.
+pub async fn record_test_event(
+    pool: &PgPool,
+    endpoint_id: Uuid,
+    event: &NewEvent,
+) -> Result<Option<Uuid>, sqlx::Error> {
+    let job = event
+        .job
+        .as_ref()
+        .map(|j| serde_json::to_value(j).expect("job facts serialise"));
+    let details = serde_json::to_value(&event.details).expect("event details serialise");
+    sqlx::query_scalar!(
+        "INSERT INTO events (id, merchant_id, environment, name, job_id, occurred_at, job, \
+           details, only_endpoint_id) \
+         SELECT $1, e.merchant_id, e.environment, $2, NULL, $3, $4, $5, e.id \
+         FROM webhook_endpoints e \
+         WHERE e.id = $6 AND e.merchant_id = $7 AND e.environment = $8 AND e.status = 'active' \
+         RETURNING id",
+        Uuid::new_v4(),
+        event.name.as_str(),
+        event.occurred_at,
+        job,
+        details,
+        endpoint_id,
+        event.merchant_id,
+        event.environment.as_str(),
+    )
+    .fetch_optional(pool)
     .await
 }
 

@@ -842,6 +842,56 @@ async fn events_no_endpoint_can_take_are_passed_over() {
     );
 }
 
+/// A test event is recorded only for an active endpoint of its own merchant and environment,
+/// and carries that endpoint to the fan-out.
+#[tokio::test]
+async fn a_test_event_is_recorded_for_its_owner_s_active_endpoint_only() {
+    let pool = database().await;
+    let (merchant_id, endpoint, ordinary) = endpoint_and_event(&pool).await;
+    let test = |merchant_id, environment| {
+        NewEvent::test(
+            EventName::JobDelivered,
+            merchant_id,
+            environment,
+            Utc::now(),
+        )
+    };
+    let stranger = merchant(&pool).await;
+    for (who, environment) in [
+        (stranger, Environment::Test),
+        (merchant_id, Environment::Live),
+    ] {
+        let refused = webhooks::record_test_event(&pool, endpoint.id, &test(who, environment))
+            .await
+            .unwrap();
+        assert_eq!(refused, None, "{environment:?}");
+    }
+    let recorded =
+        webhooks::record_test_event(&pool, endpoint.id, &test(merchant_id, Environment::Test))
+            .await
+            .unwrap()
+            .expect("the owner's active endpoint");
+    let mut conn = pool.acquire().await.unwrap();
+    let claimed = webhooks::claim_events(&mut conn, 256).await.unwrap();
+    let only: Vec<(Uuid, Option<Uuid>)> =
+        claimed.iter().map(|e| (e.id, e.only_endpoint_id)).collect();
+    assert_eq!(only, vec![(ordinary, None), (recorded, Some(endpoint.id))]);
+    let facts = claimed[1].job.clone().expect("a job event's facts");
+    assert_eq!(facts["reference"], "test-event");
+    drop(conn);
+
+    sqlx::query("UPDATE webhook_endpoints SET status = 'suspended' WHERE id = $1")
+        .bind(endpoint.id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let suspended =
+        webhooks::record_test_event(&pool, endpoint.id, &test(merchant_id, Environment::Test))
+            .await
+            .unwrap();
+    assert_eq!(suspended, None, "a suspended endpoint is sent nothing");
+}
+
 /// The job list's filters are optional and combine; pages are newest first; the total
 /// counts up to its cap and no further; another merchant's jobs never match.
 #[tokio::test]

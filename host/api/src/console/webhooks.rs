@@ -13,7 +13,9 @@ use uuid::Uuid;
 use super::respond::{SessionBar, field, message, page, see_other, signed_form, signed_in};
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
-use courier_core::webhooks::{DeliveryDetail, DeliveryRecord, Endpoint, Owner, WebhookError};
+use courier_core::webhooks::{
+    DeliveryDetail, DeliveryRecord, Endpoint, Owner, TestEvent, WebhookError,
+};
 use courier_domain::event::EventName;
 
 fn owner(session: &ConsoleSession) -> Owner {
@@ -240,6 +242,22 @@ struct WebhookPage {
     deliveries: Vec<DeliveryFacts>,
     secret: Option<String>,
     notice: Option<&'static str>,
+    /// What a test event may be named.
+    event_names: Vec<&'static str>,
+}
+
+/// A signed form about one of the session's endpoints: the session, the form's fields, and the
+/// endpoint's id (a malformed one answers as an unknown endpoint does).
+async fn endpoint_form(
+    state: &AppState,
+    request: Request,
+    id: &str,
+) -> Result<(ConsoleSession, Vec<(String, String)>, Uuid), Response> {
+    let (session, fields) = signed_form(state, request).await?;
+    match Uuid::parse_str(id) {
+        Ok(endpoint) => Ok((session, fields, endpoint)),
+        Err(_) => Err(no_such_endpoint(&session)),
+    }
 }
 
 fn no_such_endpoint(session: &ConsoleSession) -> Response {
@@ -282,6 +300,7 @@ async fn endpoint_page(
             deliveries: deliveries.iter().map(DeliveryFacts::from).collect(),
             secret,
             notice,
+            event_names: EventName::ALL.iter().map(|e| e.as_str()).collect(),
         }
         .render(),
     )
@@ -338,12 +357,9 @@ pub async fn webhook_action(
     Path((id, action)): Path<(String, String)>,
     request: Request,
 ) -> Response {
-    let (session, _) = match signed_form(&state, request).await {
+    let (session, _, endpoint) = match endpoint_form(&state, request, &id).await {
         Ok(signed) => signed,
         Err(answer) => return answer,
-    };
-    let Ok(endpoint) = Uuid::parse_str(&id) else {
-        return no_such_endpoint(&session);
     };
     let endpoints = state.webhooks.endpoints();
     let done = match action.as_str() {
@@ -564,12 +580,9 @@ pub async fn recover_deliveries(
     Path(id): Path<String>,
     request: Request,
 ) -> Response {
-    let (session, fields) = match signed_form(&state, request).await {
+    let (session, fields, endpoint) = match endpoint_form(&state, request, &id).await {
         Ok(signed) => signed,
         Err(answer) => return answer,
-    };
-    let Ok(endpoint) = Uuid::parse_str(&id) else {
-        return no_such_endpoint(&session);
     };
     let since = field(&fields, "since").and_then(|text| {
         chrono::NaiveDateTime::parse_from_str(text.trim(), "%Y-%m-%dT%H:%M")
@@ -601,4 +614,58 @@ pub async fn recover_deliveries(
         Err(WebhookError::NotFound) => no_such_endpoint(&session),
         Err(_) => unavailable(&session),
     }
+}
+
+#[utoipa::path(
+    post,
+    path = "/console/webhooks/{id}/test-event",
+    operation_id = "consoleSendTestEvent",
+    tag = "console",
+    summary = "Sends the endpoint, and only it, a test event (made-up facts: reference `test-event`, currency `XTS`): form fields `csrf`, `event` (an event name)",
+    security(()),
+    params(("id" = String, Path, description = "The endpoint's id")),
+    request_body(content = String, description = "`csrf=…&event=job.booked`", content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "The endpoint's page: the test event is on its way (its delivery shows in the log), or not sent because the endpoint is suspended", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to /console/sign-in"),
+        (status = 400, description = "A page: `event` is not an event name", content_type = "text/html", body = String),
+        (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
+        (status = 404, description = "A page: no such endpoint", content_type = "text/html", body = String),
+        (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn send_test_event(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    request: Request,
+) -> Response {
+    let (session, fields, endpoint) = match endpoint_form(&state, request, &id).await {
+        Ok(signed) => signed,
+        Err(answer) => return answer,
+    };
+    let name = field(&fields, "event").unwrap_or_default();
+    let notice = match state
+        .webhooks
+        .endpoints()
+        .send_test_event(owner(&session), endpoint, name)
+        .await
+    {
+        Ok(TestEvent::Sent(_)) => {
+            "The test event is on its way: its delivery shows below within seconds."
+        }
+        Ok(TestEvent::Suspended) => {
+            "The endpoint is suspended, so the test event was not sent: resume it first."
+        }
+        Err(WebhookError::UnknownEvent(_)) => {
+            return message(
+                StatusCode::BAD_REQUEST,
+                Some(&session),
+                "Not an event",
+                "Choose one of the events in the list.",
+            );
+        }
+        Err(WebhookError::NotFound) => return no_such_endpoint(&session),
+        Err(_) => return unavailable(&session),
+    };
+    endpoint_page(&state, &session, &id, None, Some(notice)).await
 }

@@ -11,7 +11,7 @@ use sqlx::PgPool;
 
 use super::config::WebhookConfig;
 use super::secret::{self, SecretCipher};
-use courier_domain::event::EventName;
+use courier_domain::event::{EventName, NewEvent};
 use courier_domain::webhook::{DeliveryStatus, EndpointStatus};
 use courier_plugins::is_public_address as is_public;
 use courier_store::webhooks::{self as store, DeliveryRow, EndpointRow, NewEndpoint, Owner};
@@ -135,6 +135,15 @@ impl From<DeliveryRow> for DeliveryRecord {
     }
 }
 
+/// What became of a test event.
+#[derive(Debug, PartialEq, Eq)]
+pub enum TestEvent {
+    /// Recorded (this is its event id); its delivery shows in the endpoint's log.
+    Sent(Uuid),
+    /// Not sent: a suspended endpoint is sent nothing until it is resumed.
+    Suspended,
+}
+
 /// The merchant-facing operations on webhook endpoints.
 pub struct Endpoints {
     pool: PgPool,
@@ -252,6 +261,27 @@ impl Endpoints {
             return Err(WebhookError::NotFound);
         }
         Ok(store::recover_failed(&self.pool, endpoint_id, owner, since).await?)
+    }
+
+    /// Sends the endpoint a test event named `name` (made-up facts, marked as a test: see
+    /// [`NewEvent::test`]), through the fan-out like any event, to that endpoint only.
+    pub async fn send_test_event(
+        &self,
+        owner: Owner,
+        endpoint_id: Uuid,
+        name: &str,
+    ) -> Result<TestEvent, WebhookError> {
+        let name = EventName::parse(name).ok_or_else(|| WebhookError::UnknownEvent(name.into()))?;
+        let event = NewEvent::test(name, owner.merchant_id, owner.environment, Utc::now());
+        if let Some(id) = store::record_test_event(&self.pool, endpoint_id, &event).await? {
+            crate::events::announce(&self.pool).await?;
+            return Ok(TestEvent::Sent(id));
+        }
+        if store::endpoint_exists(&self.pool, endpoint_id, owner).await? {
+            Ok(TestEvent::Suspended)
+        } else {
+            Err(WebhookError::NotFound)
+        }
     }
 
     /// Deletes the endpoint; attempts not yet started find it gone and are not made.

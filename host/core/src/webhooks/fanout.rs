@@ -198,13 +198,20 @@ fn delivery_id(event_id: Uuid, endpoint_id: Uuid) -> Uuid {
     uuid::Builder::from_random_bytes(bytes).into_uuid()
 }
 
-/// Same merchant and environment, active since before the event was recorded, and subscribed
-/// to its name (an empty list subscribes to everything).
+/// Same merchant and environment, and then: for a test event, the endpoint it was sent to;
+/// for any other, active since before the event was recorded and subscribed to its name (an
+/// empty list subscribes to everything).
 fn subscribes(endpoint: &SubscriberRow, event: &EventRow) -> bool {
-    endpoint.merchant_id == event.merchant_id
-        && endpoint.environment == event.environment
-        && endpoint.active_since <= event.recorded_at
-        && (endpoint.events.is_empty() || endpoint.events.contains(&event.name))
+    let owners =
+        endpoint.merchant_id == event.merchant_id && endpoint.environment == event.environment;
+    owners
+        && match event.only_endpoint_id {
+            Some(only) => endpoint.id == only,
+            None => {
+                endpoint.active_since <= event.recorded_at
+                    && (endpoint.events.is_empty() || endpoint.events.contains(&event.name))
+            }
+        }
 }
 
 enum Shaping {
@@ -283,5 +290,54 @@ mod tests {
             delivery_id(event, Uuid::new_v4())
         );
         assert_eq!(delivery_id(event, endpoint).get_version_num(), 4);
+    }
+
+    fn endpoint(merchant: Uuid, events: &[&str]) -> SubscriberRow {
+        SubscriberRow {
+            id: Uuid::new_v4(),
+            merchant_id: merchant,
+            environment: courier_domain::Environment::Test,
+            events: events.iter().map(|e| (*e).to_owned()).collect(),
+            active_since: chrono::Utc::now() - chrono::Duration::hours(1),
+            url: "https://example.com/hooks".into(),
+            secret_ciphertext: Vec::new(),
+        }
+    }
+
+    fn event(merchant: Uuid, name: &str, only: Option<Uuid>) -> EventRow {
+        EventRow {
+            id: Uuid::new_v4(),
+            merchant_id: merchant,
+            environment: courier_domain::Environment::Test,
+            name: name.into(),
+            occurred_at: chrono::Utc::now(),
+            recorded_at: chrono::Utc::now(),
+            job: None,
+            details: serde_json::json!({}),
+            only_endpoint_id: only,
+        }
+    }
+
+    #[test]
+    fn a_test_event_goes_to_its_endpoint_only_whatever_its_filter() {
+        let merchant = Uuid::new_v4();
+        let everything = endpoint(merchant, &[]);
+        let cancellations = endpoint(merchant, &["job.cancelled"]);
+        let other_merchant = endpoint(Uuid::new_v4(), &[]);
+        let ordinary = event(merchant, "job.booked", None);
+        assert!(subscribes(&everything, &ordinary));
+        assert!(!subscribes(&cancellations, &ordinary));
+        assert!(!subscribes(&other_merchant, &ordinary));
+
+        let test = event(merchant, "job.booked", Some(cancellations.id));
+        assert!(subscribes(&cancellations, &test), "sent where it was asked");
+        assert!(!subscribes(&everything, &test), "and nowhere else");
+        let mut stolen = event(Uuid::new_v4(), "job.booked", Some(other_merchant.id));
+        assert!(!subscribes(&cancellations, &stolen));
+        stolen.merchant_id = merchant;
+        assert!(
+            !subscribes(&other_merchant, &stolen),
+            "never another merchant's"
+        );
     }
 }

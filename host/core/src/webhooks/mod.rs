@@ -34,7 +34,7 @@ pub use client::ClientError;
 pub use config::WebhookConfig;
 use courier_store::webhooks as store;
 pub use courier_store::webhooks::{DeliveryDetail, Owner};
-pub use endpoints::{DeliveryRecord, Endpoint, Endpoints, WebhookError};
+pub use endpoints::{DeliveryRecord, Endpoint, Endpoints, TestEvent, WebhookError};
 
 use crate::events::FanOutWakeup;
 use crate::infra::secrets::SecretKey;
