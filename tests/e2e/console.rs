@@ -24,6 +24,12 @@ pub(crate) struct Visitor {
     pub cookie: Option<String>,
 }
 
+/// A form as a browser sends it.
+enum Sent<'a> {
+    Form(&'a [(&'a str, &'a str)]),
+    Multipart(reqwest::multipart::Form),
+}
+
 pub(crate) struct Page {
     pub status: u16,
     pub location: Option<String>,
@@ -44,14 +50,16 @@ impl Visitor {
         }
     }
 
-    async fn send(&mut self, method: Method, path: &str, form: Option<&[(&str, &str)]>) -> Page {
+    async fn send(&mut self, method: Method, path: &str, form: Option<Sent<'_>>) -> Page {
         let mut request = self.client.request(method, format!("{}{path}", self.base));
         if let Some(cookie) = &self.cookie {
             request = request.header("cookie", cookie);
         }
-        if let Some(form) = form {
-            request = request.form(form);
-        }
+        request = match form {
+            Some(Sent::Form(form)) => request.form(form),
+            Some(Sent::Multipart(form)) => request.multipart(form),
+            None => request,
+        };
         let response = request.send().await.unwrap();
         let header = |name: &str| {
             response
@@ -83,7 +91,13 @@ impl Visitor {
     }
 
     pub async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Page {
-        self.send(Method::POST, path, Some(form)).await
+        self.send(Method::POST, path, Some(Sent::Form(form))).await
+    }
+
+    /// Posts a `multipart/form-data` form, as a form with a file input sends it.
+    pub async fn post_multipart(&mut self, path: &str, form: reqwest::multipart::Form) -> Page {
+        self.send(Method::POST, path, Some(Sent::Multipart(form)))
+            .await
     }
 
     pub async fn sign_in(&mut self, credential: &Credential) -> Page {

@@ -265,6 +265,33 @@ async fn an_operator_uses_the_operator_console_in_a_browser() {
     arrives_at(&browser, "/ops/markets/demo/price-books").await;
     looked_at(&browser, "ops-price-books.png").await;
 
+    // An upload from the form: the component's file chosen, the settings typed.
+    let pool = app.pool().await;
+    let (settings,): (serde_json::Value,) = sqlx::query_as(
+        "SELECT settings FROM price_book_uploads WHERE market_id = 'demo' AND version = 1",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let component = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../plugins/dist/standard-price-book.wasm")
+        .canonicalize()
+        .unwrap();
+    fill(&browser, "component", component.to_str().unwrap()).await;
+    let field = client.find(Locator::Id("settings")).await.unwrap();
+    field.clear().await.unwrap();
+    field.send_keys(&settings.to_string()).await.unwrap();
+    click(&browser, "form.upload button").await;
+    browser
+        .wait_until("the upload's notice", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains(&format!("Upload {} is in.", upload + 1)))
+        })
+        .await;
+    looked_at(&browser, "ops-price-book-uploaded.png").await;
+
     client
         .find(Locator::LinkText(&format!("Compare upload {upload}")))
         .await

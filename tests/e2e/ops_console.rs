@@ -269,6 +269,113 @@ async fn an_operator_compares_activates_and_finds_it_in_the_audit_trail() {
     quoting.app.stop().await;
 }
 
+/// The upload form as a browser sends it: `csrf`, the component's file, the settings.
+fn upload_form(csrf: &str, component: Vec<u8>, settings: &str) -> reqwest::multipart::Form {
+    let file = reqwest::multipart::Part::bytes(component)
+        .file_name("book.wasm")
+        .mime_str("application/wasm")
+        .unwrap();
+    reqwest::multipart::Form::new()
+        .text("csrf", csrf.to_owned())
+        .part("component", file)
+        .text("settings", settings.to_owned())
+}
+
+#[tokio::test]
+async fn an_operator_uploads_a_price_book_from_the_console() {
+    let app = TestApp::spawn().await;
+    let mut visitor = signed_in(&app).await;
+    let page = visitor.get("/ops/markets/demo/price-books").await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("enctype=\"multipart/form-data\""));
+    let csrf = csrf_of(&page.body);
+    let pool = app.pool().await;
+    let (settings,): (Value,) = sqlx::query_as(
+        "SELECT settings FROM price_book_uploads WHERE market_id = 'demo' AND version = 1",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let component = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../plugins/dist/standard-price-book.wasm"
+    ))
+    .unwrap();
+    let path = "/ops/markets/demo/price-books";
+    let uploads = || async {
+        let (status, listed) = status_and_json(
+            app.admin(Method::GET, "/markets/demo/price-books")
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, 200);
+        listed.as_array().unwrap().len()
+    };
+    let before = uploads().await;
+
+    // Refused, and nothing kept: without the form's token, without a file, with settings
+    // that are not JSON, with a file that is not a component, in an unknown market.
+    let settings_text = settings.to_string();
+    let forged = visitor
+        .post_multipart(
+            path,
+            upload_form("guessed", component.clone(), &settings_text),
+        )
+        .await;
+    assert_eq!(forged.status, 403, "{}", forged.body);
+    let empty = visitor
+        .post_multipart(path, upload_form(&csrf, Vec::new(), &settings_text))
+        .await;
+    assert_eq!(empty.status, 400, "{}", empty.body);
+    assert!(empty.body.contains("choose the price book"));
+    let not_json = visitor
+        .post_multipart(
+            path,
+            upload_form(&csrf, component.clone(), "{\"vehicles\": "),
+        )
+        .await;
+    assert_eq!(not_json.status, 400, "{}", not_json.body);
+    assert!(not_json.body.contains("not JSON"));
+    let not_wasm = visitor
+        .post_multipart(path, upload_form(&csrf, b"not a component".to_vec(), "{}"))
+        .await;
+    assert_eq!(not_wasm.status, 422, "{}", not_wasm.body);
+    let nowhere = visitor
+        .post_multipart(
+            "/ops/markets/atlantis/price-books",
+            upload_form(&csrf, component.clone(), &settings_text),
+        )
+        .await;
+    assert_eq!(nowhere.status, 404, "{}", nowhere.body);
+    let huge = visitor
+        .post_multipart(path, upload_form(&csrf, vec![0; 17 << 20], "{}"))
+        .await;
+    assert_eq!(huge.status, 413, "{}", huge.body);
+    assert_eq!(uploads().await, before, "nothing kept");
+
+    // Uploaded: listed, not in force, in the audit trail under the operator's name.
+    let uploaded = visitor
+        .post_multipart(path, upload_form(&csrf, component, &settings_text))
+        .await;
+    assert_eq!(uploaded.status, 303, "{}", uploaded.body);
+    let version = before + 1;
+    assert_eq!(
+        uploaded.location.as_deref(),
+        Some(format!("{path}?uploaded={version}").as_str())
+    );
+    assert_eq!(uploads().await, version);
+    let page = visitor.get(&format!("{path}?uploaded={version}")).await;
+    assert!(page.body.contains(&format!("Upload {version} is in.")));
+    assert!(page.body.contains(&format!("Activate upload {version}")));
+    let audit = visitor.get("/ops/audit?action=price_book.uploaded").await;
+    let table = audit.body.split("<table id=\"audit\">").nth(1).unwrap();
+    assert!(table.contains("<td>admin</td>"), "{table}");
+    assert!(table.contains(&format!("demo/{version}")), "{table}");
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn a_session_ends_with_its_token_and_sign_ins_spend_the_failure_budget() {
     let app = TestApp::spawn_with(|name| {

@@ -33,6 +33,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::router::UtoipaMethodRouterExt;
 use utoipa_axum::routes;
 
 pub use admin::{Operator, OperatorTokens};
@@ -115,7 +116,13 @@ fn public_routes() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(console::operator::pages::sign_out))
         .routes(routes!(console::operator::pages::markets_page))
-        .routes(routes!(console::operator::price_books::price_books_page))
+        .routes(
+            routes!(
+                console::operator::price_books::price_books_page,
+                console::operator::price_books::upload
+            )
+            .layer(DefaultBodyLimit::max(admin::UPLOAD_BODY_LIMIT)),
+        )
         .routes(routes!(console::operator::price_books::comparison_page))
         .routes(routes!(
             console::operator::price_books::activate_page,

@@ -29,7 +29,7 @@ use courier_core::auth::operators::OperatorRefusal;
 pub use courier_core::auth::operators::{Operator, OperatorTokens};
 
 /// Price-book components arrive base64-encoded in JSON; allow for a few megabytes.
-const UPLOAD_BODY_LIMIT: usize = 16 << 20;
+pub(crate) const UPLOAD_BODY_LIMIT: usize = 16 << 20;
 
 /// The operator API's routes, described; [`with_operator_layers`] serves them.
 pub fn routes() -> OpenApiRouter<AppState> {

@@ -117,11 +117,19 @@ async fn signed_form(
 ) -> Result<(OperatorSession, Vec<(String, String)>), Response> {
     let session = signed_in(state, request.headers()).await?;
     let fields = form(request).await?;
-    match field(&fields, "csrf") {
-        Some(token) if session.accepts(token) => Ok((session, fields)),
-        _ => Err(message(
+    match token_refusal(&session, field(&fields, "csrf")) {
+        Some(refusal) => Err(refusal),
+        None => Ok((session, fields)),
+    }
+}
+
+/// The answer to a form that did not carry the session's CSRF token; `None` if it did.
+fn token_refusal(session: &OperatorSession, token: Option<&str>) -> Option<Response> {
+    match token {
+        Some(token) if session.accepts(token) => None,
+        _ => Some(message(
             StatusCode::FORBIDDEN,
-            Some(&session),
+            Some(session),
             "This form has expired",
             "The form did not carry this session's token. Reload the page and send it again.",
         )),

@@ -4,15 +4,16 @@
 //! after a confirmation that names the upload.
 
 use askama::Template;
+use axum::extract::multipart::MultipartError;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{FromRequest, Multipart, Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
 
 use super::super::respond::{money, page, see_other, when};
 use super::histogram::{Histogram, histogram};
-use super::{OperatorBar, message, signed_form, signed_in};
+use super::{OperatorBar, message, signed_form, signed_in, token_refusal};
 use crate::state::AppState;
 use courier_core::auth::operator_sessions::OperatorSession;
 use courier_core::pricing::{Comparison, PriceBookError, Repriced, UploadSummary};
@@ -82,6 +83,7 @@ impl From<UploadSummary> for ListedUpload {
 #[template(path = "console/ops_price_books.html")]
 struct PriceBooksPage {
     session: Option<OperatorBar>,
+    csrf: String,
     market: String,
     uploads: Vec<ListedUpload>,
     notice: Option<String>,
@@ -91,6 +93,7 @@ struct PriceBooksPage {
 pub struct PriceBooksQuery {
     activated: Option<i32>,
     as_version: Option<i32>,
+    uploaded: Option<i32>,
 }
 
 #[utoipa::path(
@@ -122,9 +125,12 @@ pub async fn price_books_page(
         Err(error) => return refusal(&session, &error),
     };
     let query = query.map(|q| q.0).unwrap_or_default();
-    let notice = match (query.activated, query.as_version) {
-        (Some(upload), Some(version)) => Some(format!(
+    let notice = match (query.activated, query.as_version, query.uploaded) {
+        (Some(upload), Some(version), _) => Some(format!(
             "Upload {upload} is now in force, as price-book version {version}."
+        )),
+        (_, _, Some(upload)) => Some(format!(
+            "Upload {upload} is in. Compare it with the market's recent quotes before activating it."
         )),
         _ => None,
     };
@@ -132,6 +138,7 @@ pub async fn price_books_page(
         StatusCode::OK,
         PriceBooksPage {
             session: Some(OperatorBar::from(&session)),
+            csrf: session.csrf_token.clone(),
             market,
             uploads: uploads.into_iter().rev().map(ListedUpload::from).collect(),
             notice,
@@ -435,6 +442,107 @@ pub async fn activate(
             urlencoding(&market),
             activation.version,
             activation.price_book_version
+        )),
+        Err(error) => refusal(&session, &error),
+    }
+}
+
+/// What the upload form sent: the component's bytes, the settings' text, the CSRF token.
+#[derive(Default)]
+struct UploadForm {
+    csrf: Option<String>,
+    component: Vec<u8>,
+    settings: String,
+}
+
+/// Reads the upload form's parts; any other part is ignored. A part that cannot be read says
+/// why, with its status (413 past the body limit).
+async fn upload_form(mut parts: Multipart) -> Result<UploadForm, (StatusCode, String)> {
+    let unread = |e: MultipartError| (e.status(), e.body_text());
+    let mut form = UploadForm::default();
+    while let Some(part) = parts.next_field().await.map_err(unread)? {
+        match part.name() {
+            Some("csrf") => form.csrf = Some(part.text().await.map_err(unread)?),
+            Some("settings") => form.settings = part.text().await.map_err(unread)?,
+            Some("component") => form.component = part.bytes().await.map_err(unread)?.to_vec(),
+            _ => {}
+        }
+    }
+    Ok(form)
+}
+
+#[utoipa::path(
+    post,
+    path = "/ops/markets/{market}/price-books",
+    operation_id = "opsConsoleUpload",
+    tag = "console",
+    summary = "Uploads a price book (multipart form: `csrf`, `component`, the .wasm file, and `settings`, JSON); it is not in force until activated",
+    security(()),
+    params(("market" = String, Path, description = "The market's id")),
+    request_body(content = String, description = "`csrf`, `component` (file), `settings` (JSON text, `{}` when empty)", content_type = "multipart/form-data"),
+    responses(
+        (status = 303, description = "Uploaded: to the market's price books, saying so"),
+        (status = 400, description = "A page: not a multipart form, no component, or settings that are not JSON", content_type = "text/html", body = String),
+        (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
+        (status = 404, description = "A page: no such market", content_type = "text/html", body = String),
+        (status = 413, description = "A page: larger than an upload may be (16 MiB)", content_type = "text/html", body = String),
+        (status = 422, description = "A page: the component or its settings were refused, with the reason", content_type = "text/html", body = String),
+    )
+)]
+pub async fn upload(
+    State(state): State<AppState>,
+    Path(market): Path<String>,
+    request: Request,
+) -> Response {
+    let session = match signed_in(&state, request.headers()).await {
+        Ok(session) => session,
+        Err(answer) => return answer,
+    };
+    let unreadable = |status: StatusCode, why: &str| {
+        message(
+            status,
+            Some(&session),
+            "Price books",
+            &format!("The upload could not be read: {why}."),
+        )
+    };
+    let form = match Multipart::from_request(request, &state).await {
+        Ok(parts) => upload_form(parts).await,
+        Err(rejection) => Err((rejection.status(), rejection.body_text())),
+    };
+    let form = match form {
+        Ok(form) => form,
+        Err((status, why)) => return unreadable(status, &why),
+    };
+    if let Some(refusal) = token_refusal(&session, form.csrf.as_deref()) {
+        return refusal;
+    }
+    if form.component.is_empty() {
+        return unreadable(
+            StatusCode::BAD_REQUEST,
+            "choose the price book's .wasm file",
+        );
+    }
+    let settings = if form.settings.trim().is_empty() {
+        serde_json::json!({})
+    } else {
+        match serde_json::from_str(&form.settings) {
+            Ok(settings) => settings,
+            Err(e) => {
+                let why = format!("the settings are not JSON ({e})");
+                return unreadable(StatusCode::BAD_REQUEST, &why);
+            }
+        }
+    };
+    match state
+        .price_books
+        .upload(&market, form.component, settings, &session.operator.name)
+        .await
+    {
+        Ok(summary) => see_other(&format!(
+            "/ops/markets/{}/price-books?uploaded={}",
+            urlencoding(&market),
+            summary.version
         )),
         Err(error) => refusal(&session, &error),
     }
