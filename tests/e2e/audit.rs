@@ -200,13 +200,7 @@ async fn every_operator_action_is_recorded_with_its_operator_and_values() {
         ))
         .unwrap(),
     );
-    let pool = app.pool().await;
-    let settings: Value = sqlx::query_scalar(
-        "SELECT settings FROM price_book_uploads WHERE market_id = 'demo' AND version = 1",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    let settings = crate::price_books::demo_settings(&app).await;
     let upload = act(
         &app,
         ALICE,

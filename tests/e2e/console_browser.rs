@@ -266,13 +266,7 @@ async fn an_operator_uses_the_operator_console_in_a_browser() {
     looked_at(&browser, "ops-price-books.png").await;
 
     // An upload from the form: the component's file chosen, the settings typed.
-    let pool = app.pool().await;
-    let (settings,): (serde_json::Value,) = sqlx::query_as(
-        "SELECT settings FROM price_book_uploads WHERE market_id = 'demo' AND version = 1",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    let settings = crate::price_books::demo_settings(app).await;
     let component = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../plugins/dist/standard-price-book.wasm")
         .canonicalize()

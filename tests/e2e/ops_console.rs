@@ -289,13 +289,7 @@ async fn an_operator_uploads_a_price_book_from_the_console() {
     assert_eq!(page.status, 200);
     assert!(page.body.contains("enctype=\"multipart/form-data\""));
     let csrf = csrf_of(&page.body);
-    let pool = app.pool().await;
-    let (settings,): (Value,) = sqlx::query_as(
-        "SELECT settings FROM price_book_uploads WHERE market_id = 'demo' AND version = 1",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    let settings = crate::price_books::demo_settings(&app).await;
     let component = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../plugins/dist/standard-price-book.wasm"

@@ -15,7 +15,7 @@ fn component(name: &str) -> String {
 }
 
 /// The demo market's own settings, as its first upload holds them.
-async fn demo_settings(app: &TestApp) -> Value {
+pub(crate) async fn demo_settings(app: &TestApp) -> Value {
     let (status, uploads) = status_and_json(
         app.admin(Method::GET, "/markets/demo/price-books")
             .send()

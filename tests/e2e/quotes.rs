@@ -269,13 +269,7 @@ async fn vehicles_not_offered_and_unroutable_points_are_refused() {
 
 /// Uploads the demo book with the car's base fare raised by `raise` minor units.
 pub async fn upload_dearer_book(app: &TestApp, raise: i64) -> i64 {
-    let pool = app.pool().await;
-    let (mut settings,): (Value,) = sqlx::query_as(
-        "SELECT settings FROM price_book_uploads WHERE market_id = 'demo' AND version = 1",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    let mut settings = crate::price_books::demo_settings(app).await;
     let fare = settings["vehicles"]["car"]["base_fare_minor"]
         .as_i64()
         .unwrap();
