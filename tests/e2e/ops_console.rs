@@ -487,5 +487,66 @@ async fn an_operator_refunds_a_charge_from_the_console() {
     assert_eq!(charges[0]["refunded_amount_minor"], 250, "{charges}");
     let page = visitor.get(&format!("/ops/audit?target_id={charge}")).await;
     assert!(page.body.contains("<td>admin</td>"), "{}", page.body);
+
+    // The charge in every merchant's list, with its merchant, filtered and not; the refund in
+    // the refunds' list under the operator; the list's link fills the refund form.
+    let page = visitor.get("/ops/payments").await;
+    let list = page
+        .body
+        .split("<table id=\"charge-list\">")
+        .nth(1)
+        .unwrap();
+    let row = list
+        .split("<tr>")
+        .find(|row| row.contains(&charge))
+        .expect("the charge is listed");
+    assert!(
+        row.contains("<td>Refunded Ltd</td>") && row.contains("<td>refunded</td>"),
+        "{row}"
+    );
+    assert!(row.contains("2.50"), "{row}");
+    let refunds = page
+        .body
+        .split("<table id=\"refund-list\">")
+        .nth(1)
+        .unwrap();
+    assert!(
+        refunds.contains(&charge) && refunds.contains("<td>admin</td>"),
+        "{refunds}"
+    );
+    for (query, listed) in [
+        ("?environment=test&status=refunded", true),
+        ("?environment=live", false),
+        ("?status=captured", false),
+        ("?environment=&status=", true),
+    ] {
+        let page = visitor.get(&format!("/ops/payments{query}")).await;
+        assert_eq!(page.status, 200, "{query}");
+        assert_eq!(
+            page.body.contains("<code title=\"job") && page.body.contains(&charge),
+            listed,
+            "{query}"
+        );
+    }
+    for nonsense in [
+        "?environment=moon",
+        "?status=lost",
+        "?before=yesterday",
+        "?before=1_x",
+    ] {
+        assert_eq!(
+            visitor
+                .get(&format!("/ops/payments{nonsense}"))
+                .await
+                .status,
+            400,
+            "{nonsense}"
+        );
+    }
+    let page = visitor.get(&format!("/ops/payments?charge={charge}")).await;
+    assert!(
+        page.body.contains(&format!("value=\"{charge}\"")),
+        "the form is filled"
+    );
     app.stop().await;
 }

@@ -448,3 +448,92 @@ pub async fn lock_charge_by_authorisation(
         .fetch_optional(conn)
         .await
 }
+
+// ---- Across merchants (the operator console) -----------------------------------------------
+
+/// A charge as the operator's list shows it, with its merchant's name.
+#[derive(Clone, Debug)]
+pub struct ListedCharge {
+    pub id: Uuid,
+    pub merchant_id: Uuid,
+    pub merchant_name: String,
+    pub environment: Environment,
+    pub job_id: Uuid,
+    pub status: ChargeStatus,
+    pub currency: String,
+    pub amount_minor: i64,
+    pub refunded_amount_minor: i64,
+    pub payment_ref: Option<String>,
+    pub decline_code: Option<String>,
+    pub raised_at: DateTime<Utc>,
+}
+
+/// Which charges the operator's list shows: each filter is optional; `before` pages on
+/// (`raised_at`, `id`), newest first.
+#[derive(Clone, Debug, Default)]
+pub struct ChargeFilter {
+    pub environment: Option<Environment>,
+    pub status: Option<ChargeStatus>,
+    pub before: Option<(DateTime<Utc>, Uuid)>,
+}
+
+/// Every merchant's charges that `filter` lets through, newest first, at most `limit`.
+pub async fn charges_across(
+    pool: &PgPool,
+    filter: &ChargeFilter,
+    limit: i64,
+) -> Result<Vec<ListedCharge>, sqlx::Error> {
+    let (before_at, before_id) = filter.before.unzip();
+    sqlx::query_as!(
+        ListedCharge,
+        "SELECT c.id, c.merchant_id, m.name AS merchant_name, \
+           c.environment AS \"environment: Text<Environment>\", c.job_id, \
+           c.status AS \"status: Text<ChargeStatus>\", c.currency, c.amount_minor, \
+           c.refunded_amount_minor, c.payment_ref, c.decline_code, c.raised_at \
+         FROM charges c JOIN merchants m ON m.id = c.merchant_id \
+         WHERE ($1::text IS NULL OR c.environment = $1) \
+           AND ($2::text IS NULL OR c.status = $2) \
+           AND ($3::timestamptz IS NULL OR (c.raised_at, c.id) < ($3, $4)) \
+         ORDER BY c.raised_at DESC, c.id DESC LIMIT $5",
+        filter.environment.map(Environment::as_str),
+        filter.status.map(ChargeStatus::as_str),
+        before_at,
+        before_id,
+        limit,
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// A refund as the operator's list shows it.
+#[derive(Clone, Debug)]
+pub struct ListedRefund {
+    pub id: Uuid,
+    pub charge_id: Uuid,
+    pub merchant_name: String,
+    pub environment: Environment,
+    pub currency: String,
+    pub amount_minor: i64,
+    pub status: String,
+    pub operator: String,
+    pub decline_code: Option<String>,
+    pub last_error: Option<String>,
+    pub requested_at: DateTime<Utc>,
+    pub settled_at: Option<DateTime<Utc>>,
+}
+
+/// The newest refunds of every merchant, at most `limit`.
+pub async fn recent_refunds(pool: &PgPool, limit: i64) -> Result<Vec<ListedRefund>, sqlx::Error> {
+    sqlx::query_as!(
+        ListedRefund,
+        "SELECT r.id, r.charge_id, m.name AS merchant_name, \
+           c.environment AS \"environment: Text<Environment>\", c.currency, r.amount_minor, \
+           r.status, r.operator, r.decline_code, r.last_error, r.requested_at, r.settled_at \
+         FROM refunds r JOIN charges c ON c.id = r.charge_id \
+           JOIN merchants m ON m.id = c.merchant_id \
+         ORDER BY r.requested_at DESC, r.id DESC LIMIT $1",
+        limit,
+    )
+    .fetch_all(pool)
+    .await
+}

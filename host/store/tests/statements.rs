@@ -892,6 +892,70 @@ async fn a_test_event_is_recorded_for_its_owner_s_active_endpoint_only() {
     assert_eq!(suspended, None, "a suspended endpoint is sent nothing");
 }
 
+/// Every merchant's charges, newest first, with their merchants' names; the filters combine,
+/// and a page continues where the last one ended.
+#[tokio::test]
+async fn charges_across_merchants_filter_and_page_newest_first() {
+    let pool = database().await;
+    let mut written = Vec::new();
+    for (n, (status, environment)) in [
+        (ChargeStatus::Captured, Environment::Test),
+        (ChargeStatus::Failed, Environment::Test),
+        (ChargeStatus::Captured, Environment::Live),
+        (ChargeStatus::Captured, Environment::Test),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (card, booked) = booked_job(&pool).await;
+        let charge = ChargeRow {
+            status,
+            environment,
+            raised_at: booked.booked_at + Duration::seconds(n as i64),
+            ..pending_charge(&booked, &card)
+        };
+        let mut conn = pool.acquire().await.unwrap();
+        Writes::new()
+            .and(charges::insert_charges(vec![&charge]))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        written.push(charge);
+    }
+    let ids = |listed: &[charges::ListedCharge]| listed.iter().map(|c| c.id).collect::<Vec<_>>();
+    let all = charges::charges_across(&pool, &charges::ChargeFilter::default(), 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&all),
+        written.iter().rev().map(|c| c.id).collect::<Vec<_>>(),
+        "newest first"
+    );
+    assert!(
+        all.iter().all(|c| c.merchant_name == "Store Test Ltd"),
+        "{all:?}"
+    );
+    let captured_in_test = charges::ChargeFilter {
+        environment: Some(Environment::Test),
+        status: Some(ChargeStatus::Captured),
+        before: None,
+    };
+    let first = charges::charges_across(&pool, &captured_in_test, 1)
+        .await
+        .unwrap();
+    assert_eq!(ids(&first), vec![written[3].id]);
+    let next = charges::ChargeFilter {
+        before: Some((first[0].raised_at, first[0].id)),
+        ..captured_in_test
+    };
+    let second = charges::charges_across(&pool, &next, 10).await.unwrap();
+    assert_eq!(
+        ids(&second),
+        vec![written[0].id],
+        "the page after, and no more"
+    );
+}
+
 /// The job list's filters are optional and combine; pages are newest first; the total
 /// counts up to its cap and no further; another merchant's jobs never match.
 #[tokio::test]

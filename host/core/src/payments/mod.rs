@@ -21,6 +21,7 @@ mod charges;
 mod config;
 pub mod events;
 mod gateway;
+pub mod overview;
 pub mod reconcile;
 pub mod refunds;
 mod retry;

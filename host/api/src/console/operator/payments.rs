@@ -1,9 +1,11 @@
-//! Payments as an operator handles them: the open mismatches reconciliation found between the
-//! provider and the service's records, and the refund form (the operator API's refund: the
-//! same rules, the same audit record under the operator's name).
+//! Payments as an operator handles them: every merchant's charges (filtered, paged), the newest
+//! refunds, the open mismatches reconciliation found between the provider and the service's
+//! records, and the refund form (the operator API's refund: the same rules, the same audit
+//! record under the operator's name).
 
 use askama::Template;
-use axum::extract::{Request, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use uuid::Uuid;
@@ -13,8 +15,12 @@ use super::{OperatorBar, message, signed_form, signed_in};
 use crate::error::ApiError;
 use crate::state::AppState;
 use courier_core::auth::operator_sessions::OperatorSession;
+use courier_core::payments::overview::{ChargeFilter, ListedCharge, ListedRefund};
 use courier_core::payments::refunds::RefundOutcome;
 use courier_core::payments::{ChargeView, PaymentError};
+use courier_domain::Environment;
+use courier_domain::charge::ChargeStatus;
+use serde::Deserialize;
 
 struct Mismatch {
     environment: &'static str,
@@ -36,10 +42,135 @@ struct Refunded {
     awaiting: bool,
 }
 
+/// A charge as a row of the list.
+struct ChargeLine {
+    id: String,
+    raised: String,
+    merchant: String,
+    environment: &'static str,
+    job: String,
+    status: &'static str,
+    amount: String,
+    refunded: String,
+    provider_ref: String,
+    decline: String,
+}
+
+impl From<ListedCharge> for ChargeLine {
+    fn from(c: ListedCharge) -> Self {
+        ChargeLine {
+            id: c.id.to_string(),
+            raised: when(c.raised_at),
+            merchant: c.merchant_name,
+            environment: c.environment.as_str(),
+            job: c.job_id.to_string(),
+            status: c.status.as_str(),
+            amount: money(&c.currency, c.amount_minor),
+            refunded: if c.refunded_amount_minor > 0 {
+                money(&c.currency, c.refunded_amount_minor)
+            } else {
+                "—".into()
+            },
+            provider_ref: c.payment_ref.unwrap_or_default(),
+            decline: c.decline_code.unwrap_or_default(),
+        }
+    }
+}
+
+/// A refund as a row of the list.
+struct RefundLine {
+    requested: String,
+    merchant: String,
+    environment: &'static str,
+    charge: String,
+    amount: String,
+    status: String,
+    operator: String,
+    settled: String,
+    problem: String,
+}
+
+impl From<ListedRefund> for RefundLine {
+    fn from(r: ListedRefund) -> Self {
+        RefundLine {
+            requested: when(r.requested_at),
+            merchant: r.merchant_name,
+            environment: r.environment.as_str(),
+            charge: r.charge_id.to_string(),
+            amount: money(&r.currency, r.amount_minor),
+            status: r.status,
+            operator: r.operator,
+            settled: r.settled_at.map(when).unwrap_or_else(|| "—".into()),
+            problem: r.decline_code.or(r.last_error).unwrap_or_default(),
+        }
+    }
+}
+
+/// The charge list's filters as the page's query carries them.
+#[derive(Deserialize, Default, Clone)]
+pub struct ChargesQuery {
+    #[serde(default)]
+    environment: String,
+    #[serde(default)]
+    status: String,
+    /// Where the previous page ended: `<microseconds since the epoch>_<charge id>`.
+    #[serde(default)]
+    before: String,
+    /// A charge to refund: fills the refund form.
+    #[serde(default)]
+    charge: String,
+}
+
+impl ChargesQuery {
+    fn filter(&self) -> Option<ChargeFilter> {
+        fn optional(text: &str) -> Option<&str> {
+            (!text.is_empty()).then_some(text)
+        }
+        let environment = match optional(&self.environment) {
+            Some(name) => Some(Environment::parse(name)?),
+            None => None,
+        };
+        let status = match optional(&self.status) {
+            Some(name) => Some(ChargeStatus::parse(name)?),
+            None => None,
+        };
+        let before = match optional(&self.before) {
+            Some(mark) => {
+                let (micros, id) = mark.split_once('_')?;
+                let at = chrono::DateTime::from_timestamp_micros(micros.parse().ok()?)?;
+                Some((at, Uuid::parse_str(id).ok()?))
+            }
+            None => None,
+        };
+        Some(ChargeFilter {
+            environment,
+            status,
+            before,
+        })
+    }
+
+    /// The query of the page after one that ended at `last`.
+    fn next(&self, last: &ListedCharge) -> String {
+        let mark = format!("{}_{}", last.raised_at.timestamp_micros(), last.id);
+        form_urlencoded::Serializer::new(String::new())
+            .append_pair("environment", &self.environment)
+            .append_pair("status", &self.status)
+            .append_pair("before", &mark)
+            .finish()
+    }
+}
+
 #[derive(Template)]
 #[template(path = "console/ops_payments.html")]
 struct PaymentsPage {
     session: Option<OperatorBar>,
+    charges: Vec<ChargeLine>,
+    /// The next page's query, when there is one.
+    older: Option<String>,
+    environment: String,
+    status: String,
+    statuses: Vec<&'static str>,
+    refunds: Vec<RefundLine>,
     mismatches: Vec<Mismatch>,
     refunded: Option<Refunded>,
     problem: Option<String>,
@@ -65,11 +196,38 @@ struct Outcome {
     amount: String,
 }
 
-async fn render(state: &AppState, session: &OperatorSession, outcome: Outcome) -> Response {
-    let mismatches = match state.payments.mismatches().await {
+fn not_a_filter(session: &OperatorSession) -> Response {
+    message(
+        StatusCode::BAD_REQUEST,
+        Some(session),
+        "Not a filter",
+        "Filter the charges by an environment and a status from the lists.",
+    )
+}
+
+async fn render(
+    state: &AppState,
+    session: &OperatorSession,
+    query: &ChargesQuery,
+    outcome: Outcome,
+) -> Response {
+    let Some(filter) = query.filter() else {
+        return not_a_filter(session);
+    };
+    let payments = &state.payments;
+    let read = async {
+        let (charges, more) = payments.charges_across(&filter).await?;
+        Ok::<_, sqlx::Error>((
+            charges,
+            more,
+            payments.recent_refunds().await?,
+            payments.mismatches().await?,
+        ))
+    };
+    let (charges, more, refunds, mismatches) = match read.await {
         Ok(found) => found,
         Err(error) => {
-            tracing::error!(%error, "reading payment mismatches for the operator console failed");
+            tracing::error!(%error, "reading payments for the operator console failed");
             return message(
                 StatusCode::SERVICE_UNAVAILABLE,
                 Some(session),
@@ -82,6 +240,14 @@ async fn render(state: &AppState, session: &OperatorSession, outcome: Outcome) -
         outcome.status,
         PaymentsPage {
             session: Some(OperatorBar::from(session)),
+            older: more
+                .then(|| charges.last().map(|last| query.next(last)))
+                .flatten(),
+            charges: charges.into_iter().map(ChargeLine::from).collect(),
+            environment: query.environment.clone(),
+            status: query.status.clone(),
+            statuses: ChargeStatus::ALL.iter().map(|s| s.as_str()).collect(),
+            refunds: refunds.into_iter().map(RefundLine::from).collect(),
             mismatches: mismatches
                 .into_iter()
                 .map(|m| Mismatch {
@@ -109,27 +275,41 @@ async fn render(state: &AppState, session: &OperatorSession, outcome: Outcome) -
     path = "/ops/payments",
     operation_id = "opsConsolePayments",
     tag = "console",
-    summary = "Open payment mismatches from reconciliation, and the refund form",
+    summary = "Every merchant's charges (filtered by environment and status, 50 a page, newest first), the newest refunds, open payment mismatches from reconciliation, and the refund form",
     security(()),
+    params(
+        ("environment" = Option<String>, Query, description = "`test` or `live`; empty or absent for both"),
+        ("status" = Option<String>, Query, description = "A charge status; empty or absent for all"),
+        ("before" = Option<String>, Query, description = "Where the previous page ended, from its `Older charges` link"),
+        ("charge" = Option<String>, Query, description = "A charge id to fill the refund form with"),
+    ),
     responses(
         (status = 200, description = "The page", content_type = "text/html", body = String),
         (status = 303, description = "Signed out: to /ops/sign-in"),
+        (status = 400, description = "A page: a filter that is not an environment, a status or a page mark", content_type = "text/html", body = String),
         (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
     )
 )]
-pub async fn payments_page(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub async fn payments_page(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    query: Result<Query<ChargesQuery>, QueryRejection>,
+) -> Response {
     let session = match signed_in(&state, &headers).await {
         Ok(session) => session,
         Err(answer) => return answer,
+    };
+    let Ok(Query(query)) = query else {
+        return not_a_filter(&session);
     };
     let outcome = Outcome {
         status: StatusCode::OK,
         refunded: None,
         problem: None,
-        charge: String::new(),
+        charge: query.charge.trim().to_owned(),
         amount: String::new(),
     };
-    render(&state, &session, outcome).await
+    render(&state, &session, &query, outcome).await
 }
 
 #[utoipa::path(
@@ -198,5 +378,5 @@ pub async fn refund(State(state): State<AppState>, request: Request) -> Response
             }
         }
     };
-    render(&state, &session, outcome).await
+    render(&state, &session, &ChargesQuery::default(), outcome).await
 }
