@@ -15,6 +15,7 @@ use courier_core::merchants::NewMerchant;
 use crate::support::receiver::{Receiver, Reply};
 use crate::support::{
     Authed, Credential, MerchantCredentials, TestApp, attach_working_card, eventually,
+    status_and_json,
 };
 
 /// A browser without JavaScript: no redirects followed, the session cookie kept by hand.
@@ -133,7 +134,10 @@ pub(crate) async fn shop(name: &str) -> (TestApp, NewMerchant) {
 }
 
 /// [`shop`] with settings of its own.
-async fn shop_with(name: &str, settings: Vec<(String, String)>) -> (TestApp, NewMerchant) {
+pub(crate) async fn shop_with(
+    name: &str,
+    settings: Vec<(String, String)>,
+) -> (TestApp, NewMerchant) {
     let app = TestApp::spawn_with(move |wanted| {
         settings
             .iter()
@@ -1031,5 +1035,165 @@ async fn keys_are_made_with_their_secret_shown_once_and_revoked_by_their_merchan
     assert_eq!(revoked.location.as_deref(), Some("/console/sign-in"));
     let page = visitor.get("/console/jobs").await;
     assert_eq!(page.location.as_deref(), Some("/console/sign-in"));
+    app.stop().await;
+}
+
+/// The sandbox form as a person fills it.
+fn test_delivery<'a>(csrf: &'a str, pickup: &'a str, scenario: &'a str) -> Vec<(&'a str, &'a str)> {
+    vec![
+        ("csrf", csrf),
+        ("pickup", pickup),
+        ("pickup_name", "Pat Pickup"),
+        ("pickup_phone", "+966 11 463 5555"),
+        ("dropoff", "102 17th Street"),
+        ("dropoff_name", "Dana Dropoff"),
+        ("dropoff_phone", "+966 11 463 5556"),
+        ("vehicle", "car"),
+        ("scenario", scenario),
+    ]
+}
+
+#[tokio::test]
+async fn the_sandbox_page_books_a_test_delivery_and_plays_it_out() {
+    // The simulator runs at real speed: a run's first step is half a minute away.
+    let speed = vec![("COURIER_SANDBOX_SPEED".to_owned(), "1".to_owned())];
+    let (app, merchant) = shop_with("Console Sandbox", speed).await;
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_in(&merchant.test()).await;
+    let page = visitor.get("/console/sandbox").await;
+    assert_eq!(page.status, 200);
+    let csrf = csrf_of(&page.body);
+
+    // An address no market knows, an unknown scenario: refused, the form kept.
+    let nowhere = visitor
+        .post(
+            "/console/sandbox",
+            &test_delivery(&csrf, "1 Nowhere Lane Atlantis", "manual"),
+        )
+        .await;
+    assert_eq!(nowhere.status, 422, "{}", nowhere.body);
+    assert!(nowhere.body.contains("no place is called"));
+    assert!(nowhere.body.contains("value=\"1 Nowhere Lane Atlantis\""));
+    let unknown = visitor
+        .post(
+            "/console/sandbox",
+            &test_delivery(&csrf, "41 4th Street", "teleport"),
+        )
+        .await;
+    assert_eq!(unknown.status, 422, "{}", unknown.body);
+    let forged = visitor
+        .post(
+            "/console/sandbox",
+            &test_delivery("forged", "41 4th Street", "manual"),
+        )
+        .await;
+    assert_eq!(forged.status, 403);
+
+    // Booked in manual mode: the run waits for each step, and the page does not reload.
+    let booked = visitor
+        .post(
+            "/console/sandbox",
+            &test_delivery(&csrf, "41 4th Street", "manual"),
+        )
+        .await;
+    assert_eq!(booked.status, 303, "{}", booked.body);
+    let run_path = booked.location.unwrap();
+    let job = run_path.rsplit('/').next().unwrap().to_owned();
+    let (status, detail) = status_and_json(
+        app.request(Method::GET, &format!("/v1/jobs/{job}"))
+            .auth(&merchant.test())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "the API sees the job: {detail}");
+    assert_eq!(detail["pickup"]["contact_name"], "Pat Pickup");
+    let run = visitor.get(&run_path).await;
+    assert_eq!(run.status, 200);
+    assert!(run.body.contains("<dd id=\"run-scenario\">manual</dd>"));
+    assert!(
+        !run.body.contains("data-live="),
+        "a manual run waits: nothing to follow"
+    );
+    assert!(run.body.contains("when you take it"));
+
+    // The next step, taken from the page: a courier is on it, so the scenario is locked.
+    let advanced = visitor
+        .post(&format!("{run_path}/advance"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(advanced.status, 200, "{}", advanced.body);
+    assert!(advanced.body.contains("The next step is taken."));
+    assert!(
+        !advanced
+            .body
+            .contains("<dd id=\"run-stage\">searching</dd>")
+    );
+    let locked = visitor
+        .post(
+            &format!("{run_path}/scenario"),
+            &[("csrf", &csrf), ("scenario", "returned")],
+        )
+        .await;
+    assert_eq!(locked.status, 409, "{}", locked.body);
+    assert!(locked.body.contains("sandbox.scenario_locked"));
+    assert_eq!(
+        visitor
+            .post(&format!("{run_path}/fly"), &[("csrf", &csrf)])
+            .await
+            .status,
+        404
+    );
+
+    // Another, whose scenario is changed before a courier takes it, runs by itself: its
+    // page reloads while it runs.
+    let second = visitor
+        .post(
+            "/console/sandbox",
+            &test_delivery(&csrf, "41 4th Street", "manual"),
+        )
+        .await;
+    let second_path = second.location.unwrap();
+    let changed = visitor
+        .post(
+            &format!("{second_path}/scenario"),
+            &[("csrf", &csrf), ("scenario", "happy_path")],
+        )
+        .await;
+    assert_eq!(changed.status, 200, "{}", changed.body);
+    assert!(
+        changed
+            .body
+            .contains("<dd id=\"run-scenario\">happy_path</dd>")
+    );
+    assert!(
+        changed.body.contains("data-live=\"3\""),
+        "its part of the page follows it"
+    );
+    assert!(
+        changed
+            .body
+            .contains("<script src=\"/console/live.js\" defer></script>")
+    );
+    let script = visitor.get("/console/live.js").await;
+    assert_eq!(script.status, 200);
+    assert!(script.body.contains("data-live"));
+
+    // Not another merchant's, and not a live session's.
+    let rival = app.create_merchant("Console Sandbox Rival").await;
+    let mut stranger = Visitor::new(&app);
+    stranger.sign_in(&rival.test()).await;
+    assert_eq!(stranger.get(&run_path).await.status, 404);
+    let mut live = Visitor::new(&app);
+    live.sign_in(&merchant.live()).await;
+    assert_eq!(live.get("/console/sandbox").await.status, 404);
+    assert_eq!(live.get(&run_path).await.status, 404);
+    assert!(
+        !live
+            .get("/console/jobs")
+            .await
+            .body
+            .contains("/console/sandbox\">")
+    );
     app.stop().await;
 }

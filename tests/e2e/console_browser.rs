@@ -221,6 +221,37 @@ async fn a_merchant_uses_the_console_in_a_browser() {
         .await;
     looked_at(&browser, "console-key-made.png").await;
 
+    // The sandbox: a test delivery booked between two addresses, its run's page.
+    client
+        .find(Locator::LinkText("Sandbox"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    arrives_at(&browser, "/console/sandbox").await;
+    looked_at(&browser, "console-sandbox.png").await;
+    for (id, text) in [
+        ("pickup", "41 4th Street"),
+        ("pickup_name", "Pat Pickup"),
+        ("pickup_phone", "+966 11 463 5555"),
+        ("dropoff", "102 17th Street"),
+        ("dropoff_name", "Dana Dropoff"),
+        ("dropoff_phone", "+966 11 463 5556"),
+    ] {
+        fill(&browser, id, text).await;
+    }
+    click(&browser, "form.sandbox button").await;
+    browser
+        .wait_until("the run's page", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("id=\"run-stage\""))
+        })
+        .await;
+    looked_at(&browser, "console-sandbox-run.png").await;
+
     // A job that does not exist: a page that says so.
     client
         .goto(&app.url(&format!("/console/jobs/{}", uuid::Uuid::new_v4())))
@@ -342,4 +373,73 @@ async fn an_operator_uses_the_operator_console_in_a_browser() {
     arrives_at(&browser, "/ops/sign-in").await;
     browser.close().await;
     quoting.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_test_delivery_s_run_follows_itself_in_a_browser() {
+    // The simulator at ten times real speed: the courier is found within seconds.
+    let settings = vec![
+        ("COURIER_SANDBOX_SPEED".to_owned(), "10".to_owned()),
+        ("COURIER_SANDBOX_INTERVAL_MS".to_owned(), "100".to_owned()),
+    ];
+    let (app, merchant) = crate::console::shop_with("Console Live Ltd", settings).await;
+    let browser = Browser::start(1280, 900).await;
+    let client = &browser.client;
+    client.goto(&app.url("/console/sign-in")).await.unwrap();
+    fill(&browser, "key", &merchant.test().key).await;
+    fill(&browser, "secret", &merchant.test().secret).await;
+    click(&browser, "form.sign-in button").await;
+    arrives_at(&browser, "/console/jobs").await;
+    client.goto(&app.url("/console/sandbox")).await.unwrap();
+    for (id, text) in [
+        ("pickup", "41 4th Street"),
+        ("pickup_name", "Pat Pickup"),
+        ("pickup_phone", "+966 11 463 5555"),
+        ("dropoff", "102 17th Street"),
+        ("dropoff_name", "Dana Dropoff"),
+        ("dropoff_phone", "+966 11 463 5556"),
+    ] {
+        fill(&browser, id, text).await;
+    }
+    click(&browser, "form.sandbox button").await;
+    browser
+        .wait_until("the run's page", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("data-live=\"3\""))
+        })
+        .await;
+    // Read from the page as it is now (an element found before an update would be stale).
+    let stage = || async {
+        let source = client.source().await.unwrap_or_default();
+        source
+            .split("<dd id=\"run-stage\">")
+            .nth(1)
+            .and_then(|rest| rest.split('<').next())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let first = stage().await;
+    assert!(!first.is_empty());
+    // A mark on this very page: it is still there after the update, so nothing reloaded it.
+    client
+        .execute("window.courierMark = 'same page'; return null;", vec![])
+        .await
+        .unwrap();
+    looked_at(&browser, "console-sandbox-live.png").await;
+    browser
+        .wait_until("the run's stage to move on the page", || async {
+            let now = stage().await;
+            !now.is_empty() && now != first
+        })
+        .await;
+    let mark = client
+        .execute("return window.courierMark || null;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(mark, serde_json::json!("same page"), "updated in place");
+    looked_at(&browser, "console-sandbox-live-moved.png").await;
+    browser.close().await;
+    app.stop().await;
 }

@@ -82,6 +82,7 @@ fn public_routes() -> OpenApiRouter<AppState> {
         // The merchant console: pages for people, signed in with a key and its secret.
         .routes(routes!(console::pages::start))
         .routes(routes!(console::pages::stylesheet))
+        .routes(routes!(console::pages::live_updates))
         .routes(routes!(
             console::pages::sign_in_page,
             console::pages::sign_in
@@ -108,6 +109,12 @@ fn public_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::cards::card_action))
         .routes(routes!(console::keys::keys_page, console::keys::create_key))
         .routes(routes!(console::keys::revoke_key))
+        .routes(routes!(
+            console::sandbox::sandbox_page,
+            console::sandbox::book_test_delivery
+        ))
+        .routes(routes!(console::sandbox::run_page_of))
+        .routes(routes!(console::sandbox::act))
         // The operator console: pages for people, signed in with an operator token.
         .routes(routes!(console::operator::pages::start))
         .routes(routes!(

@@ -12,4 +12,5 @@ pub(crate) mod keys;
 pub(crate) mod operator;
 pub(crate) mod pages;
 mod respond;
+pub(crate) mod sandbox;
 pub(crate) mod webhooks;

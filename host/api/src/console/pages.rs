@@ -69,6 +69,29 @@ pub async fn stylesheet() -> Response {
     response
 }
 
+#[utoipa::path(
+    get,
+    path = "/console/live.js",
+    operation_id = "consoleLiveUpdates",
+    tag = "console",
+    summary = "The consoles' one script: live updates of the parts of a page marked `data-live` (every page reads the same without it)",
+    security(()),
+    responses((status = 200, description = "JavaScript", content_type = "text/javascript", body = String))
+)]
+pub async fn live_updates() -> Response {
+    let mut response = (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        include_str!("../../templates/console/live.js"),
+    )
+        .into_response();
+    for_people(&mut response);
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        "public, max-age=300".parse().unwrap(),
+    );
+    response
+}
+
 #[derive(Template)]
 #[template(path = "console/sign_in.html")]
 struct SignInPage<'a> {

@@ -16,9 +16,11 @@ use courier_core::auth::ConsoleSession;
 pub(super) const COOKIE: &str = "courier_console";
 /// The largest form a console page takes.
 pub(super) const MAX_FORM_BYTES: usize = 16 * 1024;
-/// What console pages may load: their own stylesheet, nothing else; forms post only here.
+/// What console pages may load: their own stylesheet and script (which reads only pages of
+/// the same origin), nothing else; forms post only here.
 pub(super) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
-     form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+     script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; \
+     base-uri 'none'";
 
 /// An amount as every console page writes it: in the currency's own form, or in minor units
 /// with its code when the code is not one the service knows.
