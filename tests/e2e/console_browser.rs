@@ -21,6 +21,21 @@ async fn click(browser: &Browser, css: &str) {
     found.click().await.unwrap();
 }
 
+/// Fills the sandbox's form (on the page) with a delivery across Demo City, and sends it.
+async fn book_test_delivery(browser: &Browser) {
+    for (id, text) in [
+        ("pickup", "41 4th Street"),
+        ("pickup_name", "Pat Pickup"),
+        ("pickup_phone", "+966 11 463 5555"),
+        ("dropoff", "102 17th Street"),
+        ("dropoff_name", "Dana Dropoff"),
+        ("dropoff_phone", "+966 11 463 5556"),
+    ] {
+        fill(browser, id, text).await;
+    }
+    click(browser, "form.sandbox button").await;
+}
+
 /// Takes a screenshot of the page as `name`, and checks it with axe-core: no serious or
 /// critical accessibility violation.
 async fn looked_at(browser: &Browser, name: &str) {
@@ -231,17 +246,7 @@ async fn a_merchant_uses_the_console_in_a_browser() {
         .unwrap();
     arrives_at(&browser, "/console/sandbox").await;
     looked_at(&browser, "console-sandbox.png").await;
-    for (id, text) in [
-        ("pickup", "41 4th Street"),
-        ("pickup_name", "Pat Pickup"),
-        ("pickup_phone", "+966 11 463 5555"),
-        ("dropoff", "102 17th Street"),
-        ("dropoff_name", "Dana Dropoff"),
-        ("dropoff_phone", "+966 11 463 5556"),
-    ] {
-        fill(&browser, id, text).await;
-    }
-    click(&browser, "form.sandbox button").await;
+    book_test_delivery(&browser).await;
     browser
         .wait_until("the run's page", || async {
             client
@@ -391,17 +396,7 @@ async fn a_test_delivery_s_run_follows_itself_in_a_browser() {
     click(&browser, "form.sign-in button").await;
     arrives_at(&browser, "/console/jobs").await;
     client.goto(&app.url("/console/sandbox")).await.unwrap();
-    for (id, text) in [
-        ("pickup", "41 4th Street"),
-        ("pickup_name", "Pat Pickup"),
-        ("pickup_phone", "+966 11 463 5555"),
-        ("dropoff", "102 17th Street"),
-        ("dropoff_name", "Dana Dropoff"),
-        ("dropoff_phone", "+966 11 463 5556"),
-    ] {
-        fill(&browser, id, text).await;
-    }
-    click(&browser, "form.sandbox button").await;
+    book_test_delivery(&browser).await;
     browser
         .wait_until("the run's page", || async {
             client

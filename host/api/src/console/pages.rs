@@ -56,11 +56,15 @@ pub async fn start(State(state): State<AppState>, headers: HeaderMap) -> Respons
     responses((status = 200, description = "CSS", content_type = "text/css", body = String))
 )]
 pub async fn stylesheet() -> Response {
-    let mut response = (
-        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+    asset(
+        "text/css; charset=utf-8",
         include_str!("../../templates/console/console.css"),
     )
-        .into_response();
+}
+
+/// A file every page shares, cached for five minutes.
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    let mut response = ([(header::CONTENT_TYPE, content_type)], body).into_response();
     for_people(&mut response);
     response.headers_mut().insert(
         header::CACHE_CONTROL,
@@ -79,17 +83,10 @@ pub async fn stylesheet() -> Response {
     responses((status = 200, description = "JavaScript", content_type = "text/javascript", body = String))
 )]
 pub async fn live_updates() -> Response {
-    let mut response = (
-        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+    asset(
+        "text/javascript; charset=utf-8",
         include_str!("../../templates/console/live.js"),
     )
-        .into_response();
-    for_people(&mut response);
-    response.headers_mut().insert(
-        header::CACHE_CONTROL,
-        "public, max-age=300".parse().unwrap(),
-    );
-    response
 }
 
 #[derive(Template)]
