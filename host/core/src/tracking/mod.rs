@@ -6,7 +6,6 @@
 //! `COURIER_TRACKING_TTL_SECS` ago: both read as "not found", alike.
 
 pub mod map;
-mod page;
 mod view;
 
 use std::collections::HashMap;
@@ -18,8 +17,7 @@ use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-pub use page::{content_security_policy, render_not_found, render_page, render_unavailable};
-pub use view::TrackingState;
+pub use view::{StepView, TrackingState};
 
 use crate::jobs::POSITION_FRESHNESS;
 use crate::markets::{Market, Markets};

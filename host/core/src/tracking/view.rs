@@ -57,6 +57,21 @@ pub struct StepView {
     pub at_text: Option<String>,
 }
 
+impl StepView {
+    /// The step's state as the page's class names it.
+    pub fn state_class(&self) -> &'static str {
+        match self.state {
+            StepState::Done => "done",
+            StepState::Current => "current",
+            StepState::Upcoming => "upcoming",
+        }
+    }
+
+    pub fn is_current(&self) -> bool {
+        self.state == StepState::Current
+    }
+}
+
 /// Everything known about a job that the page shows.
 pub struct Facts {
     pub reference: String,

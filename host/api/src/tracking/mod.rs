@@ -8,6 +8,8 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 
+mod page;
+
 use super::error::ApiError;
 use super::middleware::PageForPeople;
 use super::state::AppState;
@@ -45,11 +47,17 @@ pub async fn page(
         Err(_) => Ok(None),
     };
     let (status, html) = match &found {
-        Ok(Some(view)) => (StatusCode::OK, tracking::render_page(view)),
-        Ok(None) => (StatusCode::NOT_FOUND, tracking::render_not_found()),
-        Err(e) => (e.status_and_code().0, tracking::render_unavailable()),
+        Ok(Some(view)) => (StatusCode::OK, page::render_page(view)),
+        Ok(None) => (StatusCode::NOT_FOUND, page::render_not_found()),
+        Err(e) => (e.status_and_code().0, page::render_unavailable()),
     };
-    let mut response = (status, page_headers(), Html(html)).into_response();
+    let mut response = match html {
+        Ok(html) => (status, page_headers(), Html(html)).into_response(),
+        Err(error) => {
+            tracing::error!(%error, "rendering a tracking page failed");
+            (StatusCode::INTERNAL_SERVER_ERROR, page_headers()).into_response()
+        }
+    };
     if matches!(found, Err(ApiError::Busy)) {
         response
             .headers_mut()
@@ -108,7 +116,7 @@ fn page_headers() -> HeaderMap {
     let mut headers = HeaderMap::new();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(tracking::content_security_policy()),
+        HeaderValue::from_static(page::content_security_policy()),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(
