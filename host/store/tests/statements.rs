@@ -13,7 +13,7 @@ use uuid::Uuid;
 use courier_domain::charge::CardStatus;
 use courier_domain::charge::state::ChargeStatus;
 use courier_domain::dispatch::{CourierStatus, OfferStatus};
-use courier_domain::event::{EventDetails, EventName, NewEvent};
+use courier_domain::event::{EventDetails, EventName, JobFacts, NewEvent};
 use courier_domain::job::transitions::Settlement;
 use courier_domain::{Environment, JobStatus, Vehicle};
 use courier_store::bookings::attempts::{self as bookings, AttemptRow};
@@ -848,13 +848,21 @@ async fn events_no_endpoint_can_take_are_passed_over() {
 async fn a_test_event_is_recorded_for_its_owner_s_active_endpoint_only() {
     let pool = database().await;
     let (merchant_id, endpoint, ordinary) = endpoint_and_event(&pool).await;
-    let test = |merchant_id, environment| {
-        NewEvent::test(
-            EventName::JobDelivered,
-            merchant_id,
-            environment,
-            Utc::now(),
-        )
+    let test = |merchant_id, environment| NewEvent {
+        name: EventName::JobDelivered,
+        merchant_id,
+        environment,
+        occurred_at: Utc::now(),
+        job: Some(JobFacts {
+            id: Uuid::new_v4(),
+            reference: "test-event".into(),
+            market: "test".into(),
+            currency: "XTS".into(),
+            price_amount_minor: 1250,
+            tax_amount_minor: 250,
+            scheduled_for: None,
+        }),
+        details: EventDetails::default(),
     };
     let stranger = merchant(&pool).await;
     for (who, environment) in [

@@ -11,7 +11,8 @@ use sqlx::PgPool;
 
 use super::config::WebhookConfig;
 use super::secret::{self, SecretCipher};
-use courier_domain::event::{EventName, NewEvent};
+use super::test_event::test_event;
+use courier_domain::event::EventName;
 use courier_domain::webhook::{DeliveryStatus, EndpointStatus};
 use courier_plugins::is_public_address as is_public;
 use courier_store::webhooks::{self as store, DeliveryRow, EndpointRow, NewEndpoint, Owner};
@@ -264,7 +265,7 @@ impl Endpoints {
     }
 
     /// Sends the endpoint a test event named `name` (made-up facts, marked as a test: see
-    /// [`NewEvent::test`]), through the fan-out like any event, to that endpoint only.
+    /// [`test_event`]), through the fan-out like any event, to that endpoint only.
     pub async fn send_test_event(
         &self,
         owner: Owner,
@@ -272,7 +273,7 @@ impl Endpoints {
         name: &str,
     ) -> Result<TestEvent, WebhookError> {
         let name = EventName::parse(name).ok_or_else(|| WebhookError::UnknownEvent(name.into()))?;
-        let event = NewEvent::test(name, owner.merchant_id, owner.environment, Utc::now());
+        let event = test_event(name, owner.merchant_id, owner.environment, Utc::now());
         if let Some(id) = store::record_test_event(&self.pool, endpoint_id, &event).await? {
             crate::events::announce(&self.pool).await?;
             return Ok(TestEvent::Sent(id));

@@ -18,6 +18,7 @@ mod fanout;
 mod round;
 mod schedule;
 mod secret;
+mod test_event;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
