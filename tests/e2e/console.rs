@@ -235,6 +235,10 @@ async fn a_merchant_signs_in_sees_its_jobs_cancels_one_and_signs_out() {
     assert_eq!(job.status, 200);
     assert!(job.body.contains(first["reference"].as_str().unwrap()));
     assert!(job.body.contains("Cancel this job"));
+    // The tracking page's map of it, with the streets around, and the part that follows it.
+    assert!(job.body.contains("<svg id=\"map\""), "{}", job.body);
+    assert!(job.body.contains("<path id=\"map-streets\" d=\"M"));
+    assert!(job.body.contains("data-live=\"5\""));
     let csrf = csrf_of(&job.body);
     let cancelled = visitor
         .post(
@@ -253,6 +257,11 @@ async fn a_merchant_signs_in_sees_its_jobs_cancels_one_and_signs_out() {
         !cancelled.body.contains("Cancel this job"),
         "no longer cancellable"
     );
+    assert!(
+        !cancelled.body.contains("data-live="),
+        "nothing more to follow"
+    );
+    assert!(cancelled.body.contains("<svg id=\"map\""), "the map stays");
     let (_, seen) = crate::support::status_and_json(
         app.request(
             Method::GET,

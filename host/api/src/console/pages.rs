@@ -17,6 +17,7 @@ use crate::state::AppState;
 use courier_core::auth::{AuthError, ConsoleSession};
 use courier_core::jobs::{JobRow, ListFilter};
 use courier_core::payments::ChargeView;
+use courier_core::tracking::map::MapView;
 use courier_domain::JobStatus;
 
 /// Jobs per page of the list.
@@ -422,7 +423,14 @@ struct JobPage {
     timeline: Vec<(&'static str, String)>,
     charge: Option<ChargeFacts>,
     notice: Option<&'static str>,
+    /// The tracking page's map of the job, when its market can draw it.
+    map: Option<MapView>,
+    /// Seconds between reads of the page's moving part while the job is under way.
+    live: Option<u32>,
 }
+
+/// How often a job page under way reads its moving part again, in seconds.
+const JOB_LIVE_SECONDS: u32 = 5;
 
 /// A job's id from the path; anything else is a job that does not exist.
 fn job_id(id: &str) -> Option<Uuid> {
@@ -487,6 +495,22 @@ async fn show_job(
         job.status,
         JobStatus::Pending | JobStatus::Searching | JobStatus::Assigned
     );
+    let ended = matches!(
+        job.status,
+        JobStatus::Delivered | JobStatus::Returned | JobStatus::Cancelled | JobStatus::Failed
+    );
+    // The map is a view of the job, not the job: a failure to draw it leaves it out.
+    let map = match state
+        .tracking
+        .state_of_job(&session.merchant, job.id, courier_core::infra::clock::now())
+        .await
+    {
+        Ok(tracked) => tracked.map(|t| t.map),
+        Err(error) => {
+            tracing::warn!(%error, "the console's job map could not be drawn");
+            None
+        }
+    };
     let body = JobPage {
         session: Some(SessionBar::from(session)),
         csrf: session.csrf_token.clone(),
@@ -505,6 +529,8 @@ async fn show_job(
         timeline,
         charge,
         notice,
+        map,
+        live: (!ended).then_some(JOB_LIVE_SECONDS),
     };
     page(StatusCode::OK, body.render())
 }
@@ -514,7 +540,7 @@ async fn show_job(
     path = "/console/jobs/{id}",
     operation_id = "consoleJob",
     tag = "console",
-    summary = "A job of the signed-in merchant: status, timeline, charge, cancel form",
+    summary = "A job of the signed-in merchant: status, the tracking page's map, timeline, charge, cancel form; its moving part follows the job while it is under way",
     security(()),
     params(
         ("id" = String, Path, description = "The job's id"),

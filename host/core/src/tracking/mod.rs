@@ -111,16 +111,48 @@ impl Tracking {
             return Ok(None);
         };
         let events = store::job_events(&self.pool, job.id).await?;
-        let status = Some(job.status);
         let milestones = milestones(&job, &events);
-        if view::is_ended(status) {
+        if view::is_ended(Some(job.status)) {
             let ended_at = milestones.ended_at.unwrap_or(job.booked_at);
             if ended_at + self.config.ttl <= now {
                 return Ok(None);
             }
         }
+        self.state_of(&job, milestones, now).await.map(Some)
+    }
+
+    /// What the tracking page would show of one of the merchant's jobs (for its console, which
+    /// draws the same map), however long ago it ended; `None` for a job that is not theirs.
+    pub async fn state_of_job(
+        &self,
+        merchant: &crate::auth::Merchant,
+        job_id: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Option<TrackingState>, sqlx::Error> {
+        let found = jobs_store::find(
+            &self.pool,
+            merchant.merchant_id,
+            merchant.environment,
+            job_id,
+        )
+        .await?;
+        let Some(job) = found else {
+            return Ok(None);
+        };
+        let events = store::job_events(&self.pool, job.id).await?;
+        let milestones = milestones(&job, &events);
+        self.state_of(&job, milestones, now).await.map(Some)
+    }
+
+    async fn state_of(
+        &self,
+        job: &JobRow,
+        milestones: Milestones,
+        now: DateTime<Utc>,
+    ) -> Result<TrackingState, sqlx::Error> {
+        let status = Some(job.status);
         let market = self.markets.get(&job.market_id).map(Arc::as_ref);
-        let journey = self.journey(&job, market);
+        let journey = self.journey(job, market);
         let courier = match (status, job.courier_id) {
             (Some(JobStatus::Assigned | JobStatus::InTransit), Some(courier_id)) => {
                 jobs_store::courier_position(&self.pool, courier_id, now - POSITION_FRESHNESS)
@@ -181,7 +213,7 @@ impl Tracking {
             zone: market.map_or(chrono_tz::UTC, |m| m.definition.timezone),
         };
         let poll_ms = u64::try_from(self.config.poll_interval.as_millis()).unwrap_or(u64::MAX);
-        Ok(Some(view::build(facts, map, poll_ms, now)))
+        Ok(view::build(facts, map, poll_ms, now))
     }
 
     /// The job's journey, routed once per job while its market's network is loaded.
