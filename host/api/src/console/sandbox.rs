@@ -143,17 +143,27 @@ pub async fn sandbox_page(State(state): State<AppState>, headers: HeaderMap) -> 
     booking_page(&session, StatusCode::OK, form, None)
 }
 
-/// The first place the markets find for `address`, as a stop's coordinates.
-fn place(state: &AppState, address: &str) -> Result<(f64, f64), String> {
+/// The first place the markets find for `address`, as a stop's coordinates; or why not, with
+/// the status to answer (422 for an address no market knows, 503 while the search cannot run).
+fn place(state: &AppState, address: &str) -> Result<(f64, f64), (StatusCode, String)> {
     if address.is_empty() {
-        return Err("give both addresses".into());
+        return Err((
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "give both addresses".into(),
+        ));
     }
     match state.markets.search_places(address, None, 1) {
         Ok(found) => found
             .first()
             .map(|p| (p.latitude, p.longitude))
-            .ok_or_else(|| format!("no place is called {address:?} in any market")),
-        Err(error) => Err(format!("the address search is unavailable ({error})")),
+            .ok_or_else(|| {
+                let why = format!("no place is called {address:?} in any market");
+                (StatusCode::UNPROCESSABLE_ENTITY, why)
+            }),
+        Err(error) => Err((
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("the address search is unavailable just now ({error})"),
+        )),
     }
 }
 
@@ -170,11 +180,12 @@ async fn book(
     session: &ConsoleSession,
     form: &Booking,
 ) -> Result<Uuid, (StatusCode, String)> {
-    let unprocessable = |why: String| (StatusCode::UNPROCESSABLE_ENTITY, why);
-    let scenario = Scenario::parse(&form.scenario)
-        .ok_or_else(|| unprocessable("choose a scenario from the list".into()))?;
-    let pickup = place(state, &form.pickup).map_err(unprocessable)?;
-    let dropoff = place(state, &form.dropoff).map_err(unprocessable)?;
+    let scenario = Scenario::parse(&form.scenario).ok_or_else(|| {
+        let why = "choose a scenario from the list".to_owned();
+        (StatusCode::UNPROCESSABLE_ENTITY, why)
+    })?;
+    let pickup = place(state, &form.pickup)?;
+    let dropoff = place(state, &form.dropoff)?;
     let now = courier_core::infra::clock::now();
     let mut asked = json!({
         "pickup": {"latitude": pickup.0, "longitude": pickup.1},
