@@ -502,10 +502,10 @@ async fn show_job(
     // The map is a view of the job, not the job: a failure to draw it leaves it out.
     let map = match state
         .tracking
-        .state_of_job(&session.merchant, job.id, courier_core::infra::clock::now())
+        .state_of_job(&job, courier_core::infra::clock::now())
         .await
     {
-        Ok(tracked) => tracked.map(|t| t.map),
+        Ok(tracked) => Some(tracked.map),
         Err(error) => {
             tracing::warn!(%error, "the console's job map could not be drawn");
             None

@@ -121,27 +121,16 @@ impl Tracking {
         self.state_of(&job, milestones, now).await.map(Some)
     }
 
-    /// What the tracking page would show of one of the merchant's jobs (for its console, which
-    /// draws the same map), however long ago it ended; `None` for a job that is not theirs.
+    /// What the tracking page would show of `job`, however long ago it ended: for the
+    /// merchant's console, which has read the job for its merchant and draws the same map.
     pub async fn state_of_job(
         &self,
-        merchant: &crate::auth::Merchant,
-        job_id: Uuid,
+        job: &JobRow,
         now: DateTime<Utc>,
-    ) -> Result<Option<TrackingState>, sqlx::Error> {
-        let found = jobs_store::find(
-            &self.pool,
-            merchant.merchant_id,
-            merchant.environment,
-            job_id,
-        )
-        .await?;
-        let Some(job) = found else {
-            return Ok(None);
-        };
+    ) -> Result<TrackingState, sqlx::Error> {
         let events = store::job_events(&self.pool, job.id).await?;
-        let milestones = milestones(&job, &events);
-        self.state_of(&job, milestones, now).await.map(Some)
+        let milestones = milestones(job, &events);
+        self.state_of(job, milestones, now).await
     }
 
     async fn state_of(
