@@ -83,13 +83,21 @@ fn event_names() -> String {
 }
 
 /// The database is away: a page that says so.
-fn unavailable(session: &ConsoleSession) -> Response {
-    message(
-        StatusCode::SERVICE_UNAVAILABLE,
-        Some(session),
-        "Try again shortly",
-        "The endpoints cannot be read just now.",
-    )
+/// The page for a refusal about an endpoint: an unknown one is 404; anything else (the
+/// database) a 503, with the cause in the service's log.
+fn refused(session: &ConsoleSession, error: WebhookError) -> Response {
+    match error {
+        WebhookError::NotFound => no_such_endpoint(session),
+        error => {
+            tracing::error!(%error, "a webhook portal page failed");
+            message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some(session),
+                "Try again shortly",
+                "The endpoints cannot be read just now.",
+            )
+        }
+    }
 }
 
 async fn list_page(
@@ -102,7 +110,7 @@ async fn list_page(
 ) -> Response {
     let endpoints = match state.webhooks.endpoints().list(owner(session)).await {
         Ok(endpoints) => endpoints,
-        Err(_) => return unavailable(session),
+        Err(error) => return refused(session, error),
     };
     page(
         status,
@@ -187,7 +195,7 @@ pub async fn add_webhook(State(state): State<AppState>, request: Request) -> Res
             )
             .await
         }
-        Err(WebhookError::Store(_)) => unavailable(&session),
+        Err(error @ WebhookError::Store(_)) => refused(&session, error),
         Err(refusal) => {
             list_page(
                 &state,
@@ -285,8 +293,7 @@ async fn endpoint_page(
         endpoints.deliveries(owner(session), id).await,
     ) {
         (Ok(listed), Ok(deliveries)) => (listed, deliveries),
-        (_, Err(WebhookError::NotFound)) => return no_such_endpoint(session),
-        _ => return unavailable(session),
+        (_, Err(error)) | (Err(error), _) => return refused(session, error),
     };
     let Some(endpoint) = listed.iter().find(|e| e.id == id) else {
         return no_such_endpoint(session);
@@ -374,16 +381,14 @@ pub async fn webhook_action(
         "delete" => {
             return match endpoints.delete(owner(&session), endpoint).await {
                 Ok(()) => see_other("/console/webhooks"),
-                Err(WebhookError::NotFound) => no_such_endpoint(&session),
-                Err(_) => unavailable(&session),
+                Err(error) => refused(&session, error),
             };
         }
         _ => return no_such_endpoint(&session),
     };
     match done {
         Ok((secret, notice)) => endpoint_page(&state, &session, &id, secret, notice).await,
-        Err(WebhookError::NotFound) => no_such_endpoint(&session),
-        Err(_) => unavailable(&session),
+        Err(error) => refused(&session, error),
     }
 }
 
@@ -488,8 +493,7 @@ pub async fn delivery_page(
         .await
     {
         Ok(delivery) => delivery,
-        Err(WebhookError::NotFound) => return no_such_endpoint(&session),
-        Err(_) => return unavailable(&session),
+        Err(error) => return refused(&session, error),
     };
     page(
         StatusCode::OK,
@@ -552,8 +556,7 @@ pub async fn resend_delivery(
             )
             .await
         }
-        Err(WebhookError::NotFound) => no_such_endpoint(&session),
-        Err(_) => unavailable(&session),
+        Err(error) => refused(&session, error),
     }
 }
 
@@ -611,8 +614,7 @@ pub async fn recover_deliveries(
             };
             endpoint_page(&state, &session, &id, None, Some(notice)).await
         }
-        Err(WebhookError::NotFound) => no_such_endpoint(&session),
-        Err(_) => unavailable(&session),
+        Err(error) => refused(&session, error),
     }
 }
 
@@ -664,8 +666,7 @@ pub async fn send_test_event(
                 "Choose one of the events in the list.",
             );
         }
-        Err(WebhookError::NotFound) => return no_such_endpoint(&session),
-        Err(_) => return unavailable(&session),
+        Err(error) => return refused(&session, error),
     };
     endpoint_page(&state, &session, &id, None, Some(notice)).await
 }
