@@ -215,16 +215,13 @@ async fn render(
         return not_a_filter(session);
     };
     let payments = &state.payments;
-    let read = async {
-        let (charges, more) = payments.charges_across(&filter).await?;
-        Ok::<_, sqlx::Error>((
-            charges,
-            more,
-            payments.recent_refunds().await?,
-            payments.mismatches().await?,
-        ))
-    };
-    let (charges, more, refunds, mismatches) = match read.await {
+    // Three independent reads, on three connections at once.
+    let read = tokio::try_join!(
+        payments.charges_across(&filter),
+        payments.recent_refunds(),
+        payments.mismatches(),
+    );
+    let ((charges, more), refunds, mismatches) = match read {
         Ok(found) => found,
         Err(error) => {
             tracing::error!(%error, "reading payments for the operator console failed");
