@@ -4,10 +4,12 @@
 //! serious or critical accessibility violation on any of them.
 
 use fantoccini::Locator;
+use reqwest::Method;
+use serde_json::json;
 
 use crate::console::{book, shop};
-use crate::support::MerchantCredentials;
 use crate::support::browser::Browser;
+use crate::support::{MerchantCredentials, status_and_json};
 
 /// Types `text` into the field `id`.
 async fn fill(browser: &Browser, id: &str, text: &str) {
@@ -291,6 +293,45 @@ async fn an_operator_uses_the_operator_console_in_a_browser() {
     click(&browser, "form.sign-in button").await;
     arrives_at(&browser, "/ops/markets").await;
     looked_at(&browser, "ops-markets.png").await;
+
+    // A courier online, on the market's map.
+    let (status, courier) = status_and_json(
+        app.admin(Method::POST, "/couriers")
+            .json(&json!({"name": "Vera Van", "phone": "+966 50 123 4567", "vehicle": "van", "market": "demo"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{courier}");
+    let token = courier["credential"].as_str().unwrap();
+    let online = app
+        .request(Method::POST, "/courier/v1/online")
+        .bearer_auth(token);
+    let position = app
+        .request(Method::POST, "/courier/v1/position")
+        .bearer_auth(token)
+        .json(&json!({"latitude": 20.00285, "longitude": 50.0043}));
+    for request in [online, position] {
+        assert_eq!(request.send().await.unwrap().status(), 200);
+    }
+    client
+        .find(Locator::LinkText("Map of Demo City"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    arrives_at(&browser, "/ops/markets/demo").await;
+    assert!(
+        client
+            .find(Locator::Css("#market-map .map-courier"))
+            .await
+            .is_ok()
+    );
+    looked_at(&browser, "ops-market.png").await;
+    client.goto(&app.url("/ops/markets")).await.unwrap();
+    arrives_at(&browser, "/ops/markets").await;
 
     client
         .find(Locator::LinkText("Price books of Demo City"))

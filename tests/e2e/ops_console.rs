@@ -550,3 +550,90 @@ async fn an_operator_refunds_a_charge_from_the_console() {
     );
     app.stop().await;
 }
+
+#[tokio::test]
+async fn an_operator_sees_the_couriers_online_and_the_jobs_searching_on_the_market_map() {
+    use crate::fulfilment::{Floor, PICKUP};
+    let floor = Floor::start(&[]).await;
+    // A van free at the pickup, a bicycle online without a position, a car offline. The car
+    // job booked next finds no car, so it keeps searching.
+    let van = floor.rider("Vera Van", "van", Some(PICKUP)).await;
+    let bicycle = floor.rider("Bo Bicycle", "bicycle", None).await;
+    let (status, body) = floor
+        .courier_call(&bicycle, Method::POST, "/online", None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    floor.rider("Otto Offline", "car", None).await;
+    let job = floor.book().await;
+    let reference = job["reference"].as_str().unwrap();
+
+    let mut visitor = signed_in(&floor.app).await;
+    let markets = visitor.get("/ops/markets").await;
+    assert!(
+        markets.body.contains("href=\"/ops/markets/demo\""),
+        "{}",
+        markets.body
+    );
+    // A job booked for now opens its search at the next dispatch pass.
+    let mut page = visitor.get("/ops/markets/demo").await;
+    for _ in 0..200 {
+        if page.body.contains(reference) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        page = visitor.get("/ops/markets/demo").await;
+    }
+    assert_eq!(page.status, 200, "{}", page.body);
+    let body = &page.body;
+    // The map: the area, its roads, one courier on it (the bicycle was never seen), the job.
+    assert!(body.contains("id=\"market-area\" d=\"M"), "{body}");
+    assert!(body.contains("id=\"market-streets\" d=\"M"), "{body}");
+    assert_eq!(body.matches("class=\"map-courier\"").count(), 1, "{body}");
+    assert!(
+        body.contains(&format!("<title>{} (van, free)</title>", van.name)),
+        "{body}"
+    );
+    assert_eq!(body.matches("class=\"map-search\"").count(), 1, "{body}");
+    assert!(
+        body.contains(&format!("<title>{reference}: searching since")),
+        "{body}"
+    );
+    // The tables: both couriers online, never the offline one; the job, not offered.
+    let couriers = body.split("id=\"couriers\"").nth(1).unwrap();
+    let couriers = couriers.split("</table>").next().unwrap();
+    assert!(
+        couriers.contains("Vera Van") && couriers.contains("Bo Bicycle"),
+        "{couriers}"
+    );
+    assert!(couriers.contains("not lately"), "{couriers}");
+    assert!(!body.contains("Otto Offline"), "{body}");
+    let searching = body.split("id=\"searching\"").nth(1).unwrap();
+    let searching = searching.split("</table>").next().unwrap();
+    assert!(searching.contains(reference), "{searching}");
+    assert!(
+        searching.contains("<td>car</td>") && searching.contains("<td>no</td>"),
+        "{searching}"
+    );
+    // The part that follows itself asks for it.
+    assert!(
+        body.contains("id=\"board\"") && body.contains("data-live=\"5\""),
+        "{body}"
+    );
+
+    // Cancelled, the job stops searching, and the board says so.
+    let (status, cancelled) = floor
+        .merchant_call(
+            Method::POST,
+            &format!("/v1/jobs/{}/cancel", job["id"].as_str().unwrap()),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{cancelled}");
+    let page = visitor.get("/ops/markets/demo").await;
+    assert!(page.body.contains("No job is searching."), "{}", page.body);
+
+    // An unknown market; signed out.
+    assert_eq!(visitor.get("/ops/markets/atlantis").await.status, 404);
+    let mut stranger = Visitor::new(&floor.app);
+    assert_eq!(stranger.get("/ops/markets/demo").await.status, 303);
+}

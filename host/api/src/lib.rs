@@ -123,6 +123,7 @@ fn public_routes() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(console::operator::pages::sign_out))
         .routes(routes!(console::operator::pages::markets_page))
+        .routes(routes!(console::operator::market::market_page))
         .routes(
             routes!(
                 console::operator::price_books::price_books_page,

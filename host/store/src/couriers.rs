@@ -203,3 +203,41 @@ pub async fn candidates(
     .fetch_all(conn)
     .await
 }
+
+/// A courier online in a market, for the operator's map: where last seen (nothing when not
+/// seen since the freshness cut-off), and whether a job is under way.
+#[derive(Clone, Debug)]
+pub struct OnlineCourier {
+    pub id: Uuid,
+    pub name: String,
+    pub vehicle: Vehicle,
+    pub latitude: Option<f64>,
+    pub longitude: Option<f64>,
+    pub seen_at: Option<DateTime<Utc>>,
+    pub busy: bool,
+}
+
+/// The active couriers online in `market`, by name, up to `limit`.
+pub async fn online_in_market(
+    pool: &PgPool,
+    market: &str,
+    fresh_since: DateTime<Utc>,
+    limit: i64,
+) -> Result<Vec<OnlineCourier>, sqlx::Error> {
+    sqlx::query_as!(
+        OnlineCourier,
+        "SELECT c.id, c.name, c.vehicle AS \"vehicle: Text<Vehicle>\", \
+           p.latitude AS \"latitude?\", p.longitude AS \"longitude?\", p.seen_at AS \"seen_at?\", \
+           EXISTS (SELECT 1 FROM jobs j WHERE j.courier_id = c.id \
+                   AND j.status IN ('assigned', 'in_transit')) AS \"busy!\" \
+         FROM couriers c \
+         LEFT JOIN courier_positions p ON p.courier_id = c.id AND p.seen_at >= $2 \
+         WHERE c.market_id = $1 AND c.online AND c.status = 'active' \
+         ORDER BY c.name, c.id LIMIT $3",
+        market,
+        fresh_since,
+        limit,
+    )
+    .fetch_all(pool)
+    .await
+}

@@ -290,3 +290,40 @@ pub async fn courier_position(
     .await?;
     Ok(position.map(|p| (p.latitude, p.longitude, p.seen_at)))
 }
+
+/// A job searching for a courier, for the operator's map.
+#[derive(Clone, Debug)]
+pub struct SearchingJob {
+    pub id: Uuid,
+    pub reference: String,
+    pub merchant_id: Uuid,
+    pub environment: Environment,
+    pub vehicle: Vehicle,
+    pub pickup: serde_json::Value,
+    /// When it last entered `searching`.
+    pub searching_since: DateTime<Utc>,
+    /// Whether a courier has the job's offer open now.
+    pub offered: bool,
+}
+
+/// The jobs searching in `market`, longest searching first, up to `limit`.
+pub async fn searching_in_market(
+    pool: &PgPool,
+    market: &str,
+    limit: i64,
+) -> Result<Vec<SearchingJob>, sqlx::Error> {
+    sqlx::query_as!(
+        SearchingJob,
+        "SELECT id, reference, merchant_id, environment AS \"environment: Text<Environment>\", \
+           vehicle AS \"vehicle: Text<Vehicle>\", pickup, \
+           coalesce(search_opened_at, search_opens_at, booked_at) AS \"searching_since!\", \
+           EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
+                   AND o.status = 'open') AS \"offered!\" \
+         FROM jobs j WHERE status = 'searching' AND market_id = $1 \
+         ORDER BY coalesce(search_opened_at, search_opens_at, booked_at), id LIMIT $2",
+        market,
+        limit,
+    )
+    .fetch_all(pool)
+    .await
+}

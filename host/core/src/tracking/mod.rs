@@ -3,8 +3,10 @@
 //! (never contact names, phones or the courier), an estimated arrival from the market's road
 //! routing, and a map drawn from the service's own route geometry; the page polls its state
 //! until the job ends. A token is unknown, or expired once its job ended more than
-//! `COURIER_TRACKING_TTL_SECS` ago: both read as "not found", alike.
+//! `COURIER_TRACKING_TTL_SECS` ago: both read as "not found", alike. [`board`] draws a whole
+//! market the same way for operators, with its couriers and searching jobs.
 
+pub mod board;
 pub mod map;
 mod view;
 

@@ -8,6 +8,7 @@
 
 pub(crate) mod audit;
 mod histogram;
+pub(crate) mod market;
 pub(crate) mod pages;
 pub(crate) mod payments;
 pub(crate) mod plugins;

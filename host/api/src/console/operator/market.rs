@@ -1,0 +1,187 @@
+//! A market's board: its area and roads on a map, the couriers online on it (free or on a job)
+//! and the jobs searching for one, following itself while the page is open.
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+
+use super::super::respond::{page, when};
+use super::{OperatorBar, message, signed_in};
+use crate::state::AppState;
+use courier_core::infra::clock::now;
+use courier_core::tracking::board::{
+    BoardMap, CourierOnBoard, MarketBoard, NetworkState, SearchOnBoard,
+};
+
+/// How often the open page reads the board again.
+const LIVE_SECONDS: u32 = 5;
+/// A search marker's half side, in view-box units.
+const SEARCH_MARK: f64 = 9.0;
+
+struct CourierMark {
+    id: String,
+    name: String,
+    vehicle: &'static str,
+    busy: bool,
+    doing: &'static str,
+    seen: String,
+    centre: Option<(String, String)>,
+}
+
+impl From<CourierOnBoard> for CourierMark {
+    fn from(c: CourierOnBoard) -> Self {
+        CourierMark {
+            id: c.id.to_string(),
+            name: c.name,
+            vehicle: c.vehicle.as_str(),
+            busy: c.busy,
+            doing: if c.busy { "on a job" } else { "free" },
+            seen: c.seen_at.map_or_else(
+                || "not lately (no position on the map)".to_owned(),
+                |at| at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+            ),
+            centre: c
+                .at
+                .map(|at| (format!("{:.1}", at.x), format!("{:.1}", at.y))),
+        }
+    }
+}
+
+struct SearchMark {
+    id: String,
+    reference: String,
+    merchant: String,
+    environment: &'static str,
+    vehicle: &'static str,
+    since: String,
+    offered: bool,
+    corner: Option<(String, String)>,
+}
+
+impl From<SearchOnBoard> for SearchMark {
+    fn from(j: SearchOnBoard) -> Self {
+        SearchMark {
+            id: j.id.to_string(),
+            reference: j.reference,
+            merchant: j.merchant_id.to_string(),
+            environment: j.environment.as_str(),
+            vehicle: j.vehicle.as_str(),
+            since: when(j.searching_since),
+            offered: j.offered,
+            corner: j.at.map(|at| {
+                (
+                    format!("{:.1}", at.x - SEARCH_MARK),
+                    format!("{:.1}", at.y - SEARCH_MARK),
+                )
+            }),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "console/ops_market.html")]
+struct MarketPage {
+    session: Option<OperatorBar>,
+    id: String,
+    name: String,
+    as_of: String,
+    live_seconds: u32,
+    network: String,
+    map: Option<BoardMap>,
+    description: String,
+    couriers: Vec<CourierMark>,
+    more_couriers: bool,
+    searching: Vec<SearchMark>,
+    more_searching: bool,
+}
+
+/// The map in words: what a screen reader says for it.
+fn describe(name: &str, board: &MarketBoard) -> String {
+    let on_map = board.couriers.iter().filter(|c| c.at.is_some()).count();
+    let busy = board
+        .couriers
+        .iter()
+        .filter(|c| c.busy && c.at.is_some())
+        .count();
+    let searching = board.searching.iter().filter(|j| j.at.is_some()).count();
+    format!(
+        "The area {name} serves and its roads, with {on_map} couriers seen lately \
+         ({busy} on a job) and {searching} jobs searching at their pickups. The tables below \
+         list them."
+    )
+}
+
+#[utoipa::path(
+    get,
+    path = "/ops/markets/{market}",
+    operation_id = "opsConsoleMarket",
+    tag = "console",
+    summary = "A market's board: its area and roads on a map, the couriers online and the jobs searching",
+    security(()),
+    params(("market" = String, Path, description = "The market's id")),
+    responses(
+        (status = 200, description = "The page", content_type = "text/html", body = String),
+        (status = 303, description = "Signed out: to /ops/sign-in"),
+        (status = 404, description = "A page: no such market", content_type = "text/html", body = String),
+        (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn market_page(
+    State(state): State<AppState>,
+    Path(market_id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer,
+    };
+    let Some(market) = state.markets.get(&market_id) else {
+        return message(
+            StatusCode::NOT_FOUND,
+            Some(&session),
+            "No such market",
+            "There is no market with that id.",
+        );
+    };
+    let at = now();
+    let board = match state.tracking.board(market, at).await {
+        Ok(board) => board,
+        Err(error) => {
+            tracing::error!(%error, market = market_id, "reading a market's board failed");
+            return message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some(&session),
+                "Try again shortly",
+                "The console cannot reach its database just now.",
+            );
+        }
+    };
+    let name = market.definition.name.clone();
+    let network = match board.network {
+        NetworkState::Loaded { road_edges, places } => {
+            format!("Road network: {road_edges} road segments, {places} places.")
+        }
+        NetworkState::Loading => "The road network is still loading.".to_owned(),
+        NetworkState::Failed => "The road network failed to load (see the log).".to_owned(),
+    };
+    let description = describe(&name, &board);
+    page(
+        StatusCode::OK,
+        MarketPage {
+            session: Some(OperatorBar::from(&session)),
+            id: market_id,
+            as_of: at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+            live_seconds: LIVE_SECONDS,
+            network,
+            map: board.map,
+            description,
+            couriers: board.couriers.into_iter().map(CourierMark::from).collect(),
+            more_couriers: board.more_couriers,
+            searching: board.searching.into_iter().map(SearchMark::from).collect(),
+            more_searching: board.more_searching,
+            name,
+        }
+        .render(),
+    )
+}

@@ -1,0 +1,260 @@
+//! A market as operators watch it: its area and roads drawn as one map (the tracking page's
+//! drawing, at the market's scale), the couriers online on it and the jobs searching for one.
+
+use chrono::{DateTime, Utc};
+use courier_geo::LatLon;
+use uuid::Uuid;
+
+use super::map::{Point, Projection};
+use super::{Tracking, stop_point};
+use crate::jobs::POSITION_FRESHNESS;
+use crate::markets::{Market, RoutingError};
+use courier_domain::{Environment, Vehicle};
+use courier_store::couriers::{self as couriers_store, OnlineCourier};
+use courier_store::jobs::{self as jobs_store, SearchingJob};
+
+/// The most couriers and searching jobs one board lists (each list says when it is cut).
+pub const SHOWN: i64 = 500;
+/// A whole market's roads: more than a journey's map carries, still a page drawn at once.
+pub const MAX_MARKET_STREET_POINTS: usize = 12_000;
+
+/// What the board's map shows, in view-box units.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BoardMap {
+    pub view_box: String,
+    /// The market's area: its configured coverage, else the area of its road network.
+    pub area: String,
+    /// The roads, simplified to what shows at this scale.
+    pub streets: String,
+}
+
+/// A courier online, and where on the map when seen lately.
+#[derive(Clone, Debug)]
+pub struct CourierOnBoard {
+    pub id: Uuid,
+    pub name: String,
+    pub vehicle: Vehicle,
+    pub busy: bool,
+    pub seen_at: Option<DateTime<Utc>>,
+    pub at: Option<Point>,
+}
+
+/// A job searching for a courier, at its pickup.
+#[derive(Clone, Debug)]
+pub struct SearchOnBoard {
+    pub id: Uuid,
+    pub reference: String,
+    pub merchant_id: Uuid,
+    pub environment: Environment,
+    pub vehicle: Vehicle,
+    pub searching_since: DateTime<Utc>,
+    pub offered: bool,
+    pub at: Option<Point>,
+}
+
+/// Whether the market's road network can be drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NetworkState {
+    Loaded { road_edges: usize, places: usize },
+    Loading,
+    Failed,
+}
+
+#[derive(Clone, Debug)]
+pub struct MarketBoard {
+    /// Nothing to draw on while the network loads and no coverage is configured.
+    pub map: Option<BoardMap>,
+    pub network: NetworkState,
+    pub couriers: Vec<CourierOnBoard>,
+    /// Whether more couriers are online than listed.
+    pub more_couriers: bool,
+    pub searching: Vec<SearchOnBoard>,
+    pub more_searching: bool,
+}
+
+impl Tracking {
+    /// `market`'s board as it is at `now`.
+    pub async fn board(
+        &self,
+        market: &Market,
+        now: DateTime<Utc>,
+    ) -> Result<MarketBoard, sqlx::Error> {
+        let (mut couriers, mut searching) = tokio::try_join!(
+            couriers_store::online_in_market(
+                &self.pool,
+                market.id(),
+                now - POSITION_FRESHNESS,
+                SHOWN + 1
+            ),
+            jobs_store::searching_in_market(&self.pool, market.id(), SHOWN + 1),
+        )?;
+        let more_couriers = couriers.len() as i64 > SHOWN;
+        couriers.truncate(SHOWN as usize);
+        let more_searching = searching.len() as i64 > SHOWN;
+        searching.truncate(SHOWN as usize);
+        Ok(draw_board(
+            market,
+            couriers,
+            searching,
+            more_couriers,
+            more_searching,
+        ))
+    }
+}
+
+fn courier_point(courier: &OnlineCourier) -> Option<LatLon> {
+    let point = LatLon::new(courier.latitude?, courier.longitude?);
+    point.is_valid().then_some(point)
+}
+
+fn draw_board(
+    market: &Market,
+    couriers: Vec<OnlineCourier>,
+    searching: Vec<SearchingJob>,
+    more_couriers: bool,
+    more_searching: bool,
+) -> MarketBoard {
+    let network = market.network();
+    let network_state = match &network {
+        Ok(network) => {
+            let stats = network.stats();
+            NetworkState::Loaded {
+                road_edges: stats.road_edges,
+                places: stats.places,
+            }
+        }
+        Err(RoutingError::NotReady) => NetworkState::Loading,
+        Err(_) => NetworkState::Failed,
+    };
+    let area = market
+        .definition
+        .coverage
+        .as_ref()
+        .or_else(|| network.as_ref().ok().map(|n| n.network_area()));
+    let projection = area.map(|area| Projection::fit(area.vertices()));
+    let map = area.zip(projection).map(|(area, projection)| {
+        let visible = projection.visible();
+        let streets = network.as_ref().map_or_else(
+            |_| Vec::new(),
+            |network| {
+                network.streets_in(
+                    visible.south_west,
+                    visible.north_east,
+                    visible.street_tolerance_metres(),
+                    MAX_MARKET_STREET_POINTS,
+                )
+            },
+        );
+        let mut outline = projection.path(area.vertices());
+        if !outline.is_empty() {
+            outline.push_str(" Z");
+        }
+        BoardMap {
+            view_box: projection.view_box(),
+            area: outline,
+            streets: streets
+                .iter()
+                .map(|street| projection.path(street))
+                .filter(|d| d.contains('L'))
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    });
+    let place = |point: Option<LatLon>| projection.zip(point).map(|(p, point)| p.project(point));
+    MarketBoard {
+        map,
+        network: network_state,
+        couriers: couriers
+            .into_iter()
+            .map(|c| CourierOnBoard {
+                at: place(courier_point(&c)),
+                id: c.id,
+                name: c.name,
+                vehicle: c.vehicle,
+                busy: c.busy,
+                seen_at: c.seen_at,
+            })
+            .collect(),
+        more_couriers,
+        searching: searching
+            .into_iter()
+            .map(|j| SearchOnBoard {
+                at: place(stop_point(&j.pickup)),
+                id: j.id,
+                reference: j.reference,
+                merchant_id: j.merchant_id,
+                environment: j.environment,
+                vehicle: j.vehicle,
+                searching_since: j.searching_since,
+                offered: j.offered,
+            })
+            .collect(),
+        more_searching,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::markets::Markets;
+    use serde_json::json;
+
+    fn demo() -> std::sync::Arc<Market> {
+        let markets = Markets::from_file(None).expect("the demo market");
+        markets.load_networks(None);
+        markets.get("demo").expect("demo").clone()
+    }
+
+    fn courier(name: &str, at: Option<(f64, f64)>) -> OnlineCourier {
+        OnlineCourier {
+            id: Uuid::new_v4(),
+            name: name.into(),
+            vehicle: Vehicle::Car,
+            latitude: at.map(|a| a.0),
+            longitude: at.map(|a| a.1),
+            seen_at: at.map(|_| Utc::now()),
+            busy: false,
+        }
+    }
+
+    #[test]
+    fn the_board_draws_the_area_its_roads_and_who_is_where() {
+        let market = demo();
+        let inside = (20.01, 50.01);
+        let job = SearchingJob {
+            id: Uuid::new_v4(),
+            reference: "order-1".into(),
+            merchant_id: Uuid::new_v4(),
+            environment: Environment::Live,
+            vehicle: Vehicle::Car,
+            pickup: json!({"latitude": inside.0, "longitude": inside.1}),
+            searching_since: Utc::now(),
+            offered: false,
+        };
+        let board = draw_board(
+            &market,
+            vec![courier("seen", Some(inside)), courier("unseen", None)],
+            vec![job],
+            false,
+            false,
+        );
+        let map = board.map.expect("a map of the demo city");
+        assert!(
+            map.area.starts_with('M') && map.area.ends_with('Z'),
+            "{}",
+            map.area
+        );
+        assert!(
+            map.streets.matches('M').count() > 50,
+            "the city's roads are drawn"
+        );
+        assert!(matches!(board.network, NetworkState::Loaded { road_edges, .. } if road_edges > 0));
+        // The courier and the job's pickup are the same spot, inside the view box.
+        let (seen, unseen) = (&board.couriers[0], &board.couriers[1]);
+        let at = seen.at.expect("a courier seen lately is on the map");
+        assert_eq!(Some(at), board.searching[0].at);
+        let height: f64 = map.view_box.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(at.x > 0.0 && at.x < super::super::map::WIDTH && at.y > 0.0 && at.y < height);
+        assert_eq!(unseen.at, None);
+    }
+}
