@@ -637,3 +637,42 @@ async fn an_operator_sees_the_couriers_online_and_the_jobs_searching_on_the_mark
     let mut stranger = Visitor::new(&floor.app);
     assert_eq!(stranger.get("/ops/markets/demo").await.status, 303);
 }
+
+#[tokio::test]
+async fn an_operator_sees_each_component_s_recent_calls() {
+    let quoting = Quoting::start().await;
+    let app = &quoting.app;
+    let mut visitor = signed_in(app).await;
+    let before = visitor.get("/ops/plugins").await;
+    assert_eq!(before.status, 200);
+    let price_calls = |body: &str| body.matches("<td><code>price</code></td>").count();
+    let already = price_calls(&before.body);
+
+    // A quote is one call of the market's price book; a card attached in test, one of the
+    // test environment's adapter.
+    let (status, _) = quoting.quote(&journey(Some("car"))).await;
+    assert_eq!(status, 201);
+    crate::support::attach_working_card(app, &quoting.credential).await;
+
+    let page = visitor.get("/ops/plugins").await;
+    assert_eq!(page.status, 200);
+    let body = &page.body;
+    assert_eq!(price_calls(body), already + 1, "{body}");
+    // Time and memory against their limits (a price book's deadline is 50 ms); how it ended.
+    let attach = body
+        .split("<tr>")
+        .find(|row| row.contains("<td><code>attach-card</code></td>"))
+        .unwrap_or_else(|| panic!("no attach-card call: {body}"));
+    assert!(
+        attach.contains(" ms of ") && attach.contains(" of 64.0 MiB</td>"),
+        "{attach}"
+    );
+    assert!(attach.contains("<td>answered</td>"), "{attach}");
+    assert!(body.contains(" of 50.0 ms</td>"), "{body}");
+    assert!(!body.contains("class=\"failed\""), "{body}");
+    // The shaper has been called by nothing yet.
+    assert!(
+        body.contains("No call since this instance started."),
+        "{body}"
+    );
+}

@@ -74,6 +74,8 @@ pub struct AppServices {
     pub public_requests: Arc<courier_core::auth::failures::AddressBudget>,
     /// Tracking-page lookups in progress at once.
     pub tracking_slots: Arc<tokio::sync::Semaphore>,
+    /// The plugin engine: what its components' recent calls were.
+    pub plugin_engine: courier_core::components::PluginEngine,
 }
 
 /// Set once the instance is told to stop: `/readyz` answers 503 `service.draining` and HTTP/1

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use courier_plugins::Limits;
+pub use courier_plugins::{CallRecord, KEPT_PER_COMPONENT, PluginEngine};
 
 /// One component in use.
 #[derive(Debug, Clone, PartialEq, Eq)]

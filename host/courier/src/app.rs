@@ -348,6 +348,7 @@ pub async fn run(
             config.public_request_window,
         )),
         tracking_slots: Arc::new(tokio::sync::Semaphore::new(config.tracking_concurrency)),
+        plugin_engine: services.plugin_engine.clone(),
     });
     let address = listener.local_addr().map_err(StartError::Serve)?;
     tracing::info!(%address, "courier is listening");

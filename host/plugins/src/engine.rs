@@ -15,6 +15,7 @@ use wasmtime::{
 };
 
 use crate::PluginError;
+use crate::calls::{CallRecord, CallStart, RecentCalls};
 use crate::limits::{Limits, MemoryCap};
 
 /// How the engine is set up. One engine serves the whole process.
@@ -65,6 +66,7 @@ pub(crate) struct Runtime {
     pub(crate) limits: Limits,
     cache_dir: Option<PathBuf>,
     tick: Duration,
+    pub(crate) recent: RecentCalls,
 }
 
 /// How often an asynchronous call that computes rather than waits gives its thread back to
@@ -84,6 +86,13 @@ pub(crate) struct CallState {
     pub(crate) deadline: std::time::Instant,
     /// What a payment adapter logged during the call (`log` import).
     pub(crate) log: crate::outbound::CallLog,
+}
+
+impl CallState {
+    /// The most linear memory the call's instance had.
+    pub(crate) fn memory_peak(&self) -> usize {
+        self.memory.peak
+    }
 }
 
 impl PluginEngine {
@@ -129,6 +138,7 @@ impl PluginEngine {
             limits: config.limits,
             cache_dir: config.cache_dir,
             tick: config.epoch_tick,
+            recent: RecentCalls::default(),
         });
         spawn_ticker(Arc::downgrade(&runtime), config.epoch_tick)?;
         Ok(PluginEngine { runtime })
@@ -136,6 +146,11 @@ impl PluginEngine {
 
     pub fn limits(&self) -> &Limits {
         &self.runtime.limits
+    }
+
+    /// The calls this process made lately to the component with `sha256`, newest first.
+    pub fn recent_calls(&self, sha256: &str) -> Vec<CallRecord> {
+        self.runtime.recent.of(sha256)
     }
 }
 
@@ -167,6 +182,31 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 impl Runtime {
+    /// Keeps a finished call among the component's recent calls.
+    pub(crate) fn record<R>(
+        &self,
+        sha256: &str,
+        operation: &'static str,
+        start: &CallStart,
+        (deadline, memory_bytes): (Duration, usize),
+        result: &Result<R, PluginError>,
+        lines: Vec<crate::outbound::GuestLine>,
+    ) {
+        self.recent.record(
+            sha256,
+            CallRecord {
+                at: start.at(),
+                operation,
+                took: start.elapsed(),
+                deadline,
+                memory_bytes,
+                memory_limit: self.limits.memory_bytes,
+                failure: result.as_ref().err().map(ToString::to_string),
+                lines,
+            },
+        );
+    }
+
     /// Compiles a component, or loads its precompiled artifact.
     pub(crate) fn component(&self, bytes: &[u8]) -> Result<Component, PluginError> {
         let compile = |e: wasmtime::Error| PluginError::Compile(format!("{e:#}"));

@@ -20,6 +20,7 @@
 //! imports (`outbound-http` and `config` for payment adapters); any other
 //! import is linked to a trap.
 
+mod calls;
 pub mod defaults;
 mod engine;
 mod error;
@@ -32,6 +33,7 @@ mod public_address;
 mod slot;
 mod webhooks;
 
+pub use calls::{COMPONENTS_KEPT, CallRecord, KEPT_PER_COMPONENT};
 pub use engine::{EPOCH_THREAD, EngineConfig, PluginEngine};
 pub use error::PluginError;
 pub use inspect::{ComponentInfo, Import, World, inspect};

@@ -61,11 +61,17 @@ impl Limits {
 pub(crate) struct MemoryCap {
     limit: usize,
     pub(crate) hit: bool,
+    /// The most memory granted, for the record of the call.
+    pub(crate) peak: usize,
 }
 
 impl MemoryCap {
     pub(crate) fn new(limit: usize) -> Self {
-        MemoryCap { limit, hit: false }
+        MemoryCap {
+            limit,
+            hit: false,
+            peak: 0,
+        }
     }
 }
 
@@ -77,7 +83,9 @@ impl wasmtime::ResourceLimiter for MemoryCap {
         maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         let allowed = desired <= self.limit && maximum.is_none_or(|m| desired <= m);
-        if !allowed {
+        if allowed {
+            self.peak = self.peak.max(desired);
+        } else {
             self.hit = true;
         }
         Ok(allowed)

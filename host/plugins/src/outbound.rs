@@ -163,6 +163,17 @@ pub enum LogLevel {
     Error,
 }
 
+impl LogLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Warn => "warn",
+            LogLevel::Error => "error",
+        }
+    }
+}
+
 /// One line an adapter logged.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct GuestLine {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use wasmtime::Store;
 
 use crate::PluginError;
+use crate::calls::CallStart;
 use crate::engine::{CallState, PluginEngine, Runtime};
 use crate::limits::{check_input, check_output};
 
@@ -238,7 +239,7 @@ impl PriceBook {
     pub fn prepare(&self, settings: &str) -> Result<Result<PreparedSettings, String>, PluginError> {
         let limits = &self.inner.runtime.limits;
         check_input("settings", settings, limits.max_settings_bytes)?;
-        let answer = self.run(|book, store| {
+        let answer = self.run("prepare-settings", |book, store| {
             book.courier_pricing_book()
                 .call_prepare_settings(store, settings)
         })?;
@@ -297,7 +298,7 @@ impl PriceBook {
             check_input(what, value.map_or("", |s| s), limits.max_field_bytes)?;
         }
         let wire = to_wire(request);
-        let answer = self.run(|book, store| {
+        let answer = self.run("price", |book, store| {
             book.courier_pricing_book()
                 .call_price(store, &wire, &settings.compiled)
         })?;
@@ -309,17 +310,29 @@ impl PriceBook {
 
     fn run<R>(
         &self,
+        operation: &'static str,
         call: impl FnOnce(&wit::PriceBook, &mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, PluginError> {
         let rt = &self.inner.runtime;
+        let start = CallStart::now();
         let deadline = rt.limits.call_deadline;
         let mut store = rt.store(deadline, None);
         let result = self
             .inner
             .pre
             .instantiate(&mut store)
-            .and_then(|book| call(&book, &mut store));
-        result.map_err(|e| rt.classify(&store, deadline, e))
+            .and_then(|book| call(&book, &mut store))
+            .map_err(|e| rt.classify(&store, deadline, e));
+        let used = (deadline, store.data().memory_peak());
+        rt.record(
+            &self.inner.sha256,
+            operation,
+            &start,
+            used,
+            &result,
+            Vec::new(),
+        );
+        result
     }
 
     fn lines(&self, lines: Vec<w::Line>) -> Result<Vec<PriceLine>, PluginError> {

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use crate::PluginError;
+use crate::calls::CallStart;
 use crate::engine::{CallState, PluginEngine, Runtime};
 use crate::limits::{check_input, check_output};
 
@@ -155,6 +156,7 @@ impl PayloadShaper {
             check_input(what, value, limits.max_field_bytes)?;
         }
         let wire = to_wire(event);
+        let start = CallStart::now();
         let deadline = limits.call_deadline;
         let mut store = rt.store(deadline, None);
         let answer = self
@@ -166,7 +168,17 @@ impl PayloadShaper {
                     .courier_webhooks_shaper()
                     .call_shape(&mut store, &wire)
             })
-            .map_err(|e| rt.classify(&store, deadline, e))?;
+            .map_err(|e| rt.classify(&store, deadline, e));
+        let used = (deadline, store.data().memory_peak());
+        rt.record(
+            &self.inner.sha256,
+            "shape",
+            &start,
+            used,
+            &answer,
+            Vec::new(),
+        );
+        let answer = answer?;
         match answer {
             Ok(p) => {
                 check_output("content type", &p.content_type, limits.max_text_bytes)?;

@@ -198,3 +198,31 @@ fn concurrent_hostile_and_good_calls_do_not_interfere() {
     });
     assert_unharmed(&b);
 }
+
+#[test]
+fn every_call_is_kept_with_its_time_memory_and_how_it_ended() {
+    let engine = engine();
+    let b = books(&engine);
+    let (err, _) = hostile_price(&b, "balloon");
+    assert_unharmed(&b);
+    // The hostile book: preparing its settings, the failed call, the good one after, newest
+    // first; the good book's calls are its own.
+    let calls = engine.recent_calls(b.hostile.sha256());
+    let operations: Vec<_> = calls.iter().map(|c| c.operation).collect();
+    assert_eq!(operations, ["price", "price", "prepare-settings"]);
+    let (good, failed) = (&calls[0], &calls[1]);
+    assert_eq!(good.failure, None);
+    assert_eq!(failed.failure.as_deref(), Some(err.to_string().as_str()));
+    // The balloon grew to the cap; the good call stayed far below it.
+    assert_eq!(failed.memory_limit, 64 << 20);
+    assert!(failed.memory_bytes > 32 << 20, "{}", failed.memory_bytes);
+    assert!(
+        good.memory_bytes > 0 && good.memory_bytes < 8 << 20,
+        "{}",
+        good.memory_bytes
+    );
+    assert!(good.took < good.deadline, "{:?}", good.took);
+    assert!(failed.at <= good.at);
+    let good_book = engine.recent_calls(b.good.sha256());
+    assert_eq!(good_book.len(), 2, "{good_book:?}");
+}

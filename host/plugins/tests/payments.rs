@@ -295,11 +295,15 @@ async fn a_component_built_against_2_0_loads_and_behaves_as_it_did() {
 }
 
 async fn probe_with(settings: &[(&str, &str)]) -> PaymentAdapter {
+    probe_on(&engine(), settings).await
+}
+
+async fn probe_on(engine: &PluginEngine, settings: &[(&str, &str)]) -> PaymentAdapter {
     let values = settings
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    PaymentAdapter::load_watched(&engine(), HTTP_PROBE, AdapterConfig::new(values))
+    PaymentAdapter::load_watched(engine, HTTP_PROBE, AdapterConfig::new(values))
         .await
         .unwrap()
 }
@@ -335,6 +339,28 @@ async fn the_adapter_s_log_lines_are_kept_with_their_level() {
         "sending to https://elsewhere.example/v1/charges"
     );
     assert!(a.take_logged().is_empty(), "taken once");
+}
+
+#[tokio::test]
+async fn each_adapter_call_is_kept_with_its_log_lines() {
+    let engine = engine();
+    let a = probe_on(&engine, &[]).await;
+    fetch(&a, "https://elsewhere.example/v1/charges").await;
+    let calls = engine.recent_calls(a.sha256());
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let call = &calls[0];
+    assert_eq!(call.operation, "authorise");
+    assert_eq!(
+        call.failure, None,
+        "the adapter answered (that it was unreachable)"
+    );
+    assert_eq!(call.deadline, engine.limits().adapter_deadline);
+    assert!(call.memory_bytes > 0);
+    assert_eq!(call.lines.len(), 1);
+    assert_eq!(
+        call.lines[0].message,
+        "sending to https://elsewhere.example/v1/charges"
+    );
 }
 
 #[tokio::test]

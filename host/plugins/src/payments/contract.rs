@@ -1,6 +1,7 @@
 //! One version of the payments contract, as the host calls it: each version's bindings
 //! (`current`, `v2_0`) implement [`Contract`], reading their answers into the host's types.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use wasmtime::Store;
@@ -11,6 +12,7 @@ use super::types::{
     RefundRequest, VoidRequest,
 };
 use crate::PluginError;
+use crate::calls::CallStart;
 use crate::engine::{CallState, Runtime};
 use crate::outbound::{AdapterHost, CallLog};
 
@@ -64,6 +66,9 @@ pub(crate) struct Caller {
     pub runtime: Arc<Runtime>,
     pub host: Option<Arc<AdapterHost>>,
     pub log: Mutex<CallLog>,
+    pub start: CallStart,
+    /// The most memory the call's instance had, once it has finished.
+    pub memory_peak: AtomicUsize,
 }
 
 impl Caller {
@@ -72,6 +77,8 @@ impl Caller {
             runtime,
             host,
             log: Mutex::default(),
+            start: CallStart::now(),
+            memory_peak: AtomicUsize::new(0),
         }
     }
 
@@ -92,6 +99,8 @@ impl Caller {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) =
             std::mem::take(&mut store.data_mut().log);
+        self.memory_peak
+            .store(store.data().memory_peak(), Ordering::Relaxed);
         let deadline = self.runtime.limits.adapter_deadline;
         result.map_err(|e| self.runtime.classify(&store, deadline, e))
     }

@@ -422,7 +422,7 @@ impl PaymentAdapter {
             .contract
             .verify_event(&caller, headers, body)
             .await;
-        self.log_lines("verify-event", None, caller.take_log());
+        let answer = self.logged(&caller, "verify-event", None, answer);
         match answer? {
             Ok(events) => {
                 if events.len() > MAX_EVENTS {
@@ -475,11 +475,21 @@ impl PaymentAdapter {
         key: Option<&str>,
         answer: Result<R, PluginError>,
     ) -> Result<R, PluginError> {
-        self.log_lines(operation, key, caller.take_log());
-        answer
-    }
-
-    fn log_lines(&self, operation: &'static str, key: Option<&str>, log: crate::outbound::CallLog) {
+        let log = caller.take_log();
+        let runtime = &self.inner.runtime;
+        let used = (
+            runtime.limits.adapter_deadline,
+            caller.memory_peak.load(Ordering::Relaxed),
+        );
+        let lines = log.lines.clone();
+        runtime.record(
+            &self.inner.sha256,
+            operation,
+            &caller.start,
+            used,
+            &answer,
+            lines,
+        );
         keep_logged(
             &self.inner.offline,
             operation,
@@ -487,6 +497,7 @@ impl PaymentAdapter {
             &self.inner.info.name,
             log,
         );
+        answer
     }
 
     fn check_inputs(&self, fields: &[(&'static str, &str)]) -> Result<(), PluginError> {

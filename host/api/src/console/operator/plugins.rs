@@ -1,6 +1,7 @@
 //! The components in use: each market's price book in force, each environment's payment
 //! adapter, the payload shaper; with what they are (name, version, sha256, world) and the
-//! limits their calls run under.
+//! limits their calls run under; and each one's recent calls on this instance: when, which
+//! export, time and memory against the limits, how it ended, what an adapter logged.
 
 use askama::Template;
 use axum::extract::State;
@@ -10,7 +11,7 @@ use axum::response::Response;
 use super::super::respond::page;
 use super::{OperatorBar, message, signed_in};
 use crate::state::AppState;
-use courier_core::components::{self, ComponentInUse};
+use courier_core::components::{self, CallRecord, ComponentInUse};
 
 struct Row {
     kind: &'static str,
@@ -44,11 +45,63 @@ impl From<ComponentInUse> for Row {
     }
 }
 
+/// One recent call, as the page writes it.
+struct Call {
+    at: String,
+    operation: &'static str,
+    took: String,
+    memory: String,
+    failure: Option<String>,
+    lines: Vec<(&'static str, String)>,
+}
+
+/// Milliseconds to a tenth, at least a tenth: "0.4 ms of 50 ms".
+fn millis(d: std::time::Duration) -> String {
+    format!("{:.1} ms", (d.as_secs_f64() * 1000.0).max(0.1))
+}
+
+fn bytes(n: usize) -> String {
+    if n >= 1 << 20 {
+        format!("{:.1} MiB", n as f64 / f64::from(1 << 20))
+    } else {
+        format!("{} KiB", n.div_ceil(1024))
+    }
+}
+
+impl From<CallRecord> for Call {
+    fn from(c: CallRecord) -> Self {
+        Call {
+            at: chrono::DateTime::<chrono::Utc>::from(c.at)
+                .format("%Y-%m-%d %H:%M:%S%.3f UTC")
+                .to_string(),
+            operation: c.operation,
+            took: format!("{} of {}", millis(c.took), millis(c.deadline)),
+            memory: format!("{} of {}", bytes(c.memory_bytes), bytes(c.memory_limit)),
+            failure: c.failure,
+            lines: c
+                .lines
+                .into_iter()
+                .map(|line| (line.level.as_str(), line.message))
+                .collect(),
+        }
+    }
+}
+
+/// A component's recent calls.
+struct Calls {
+    id: String,
+    title: String,
+    failed: usize,
+    calls: Vec<Call>,
+}
+
 #[derive(Template)]
 #[template(path = "console/ops_plugins.html")]
 struct PluginsPage {
     session: Option<OperatorBar>,
     components: Vec<Row>,
+    kept: usize,
+    recent: Vec<Calls>,
 }
 
 #[utoipa::path(
@@ -81,17 +134,40 @@ pub async fn plugins_page(State(state): State<AppState>, headers: HeaderMap) -> 
             );
         }
     };
-    let components = books
+    let in_use: Vec<ComponentInUse> = books
         .into_iter()
         .chain(state.payments.adapters_in_use())
         .chain([components::shaper(state.price_books.limits())])
-        .map(Row::from)
         .collect();
+    // One list per component, however many places use it.
+    let mut recent: Vec<Calls> = Vec::new();
+    for component in &in_use {
+        if recent.iter().any(|r| r.id == component.sha256) {
+            continue;
+        }
+        let calls: Vec<Call> = state
+            .plugin_engine
+            .recent_calls(&component.sha256)
+            .into_iter()
+            .map(Call::from)
+            .collect();
+        recent.push(Calls {
+            id: component.sha256.clone(),
+            title: format!(
+                "{} {} ({})",
+                component.name, component.version, component.kind
+            ),
+            failed: calls.iter().filter(|c| c.failure.is_some()).count(),
+            calls,
+        });
+    }
     page(
         StatusCode::OK,
         PluginsPage {
             session: Some(OperatorBar::from(&session)),
-            components,
+            components: in_use.into_iter().map(Row::from).collect(),
+            kept: components::KEPT_PER_COMPONENT,
+            recent,
         }
         .render(),
     )
