@@ -1047,6 +1047,139 @@ async fn keys_are_made_with_their_secret_shown_once_and_revoked_by_their_merchan
     app.stop().await;
 }
 
+#[tokio::test]
+async fn a_live_session_changes_the_account_s_settings_and_a_test_one_cannot() {
+    let (app, merchant) = shop("Settings Console Ltd").await;
+    let settings = || async {
+        let (status, body) = crate::support::status_and_json(
+            app.admin(
+                Method::GET,
+                &format!("/merchants/{}/settings", merchant.merchant_id),
+            )
+            .send()
+            .await
+            .unwrap(),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        body
+    };
+    let before = settings().await;
+
+    // A test session reads them, has no form, and is refused if it posts one.
+    let mut tester = Visitor::new(&app);
+    tester.sign_in(&merchant.test()).await;
+    let page = tester.get("/console/keys").await;
+    assert!(
+        !page.body.contains("action=\"/console/settings\""),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("signed in with a live key"),
+        "{}",
+        page.body
+    );
+    let csrf = csrf_of(&page.body);
+    let refused = tester
+        .post(
+            "/console/settings",
+            &[("csrf", &csrf), ("notify_customer", "on")],
+        )
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(settings().await, before);
+
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_in(&merchant.live()).await;
+    let page = visitor.get("/console/keys").await;
+    assert!(
+        page.body.contains("action=\"/console/settings\""),
+        "{}",
+        page.body
+    );
+    let csrf = csrf_of(&page.body);
+    let form = |csrf: &str, sender: &str| -> Vec<(String, String)> {
+        [
+            ("csrf", csrf),
+            ("notify_customer", "on"),
+            ("proof_signature_required", "on"),
+            ("sms_sender_name", sender),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .to_vec()
+    };
+    let mut post = async |fields: Vec<(String, String)>| {
+        let fields: Vec<(&str, &str)> = fields
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        visitor.post("/console/settings", &fields).await
+    };
+    // Without the form's token; a sender name that cannot be one: nothing changes.
+    assert_eq!(post(form("forged", "Shop")).await.status, 403);
+    let refused = post(form(&csrf, "12345")).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(
+        refused.body.contains("class=\"problem\""),
+        "{}",
+        refused.body
+    );
+    assert_eq!(settings().await, before);
+
+    // Saved: ticked boxes are yes, unticked no, and the sender as typed.
+    let saved = post(form(&csrf, "ShopCo")).await;
+    assert_eq!(saved.status, 200, "{}", saved.body);
+    assert!(saved.body.contains("Settings saved."), "{}", saved.body);
+    let after = settings().await;
+    assert_eq!(after["notify_customer"], true, "{after}");
+    assert_eq!(after["proof_photo_required"], false, "{after}");
+    assert_eq!(after["proof_signature_required"], true, "{after}");
+    assert_eq!(after["sms_sender_name"], "ShopCo", "{after}");
+    // The budgets are the operators' alone.
+    for budget in [
+        "rate_limit_quotes_per_minute",
+        "rate_limit_bookings_per_minute",
+        "rate_limit_reads_per_minute",
+    ] {
+        assert_eq!(after[budget], before[budget], "{budget}");
+    }
+    assert!(
+        saved.body.contains(
+            "id=\"sms_sender_name\" name=\"sms_sender_name\" maxlength=\"11\" value=\"ShopCo\""
+        ),
+        "{}",
+        saved.body
+    );
+    // An empty sender is the service's own again.
+    let empty = vec![
+        ("csrf".to_owned(), csrf.clone()),
+        ("sms_sender_name".to_owned(), String::new()),
+    ];
+    assert_eq!(post(empty).await.status, 200);
+    let after = settings().await;
+    assert_eq!(after["sms_sender_name"], serde_json::Value::Null, "{after}");
+    assert_eq!(after["notify_customer"], false, "{after}");
+
+    // The audit trail says who changed them.
+    let (_, audit) = crate::support::status_and_json(
+        app.admin(Method::GET, "/audit?action=merchant.settings_changed")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let by: Vec<_> = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["target_id"] == merchant.merchant_id.to_string().as_str())
+        .map(|e| e["operator"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(by, vec![format!("console:{}", merchant.live().key); 2]);
+    app.stop().await;
+}
+
 /// The sandbox form as a person fills it.
 fn test_delivery<'a>(csrf: &'a str, pickup: &'a str, scenario: &'a str) -> Vec<(&'a str, &'a str)> {
     vec![

@@ -270,6 +270,39 @@ async fn a_merchant_uses_the_console_in_a_browser() {
     // Signed out.
     click(&browser, "form.sign-out button").await;
     arrives_at(&browser, "/console/sign-in").await;
+
+    // With the live key: the account's settings changed.
+    fill(&browser, "key", &merchant.live().key).await;
+    fill(&browser, "secret", &merchant.live().secret).await;
+    click(&browser, "form.sign-in button").await;
+    arrives_at(&browser, "/console/jobs").await;
+    client.goto(&app.url("/console/keys")).await.unwrap();
+    arrives_at(&browser, "/console/keys").await;
+    click(&browser, "#proof_photo_required").await;
+    fill(&browser, "sms_sender_name", "ShopCo").await;
+    click(&browser, "form.settings button").await;
+    browser
+        .wait_until("the settings saved", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("Settings saved."))
+        })
+        .await;
+    looked_at(&browser, "console-settings-saved.png").await;
+    let (status, settings) = status_and_json(
+        app.admin(
+            Method::GET,
+            &format!("/merchants/{}/settings", merchant.merchant_id),
+        )
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(settings["proof_photo_required"], true, "{settings}");
+    assert_eq!(settings["sms_sender_name"], "ShopCo", "{settings}");
     browser.close().await;
     app.stop().await;
 }

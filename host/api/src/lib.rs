@@ -109,6 +109,7 @@ fn public_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::cards::card_action))
         .routes(routes!(console::keys::keys_page, console::keys::create_key))
         .routes(routes!(console::keys::revoke_key))
+        .routes(routes!(console::keys::change_settings))
         .routes(routes!(
             console::sandbox::sandbox_page,
             console::sandbox::book_test_delivery

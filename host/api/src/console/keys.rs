@@ -1,6 +1,8 @@
 //! The merchant's API keys of the console's environment (label, when made, last used,
 //! revoked), a new key made (its secret shown once, on the page that made it), a key revoked
-//! (the sessions signed in with it end); and the account's settings, as operators set them.
+//! (the sessions signed in with it end); and the account's settings: a live session changes
+//! what bookings default to and the texts' sender (a test key, often a developer's, changes
+//! nothing that live deliveries follow), and the request budgets stay the operators'.
 //! The audit trail records these actions as `console:<the session's key>`.
 
 use askama::Template;
@@ -11,7 +13,8 @@ use axum::response::Response;
 use super::respond::{SessionBar, field, message, page, see_other, signed_form, signed_in, when};
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
-use courier_core::merchants::{CreatedKey, MerchantError};
+use courier_core::merchants::{CreatedKey, MerchantError, SettingsChange};
+use courier_domain::Environment;
 
 struct ListedKey {
     key: String,
@@ -27,6 +30,14 @@ struct Setting {
     value: String,
 }
 
+/// The settings a live session may change, as the form shows them.
+struct Editable {
+    notify_customer: bool,
+    proof_photo_required: bool,
+    proof_signature_required: bool,
+    sms_sender_name: String,
+}
+
 #[derive(Template)]
 #[template(path = "console/keys.html")]
 struct KeysPage {
@@ -34,8 +45,19 @@ struct KeysPage {
     environment: &'static str,
     keys: Vec<ListedKey>,
     settings: Vec<Setting>,
+    /// Only in a live session.
+    editable: Option<Editable>,
     created: Option<CreatedKey>,
     problem: Option<String>,
+    notice: Option<&'static str>,
+}
+
+/// What the page says after an action.
+#[derive(Default)]
+struct Said {
+    created: Option<CreatedKey>,
+    problem: Option<String>,
+    notice: Option<&'static str>,
 }
 
 /// Who the audit trail says did it.
@@ -57,8 +79,7 @@ async fn render(
     state: &AppState,
     session: &ConsoleSession,
     status: StatusCode,
-    created: Option<CreatedKey>,
-    problem: Option<String>,
+    said: Said,
 ) -> Response {
     let merchant = &session.merchant;
     let detail = match state.merchants.show(merchant.merchant_id).await {
@@ -79,6 +100,12 @@ async fn render(
         })
         .collect();
     let s = detail.settings;
+    let editable = (merchant.environment == Environment::Live).then(|| Editable {
+        notify_customer: s.notify_customer,
+        proof_photo_required: s.proof_photo_required,
+        proof_signature_required: s.proof_signature_required,
+        sms_sender_name: s.sms_sender_name.clone().unwrap_or_default(),
+    });
     let or_default = |limit: Option<i32>| {
         limit.map_or_else(
             || "the service's default".to_owned(),
@@ -125,8 +152,10 @@ async fn render(
             environment: merchant.environment.as_str(),
             keys,
             settings,
-            created,
-            problem,
+            editable,
+            created: said.created,
+            problem: said.problem,
+            notice: said.notice,
         }
         .render(),
     )
@@ -147,7 +176,7 @@ async fn render(
 )]
 pub async fn keys_page(State(state): State<AppState>, headers: HeaderMap) -> Response {
     match signed_in(&state, &headers).await {
-        Ok(session) => render(&state, &session, StatusCode::OK, None, None).await,
+        Ok(session) => render(&state, &session, StatusCode::OK, Said::default()).await,
         Err(answer) => answer,
     }
 }
@@ -184,17 +213,19 @@ pub async fn create_key(State(state): State<AppState>, request: Request) -> Resp
         )
         .await
     {
-        Ok(created) => render(&state, &session, StatusCode::CREATED, Some(created), None).await,
+        Ok(created) => {
+            let said = Said {
+                created: Some(created),
+                ..Said::default()
+            };
+            render(&state, &session, StatusCode::CREATED, said).await
+        }
         Err(error @ MerchantError::InvalidLabel) => {
-            let problem = Some(error.to_string());
-            render(
-                &state,
-                &session,
-                StatusCode::UNPROCESSABLE_ENTITY,
-                None,
-                problem,
-            )
-            .await
+            let said = Said {
+                problem: Some(error.to_string()),
+                ..Said::default()
+            };
+            render(&state, &session, StatusCode::UNPROCESSABLE_ENTITY, said).await
         }
         Err(error) => unavailable(&session, &error),
     }
@@ -244,6 +275,69 @@ pub async fn revoke_key(
     match state.merchants.revoke_key(&key, &actor(&session)).await {
         Ok(_) if key == session.key => see_other("/console/sign-in"),
         Ok(_) => see_other("/console/keys"),
+        Err(error) => unavailable(&session, &error),
+    }
+}
+
+#[utoipa::path(
+    post,
+    path = "/console/settings",
+    operation_id = "consoleChangeSettings",
+    tag = "console",
+    summary = "Changes the account's settings from a live session: form fields `csrf`, `notify_customer`, `proof_photo_required`, `proof_signature_required` (checkboxes: present is yes), `sms_sender_name` (empty: the service's sender)",
+    security(()),
+    request_body(content = String, description = "`csrf=…&notify_customer=on&sms_sender_name=…`", content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "The page, saying the settings are saved", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to /console/sign-in"),
+        (status = 403, description = "A page: the form did not carry the session's token, or the session is a test key's", content_type = "text/html", body = String),
+        (status = 422, description = "A page: a sender name that is not 3 to 11 letters and digits with a letter", content_type = "text/html", body = String),
+        (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn change_settings(State(state): State<AppState>, request: Request) -> Response {
+    let (session, fields) = match signed_form(&state, request).await {
+        Ok(signed) => signed,
+        Err(answer) => return answer,
+    };
+    if session.merchant.environment != Environment::Live {
+        return message(
+            StatusCode::FORBIDDEN,
+            Some(&session),
+            "Settings change with a live key",
+            "The account's settings decide how live deliveries go: sign in with a live key to change them.",
+        );
+    }
+    // A checkbox left unticked is not sent at all: absent is "no".
+    let ticked = |name: &str| Some(field(&fields, name).is_some());
+    let sender = field(&fields, "sms_sender_name").unwrap_or("").trim();
+    let change = SettingsChange {
+        notify_customer: ticked("notify_customer"),
+        proof_photo_required: ticked("proof_photo_required"),
+        proof_signature_required: ticked("proof_signature_required"),
+        sms_sender_name: Some((!sender.is_empty()).then(|| sender.to_owned())),
+        ..SettingsChange::default()
+    };
+    let merchant_id = session.merchant.merchant_id;
+    match state
+        .merchants
+        .change_settings(merchant_id, &change, &actor(&session))
+        .await
+    {
+        Ok(_) => {
+            let said = Said {
+                notice: Some("Settings saved."),
+                ..Said::default()
+            };
+            render(&state, &session, StatusCode::OK, said).await
+        }
+        Err(MerchantError::Settings(error)) => {
+            let said = Said {
+                problem: Some(error.to_string()),
+                ..Said::default()
+            };
+            render(&state, &session, StatusCode::UNPROCESSABLE_ENTITY, said).await
+        }
         Err(error) => unavailable(&session, &error),
     }
 }
