@@ -782,6 +782,105 @@ async fn a_failed_delivery_found_in_the_log_is_resent_and_received_again() {
 }
 
 #[tokio::test]
+async fn the_delivery_log_pages_back_and_filters_by_status() {
+    let (app, merchant, receiver) = hooked("Console Log Pages", &[]).await;
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_in(&merchant.test()).await;
+    let csrf = csrf_of(&visitor.get("/console/webhooks").await.body);
+    let url = receiver.url("/log-pages");
+    let added = visitor
+        .post("/console/webhooks", &[("csrf", &csrf), ("url", &url)])
+        .await;
+    assert_eq!(added.status, 201, "{}", added.body);
+    let id = first_endpoint(&app, &merchant).await;
+    let path = format!("/console/webhooks/{id}");
+    // One more delivery than a page holds.
+    for _ in 0..51 {
+        let sent = visitor
+            .post(
+                &format!("{path}/test-event"),
+                &[("csrf", &csrf), ("event", "job.booked")],
+            )
+            .await;
+        assert_eq!(sent.status, 200, "{}", sent.body);
+    }
+    let rows = |body: &str| {
+        body.matches(&format!("<a href=\"{path}/deliveries/"))
+            .count()
+    };
+
+    // The events fan out into deliveries in the background.
+    let mut first = visitor.get(&path).await;
+    for _ in 0..200 {
+        if first.body.contains("rel=\"next\"") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        first = visitor.get(&path).await;
+    }
+    assert_eq!(first.status, 200);
+    assert_eq!(rows(&first.body), 50, "{}", first.body);
+    let at = first
+        .body
+        .find("rel=\"next\"")
+        .expect("a link to older deliveries");
+    let older = &first.body[first.body[..at].rfind("href=\"").unwrap() + 6..];
+    let older = older.split('"').next().unwrap().replace("&amp;", "&");
+    let second = visitor.get(&older).await;
+    assert_eq!(second.status, 200);
+    assert_eq!(rows(&second.body), 1, "{}", second.body);
+    assert!(!second.body.contains("rel=\"next\""), "{}", second.body);
+    // The two pages hold every delivery once.
+    let ids = |body: &str| -> Vec<String> {
+        body.split(&format!("<a href=\"{path}/deliveries/"))
+            .skip(1)
+            .map(|rest| rest.split('"').next().unwrap().to_owned())
+            .collect()
+    };
+    let mut all = ids(&first.body);
+    all.extend(ids(&second.body));
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 51);
+
+    // By status: none was cancelled.
+    let cancelled = visitor.get(&format!("{path}?status=cancelled")).await;
+    assert_eq!(cancelled.status, 200);
+    assert!(
+        cancelled.body.contains("No cancelled delivery."),
+        "{}",
+        cancelled.body
+    );
+    assert!(
+        cancelled
+            .body
+            .contains("<option value=\"cancelled\" selected>")
+    );
+    // Not a status, not a delivery; another endpoint's delivery pages nothing.
+    assert_eq!(
+        visitor.get(&format!("{path}?status=lost")).await.status,
+        400
+    );
+    assert_eq!(
+        visitor
+            .get(&format!("{path}?before=yesterday"))
+            .await
+            .status,
+        400
+    );
+    let elsewhere = visitor
+        .get(&format!("{path}?before={}", uuid::Uuid::new_v4()))
+        .await;
+    assert_eq!(elsewhere.status, 200);
+    assert!(
+        elsewhere.body.contains("No older deliveries."),
+        "{}",
+        elsewhere.body
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
 async fn cards_are_added_made_default_and_removed_and_charges_are_listed() {
     let (app, merchant) = shop("Card Console Ltd").await;
     let job = book(&app, &merchant.test()).await;

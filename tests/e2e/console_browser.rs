@@ -141,7 +141,7 @@ async fn a_merchant_uses_the_console_in_a_browser() {
             client
                 .source()
                 .await
-                .is_ok_and(|s| s.contains("Recent deliveries"))
+                .is_ok_and(|s| s.contains("<h2>Deliveries</h2>"))
         })
         .await;
     looked_at(&browser, "console-webhook.png").await;

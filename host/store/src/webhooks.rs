@@ -218,6 +218,33 @@ pub async fn recent_deliveries(
     .await
 }
 
+/// A page of an endpoint's delivery log, newest first: those with `status` (any when None),
+/// made before the delivery `before` (from the top when None; nothing when `before` is not
+/// one of this endpoint's deliveries), up to `limit`.
+pub async fn delivery_log(
+    pool: &PgPool,
+    endpoint_id: Uuid,
+    status: Option<DeliveryStatus>,
+    before: Option<Uuid>,
+    limit: i64,
+) -> Result<Vec<DeliveryRow>, sqlx::Error> {
+    sqlx::query_as!(
+        DeliveryRow,
+        "SELECT id, event_name, status AS \"status: Text<DeliveryStatus>\", attempts, occurred_at, delivered_at, next_attempt_at, \
+         response_status_code, last_error FROM webhook_deliveries d WHERE endpoint_id = $1 \
+         AND ($2::text IS NULL OR status = $2) \
+         AND ($3::uuid IS NULL OR (created_at, id) < \
+              (SELECT created_at, id FROM webhook_deliveries WHERE id = $3 AND endpoint_id = $1)) \
+         ORDER BY created_at DESC, id DESC LIMIT $4",
+        endpoint_id,
+        status.map(|s| s.as_str()),
+        before,
+        limit,
+    )
+    .fetch_all(pool)
+    .await
+}
+
 /// One delivery as its endpoint's log shows it: where it goes, what was sent and what the
 /// last attempt heard back.
 #[derive(Clone, Debug)]

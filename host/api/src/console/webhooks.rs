@@ -3,7 +3,8 @@
 //! request and last answer, and resuming, rotating the secret of and deleting an endpoint.
 
 use askama::Template;
-use axum::extract::{Path, Request, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use chrono::{DateTime, Utc};
@@ -17,6 +18,7 @@ use courier_core::webhooks::{
     DeliveryDetail, DeliveryRecord, Endpoint, Owner, TestEvent, WebhookError,
 };
 use courier_domain::event::EventName;
+use courier_domain::webhook::DeliveryStatus;
 
 fn owner(session: &ConsoleSession) -> Owner {
     Owner {
@@ -241,6 +243,36 @@ impl From<&DeliveryRecord> for DeliveryFacts {
     }
 }
 
+/// Which part of the delivery log a page shows: `?status=` one status (empty: every one),
+/// `?before=` the delivery the previous page ended with.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+pub struct LogQuery {
+    #[serde(default)]
+    status: String,
+    #[serde(default)]
+    before: String,
+}
+
+/// A [`LogQuery`] read: None when it names no status or no delivery.
+struct LogFilter {
+    status: Option<DeliveryStatus>,
+    before: Option<Uuid>,
+}
+
+impl LogQuery {
+    fn filter(&self) -> Option<LogFilter> {
+        let status = match self.status.as_str() {
+            "" => None,
+            name => Some(DeliveryStatus::parse(name)?),
+        };
+        let before = match self.before.as_str() {
+            "" => None,
+            id => Some(Uuid::parse_str(id).ok()?),
+        };
+        Some(LogFilter { status, before })
+    }
+}
+
 #[derive(Template)]
 #[template(path = "console/webhook.html")]
 struct WebhookPage {
@@ -248,6 +280,12 @@ struct WebhookPage {
     csrf: String,
     endpoint: EndpointFacts,
     deliveries: Vec<DeliveryFacts>,
+    /// The status the log is filtered by ("" for none), and the statuses to choose from.
+    status: &'static str,
+    statuses: Vec<&'static str>,
+    /// Whether this page is past the first, and the link to the next one.
+    paged: bool,
+    older: Option<String>,
     secret: Option<String>,
     notice: Option<&'static str>,
     /// What a test event may be named.
@@ -284,20 +322,44 @@ async fn endpoint_page(
     secret: Option<String>,
     notice: Option<&'static str>,
 ) -> Response {
+    let filter = LogFilter {
+        status: None,
+        before: None,
+    };
+    endpoint_log_page(state, session, id, &filter, (secret, notice)).await
+}
+
+async fn endpoint_log_page(
+    state: &AppState,
+    session: &ConsoleSession,
+    id: &str,
+    filter: &LogFilter,
+    (secret, notice): (Option<String>, Option<&'static str>),
+) -> Response {
     let Ok(id) = Uuid::parse_str(id) else {
         return no_such_endpoint(session);
     };
     let endpoints = state.webhooks.endpoints();
-    let (listed, deliveries) = match (
-        endpoints.list(owner(session)).await,
-        endpoints.deliveries(owner(session), id).await,
-    ) {
-        (Ok(listed), Ok(deliveries)) => (listed, deliveries),
-        (_, Err(error)) | (Err(error), _) => return refused(session, error),
+    // Two independent reads, on two connections at once.
+    let read = tokio::try_join!(
+        endpoints.list(owner(session)),
+        endpoints.delivery_log(owner(session), id, filter.status, filter.before),
+    );
+    let (listed, (deliveries, more)) = match read {
+        Ok(read) => read,
+        Err(error) => return refused(session, error),
     };
     let Some(endpoint) = listed.iter().find(|e| e.id == id) else {
         return no_such_endpoint(session);
     };
+    let status = filter.status.map_or("", DeliveryStatus::as_str);
+    let older = more.then(|| deliveries.last()).flatten().map(|last| {
+        let mut link = format!("/console/webhooks/{id}?before={}", last.id);
+        if !status.is_empty() {
+            link.push_str(&format!("&status={status}"));
+        }
+        link
+    });
     page(
         StatusCode::OK,
         WebhookPage {
@@ -305,6 +367,10 @@ async fn endpoint_page(
             csrf: session.csrf_token.clone(),
             endpoint: EndpointFacts::from(endpoint),
             deliveries: deliveries.iter().map(DeliveryFacts::from).collect(),
+            status,
+            statuses: ["pending", "delivered", "failed", "cancelled"].into(),
+            paged: filter.before.is_some(),
+            older,
             secret,
             notice,
             event_names: EventName::ALL.iter().map(|e| e.as_str()).collect(),
@@ -318,12 +384,17 @@ async fn endpoint_page(
     path = "/console/webhooks/{id}",
     operation_id = "consoleWebhook",
     tag = "console",
-    summary = "An endpoint: its status and recent deliveries (event, status, attempts, response, error), and its forms",
+    summary = "An endpoint: its status, its delivery log (event, status, attempts, response, error; 50 a page, newest first), and its forms",
     security(()),
-    params(("id" = String, Path, description = "The endpoint's id")),
+    params(
+        ("id" = String, Path, description = "The endpoint's id"),
+        ("status" = Option<String>, Query, description = "Only deliveries of this status: `pending`, `delivered`, `failed` or `cancelled`"),
+        ("before" = Option<String>, Query, description = "The page after this delivery (the `Older deliveries` link)"),
+    ),
     responses(
         (status = 200, description = "The page", content_type = "text/html", body = String),
         (status = 303, description = "Not signed in: to /console/sign-in"),
+        (status = 400, description = "A page: not a status, or not a delivery id", content_type = "text/html", body = String),
         (status = 404, description = "A page: no such endpoint in the session's environment (another merchant's alike)", content_type = "text/html", body = String),
         (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
     )
@@ -332,11 +403,21 @@ pub async fn webhook_page(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
+    query: Result<Query<LogQuery>, QueryRejection>,
 ) -> Response {
-    match signed_in(&state, &headers).await {
-        Ok(session) => endpoint_page(&state, &session, &id, None, None).await,
-        Err(answer) => answer,
-    }
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer,
+    };
+    let Some(filter) = query.ok().and_then(|Query(query)| query.filter()) else {
+        return message(
+            StatusCode::BAD_REQUEST,
+            Some(&session),
+            "Not a filter of the log",
+            "Filter the deliveries by pending, delivered, failed or cancelled; page with the page's own link.",
+        );
+    };
+    endpoint_log_page(&state, &session, &id, &filter, (None, None)).await
 }
 
 #[utoipa::path(

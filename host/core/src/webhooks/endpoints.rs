@@ -208,6 +208,25 @@ impl Endpoints {
         Ok(rows.into_iter().map(DeliveryRecord::from).collect())
     }
 
+    /// A page of the owner's endpoint's delivery log, newest first (see
+    /// [`store::delivery_log`]), and whether older ones follow it.
+    pub async fn delivery_log(
+        &self,
+        owner: Owner,
+        id: Uuid,
+        status: Option<DeliveryStatus>,
+        before: Option<Uuid>,
+    ) -> Result<(Vec<DeliveryRecord>, bool), WebhookError> {
+        if !store::endpoint_exists(&self.pool, id, owner).await? {
+            return Err(WebhookError::NotFound);
+        }
+        let mut rows =
+            store::delivery_log(&self.pool, id, status, before, DELIVERIES_LISTED + 1).await?;
+        let more = rows.len() as i64 > DELIVERIES_LISTED;
+        rows.truncate(DELIVERIES_LISTED as usize);
+        Ok((rows.into_iter().map(DeliveryRecord::from).collect(), more))
+    }
+
     /// One delivery of the owner's endpoint, with what was sent and what its last attempt
     /// heard back; not found for another owner's endpoint or another endpoint's delivery.
     pub async fn delivery(
