@@ -1,0 +1,256 @@
+//! The consoles' pages at the sizes the API is tested at: a merchant with 100,000 jobs (and
+//! their charges) and an endpoint whose delivery log holds 10,000 deliveries, read as a
+//! signed-in person reads them, with the time each page takes and the CPU it costs the service
+//! and PostgreSQL.
+//!
+//! Starts a private PostgreSQL cluster and the real service in this process (on a runtime of
+//! its own, whose threads' CPU is read apart from the client's), books a few jobs through the
+//! API, then grows the tables: `BENCH_GROWN_JOBS` jobs (default 100,000) copied from a real one,
+//! each with a captured charge, and `BENCH_DELIVERIES` finished deliveries (default 10,000; one
+//! in ten failed) on one endpoint, with their events; and analyses them. Then signs in to both
+//! consoles and, page by page, reads each from one client for `BENCH_SECONDS` (default 5).
+//!
+//! cargo bench -p courier --bench consoles
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Bench, Latencies, env_or};
+use reqwest::header::{COOKIE, SET_COOKIE};
+use serde_json::{Value, json};
+
+const ADMIN_TOKEN: &str = "bench-operator-token-bench-operator-token";
+
+/// The session cookie a sign-in form set (`name=value`).
+async fn signed_in(url: String, form: &[(&str, &str)]) -> String {
+    // Not following the redirect: the cookie comes with it.
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let response = http.post(url).form(form).send().await.unwrap();
+    assert_eq!(response.status(), 303, "a sign-in");
+    let cookie = response
+        .headers()
+        .get(SET_COOKIE)
+        .expect("a session cookie");
+    cookie
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+/// Gives the endpoint `count` finished deliveries (one in ten failed, the rest delivered) of
+/// the merchant's jobs, with their events, a minute apart going back; then analyses.
+async fn grow_deliveries(pool: &sqlx::PgPool, endpoint: &str, count: usize) {
+    let statements = [
+        format!(
+            "CREATE TEMP TABLE grown_events AS SELECT gen_random_uuid() AS event_id, \
+             gen_random_uuid() AS delivery_id, id AS job_id, merchant_id, reference, n, \
+             now() - make_interval(mins => n::int) AS at \
+             FROM (SELECT id, merchant_id, reference, row_number() OVER () AS n FROM jobs \
+                   LIMIT {count}) AS j"
+        ),
+        "INSERT INTO events (id, merchant_id, environment, name, job_id, occurred_at, job, \
+         details, recorded_at, fanned_out_at) \
+         SELECT event_id, merchant_id, 'test', 'job.delivered', job_id, at, \
+         jsonb_build_object('id', job_id, 'reference', reference), '{}', at, at \
+         FROM grown_events"
+            .into(),
+        format!(
+            "INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_name, occurred_at, \
+             body, status, attempts, delivered_at, response_status_code, last_error, created_at, \
+             last_attempt_at, response_ms, response_excerpt) \
+             SELECT delivery_id, '{endpoint}', event_id, 'job.delivered', at, \
+             convert_to(jsonb_build_object('id', event_id, 'type', 'job.delivered', \
+               'created', at, 'data', jsonb_build_object('jobId', job_id, \
+               'reference', reference, 'status', 'delivered'))::text, 'UTF8'), \
+             CASE WHEN n % 10 = 0 THEN 'failed' ELSE 'delivered' END, \
+             CASE WHEN n % 10 = 0 THEN 8 ELSE 1 END, \
+             CASE WHEN n % 10 = 0 THEN NULL ELSE at + interval '1 second' END, \
+             CASE WHEN n % 10 = 0 THEN 500 ELSE 200 END, \
+             CASE WHEN n % 10 = 0 THEN 'the receiver answered 500' END, \
+             at, at + interval '1 second', 120, \
+             CASE WHEN n % 10 = 0 THEN 'database down' ELSE 'ok' END \
+             FROM grown_events"
+        ),
+        "DROP TABLE grown_events".into(),
+        "ANALYZE events".into(),
+        "ANALYZE webhook_deliveries".into(),
+    ];
+    // One connection: the temporary table is the session's.
+    let mut conn = pool.acquire().await.unwrap();
+    for statement in statements {
+        sqlx::query(&statement).execute(&mut *conn).await.unwrap();
+    }
+}
+
+/// A captured charge for each job that has none, copied from a real one, raised when the job
+/// was booked; then analyses.
+async fn grow_charges(pool: &sqlx::PgPool) -> i64 {
+    sqlx::query(
+        "INSERT INTO charges SELECT (jsonb_populate_record(NULL::charges, to_jsonb(c) \
+         || jsonb_build_object('id', gen_random_uuid(), 'job_id', j.id, \
+            'status', 'captured', 'hold_key', NULL, \
+            'raised_at', j.booked_at, 'captured_at', j.booked_at + interval '40 minutes', \
+            'updated_at', j.booked_at + interval '40 minutes'))).* \
+         FROM (SELECT * FROM charges ORDER BY raised_at LIMIT 1) AS c \
+         CROSS JOIN jobs j WHERE NOT EXISTS (SELECT 1 FROM charges k WHERE k.job_id = j.id)",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+    sqlx::query("ANALYZE charges").execute(pool).await.unwrap();
+    sqlx::query_scalar("SELECT count(*) FROM charges")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// Reads `path` with `cookie` from one client for `seconds`; (requests, latencies, time).
+async fn read_page(
+    bench: &Bench,
+    cookie: &str,
+    path: &str,
+    seconds: u64,
+) -> (usize, Latencies, Duration) {
+    let url = format!("{}{path}", bench.base);
+    let started = Instant::now();
+    let mut latencies = Vec::new();
+    while started.elapsed() < Duration::from_secs(seconds) {
+        let at = Instant::now();
+        let response = bench
+            .http
+            .get(&url)
+            .header(COOKIE, cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        response.bytes().await.unwrap();
+        latencies.push(at.elapsed());
+    }
+    (latencies.len(), Latencies(latencies), started.elapsed())
+}
+
+fn main() {
+    let seconds: u64 = env_or("BENCH_SECONDS", 5);
+    let grown: usize = env_or("BENCH_GROWN_JOBS", 100_000);
+    let deliveries: usize = env_or("BENCH_DELIVERIES", 10_000);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async move {
+        let bench = Bench::start("consoles", 1, |name| match name {
+            "COURIER_ADMIN_TOKEN" => Some(ADMIN_TOKEN.into()),
+            // One client reads every page: budgets it never reaches.
+            "COURIER_PUBLIC_REQUEST_LIMIT" => Some("100000000".into()),
+            "COURIER_WEBHOOK_ALLOW_PRIVATE" => Some("true".into()),
+            _ => None,
+        })
+        .await;
+        // A few real bookings: the jobs, charges and events the grown ones copy.
+        let mut jobs = Vec::new();
+        for n in 0..5 {
+            let quote = bench.quote().await.expect("a quote");
+            let id = quote["id"].as_str().unwrap();
+            jobs.push(
+                bench
+                    .book_job(id, &format!("bench-console-{n}"))
+                    .await
+                    .expect("a booking"),
+            );
+        }
+        // The endpoint after the bookings, so that nothing is delivered while pages are read.
+        let endpoint: Value = bench
+            .http
+            .post(format!("{}/v1/webhooks", bench.base))
+            .basic_auth(&bench.key, Some(&bench.secret))
+            .json(&json!({"url": "https://127.0.0.1:9/bench-hooks"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let endpoint = endpoint["id"].as_str().expect("an endpoint").to_owned();
+        let had = bench.grow_jobs(grown).await;
+        let charges = grow_charges(&bench.pool).await;
+        grow_deliveries(&bench.pool, &endpoint, deliveries).await;
+        let delivery: String = sqlx::query_scalar(
+            "SELECT id::text FROM webhook_deliveries WHERE endpoint_id = $1::uuid \
+             ORDER BY created_at DESC LIMIT 1 OFFSET 25",
+        )
+        .bind(&endpoint)
+        .fetch_one(&bench.pool)
+        .await
+        .unwrap();
+
+        let merchant = signed_in(
+            format!("{}/console/sign-in", bench.base),
+            &[("key", &bench.key), ("secret", &bench.secret)],
+        )
+        .await;
+        let operator = signed_in(
+            format!("{}/ops/sign-in", bench.base),
+            &[("token", ADMIN_TOKEN)],
+        )
+        .await;
+        let pages = [
+            ("jobs, page 1", &merchant, "/console/jobs".to_owned()),
+            (
+                "jobs, delivered, page 1",
+                &merchant,
+                "/console/jobs?status=delivered".to_owned(),
+            ),
+            ("a job (map, charge, events)", &merchant, format!("/console/jobs/{}", jobs[0])),
+            ("delivery log, page 1", &merchant, format!("/console/webhooks/{endpoint}")),
+            (
+                "delivery log, failed",
+                &merchant,
+                format!("/console/webhooks/{endpoint}?status=failed"),
+            ),
+            (
+                "a delivery",
+                &merchant,
+                format!("/console/webhooks/{endpoint}/deliveries/{delivery}"),
+            ),
+            ("cards and charges", &merchant, "/console/cards".to_owned()),
+            ("ops: payments", &operator, "/ops/payments".to_owned()),
+            ("ops: market board (map)", &operator, "/ops/markets/demo".to_owned()),
+            ("ops: audit trail", &operator, "/ops/audit".to_owned()),
+        ];
+        println!(
+            "{} jobs, {charges} charges, {deliveries} deliveries on one endpoint; {seconds} s a page, 1 client",
+            had + grown
+        );
+        println!("| page | path | p50 | p99 | CPU per page: service + PostgreSQL |");
+        println!("|---|---|---|---|---|");
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        for (name, cookie, path) in pages {
+            bench.statements_reset().await;
+            let before = bench.cpu();
+            let (requests, mut latencies, _) = read_page(&bench, cookie, &path, seconds).await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let (service, postgres) = before.per_request(&bench.cpu(), requests);
+            let shown = path
+                .replace(&endpoint, "{endpoint}")
+                .replace(&delivery, "{delivery}")
+                .replace(&jobs[0], "{job}");
+            println!(
+                "| {name} | `{shown}` | {:.2} ms | {:.2} ms | {:.0} µs = {service:.0} + {postgres:.0} |",
+                ms(latencies.percentile(0.5)),
+                ms(latencies.percentile(0.99)),
+                service + postgres,
+            );
+            bench.statements_report(name, requests).await;
+        }
+        bench.finish().await;
+    });
+}
