@@ -116,6 +116,11 @@ async fn an_adapter_runs_alone_and_shows_its_exchanges_with_the_secret_masked() 
     assert!(made["response_body"].as_str().unwrap().contains(&reference));
     assert!(report["millis"].as_u64().unwrap() > 0);
     assert_eq!(report["limits"]["memory_bytes"], 64 << 20);
+    // The call's own usage, against those limits.
+    let used = &report["used"];
+    assert!(used["fuel"].as_u64().unwrap() > 0, "{report}");
+    assert!(used["memory_bytes"].as_u64().unwrap() > 0, "{report}");
+    assert!(used["millis"].as_u64().unwrap() <= report["millis"].as_u64().unwrap());
 
     // The provider holds exactly what the run says, under the host's key.
     let intent = stripe

@@ -668,6 +668,10 @@ async fn an_operator_sees_each_component_s_recent_calls() {
         "{attach}"
     );
     assert!(attach.contains("<td>answered</td>"), "{attach}");
+    assert!(
+        body.contains("<th scope=\"col\" class=\"number\">Fuel</th>"),
+        "{body}"
+    );
     assert!(body.contains(" of 50.0 ms</td>"), "{body}");
     assert!(!body.contains("class=\"failed\""), "{body}");
     // The shaper has been called by nothing yet.

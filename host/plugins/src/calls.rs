@@ -28,6 +28,9 @@ pub struct CallRecord {
     /// The most linear memory the instance had.
     pub memory_bytes: usize,
     pub memory_limit: usize,
+    /// The guest's work: wasmtime fuel, about one unit per WebAssembly instruction. Not a
+    /// limit: the deadline is.
+    pub fuel: u64,
     /// `None` when the component answered; else why the call failed.
     pub failure: Option<String>,
     /// What an adapter logged (the `log` import).
@@ -137,6 +140,7 @@ mod tests {
             deadline: Duration::from_millis(50),
             memory_bytes: 1 << 16,
             memory_limit: 64 << 20,
+            fuel: 1_000,
             failure: None,
             lines: Vec::new(),
         }

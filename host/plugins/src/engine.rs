@@ -95,6 +95,15 @@ impl CallState {
     }
 }
 
+/// The fuel each call's store is given: more than any call could burn before its deadline, so
+/// that fuel only measures (a call is stopped by its deadline, never by running out).
+const FUEL_GIVEN: u64 = u64::MAX / 2;
+
+/// The fuel a call's store has burnt so far.
+pub(crate) fn fuel_used(store: &Store<CallState>) -> u64 {
+    FUEL_GIVEN.saturating_sub(store.get_fuel().unwrap_or(FUEL_GIVEN))
+}
+
 impl PluginEngine {
     pub fn new(config: EngineConfig) -> Result<Self, PluginError> {
         let n = config.max_instances;
@@ -121,6 +130,9 @@ impl PluginEngine {
         let mut wasm = Config::new();
         wasm.wasm_component_model(true)
             .epoch_interruption(true)
+            // Counted, never limited: each call's record says how much guest work it did
+            // (deadlines stay the limit, in time); see `FUEL_GIVEN`.
+            .consume_fuel(true)
             .memory_init_cow(true)
             // Traps are reported by kind; collecting a backtrace for every
             // hostile call would cost time and say nothing a caller can use.
@@ -188,7 +200,7 @@ impl Runtime {
         sha256: &str,
         operation: &'static str,
         start: &CallStart,
-        (deadline, memory_bytes): (Duration, usize),
+        (deadline, memory_bytes, fuel): (Duration, usize, u64),
         result: &Result<R, PluginError>,
         lines: Vec<crate::outbound::GuestLine>,
     ) {
@@ -201,6 +213,7 @@ impl Runtime {
                 deadline,
                 memory_bytes,
                 memory_limit: self.limits.memory_bytes,
+                fuel,
                 failure: result.as_ref().err().map(ToString::to_string),
                 lines,
             },
@@ -329,6 +342,9 @@ impl Runtime {
             });
         }
         store.set_hostcall_fuel(self.limits.output_budget());
+        store
+            .set_fuel(FUEL_GIVEN)
+            .expect("fuel is enabled in the engine's configuration");
         store
     }
 

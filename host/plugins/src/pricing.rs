@@ -9,7 +9,7 @@ use wasmtime::Store;
 
 use crate::PluginError;
 use crate::calls::CallStart;
-use crate::engine::{CallState, PluginEngine, Runtime};
+use crate::engine::{CallState, PluginEngine, Runtime, fuel_used};
 use crate::limits::{check_input, check_output};
 
 mod wit {
@@ -323,7 +323,7 @@ impl PriceBook {
             .instantiate(&mut store)
             .and_then(|book| call(&book, &mut store))
             .map_err(|e| rt.classify(&store, deadline, e));
-        let used = (deadline, store.data().memory_peak());
+        let used = (deadline, store.data().memory_peak(), fuel_used(&store));
         rt.record(
             &self.inner.sha256,
             operation,

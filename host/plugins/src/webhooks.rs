@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::PluginError;
 use crate::calls::CallStart;
-use crate::engine::{CallState, PluginEngine, Runtime};
+use crate::engine::{CallState, PluginEngine, Runtime, fuel_used};
 use crate::limits::{check_input, check_output};
 
 mod wit {
@@ -169,7 +169,7 @@ impl PayloadShaper {
                     .call_shape(&mut store, &wire)
             })
             .map_err(|e| rt.classify(&store, deadline, e));
-        let used = (deadline, store.data().memory_peak());
+        let used = (deadline, store.data().memory_peak(), fuel_used(&store));
         rt.record(
             &self.inner.sha256,
             "shape",

@@ -222,6 +222,9 @@ fn every_call_is_kept_with_its_time_memory_and_how_it_ended() {
         good.memory_bytes
     );
     assert!(good.took < good.deadline, "{:?}", good.took);
+    // Fuel counts the guest's work: the balloon did more than a price.
+    assert!(good.fuel > 100, "{}", good.fuel);
+    assert!(failed.fuel > good.fuel, "{} {}", failed.fuel, good.fuel);
     assert!(failed.at <= good.at);
     let good_book = engine.recent_calls(b.good.sha256());
     assert_eq!(good_book.len(), 2, "{good_book:?}");

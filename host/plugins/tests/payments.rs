@@ -355,7 +355,7 @@ async fn each_adapter_call_is_kept_with_its_log_lines() {
         "the adapter answered (that it was unreachable)"
     );
     assert_eq!(call.deadline, engine.limits().adapter_deadline);
-    assert!(call.memory_bytes > 0);
+    assert!(call.memory_bytes > 0 && call.fuel > 0, "{call:?}");
     assert_eq!(call.lines.len(), 1);
     assert_eq!(
         call.lines[0].message,

@@ -14,7 +14,7 @@ use thiserror::Error;
 
 use courier_core::config::Config;
 use courier_core::payments::{GatewayError, TestNetwork, live_adapter_config};
-use courier_plugins::{Exchange, GuestLine, PaymentAdapter, PluginError};
+use courier_plugins::{CallRecord, Exchange, GuestLine, PaymentAdapter, PluginError};
 
 /// The operations of the payments contract, as the command names them.
 pub const OPERATIONS: [&str; 10] = [
@@ -103,6 +103,8 @@ pub(crate) struct Performed {
     /// What the adapter logged, `describe` included.
     pub logged: Vec<GuestLine>,
     pub millis: u64,
+    /// The operation's own call as the engine recorded it: time, memory, fuel.
+    pub call: Option<CallRecord>,
 }
 
 /// Runs `operation` of the adapter in `file` with the configuration at `adapter_config` and
@@ -151,6 +153,7 @@ pub(crate) async fn perform(
     let millis = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let exchanges = adapter.take_exchanges();
     let logged = adapter.take_logged();
+    let call = engine.recent_calls(adapter.sha256()).into_iter().next();
     Ok(Performed {
         adapter,
         operation,
@@ -159,6 +162,7 @@ pub(crate) async fn perform(
         exchanges,
         logged,
         millis,
+        call,
     })
 }
 
@@ -181,6 +185,11 @@ impl Performed {
             "exchanges": self.exchanges.into_iter().map(Exchange::excerpted).collect::<Vec<_>>(),
             "logged": self.logged,
             "millis": self.millis,
+            "used": self.call.map(|call| json!({
+                "millis": u64::try_from(call.took.as_millis()).unwrap_or(u64::MAX),
+                "memory_bytes": call.memory_bytes,
+                "fuel": call.fuel,
+            })),
             "limits": {
                 "deadline_ms": u64::try_from(limits.adapter_deadline.as_millis()).unwrap_or(u64::MAX),
                 "memory_bytes": limits.memory_bytes,

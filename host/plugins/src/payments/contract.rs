@@ -1,7 +1,7 @@
 //! One version of the payments contract, as the host calls it: each version's bindings
 //! (`current`, `v2_0`) implement [`Contract`], reading their answers into the host's types.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use wasmtime::Store;
@@ -13,7 +13,7 @@ use super::types::{
 };
 use crate::PluginError;
 use crate::calls::CallStart;
-use crate::engine::{CallState, Runtime};
+use crate::engine::{CallState, Runtime, fuel_used};
 use crate::outbound::{AdapterHost, CallLog};
 
 /// What `describe` declares, before the host checks it.
@@ -69,6 +69,8 @@ pub(crate) struct Caller {
     pub start: CallStart,
     /// The most memory the call's instance had, once it has finished.
     pub memory_peak: AtomicUsize,
+    /// The fuel it burnt, once it has finished.
+    pub fuel: AtomicU64,
 }
 
 impl Caller {
@@ -79,6 +81,7 @@ impl Caller {
             log: Mutex::default(),
             start: CallStart::now(),
             memory_peak: AtomicUsize::new(0),
+            fuel: AtomicU64::new(0),
         }
     }
 
@@ -101,6 +104,7 @@ impl Caller {
             std::mem::take(&mut store.data_mut().log);
         self.memory_peak
             .store(store.data().memory_peak(), Ordering::Relaxed);
+        self.fuel.store(fuel_used(&store), Ordering::Relaxed);
         let deadline = self.runtime.limits.adapter_deadline;
         result.map_err(|e| self.runtime.classify(&store, deadline, e))
     }

@@ -480,6 +480,7 @@ impl PaymentAdapter {
         let used = (
             runtime.limits.adapter_deadline,
             caller.memory_peak.load(Ordering::Relaxed),
+            caller.fuel.load(Ordering::Relaxed),
         );
         let lines = log.lines.clone();
         runtime.record(

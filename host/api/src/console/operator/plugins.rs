@@ -51,6 +51,7 @@ struct Call {
     operation: &'static str,
     took: String,
     memory: String,
+    fuel: String,
     failure: Option<String>,
     lines: Vec<(&'static str, String)>,
 }
@@ -58,6 +59,19 @@ struct Call {
 /// Milliseconds to a tenth, at least a tenth: "0.4 ms of 50 ms".
 fn millis(d: std::time::Duration) -> String {
     format!("{:.1} ms", (d.as_secs_f64() * 1000.0).max(0.1))
+}
+
+/// A count with its thousands apart: "1,234,567".
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
 }
 
 fn bytes(n: usize) -> String {
@@ -77,6 +91,7 @@ impl From<CallRecord> for Call {
             operation: c.operation,
             took: format!("{} of {}", millis(c.took), millis(c.deadline)),
             memory: format!("{} of {}", bytes(c.memory_bytes), bytes(c.memory_limit)),
+            fuel: grouped(c.fuel),
             failure: c.failure,
             lines: c
                 .lines
@@ -171,4 +186,17 @@ pub async fn plugins_page(State(state): State<AppState>, headers: HeaderMap) -> 
         }
         .render(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::grouped;
+
+    #[test]
+    fn counts_are_grouped_by_thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1_000), "1,000");
+        assert_eq!(grouped(1_234_567), "1,234,567");
+    }
 }
