@@ -439,8 +439,14 @@ async fn an_operator_uses_the_operator_console_in_a_browser() {
     let (_, next) = quoting.quote(&crate::quotes::journey(Some("car"))).await;
     assert_eq!(next["price_book_version"], 2);
 
+    // A merchant's captured charge, for the payments page to list.
+    let payer = app.create_merchant("Paying Ltd").await;
+    crate::support::attach_working_card(app, &payer.test()).await;
+    let charge = crate::audit::captured_charge(app, payer.merchant_id).await;
     client.goto(&app.url("/ops/payments")).await.unwrap();
     arrives_at(&browser, "/ops/payments").await;
+    let listed = client.source().await.unwrap();
+    assert!(listed.contains(&charge.to_string()), "the charge is listed");
     looked_at(&browser, "ops-payments.png").await;
     client.goto(&app.url("/ops/plugins")).await.unwrap();
     arrives_at(&browser, "/ops/plugins").await;

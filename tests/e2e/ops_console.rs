@@ -523,7 +523,8 @@ async fn an_operator_refunds_a_charge_from_the_console() {
         let page = visitor.get(&format!("/ops/payments{query}")).await;
         assert_eq!(page.status, 200, "{query}");
         assert_eq!(
-            page.body.contains("<code title=\"job") && page.body.contains(&charge),
+            page.body
+                .contains(&format!("<code title=\"charge {charge}, job")),
             listed,
             "{query}"
         );

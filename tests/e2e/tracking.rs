@@ -268,15 +268,17 @@ async fn the_page_shows_status_areas_estimate_and_map_but_no_contact_details() {
 
 #[tokio::test]
 async fn unknown_and_expired_tokens_get_the_same_friendly_404() {
-    let tracked = Tracked::book(&[("COURIER_TRACKING_TTL_SECS", "3")]).await;
+    // Six seconds: long enough that the second job below, delivered and read back on a
+    // machine busy with the rest of the suite, is read before its own time is up.
+    let tracked = Tracked::book(&[("COURIER_TRACKING_TTL_SECS", "6")]).await;
     let floor = &tracked.floor;
     let app = &floor.app;
-    // The booked job is delivered, then stays up for three seconds.
+    // The booked job is delivered, then stays up for six seconds.
     let rider = tracked.courier_takes_the_job(PICKUP).await;
     let expired = &tracked.job;
     floor.collect(&rider, expired).await;
     floor.deliver(&rider, expired).await;
-    tokio::time::sleep(Duration::from_millis(3100)).await;
+    tokio::time::sleep(Duration::from_millis(6100)).await;
     // A second job, delivered just now, is still shown.
     let shown = floor.book().await;
     floor.take(&rider, &shown).await;
