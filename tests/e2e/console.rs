@@ -881,6 +881,115 @@ async fn the_delivery_log_pages_back_and_filters_by_status() {
 }
 
 #[tokio::test]
+async fn a_job_s_page_shows_its_charge_s_moves_its_proof_and_the_events_sent_for_it() {
+    use crate::fulfilment::{Floor, HOOK, PICKUP};
+    use base64::Engine;
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\nproof-of-delivery";
+    let floor = Floor::start(&[]).await;
+    let rider = floor.rider("Pat Rider", "car", Some(PICKUP)).await;
+    let job = floor.book().await;
+    let id = job["id"].as_str().unwrap().to_owned();
+    floor.take(&rider, &job).await;
+    floor.collect(&rider, &job).await;
+    let handover = serde_json::json!({
+        "outcome": "handed_to_recipient", "recipient_name": "Dana Dropoff", "note": "At the door",
+        "photo": {"content_type": "image/png",
+                  "data": base64::engine::general_purpose::STANDARD.encode(PNG)},
+    });
+    let (status, delivered) = floor
+        .courier_call(
+            &rider,
+            Method::POST,
+            &format!("/jobs/{id}/delivered"),
+            Some(handover),
+        )
+        .await;
+    assert_eq!(status, 200, "{delivered}");
+    floor.charge_once(&job, "captured").await;
+    // Booked, assigned, collected, delivered, captured: wait for the last to reach the receiver.
+    let what = "job.delivered at the receiver";
+    crate::support::eventually(
+        what,
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        || async {
+            floor
+                .receiver
+                .received(HOOK)
+                .iter()
+                .any(|r| r.json()["type"] == "job.delivered")
+                .then_some(())
+        },
+    )
+    .await;
+
+    let mut visitor = Visitor::new(&floor.app);
+    visitor.sign_in(&floor.credential).await;
+    let path = format!("/console/jobs/{id}");
+    let page = visitor.get(&path).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let body = &page.body;
+    // The charge's moves, oldest first, ending captured.
+    let moves = body
+        .split("id=\"charge-moves\"")
+        .nth(1)
+        .expect("the charge's moves");
+    let moves = moves.split("</table>").next().unwrap();
+    assert!(moves.contains("<td>captured</td>"), "{moves}");
+    // The proof: who took it, the note, the photo served to this session; no signature.
+    let proof = body.split("id=\"proof\"").nth(1).expect("the proof");
+    assert!(
+        proof.contains("Dana Dropoff") && proof.contains("At the door"),
+        "{proof}"
+    );
+    assert!(
+        body.contains(&format!("src=\"{path}/proof/photo\"")),
+        "{body}"
+    );
+    assert!(!body.contains(&format!("{path}/proof/signature")), "{body}");
+    let photo = reqwest::Client::new()
+        .get(floor.app.url(&format!("{path}/proof/photo")))
+        .header("cookie", visitor.cookie.clone().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(photo.status(), 200);
+    assert_eq!(photo.headers()["content-type"], "image/png");
+    assert_eq!(photo.bytes().await.unwrap().as_ref(), PNG);
+    assert_eq!(
+        visitor.get(&format!("{path}/proof/signature")).await.status,
+        404
+    );
+    assert_eq!(
+        visitor.get(&format!("{path}/proof/selfie")).await.status,
+        404
+    );
+    // The events sent, each linked to its delivery's page.
+    let events = body
+        .split("id=\"job-events\"")
+        .nth(1)
+        .expect("the events sent");
+    for name in ["job.booked", "job.delivered"] {
+        assert!(events.contains(&format!("<code>{name}</code>")), "{events}");
+    }
+    let at = events.find("/deliveries/").expect("a delivery linked");
+    let link = &events[events[..at].rfind('"').unwrap() + 1..];
+    let link = link.split('"').next().unwrap().to_owned();
+    let delivery = visitor.get(&link).await;
+    assert_eq!(delivery.status, 200, "{}", delivery.body);
+
+    // Another merchant sees neither the page nor the photo.
+    let other = floor.app.create_merchant("Nosy Ltd").await;
+    let mut stranger = Visitor::new(&floor.app);
+    stranger.sign_in(&other.test()).await;
+    assert_eq!(stranger.get(&path).await.status, 404);
+    assert_eq!(
+        stranger.get(&format!("{path}/proof/photo")).await.status,
+        404
+    );
+}
+
+#[tokio::test]
 async fn cards_are_added_made_default_and_removed_and_charges_are_listed() {
     let (app, merchant) = shop("Card Console Ltd").await;
     let job = book(&app, &merchant.test()).await;

@@ -90,6 +90,7 @@ fn public_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::pages::sign_out))
         .routes(routes!(console::pages::jobs_page))
         .routes(routes!(console::pages::job_page))
+        .routes(routes!(console::pages::proof_file))
         .routes(routes!(console::pages::cancel_job))
         .routes(routes!(
             console::webhooks::webhooks_page,

@@ -537,3 +537,26 @@ pub async fn recent_refunds(pool: &PgPool, limit: i64) -> Result<Vec<ListedRefun
     .fetch_all(pool)
     .await
 }
+
+/// A move of a charge, as the merchant's console lists it.
+#[derive(Clone, Debug)]
+pub struct ChargeMoveRow {
+    pub from_status: Option<String>,
+    pub to_status: String,
+    pub amount_minor: Option<i64>,
+    pub detail: Option<String>,
+    pub actor: String,
+    pub at: DateTime<Utc>,
+}
+
+/// Every move of the charge, oldest first.
+pub async fn moves_of(pool: &PgPool, charge_id: Uuid) -> Result<Vec<ChargeMoveRow>, sqlx::Error> {
+    sqlx::query_as!(
+        ChargeMoveRow,
+        "SELECT from_status, to_status, amount_minor, detail, actor, at FROM charge_moves \
+         WHERE charge_id = $1 ORDER BY id",
+        charge_id,
+    )
+    .fetch_all(pool)
+    .await
+}

@@ -869,3 +869,53 @@ pub async fn recover_failed(
     .await?;
     Ok(recovered.rows_affected())
 }
+
+/// An event recorded for a job of `owner`, oldest first.
+#[derive(Clone, Debug)]
+pub struct JobEventRow {
+    pub id: Uuid,
+    pub name: String,
+    pub occurred_at: DateTime<Utc>,
+}
+
+pub async fn events_of_job(
+    pool: &PgPool,
+    owner: Owner,
+    job_id: Uuid,
+) -> Result<Vec<JobEventRow>, sqlx::Error> {
+    sqlx::query_as!(
+        JobEventRow,
+        "SELECT id, name, occurred_at FROM events WHERE job_id = $1 AND merchant_id = $2 \
+         AND environment = $3 ORDER BY occurred_at, id",
+        job_id,
+        owner.merchant_id,
+        owner.environment.as_str(),
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// A delivery found by id, with its endpoint.
+#[derive(Clone, Debug)]
+pub struct DeliveryBrief {
+    pub id: Uuid,
+    pub endpoint_id: Uuid,
+    pub status: DeliveryStatus,
+    pub attempts: i32,
+    pub response_status_code: Option<i32>,
+}
+
+/// The deliveries among `ids` (by primary key).
+pub async fn deliveries_by_id(
+    pool: &PgPool,
+    ids: &[Uuid],
+) -> Result<Vec<DeliveryBrief>, sqlx::Error> {
+    sqlx::query_as!(
+        DeliveryBrief,
+        "SELECT id, endpoint_id, status AS \"status: Text<DeliveryStatus>\", attempts, \
+         response_status_code FROM webhook_deliveries WHERE id = ANY($1)",
+        ids,
+    )
+    .fetch_all(pool)
+    .await
+}

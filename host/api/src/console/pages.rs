@@ -19,6 +19,7 @@ use courier_core::jobs::{JobRow, ListFilter};
 use courier_core::payments::ChargeView;
 use courier_core::tracking::map::MapView;
 use courier_domain::JobStatus;
+use courier_domain::job::proof::ProofKind;
 
 /// Jobs per page of the list.
 const PAGE_SIZE: i64 = 25;
@@ -412,6 +413,60 @@ struct ChargeFacts {
     amount: String,
     refunded: String,
     last_error: Option<String>,
+    /// Each move: when, from, to, amount, who, the provider's note.
+    moves: Vec<MoveFacts>,
+}
+
+struct MoveFacts {
+    at: String,
+    from: String,
+    to: String,
+    amount: String,
+    actor: String,
+    detail: String,
+}
+
+/// What was recorded at the door.
+struct ProofFacts {
+    outcome: String,
+    recipient: String,
+    note: String,
+    recorded: String,
+    photo: bool,
+    signature: bool,
+}
+
+impl ProofFacts {
+    fn of(stored: &serde_json::Value) -> Self {
+        let text = |name: &str| stored[name].as_str().unwrap_or("").to_owned();
+        ProofFacts {
+            outcome: text("outcome").replace('_', " "),
+            recipient: text("recipient_name"),
+            note: text("note"),
+            recorded: stored["recorded_at"]
+                .as_str()
+                .and_then(|at| at.parse::<chrono::DateTime<chrono::Utc>>().ok())
+                .map(when)
+                .unwrap_or_default(),
+            photo: stored["has_photo"].as_bool().unwrap_or(false),
+            signature: stored["has_signature"].as_bool().unwrap_or(false),
+        }
+    }
+}
+
+/// An event sent for the job, with its deliveries.
+struct EventFacts {
+    name: String,
+    occurred: String,
+    deliveries: Vec<EventDeliveryFacts>,
+}
+
+struct EventDeliveryFacts {
+    link: String,
+    url: String,
+    status: &'static str,
+    attempts: i32,
+    response: String,
 }
 
 #[derive(Template)]
@@ -422,6 +477,8 @@ struct JobPage {
     job: JobFacts,
     timeline: Vec<(&'static str, String)>,
     charge: Option<ChargeFacts>,
+    proof: Option<ProofFacts>,
+    events: Vec<EventFacts>,
     notice: Option<&'static str>,
     /// The tracking page's map of the job, when its market can draw it.
     map: Option<MapView>,
@@ -468,22 +525,71 @@ async fn show_job(
             );
         }
     };
-    let charge = state
-        .payments
-        .charge_of_job(job.id)
-        .await
-        .ok()
-        .flatten()
-        .map(|c: ChargeView| ChargeFacts {
-            status: c.status.as_str(),
-            amount: money(&c.currency, c.amount_minor),
-            refunded: if c.refunded_amount_minor > 0 {
-                money(&c.currency, c.refunded_amount_minor)
-            } else {
-                String::new()
-            },
-            last_error: c.last_error,
-        });
+    let charge = state.payments.charge_of_job(job.id).await.ok().flatten();
+    let moves = match &charge {
+        Some(c) => state.payments.moves_of(c.id).await.unwrap_or_else(|error| {
+            tracing::warn!(%error, "the console's job page could not read the charge's moves");
+            Vec::new()
+        }),
+        None => Vec::new(),
+    };
+    let charge = charge.map(|c: ChargeView| ChargeFacts {
+        status: c.status.as_str(),
+        amount: money(&c.currency, c.amount_minor),
+        refunded: if c.refunded_amount_minor > 0 {
+            money(&c.currency, c.refunded_amount_minor)
+        } else {
+            String::new()
+        },
+        moves: moves
+            .into_iter()
+            .map(|m| MoveFacts {
+                at: when(m.at),
+                from: m.from_status.unwrap_or_else(|| "—".to_owned()),
+                to: m.to_status,
+                amount: m
+                    .amount_minor
+                    .map(|a| money(&c.currency, a))
+                    .unwrap_or_default(),
+                actor: m.actor,
+                detail: m.detail.unwrap_or_default(),
+            })
+            .collect(),
+        last_error: c.last_error,
+    });
+    // The events are a view of the job too: a failure to read them leaves them out.
+    let owner = super::webhooks::owner(session);
+    let events = match state.webhooks.endpoints().job_events(owner, job.id).await {
+        Ok(events) => events,
+        Err(error) => {
+            tracing::warn!(%error, "the console's job page could not read the job's events");
+            Vec::new()
+        }
+    };
+    let events = events
+        .into_iter()
+        .map(|e| EventFacts {
+            name: e.name,
+            occurred: when(e.occurred_at),
+            deliveries: e
+                .deliveries
+                .into_iter()
+                .map(|d| EventDeliveryFacts {
+                    link: format!(
+                        "/console/webhooks/{}/deliveries/{}",
+                        d.endpoint_id, d.delivery_id
+                    ),
+                    url: d.url,
+                    status: d.status.as_str(),
+                    attempts: d.attempts,
+                    response: d
+                        .response_status_code
+                        .map_or_else(|| "—".to_owned(), |s| s.to_string()),
+                })
+                .collect(),
+        })
+        .collect();
+    let proof = job.proof.as_ref().map(ProofFacts::of);
     let mut timeline = vec![("Booked", when(job.booked_at))];
     if let Some(at) = job.assigned_at {
         timeline.push(("Courier assigned", when(at)));
@@ -528,6 +634,8 @@ async fn show_job(
         },
         timeline,
         charge,
+        proof,
+        events,
         notice,
         map,
         live: (!ended).then_some(JOB_LIVE_SECONDS),
@@ -622,4 +730,84 @@ pub async fn cancel_job(
             message(status, Some(&session), "Not cancelled", &api.to_string())
         }
     }
+}
+
+#[utoipa::path(
+    get,
+    path = "/console/jobs/{id}/proof/{kind}",
+    operation_id = "consoleProofFile",
+    tag = "console",
+    summary = "A job's proof of delivery file (`photo` or `signature`), to the signed-in merchant only",
+    security(()),
+    params(
+        ("id" = String, Path, description = "The job's id"),
+        ("kind" = String, Path, description = "`photo` or `signature`"),
+    ),
+    responses(
+        (status = 200, description = "The file as the courier's app sent it", content(
+            (String = "image/jpeg"), (String = "image/png"), (String = "image/webp")
+        )),
+        (status = 303, description = "Not signed in: to /console/sign-in"),
+        (status = 404, description = "A page: no such job, or no such file of it", content_type = "text/html", body = String),
+        (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn proof_file(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path((id, kind)): Path<(String, String)>,
+) -> Response {
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer,
+    };
+    let none = || {
+        message(
+            StatusCode::NOT_FOUND,
+            Some(&session),
+            "No such file",
+            "This job has no such proof of delivery.",
+        )
+    };
+    let (Some(id), Some(kind)) = (job_id(&id), ProofKind::parse(&kind)) else {
+        return none();
+    };
+    let unavailable = |error: &dyn std::fmt::Display| {
+        tracing::error!(%error, "a console proof file failed");
+        message(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some(&session),
+            "Try again shortly",
+            "The file cannot be read just now.",
+        )
+    };
+    // The job first: only the session's own job's files, in its environment.
+    let job = match state.jobs.find(&session.merchant, id).await {
+        Ok(Some(job)) => job,
+        Ok(None) => return none(),
+        Err(error) => return unavailable(&error),
+    };
+    let file = match state.jobs.proof_file(job.id, kind).await {
+        Ok(Some(file)) => file,
+        Ok(None) => return none(),
+        Err(error) => return unavailable(&error),
+    };
+    let Ok(content_type) = header::HeaderValue::from_str(&file.content_type) else {
+        return none();
+    };
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (
+                header::CACHE_CONTROL,
+                header::HeaderValue::from_static("private, max-age=3600"),
+            ),
+            (
+                header::X_CONTENT_TYPE_OPTIONS,
+                header::HeaderValue::from_static("nosniff"),
+            ),
+        ],
+        file.bytes,
+    )
+        .into_response()
 }

@@ -20,7 +20,7 @@ use courier_core::webhooks::{
 use courier_domain::event::EventName;
 use courier_domain::webhook::DeliveryStatus;
 
-fn owner(session: &ConsoleSession) -> Owner {
+pub(super) fn owner(session: &ConsoleSession) -> Owner {
     Owner {
         merchant_id: session.merchant.merchant_id,
         environment: session.merchant.environment,

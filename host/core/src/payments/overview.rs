@@ -3,7 +3,7 @@
 
 use super::Payments;
 use courier_store::charges as store;
-pub use courier_store::charges::{ChargeFilter, ListedCharge, ListedRefund};
+pub use courier_store::charges::{ChargeFilter, ChargeMoveRow, ListedCharge, ListedRefund};
 
 /// Charges listed on one page.
 pub const CHARGES_PER_PAGE: i64 = 50;
@@ -21,6 +21,11 @@ impl Payments {
         let more = charges.len() as i64 > CHARGES_PER_PAGE;
         charges.truncate(CHARGES_PER_PAGE as usize);
         Ok((charges, more))
+    }
+
+    /// Every move of a charge, oldest first (the caller has found the charge its own).
+    pub async fn moves_of(&self, charge_id: uuid::Uuid) -> Result<Vec<ChargeMoveRow>, sqlx::Error> {
+        store::moves_of(&self.pool, charge_id).await
     }
 
     /// The newest refunds of every merchant, up to [`REFUNDS_SHOWN`].

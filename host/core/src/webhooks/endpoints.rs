@@ -227,6 +227,53 @@ impl Endpoints {
         Ok((rows.into_iter().map(DeliveryRecord::from).collect(), more))
     }
 
+    /// The events recorded for the owner's job, oldest first, each with its delivery to each
+    /// of the owner's endpoints that has one (looked up by the ids the fan-out gives them).
+    pub async fn job_events(
+        &self,
+        owner: Owner,
+        job_id: Uuid,
+    ) -> Result<Vec<JobEvent>, WebhookError> {
+        let (events, endpoints) = tokio::try_join!(
+            store::events_of_job(&self.pool, owner, job_id),
+            store::list_endpoints(&self.pool, owner),
+        )?;
+        let ids: Vec<Uuid> = events
+            .iter()
+            .flat_map(|event| {
+                endpoints
+                    .iter()
+                    .map(|endpoint| super::fanout::delivery_id(event.id, endpoint.id))
+            })
+            .collect();
+        let found = if ids.is_empty() {
+            Vec::new()
+        } else {
+            store::deliveries_by_id(&self.pool, &ids).await?
+        };
+        Ok(events
+            .into_iter()
+            .map(|event| JobEvent {
+                deliveries: endpoints
+                    .iter()
+                    .filter_map(|endpoint| {
+                        let id = super::fanout::delivery_id(event.id, endpoint.id);
+                        found.iter().find(|d| d.id == id).map(|d| JobEventDelivery {
+                            endpoint_id: endpoint.id,
+                            url: endpoint.url.clone(),
+                            delivery_id: d.id,
+                            status: d.status,
+                            attempts: d.attempts,
+                            response_status_code: d.response_status_code,
+                        })
+                    })
+                    .collect(),
+                name: event.name,
+                occurred_at: event.occurred_at,
+            })
+            .collect())
+    }
+
     /// One delivery of the owner's endpoint, with what was sent and what its last attempt
     /// heard back; not found for another owner's endpoint or another endpoint's delivery.
     pub async fn delivery(
@@ -364,6 +411,25 @@ fn valid_events(value: Option<&Value>) -> Result<Vec<String>, WebhookError> {
         }
     }
     Ok(names)
+}
+
+/// An event recorded for a job, and where it was delivered.
+#[derive(Clone, Debug)]
+pub struct JobEvent {
+    pub name: String,
+    pub occurred_at: DateTime<Utc>,
+    pub deliveries: Vec<JobEventDelivery>,
+}
+
+/// An event's delivery to one endpoint.
+#[derive(Clone, Debug)]
+pub struct JobEventDelivery {
+    pub endpoint_id: Uuid,
+    pub url: String,
+    pub delivery_id: Uuid,
+    pub status: DeliveryStatus,
+    pub attempts: i32,
+    pub response_status_code: Option<i32>,
 }
 
 #[cfg(test)]

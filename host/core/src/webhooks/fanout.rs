@@ -187,7 +187,7 @@ impl OpenRound {
 }
 
 /// The delivery of an event to an endpoint has one id, however often it is fanned out.
-fn delivery_id(event_id: Uuid, endpoint_id: Uuid) -> Uuid {
+pub(crate) fn delivery_id(event_id: Uuid, endpoint_id: Uuid) -> Uuid {
     let digest = Sha256::new()
         .chain_update(b"courier-webhook-delivery")
         .chain_update(event_id.as_bytes())

@@ -35,7 +35,9 @@ pub use client::ClientError;
 pub use config::WebhookConfig;
 use courier_store::webhooks as store;
 pub use courier_store::webhooks::{DeliveryDetail, Owner};
-pub use endpoints::{DeliveryRecord, Endpoint, Endpoints, TestEvent, WebhookError};
+pub use endpoints::{
+    DeliveryRecord, Endpoint, Endpoints, JobEvent, JobEventDelivery, TestEvent, WebhookError,
+};
 
 use crate::events::FanOutWakeup;
 use crate::infra::secrets::SecretKey;
