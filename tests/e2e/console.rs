@@ -228,6 +228,18 @@ async fn a_merchant_signs_in_sees_its_jobs_cancels_one_and_signs_out() {
         "{}",
         filtered.body
     );
+    // Several statuses, as the form's boxes send them: both jobs, the boxes ticked.
+    let several = visitor
+        .get("/console/jobs?status=pending&status=searching&status=assigned")
+        .await;
+    assert!(several.body.contains(first["reference"].as_str().unwrap()));
+    assert!(several.body.contains(second["reference"].as_str().unwrap()));
+    assert!(
+        several.body.contains("value=\"searching\" checked"),
+        "{}",
+        several.body
+    );
+    assert!(!several.body.contains("value=\"delivered\" checked"));
 
     // A job's page, and its cancel form.
     let path = format!("/console/jobs/{}", first["id"].as_str().unwrap());

@@ -259,13 +259,37 @@ struct JobsPage {
     next: Option<String>,
 }
 
-/// The jobs list's filters, as the page's form sends them.
-#[derive(Deserialize, Default)]
+/// The jobs list's filters, as the page's form sends them: `status` once per ticked box (or
+/// comma-separated, as the API takes it), `from`, `to`, `page`.
+#[derive(Default)]
 pub struct JobsQuery {
-    status: Option<String>,
+    statuses: Vec<JobStatus>,
     from: Option<String>,
     to: Option<String>,
     page: Option<String>,
+}
+
+impl JobsQuery {
+    /// Read from the query's pairs; a status the service does not know is left out.
+    fn from_pairs(pairs: Vec<(String, String)>) -> Self {
+        let mut query = JobsQuery::default();
+        for (name, value) in pairs {
+            match name.as_str() {
+                "status" => {
+                    for status in value.split(',').filter_map(|s| JobStatus::parse(s.trim())) {
+                        if !query.statuses.contains(&status) {
+                            query.statuses.push(status);
+                        }
+                    }
+                }
+                "from" => query.from = Some(value),
+                "to" => query.to = Some(value),
+                "page" => query.page = Some(value),
+                _ => {}
+            }
+        }
+        query
+    }
 }
 
 fn date(text: Option<&str>) -> Option<NaiveDate> {
@@ -280,7 +304,7 @@ fn date(text: Option<&str>) -> Option<NaiveDate> {
     summary = "The signed-in merchant's jobs, newest first, with the API's filters and paging",
     security(()),
     params(
-        ("status" = Option<String>, Query, description = "One status"),
+        ("status" = Option<String>, Query, description = "A status; repeated, or comma-separated, for several"),
         ("from" = Option<String>, Query, description = "Booked on or after this day (YYYY-MM-DD)"),
         ("to" = Option<String>, Query, description = "Booked before this day (YYYY-MM-DD)"),
         ("page" = Option<i64>, Query, description = "From 1"),
@@ -294,19 +318,17 @@ fn date(text: Option<&str>) -> Option<NaiveDate> {
 pub async fn jobs_page(
     State(state): State<AppState>,
     headers: HeaderMap,
-    query: Result<Query<JobsQuery>, QueryRejection>,
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
 ) -> Response {
     let session = match signed_in(&state, &headers).await {
         Ok(session) => session,
         Err(answer) => return answer,
     };
     // A query that cannot be read is no filter.
-    let query = query.map(|Query(q)| q).unwrap_or_default();
-    let status = query
-        .status
-        .as_deref()
-        .and_then(JobStatus::parse)
-        .map(JobStatus::as_str);
+    let query = query
+        .map(|Query(pairs)| JobsQuery::from_pairs(pairs))
+        .unwrap_or_default();
+    let statuses: Vec<&str> = query.statuses.iter().map(|s| s.as_str()).collect();
     let from = date(query.from.as_deref());
     let to = date(query.to.as_deref());
     let depth = i64::from(state.config.jobs_list_depth);
@@ -318,7 +340,6 @@ pub async fn jobs_page(
         .unwrap_or(1)
         .min(depth / PAGE_SIZE + 1);
     let offset = (page_number - 1) * PAGE_SIZE;
-    let statuses: Vec<&str> = status.into_iter().collect();
     let filter = ListFilter {
         merchant_id: session.merchant.merchant_id,
         environment: session.merchant.environment,
@@ -349,8 +370,8 @@ pub async fn jobs_page(
     };
     let link = |page: i64| {
         let mut query = form_urlencoded::Serializer::new(String::new());
-        if let Some(status) = status {
-            query.append_pair("status", status);
+        if !statuses.is_empty() {
+            query.append_pair("status", &statuses.join(","));
         }
         if let Some(from) = from {
             query.append_pair("from", &from.to_string());
@@ -371,7 +392,7 @@ pub async fn jobs_page(
         session: Some(SessionBar::from(&session)),
         statuses: JobStatus::ALL
             .iter()
-            .map(|s| (s.as_str(), Some(s.as_str()) == status))
+            .map(|s| (s.as_str(), statuses.contains(&s.as_str())))
             .collect(),
         from: from.map(|d| d.to_string()).unwrap_or_default(),
         to: to.map(|d| d.to_string()).unwrap_or_default(),
@@ -810,4 +831,25 @@ pub async fn proof_file(
         file.bytes,
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(query: &str) -> Vec<(String, String)> {
+        form_urlencoded::parse(query.as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn several_statuses_come_ticked_or_comma_separated_and_unknown_ones_are_left_out() {
+        let ticked = JobsQuery::from_pairs(pairs("status=pending&status=searching&page=2"));
+        assert_eq!(ticked.statuses, [JobStatus::Pending, JobStatus::Searching]);
+        assert_eq!(ticked.page.as_deref(), Some("2"));
+        let joined = JobsQuery::from_pairs(pairs("status=pending,lost,searching,pending"));
+        assert_eq!(joined.statuses, [JobStatus::Pending, JobStatus::Searching]);
+        assert!(JobsQuery::from_pairs(pairs("status=")).statuses.is_empty());
+    }
 }
