@@ -351,23 +351,31 @@ pub async fn proof_file(
         .proof_file(job.id, kind)
         .await?
         .ok_or(ApiError::ProofFileNotFound)?;
-    let content_type =
-        axum::http::HeaderValue::from_str(&file.content_type).map_err(|_| ApiError::Internal)?;
-    Ok((
-        [
-            (axum::http::header::CONTENT_TYPE, content_type),
-            (
-                axum::http::header::CACHE_CONTROL,
-                axum::http::HeaderValue::from_static("private, max-age=3600"),
-            ),
-            (
-                axum::http::header::X_CONTENT_TYPE_OPTIONS,
-                axum::http::HeaderValue::from_static("nosniff"),
-            ),
-        ],
-        file.bytes,
+    proof_file_response(&file.content_type, file.bytes).ok_or(ApiError::Internal)
+}
+
+/// A proof file as it is served (to the API and to the console alike): its own type, kept
+/// privately for an hour, never sniffed. None when the stored type is not a header value.
+pub(crate) fn proof_file_response(content_type: &str, bytes: Vec<u8>) -> Option<Response> {
+    use axum::http::{HeaderValue, header};
+    let content_type = HeaderValue::from_str(content_type).ok()?;
+    Some(
+        (
+            [
+                (header::CONTENT_TYPE, content_type),
+                (
+                    header::CACHE_CONTROL,
+                    HeaderValue::from_static("private, max-age=3600"),
+                ),
+                (
+                    header::X_CONTENT_TYPE_OPTIONS,
+                    HeaderValue::from_static("nosniff"),
+                ),
+            ],
+            bytes,
+        )
+            .into_response(),
     )
-        .into_response())
 }
 
 pub(super) fn whole_parameter(

@@ -87,7 +87,16 @@ impl RecentCalls {
         components.calls += 1;
         let order = components.calls;
         let by_component = &mut components.kept;
-        if !by_component.contains_key(sha256) && by_component.len() >= COMPONENTS_KEPT {
+        // The common case, a component seen before, takes one lookup and no allocation.
+        if let Some(kept) = by_component.get_mut(sha256) {
+            if kept.calls.len() == KEPT_PER_COMPONENT {
+                kept.calls.pop_front();
+            }
+            kept.calls.push_back(record);
+            kept.last = order;
+            return;
+        }
+        if by_component.len() >= COMPONENTS_KEPT {
             let least_lately = by_component
                 .iter()
                 .min_by_key(|(_, kept)| kept.last)
@@ -96,24 +105,9 @@ impl RecentCalls {
                 by_component.remove(&sha256);
             }
         }
-        // Looked up before inserting: the key is allocated only for a new component.
-        if !by_component.contains_key(sha256) {
-            by_component.insert(
-                sha256.to_owned(),
-                Kept {
-                    calls: VecDeque::with_capacity(KEPT_PER_COMPONENT),
-                    last: order,
-                },
-            );
-        }
-        let Some(kept) = by_component.get_mut(sha256) else {
-            return;
-        };
-        if kept.calls.len() == KEPT_PER_COMPONENT {
-            kept.calls.pop_front();
-        }
-        kept.calls.push_back(record);
-        kept.last = order;
+        let mut calls = VecDeque::with_capacity(KEPT_PER_COMPONENT);
+        calls.push_back(record);
+        by_component.insert(sha256.to_owned(), Kept { calls, last: order });
     }
 
     /// `sha256`'s kept calls, newest first.

@@ -899,6 +899,7 @@ pub async fn events_of_job(
 #[derive(Clone, Debug)]
 pub struct DeliveryBrief {
     pub id: Uuid,
+    pub event_id: Uuid,
     pub endpoint_id: Uuid,
     pub status: DeliveryStatus,
     pub attempts: i32,
@@ -912,7 +913,7 @@ pub async fn deliveries_by_id(
 ) -> Result<Vec<DeliveryBrief>, sqlx::Error> {
     sqlx::query_as!(
         DeliveryBrief,
-        "SELECT id, endpoint_id, status AS \"status: Text<DeliveryStatus>\", attempts, \
+        "SELECT id, event_id, endpoint_id, status AS \"status: Text<DeliveryStatus>\", attempts, \
          response_status_code FROM webhook_deliveries WHERE id = ANY($1)",
         ids,
     )

@@ -546,14 +546,26 @@ async fn show_job(
             );
         }
     };
-    let charge = state.payments.charge_of_job(job.id).await.ok().flatten();
-    let moves = match &charge {
-        Some(c) => state.payments.moves_of(c.id).await.unwrap_or_else(|error| {
-            tracing::warn!(%error, "the console's job page could not read the charge's moves");
-            Vec::new()
-        }),
-        None => Vec::new(),
+    // The charge (then its moves), the events and the map: three independent reads at once.
+    let charge_and_moves = async {
+        let charge = state.payments.charge_of_job(job.id).await.ok().flatten();
+        let moves = match &charge {
+            Some(c) => state.payments.moves_of(c.id).await.unwrap_or_else(|error| {
+                tracing::warn!(%error, "the console's job page could not read the charge's moves");
+                Vec::new()
+            }),
+            None => Vec::new(),
+        };
+        (charge, moves)
     };
+    let owner = super::webhooks::owner(session);
+    let events = state.webhooks.endpoints();
+    let now = courier_core::infra::clock::now();
+    let ((charge, moves), events, tracked) = tokio::join!(
+        charge_and_moves,
+        events.job_events(owner, job.id),
+        state.tracking.state_of_job(&job, now),
+    );
     let charge = charge.map(|c: ChargeView| ChargeFacts {
         status: c.status.as_str(),
         amount: money(&c.currency, c.amount_minor),
@@ -579,8 +591,7 @@ async fn show_job(
         last_error: c.last_error,
     });
     // The events are a view of the job too: a failure to read them leaves them out.
-    let owner = super::webhooks::owner(session);
-    let events = match state.webhooks.endpoints().job_events(owner, job.id).await {
+    let events = match events {
         Ok(events) => events,
         Err(error) => {
             tracing::warn!(%error, "the console's job page could not read the job's events");
@@ -627,11 +638,7 @@ async fn show_job(
         JobStatus::Delivered | JobStatus::Returned | JobStatus::Cancelled | JobStatus::Failed
     );
     // The map is a view of the job, not the job: a failure to draw it leaves it out.
-    let map = match state
-        .tracking
-        .state_of_job(&job, courier_core::infra::clock::now())
-        .await
-    {
+    let map = match tracked {
         Ok(tracked) => Some(tracked.map),
         Err(error) => {
             tracing::warn!(%error, "the console's job map could not be drawn");
@@ -813,24 +820,7 @@ pub async fn proof_file(
         Ok(None) => return none(),
         Err(error) => return unavailable(&error),
     };
-    let Ok(content_type) = header::HeaderValue::from_str(&file.content_type) else {
-        return none();
-    };
-    (
-        [
-            (header::CONTENT_TYPE, content_type),
-            (
-                header::CACHE_CONTROL,
-                header::HeaderValue::from_static("private, max-age=3600"),
-            ),
-            (
-                header::X_CONTENT_TYPE_OPTIONS,
-                header::HeaderValue::from_static("nosniff"),
-            ),
-        ],
-        file.bytes,
-    )
-        .into_response()
+    crate::jobs::proof_file_response(&file.content_type, file.bytes).unwrap_or_else(none)
 }
 
 #[cfg(test)]

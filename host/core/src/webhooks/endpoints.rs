@@ -254,11 +254,12 @@ impl Endpoints {
         Ok(events
             .into_iter()
             .map(|event| JobEvent {
-                deliveries: endpoints
+                deliveries: found
                     .iter()
-                    .filter_map(|endpoint| {
-                        let id = super::fanout::delivery_id(event.id, endpoint.id);
-                        found.iter().find(|d| d.id == id).map(|d| JobEventDelivery {
+                    .filter(|d| d.event_id == event.id)
+                    .filter_map(|d| {
+                        let endpoint = endpoints.iter().find(|e| e.id == d.endpoint_id)?;
+                        Some(JobEventDelivery {
                             endpoint_id: endpoint.id,
                             url: endpoint.url.clone(),
                             delivery_id: d.id,

@@ -19,6 +19,11 @@ const LIVE_SECONDS: u32 = 5;
 /// A search marker's half side, in view-box units.
 const SEARCH_MARK: f64 = 9.0;
 
+/// A moment to the second: couriers move by the second, the console's other pages by the minute.
+fn to_the_second(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
+
 struct CourierMark {
     id: String,
     name: String,
@@ -39,7 +44,7 @@ impl From<CourierOnBoard> for CourierMark {
             doing: if c.busy { "on a job" } else { "free" },
             seen: c.seen_at.map_or_else(
                 || "not lately (no position on the map)".to_owned(),
-                |at| at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+                to_the_second,
             ),
             centre: c
                 .at
@@ -171,7 +176,7 @@ pub async fn market_page(
         MarketPage {
             session: Some(OperatorBar::from(&session)),
             id: market_id,
-            as_of: at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+            as_of: to_the_second(at),
             live_seconds: LIVE_SECONDS,
             network,
             map: board.map,
