@@ -12,13 +12,13 @@ use crate::support::browser::Browser;
 use crate::support::{MerchantCredentials, status_and_json};
 
 /// Types `text` into the field `id`.
-async fn fill(browser: &Browser, id: &str, text: &str) {
+pub(crate) async fn fill(browser: &Browser, id: &str, text: &str) {
     let field = browser.client.find(Locator::Id(id)).await.unwrap();
     field.send_keys(text).await.unwrap();
 }
 
 /// Clicks what `css` finds.
-async fn click(browser: &Browser, css: &str) {
+pub(crate) async fn click(browser: &Browser, css: &str) {
     let found = browser.client.find(Locator::Css(css)).await.unwrap();
     found.click().await.unwrap();
 }
@@ -47,7 +47,7 @@ async fn looked_at(browser: &Browser, name: &str) {
 }
 
 /// Waits until the browser is on `path`.
-async fn arrives_at(browser: &Browser, path: &str) {
+pub(crate) async fn arrives_at(browser: &Browser, path: &str) {
     browser
         .wait_until(path, || async {
             browser

@@ -11,6 +11,7 @@ mod cli;
 mod connections;
 mod console;
 mod console_browser;
+mod console_card_form;
 mod dispatch;
 mod errors;
 mod fleet;

@@ -83,6 +83,7 @@ fn public_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::pages::start))
         .routes(routes!(console::pages::stylesheet))
         .routes(routes!(console::pages::live_updates))
+        .routes(routes!(console::pages::card_form_script))
         .routes(routes!(
             console::pages::sign_in_page,
             console::pages::sign_in
@@ -108,6 +109,9 @@ fn public_routes() -> OpenApiRouter<AppState> {
             console::cards::add_card
         ))
         .routes(routes!(console::cards::card_action))
+        .routes(routes!(console::card_form::start_card_form))
+        .routes(routes!(console::card_form::card_form_returned))
+        .routes(routes!(console::card_form::attach_card))
         .routes(routes!(console::keys::keys_page, console::keys::create_key))
         .routes(routes!(console::keys::revoke_key))
         .routes(routes!(console::keys::change_settings))

@@ -126,8 +126,7 @@ impl Guest for Component {
         let settings = settings()?;
         let form = Adapter::new(&settings, &Host)
             .setup_card_form(&request.merchant, request.customer_id.as_deref())?;
-        // Stripe's card element needs only the SetupIntent's client secret.
-        let document = serde_json::json!({"client_secret": form.client_secret});
+        let document = crate::browser::card_form_document(&settings, &form.client_secret);
         Ok(wit::CardForm {
             customer_id: form.customer_id,
             document: document.to_string(),
@@ -141,7 +140,7 @@ impl Guest for Component {
         let settings = settings().map_err(wit::AttachRefusal::Unreachable)?;
         match Adapter::new(&settings, &Host).attach_card(&customer_id, &card_ref) {
             Ok(c) => Ok(wit::AttachedCard {
-                reference: card_ref,
+                reference: c.reference,
                 card: wit::Card {
                     brand: c.brand,
                     last_four: c.last_four,

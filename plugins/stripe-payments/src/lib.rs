@@ -5,7 +5,7 @@
 //! | operation         | Stripe requests                                                          |
 //! |-------------------|--------------------------------------------------------------------------|
 //! | `setup-card-form` | `POST /v1/customers`, then `POST /v1/setup_intents` for that customer     |
-//! | `attach-card`     | `GET /v1/payment_methods/{id}` (and `…/attach` when it has no customer)   |
+//! | `attach-card`     | `GET /v1/payment_methods/{id}` (and `…/attach` when it has no customer); for a `seti_…` first `GET /v1/setup_intents/{id}` |
 //! | `authorise`       | `POST /v1/payment_intents`, `capture_method=manual`, confirmed off-session |
 //! | `capture`         | `POST /v1/payment_intents/{id}/capture` with `amount_to_capture`          |
 //! | `void`            | `POST /v1/payment_intents/{id}/cancel`                                    |
@@ -27,6 +27,11 @@
 //! - `account`: a connected account id, sent as `Stripe-Account`.
 //! - `api_version`: sent as `Stripe-Version` (default `2024-06-20`, the
 //!   version this adapter was written against).
+//! - `publishable_key`: the account's publishable key (`pk_…`). With it the
+//!   card-form document also says how a page draws Stripe's form (see
+//!   `browser`), which the merchant console does.
+//! - `js_url`: where Stripe.js is loaded from (default
+//!   `https://js.stripe.com/v3/`).
 //!
 //! Answers become outcomes as Stripe documents them: a `card_error` is a
 //! decline (with the `decline_code` when there is one), with the card marked
@@ -45,12 +50,14 @@
 
 extern crate alloc;
 
+mod browser;
 #[cfg(target_family = "wasm")]
 mod component;
 mod form;
 mod operations;
 mod stripe;
 
+pub use browser::card_form_document;
 pub use operations::{
     Adapter, Attached, CardForm, Decline, Finished, Lookup, Outcome, PaymentPage, PaymentState,
     Refusal, Status,

@@ -86,6 +86,8 @@ pub struct CardForm {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attached {
+    /// The PaymentMethod's id: what the host keeps, whichever reference it was given.
+    pub reference: String,
     pub brand: String,
     pub last_four: String,
     pub expiry_month: u8,
@@ -237,11 +239,20 @@ impl<'a, T: Transport> Adapter<'a, T> {
 
     /// Reads the card behind a PaymentMethod, attaching it to the customer
     /// when the card form left it unattached. A PaymentMethod of another
-    /// customer is unknown here.
+    /// customer is unknown here. A SetupIntent's id (`seti_…`, what Stripe
+    /// hands the page it returns to after the card holder authenticated)
+    /// stands for the PaymentMethod it saved.
     pub fn attach_card(&self, customer_id: &str, card_ref: &str) -> Result<Attached, Refusal> {
         if !is_object_id(card_ref) {
             return Err(Refusal::UnknownReference("not a PaymentMethod id".into()));
         }
+        let saved;
+        let card_ref = if card_ref.starts_with("seti_") {
+            saved = self.saved_by(customer_id, card_ref)?;
+            saved.as_str()
+        } else {
+            card_ref
+        };
         let path = format!("/v1/payment_methods/{}", path_segment(card_ref));
         let mut method = match self.client.get(&path) {
             Ok(m) => m,
@@ -268,7 +279,36 @@ impl<'a, T: Transport> Adapter<'a, T> {
                     .map_err(refusal)?;
             }
         }
-        card_of(&method).map_err(Refusal::Unreachable)
+        card_of(card_ref, &method).map_err(Refusal::Unreachable)
+    }
+
+    /// The PaymentMethod a succeeded SetupIntent of `customer_id` saved.
+    fn saved_by(&self, customer_id: &str, setup_intent: &str) -> Result<String, Refusal> {
+        let path = format!("/v1/setup_intents/{}", path_segment(setup_intent));
+        let intent = match self.client.get(&path) {
+            Ok(intent) => intent,
+            Err(Failure::Refused { status: 404, .. }) => {
+                return Err(Refusal::UnknownReference("no such SetupIntent".into()));
+            }
+            Err(f) => return Err(refusal(f)),
+        };
+        if text(&intent, "customer").as_deref() != Some(customer_id) {
+            return Err(Refusal::UnknownReference(
+                "the SetupIntent belongs to another customer".into(),
+            ));
+        }
+        let status = text(&intent, "status").unwrap_or_default();
+        if status != "succeeded" {
+            return Err(Refusal::UnknownReference(format!(
+                "the SetupIntent has saved no card (it is {status})"
+            )));
+        }
+        // Unexpanded it is the id; expanded, the object.
+        let method = intent
+            .get("payment_method")
+            .and_then(|m| m.as_str().map(String::from).or_else(|| text(m, "id")))
+            .filter(|id| is_object_id(id));
+        method.ok_or_else(|| Refusal::Unreachable("the SetupIntent names no PaymentMethod".into()))
     }
 
     /// A hold: a PaymentIntent captured later, confirmed at once on the
@@ -510,7 +550,9 @@ fn mismatch(object: &Value, amount_field: &str, amount: i64, currency: &str) -> 
     None
 }
 
-fn card_of(method: &Value) -> Result<Attached, String> {
+/// The card of `method`, kept under `reference` (the id the host was given, or the one a
+/// SetupIntent saved).
+fn card_of(reference: &str, method: &Value) -> Result<Attached, String> {
     let card = method
         .get("card")
         .filter(|c| c.is_object())
@@ -529,6 +571,7 @@ fn card_of(method: &Value) -> Result<Attached, String> {
     match (last_four, month, year) {
         (Some(last_four), Some(expiry_month @ 1..=12), Some(expiry_year @ 1000..=9999)) => {
             Ok(Attached {
+                reference: String::from(reference),
                 brand: brand.to_ascii_lowercase(),
                 last_four,
                 expiry_month,

@@ -14,6 +14,8 @@ pub const DEFAULT_API_BASE: &str = "https://api.stripe.com";
 /// operator sets another: what an answer looks like must not change with
 /// the account's default.
 pub const DEFAULT_API_VERSION: &str = "2024-06-20";
+/// Stripe.js, which draws Stripe's card form in the merchant's page.
+pub const DEFAULT_JS_URL: &str = "https://js.stripe.com/v3/";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
@@ -51,6 +53,11 @@ pub struct Settings {
     pub api_base: String,
     pub account: Option<String>,
     pub api_version: Option<String>,
+    /// The account's publishable key (`pk_…`), which Stripe.js starts with: without it the
+    /// card-form document says nothing about the browser.
+    pub publishable_key: Option<String>,
+    /// Where Stripe.js is loaded from.
+    pub js_url: String,
 }
 
 impl Settings {
@@ -66,6 +73,18 @@ impl Settings {
         let api_base = get("api_base").unwrap_or_else(|| DEFAULT_API_BASE.into());
         let api_base = api_base.trim_end_matches('/').to_string();
         host_of(&api_base)?;
+        let publishable_key = get("publishable_key").filter(|k| !k.is_empty());
+        if let Some(key) = &publishable_key
+            && (!key.starts_with("pk_") || key.bytes().any(|b| !b.is_ascii_graphic()))
+        {
+            return Err("`publishable_key` must be a publishable key (`pk_…`)".into());
+        }
+        let js_url = get("js_url")
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| DEFAULT_JS_URL.into());
+        if origin_of(&js_url).is_none() {
+            return Err(format!("`js_url` {js_url:?} must be an https:// URL"));
+        }
         Ok(Settings {
             secret_key,
             api_base,
@@ -75,6 +94,8 @@ impl Settings {
                     .filter(|v| !v.is_empty())
                     .unwrap_or_else(|| DEFAULT_API_VERSION.into()),
             ),
+            publishable_key,
+            js_url,
         })
     }
 }
@@ -93,6 +114,20 @@ pub fn host_of(api_base: &str) -> Result<String, String> {
         return Err(format!("`api_base` {api_base:?} has no usable host"));
     }
     Ok(host.to_ascii_lowercase())
+}
+
+/// The origin (`https://host[:port]`) of an `https://` URL, as a page's
+/// Content-Security-Policy names it; `None` for anything else.
+pub fn origin_of(url: &str) -> Option<String> {
+    let rest = url.strip_prefix("https://")?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let plain = authority
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':'));
+    if authority.is_empty() || authority.starts_with(':') || !plain {
+        return None;
+    }
+    Some(format!("https://{}", authority.to_ascii_lowercase()))
 }
 
 /// Why a request did not succeed.

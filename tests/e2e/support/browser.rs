@@ -41,6 +41,13 @@ impl Browser {
     /// A phone-sized browser: a viewport of `width` × `height` CSS pixels at twice the
     /// pixel density (desktop windows have a minimum width; device metrics do not).
     pub async fn start(width: u32, height: u32) -> Self {
+        Self::start_with(width, height, &[]).await
+    }
+
+    /// [`Browser::start`] with more of Chromium's flags (such as
+    /// `--ignore-certificate-errors`, for a provider's stand-in whose certificate a test
+    /// authority issued).
+    pub async fn start_with(width: u32, height: u32, flags: &[&str]) -> Self {
         let chromedriver = program("COURIER_TEST_CHROMEDRIVER", "/usr/bin/chromedriver");
         let chromium = program("COURIER_TEST_CHROMIUM", "/usr/bin/chromium");
         assert!(
@@ -65,6 +72,7 @@ impl Browser {
         let mut args: Vec<String> = CHROMIUM_FLAGS.iter().map(|f| (*f).to_owned()).collect();
         args.push(format!("--user-data-dir={}", profile.display()));
         args.push(format!("--window-size={width},{height}"));
+        args.extend(flags.iter().map(|f| (*f).to_owned()));
         let mut capabilities = serde_json::Map::new();
         capabilities.insert(
             "goog:chromeOptions".into(),
@@ -164,6 +172,17 @@ impl Browser {
     /// `rule: what it says (where)` lines. axe-core comes from the npm registry
     /// (`cargo xtask setup test` installs it under `target/test-tools/`).
     pub async fn accessibility_violations(&self) -> Vec<String> {
+        self.violations("{resultTypes: ['violations']}").await
+    }
+
+    /// [`Browser::accessibility_violations`] of the page itself, not of the frames in it (a
+    /// payment provider's own frames are the provider's, and axe-core cannot run inside them).
+    pub async fn accessibility_violations_outside_frames(&self) -> Vec<String> {
+        self.violations("{resultTypes: ['violations'], iframes: false}")
+            .await
+    }
+
+    async fn violations(&self, options: &str) -> Vec<String> {
         let axe = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../target/test-tools/node_modules/axe-core/axe.min.js");
         let source = std::fs::read_to_string(&axe).unwrap_or_else(|e| {
@@ -176,12 +195,14 @@ impl Browser {
         let found = self
             .client
             .execute_async(
-                "const done = arguments[arguments.length - 1];
-                 axe.run(document, {resultTypes: ['violations']}).then(results => done(
+                &format!(
+                    "const done = arguments[arguments.length - 1];
+                 axe.run(document, {options}).then(results => done(
                    results.violations
                      .filter(v => v.impact === 'serious' || v.impact === 'critical')
                      .map(v => v.id + ': ' + v.help + ' (' +
-                          v.nodes.map(n => n.target.join(' ')).join(', ') + ')')));",
+                          v.nodes.map(n => n.target.join(' ')).join(', ') + ')')));"
+                ),
                 vec![],
             )
             .await

@@ -1,6 +1,8 @@
 //! A local stand-in for Stripe's API over HTTPS, for the live payment adapter's tests. It
 //! follows Stripe's published API reference for exactly the endpoints the adapter uses:
-//! customers, SetupIntents, PaymentMethods (Stripe's documented test ids such as
+//! customers, SetupIntents (confirmed from the card form that its stand-in of Stripe.js, at
+//! `/v3/`, draws in a frame, with Stripe's documented test card numbers), PaymentMethods
+//! (Stripe's documented test ids such as
 //! `pm_card_visa` and `pm_card_visa_chargeDeclinedInsufficientFunds`), manual-capture
 //! PaymentIntents with capture and cancel, and refunds, with real state per object, Stripe's
 //! error body (`{"error": {"type", "code", "decline_code", "message", …}}`) and idempotent
@@ -26,6 +28,8 @@ use super::tls::tls;
 
 /// The secret key the stand-in accepts.
 pub const SECRET_KEY: &str = "sk_test_courier_stand_in";
+/// The publishable key the stand-in's Stripe.js confirms card forms with.
+pub const PUBLISHABLE_KEY: &str = "pk_test_courier_stand_in";
 
 /// How long the stand-in takes to answer.
 #[derive(Clone, Copy, Debug)]
@@ -191,6 +195,40 @@ struct PaymentMethod {
     card: TestCard,
 }
 
+struct SetupIntent {
+    client_secret: String,
+    customer: Option<String>,
+    usage: String,
+    /// `requires_payment_method` until a card form confirms it, then `succeeded`.
+    status: &'static str,
+    payment_method: Option<String>,
+}
+
+impl SetupIntent {
+    fn json(&self, id: &str) -> Value {
+        json!({"id": id, "object": "setup_intent", "client_secret": self.client_secret,
+               "customer": self.customer, "usage": self.usage, "status": self.status,
+               "payment_method": self.payment_method, "payment_method_types": ["card"]})
+    }
+}
+
+/// Stripe's documented test card numbers, as a card form takes them, and the test
+/// PaymentMethod that behaves the same.
+fn test_card_by_number(number: &str) -> Option<TestCard> {
+    let digits: String = number.chars().filter(char::is_ascii_digit).collect();
+    let id = match digits.as_str() {
+        "4242424242424242" => "pm_card_visa",
+        "5555555555554444" => "pm_card_mastercard",
+        "4000000000000002" => "pm_card_visa_chargeDeclined",
+        "4000000000009995" => "pm_card_visa_chargeDeclinedInsufficientFunds",
+        "4000000000009987" => "pm_card_visa_chargeDeclinedLostCard",
+        "4000000000000069" => "pm_card_chargeDeclinedExpiredCard",
+        "4000000000000127" => "pm_card_chargeDeclinedIncorrectCvc",
+        _ => return None,
+    };
+    test_card(id)
+}
+
 /// The answer to one idempotency key: None while its first request is still running.
 struct Saved {
     fingerprint: String,
@@ -203,7 +241,7 @@ struct State {
     /// Customers by id: when made (Unix seconds, and as an instant for search) and their
     /// `metadata[courier_merchant]`.
     customers: HashMap<String, (i64, std::time::Instant, String)>,
-    setup_intents: HashMap<String, (String, Option<String>)>,
+    setup_intents: HashMap<String, SetupIntent>,
     payment_methods: HashMap<String, PaymentMethod>,
     intents: HashMap<String, Intent>,
     refunds: HashMap<String, Value>,
@@ -326,6 +364,20 @@ impl StripeStandIn {
         )
     }
 
+    /// The adapter's configuration with what a page needs to draw the card form: the
+    /// publishable key, and Stripe.js from this stand-in.
+    pub fn card_form_config(&self) -> Value {
+        json!({"secret_key": SECRET_KEY, "api_base": self.api_base(),
+               "publishable_key": PUBLISHABLE_KEY, "js_url": format!("{}/v3/", self.api_base())})
+    }
+
+    /// [`StripeStandIn::service_env`] with an adapter configuration of the test's own.
+    pub fn service_env_configured(&self, config: &Value) -> Vec<(String, String)> {
+        let path = self.config_path();
+        std::fs::write(&path, config.to_string()).unwrap();
+        super::tls::live_adapter_env(&stripe_adapter_path(), &path, &self.ca_path)
+    }
+
     /// Rolls the account's key (`true`): from now on Stripe answers every request 401, as it
     /// does for a key that was revoked; `false` brings it back.
     #[allow(dead_code)]
@@ -440,14 +492,17 @@ impl StripeStandIn {
         let setup = state
             .setup_intents
             .iter()
-            .find(|(_, (secret, _))| secret == client_secret)
+            .find(|(_, intent)| intent.client_secret == client_secret)
             .map(|(id, _)| id.clone())
             .expect("a SetupIntent with that client secret");
-        let customer = state.setup_intents[&setup].1.clone();
+        let customer = state.setup_intents[&setup].customer.clone();
         let id = state.id("pm");
         state
             .payment_methods
             .insert(id.clone(), PaymentMethod { customer, card });
+        let intent = state.setup_intents.get_mut(&setup).unwrap();
+        intent.status = "succeeded";
+        intent.payment_method = Some(id.clone());
         id
     }
 
@@ -540,6 +595,9 @@ async fn handle(
     };
     let path = parts.uri.path().to_owned();
     let method = parts.method.as_str().to_owned();
+    if let Some(asset) = stripe_js(&method, &path) {
+        return Ok(asset);
+    }
     let (latency, fault, chaos) = {
         let mut s = state.lock().unwrap();
         (s.latency, s.take_fault(&path), s.draw_chaos())
@@ -571,8 +629,19 @@ async fn handle(
         Some(Fault::Hang(d)) => tokio::time::sleep(d).await,
         _ => {}
     }
+    let form: &[u8] = match method.as_str() {
+        "GET" => parts.uri.query().unwrap_or_default().as_bytes(),
+        _ => &body,
+    };
+    let params: BTreeMap<String, String> = url::form_urlencoded::parse(form).into_owned().collect();
     let revoked = state.lock().unwrap().key_revoked;
-    if revoked || header("authorization").as_deref() != Some(&format!("Bearer {SECRET_KEY}")) {
+    // Stripe.js confirms a card form with the publishable key; all else needs the secret one.
+    let from_card_form = method == "POST"
+        && path.starts_with("/v1/setup_intents/")
+        && path.ends_with("/confirm")
+        && params.get("key").map(String::as_str) == Some(PUBLISHABLE_KEY);
+    let secret = header("authorization").as_deref() == Some(&format!("Bearer {SECRET_KEY}"));
+    if revoked || !(secret || from_card_form) {
         let body = error(
             "invalid_request_error",
             None,
@@ -580,11 +649,6 @@ async fn handle(
         );
         return Ok(respond(401, &body, false));
     }
-    let form: &[u8] = match method.as_str() {
-        "GET" => parts.uri.query().unwrap_or_default().as_bytes(),
-        _ => &body,
-    };
-    let params: BTreeMap<String, String> = url::form_urlencoded::parse(form).into_owned().collect();
     let key = header("idempotency-key").filter(|_| method == "POST");
     let fingerprint = format!("{method} {path} {params:?}");
     if let Some(key) = &key {
@@ -666,6 +730,28 @@ async fn handle(
         return Err(std::io::Error::other("dropped after acting"));
     }
     Ok(respond(status, &body, false))
+}
+
+/// Stripe.js (`/v3/`) and the frame its Payment Element draws the card's fields in.
+fn stripe_js(method: &str, path: &str) -> Option<hyper::Response<Full<Bytes>>> {
+    let (content_type, body) = match (method, path) {
+        ("GET", "/v3/") => (
+            "text/javascript; charset=utf-8",
+            include_str!("stripe-js/stripe.js"),
+        ),
+        ("GET", "/v3/elements/payment") => (
+            "text/html; charset=utf-8",
+            include_str!("stripe-js/payment.html"),
+        ),
+        _ => return None,
+    };
+    Some(
+        hyper::Response::builder()
+            .status(200)
+            .header("content-type", content_type)
+            .body(Full::new(Bytes::from_static(body.as_bytes())))
+            .unwrap(),
+    )
 }
 
 fn respond(status: u16, body: &Value, replayed: bool) -> hyper::Response<Full<Bytes>> {
@@ -839,16 +925,24 @@ fn route(
                 return missing("customer", c, "customer");
             }
             let id = s.id("seti");
-            let secret = format!("{id}_secret_{}", uuid::Uuid::new_v4().simple());
-            s.setup_intents
-                .insert(id.clone(), (secret.clone(), customer.clone()));
-            Handled::Executed(
-                200,
-                json!({"id": id, "object": "setup_intent", "client_secret": secret,
-                       "customer": customer, "usage": param("usage"),
-                       "status": "requires_payment_method"}),
-            )
+            let intent = SetupIntent {
+                client_secret: format!("{id}_secret_{}", uuid::Uuid::new_v4().simple()),
+                customer,
+                usage: param("usage").to_owned(),
+                status: "requires_payment_method",
+                payment_method: None,
+            };
+            let body = intent.json(&id);
+            s.setup_intents.insert(id, intent);
+            Handled::Executed(200, body)
         }
+        ("GET", ["v1", "setup_intents", id]) => match s.setup_intents.get(*id) {
+            Some(intent) => Handled::Executed(200, intent.json(id)),
+            None => missing("setup_intent", id, "intent"),
+        },
+        // What Stripe.js sends from the card form's frame: the publishable key (checked
+        // before routing), the client secret and the card.
+        ("POST", ["v1", "setup_intents", id, "confirm"]) => confirm_setup(s, id, params),
         ("GET", ["v1", "payment_methods", id]) => match s.card_of(id) {
             Some((customer, card)) => {
                 Handled::Executed(200, pm_json(id, customer.as_deref(), card))
@@ -1021,6 +1115,56 @@ fn route(
             ),
         ),
     }
+}
+
+fn confirm_setup(s: &mut State, id: &str, params: &BTreeMap<String, String>) -> Handled {
+    let Some(intent) = s.setup_intents.get(id) else {
+        return missing("setup_intent", id, "intent");
+    };
+    if params.get("client_secret") != Some(&intent.client_secret) {
+        return invalid(
+            "The client_secret provided does not match the client_secret associated with the SetupIntent.",
+            "client_secret",
+        );
+    }
+    if intent.status == "succeeded" {
+        return Handled::Rejected(
+            400,
+            error(
+                "invalid_request_error",
+                Some("setup_intent_unexpected_state"),
+                "You cannot confirm this SetupIntent because it has already succeeded.",
+            ),
+        );
+    }
+    let number = params
+        .get("payment_method_data[card][number]")
+        .map_or("", String::as_str);
+    let Some(card) = test_card_by_number(number) else {
+        let mut body = error(
+            "card_error",
+            Some("incorrect_number"),
+            "Your card number is incorrect.",
+        );
+        body["error"]["param"] = json!("payment_method_data[card][number]");
+        return Handled::Executed(402, body);
+    };
+    if !card.attaches
+        && let Some((code, decline_code, message)) = card.decline
+    {
+        let mut body = error("card_error", Some(code), message);
+        body["error"]["decline_code"] = json!(decline_code);
+        body["error"]["setup_intent"] = intent.json(id);
+        return Handled::Executed(402, body);
+    }
+    let customer = intent.customer.clone();
+    let method = s.id("pm");
+    s.payment_methods
+        .insert(method.clone(), PaymentMethod { customer, card });
+    let intent = s.setup_intents.get_mut(id).unwrap();
+    intent.status = "succeeded";
+    intent.payment_method = Some(method);
+    Handled::Executed(200, intent.json(id))
 }
 
 fn create_intent(

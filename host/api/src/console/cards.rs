@@ -1,7 +1,7 @@
 //! The merchant's cards and charges: the cards on file with their status and the default, a
 //! test card added from the sandbox's designated cards (test keys only: a live card is added
-//! through the provider's own form, `POST /v1/payment-methods/setup`), the default changed, a
-//! card removed; and the recent charges, one per job.
+//! through the provider's own form, `card_form`), the default changed, a card removed; and the
+//! recent charges, one per job.
 
 use askama::Template;
 use axum::extract::rejection::QueryRejection;
@@ -180,7 +180,11 @@ pub async fn cards_page(
 }
 
 /// The page again with what went wrong, at the API's status for it.
-async fn refused(state: &AppState, session: &ConsoleSession, error: PaymentError) -> Response {
+pub(super) async fn refused(
+    state: &AppState,
+    session: &ConsoleSession,
+    error: PaymentError,
+) -> Response {
     let api = ApiError::from(error);
     let (status, _) = api.status_and_code();
     if status == StatusCode::NOT_FOUND {
@@ -219,7 +223,7 @@ pub async fn add_card(State(state): State<AppState>, request: Request) -> Respon
         field(&fields, "card").and_then(|number| SANDBOX_CARDS.iter().find(|(n, _)| *n == number));
     let (Environment::Test, Some((number, _))) = (session.merchant.environment, chosen) else {
         let problem = if session.merchant.environment == Environment::Live {
-            "Live cards are added through your payment provider's card form (POST /v1/payment-methods/setup), not here."
+            "Live cards are added through your payment provider's card form (Add a card), not here."
         } else {
             "Choose one of the sandbox's cards."
         };

@@ -6,6 +6,7 @@
 //! client address's failure budget, as the API's do; every page spends the public routes'
 //! per-address budget.
 
+pub(crate) mod card_form;
 pub(crate) mod cards;
 pub(crate) mod catalog;
 pub(crate) mod keys;

@@ -91,6 +91,22 @@ pub async fn live_updates() -> Response {
     )
 }
 
+#[utoipa::path(
+    get,
+    path = "/console/card-form.js",
+    operation_id = "consoleCardFormScript",
+    tag = "console",
+    summary = "Drives the payment provider's card form on the page that adds a live card",
+    security(()),
+    responses((status = 200, description = "JavaScript", content_type = "text/javascript", body = String))
+)]
+pub async fn card_form_script() -> Response {
+    asset(
+        "text/javascript; charset=utf-8",
+        include_str!("../../templates/console/card-form.js"),
+    )
+}
+
 #[derive(Template)]
 #[template(path = "console/sign_in.html")]
 struct SignInPage<'a> {

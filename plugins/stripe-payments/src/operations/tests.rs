@@ -51,6 +51,8 @@ fn settings() -> Settings {
         api_base: "https://api.stripe.com".into(),
         account: Some("acct_9".into()),
         api_version: None,
+        publishable_key: None,
+        js_url: crate::stripe::DEFAULT_JS_URL.into(),
     }
 }
 
@@ -272,6 +274,49 @@ fn attaching_reads_the_card_and_attaches_it_when_unattached() {
     assert!(matches!(
         Adapter::new(&s, &script).attach_card("cus_1", "pm_1"),
         Err(Refusal::Unreachable(_))
+    ));
+}
+
+#[test]
+fn a_setup_intent_stands_for_the_card_it_saved() {
+    let s = settings();
+    let saved = r#"{"id":"seti_1","object":"setup_intent","customer":"cus_1","status":"succeeded","payment_method":"pm_7"}"#;
+    let card = r#"{"id":"pm_7","customer":"cus_1","card":{"brand":"visa","last4":"3155","exp_month":4,"exp_year":2031}}"#;
+    let script = Script::new(&[Ok((200, saved)), Ok((200, card))]);
+    let attached = Adapter::new(&s, &script)
+        .attach_card("cus_1", "seti_1")
+        .unwrap();
+    assert_eq!(attached.reference, "pm_7");
+    assert_eq!(attached.last_four, "3155");
+    let sent = script.sent.borrow();
+    assert_eq!(
+        sent[0].url,
+        "https://api.stripe.com/v1/setup_intents/seti_1"
+    );
+    assert_eq!(
+        sent[1].url,
+        "https://api.stripe.com/v1/payment_methods/pm_7"
+    );
+    drop(sent);
+
+    // Another customer's, one still waiting for the card holder, and one Stripe does not know
+    // are all unknown here; nothing is read behind them.
+    for body in [
+        r#"{"id":"seti_1","customer":"cus_2","status":"succeeded","payment_method":"pm_7"}"#,
+        r#"{"id":"seti_1","customer":"cus_1","status":"requires_action","payment_method":"pm_7"}"#,
+    ] {
+        let script = Script::new(&[Ok((200, body))]);
+        assert!(matches!(
+            Adapter::new(&s, &script).attach_card("cus_1", "seti_1"),
+            Err(Refusal::UnknownReference(_))
+        ));
+        assert_eq!(script.sent.borrow().len(), 1);
+    }
+    let missing = r#"{"error":{"type":"invalid_request_error","code":"resource_missing","message":"No such setupintent: 'seti_9'"}}"#;
+    let script = Script::new(&[Ok((404, missing))]);
+    assert!(matches!(
+        Adapter::new(&s, &script).attach_card("cus_1", "seti_9"),
+        Err(Refusal::UnknownReference(_))
     ));
 }
 

@@ -1,0 +1,452 @@
+//! A live card added through the payment provider's own card form, with the merchant present:
+//! the console starts the form (`POST /v1/payment-methods/setup`'s work), draws the provider's
+//! component from the card-form document the adapter made, and puts on file the reference the
+//! provider hands back. The card number goes from the merchant's browser to the provider only.
+//!
+//! The document's `browser` member says how: `component` (a form this console knows how to
+//! drive), `script` (the provider's script) and `origins` (all the form loads from, frames or
+//! calls). Those origins, and only on this page, join the console's Content-Security-Policy.
+
+use std::collections::HashMap;
+
+use askama::Template;
+use axum::extract::{Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::Response;
+use serde_json::Value;
+
+use super::respond::{SessionBar, field, message, page, see_other, signed_form, signed_in};
+use crate::state::AppState;
+use courier_core::auth::ConsoleSession;
+use courier_core::payments::cards::CardFormOptions;
+use courier_domain::Environment;
+
+/// The provider forms this console drives (`/console/card-form.js` knows each by name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Component {
+    /// Stripe's Payment Element, on a SetupIntent.
+    StripePaymentElement,
+}
+
+impl Component {
+    fn named(name: &str) -> Option<Self> {
+        match name {
+            "stripe-payment-element" => Some(Component::StripePaymentElement),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Component::StripePaymentElement => "stripe-payment-element",
+        }
+    }
+
+    /// What the provider's return to the console says (it sends the card holder back after an
+    /// authentication on its own pages): the reference of the card it saved, or why none.
+    fn returned(self, query: &HashMap<String, String>) -> Result<String, String> {
+        match self {
+            // Stripe's documented return: `setup_intent`, `setup_intent_client_secret` and
+            // `redirect_status`; the SetupIntent stands for the card it saved.
+            Component::StripePaymentElement => {
+                let status = query.get("redirect_status").map_or("", String::as_str);
+                match query.get("setup_intent") {
+                    Some(intent) if status == "succeeded" && intent.starts_with("seti_") => {
+                        Ok(intent.clone())
+                    }
+                    _ => Err(format!(
+                        "Stripe did not save the card (its answer: {}).",
+                        if status.is_empty() { "none" } else { status }
+                    )),
+                }
+            }
+        }
+    }
+}
+
+/// What the page needs to draw a provider's form, read from the adapter's document.
+#[derive(Debug, PartialEq, Eq)]
+struct ProviderForm {
+    component: Component,
+    script: String,
+    origins: Vec<String>,
+}
+
+/// The most origins a provider's form may add to the page's policy.
+const MOST_ORIGINS: usize = 8;
+
+/// `https://host[:port]`, or `https://*.host[:port]`: a CSP source naming one origin (or a
+/// provider's subdomains), with nothing in it that could end the directive.
+fn is_origin(text: &str) -> bool {
+    let Some(authority) = text.strip_prefix("https://") else {
+        return false;
+    };
+    let authority = authority.strip_prefix("*.").unwrap_or(authority);
+    let (host, port) = authority.rsplit_once(':').unwrap_or((authority, "1"));
+    !host.is_empty()
+        && !host.starts_with(['.', '-'])
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-'))
+        && !port.is_empty()
+        && port.len() <= 5
+        && port.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The provider's form from the adapter's card-form document, or why the console cannot draw
+/// it (in words for the merchant).
+fn provider_form(document: &Value) -> Result<ProviderForm, &'static str> {
+    let browser = document
+        .get("browser")
+        .ok_or("the payment adapter's card form says nothing about the browser")?;
+    let component = browser
+        .get("component")
+        .and_then(Value::as_str)
+        .and_then(Component::named)
+        .ok_or("the payment provider's card form is not one the console draws")?;
+    let origins: Vec<String> = browser
+        .get("origins")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|o| o.as_str().filter(|o| is_origin(o)).map(str::to_owned))
+        .collect::<Option<_>>()
+        .filter(|o: &Vec<String>| !o.is_empty() && o.len() <= MOST_ORIGINS)
+        .ok_or("the payment adapter's card form names origins that are not")?;
+    let script = browser
+        .get("script")
+        .and_then(Value::as_str)
+        .filter(|s| {
+            // The script must come from one of the named origins (not a wildcard one).
+            origins.iter().any(|o| {
+                !o.contains('*')
+                    && s.strip_prefix(o.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+            })
+        })
+        .filter(|s| !s.bytes().any(|b| b.is_ascii_whitespace() || b == b'"'))
+        .ok_or("the payment adapter's card form names no script from its origins")?;
+    Ok(ProviderForm {
+        component,
+        script: script.to_owned(),
+        origins,
+    })
+}
+
+/// The console's policy with the provider's origins allowed to load scripts, styles, images
+/// and frames and to be called: this page only.
+fn content_security_policy(origins: &[String]) -> String {
+    let o = origins.join(" ");
+    format!(
+        "default-src 'none'; style-src 'self' {o}; img-src 'self' {o}; script-src 'self' {o}; \
+         connect-src 'self' {o}; frame-src {o}; form-action 'self'; frame-ancestors 'none'; \
+         base-uri 'none'"
+    )
+}
+
+/// The provider's form as the page draws it.
+struct DrawnForm {
+    component: &'static str,
+    script: String,
+    document: String,
+    return_path: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/card_form.html")]
+struct CardFormPage {
+    session: Option<SessionBar>,
+    form: Option<DrawnForm>,
+    /// The card the provider saved, when it sent the card holder back here.
+    reference: String,
+    problem: Option<String>,
+}
+
+/// A test session's answer: its cards are the sandbox's.
+fn not_in_test(session: &ConsoleSession) -> Option<Response> {
+    (session.merchant.environment == Environment::Test).then(|| {
+        message(
+            StatusCode::BAD_REQUEST,
+            Some(session),
+            "Test cards come from the sandbox",
+            "A test session adds the sandbox's cards, on the cards page; the provider's card \
+             form is for live cards.",
+        )
+    })
+}
+
+#[utoipa::path(
+    post,
+    path = "/console/cards/form",
+    operation_id = "consoleStartCardForm",
+    tag = "console",
+    summary = "Starts the payment provider's card form (live keys): form field `csrf`",
+    security(()),
+    request_body(content = String, description = "`csrf=…`", content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "A page: the provider's card form, under a policy that admits the provider's origins; or, when the console cannot draw the provider's form, a page that says why", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to /console/sign-in"),
+        (status = 400, description = "A page: a test session (its cards are the sandbox's)", content_type = "text/html", body = String),
+        (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
+        (status = 503, description = "A page: the provider or the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn start_card_form(State(state): State<AppState>, request: Request) -> Response {
+    let (session, _) = match signed_form(&state, request).await {
+        Ok(signed) => signed,
+        Err(answer) => return answer,
+    };
+    if let Some(refused) = not_in_test(&session) {
+        return refused;
+    }
+    let setup = match state
+        .payments
+        .setup(&session.merchant, &CardFormOptions::default())
+        .await
+    {
+        Ok(setup) => setup,
+        Err(error) => {
+            tracing::warn!(%error, "starting a card form for the console failed");
+            let api = crate::error::ApiError::from(error);
+            let (status, _) = api.status_and_code();
+            return message(
+                status,
+                Some(&session),
+                "The card form did not start",
+                &api.to_string(),
+            );
+        }
+    };
+    let form = match provider_form(&setup.card_form) {
+        Ok(form) => form,
+        Err(why) => {
+            return message(
+                StatusCode::OK,
+                Some(&session),
+                "The console cannot draw this card form",
+                &format!(
+                    "Here, {why}. Your own page can start it with POST /v1/payment-methods/setup \
+                     and put the card on file with POST /v1/payment-methods."
+                ),
+            );
+        }
+    };
+    let mut answer = page(
+        StatusCode::OK,
+        CardFormPage {
+            session: Some(SessionBar::from(&session)),
+            form: Some(DrawnForm {
+                component: form.component.name(),
+                script: form.script,
+                document: setup.card_form.to_string(),
+                return_path: format!(
+                    "/console/cards/returned?component={}",
+                    form.component.name()
+                ),
+            }),
+            reference: String::new(),
+            problem: None,
+        }
+        .render(),
+    );
+    if let Ok(policy) = HeaderValue::from_str(&content_security_policy(&form.origins)) {
+        answer
+            .headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, policy);
+    }
+    answer
+}
+
+#[utoipa::path(
+    get,
+    path = "/console/cards/returned",
+    operation_id = "consoleCardFormReturned",
+    tag = "console",
+    summary = "Where the provider sends the card holder back after authenticating on its own pages: the card it saved, to put on file with one click",
+    security(()),
+    params(
+        ("component" = String, Query, description = "The provider's form (`stripe-payment-element`)"),
+        ("setup_intent" = Option<String>, Query, description = "Stripe: the SetupIntent that saved the card"),
+        ("redirect_status" = Option<String>, Query, description = "Stripe: `succeeded` when it did"),
+    ),
+    responses(
+        (status = 200, description = "The page: the card to put on file", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to /console/sign-in"),
+        (status = 400, description = "A page: a test session, an unknown form, or the provider saved no card", content_type = "text/html", body = String),
+    )
+)]
+pub async fn card_form_returned(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer,
+    };
+    if let Some(refused) = not_in_test(&session) {
+        return refused;
+    }
+    let returned = query
+        .get("component")
+        .and_then(|name| Component::named(name))
+        .ok_or_else(|| "The provider sent you back from a form the console does not know.".into())
+        .and_then(|component| component.returned(&query));
+    let (status, reference, problem) = match returned {
+        Ok(reference) => (StatusCode::OK, reference, None),
+        Err(why) => (StatusCode::BAD_REQUEST, String::new(), Some(why)),
+    };
+    page(
+        status,
+        CardFormPage {
+            session: Some(SessionBar::from(&session)),
+            form: None,
+            reference,
+            problem,
+        }
+        .render(),
+    )
+}
+
+#[utoipa::path(
+    post,
+    path = "/console/cards/attach",
+    operation_id = "consoleAttachCard",
+    tag = "console",
+    summary = "Puts on file the card the provider's form saved (live keys): form fields `provider_ref`, `make_default` and `csrf`",
+    security(()),
+    request_body(content = String, description = "`provider_ref=…&make_default=on&csrf=…`", content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 303, description = "On file: to /console/cards?done=added; not signed in: to /console/sign-in"),
+        (status = 400, description = "A page: a test session, or no reference", content_type = "text/html", body = String),
+        (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
+        (status = 422, description = "A page: the card was refused (a card number, unknown to the provider, declined)", content_type = "text/html", body = String),
+        (status = 503, description = "A page: the provider or the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn attach_card(State(state): State<AppState>, request: Request) -> Response {
+    let (session, fields) = match signed_form(&state, request).await {
+        Ok(signed) => signed,
+        Err(answer) => return answer,
+    };
+    if let Some(refused) = not_in_test(&session) {
+        return refused;
+    }
+    let Some(reference) = field(&fields, "provider_ref").filter(|r| !r.trim().is_empty()) else {
+        return message(
+            StatusCode::BAD_REQUEST,
+            Some(&session),
+            "No card to put on file",
+            "The provider's form did not say which card it saved. Start the form again.",
+        );
+    };
+    let make_default = field(&fields, "make_default").is_some();
+    match state
+        .payments
+        .attach(&session.merchant, reference.trim(), make_default)
+        .await
+    {
+        Ok(_) => see_other("/console/cards?done=added"),
+        Err(error) => super::cards::refused(&state, &session, error).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn stripe_document(origins: Value, script: &str) -> Value {
+        json!({"client_secret": "seti_1_secret_2", "publishable_key": "pk_live_1",
+               "browser": {"component": "stripe-payment-element", "script": script,
+                           "origins": origins}})
+    }
+
+    #[test]
+    fn a_stripe_document_is_drawn_with_its_script_and_origins() {
+        let document = stripe_document(
+            json!([
+                "https://js.stripe.com",
+                "https://*.js.stripe.com",
+                "https://api.stripe.com"
+            ]),
+            "https://js.stripe.com/v3/",
+        );
+        let form = provider_form(&document).unwrap();
+        assert_eq!(form.component, Component::StripePaymentElement);
+        assert_eq!(form.script, "https://js.stripe.com/v3/");
+        let policy = content_security_policy(&form.origins);
+        assert!(policy.contains(
+            "script-src 'self' https://js.stripe.com https://*.js.stripe.com https://api.stripe.com;"
+        ));
+        assert!(policy.contains("frame-src https://js.stripe.com"));
+        assert!(policy.contains("form-action 'self'"));
+    }
+
+    #[test]
+    fn documents_the_console_cannot_draw_safely_are_refused() {
+        let stripe = ["https://js.stripe.com"];
+        for document in [
+            json!({"client_secret": "s"}),
+            json!({"browser": {"component": "adyen-drop-in", "script": "https://x.adyen.com/a.js", "origins": ["https://x.adyen.com"]}}),
+            stripe_document(
+                json!(["https://js.stripe.com; script-src *"]),
+                "https://js.stripe.com/v3/",
+            ),
+            stripe_document(json!(["http://js.stripe.com"]), "http://js.stripe.com/v3/"),
+            stripe_document(json!(["https://*"]), "https://js.stripe.com/v3/"),
+            stripe_document(json!([]), "https://js.stripe.com/v3/"),
+            stripe_document(json!(stripe), "https://evil.example/v3/"),
+            stripe_document(json!(stripe), "https://js.stripe.com.evil.example/v3/"),
+            stripe_document(json!(["https://*.stripe.com"]), "https://*.stripe.com/v3/"),
+            stripe_document(json!(stripe), "https://js.stripe.com/v3/\" onload=\"x"),
+            stripe_document(
+                json!(vec!["https://a.example"; 9]),
+                "https://a.example/x.js",
+            ),
+        ] {
+            assert!(provider_form(&document).is_err(), "{document}");
+        }
+    }
+
+    #[test]
+    fn origins_are_hosts_with_an_optional_port_and_nothing_else() {
+        for good in [
+            "https://localhost:8443",
+            "https://js.stripe.com",
+            "https://*.js.stripe.com",
+        ] {
+            assert!(is_origin(good), "{good}");
+        }
+        for bad in [
+            "https://",
+            "https://a.example/",
+            "https://a.example:",
+            "https://a.example:123456",
+            "https://A.example",
+            "https://a.example 'unsafe-inline'",
+            "'self'",
+            "https://.example",
+        ] {
+            assert!(!is_origin(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn stripes_return_names_the_setup_intent_only_when_it_succeeded() {
+        let returned = |pairs: &[(&str, &str)]| {
+            let query = pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            Component::StripePaymentElement.returned(&query)
+        };
+        assert_eq!(
+            returned(&[("setup_intent", "seti_1"), ("redirect_status", "succeeded")]),
+            Ok("seti_1".to_owned())
+        );
+        assert!(returned(&[("setup_intent", "seti_1"), ("redirect_status", "failed")]).is_err());
+        assert!(returned(&[("setup_intent", "pm_1"), ("redirect_status", "succeeded")]).is_err());
+        assert!(returned(&[]).is_err());
+    }
+}

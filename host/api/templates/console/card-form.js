@@ -1,0 +1,65 @@
+// Drives the payment provider's card form on the page that adds a live card. The page names
+// the form (`data-component`) and holds the provider's card-form document (`data-document`);
+// the provider's own script, loaded before this one, draws the form in its frames. When the
+// provider has saved the card, its reference goes into the page's form, which puts it on file.
+"use strict";
+(() => {
+  const holder = document.getElementById("card-form");
+  const form = document.getElementById("attach-card");
+  const problem = document.getElementById("card-form-problem");
+  if (!holder || !form || !problem) return;
+  const button = form.querySelector("button[type=submit]");
+  const say = (text) => {
+    problem.textContent = text;
+    problem.hidden = false;
+  };
+  const saved = (reference) => {
+    form.elements.provider_ref.value = reference;
+    form.submit();
+  };
+  const drivers = {
+    // Stripe's Payment Element on the SetupIntent the adapter made.
+    "stripe-payment-element": (card) => {
+      if (typeof window.Stripe !== "function") return null;
+      const stripe = window.Stripe(card.publishable_key);
+      const elements = stripe.elements({ clientSecret: card.client_secret });
+      elements.create("payment").mount(holder);
+      const returnUrl = new URL(holder.dataset.return, location.href).href;
+      return async () => {
+        const result = await stripe.confirmSetup({
+          elements,
+          redirect: "if_required",
+          confirmParams: { return_url: returnUrl },
+        });
+        if (result.error) throw new Error(result.error.message || "The card was not saved.");
+        const method = result.setupIntent.payment_method;
+        return typeof method === "string" ? method : method.id;
+      };
+    },
+  };
+  const driver = drivers[holder.dataset.component];
+  let card;
+  try {
+    card = JSON.parse(holder.dataset.document);
+  } catch {
+    card = null;
+  }
+  const confirm = driver && card ? driver(card) : null;
+  if (!confirm) {
+    button.disabled = true;
+    say("The provider's card form did not load. Reload the page to try again.");
+    return;
+  }
+  form.addEventListener("submit", async (event) => {
+    if (form.elements.provider_ref.value) return;
+    event.preventDefault();
+    button.disabled = true;
+    problem.hidden = true;
+    try {
+      saved(await confirm());
+    } catch (error) {
+      say(error.message);
+      button.disabled = false;
+    }
+  });
+})();

@@ -1,0 +1,324 @@
+//! A live card added from the merchant console through the payment provider's own card form:
+//! the Stripe adapter's card-form document drawn with Stripe.js (the stand-in's, following
+//! Stripe's reference), the card's number typed into the provider's frame and sent to the
+//! provider only, the card the provider saved put on file; and the same without JavaScript
+//! after the provider sends the card holder back. Over HTTP and in headless Chromium.
+
+use fantoccini::Locator;
+use serde_json::{Value, json};
+
+use crate::console::{Visitor, csrf_of};
+use crate::console_browser::{arrives_at, click, fill};
+use crate::support::browser::Browser;
+use crate::support::stripe::{PUBLISHABLE_KEY, SECRET_KEY, StripeStandIn};
+use crate::support::{Authed, MerchantCredentials, TestApp, status_and_json};
+use courier_core::merchants::NewMerchant;
+
+/// A service taking live money through the Stripe adapter (configured with `config`) and the
+/// stand-in, and a merchant.
+async fn live_shop(stripe: &StripeStandIn, config: &Value) -> (TestApp, NewMerchant) {
+    let env = stripe.service_env_configured(config);
+    let app = TestApp::spawn_with(move |name| {
+        env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
+    })
+    .await;
+    let merchant = app.create_merchant("Card Form Goods Ltd").await;
+    (app, merchant)
+}
+
+/// The card-form document the page holds for the provider's script.
+fn document_of(body: &str) -> Value {
+    let at = body
+        .find("data-document=\"")
+        .expect("the card form's document")
+        + 15;
+    let escaped = body[at..].split('"').next().unwrap();
+    let json = escaped
+        .replace("&#34;", "\"")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&");
+    serde_json::from_str(&json).unwrap()
+}
+
+/// The merchant's live cards, from the API.
+async fn live_cards(app: &TestApp, merchant: &NewMerchant) -> Vec<Value> {
+    let response = app
+        .request(reqwest::Method::GET, "/v1/payment-methods")
+        .auth(&merchant.live())
+        .send()
+        .await
+        .unwrap();
+    let (status, cards) = status_and_json(response).await;
+    assert_eq!(status, 200, "{cards}");
+    cards.as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_live_session_adds_a_card_through_the_provider_s_form_and_never_takes_a_number() {
+    let stripe = StripeStandIn::start().await;
+    let (app, merchant) = live_shop(&stripe, &stripe.card_form_config()).await;
+    let mut visitor = Visitor::new(&app);
+    assert_eq!(visitor.sign_in(&merchant.live()).await.status, 303);
+    let cards = visitor.get("/console/cards").await;
+    assert!(cards.body.contains("action=\"/console/cards/form\""));
+    let csrf = csrf_of(&cards.body);
+
+    // The form: the provider's script and the console's driver, under a policy that admits
+    // the provider's origin on this page only.
+    let form = visitor
+        .post("/console/cards/form", &[("csrf", &csrf)])
+        .await;
+    assert_eq!(form.status, 200, "{}", form.body);
+    let origin = stripe.api_base();
+    let policy = form.csp.clone().unwrap();
+    for directive in [
+        format!("script-src 'self' {origin};"),
+        format!("frame-src {origin};"),
+        format!("connect-src 'self' {origin};"),
+        "form-action 'self'".to_owned(),
+        "frame-ancestors 'none'".to_owned(),
+    ] {
+        assert!(policy.contains(&directive), "{directive} in {policy}");
+    }
+    assert!(
+        form.body
+            .contains(&format!("<script src=\"{origin}/v3/\" defer>"))
+    );
+    assert!(
+        form.body
+            .contains("<script src=\"/console/card-form.js\" defer>")
+    );
+    assert!(
+        form.body
+            .contains("data-component=\"stripe-payment-element\"")
+    );
+    let document = document_of(&form.body);
+    assert_eq!(document["publishable_key"], PUBLISHABLE_KEY);
+    assert_eq!(document["browser"]["origins"], json!([origin]));
+    let client_secret = document["client_secret"].as_str().unwrap();
+    assert!(client_secret.starts_with("seti_"), "{document}");
+    // Other console pages keep their own policy.
+    let other = visitor.get("/console/cards").await;
+    assert!(!other.csp.unwrap().contains(&origin));
+
+    // The provider saved the card (in the browser, from the form); the page puts it on file.
+    let saved = stripe.complete_card_form(client_secret, "pm_card_visa");
+    let attached = visitor
+        .post(
+            "/console/cards/attach",
+            &[
+                ("csrf", &csrf),
+                ("provider_ref", &saved),
+                ("make_default", "on"),
+            ],
+        )
+        .await;
+    assert_eq!(attached.status, 303, "{}", attached.body);
+    assert_eq!(
+        attached.location.as_deref(),
+        Some("/console/cards?done=added")
+    );
+    let cards = live_cards(&app, &merchant).await;
+    assert_eq!(cards.len(), 1, "{cards:?}");
+    assert_eq!(cards[0]["last_four"], "4242");
+    assert_eq!(cards[0]["is_default"], true);
+
+    // Sent back by the provider after authenticating on its pages: the SetupIntent it names
+    // is put on file with one click, without JavaScript, as the card it saved.
+    let form = visitor
+        .post("/console/cards/form", &[("csrf", &csrf)])
+        .await;
+    let client_secret = document_of(&form.body)["client_secret"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    stripe.complete_card_form(&client_secret, "pm_card_mastercard");
+    let setup_intent = client_secret.split("_secret_").next().unwrap();
+    let back = visitor
+        .get(&format!(
+            "/console/cards/returned?component=stripe-payment-element&setup_intent={setup_intent}\
+             &setup_intent_client_secret={client_secret}&redirect_status=succeeded"
+        ))
+        .await;
+    assert_eq!(back.status, 200, "{}", back.body);
+    assert!(
+        back.body
+            .contains(&format!("name=\"provider_ref\" value=\"{setup_intent}\""))
+    );
+    assert!(
+        !back.body.contains("<script src=\"https://"),
+        "no provider script"
+    );
+    let attached = visitor
+        .post(
+            "/console/cards/attach",
+            &[("csrf", &csrf), ("provider_ref", setup_intent)],
+        )
+        .await;
+    assert_eq!(attached.status, 303, "{}", attached.body);
+    let cards = live_cards(&app, &merchant).await;
+    assert_eq!(cards.len(), 2, "{cards:?}");
+    assert!(cards.iter().any(|c| c["last_four"] == "4444"));
+
+    // What is refused: a card number (never sent on), a return without a saved card, an
+    // empty reference, a form without its token.
+    let number = visitor
+        .post(
+            "/console/cards/attach",
+            &[("csrf", &csrf), ("provider_ref", "4242424242424242")],
+        )
+        .await;
+    assert_eq!(number.status, 422, "{}", number.body);
+    assert!(!number.body.contains("4242424242424242"));
+    let failed = visitor
+        .get("/console/cards/returned?component=stripe-payment-element&setup_intent=seti_1&redirect_status=failed")
+        .await;
+    assert_eq!(failed.status, 400);
+    assert!(!failed.body.contains("name=\"provider_ref\""));
+    let unknown = visitor
+        .get("/console/cards/returned?component=paper-form&redirect_status=succeeded")
+        .await;
+    assert_eq!(unknown.status, 400);
+    let empty = visitor
+        .post(
+            "/console/cards/attach",
+            &[("csrf", &csrf), ("provider_ref", " ")],
+        )
+        .await;
+    assert_eq!(empty.status, 400);
+    let unsigned = visitor.post("/console/cards/form", &[]).await;
+    assert_eq!(unsigned.status, 403);
+    let stranger = visitor
+        .post(
+            "/console/cards/attach",
+            &[("csrf", &csrf), ("provider_ref", "pm_doesNotExist")],
+        )
+        .await;
+    assert_eq!(stranger.status, 422, "{}", stranger.body);
+    assert_eq!(live_cards(&app, &merchant).await.len(), 2);
+
+    // A test session's cards are the sandbox's: the provider's form is not for it.
+    let mut tester = Visitor::new(&app);
+    tester.sign_in(&merchant.test()).await;
+    let csrf = csrf_of(&tester.get("/console/cards").await.body);
+    for path in ["/console/cards/form", "/console/cards/attach"] {
+        let refused = tester
+            .post(path, &[("csrf", &csrf), ("provider_ref", "pm_card_visa")])
+            .await;
+        assert_eq!(refused.status, 400, "{path}");
+    }
+    let returned = tester
+        .get("/console/cards/returned?component=stripe-payment-element&setup_intent=seti_1&redirect_status=succeeded")
+        .await;
+    assert_eq!(returned.status, 400);
+}
+
+#[tokio::test]
+async fn without_the_provider_s_browser_details_the_console_says_it_cannot_draw_the_form() {
+    let stripe = StripeStandIn::start().await;
+    // The operator did not configure Stripe's publishable key.
+    let config = json!({"secret_key": SECRET_KEY, "api_base": stripe.api_base()});
+    let (app, merchant) = live_shop(&stripe, &config).await;
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_in(&merchant.live()).await;
+    let csrf = csrf_of(&visitor.get("/console/cards").await.body);
+    let form = visitor
+        .post("/console/cards/form", &[("csrf", &csrf)])
+        .await;
+    assert_eq!(form.status, 200, "{}", form.body);
+    assert!(form.body.contains("The console cannot draw this card form"));
+    assert!(form.body.contains("POST /v1/payment-methods/setup"));
+    assert!(!form.body.contains("data-document"));
+    assert!(!form.csp.unwrap().contains(&stripe.api_base()));
+}
+
+/// Types into the provider's frame on the page: `fields` (id and text), each cleared first.
+async fn type_in_provider_frame(browser: &Browser, fields: &[(&str, &str)]) {
+    let client = &browser.client;
+    let frame = client
+        .find(Locator::Css("#card-form iframe"))
+        .await
+        .unwrap();
+    frame.enter_frame().await.unwrap();
+    browser
+        .wait_until("the frame's fields", || async {
+            client.find(Locator::Id("number")).await.is_ok()
+        })
+        .await;
+    for (id, text) in fields {
+        let field = client.find(Locator::Id(id)).await.unwrap();
+        field.clear().await.unwrap();
+        field.send_keys(text).await.unwrap();
+    }
+    client.enter_parent_frame().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_merchant_adds_a_live_card_in_the_provider_s_form_in_a_browser() {
+    let stripe = StripeStandIn::start().await;
+    let (app, merchant) = live_shop(&stripe, &stripe.card_form_config()).await;
+    // The stand-in's certificate comes from the test's own authority.
+    let browser = Browser::start_with(1280, 900, &["--ignore-certificate-errors"]).await;
+    let client = &browser.client;
+    client.goto(&app.url("/console/sign-in")).await.unwrap();
+    let credential = merchant.live();
+    fill(&browser, "key", &credential.key).await;
+    fill(&browser, "secret", &credential.secret).await;
+    click(&browser, "form.sign-in button").await;
+    arrives_at(&browser, "/console/jobs").await;
+    client.goto(&app.url("/console/cards")).await.unwrap();
+    click(&browser, "form[action='/console/cards/form'] button").await;
+
+    // The provider's frame, drawn by its script on the console's page.
+    browser
+        .wait_until("the provider's frame", || async {
+            client.find(Locator::Css("#card-form iframe")).await.is_ok()
+        })
+        .await;
+    type_in_provider_frame(
+        &browser,
+        &[
+            ("number", "4000 0000 0000 0002"),
+            ("expiry", "12 / 34"),
+            ("cvc", "123"),
+        ],
+    )
+    .await;
+    // What the page's own form sends Courier: its token, the provider's reference and the
+    // default box; the card's fields are in the provider's frame, not in it.
+    let mut sent = Vec::new();
+    for input in client
+        .find_all(Locator::Css("#attach-card input"))
+        .await
+        .unwrap()
+    {
+        sent.push(input.attr("name").await.unwrap().unwrap_or_default());
+    }
+    assert_eq!(sent, ["csrf", "provider_ref", "make_default"]);
+    browser.screenshot("console-card-form.png").await;
+    let violations = browser.accessibility_violations_outside_frames().await;
+    assert!(violations.is_empty(), "{violations:#?}");
+
+    // A declined card: the provider's word on the page, nothing on file.
+    click(&browser, "#attach-card button[type=submit]").await;
+    browser
+        .wait_until("the decline on the page", || async {
+            browser.text("card-form-problem").await.contains("declined")
+        })
+        .await;
+    browser.screenshot("console-card-form-declined.png").await;
+    assert!(live_cards(&app, &merchant).await.is_empty());
+
+    // A working card, typed again: on file, and listed.
+    type_in_provider_frame(&browser, &[("number", "4242 4242 4242 4242")]).await;
+    click(&browser, "#attach-card button[type=submit]").await;
+    arrives_at(&browser, "/console/cards").await;
+    let page = client.source().await.unwrap();
+    assert!(page.contains("The card is on file."), "{page}");
+    assert!(page.contains("visa ending 4242"), "{page}");
+    browser.screenshot("console-card-added.png").await;
+    let cards = live_cards(&app, &merchant).await;
+    assert_eq!(cards.len(), 1, "{cards:?}");
+    browser.close().await;
+}
