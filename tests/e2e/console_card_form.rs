@@ -1,14 +1,16 @@
 //! A live card added from the merchant console through the payment provider's own card form:
-//! the Stripe adapter's card-form document drawn with Stripe.js (the stand-in's, following
-//! Stripe's reference), the card's number typed into the provider's frame and sent to the
-//! provider only, the card the provider saved put on file; and the same without JavaScript
-//! after the provider sends the card holder back. Over HTTP and in headless Chromium.
+//! the Stripe adapter's card-form document drawn with Stripe.js, and the Adyen adapter's with
+//! Adyen Web's Drop-in (the stand-ins', following each provider's reference), the card's
+//! number typed into the provider's frame and sent to the provider only, the card the provider
+//! saved put on file (Adyen's when its notification arrives); and Stripe's without JavaScript
+//! after it sends the card holder back. Over HTTP and in headless Chromium.
 
 use fantoccini::Locator;
 use serde_json::{Value, json};
 
 use crate::console::{Visitor, csrf_of};
 use crate::console_browser::{arrives_at, click, fill};
+use crate::support::adyen::AdyenStandIn;
 use crate::support::browser::Browser;
 use crate::support::stripe::{PUBLISHABLE_KEY, SECRET_KEY, StripeStandIn};
 use crate::support::{Authed, MerchantCredentials, TestApp, status_and_json};
@@ -241,9 +243,10 @@ async fn type_in_provider_frame(browser: &Browser, fields: &[(&str, &str)]) {
         .await
         .unwrap();
     frame.enter_frame().await.unwrap();
+    let first = fields[0].0;
     browser
         .wait_until("the frame's fields", || async {
-            client.find(Locator::Id("number")).await.is_ok()
+            client.find(Locator::Id(first)).await.is_ok()
         })
         .await;
     for (id, text) in fields {
@@ -320,5 +323,89 @@ async fn a_merchant_adds_a_live_card_in_the_provider_s_form_in_a_browser() {
     browser.screenshot("console-card-added.png").await;
     let cards = live_cards(&app, &merchant).await;
     assert_eq!(cards.len(), 1, "{cards:?}");
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn a_merchant_stores_a_live_card_in_adyen_s_drop_in_in_a_browser() {
+    let adyen = AdyenStandIn::start().await;
+    let mut env = adyen.service_env_with(&json!({"web_sdk_base": adyen.web_sdk_base()}));
+    env.push(("COURIER_CARD_FORM_CURRENCY".into(), "EUR".into()));
+    let app = TestApp::spawn_with(move |name| {
+        env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
+    })
+    .await;
+    adyen.notify_to(app.url("/v1/provider-events/live"));
+    let merchant = app.create_merchant("Drop-in Goods BV").await;
+    let browser = Browser::start_with(1280, 900, &["--ignore-certificate-errors"]).await;
+    let client = &browser.client;
+    client.goto(&app.url("/console/sign-in")).await.unwrap();
+    let credential = merchant.live();
+    fill(&browser, "key", &credential.key).await;
+    fill(&browser, "secret", &credential.secret).await;
+    click(&browser, "form.sign-in button").await;
+    arrives_at(&browser, "/console/jobs").await;
+    client.goto(&app.url("/console/cards")).await.unwrap();
+    click(&browser, "form[action='/console/cards/form'] button").await;
+
+    // Adyen Web's stylesheet and script, and its Drop-in with the card's fields in its frame;
+    // the Drop-in's own button stores the card, so the page's is hidden.
+    browser
+        .wait_until("the Drop-in", || async {
+            client.find(Locator::Css("#card-form iframe")).await.is_ok()
+        })
+        .await;
+    let page = client.source().await.unwrap();
+    let sdk = adyen.web_sdk_base();
+    assert!(page.contains(&format!(
+        "<link rel=\"stylesheet\" href=\"{sdk}adyen.css\">"
+    )));
+    assert!(page.contains(&format!("<script src=\"{sdk}adyen.js\"")));
+    let save = client
+        .find(Locator::Css("#attach-card button[type=submit]"))
+        .await
+        .unwrap();
+    assert!(!save.is_displayed().await.unwrap());
+    let make_default = client.find(Locator::Id("make_default")).await.unwrap();
+    assert!(!make_default.is_displayed().await.unwrap());
+    type_in_provider_frame(
+        &browser,
+        &[
+            ("encryptedCardNumber", "4111 1111 1111 1111"),
+            ("encryptedExpiryDate", "03/30"),
+            ("encryptedSecurityCode", "737"),
+            // Adyen's test platform refuses by the holder's name.
+            ("holderName", "DECLINED"),
+        ],
+    )
+    .await;
+    browser.screenshot("console-card-form-adyen.png").await;
+    let violations = browser.accessibility_violations_outside_frames().await;
+    assert!(violations.is_empty(), "{violations:#?}");
+
+    click(&browser, "button.adyen-checkout__button--pay").await;
+    browser
+        .wait_until("the refusal on the page", || async {
+            browser.text("card-form-problem").await.contains("Refused")
+        })
+        .await;
+    assert!(live_cards(&app, &merchant).await.is_empty());
+
+    // Stored under another name: the cards page, and the card once Adyen's notification
+    // has put it on file.
+    type_in_provider_frame(&browser, &[("holderName", "Jo Shopper")]).await;
+    click(&browser, "button.adyen-checkout__button--pay").await;
+    arrives_at(&browser, "/console/cards").await;
+    browser
+        .wait_until("the stored card listed", || async {
+            client.refresh().await.unwrap();
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("visa ending 1111"))
+        })
+        .await;
+    browser.screenshot("console-card-stored-adyen.png").await;
+    assert_eq!(live_cards(&app, &merchant).await.len(), 1);
     browser.close().await;
 }

@@ -52,6 +52,18 @@ pub struct Settings {
     pub environment: String,
     /// The notifications' HMAC key, as Adyen's Customer Area shows it (hex).
     pub hmac_key: Option<Vec<u8>>,
+    /// Where Adyen Web (`adyen.js`, `adyen.css`) is loaded from, ending in `/`.
+    pub web_sdk_base: String,
+}
+
+/// The Adyen Web version the card-form document names.
+pub const WEB_SDK_VERSION: &str = "5.68.0";
+
+/// Adyen's own address of Adyen Web for `environment`.
+pub fn default_web_sdk_base(environment: &str) -> String {
+    format!(
+        "https://checkoutshopper-{environment}.cdn.adyen.com/checkoutshopper/sdk/{WEB_SDK_VERSION}/"
+    )
 }
 
 impl Settings {
@@ -78,6 +90,14 @@ impl Settings {
             Some(hex) => Some(hex_decode(&hex).ok_or("`hmac_key` must be hexadecimal")?),
             None => None,
         };
+        let web_sdk_base = get("web_sdk_base")
+            .filter(|b| !b.is_empty())
+            .unwrap_or_else(|| default_web_sdk_base(&environment));
+        if !web_sdk_base.ends_with('/') || host_of(&web_sdk_base).is_err() {
+            return Err(format!(
+                "`web_sdk_base` {web_sdk_base:?} must be an https:// address ending in /"
+            ));
+        }
         Ok(Settings {
             api_key,
             merchant_account,
@@ -85,6 +105,7 @@ impl Settings {
             client_key: get("client_key").filter(|k| !k.is_empty()),
             environment,
             hmac_key,
+            web_sdk_base,
         })
     }
 }

@@ -190,13 +190,17 @@ impl<'a, T: Transport> Adapter<'a, T> {
         let id = text(&session, "id").ok_or("the session has no id")?;
         let data = text(&session, "sessionData").ok_or("the session has no sessionData")?;
         let settings = self.client.settings;
+        let mut document = json!({
+            "session": {"id": id, "sessionData": data},
+            "clientKey": settings.client_key,
+            "environment": settings.environment,
+        });
+        if settings.client_key.is_some() {
+            document["browser"] = browser(settings);
+        }
         Ok(CardForm {
             customer_id,
-            document: json!({
-                "session": {"id": id, "sessionData": data},
-                "clientKey": settings.client_key,
-                "environment": settings.environment,
-            }),
+            document,
         })
     }
 
@@ -416,4 +420,29 @@ impl<'a, T: Transport> Adapter<'a, T> {
             Err(outcome) => outcome,
         }
     }
+}
+
+/// How a page loads Adyen's Drop-in (the service's `browser` convention for card-form
+/// documents): Adyen Web's script and stylesheet, and the origins it loads from, frames and
+/// calls (Adyen's Content-Security-Policy guidance: the SDK's host and Checkout's shopper host
+/// of the environment).
+fn browser(settings: &Settings) -> Value {
+    let base = &settings.web_sdk_base;
+    let origin_of = |url: &str| {
+        let rest = url.strip_prefix("https://").unwrap_or_default();
+        format!("https://{}", rest.split('/').next().unwrap_or_default())
+    };
+    let mut origins = alloc::vec![origin_of(base)];
+    if *base == crate::adyen::default_web_sdk_base(&settings.environment) {
+        origins.push(format!(
+            "https://checkoutshopper-{}.adyen.com",
+            settings.environment
+        ));
+    }
+    json!({
+        "component": "adyen-drop-in",
+        "script": format!("{base}adyen.js"),
+        "stylesheet": format!("{base}adyen.css"),
+        "origins": origins,
+    })
 }

@@ -356,6 +356,12 @@ fn the_card_form_is_a_session_that_stores_the_card_for_the_shopper() {
             "session": {"id": "CS0000000000001", "sessionData": "Ab02b4c0!BQABAg"},
             "clientKey": "test_CLIENTKEY",
             "environment": "test",
+            "browser": {
+                "component": "adyen-drop-in",
+                "script": "https://checkoutshopper-test.cdn.adyen.com/checkoutshopper/sdk/5.68.0/adyen.js",
+                "stylesheet": "https://checkoutshopper-test.cdn.adyen.com/checkoutshopper/sdk/5.68.0/adyen.css",
+                "origins": ["https://checkoutshopper-test.cdn.adyen.com", "https://checkoutshopper-test.adyen.com"],
+            },
         })
     );
     let body = script.body(0);
@@ -365,6 +371,49 @@ fn the_card_form_is_a_session_that_stores_the_card_for_the_shopper() {
     assert_eq!(body["countryCode"], "NL");
     assert_eq!(body["shopperLocale"], "nl-NL");
     assert_eq!(body["returnUrl"], "https://shop.example/back");
+}
+
+#[test]
+fn adyen_web_comes_from_where_the_operator_says_and_only_from_https() {
+    let read = |base: &str| {
+        Settings::read(|name| match name {
+            "api_key" => Some("AQE_test_key".into()),
+            "merchant_account" => Some("CourierECOM".into()),
+            "client_key" => Some("test_CLIENTKEY".into()),
+            "web_sdk_base" => Some(base.into()),
+            _ => None,
+        })
+    };
+    let settings = read("https://localhost:8443/checkoutshopper/sdk/").unwrap();
+    let script = Script::new(alloc::vec![Ok((
+        201,
+        json!({"id": "CS1", "sessionData": "Ab02"})
+    ))]);
+    let form = Adapter::new(&settings, &script)
+        .setup_card_form(
+            "m1",
+            None,
+            "EUR",
+            "NL",
+            "nl-NL",
+            "https://shop.example/back",
+        )
+        .unwrap();
+    assert_eq!(
+        form.document["browser"]["script"],
+        "https://localhost:8443/checkoutshopper/sdk/adyen.js"
+    );
+    assert_eq!(
+        form.document["browser"]["origins"],
+        json!(["https://localhost:8443"])
+    );
+    for bad in [
+        "http://cdn.example/sdk/",
+        "https://cdn.example/sdk",
+        "https:///sdk/",
+    ] {
+        assert!(read(bad).is_err(), "{bad}");
+    }
 }
 
 #[test]

@@ -2,9 +2,12 @@
 //! notifications, for the Adyen adapter's tests. It follows Adyen's published API reference
 //! for the endpoints the adapter uses, with state per object:
 //!
-//! - `POST /v71/sessions` (the Drop-in's session), completed by [`AdyenStandIn::complete_card_form`]
-//!   as a shopper would: the card is stored for the session's `shopperReference`, and an
-//!   `AUTHORISATION` notification with its `recurring.recurringDetailReference` is sent;
+//! - `POST /v71/sessions` (the Drop-in's session), completed as a shopper would, in a browser
+//!   through the stand-in's Adyen Web (`/checkoutshopper/sdk/adyen.js`, which draws the
+//!   Drop-in and calls `/checkoutshopper/v1/sessions/{id}/payments`) or by
+//!   [`AdyenStandIn::complete_card_form`]: the card is stored for the session's
+//!   `shopperReference`, and an `AUTHORISATION` notification with its
+//!   `recurring.recurringDetailReference` is sent;
 //! - `GET /v71/storedPaymentMethods`;
 //! - `POST /v71/payments` with a stored card: `Authorised`, or `Refused` with Adyen's
 //!   `refusalReason` and `refusalReasonCode`, chosen as Adyen's test platform does by the
@@ -112,6 +115,42 @@ impl State {
         Some(*fault)
     }
 
+    /// The shopper completed the session's Drop-in with `number` under `holder`: the card is
+    /// stored for the session's shopper and announced by notification. Its id; None for an
+    /// unknown session.
+    fn store_card(&mut self, session_id: &str, number: &str, holder: &str) -> Option<String> {
+        let (shopper, currency) = self.sessions.get(session_id).cloned()?;
+        let id = format!("{:016}", 8_415_718_415_172_200_u64 + self.next);
+        let psp = self.psp();
+        let brand = if number.starts_with('5') {
+            "mc"
+        } else {
+            "visa"
+        };
+        let card = StoredCard {
+            id: id.clone(),
+            brand: brand.into(),
+            last_four: number[number.len() - 4..].into(),
+            holder: holder.into(),
+        };
+        self.stored.entry(shopper.clone()).or_default().push(card);
+        self.notify(json!({
+            "pspReference": psp, "originalReference": "",
+            "merchantAccountCode": MERCHANT_ACCOUNT,
+            "merchantReference": format!("card-form-{shopper}"),
+            "amount": {"value": 0, "currency": currency},
+            "eventCode": "AUTHORISATION", "success": "true", "reason": "",
+            "paymentMethod": brand, "eventDate": "2026-11-28T10:00:00+00:00",
+            "additionalData": {
+                "recurring.recurringDetailReference": id,
+                "recurring.shopperReference": shopper,
+                "cardSummary": &number[number.len() - 4..],
+                "expiryDate": "3/2030",
+            },
+        }));
+        Some(id)
+    }
+
     /// Queues a notification item for `payment` (`original` for a modification).
     fn notify(&mut self, item: Value) {
         self.outbox.push(item);
@@ -214,36 +253,25 @@ impl AdyenStandIn {
     /// stored for the session's shopper and announced by notification. Answers its id.
     pub fn complete_card_form(&self, session_id: &str, number: &str, holder: &str) -> String {
         let mut s = self.state.lock().unwrap();
-        let (shopper, currency) = s.sessions.get(session_id).cloned().expect("a session");
-        let id = format!("{:016}", 8_415_718_415_172_200_u64 + s.next);
-        let psp = s.psp();
-        let brand = if number.starts_with('5') {
-            "mc"
-        } else {
-            "visa"
-        };
-        let card = StoredCard {
-            id: id.clone(),
-            brand: brand.into(),
-            last_four: number[number.len() - 4..].into(),
-            holder: holder.into(),
-        };
-        s.stored.entry(shopper.clone()).or_default().push(card);
-        s.notify(json!({
-            "pspReference": psp, "originalReference": "",
-            "merchantAccountCode": MERCHANT_ACCOUNT,
-            "merchantReference": format!("card-form-{shopper}"),
-            "amount": {"value": 0, "currency": currency},
-            "eventCode": "AUTHORISATION", "success": "true", "reason": "",
-            "paymentMethod": brand, "eventDate": "2026-11-28T10:00:00+00:00",
-            "additionalData": {
-                "recurring.recurringDetailReference": id,
-                "recurring.shopperReference": shopper,
-                "cardSummary": &number[number.len() - 4..],
-                "expiryDate": "3/2030",
-            },
-        }));
-        id
+        s.store_card(session_id, number, holder).expect("a session")
+    }
+
+    /// The live adapter's configuration with `extra` settings, and the service's environment
+    /// for it.
+    pub fn service_env_with(&self, extra: &Value) -> Vec<(String, String)> {
+        let path = self.adapter_config();
+        let mut config: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        for (name, value) in extra.as_object().unwrap() {
+            config[name] = value.clone();
+        }
+        std::fs::write(&path, config.to_string()).unwrap();
+        super::tls::live_adapter_env(&adyen_adapter_path(), &path, &self.ca_path)
+    }
+
+    /// Where this stand-in serves its Adyen Web (`adyen.js`, `adyen.css`): the adapter's
+    /// `web_sdk_base`.
+    pub fn web_sdk_base(&self) -> String {
+        format!("https://localhost:{}/checkoutshopper/sdk/", self.port)
     }
 
     pub fn payments(&self) -> Vec<Payment> {
@@ -361,6 +389,92 @@ fn error(status: u16, code: &str, kind: &str, message: &str) -> (u16, Value) {
     )
 }
 
+/// Adyen Web as the shopper's browser loads it (`/checkoutshopper/sdk/adyen.js` and
+/// `adyen.css`, and the frame of the card's fields), and the Drop-in's own call for a session
+/// (`POST /checkoutshopper/v1/sessions/{id}/payments?clientKey=…`, authenticated by the client
+/// key; Adyen's test platform takes `test_`-prefixed card fields unencrypted). None for every
+/// other request.
+fn web_sdk(
+    state: &Mutex<State>,
+    method: &str,
+    path: &str,
+    query: Option<&str>,
+    body: &[u8],
+) -> Option<hyper::Response<Full<Bytes>>> {
+    let asset = |content_type: &str, body: &'static str| {
+        hyper::Response::builder()
+            .status(200)
+            .header("content-type", content_type)
+            .body(Full::new(Bytes::from_static(body.as_bytes())))
+            .unwrap()
+    };
+    let rest = path.strip_prefix("/checkoutshopper/")?;
+    match (method, rest) {
+        ("GET", "sdk/adyen.js") => Some(asset(
+            "text/javascript; charset=utf-8",
+            include_str!("adyen-web/adyen.js"),
+        )),
+        ("GET", "sdk/adyen.css") => Some(asset(
+            "text/css; charset=utf-8",
+            include_str!("adyen-web/adyen.css"),
+        )),
+        ("GET", "securedfields/card.html") => Some(asset(
+            "text/html; charset=utf-8",
+            include_str!("adyen-web/card.html"),
+        )),
+        ("POST", rest) => {
+            let session = rest
+                .strip_prefix("v1/sessions/")?
+                .strip_suffix("/payments")?;
+            let client_key = url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+                .find(|(name, _)| name == "clientKey")
+                .map(|(_, value)| value.into_owned());
+            if client_key.as_deref() != Some(CLIENT_KEY) {
+                return Some(respond(error(401, "000", "security", "Invalid client key")));
+            }
+            let request: Value = serde_json::from_slice(body).unwrap_or_default();
+            let method = &request["data"]["paymentMethod"];
+            let field = |name: &str| {
+                method[name]
+                    .as_str()
+                    .and_then(|v| v.strip_prefix("test_"))
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let number: String = field("encryptedCardNumber")
+                .chars()
+                .filter(char::is_ascii_digit)
+                .collect();
+            let holder = method["holderName"].as_str().unwrap_or_default();
+            if request["sessionData"].as_str().is_none_or(str::is_empty)
+                || number.len() < 12
+                || field("encryptedSecurityCode").is_empty()
+            {
+                return Some(respond(error(422, "702", "validation", "Unexpected input")));
+            }
+            let answer = if let Some((code, reason)) = refusal(holder) {
+                json!({"resultCode": "Refused", "refusalReason": reason,
+                       "refusalReasonCode": code})
+            } else {
+                match state.lock().unwrap().store_card(session, &number, holder) {
+                    Some(_) => json!({"resultCode": "Authorised",
+                                      "sessionResult": format!("X3XtfGC7!{}", uuid::Uuid::new_v4().simple())}),
+                    None => {
+                        return Some(respond(error(
+                            422,
+                            "14_006",
+                            "validation",
+                            "Session not found",
+                        )));
+                    }
+                }
+            };
+            Some(respond((200, answer)))
+        }
+        _ => None,
+    }
+}
+
 fn respond((status, body): (u16, Value)) -> hyper::Response<Full<Bytes>> {
     hyper::Response::builder()
         .status(status)
@@ -392,6 +506,9 @@ async fn handle(
     };
     let path = parts.uri.path().to_owned();
     let method = parts.method.as_str().to_owned();
+    if let Some(answer) = web_sdk(&state, &method, &path, parts.uri.query(), &body) {
+        return Ok(answer);
+    }
     let fault = state.lock().unwrap().take_fault(&path);
     if let Some(Fault::Status(status)) = fault {
         return Ok(respond(error(status, "905", "internal", "stand-in fault")));

@@ -4,8 +4,8 @@
 //! provider hands back. The card number goes from the merchant's browser to the provider only.
 //!
 //! The document's `browser` member says how: `component` (a form this console knows how to
-//! drive), `script` (the provider's script) and `origins` (all the form loads from, frames or
-//! calls). Those origins, and only on this page, join the console's Content-Security-Policy.
+//! drive), `script` (the provider's script), optionally `stylesheet`, and `origins` (all the
+//! form loads from, frames or calls). Those origins, and only on this page, join the console's Content-Security-Policy.
 
 use std::collections::HashMap;
 
@@ -26,12 +26,16 @@ use courier_domain::Environment;
 enum Component {
     /// Stripe's Payment Element, on a SetupIntent.
     StripePaymentElement,
+    /// Adyen's Drop-in, on a Checkout session; Adyen announces the card it stored by
+    /// notification, and the card is on file when it arrives.
+    AdyenDropIn,
 }
 
 impl Component {
     fn named(name: &str) -> Option<Self> {
         match name {
             "stripe-payment-element" => Some(Component::StripePaymentElement),
+            "adyen-drop-in" => Some(Component::AdyenDropIn),
             _ => None,
         }
     }
@@ -39,6 +43,7 @@ impl Component {
     fn name(self) -> &'static str {
         match self {
             Component::StripePaymentElement => "stripe-payment-element",
+            Component::AdyenDropIn => "adyen-drop-in",
         }
     }
 
@@ -60,6 +65,11 @@ impl Component {
                     )),
                 }
             }
+            // Adyen's return goes to the session's own return URL, and its card arrives by
+            // notification: nothing to put on file from here.
+            Component::AdyenDropIn => Err("Adyen announces the card it stored itself: it is \
+                 listed on the cards page once Adyen's notification arrives."
+                .into()),
         }
     }
 }
@@ -69,6 +79,7 @@ impl Component {
 struct ProviderForm {
     component: Component,
     script: String,
+    stylesheet: Option<String>,
     origins: Vec<String>,
 }
 
@@ -113,22 +124,34 @@ fn provider_form(document: &Value) -> Result<ProviderForm, &'static str> {
         .collect::<Option<_>>()
         .filter(|o: &Vec<String>| !o.is_empty() && o.len() <= MOST_ORIGINS)
         .ok_or("the payment adapter's card form names origins that are not")?;
+    // The script and stylesheet must come from one of the named origins (not a wildcard one).
+    let from_origins = |url: &&str| {
+        !url.bytes().any(|b| b.is_ascii_whitespace() || b == b'"')
+            && origins.iter().any(|o| {
+                !o.contains('*')
+                    && url
+                        .strip_prefix(o.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+            })
+    };
     let script = browser
         .get("script")
         .and_then(Value::as_str)
-        .filter(|s| {
-            // The script must come from one of the named origins (not a wildcard one).
-            origins.iter().any(|o| {
-                !o.contains('*')
-                    && s.strip_prefix(o.as_str())
-                        .is_some_and(|rest| rest.starts_with('/'))
-            })
-        })
-        .filter(|s| !s.bytes().any(|b| b.is_ascii_whitespace() || b == b'"'))
+        .filter(from_origins)
         .ok_or("the payment adapter's card form names no script from its origins")?;
+    let stylesheet = match browser.get("stylesheet") {
+        None => None,
+        Some(sheet) => Some(
+            sheet
+                .as_str()
+                .filter(from_origins)
+                .ok_or("the payment adapter's card form names a stylesheet from elsewhere")?,
+        ),
+    };
     Ok(ProviderForm {
         component,
         script: script.to_owned(),
+        stylesheet: stylesheet.map(str::to_owned),
         origins,
     })
 }
@@ -148,6 +171,7 @@ fn content_security_policy(origins: &[String]) -> String {
 struct DrawnForm {
     component: &'static str,
     script: String,
+    stylesheet: Option<String>,
     document: String,
     return_path: String,
 }
@@ -238,6 +262,7 @@ pub async fn start_card_form(State(state): State<AppState>, request: Request) ->
             form: Some(DrawnForm {
                 component: form.component.name(),
                 script: form.script,
+                stylesheet: form.stylesheet,
                 document: setup.card_form.to_string(),
                 return_path: format!(
                     "/console/cards/returned?component={}",
@@ -384,11 +409,27 @@ mod tests {
     }
 
     #[test]
+    fn an_adyen_document_is_drawn_with_its_stylesheet() {
+        let document = json!({"session": {"id": "CS1", "sessionData": "Ab02"},
+            "clientKey": "test_KEY", "environment": "test",
+            "browser": {"component": "adyen-drop-in",
+                "script": "https://checkoutshopper-test.cdn.adyen.com/checkoutshopper/sdk/5.68.0/adyen.js",
+                "stylesheet": "https://checkoutshopper-test.cdn.adyen.com/checkoutshopper/sdk/5.68.0/adyen.css",
+                "origins": ["https://checkoutshopper-test.cdn.adyen.com", "https://checkoutshopper-test.adyen.com"]}});
+        let form = provider_form(&document).unwrap();
+        assert_eq!(form.component, Component::AdyenDropIn);
+        assert!(form.stylesheet.unwrap().ends_with("/adyen.css"));
+        assert!(Component::AdyenDropIn.returned(&HashMap::new()).is_err());
+    }
+
+    #[test]
     fn documents_the_console_cannot_draw_safely_are_refused() {
         let stripe = ["https://js.stripe.com"];
         for document in [
             json!({"client_secret": "s"}),
-            json!({"browser": {"component": "adyen-drop-in", "script": "https://x.adyen.com/a.js", "origins": ["https://x.adyen.com"]}}),
+            json!({"browser": {"component": "paper-form", "script": "https://x.example/a.js", "origins": ["https://x.example"]}}),
+            json!({"browser": {"component": "adyen-drop-in", "script": "https://x.adyen.com/a.js",
+                               "stylesheet": "https://elsewhere.example/a.css", "origins": ["https://x.adyen.com"]}}),
             stripe_document(
                 json!(["https://js.stripe.com; script-src *"]),
                 "https://js.stripe.com/v3/",

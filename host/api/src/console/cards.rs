@@ -154,7 +154,7 @@ async fn render(
     tag = "console",
     summary = "The merchant's cards (with the form to add a test card) and recent charges",
     security(()),
-    params(("done" = Option<String>, Query, description = "What the last form did: added, default or removed")),
+    params(("done" = Option<String>, Query, description = "What the last form did: added, stored (by the provider, confirmed later), default or removed")),
     responses(
         (status = 200, description = "The page", content_type = "text/html", body = String),
         (status = 303, description = "Not signed in: to /console/sign-in"),
@@ -172,6 +172,10 @@ pub async fn cards_page(
     };
     let notice = match query.ok().and_then(|q| q.0.done).as_deref() {
         Some("added") => Some("The card is on file."),
+        Some("stored") => Some(
+            "Your payment provider stored the card: it is listed here once the provider confirms \
+             it, usually within seconds.",
+        ),
         Some("default") => Some("Deliveries are charged to that card now."),
         Some("removed") => Some("The card is removed."),
         _ => None,

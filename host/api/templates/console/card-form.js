@@ -36,6 +36,31 @@
         return typeof method === "string" ? method : method.id;
       };
     },
+    // Adyen's Drop-in on the Checkout session the adapter made. Its own button stores the
+    // card; Adyen announces the stored card by notification, and the cards page lists it then.
+    "adyen-drop-in": (card) => {
+      if (typeof window.AdyenCheckout !== "function") return null;
+      button.hidden = true;
+      const choice = document.getElementById("make-default-choice");
+      if (choice) choice.hidden = true;
+      window
+        .AdyenCheckout({
+          environment: card.environment,
+          clientKey: card.clientKey,
+          session: card.session,
+          onPaymentCompleted: (result) => {
+            if (["Authorised", "Received", "Pending"].includes(result.resultCode)) {
+              location.assign("/console/cards?done=stored");
+            } else {
+              say(`The card was not stored: ${result.refusalReason || result.resultCode}.`);
+            }
+          },
+          onError: (error) => say(error.message || "The card form failed."),
+        })
+        .then((checkout) => checkout.create("dropin").mount(holder))
+        .catch((error) => say(error.message || "The card form did not start."));
+      return () => Promise.reject(new Error("Use the card form's own button."));
+    },
   };
   const driver = drivers[holder.dataset.component];
   let card;
