@@ -257,10 +257,9 @@ async fn type_in_provider_frame(browser: &Browser, fields: &[(&str, &str)]) {
     client.enter_parent_frame().await.unwrap();
 }
 
-#[tokio::test]
-async fn a_merchant_adds_a_live_card_in_the_provider_s_form_in_a_browser() {
-    let stripe = StripeStandIn::start().await;
-    let (app, merchant) = live_shop(&stripe, &stripe.card_form_config()).await;
+/// A browser signed in with the merchant's live key, on the page with the provider's form
+/// (its frame drawn by the provider's script).
+async fn at_the_provider_s_form(app: &TestApp, merchant: &NewMerchant) -> Browser {
     // The stand-in's certificate comes from the test's own authority.
     let browser = Browser::start_with(1280, 900, &["--ignore-certificate-errors"]).await;
     let client = &browser.client;
@@ -272,13 +271,20 @@ async fn a_merchant_adds_a_live_card_in_the_provider_s_form_in_a_browser() {
     arrives_at(&browser, "/console/jobs").await;
     client.goto(&app.url("/console/cards")).await.unwrap();
     click(&browser, "form[action='/console/cards/form'] button").await;
-
-    // The provider's frame, drawn by its script on the console's page.
     browser
         .wait_until("the provider's frame", || async {
             client.find(Locator::Css("#card-form iframe")).await.is_ok()
         })
         .await;
+    browser
+}
+
+#[tokio::test]
+async fn a_merchant_adds_a_live_card_in_the_provider_s_form_in_a_browser() {
+    let stripe = StripeStandIn::start().await;
+    let (app, merchant) = live_shop(&stripe, &stripe.card_form_config()).await;
+    let browser = at_the_provider_s_form(&app, &merchant).await;
+    let client = &browser.client;
     type_in_provider_frame(
         &browser,
         &[
@@ -337,24 +343,11 @@ async fn a_merchant_stores_a_live_card_in_adyen_s_drop_in_in_a_browser() {
     .await;
     adyen.notify_to(app.url("/v1/provider-events/live"));
     let merchant = app.create_merchant("Drop-in Goods BV").await;
-    let browser = Browser::start_with(1280, 900, &["--ignore-certificate-errors"]).await;
+    let browser = at_the_provider_s_form(&app, &merchant).await;
     let client = &browser.client;
-    client.goto(&app.url("/console/sign-in")).await.unwrap();
-    let credential = merchant.live();
-    fill(&browser, "key", &credential.key).await;
-    fill(&browser, "secret", &credential.secret).await;
-    click(&browser, "form.sign-in button").await;
-    arrives_at(&browser, "/console/jobs").await;
-    client.goto(&app.url("/console/cards")).await.unwrap();
-    click(&browser, "form[action='/console/cards/form'] button").await;
 
     // Adyen Web's stylesheet and script, and its Drop-in with the card's fields in its frame;
     // the Drop-in's own button stores the card, so the page's is hidden.
-    browser
-        .wait_until("the Drop-in", || async {
-            client.find(Locator::Css("#card-form iframe")).await.is_ok()
-        })
-        .await;
     let page = client.source().await.unwrap();
     let sdk = adyen.web_sdk_base();
     assert!(page.contains(&format!(
