@@ -40,7 +40,7 @@ async fn book_test_delivery(browser: &Browser) {
 
 /// Takes a screenshot of the page as `name`, and checks it with axe-core: no serious or
 /// critical accessibility violation.
-async fn looked_at(browser: &Browser, name: &str) {
+pub(crate) async fn looked_at(browser: &Browser, name: &str) {
     browser.screenshot(name).await;
     let violations = browser.accessibility_violations().await;
     assert!(violations.is_empty(), "{name}: {violations:#?}");

@@ -9,7 +9,7 @@ use fantoccini::Locator;
 use serde_json::{Value, json};
 
 use crate::console::{Visitor, csrf_of};
-use crate::console_browser::{arrives_at, click, fill};
+use crate::console_browser::{arrives_at, click, fill, looked_at};
 use crate::support::adyen::AdyenStandIn;
 use crate::support::browser::Browser;
 use crate::support::stripe::{PUBLISHABLE_KEY, SECRET_KEY, StripeStandIn};
@@ -329,6 +329,34 @@ async fn a_merchant_adds_a_live_card_in_the_provider_s_form_in_a_browser() {
     browser.screenshot("console-card-added.png").await;
     let cards = live_cards(&app, &merchant).await;
     assert_eq!(cards.len(), 1, "{cards:?}");
+
+    // Sent back by Stripe after the card holder authenticated on Stripe's pages: the saved
+    // card, put on file with the page's one button.
+    click(&browser, "form[action='/console/cards/form'] button").await;
+    arrives_at(&browser, "/console/cards/form").await;
+    let document: Value =
+        serde_json::from_str(&browser.attr("card-form", "data-document").await.unwrap()).unwrap();
+    let client_secret = document["client_secret"].as_str().unwrap();
+    stripe.complete_card_form(client_secret, "pm_card_mastercard");
+    let setup_intent = client_secret.split("_secret_").next().unwrap();
+    client
+        .goto(&app.url(&format!(
+            "/console/cards/returned?component=stripe-payment-element&setup_intent={setup_intent}\
+             &setup_intent_client_secret={client_secret}&redirect_status=succeeded"
+        )))
+        .await
+        .unwrap();
+    looked_at(&browser, "console-card-returned.png").await;
+    click(&browser, "#attach-card button[type=submit]").await;
+    arrives_at(&browser, "/console/cards").await;
+    assert!(
+        client
+            .source()
+            .await
+            .unwrap()
+            .contains("mastercard ending 4444")
+    );
+    assert_eq!(live_cards(&app, &merchant).await.len(), 2);
     browser.close().await;
 }
 
