@@ -147,6 +147,11 @@ fn main() {
             median: Duration::from_millis(300),
             p99: Duration::from_secs(1),
         });
+        // What the service spends with nothing asked of it (its background loops), for
+        // telling that apart from what a booking costs.
+        let idle_from = cpu_time(service.id());
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let idle = cpu_time(service.id()).saturating_sub(idle_from) / 2;
         let before_calls = stand_in.pauses().len();
         common::statements_reset(&pool).await;
         let cpu_before = cpu_time(service.id());
@@ -235,6 +240,10 @@ fn main() {
         println!(
             "| service CPU per booking | {:.0} µs |",
             cpu.as_secs_f64() * 1e6 / booked.max(1) as f64
+        );
+        println!(
+            "| service CPU idle (before the phase) | {:.1} ms per second |",
+            idle.as_secs_f64() * 1e3
         );
         println!(
             "| holds at the stand-in / authorised charges | {} / {authorised} |",
