@@ -19,7 +19,9 @@ use courier_core::merchants::NewMerchant;
 /// A service taking live money through the Stripe adapter (configured with `config`) and the
 /// stand-in, and a merchant.
 async fn live_shop(stripe: &StripeStandIn, config: &Value) -> (TestApp, NewMerchant) {
-    let env = stripe.service_env_configured(config);
+    let mut env = stripe.service_env_configured(config);
+    // The operator allows the stand-in's origin, as one would a mirror of Stripe.js.
+    env.push(("COURIER_CARD_FORM_ORIGINS".into(), stripe.api_base()));
     let app = TestApp::spawn_with(move |name| {
         env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
     })
@@ -148,6 +150,16 @@ async fn a_live_session_adds_a_card_through_the_provider_s_form_and_never_takes_
         back.body
             .contains(&format!("name=\"provider_ref\" value=\"{setup_intent}\""))
     );
+    // Sent back from Stripe's site, the browser holds the `SameSite=Strict` cookie back: the
+    // page links to itself, and following that link (from this site) carries it.
+    let returned = format!(
+        "/console/cards/returned?component=stripe-payment-element&setup_intent={setup_intent}"
+    );
+    let landing = Visitor::new(&app).get(&returned).await;
+    assert_eq!(landing.status, 200, "{}", landing.body);
+    let link = format!("<a href=\"{}\">", returned.replace('&', "&#38;"));
+    assert!(landing.body.contains(&link), "{}", landing.body);
+    assert!(!landing.body.contains("provider_ref"));
     assert!(
         !back.body.contains("<script src=\"https://"),
         "no provider script"
@@ -232,6 +244,26 @@ async fn without_the_provider_s_browser_details_the_console_says_it_cannot_draw_
     assert!(form.body.contains("The console cannot draw this card form"));
     assert!(form.body.contains("POST /v1/payment-methods/setup"));
     assert!(!form.body.contains("data-document"));
+    assert!(!form.csp.unwrap().contains(&stripe.api_base()));
+
+    // A document naming origins that are neither Stripe's own nor allowed by the operator
+    // (here the stand-in's, without `COURIER_CARD_FORM_ORIGINS`) is not drawn: an adapter
+    // cannot bring a script of its choosing into the console.
+    let env = stripe.service_env_configured(&stripe.card_form_config());
+    let app = TestApp::spawn_with(move |name| {
+        env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
+    })
+    .await;
+    let merchant = app.create_merchant("Unlisted Origins Ltd").await;
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_in(&merchant.live()).await;
+    let csrf = csrf_of(&visitor.get("/console/cards").await.body);
+    let form = visitor
+        .post("/console/cards/form", &[("csrf", &csrf)])
+        .await;
+    assert_eq!(form.status, 200, "{}", form.body);
+    assert!(form.body.contains("origins the operator has not allowed"));
+    assert!(!form.body.contains("<script src=\"https://"));
     assert!(!form.csp.unwrap().contains(&stripe.api_base()));
 }
 
@@ -365,6 +397,10 @@ async fn a_merchant_stores_a_live_card_in_adyen_s_drop_in_in_a_browser() {
     let adyen = AdyenStandIn::start().await;
     let mut env = adyen.service_env_with(&json!({"web_sdk_base": adyen.web_sdk_base()}));
     env.push(("COURIER_CARD_FORM_CURRENCY".into(), "EUR".into()));
+    env.push((
+        "COURIER_CARD_FORM_ORIGINS".into(),
+        format!("https://localhost:{}", adyen.port),
+    ));
     let app = TestApp::spawn_with(move |name| {
         env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
     })

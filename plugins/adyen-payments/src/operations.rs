@@ -433,7 +433,7 @@ fn browser(settings: &Settings) -> Value {
         format!("https://{}", rest.split('/').next().unwrap_or_default())
     };
     let mut origins = alloc::vec![origin_of(base)];
-    if *base == crate::adyen::default_web_sdk_base(&settings.environment) {
+    if origin_of(base) == origin_of(&crate::adyen::default_web_sdk_base(&settings.environment)) {
         origins.push(format!(
             "https://checkoutshopper-{}.adyen.com",
             settings.environment

@@ -33,7 +33,7 @@ pub fn card_form_document(settings: &Settings, client_secret: &str) -> Value {
     };
     let mut origins: Vec<String> = origin_of(&settings.js_url).into_iter().collect();
     // Stripe.js from elsewhere (a stand-in, a mirror) calls and frames only where it is from.
-    if settings.js_url == DEFAULT_JS_URL {
+    if origin_of(&settings.js_url) == origin_of(DEFAULT_JS_URL) {
         origins.extend(STRIPE_ORIGINS.iter().map(|o| String::from(*o)));
     }
     json!({

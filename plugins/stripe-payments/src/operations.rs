@@ -308,7 +308,9 @@ impl<'a, T: Transport> Adapter<'a, T> {
             .get("payment_method")
             .and_then(|m| m.as_str().map(String::from).or_else(|| text(m, "id")))
             .filter(|id| is_object_id(id));
-        method.ok_or_else(|| Refusal::Unreachable("the SetupIntent names no PaymentMethod".into()))
+        method.ok_or_else(|| {
+            Refusal::UnknownReference("the SetupIntent names no PaymentMethod".into())
+        })
     }
 
     /// A hold: a PaymentIntent captured later, confirmed at once on the

@@ -11,11 +11,11 @@ use std::collections::HashMap;
 
 use askama::Template;
 use axum::extract::{Query, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::Response;
 use serde_json::Value;
 
-use super::respond::{SessionBar, field, message, page, see_other, signed_form, signed_in};
+use super::respond::{SessionBar, field, message, page, see_other, session, signed_form, token};
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
 use courier_core::payments::cards::CardFormOptions;
@@ -40,6 +40,36 @@ impl Component {
         }
     }
 
+    /// The provider's own origins (its Content-Security-Policy guidance): a document may name
+    /// these, and those the operator adds (`COURIER_CARD_FORM_ORIGINS`), and no others, so an
+    /// adapter cannot bring a script of its choosing into the console.
+    fn provider_origins(self) -> &'static [&'static str] {
+        match self {
+            Component::StripePaymentElement => &[
+                "https://js.stripe.com",
+                "https://*.js.stripe.com",
+                "https://api.stripe.com",
+                "https://hooks.stripe.com",
+            ],
+            Component::AdyenDropIn => &[
+                "https://checkoutshopper-test.adyen.com",
+                "https://checkoutshopper-live.adyen.com",
+                "https://checkoutshopper-test.cdn.adyen.com",
+                "https://checkoutshopper-live.cdn.adyen.com",
+            ],
+        }
+    }
+
+    /// What the page's policy allows beyond the form's origins: Adyen's 3-D Secure 2 challenge
+    /// is framed from, and posts to, the card issuer's own server, which no list can name
+    /// (Adyen's guidance); Stripe's passes through its own origins.
+    fn challenge_sources(self) -> &'static str {
+        match self {
+            Component::StripePaymentElement => "",
+            Component::AdyenDropIn => " https:",
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             Component::StripePaymentElement => "stripe-payment-element",
@@ -59,10 +89,7 @@ impl Component {
                     Some(intent) if status == "succeeded" && intent.starts_with("seti_") => {
                         Ok(intent.clone())
                     }
-                    _ => Err(format!(
-                        "Stripe did not save the card (its answer: {}).",
-                        if status.is_empty() { "none" } else { status }
-                    )),
+                    _ => Err("Stripe did not say it saved the card. Start the form again.".into()),
                 }
             }
             // Adyen's return goes to the session's own return URL, and its card arrives by
@@ -105,8 +132,9 @@ fn is_origin(text: &str) -> bool {
 }
 
 /// The provider's form from the adapter's card-form document, or why the console cannot draw
-/// it (in words for the merchant).
-fn provider_form(document: &Value) -> Result<ProviderForm, &'static str> {
+/// it (in words for the merchant). Its origins must be the provider's own or ones `allowed` by
+/// the operator.
+fn provider_form(document: &Value, allowed: &[String]) -> Result<ProviderForm, &'static str> {
     let browser = document
         .get("browser")
         .ok_or("the payment adapter's card form says nothing about the browser")?;
@@ -124,6 +152,12 @@ fn provider_form(document: &Value) -> Result<ProviderForm, &'static str> {
         .collect::<Option<_>>()
         .filter(|o: &Vec<String>| !o.is_empty() && o.len() <= MOST_ORIGINS)
         .ok_or("the payment adapter's card form names origins that are not")?;
+    let permitted = |origin: &String| {
+        component.provider_origins().contains(&origin.as_str()) || allowed.contains(origin)
+    };
+    if !origins.iter().all(permitted) {
+        return Err("the payment adapter's card form names origins the operator has not allowed");
+    }
     // The script and stylesheet must come from one of the named origins (not a wildcard one).
     let from_origins = |url: &&str| {
         !url.bytes().any(|b| b.is_ascii_whitespace() || b == b'"')
@@ -158,12 +192,13 @@ fn provider_form(document: &Value) -> Result<ProviderForm, &'static str> {
 
 /// The console's policy with the provider's origins allowed to load scripts, styles, images
 /// and frames and to be called: this page only.
-fn content_security_policy(origins: &[String]) -> String {
-    let o = origins.join(" ");
+fn content_security_policy(form: &ProviderForm) -> String {
+    let o = form.origins.join(" ");
+    let challenge = form.component.challenge_sources();
     format!(
         "default-src 'none'; style-src 'self' {o}; img-src 'self' {o}; script-src 'self' {o}; \
-         connect-src 'self' {o}; frame-src {o}; form-action 'self'; frame-ancestors 'none'; \
-         base-uri 'none'"
+         connect-src 'self' {o}; frame-src {o}{challenge}; form-action 'self'{challenge}; \
+         frame-ancestors 'none'; base-uri 'none'"
     )
 }
 
@@ -180,6 +215,10 @@ struct DrawnForm {
 #[template(path = "console/card_form.html")]
 struct CardFormPage {
     session: Option<SessionBar>,
+    /// The same address again, for a browser the provider sent back without the session's
+    /// cookie (`SameSite=Strict` holds it back on a navigation from another site; a link
+    /// followed from here carries it).
+    continue_to: Option<String>,
     form: Option<DrawnForm>,
     /// The card the provider saved, when it sent the card holder back here.
     reference: String,
@@ -233,15 +272,15 @@ pub async fn start_card_form(State(state): State<AppState>, request: Request) ->
             tracing::warn!(%error, "starting a card form for the console failed");
             let api = crate::error::ApiError::from(error);
             let (status, _) = api.status_and_code();
-            return message(
-                status,
-                Some(&session),
-                "The card form did not start",
-                &api.to_string(),
-            );
+            // A fault's detail is for the log; the page says what the API would.
+            let said = api
+                .code()
+                .fixed_message
+                .map_or_else(|| api.to_string(), str::to_owned);
+            return message(status, Some(&session), "The card form did not start", &said);
         }
     };
-    let form = match provider_form(&setup.card_form) {
+    let form = match provider_form(&setup.card_form, &state.config.payments.card_form.origins) {
         Ok(form) => form,
         Err(why) => {
             return message(
@@ -255,10 +294,12 @@ pub async fn start_card_form(State(state): State<AppState>, request: Request) ->
             );
         }
     };
+    let policy = content_security_policy(&form);
     let mut answer = page(
         StatusCode::OK,
         CardFormPage {
             session: Some(SessionBar::from(&session)),
+            continue_to: None,
             form: Some(DrawnForm {
                 component: form.component.name(),
                 script: form.script,
@@ -274,7 +315,7 @@ pub async fn start_card_form(State(state): State<AppState>, request: Request) ->
         }
         .render(),
     );
-    if let Ok(policy) = HeaderValue::from_str(&content_security_policy(&form.origins)) {
+    if let Ok(policy) = HeaderValue::from_str(&policy) {
         answer
             .headers_mut()
             .insert(header::CONTENT_SECURITY_POLICY, policy);
@@ -295,18 +336,36 @@ pub async fn start_card_form(State(state): State<AppState>, request: Request) ->
         ("redirect_status" = Option<String>, Query, description = "Stripe: `succeeded` when it did"),
     ),
     responses(
-        (status = 200, description = "The page: the card to put on file", content_type = "text/html", body = String),
-        (status = 303, description = "Not signed in: to /console/sign-in"),
+        (status = 200, description = "The page: the card to put on file; without the session's cookie (held back on a return from another site), a link to this address again", content_type = "text/html", body = String),
+        (status = 303, description = "A session cookie that is no longer a session: to /console/sign-in"),
         (status = 400, description = "A page: a test session, an unknown form, or the provider saved no card", content_type = "text/html", body = String),
     )
 )]
 pub async fn card_form_returned(
     State(state): State<AppState>,
     headers: HeaderMap,
+    uri: Uri,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
-    let session = match signed_in(&state, &headers).await {
-        Ok(session) => session,
+    let session = match session(&state, &headers).await {
+        Ok(Some(session)) => session,
+        Ok(None) if token(&headers).is_none() => {
+            return page(
+                StatusCode::OK,
+                CardFormPage {
+                    session: None,
+                    continue_to: Some(
+                        uri.path_and_query()
+                            .map_or_else(|| uri.path().to_owned(), |p| p.as_str().to_owned()),
+                    ),
+                    form: None,
+                    reference: String::new(),
+                    problem: None,
+                }
+                .render(),
+            );
+        }
+        Ok(None) => return see_other("/console/sign-in"),
         Err(answer) => return answer,
     };
     if let Some(refused) = not_in_test(&session) {
@@ -325,6 +384,7 @@ pub async fn card_form_returned(
         status,
         CardFormPage {
             session: Some(SessionBar::from(&session)),
+            continue_to: None,
             form: None,
             reference,
             problem,
@@ -397,10 +457,10 @@ mod tests {
             ]),
             "https://js.stripe.com/v3/",
         );
-        let form = provider_form(&document).unwrap();
+        let form = provider_form(&document, &[]).unwrap();
         assert_eq!(form.component, Component::StripePaymentElement);
         assert_eq!(form.script, "https://js.stripe.com/v3/");
-        let policy = content_security_policy(&form.origins);
+        let policy = content_security_policy(&form);
         assert!(policy.contains(
             "script-src 'self' https://js.stripe.com https://*.js.stripe.com https://api.stripe.com;"
         ));
@@ -416,10 +476,44 @@ mod tests {
                 "script": "https://checkoutshopper-test.cdn.adyen.com/checkoutshopper/sdk/5.68.0/adyen.js",
                 "stylesheet": "https://checkoutshopper-test.cdn.adyen.com/checkoutshopper/sdk/5.68.0/adyen.css",
                 "origins": ["https://checkoutshopper-test.cdn.adyen.com", "https://checkoutshopper-test.adyen.com"]}});
-        let form = provider_form(&document).unwrap();
+        let form = provider_form(&document, &[]).unwrap();
         assert_eq!(form.component, Component::AdyenDropIn);
         assert!(form.stylesheet.unwrap().ends_with("/adyen.css"));
         assert!(Component::AdyenDropIn.returned(&HashMap::new()).is_err());
+    }
+
+    #[test]
+    fn origins_are_the_provider_s_own_or_the_operator_s() {
+        let elsewhere = stripe_document(
+            json!(["https://localhost:8443"]),
+            "https://localhost:8443/v3/",
+        );
+        assert!(provider_form(&elsewhere, &[]).is_err());
+        let allowed = ["https://localhost:8443".to_owned()];
+        assert!(provider_form(&elsewhere, &allowed).is_ok());
+        // Another provider's origins are not Stripe's.
+        let adyen_s = stripe_document(
+            json!(["https://checkoutshopper-test.adyen.com"]),
+            "https://checkoutshopper-test.adyen.com/v3/",
+        );
+        assert!(provider_form(&adyen_s, &[]).is_err());
+    }
+
+    #[test]
+    fn adyen_s_page_may_frame_and_post_to_the_card_issuer() {
+        let document = json!({"browser": {"component": "adyen-drop-in",
+            "script": "https://checkoutshopper-test.cdn.adyen.com/sdk/adyen.js",
+            "origins": ["https://checkoutshopper-test.cdn.adyen.com"]}});
+        let policy = content_security_policy(&provider_form(&document, &[]).unwrap());
+        assert!(policy.contains("frame-src https://checkoutshopper-test.cdn.adyen.com https:;"));
+        assert!(policy.contains("form-action 'self' https:;"));
+        let stripe = stripe_document(
+            json!(["https://js.stripe.com"]),
+            "https://js.stripe.com/v3/",
+        );
+        let policy = content_security_policy(&provider_form(&stripe, &[]).unwrap());
+        assert!(policy.contains("frame-src https://js.stripe.com;"));
+        assert!(policy.contains("form-action 'self';"));
     }
 
     #[test]
@@ -446,7 +540,7 @@ mod tests {
                 "https://a.example/x.js",
             ),
         ] {
-            assert!(provider_form(&document).is_err(), "{document}");
+            assert!(provider_form(&document, &[]).is_err(), "{document}");
         }
     }
 

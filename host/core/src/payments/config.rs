@@ -87,6 +87,38 @@ pub struct CardFormDefaults {
         env = "COURIER_CARD_FORM_RETURN_URL"
     )]
     pub return_url: Option<String>,
+    /// More origins (`https://host[:port]`, comma-separated) the merchant console may load a
+    /// provider's card form from, beside the providers' own it knows (Stripe's and Adyen's): a
+    /// mirror of a provider's script, or a provider's stand-in in tests. An adapter's card-form
+    /// document naming any other origin is not drawn.
+    #[arg(
+        id = "card-form-origins",
+        long = "card-form-origins",
+        env = "COURIER_CARD_FORM_ORIGINS",
+        value_delimiter = ',',
+        value_parser = https_origin
+    )]
+    pub origins: Vec<String>,
+}
+
+/// `https://host[:port]`, lower case, as a Content-Security-Policy names an origin.
+fn https_origin(raw: &str) -> Result<String, String> {
+    let origin = raw.trim();
+    let authority = origin.strip_prefix("https://").unwrap_or_default();
+    let (host, port) = authority.rsplit_once(':').unwrap_or((authority, "443"));
+    let host_ok = !host.is_empty()
+        && !host.starts_with(['.', '-'])
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-'));
+    let port_ok = !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit());
+    if host_ok && port_ok {
+        Ok(origin.to_owned())
+    } else {
+        Err(format!(
+            "{origin:?} is not an origin such as https://js.example.com"
+        ))
+    }
 }
 
 impl Default for CardFormDefaults {
@@ -97,6 +129,7 @@ impl Default for CardFormDefaults {
             country: "GB".into(),
             locale: "en-GB".into(),
             return_url: None,
+            origins: Vec::new(),
         }
     }
 }
@@ -219,5 +252,31 @@ mod tests {
                 .to_string()
                 .contains("COURIER_CHARGE_RETRY_ATTEMPTS")
         );
+    }
+
+    #[test]
+    fn card_form_origins_are_https_origins_only() {
+        let origins = |raw: &str| {
+            let raw = raw.to_owned();
+            settings::from_lookup::<PaymentsConfig>(move |n| {
+                (n == "COURIER_CARD_FORM_ORIGINS").then(|| raw.clone())
+            })
+            .map(|c| c.card_form.origins)
+        };
+        assert_eq!(
+            origins("https://localhost:8443,https://js.mirror.example").unwrap(),
+            ["https://localhost:8443", "https://js.mirror.example"]
+        );
+        for bad in [
+            "http://js.example",
+            "https://js.example/v3/",
+            "https://*.example",
+            "https://JS.example",
+            "https://js.example; script-src *",
+        ] {
+            assert!(origins(bad).is_err(), "{bad}");
+        }
+        let none = settings::from_lookup::<PaymentsConfig>(|_| None).unwrap();
+        assert!(none.card_form.origins.is_empty());
     }
 }
