@@ -265,6 +265,14 @@ impl ApiError {
         }
     }
 
+    /// What a person or a client is told: the code's fixed message where its detail is for
+    /// the log only (faults), else the refusal's own words.
+    pub fn public_message(&self) -> String {
+        self.code()
+            .fixed_message
+            .map_or_else(|| self.to_string(), str::to_owned)
+    }
+
     /// Status and stable code of every refusal.
     pub fn status_and_code(&self) -> (StatusCode, &'static str) {
         let code = self.code();

@@ -272,11 +272,7 @@ pub async fn start_card_form(State(state): State<AppState>, request: Request) ->
             tracing::warn!(%error, "starting a card form for the console failed");
             let api = crate::error::ApiError::from(error);
             let (status, _) = api.status_and_code();
-            // A fault's detail is for the log; the page says what the API would.
-            let said = api
-                .code()
-                .fixed_message
-                .map_or_else(|| api.to_string(), str::to_owned);
+            let said = api.public_message();
             return message(status, Some(&session), "The card form did not start", &said);
         }
     };

@@ -199,7 +199,7 @@ pub(super) async fn refused(
             "There is no such card on file.",
         );
     }
-    render(state, session, status, None, Some(api.to_string())).await
+    render(state, session, status, None, Some(api.public_message())).await
 }
 
 #[utoipa::path(

@@ -771,7 +771,12 @@ pub async fn cancel_job(
             if status == StatusCode::NOT_FOUND {
                 return show_job(&state, &session, &id, None).await;
             }
-            message(status, Some(&session), "Not cancelled", &api.to_string())
+            message(
+                status,
+                Some(&session),
+                "Not cancelled",
+                &api.public_message(),
+            )
         }
     }
 }
