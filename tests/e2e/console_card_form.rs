@@ -175,6 +175,32 @@ async fn a_live_session_adds_a_card_through_the_provider_s_form_and_never_takes_
     assert_eq!(cards.len(), 2, "{cards:?}");
     assert!(cards.iter().any(|c| c["last_four"] == "4444"));
 
+    // After a provider that stores the card itself: the list follows itself while no more
+    // cards are on file than when the form was drawn, and stops once there are.
+    let waiting = visitor.get("/console/cards?done=stored&had=2").await;
+    assert!(
+        waiting
+            .body
+            .contains("id=\"cards-on-file\" data-live=\"3\"")
+    );
+    assert!(
+        waiting
+            .body
+            .contains("<script src=\"/console/live.js\" defer>")
+    );
+    let arrived = visitor.get("/console/cards?done=stored&had=1").await;
+    assert!(arrived.body.contains("id=\"cards-on-file\">"));
+    assert!(!arrived.body.contains("data-live"));
+    let form = visitor
+        .post("/console/cards/form", &[("csrf", &csrf)])
+        .await;
+    assert!(
+        form.body
+            .contains("data-stored=\"/console/cards?done=stored&#38;had=2\""),
+        "{}",
+        form.body
+    );
+
     // What is refused: a card number (never sent on), a return without a saved card, an
     // empty reference, a form without its token.
     let number = visitor
@@ -448,20 +474,28 @@ async fn a_merchant_stores_a_live_card_in_adyen_s_drop_in_in_a_browser() {
         .await;
     assert!(live_cards(&app, &merchant).await.is_empty());
 
-    // Stored under another name: the cards page, and the card once Adyen's notification
-    // has put it on file.
+    // Stored under another name: the cards page, which follows itself until Adyen's
+    // notification (held back a moment here) has put the card on file.
+    adyen.hold_notifications(true);
     type_in_provider_frame(&browser, &[("holderName", "Jo Shopper")]).await;
     click(&browser, "button.adyen-checkout__button--pay").await;
     arrives_at(&browser, "/console/cards").await;
+    assert_eq!(
+        browser.attr("cards-on-file", "data-live").await.as_deref(),
+        Some("3")
+    );
+    assert!(!client.source().await.unwrap().contains("visa ending 1111"));
+    looked_at(&browser, "console-card-awaited-adyen.png").await;
+    adyen.hold_notifications(false);
     browser
         .wait_until("the stored card listed", || async {
-            client.refresh().await.unwrap();
             client
                 .source()
                 .await
                 .is_ok_and(|s| s.contains("visa ending 1111"))
         })
         .await;
+    assert_eq!(browser.attr("cards-on-file", "data-live").await, None);
     browser.screenshot("console-card-stored-adyen.png").await;
     assert_eq!(live_cards(&app, &merchant).await.len(), 1);
     browser.close().await;

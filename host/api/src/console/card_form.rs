@@ -205,6 +205,9 @@ fn content_security_policy(form: &ProviderForm) -> String {
 /// The provider's form as the page draws it.
 struct DrawnForm {
     component: &'static str,
+    /// Where a form whose provider stores the card itself goes when it has (Adyen's): the
+    /// cards page, following itself until the provider's card is on file.
+    stored_path: String,
     script: String,
     stylesheet: Option<String>,
     document: String,
@@ -290,6 +293,19 @@ pub async fn start_card_form(State(state): State<AppState>, request: Request) ->
             );
         }
     };
+    // Read now so the cards page knows when the provider's card has arrived.
+    let had = match state.payments.cards(&session.merchant).await {
+        Ok(cards) => cards.len(),
+        Err(error) => {
+            tracing::warn!(%error, "reading the cards before a card form failed");
+            return message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some(&session),
+                "Try again shortly",
+                "The console cannot reach its database just now.",
+            );
+        }
+    };
     let policy = content_security_policy(&form);
     let mut answer = page(
         StatusCode::OK,
@@ -298,6 +314,7 @@ pub async fn start_card_form(State(state): State<AppState>, request: Request) ->
             continue_to: None,
             form: Some(DrawnForm {
                 component: form.component.name(),
+                stored_path: format!("/console/cards?done=stored&had={had}"),
                 script: form.script,
                 stylesheet: form.stylesheet,
                 document: setup.card_form.to_string(),

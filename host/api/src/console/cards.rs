@@ -67,20 +67,33 @@ struct CardsPage<'a> {
     charges: Vec<ListedCharge>,
     notice: Option<&'a str>,
     problem: Option<String>,
+    /// The cards are read again every few seconds: a provider's card is on its way.
+    live: bool,
 }
 
 /// What the page says after a form was sent (PRG).
 #[derive(Deserialize, Default)]
 pub struct CardsQuery {
     done: Option<String>,
+    /// With `done=stored`: how many cards were on file when the provider's form was drawn; the
+    /// page follows itself until there are more.
+    had: Option<usize>,
+}
+
+/// What the cards page says besides the cards.
+#[derive(Default)]
+struct Said<'a> {
+    notice: Option<&'a str>,
+    problem: Option<String>,
+    /// Cards on file before a provider's card on its way (`CardsQuery::had`).
+    awaiting_more_than: Option<usize>,
 }
 
 async fn render(
     state: &AppState,
     session: &ConsoleSession,
     status: StatusCode,
-    notice: Option<&str>,
-    problem: Option<String>,
+    said: Said<'_>,
 ) -> Response {
     let merchant = &session.merchant;
     let found = async {
@@ -100,7 +113,7 @@ async fn render(
             );
         }
     };
-    let cards = cards
+    let cards: Vec<ListedCard> = cards
         .into_iter()
         .map(|c| {
             let status = c.status.as_str().to_owned();
@@ -138,10 +151,13 @@ async fn render(
             session: Some(SessionBar::from(session)),
             test: merchant.environment == Environment::Test,
             sandbox_cards: &SANDBOX_CARDS,
+            live: said
+                .awaiting_more_than
+                .is_some_and(|had| cards.len() <= had),
             cards,
             charges,
-            notice,
-            problem,
+            notice: said.notice,
+            problem: said.problem,
         }
         .render(),
     )
@@ -154,7 +170,10 @@ async fn render(
     tag = "console",
     summary = "The merchant's cards (with the form to add a test card) and recent charges",
     security(()),
-    params(("done" = Option<String>, Query, description = "What the last form did: added, stored (by the provider, confirmed later), default or removed")),
+    params(
+        ("done" = Option<String>, Query, description = "What the last form did: added, stored (by the provider, confirmed later), default or removed"),
+        ("had" = Option<usize>, Query, description = "With done=stored: the cards on file when the provider's form was drawn; the list follows itself every 3 s until there are more"),
+    ),
     responses(
         (status = 200, description = "The page", content_type = "text/html", body = String),
         (status = 303, description = "Not signed in: to /console/sign-in"),
@@ -170,7 +189,8 @@ pub async fn cards_page(
         Ok(session) => session,
         Err(answer) => return answer,
     };
-    let notice = match query.ok().and_then(|q| q.0.done).as_deref() {
+    let query = query.map(|q| q.0).unwrap_or_default();
+    let notice = match query.done.as_deref() {
         Some("added") => Some("The card is on file."),
         Some("stored") => Some(
             "Your payment provider stored the card: it is listed here once the provider confirms \
@@ -180,7 +200,15 @@ pub async fn cards_page(
         Some("removed") => Some("The card is removed."),
         _ => None,
     };
-    render(&state, &session, StatusCode::OK, notice, None).await
+    let awaiting_more_than = query
+        .had
+        .filter(|_| query.done.as_deref() == Some("stored"));
+    let said = Said {
+        notice,
+        awaiting_more_than,
+        ..Said::default()
+    };
+    render(&state, &session, StatusCode::OK, said).await
 }
 
 /// The page again with what went wrong, at the API's status for it.
@@ -199,7 +227,11 @@ pub(super) async fn refused(
             "There is no such card on file.",
         );
     }
-    render(state, session, status, None, Some(api.public_message())).await
+    let said = Said {
+        problem: Some(api.public_message()),
+        ..Said::default()
+    };
+    render(state, session, status, said).await
 }
 
 #[utoipa::path(
@@ -231,14 +263,11 @@ pub async fn add_card(State(state): State<AppState>, request: Request) -> Respon
         } else {
             "Choose one of the sandbox's cards."
         };
-        return render(
-            &state,
-            &session,
-            StatusCode::BAD_REQUEST,
-            None,
-            Some(problem.to_owned()),
-        )
-        .await;
+        let said = Said {
+            problem: Some(problem.to_owned()),
+            ..Said::default()
+        };
+        return render(&state, &session, StatusCode::BAD_REQUEST, said).await;
     };
     let make_default = field(&fields, "make_default").is_some();
     let reference = format!("pm_sandbox_{number}");

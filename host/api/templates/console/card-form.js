@@ -50,7 +50,7 @@
           session: card.session,
           onPaymentCompleted: (result) => {
             if (["Authorised", "Received", "Pending"].includes(result.resultCode)) {
-              location.assign("/console/cards?done=stored");
+              location.assign(holder.dataset.stored);
             } else {
               say(`The card was not stored: ${result.refusalReason || result.resultCode}.`);
             }
