@@ -310,11 +310,19 @@ impl Runtime {
             let every = u64::try_from(every).unwrap_or(u64::MAX).max(1);
             let ends = std::time::Instant::now() + deadline + ANSWER_GRACE;
             store.set_epoch_deadline(every.min(ticks));
+            // A call resumed late on a busy machine (its request timed out at the deadline,
+            // and its task waited for a thread) meets its stale epoch deadline at once: the
+            // first look past the end lets it run on, without yielding, for one more period
+            // to give its answer; a call still computing at the next look is stopped.
+            let mut warned = false;
             store.epoch_deadline_callback(move |_| {
-                if std::time::Instant::now() >= ends {
+                if std::time::Instant::now() < ends {
+                    Ok(UpdateDeadline::Yield(every))
+                } else if warned {
                     Ok(UpdateDeadline::Interrupt)
                 } else {
-                    Ok(UpdateDeadline::Yield(every))
+                    warned = true;
+                    Ok(UpdateDeadline::Continue(every))
                 }
             });
         } else {
