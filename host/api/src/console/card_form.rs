@@ -113,22 +113,9 @@ struct ProviderForm {
 /// The most origins a provider's form may add to the page's policy.
 const MOST_ORIGINS: usize = 8;
 
-/// `https://host[:port]`, or `https://*.host[:port]`: a CSP source naming one origin (or a
-/// provider's subdomains), with nothing in it that could end the directive.
+/// A CSP source naming one origin, or a provider's subdomains (`https://*.host`).
 fn is_origin(text: &str) -> bool {
-    let Some(authority) = text.strip_prefix("https://") else {
-        return false;
-    };
-    let authority = authority.strip_prefix("*.").unwrap_or(authority);
-    let (host, port) = authority.rsplit_once(':').unwrap_or((authority, "1"));
-    !host.is_empty()
-        && !host.starts_with(['.', '-'])
-        && host
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-'))
-        && !port.is_empty()
-        && port.len() <= 5
-        && port.bytes().all(|b| b.is_ascii_digit())
+    courier_core::payments::is_csp_origin(text, true)
 }
 
 /// The provider's form from the adapter's card-form document, or why the console cannot draw

@@ -101,18 +101,31 @@ pub struct CardFormDefaults {
     pub origins: Vec<String>,
 }
 
-/// `https://host[:port]`, lower case, as a Content-Security-Policy names an origin.
-fn https_origin(raw: &str) -> Result<String, String> {
-    let origin = raw.trim();
-    let authority = origin.strip_prefix("https://").unwrap_or_default();
+/// `https://host[:port]`, lower case, as a Content-Security-Policy names an origin; with
+/// `subdomains`, also `https://*.host[:port]`. Nothing in it could end a policy's directive.
+pub fn is_csp_origin(text: &str, subdomains: bool) -> bool {
+    let Some(authority) = text.strip_prefix("https://") else {
+        return false;
+    };
+    let authority = match authority.strip_prefix("*.") {
+        Some(rest) if subdomains => rest,
+        _ => authority,
+    };
     let (host, port) = authority.rsplit_once(':').unwrap_or((authority, "443"));
-    let host_ok = !host.is_empty()
+    !host.is_empty()
         && !host.starts_with(['.', '-'])
         && host
             .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-'));
-    let port_ok = !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit());
-    if host_ok && port_ok {
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-'))
+        && !port.is_empty()
+        && port.len() <= 5
+        && port.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// An operator's origin (no wildcard), for `COURIER_CARD_FORM_ORIGINS`.
+fn https_origin(raw: &str) -> Result<String, String> {
+    let origin = raw.trim();
+    if is_csp_origin(origin, false) {
         Ok(origin.to_owned())
     } else {
         Err(format!(

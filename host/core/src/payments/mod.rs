@@ -37,7 +37,9 @@ use thiserror::Error;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
-pub use config::{CallLimits, CardFormDefaults, PaymentsConfig, ReconcileConfig, RetryPolicy};
+pub use config::{
+    CallLimits, CardFormDefaults, PaymentsConfig, ReconcileConfig, RetryPolicy, is_csp_origin,
+};
 pub use gateway::{Gateway, GatewayError, Gateways, TestNetwork, live_adapter_config};
 
 use crate::auth::Merchant;
