@@ -16,7 +16,7 @@ use std::sync::Arc;
 use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
 use tokio::sync::Notify;
 
-pub use courier_store::events::{insert_many, record};
+pub use courier_store::events::{RECORDED, insert_many, insert_many_telling, record};
 
 /// Channel that wakes the fan-out of every process listening (see [`announce`]).
 pub const EVENTS_CHANNEL: &str = "courier_events";

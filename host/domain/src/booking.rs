@@ -210,10 +210,13 @@ impl BookingRequest {
 /// A phone number in E.164 form if it is a real, usable number; `region` (ISO 3166 alpha-2)
 /// reads numbers written without a country code.
 pub fn normalise_phone(raw: &str, region: Option<&str>) -> Option<String> {
-    let region = region.and_then(|r| r.parse::<phonenumber::country::Id>().ok());
-    let number = phonenumber::parse(region, raw).ok()?;
-    phonenumber::is_valid(&number)
-        .then(|| number.format().mode(phonenumber::Mode::E164).to_string())
+    let region = region.and_then(|r| r.parse::<rlibphonenumber::enums::Region>().ok());
+    let number = rlibphonenumber::PHONE_NUMBER_UTIL.parse(raw, region).ok()?;
+    number.is_valid().then(|| {
+        number
+            .format_as(rlibphonenumber::PhoneNumberFormat::E164)
+            .into_owned()
+    })
 }
 
 fn contact(value: Option<&Value>, role: StopRole) -> Result<Contact, BookingRequestError> {

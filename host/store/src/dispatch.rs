@@ -171,7 +171,9 @@ pub async fn claim_overdue_searches(
 }
 
 /// Up to `limit` searching jobs with no open offer (test jobs too unless `live_only`), those
-/// that have searched longest first; nothing is locked.
+/// that have searched longest first; nothing is locked. Only jobs with an active courier
+/// online in their market on their vehicle: the others have no one to be offered to, and
+/// would otherwise take a transaction each at every pass until one comes online.
 ///
 /// Planned anew at each pass, for the table as it is (an unnamed statement, not kept): the
 /// searching jobs grow from nothing in bursts, and a plan kept from when there were few read
@@ -187,6 +189,8 @@ pub async fn unoffered_searches(
          AND (environment = 'live' OR NOT $1) \
          AND NOT EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
                          AND o.status = 'open') \
+         AND EXISTS (SELECT 1 FROM couriers c WHERE c.market_id = j.market_id \
+                     AND c.vehicle = j.vehicle AND c.status = 'active' AND c.online) \
          ORDER BY coalesce(search_opened_at, search_opens_at, booked_at) LIMIT $2",
     )
     .bind(live_only)

@@ -28,7 +28,26 @@ pub fn insert_many<'a>(
 ) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
     move |query| {
         query.push(INSERT);
-        query.push_values(events, |row, (id, event)| push_values(row, id, event));
+        query.push_values(events, |mut row, (id, event)| {
+            push_values(&mut row, id, event)
+        });
+        query.push(INSERT_END);
+    }
+}
+
+/// The name [`insert_many_telling`] gives its part of a statement ([`Writes::named`]); its
+/// rows say, by `waiting`, whether each event awaits the webhook fan-out.
+pub const RECORDED: &str = "recorded";
+
+/// [`insert_many`], returning for each event whether it awaits the webhook fan-out (see
+/// [`INSERT`]): the part to name [`RECORDED`], so that the statement can tell whether the
+/// fan-out has anything to do.
+pub fn insert_many_telling<'a>(
+    events: Vec<(Uuid, &'a NewEvent)>,
+) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
+    move |query| {
+        insert_many(events)(query);
+        query.push(" RETURNING fanned_out_at IS NULL AS waiting");
     }
 }
 
@@ -41,16 +60,28 @@ pub fn insert_if<'a>(
 ) -> impl FnOnce(&mut QueryBuilder<'a, Postgres>) + Send + 'a {
     move |query| {
         query.push(INSERT).push("SELECT ");
-        push_values(query.separated(", "), id, event);
-        query.push(format_args!(" FROM {source}"));
+        push_values(&mut query.separated(", "), id, event);
+        query.push(format_args!(" FROM {source}")).push(INSERT_END);
     }
 }
 
-const INSERT: &str =
-    "INSERT INTO events (id, merchant_id, environment, name, job_id, occurred_at, job, details) ";
+/// An event is written already fanned out when its merchant has no active webhook endpoint
+/// in its environment: the fan-out would only mark it so (one statement more per event, and
+/// the fan-out woken for nothing). Seen as of the statement's start, as the fan-out would see
+/// it when it runs: an endpoint made active later takes the events recorded after it.
+const INSERT: &str = "INSERT INTO events (id, merchant_id, environment, name, job_id, \
+     occurred_at, job, details, fanned_out_at) \
+     SELECT e.*, CASE WHEN EXISTS (SELECT 1 FROM webhook_endpoints w \
+       WHERE w.merchant_id = e.merchant_id AND w.environment = e.environment \
+         AND w.status = 'active') THEN NULL ELSE now() END \
+     FROM (";
+
+/// Closes [`INSERT`]'s rows.
+const INSERT_END: &str =
+    ") AS e (id, merchant_id, environment, name, job_id, occurred_at, job, details)";
 
 fn push_values<'q, 'a>(
-    mut row: sqlx::query_builder::Separated<'q, 'a, Postgres, &'static str>,
+    row: &mut sqlx::query_builder::Separated<'q, 'a, Postgres, &'static str>,
     id: Uuid,
     event: &'a NewEvent,
 ) {

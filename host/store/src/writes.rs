@@ -38,6 +38,11 @@ impl<'a> Writes<'a> {
         self
     }
 
+    /// Whether a part is named `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.parts.iter().any(|(named, _)| *named == Some(name))
+    }
+
     /// `other`'s writes after these.
     pub fn then(mut self, other: Writes<'a>) -> Self {
         self.parts.extend(other.parts);

@@ -273,7 +273,15 @@ async fn a_booking_written_at_once_lands_whole_or_writes_nothing() {
     };
 
     let outcome = book(&pool, &mut conn, answered(&key, b"first"), &quote, now).await;
-    assert_eq!(outcome, (BookingWritten::Written, true));
+    assert_eq!(
+        outcome,
+        (
+            BookingWritten::Written {
+                events_waiting: false
+            },
+            true
+        )
+    );
     assert_eq!(used_at(&pool, quote.id).await, Some(now));
     let found = find(&mut conn, &key, Some(quote.id)).await;
     let taken = found.taken.expect("the key is taken, with its answer");
@@ -369,7 +377,15 @@ async fn bookings_written_together_land_together_or_not_at_all() {
         (keys[1].as_str(), &quotes[1]),
     ];
     let outcome = book_together(&pool, &mut conn, &both, &answer, now).await;
-    assert_eq!(outcome, (BookingWritten::Written, 2));
+    assert_eq!(
+        outcome,
+        (
+            BookingWritten::Written {
+                events_waiting: false
+            },
+            2
+        )
+    );
     assert_eq!(used_at(&pool, quotes[0].id).await, Some(now));
     assert_eq!(used_at(&pool, quotes[1].id).await, Some(now));
     assert!(!key_free(&mut conn, &keys[1]).await);
@@ -675,7 +691,12 @@ async fn an_attempts_outcome_is_written_only_while_the_attempt_is_there() {
         let outcome = write::run_booking_statement(&mut conn, &reserved, writes)
             .await
             .unwrap();
-        assert_eq!(outcome, BookingWritten::Written);
+        assert_eq!(
+            outcome,
+            BookingWritten::Written {
+                events_waiting: false
+            }
+        );
         assert!(
             used_at(&pool, quote.id).await.is_some(),
             "the quote is reserved"
@@ -722,10 +743,11 @@ async fn an_attempts_outcome_is_written_only_while_the_attempt_is_there() {
     let writes = Writes::new()
         .and(jobs::insert_jobs(vec![&booked]))
         .and(write::store_responses(&answers));
-    assert!(
-        !write::finish_attempts(&mut conn, &ids, writes)
+    assert_eq!(
+        write::finish_attempts(&mut conn, &ids, writes)
             .await
-            .unwrap()
+            .unwrap(),
+        None
     );
     assert!(
         jobs::find(&pool, merchant_id, Environment::Test, booked.id)
@@ -753,10 +775,12 @@ async fn an_attempts_outcome_is_written_only_while_the_attempt_is_there() {
     let writes = Writes::new()
         .and(jobs::insert_jobs(vec![&booked]))
         .and(write::store_responses(&answers));
-    assert!(
+    assert_eq!(
         write::finish_attempts(&mut conn, &ids, writes)
             .await
-            .unwrap()
+            .unwrap(),
+        Some(false),
+        "written; no event recorded"
     );
     assert!(
         jobs::find(&pool, merchant_id, Environment::Test, booked.id)
@@ -780,7 +804,7 @@ async fn an_attempts_outcome_is_written_only_while_the_attempt_is_there() {
     again.reference = "CR-AGAI-NNNN".into();
     let writes = Writes::new().and(jobs::insert_jobs(vec![&again]));
     let repeated = write::finish_attempts(&mut conn, &ids, writes).await;
-    assert!(!matches!(repeated, Ok(true)), "{repeated:?}");
+    assert!(!matches!(repeated, Ok(Some(_))), "{repeated:?}");
     let stored = jobs::find(&pool, merchant_id, Environment::Test, booked.id)
         .await
         .unwrap()
@@ -808,6 +832,16 @@ async fn events_no_endpoint_can_take_are_passed_over() {
         .await
         .unwrap();
     let nowhere = events::record(&mut conn, &event(without_endpoint, Environment::Test))
+        .await
+        .unwrap();
+    // Written fanned out, having nowhere to go; as if recorded while an endpoint was active
+    // (since disabled), they wait again for the pass.
+    for id in [elsewhere, nowhere] {
+        assert!(fanned_out_at(&pool, id).await.is_some());
+    }
+    sqlx::query("UPDATE events SET fanned_out_at = NULL WHERE id = ANY($1)")
+        .bind(vec![elsewhere, nowhere])
+        .execute(&pool)
         .await
         .unwrap();
 
@@ -1446,6 +1480,16 @@ async fn dispatch_reads_the_unoffered_searches_and_claims_each_once() {
         .await
         .unwrap();
     assert!(offered_again.is_none(), "it has an open offer");
+    drop((holder, other));
+
+    // With no active courier online in their market on their vehicle, none is read.
+    couriers::set_online(&mut conn, courier.id, false)
+        .await
+        .unwrap();
+    let nobody = dispatch::unoffered_searches(&mut conn, false, 10)
+        .await
+        .unwrap();
+    assert_eq!(nobody, Vec::<Uuid>::new());
 }
 
 /// A charge move as read back: from, to, the provider's reference, the detail.
@@ -1611,4 +1655,72 @@ async fn rows_that_bookings_name_are_never_deleted_renumbered_or_truncated() {
         .execute(&pool)
         .await
         .unwrap();
+}
+
+async fn fanned_out_at(pool: &PgPool, event_id: Uuid) -> Option<DateTime<Utc>> {
+    sqlx::query_scalar("SELECT fanned_out_at FROM events WHERE id = $1")
+        .bind(event_id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// A statement recording events through [`events::insert_many_telling`] says whether any of
+/// them awaits the fan-out: only those of a merchant with an active endpoint in their
+/// environment do; the others are written fanned out.
+#[tokio::test]
+async fn a_statement_tells_whether_its_events_await_the_fan_out() {
+    let pool = database().await;
+    let (subscribed, _endpoint, _) = endpoint_and_event(&pool).await;
+    let unsubscribed = merchant(&pool).await;
+    let mut conn = pool.acquire().await.unwrap();
+    for (merchant_id, environment, waits) in [
+        (subscribed, Environment::Test, true),
+        (subscribed, Environment::Live, false),
+        (unsubscribed, Environment::Test, false),
+    ] {
+        let now = DateTime::from_timestamp_micros(Utc::now().timestamp_micros()).unwrap();
+        let quote = quote_row(merchant_id, now);
+        let quote = QuoteRow {
+            environment,
+            ..quote
+        };
+        quotes::insert(&pool, &quote).await.unwrap();
+        let event = NewEvent {
+            name: EventName::JobBooked,
+            merchant_id,
+            environment,
+            occurred_at: now,
+            job: None,
+            details: EventDetails::default(),
+        };
+        let id = Uuid::new_v4();
+        let key = format!("telling-{id}");
+        let booking = [KeyAndQuote {
+            key: ClaimedKey {
+                merchant_id,
+                environment,
+                key: &key,
+                request_hash: b"body",
+                answer: None,
+            },
+            quote_id: quote.id,
+            used_at: now,
+        }];
+        let writes = Writes::new().named(
+            events::RECORDED,
+            events::insert_many_telling(vec![(id, &event)]),
+        );
+        let outcome = write::run_booking_statement(&mut conn, &booking, writes)
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome,
+            BookingWritten::Written {
+                events_waiting: waits
+            },
+            "{environment:?}"
+        );
+        assert_eq!(fanned_out_at(&pool, id).await.is_none(), waits);
+    }
 }

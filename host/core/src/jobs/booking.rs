@@ -387,7 +387,7 @@ async fn book_with_provider(
             let lease = context.payments.call_lease();
             let alone = std::slice::from_ref(&reservation);
             match batches::reserve_attempts(&mut conn, alone, lease).await? {
-                BookingWritten::Written => reservation.attempt,
+                BookingWritten::Written { .. } => reservation.attempt,
                 BookingWritten::KeyTaken => {
                     let taken = claim::taken_key(
                         &mut conn,
@@ -462,15 +462,15 @@ async fn book_approved_on_the_spot(
         run,
         charge,
     };
-    let booked = match context.batches.write(approved).await? {
-        Batched::Done(booked, ()) => booked,
+    let (booked, events_waiting) = match context.batches.write(approved).await? {
+        Batched::Done(booked, events_waiting) => (booked, events_waiting),
         // Its batch gave up: written on its own, which tells whether it lost its key or its quote.
         Batched::OnItsOwn(approved) => {
             let mut conn = context.pool.acquire().await?;
             match batches::write_approved_bookings(&mut conn, std::slice::from_ref(&approved))
                 .await?
             {
-                BookingWritten::Written => approved,
+                BookingWritten::Written { events_waiting } => (approved, events_waiting),
                 BookingWritten::KeyTaken => {
                     let taken = claim::taken_key(
                         &mut conn,
@@ -485,7 +485,9 @@ async fn book_approved_on_the_spot(
             }
         }
     };
-    context.wakeup.wake();
+    if events_waiting {
+        context.wakeup.wake();
+    }
     Ok(Some(BookingResponse {
         status: 201,
         body: booked.body,
@@ -695,19 +697,22 @@ async fn finish_approved(
         run,
         charge,
     };
-    let finished = match context.batches.finish(approved).await? {
-        Batched::Done(finished, ()) => finished,
+    let (finished, events_waiting) = match context.batches.finish(approved).await? {
+        Batched::Done(finished, events_waiting) => (finished, events_waiting),
         // Its batch gave up: written on its own, which tells whether this attempt was gone.
         Batched::OnItsOwn(approved) => {
             let mut conn = context.pool.acquire().await?;
             let alone = std::slice::from_ref(&approved);
-            if !batches::finish_approved_attempts(&mut conn, alone).await? {
-                return Ok(None);
+            match batches::finish_approved_attempts(&mut conn, alone).await? {
+                Some(events_waiting) => (approved, events_waiting),
+                None => return Ok(None),
             }
-            approved
         }
     };
-    context.wakeup.wake();
+    // Only events an endpoint can take wake the fan-out: the others were written fanned out.
+    if events_waiting {
+        context.wakeup.wake();
+    }
     Ok(Some(BookingResponse {
         status: 201,
         body: finished.body,

@@ -127,9 +127,8 @@ pub fn decide(
 
 /// The ISO 3166 alpha-2 country of an E.164 number, when the numbering plan tells.
 pub fn phone_country(e164: &str) -> Option<String> {
-    let number = phonenumber::parse(None, e164).ok()?;
-    let id = number.country().id()?;
-    Some(id.as_ref().to_owned())
+    let number = rlibphonenumber::PHONE_NUMBER_UTIL.parse(e164, None).ok()?;
+    Some(number.get_region_code()?.to_string())
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use courier_domain::Environment;
 
+use crate::events;
 use crate::writes::Writes;
 
 /// A booking's idempotency key, with the answer it stores for replays; none while the
@@ -23,8 +24,9 @@ pub struct ClaimedKey<'a> {
 /// How [`run_booking_statement`] ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum BookingWritten {
-    /// Everything written and committed.
-    Written,
+    /// Everything written and committed; `events_waiting`: an event it recorded awaits the
+    /// webhook fan-out (see [`ending`]).
+    Written { events_waiting: bool },
     /// A twin committed the key first (read it with [`super::claim::taken_key`]); nothing written.
     KeyTaken,
     /// The quote was booked meanwhile; nothing written.
@@ -88,18 +90,18 @@ pub async fn run_booking_statement<'a>(
         .named("marked", mark)
         .then(writes);
     // A quote named twice is marked once, so it counts as taken.
-    let ended = statement
-        .execute_ending(
-            conn,
-            &format!(
-                "SELECT booking_conflict(CASE \
-                   WHEN (SELECT count(*) FROM claimed) < {count} THEN 'key_taken' \
-                   WHEN (SELECT count(*) FROM marked) < {count} THEN 'quote_taken' END)"
-            ),
-        )
-        .await;
+    let ended = ending(
+        conn,
+        statement,
+        &format!(
+            "booking_conflict(CASE \
+               WHEN (SELECT count(*) FROM claimed) < {count} THEN 'key_taken' \
+               WHEN (SELECT count(*) FROM marked) < {count} THEN 'quote_taken' END)"
+        ),
+    )
+    .await;
     match ended {
-        Ok(()) => Ok(BookingWritten::Written),
+        Ok(events_waiting) => Ok(BookingWritten::Written { events_waiting }),
         Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(BOOKING_CONFLICT) => {
             Ok(match e.message() {
                 "key_taken" => BookingWritten::KeyTaken,
@@ -110,16 +112,38 @@ pub async fn run_booking_statement<'a>(
     }
 }
 
+/// Runs `statement` ending with `check` (a call of `booking_conflict`), and says whether an
+/// event it recorded awaits the webhook fan-out: false when it recorded none through a part
+/// named [`events::RECORDED`], or only events no endpoint can take (written fanned out).
+async fn ending(
+    conn: &mut PgConnection,
+    statement: Writes<'_>,
+    check: &str,
+) -> Result<bool, sqlx::Error> {
+    if !statement.has(events::RECORDED) {
+        statement
+            .execute_ending(conn, &format!("SELECT {check}"))
+            .await?;
+        return Ok(false);
+    }
+    let last = format!(
+        "SELECT {check} AS checked, EXISTS (SELECT 1 FROM {} WHERE waiting) AS waiting",
+        events::RECORDED
+    );
+    let ended: Option<(bool, bool)> = statement.fetch_optional(conn, &last).await?;
+    Ok(ended.is_some_and(|(_, waiting)| waiting))
+}
+
 /// Writes attempts' outcomes (`writes`: the jobs and what goes with them, the keys' stored
 /// answers) and deletes the attempts, in one statement outside any explicit transaction, so
-/// in one round trip with its commit, all or nothing. False when any attempt was gone or
+/// in one round trip with its commit, all or nothing. `None` when any attempt was gone or
 /// marked for abandoning by then (another process is finishing it; its lock is waited for):
-/// nothing written.
+/// nothing written. Otherwise whether an event it recorded awaits the webhook fan-out.
 pub async fn finish_attempts<'a>(
     conn: &mut PgConnection,
     attempt_ids: &'a [Uuid],
     writes: Writes<'a>,
-) -> Result<bool, sqlx::Error> {
+) -> Result<Option<bool>, sqlx::Error> {
     let count = attempt_ids.len();
     let finished = move |query: &mut QueryBuilder<'a, Postgres>| {
         query
@@ -127,20 +151,18 @@ pub async fn finish_attempts<'a>(
             .push_bind(attempt_ids)
             .push(") AND abandoning_since IS NULL RETURNING 1");
     };
-    let ended = Writes::new()
-        .named("finished", finished)
-        .then(writes)
-        .execute_ending(
-            conn,
-            &format!(
-                "SELECT booking_conflict(CASE WHEN (SELECT count(*) FROM finished) < {count} \
-                   THEN 'attempt_gone' END)"
-            ),
-        )
-        .await;
+    let ended = ending(
+        conn,
+        Writes::new().named("finished", finished).then(writes),
+        &format!(
+            "booking_conflict(CASE WHEN (SELECT count(*) FROM finished) < {count} \
+               THEN 'attempt_gone' END)"
+        ),
+    )
+    .await;
     match ended {
-        Ok(()) => Ok(true),
-        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(BOOKING_CONFLICT) => Ok(false),
+        Ok(events_waiting) => Ok(Some(events_waiting)),
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(BOOKING_CONFLICT) => Ok(None),
         Err(e) => Err(e),
     }
 }

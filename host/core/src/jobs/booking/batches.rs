@@ -143,12 +143,13 @@ pub struct ApprovedAttempt {
 }
 
 /// Writes the outcomes of `approved` and deletes their attempts, in one statement with its
-/// commit ([`write::finish_attempts`]). False when any attempt was finished or marked for
-/// abandoning elsewhere first: nothing written.
+/// commit ([`write::finish_attempts`]). `None` when any attempt was finished or marked for
+/// abandoning elsewhere first: nothing written; otherwise whether an event it recorded awaits
+/// the webhook fan-out.
 pub async fn finish_approved_attempts(
     conn: &mut PgConnection,
     approved: &[ApprovedAttempt],
-) -> Result<bool, sqlx::Error> {
+) -> Result<Option<bool>, sqlx::Error> {
     let ids: Vec<Uuid> = approved.iter().map(|a| a.attempt_id).collect();
     let answers: Vec<ClaimedKey> = approved
         .iter()
@@ -200,7 +201,7 @@ impl ManyAtOnce for ManyReservations {
         rows: &[Reservation],
     ) -> Result<Batch<()>, sqlx::Error> {
         Ok(match reserve_attempts(conn, rows, self.lease).await? {
-            BookingWritten::Written => Batch::Done(vec![(); rows.len()]),
+            BookingWritten::Written { .. } => Batch::Done(vec![(); rows.len()]),
             BookingWritten::KeyTaken | BookingWritten::QuoteTaken => Batch::Refused,
         })
     }
@@ -210,7 +211,8 @@ struct ManyFinishes;
 
 impl ManyAtOnce for ManyFinishes {
     type Row = ApprovedAttempt;
-    type Answer = ();
+    /// Whether an event the batch recorded awaits the webhook fan-out.
+    type Answer = bool;
     /// About 80 parameters a booking: far below the protocol's 65,535.
     const MOST: usize = 64;
 
@@ -218,11 +220,10 @@ impl ManyAtOnce for ManyFinishes {
         &self,
         conn: &mut PgConnection,
         rows: &[ApprovedAttempt],
-    ) -> Result<Batch<()>, sqlx::Error> {
-        Ok(if finish_approved_attempts(conn, rows).await? {
-            Batch::Done(vec![(); rows.len()])
-        } else {
-            Batch::Refused
+    ) -> Result<Batch<bool>, sqlx::Error> {
+        Ok(match finish_approved_attempts(conn, rows).await? {
+            Some(events_waiting) => Batch::Done(vec![events_waiting; rows.len()]),
+            None => Batch::Refused,
         })
     }
 }
@@ -248,7 +249,8 @@ struct ManyBookings;
 
 impl ManyAtOnce for ManyBookings {
     type Row = ApprovedBooking;
-    type Answer = ();
+    /// Whether an event the batch recorded awaits the webhook fan-out.
+    type Answer = bool;
     /// About 80 parameters a booking: far below the protocol's 65,535.
     const MOST: usize = 64;
 
@@ -256,9 +258,11 @@ impl ManyAtOnce for ManyBookings {
         &self,
         conn: &mut PgConnection,
         rows: &[ApprovedBooking],
-    ) -> Result<Batch<()>, sqlx::Error> {
+    ) -> Result<Batch<bool>, sqlx::Error> {
         Ok(match write_approved_bookings(conn, rows).await? {
-            BookingWritten::Written => Batch::Done(vec![(); rows.len()]),
+            BookingWritten::Written { events_waiting } => {
+                Batch::Done(vec![events_waiting; rows.len()])
+            }
             BookingWritten::KeyTaken | BookingWritten::QuoteTaken => Batch::Refused,
         })
     }
@@ -290,7 +294,7 @@ impl BookingBatches {
     pub async fn write(
         &self,
         booking: ApprovedBooking,
-    ) -> Result<Batched<ApprovedBooking, ()>, sqlx::Error> {
+    ) -> Result<Batched<ApprovedBooking, bool>, sqlx::Error> {
         self.writes.send(booking).await
     }
 
@@ -308,7 +312,7 @@ impl BookingBatches {
     pub async fn finish(
         &self,
         approved: ApprovedAttempt,
-    ) -> Result<Batched<ApprovedAttempt, ()>, sqlx::Error> {
+    ) -> Result<Batched<ApprovedAttempt, bool>, sqlx::Error> {
         self.finishes.send(approved).await
     }
 }
@@ -326,7 +330,7 @@ pub fn job_writes<'a>(
     let events = events.into_iter().map(|e| (Uuid::new_v4(), e)).collect();
     let mut writes = Writes::new()
         .and(store::insert_jobs(jobs))
-        .and(events::insert_many(events));
+        .named(events::RECORDED, events::insert_many_telling(events));
     if !runs.is_empty() {
         writes = writes.and(courier_store::sandbox::upsert(runs));
     }
