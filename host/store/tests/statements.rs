@@ -820,20 +820,15 @@ async fn events_no_endpoint_can_take_are_passed_over() {
     let (with_endpoint, _endpoint, subscribed) = endpoint_and_event(&pool).await;
     let without_endpoint = merchant(&pool).await;
     let mut conn = pool.acquire().await.unwrap();
-    let event = |merchant_id, environment| NewEvent {
-        name: EventName::JobBooked,
-        merchant_id,
-        environment,
-        occurred_at: Utc::now(),
-        job: None,
-        details: EventDetails::default(),
-    };
-    let elsewhere = events::record(&mut conn, &event(with_endpoint, Environment::Live))
+    let elsewhere = events::record(&mut conn, &booked_event(with_endpoint, Environment::Live))
         .await
         .unwrap();
-    let nowhere = events::record(&mut conn, &event(without_endpoint, Environment::Test))
-        .await
-        .unwrap();
+    let nowhere = events::record(
+        &mut conn,
+        &booked_event(without_endpoint, Environment::Test),
+    )
+    .await
+    .unwrap();
     // Written fanned out, having nowhere to go; as if recorded while an endpoint was active
     // (since disabled), they wait again for the pass.
     for id in [elsewhere, nowhere] {
@@ -1109,19 +1104,9 @@ async fn endpoint_and_event(pool: &PgPool) -> (Uuid, webhooks::EndpointRow, Uuid
     .unwrap()
     .expect("under the cap");
     let mut conn = pool.acquire().await.unwrap();
-    let event_id = events::record(
-        &mut conn,
-        &NewEvent {
-            name: EventName::JobBooked,
-            merchant_id,
-            environment: Environment::Test,
-            occurred_at: Utc::now(),
-            job: None,
-            details: EventDetails::default(),
-        },
-    )
-    .await
-    .unwrap();
+    let event_id = events::record(&mut conn, &booked_event(merchant_id, Environment::Test))
+        .await
+        .unwrap();
     (merchant_id, endpoint, event_id)
 }
 
@@ -1305,13 +1290,7 @@ async fn a_delivery_answered_in_its_round_is_written_once_as_delivered() {
     assert_eq!((pending.attempts, pending.delivered_at), (0, None));
     let listed = webhooks::list_endpoints(&pool, owner).await.unwrap();
     assert!(listed[0].last_succeeded_at.is_some(), "{listed:?}");
-    let fanned: Option<DateTime<Utc>> =
-        sqlx::query_scalar("SELECT fanned_out_at FROM events WHERE id = $1")
-            .bind(event_id)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-    assert!(fanned.is_some());
+    assert!(fanned_out_at(&pool, event_id).await.is_some());
 
     // Given back, only the unanswered one is there to claim.
     webhooks::release_claims(&pool, &[answered, waiting], round)
@@ -1657,6 +1636,19 @@ async fn rows_that_bookings_name_are_never_deleted_renumbered_or_truncated() {
         .unwrap();
 }
 
+/// A `job.booked` event of `merchant_id` in `environment`, occurring now, without job facts.
+fn booked_event(merchant_id: Uuid, environment: Environment) -> NewEvent {
+    NewEvent {
+        name: EventName::JobBooked,
+        merchant_id,
+        environment,
+        occurred_at: Utc::now(),
+        job: None,
+        details: EventDetails::default(),
+    }
+}
+
+/// When event `event_id` was fanned out, if it was.
 async fn fanned_out_at(pool: &PgPool, event_id: Uuid) -> Option<DateTime<Utc>> {
     sqlx::query_scalar("SELECT fanned_out_at FROM events WHERE id = $1")
         .bind(event_id)
@@ -1686,14 +1678,7 @@ async fn a_statement_tells_whether_its_events_await_the_fan_out() {
             ..quote
         };
         quotes::insert(&pool, &quote).await.unwrap();
-        let event = NewEvent {
-            name: EventName::JobBooked,
-            merchant_id,
-            environment,
-            occurred_at: now,
-            job: None,
-            details: EventDetails::default(),
-        };
+        let event = booked_event(merchant_id, environment);
         let id = Uuid::new_v4();
         let key = format!("telling-{id}");
         let booking = [KeyAndQuote {
