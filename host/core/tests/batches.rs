@@ -1,6 +1,6 @@
 //! The features' batches against a real PostgreSQL: a row the database refuses fails alone and
-//! the rest of its batch is written, and a batch's statements are planned on a connection of
-//! their own.
+//! the rest of its batch is written, a batch's statements are planned on a connection of
+//! their own, and a kind with a window waits for company only while rows come fast.
 
 use chrono::Utc;
 use sqlx::PgPool;
@@ -74,4 +74,77 @@ async fn a_batchs_statements_are_planned_once_on_a_connection_of_its_own() {
         .await
         .unwrap();
     assert_eq!(main, "auto");
+}
+
+/// Rows whose answer is the size of the batch they went in, with a window.
+struct SizeOfTheBatch {
+    window: std::time::Duration,
+}
+
+impl ManyAtOnce for SizeOfTheBatch {
+    type Row = ();
+    type Answer = usize;
+    const MOST: usize = 8;
+
+    fn window(&self) -> std::time::Duration {
+        self.window
+    }
+
+    async fn run_many(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        rows: &[()],
+    ) -> Result<Batch<usize>, sqlx::Error> {
+        sqlx::query("SELECT 1").execute(conn).await?;
+        Ok(Batch::Done(vec![rows.len(); rows.len()]))
+    }
+}
+
+/// How many rows went in the batch of a row sent now.
+fn send_one(batches: &Batches<SizeOfTheBatch>) -> tokio::task::JoinHandle<usize> {
+    let batches = batches.clone();
+    tokio::spawn(async move {
+        match batches.send(()).await.unwrap() {
+            Batched::Done((), size) => size,
+            Batched::OnItsOwn(()) => panic!("the batch was done"),
+        }
+    })
+}
+
+const WINDOW: std::time::Duration = std::time::Duration::from_millis(300);
+const SOON: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// With a window, a row coming soon after a batch started waits for company: the next row,
+/// handed in well inside the window, shares its statement. Without one, each goes alone.
+#[tokio::test]
+async fn rows_coming_faster_than_the_window_wait_for_company() {
+    let pool = database().await;
+    for (window, together) in [(WINDOW, 2), (std::time::Duration::ZERO, 1)] {
+        let batches = Batches::start(&pool, SizeOfTheBatch { window });
+        assert_eq!(
+            send_one(&batches).await.unwrap(),
+            1,
+            "the first row goes at once"
+        );
+        let second = send_one(&batches);
+        tokio::time::sleep(SOON).await;
+        let third = send_one(&batches);
+        assert_eq!(second.await.unwrap(), together, "window {window:?}");
+        assert_eq!(third.await.unwrap(), together, "window {window:?}");
+    }
+}
+
+/// After a quiet spell longer than the window, a row is sent at once: the row handed in soon
+/// after it finds it gone and goes in a batch of its own.
+#[tokio::test]
+async fn a_row_after_a_quiet_spell_is_sent_at_once() {
+    let pool = database().await;
+    let batches = Batches::start(&pool, SizeOfTheBatch { window: WINDOW });
+    assert_eq!(send_one(&batches).await.unwrap(), 1);
+    tokio::time::sleep(WINDOW + SOON).await;
+    let first = send_one(&batches);
+    tokio::time::sleep(SOON).await;
+    let second = send_one(&batches);
+    assert_eq!(first.await.unwrap(), 1, "sent without waiting");
+    assert_eq!(second.await.unwrap(), 1);
 }

@@ -288,6 +288,7 @@ pub async fn run(
         batches: courier_core::jobs::booking::BookingBatches::start(
             &services.db.pool,
             services.payments.call_lease(),
+            config.payments.calls.booking_batch_window,
         ),
     };
     courier_core::jobs::booking::recovery::run(

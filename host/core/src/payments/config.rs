@@ -192,6 +192,14 @@ pub struct CallLimits {
           env = "COURIER_BOOKING_ABANDON_AFTER_MS", default_value = "600000",
           value_parser = settings::millis)]
     pub abandon_after: Duration,
+    /// While live bookings come faster than this, their writes on either side of the
+    /// provider's call (the reservation before it, the outcome after it) wait up to this long
+    /// for other live bookings' to share one statement and one commit. Small beside the
+    /// provider's answer; `0` writes each at once.
+    #[arg(id = "booking-batch-window-ms", long = "booking-batch-window-ms",
+          env = "COURIER_BOOKING_BATCH_WINDOW_MS", default_value = "2",
+          value_parser = settings::millis_or_zero)]
+    pub booking_batch_window: Duration,
 }
 
 impl Default for CallLimits {

@@ -2,7 +2,7 @@
 //! statement is in flight go into the next one: the database's work per statement and per
 //! commit (executor start-up, constraint checks, the commit record, a backend woken, a
 //! connection lent and returned) is shared by the batch. A row alone is sent at once, as a
-//! batch of one.
+//! batch of one, unless its kind has a window (below).
 //!
 //! The batches' task keeps its connection from one batch to the next, and gives it back to
 //! the pool only when it met an error: a connection given back is pinged (sqlx does so on
@@ -17,16 +17,25 @@
 //! about 250 µs each; a batch's statements are lookups by key and inserts, whose one plan is
 //! the same index lookups at any table size (BENCHMARKS.md, "Statements planned once").
 //!
+//! A kind of row may have a window ([`ManyAtOnce::window`]): while its rows come faster than
+//! the window (the batch before was sent less than a window ago), a batch waits up to the
+//! window for company before it is sent. At a few hundred rows a second, too few for
+//! statements to overlap, most rows would otherwise go alone, each paying a statement and a
+//! commit. At a slower pace no row waits. Only rows whose requests wait far longer anyway (a
+//! live booking's writes, on either side of its provider's hundreds of milliseconds) have one.
+//!
 //! Each request is answered only once its batch's statement is done (for writes: committed).
 //! A batch is done whole or not at all; when the database refuses one for any reason but
 //! being away, each of its rows goes back to its request to be sent alone, so one bad row (or
 //! one lost race) fails only its own request.
 
 use std::future::Future;
+use std::time::Duration;
 
 use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, PgPool, Postgres};
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 
 use super::availability;
 
@@ -40,6 +49,11 @@ pub trait ManyAtOnce: Send + Sync + 'static {
     type Answer: Send + 'static;
     /// The most rows one statement takes.
     const MOST: usize;
+    /// How long a batch waits for company while rows come faster than this (see the
+    /// module's description); zero sends every batch at once.
+    fn window(&self) -> Duration {
+        Duration::ZERO
+    }
     /// Sends every row of `rows` in one statement (writes: with its commit), all or none,
     /// on `conn`, which is outside any transaction.
     fn run_many(
@@ -135,9 +149,16 @@ async fn run_batches<W: ManyAtOnce>(
     many: W,
     mut waiting: mpsc::Receiver<Waiting<W::Row, W::Answer>>,
 ) {
+    let window = many.window();
     let mut batch = Vec::new();
     let mut held: Option<PoolConnection<Postgres>> = None;
+    let mut last_sent: Option<Instant> = None;
     while waiting.recv_many(&mut batch, W::MOST).await > 0 {
+        let now = Instant::now();
+        if last_sent.is_some_and(|sent| now.duration_since(sent) < window) {
+            gather(&mut waiting, &mut batch, W::MOST, now + window).await;
+        }
+        last_sent = Some(Instant::now());
         let batch = std::mem::take(&mut batch);
         let conn = match held.take() {
             Some(conn) => Ok(conn),
@@ -146,6 +167,23 @@ async fn run_batches<W: ManyAtOnce>(
         // Kept for the next batch: given back, sqlx would ping it (a round trip per batch). A
         // connection that met an error goes back (or is closed) at once.
         held = run_batch(conn, &many, batch).await;
+    }
+}
+
+/// Adds the rows handed in until `until` to `batch`, up to `most` in all.
+async fn gather<T>(
+    waiting: &mut mpsc::Receiver<T>,
+    batch: &mut Vec<T>,
+    most: usize,
+    until: Instant,
+) {
+    while batch.len() < most {
+        let room = most - batch.len();
+        match tokio::time::timeout_at(until, waiting.recv_many(batch, room)).await {
+            Ok(received) if received > 0 => {}
+            // The window has passed, or every sender is gone.
+            _ => return,
+        }
     }
 }
 

@@ -1,4 +1,7 @@
-//! Bookings read and written together ([`crate::infra::db::batches`]).
+//! Bookings read and written together ([`crate::infra::db::batches`]). The attempts'
+//! reservations and finishes have a window (`COURIER_BOOKING_BATCH_WINDOW_MS`): their bookings
+//! wait for a provider anyway, so a millisecond or two spent waiting for company costs them
+//! little and spares statements and commits.
 //!
 //! - **Reads**: the bookings asking while a read is in flight are read by the next one, each
 //!   its key, its quote and its card, in one statement.
@@ -187,6 +190,7 @@ pub struct BookingBatches {
 
 struct ManyReservations {
     lease: Duration,
+    window: Duration,
 }
 
 impl ManyAtOnce for ManyReservations {
@@ -194,6 +198,11 @@ impl ManyAtOnce for ManyReservations {
     type Answer = ();
     /// About 20 parameters a booking.
     const MOST: usize = 64;
+
+    /// Its booking then waits for its provider for hundreds of milliseconds.
+    fn window(&self) -> Duration {
+        self.window
+    }
 
     async fn run_many(
         &self,
@@ -207,7 +216,9 @@ impl ManyAtOnce for ManyReservations {
     }
 }
 
-struct ManyFinishes;
+struct ManyFinishes {
+    window: Duration,
+}
 
 impl ManyAtOnce for ManyFinishes {
     type Row = ApprovedAttempt;
@@ -215,6 +226,11 @@ impl ManyAtOnce for ManyFinishes {
     type Answer = bool;
     /// About 80 parameters a booking: far below the protocol's 65,535.
     const MOST: usize = 64;
+
+    /// Its booking has waited for its provider for hundreds of milliseconds.
+    fn window(&self) -> Duration {
+        self.window
+    }
 
     async fn run_many(
         &self,
@@ -270,13 +286,15 @@ impl ManyAtOnce for ManyBookings {
 
 impl BookingBatches {
     /// Batches on the server of `pool`, sent by tasks on the current runtime.
-    /// `lease`: how long an attempt stays its request's before recovery may take it.
-    pub fn start(pool: &PgPool, lease: Duration) -> Self {
+    /// `lease`: how long an attempt stays its request's before recovery may take it;
+    /// `window`: how long the attempts' reservations and finishes wait for company while
+    /// they come faster than that ([`ManyAtOnce::window`]).
+    pub fn start(pool: &PgPool, lease: Duration, window: Duration) -> Self {
         BookingBatches {
             reads: Batches::start(pool, ManyReads),
             writes: Batches::start(pool, ManyBookings),
-            reservations: Batches::start(pool, ManyReservations { lease }),
-            finishes: Batches::start(pool, ManyFinishes),
+            reservations: Batches::start(pool, ManyReservations { lease, window }),
+            finishes: Batches::start(pool, ManyFinishes { window }),
         }
     }
 
