@@ -1063,6 +1063,29 @@ async fn card_numbers_in_free_text_are_refused_and_lookalikes_pass() {
     assert_eq!(detail["status"], "searching");
 }
 
+/// Coordinates are never card numbers: a pickup at latitude 20.01892160703919 and longitude
+/// 50.00431729184651 (each sixteen digits that pass the Luhn check once the point is read as a
+/// separator) is quoted and booked, and the same figures written in a note pass too.
+#[tokio::test]
+async fn unrounded_coordinates_are_quoted_and_booked() {
+    let booking = Booking::start().await;
+    let (latitude, longitude) = (20.01892160703919_f64, 50.00431729184651_f64);
+    let mut body = journey(None);
+    body["pickup"] = json!({"latitude": latitude, "longitude": longitude});
+    let quote = booking.quote(body).await;
+    let mut job = booking_body(&quote);
+    job["pickup"]["latitude"] = json!(latitude);
+    job["pickup"]["longitude"] = json!(longitude);
+    job["pickup"]["notes"] = json!(format!("meet at {latitude}, {longitude}"));
+    let (status, booked) = booking.book(&key(), &job).await;
+    assert_eq!(status, 201, "{booked}");
+    let (_, detail) = booking
+        .get(&format!("/v1/jobs/{}", booked["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(detail["pickup"]["latitude"], json!(latitude), "{detail}");
+    booking.quoting.app.stop().await;
+}
+
 /// The jobs list goes `COURIER_JOBS_LIST_DEPTH` matches deep: no page lists past them, a page
 /// that starts past them is refused with `request.page_too_deep`, and `total` stops one past
 /// the depth (meaning "more than that").

@@ -8,7 +8,14 @@
 //!   references by design, and public;
 //! - a phone number in international form, whose digits follow a `+`;
 //! - the digits of a UUID (`8-4-4-4-12` hexadecimal), whose groups could otherwise join into a
-//!   Luhn-valid run.
+//!   Luhn-valid run;
+//! - a decimal with a fraction (digits, one `.`, digits, with no other `.` or digit touching
+//!   it), such as a coordinate `47.146417549999995`: its dot is a decimal point, not a group
+//!   separator. A card grouped by dots has three of them.
+//!
+//! In JSON, strings and names are scanned, and whole numbers too (a card number typed as a
+//! number would otherwise be echoed by the refusal of a field that wants text); a number with
+//! a fraction or an exponent never is.
 
 use serde_json::Value;
 
@@ -44,11 +51,11 @@ fn is_separator(c: char) -> bool {
     )
 }
 
-/// Whether any string, key or number anywhere in `value` holds a card number.
+/// Whether any string, name or whole number anywhere in `value` holds a card number.
 pub fn json_contains_card_number(value: &Value) -> bool {
     match value {
         Value::String(s) => contains_card_number(s),
-        Value::Number(n) => contains_card_number(&n.to_string()),
+        Value::Number(n) => (n.is_u64() || n.is_i64()) && contains_card_number(&n.to_string()),
         Value::Array(items) => items.iter().any(json_contains_card_number),
         Value::Object(map) => map
             .iter()
@@ -57,14 +64,14 @@ pub fn json_contains_card_number(value: &Value) -> bool {
     }
 }
 
-/// Whether `text` holds a card number outside a designated sandbox reference, a phone number
-/// and a UUID.
+/// Whether `text` holds a card number outside a designated sandbox reference, a phone number,
+/// a UUID and a decimal with a fraction.
 pub fn contains_card_number(text: &str) -> bool {
     // Most text has too few digits to hold one: no scan.
     if text.bytes().filter(u8::is_ascii_digit).count() < 12 {
         return false;
     }
-    let text = without_uuids(text);
+    let text = without_decimals(&without_uuids(text)).into_owned();
     digit_runs(&text).into_iter().any(|(start, digits)| {
         is_card_number(&digits)
             && !text[..start].ends_with('+')
@@ -123,6 +130,42 @@ fn without_uuids(text: &str) -> std::borrow::Cow<'_, str> {
     let mut masked = bytes.to_vec();
     for at in starts {
         masked[at..at + LENGTH].fill(b'x');
+    }
+    // Only ASCII was replaced by ASCII.
+    std::borrow::Cow::Owned(String::from_utf8(masked).expect("still UTF-8"))
+}
+
+/// `text` with every decimal with a fraction masked by `x` (same length, so offsets hold): a
+/// maximal run of ASCII digits and dots holding exactly one dot, with a digit on either side.
+fn without_decimals(text: &str) -> std::borrow::Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let in_token = |b: u8| b.is_ascii_digit() || b == b'.';
+    let mut decimals = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        if !in_token(bytes[at]) {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < bytes.len() && in_token(bytes[at]) {
+            at += 1;
+        }
+        let token = &bytes[start..at];
+        let dots: Vec<usize> = (0..token.len()).filter(|&i| token[i] == b'.').collect();
+        if let [dot] = dots[..]
+            && dot > 0
+            && dot + 1 < token.len()
+        {
+            decimals.push(start..at);
+        }
+    }
+    if decimals.is_empty() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut masked = bytes.to_vec();
+    for range in decimals {
+        masked[range].fill(b'x');
     }
     // Only ASCII was replaced by ASCII.
     std::borrow::Cow::Owned(String::from_utf8(masked).expect("still UTF-8"))
@@ -262,12 +305,102 @@ mod tests {
         assert!(json_contains_card_number(
             &json!({"note": ["x", {"n": 4242424242424242_u64}]})
         ));
+        assert!(json_contains_card_number(&json!([-4242424242424242_i64])));
         assert!(json_contains_card_number(
             &json!({"4242 4242 4242 4242": true})
         ));
         assert!(!json_contains_card_number(
             &json!({"provider_ref": "pm_sandbox_4242424242424242", "make_default": true})
         ));
+    }
+
+    /// Midpoints of real road segments in Vaduz (OpenStreetMap), as a client that interpolates
+    /// an address computes them: each latitude's sixteen or seventeen digits pass the Luhn
+    /// check when the decimal point is read as a separator.
+    const VADUZ_POINTS: [(f64, f64); 12] = [
+        (47.146417549999995, 9.51789075),
+        (47.14219704999999, 9.52429815),
+        (47.144838500000006, 9.52137595),
+        (47.143020899999996, 9.521405999999999),
+        (47.140984200000005, 9.521787100000001),
+        (47.132560749999996, 9.522251),
+        (47.13261395000001, 9.521977450000001),
+        (47.131797649999996, 9.51304025),
+        (47.139933150000005, 9.52050695),
+        (47.140519600000005, 9.519546349999999),
+        (47.133654050000004, 9.518537349999999),
+        (47.135438449999995, 9.52011045),
+    ];
+
+    #[test]
+    fn coordinates_are_never_card_numbers() {
+        for (latitude, longitude) in VADUZ_POINTS {
+            let digits: Vec<u8> = latitude
+                .to_string()
+                .bytes()
+                .filter(u8::is_ascii_digit)
+                .map(|b| b - b'0')
+                .collect();
+            assert!(is_card_number(&digits), "{latitude} is a lookalike");
+            let stop = json!({"pickup": {"latitude": latitude, "longitude": longitude}});
+            assert!(!json_contains_card_number(&stop), "{stop}");
+            let negative = json!({"latitude": -latitude, "longitude": -longitude});
+            assert!(!json_contains_card_number(&negative), "{negative}");
+            for text in [
+                latitude.to_string(),
+                format!("{latitude},{longitude}"),
+                format!("{latitude}, {longitude}"),
+                format!("{latitude} {longitude}"),
+                format!("-{latitude} / -{longitude}"),
+                format!("pin at {latitude} {longitude} by the door"),
+            ] {
+                assert!(!contains_card_number(&text), "{text}");
+            }
+        }
+        // The spec's Demo City, at the latitude a client sent.
+        assert!(!json_contains_card_number(
+            &json!({"latitude": 20.01892160703919})
+        ));
+        assert!(!contains_card_number("20.01892160703919"));
+    }
+
+    /// The card networks' published test numbers, however they are written, are still found
+    /// beside coordinates.
+    #[test]
+    fn test_card_numbers_are_found_beside_coordinates() {
+        for number in [
+            "4111111111111111",
+            "5555555555554444",
+            "2223003122003222",
+            "378282246310005",
+            "6011111111111117",
+            "3056930009020004",
+            "3566002020360505",
+            "6200000000000005",
+        ] {
+            let grouped: Vec<String> = number
+                .as_bytes()
+                .chunks(4)
+                .map(|c| String::from_utf8_lossy(c).into_owned())
+                .collect();
+            for written in [
+                number.to_owned(),
+                grouped.join(" "),
+                grouped.join("."),
+                grouped.join("-"),
+            ] {
+                for text in [
+                    written.clone(),
+                    format!("47.146417549999995, 9.51789075 card {written}"),
+                    format!("{written} at 47.146417549999995"),
+                ] {
+                    assert!(contains_card_number(&text), "{text}");
+                }
+                assert!(json_contains_card_number(
+                    &json!({"latitude": 47.146417549999995, "notes": written})
+                ));
+            }
+        }
     }
 
     #[test]
