@@ -254,6 +254,8 @@ async fn refund_part(floor: &Floor, rng: &mut StdRng, job_id: &str) {
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     let amount = rng.random_range(1..=charge["amount_minor"].as_i64().unwrap() / 3);
+    // One key for the refund however often it is sent: it pays once.
+    let refund_key = format!("chaos-refund-{}", rng.random::<u64>());
     let (status, answer) = floor
         .until_answered(
             rng,
@@ -264,7 +266,7 @@ async fn refund_part(floor: &Floor, rng: &mut StdRng, job_id: &str) {
             ),
             Some(&json!({"amount_minor": amount})),
             true,
-            None,
+            Some(&refund_key),
         )
         .await;
     assert!(status == 200, "{status} {answer}");

@@ -32,7 +32,10 @@ async fn with_operators() -> TestApp {
 
 /// Sends an operator request; asserts the status and answers the body.
 async fn act(app: &TestApp, token: &str, method: Method, path: &str, body: Option<Value>) -> Value {
-    let mut request = app.operator(token, method, path);
+    // A refund needs its key; other routes take no notice of it.
+    let mut request = app
+        .operator(token, method, path)
+        .header("Idempotency-Key", uuid::Uuid::new_v4().to_string());
     if let Some(body) = body {
         request = request.json(&body);
     }

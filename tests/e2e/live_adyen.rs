@@ -29,10 +29,20 @@ struct Live {
 
 impl Live {
     async fn start() -> Self {
+        Self::start_with(&[]).await
+    }
+
+    /// With `extra` settings for the service.
+    async fn start_with(extra: &[(&str, &str)]) -> Self {
         let adyen = AdyenStandIn::start().await;
         let mut env = adyen.service_env();
         env.push(("COURIER_CHARGE_RETRY_BASE_MS".into(), "200".into()));
         env.push(("COURIER_CARD_FORM_CURRENCY".into(), "EUR".into()));
+        env.extend(
+            extra
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned())),
+        );
         let app = TestApp::spawn_with(move |name| {
             env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
         })
@@ -214,6 +224,7 @@ async fn a_card_stored_by_adyen_s_drop_in_is_held_then_captured_on_adyen_s_notif
     let (status, accepted) = status_and_json(
         live.app
             .admin(Method::POST, &refund_path)
+            .header("Idempotency-Key", "adyen-refund-part")
             .json(&json!({"amount_minor": part}))
             .send()
             .await
@@ -432,5 +443,147 @@ async fn outages_and_lost_answers_are_asked_again_under_the_same_key_and_move_mo
         .count();
     assert_eq!(captures, 1, "Adyen captured once");
 
+    live.app.stop().await;
+}
+
+/// A card the merchant removed stays removed when Adyen names it again: a later authorisation
+/// with the card's recurring details (a hold on it, or Adyen sending its notice again under a
+/// new reference) is a stored-card event for a card the merchant no longer wants, and no
+/// booking charges it. A card the merchant never had is still kept from its event.
+#[tokio::test]
+async fn a_card_the_merchant_removed_is_not_brought_back_by_an_authorisation_naming_it() {
+    let live = Live::start().await;
+    let card = live.store_card("4111111111111111", "Jo Shopper").await;
+    let announced = live
+        .adyen
+        .delivered()
+        .into_iter()
+        .find(|item| item["additionalData"]["recurring.recurringDetailReference"].is_string())
+        .expect("Adyen announced the stored card");
+    let (status, _) = live
+        .call(
+            Method::DELETE,
+            &format!("/v1/payment-methods/{}", card["id"].as_str().unwrap()),
+            None,
+        )
+        .await;
+    assert!((200..300).contains(&status), "{status}");
+
+    let app = &live.app;
+    let send = |item: Value| async move {
+        let response = app
+            .request(Method::POST, "/v1/provider-events/live")
+            .json(&notification(&[item]))
+            .send()
+            .await
+            .unwrap();
+        status_and_json(response).await
+    };
+    let mut again = announced.clone();
+    again["pspReference"] = json!("9915550000000001");
+    let (status, received) = send(again).await;
+    assert_eq!(
+        (status, &received["received"], &received["duplicates"]),
+        (200, &json!(1), &json!(0)),
+        "{received}"
+    );
+    let (_, cards) = live.call(Method::GET, "/v1/payment-methods", None).await;
+    assert_eq!(cards, json!([]), "the removed card is not back");
+    let (status, refused) = live.book().await;
+    assert_eq!(
+        (status, refused["code"].as_str()),
+        (422, Some("payment.no_payment_method")),
+        "{refused}"
+    );
+
+    // Another card of the same shopper, stored outside the card form, is kept.
+    let mut other = announced;
+    other["pspReference"] = json!("9915550000000002");
+    other["additionalData"]["recurring.recurringDetailReference"] = json!("M5N7TQ4TG5PFWR51");
+    other["additionalData"]["cardSummary"] = json!("4444");
+    let (status, _) = send(other).await;
+    assert_eq!(status, 200);
+    let (_, cards) = live.call(Method::GET, "/v1/payment-methods", None).await;
+    assert_eq!(cards.as_array().map(Vec::len), Some(1), "{cards}");
+    assert_eq!(cards[0]["last_four"], "4444", "{cards}");
+    live.app.stop().await;
+}
+
+/// A hold Adyen answers `Received` is an outcome: the job is booked with its charge
+/// `pending` (the same key answers the booking again, never 409 `idempotency.in_progress`),
+/// and Adyen's `AUTHORISATION` notification places the hold.
+#[tokio::test]
+async fn a_hold_adyen_answers_received_books_the_job_and_its_notification_places_it() {
+    let live = Live::start().await;
+    live.store_card("4111111111111111", "Jo Shopper").await;
+    live.adyen.hold_notifications(true);
+    live.adyen.pend_holds(true);
+    let body = quoted(&live.app, &live.live).await;
+    let key = format!("adyen-{}", Uuid::new_v4());
+    let book = || {
+        book_at(
+            &live.app.client,
+            &live.app.base_url,
+            &live.live,
+            &key,
+            &body,
+        )
+    };
+    let (status, job) = book().await;
+    assert_eq!(status, 201, "{job}");
+    assert_eq!(live.charge_of(&job).await["status"], "pending");
+    let (status, again) = book().await;
+    assert_eq!((status, &again["id"]), (201, &job["id"]), "{again}");
+
+    live.adyen.hold_notifications(false);
+    live.charge_becomes(&job, "the hold to be placed", |c| {
+        c["status"] == "authorised"
+    })
+    .await;
+    assert_eq!(live.payment_of(&job).status, "Authorised");
+    live.app.stop().await;
+}
+
+/// A booking abandoned with Adyen ends: its hold is cancelled, and Adyen's `received` for the
+/// cancellation (all it ever answers, however often asked) finishes the abandoning: the key
+/// answers 409 `booking.abandoned` and the quote books under a new key.
+#[tokio::test]
+async fn an_abandoned_booking_ends_although_adyen_answers_its_release_only_received() {
+    let live = Live::start_with(&[
+        ("COURIER_PAYMENT_DEADLINE_MS", "1000"),
+        ("COURIER_BOOKING_ABANDON_AFTER_MS", "1"),
+    ])
+    .await;
+    live.store_card("4111111111111111", "Jo Shopper").await;
+    let body = quoted(&live.app, &live.live).await;
+    let key = format!("adyen-{}", Uuid::new_v4());
+    // Adyen says the hold's key is still in use: the booking is left to the recovery worker,
+    // which finds it overdue and abandons it.
+    live.adyen.inject("/payments", Fault::Status(409), 1);
+    let book = |key: String| {
+        let (app, live, body) = (&live.app, &live.live, &body);
+        async move { book_at(&app.client, &app.base_url, live, &key, body).await }
+    };
+    let (status, answer) = book(key.clone()).await;
+    assert_eq!(
+        (status, answer["code"].as_str()),
+        (409, Some("idempotency.in_progress")),
+        "{answer}"
+    );
+    eventually(
+        "the booking to be abandoned",
+        WAIT,
+        Duration::from_millis(100),
+        || async {
+            let (status, answer) = book(key.clone()).await;
+            (answer["code"] == "booking.abandoned").then_some(status)
+        },
+    )
+    .await;
+    let payments = live.adyen.payments();
+    assert_eq!(payments.len(), 1, "{payments:?}");
+    assert_eq!(payments[0].status, "Cancelled", "nothing stays held");
+    let (status, job) = book(format!("adyen-{}", Uuid::new_v4())).await;
+    assert_eq!(status, 201, "the quote is free again: {job}");
     live.app.stop().await;
 }

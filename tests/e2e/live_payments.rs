@@ -80,11 +80,13 @@ impl Live {
         status_and_json(request.send().await.unwrap()).await
     }
 
-    async fn admin(&self, method: Method, path: &str, body: Value) -> (u16, Value) {
+    /// An operator's refund of `amount_minor` from the charge at `path`, under `key`.
+    async fn refund(&self, path: &str, amount_minor: i64, key: &str) -> (u16, Value) {
         status_and_json(
             self.app
-                .admin(method, path)
-                .json(&body)
+                .admin(Method::POST, path)
+                .header("Idempotency-Key", key)
+                .json(&json!({"amount_minor": amount_minor}))
                 .send()
                 .await
                 .unwrap(),
@@ -395,28 +397,19 @@ async fn a_live_merchant_attaches_books_and_is_captured_voided_and_refunded() {
     let charge_id = captured["id"].as_str().unwrap();
     let refund_path = format!("/charges/{charge_id}/refund");
     let part = intent.amount / 4;
-    let (status, refunded) = live
-        .admin(Method::POST, &refund_path, json!({"amount_minor": part}))
-        .await;
+    let (status, refunded) = live.refund(&refund_path, part, "part").await;
     assert_eq!(
         (status, &refunded["status"]),
         (200, &json!("refunded")),
         "{refunded}"
     );
-    let response = live
-        .app
-        .admin(Method::POST, &refund_path)
-        .json(&json!({"amount_minor": intent.amount}))
-        .send()
-        .await
-        .unwrap();
-    assert_refusal(response, 422, "charge.refund_exceeds_captured").await;
+    let (status, refused) = live.refund(&refund_path, intent.amount, "too-much").await;
+    assert_eq!(
+        (status, refused["code"].as_str()),
+        (422, Some("charge.refund_exceeds_captured"))
+    );
     let (status, refunded) = live
-        .admin(
-            Method::POST,
-            &refund_path,
-            json!({"amount_minor": intent.amount - part}),
-        )
+        .refund(&refund_path, intent.amount - part, "the-rest")
         .await;
     assert_eq!(status, 200, "{refunded}");
     assert_eq!(refunded["refunded_amount_minor"], json!(intent.amount));
@@ -1147,9 +1140,9 @@ async fn a_misconfigured_live_adapter_stops_the_service_at_start() {
 }
 
 /// A refund whose answer is lost after the provider paid it is never paid twice: the
-/// operator's next refund of another amount is a refund of its own, the operator's retry of
-/// the lost one finds it and asks again under its key, and a refund left unanswered is
-/// finished by the retry worker. The provider's refunds equal ours.
+/// operator's next refund (another key) is a refund of its own, the operator's retry of the
+/// lost one (its key) finds it and asks again under the refund's provider key, and a refund
+/// left unanswered is finished by the retry worker. The provider's refunds equal ours.
 #[tokio::test]
 async fn a_refund_whose_answer_was_lost_is_paid_and_recorded_once() {
     let live = Live::start(&[("COURIER_CHARGE_RETRY_BASE_MS", "3000")]).await;
@@ -1158,8 +1151,7 @@ async fn a_refund_whose_answer_was_lost_is_paid_and_recorded_once() {
     live.deliver(&job).await;
     let captured = live.charge_becomes(&job, "captured").await;
     let refund_path = format!("/charges/{}/refund", captured["id"].as_str().unwrap());
-    let refund =
-        |amount: i64| live.admin(Method::POST, &refund_path, json!({"amount_minor": amount}));
+    let refund = |amount: i64, key: &'static str| live.refund(&refund_path, amount, key);
     let given_back = |live: &Live| {
         let intent = live.stripe.intents()[0].clone();
         intent.amount_refunded
@@ -1167,25 +1159,25 @@ async fn a_refund_whose_answer_was_lost_is_paid_and_recorded_once() {
 
     // 30 is paid by the provider; its answer is lost.
     live.stripe.inject("/v1/refunds", Fault::ActThenDrop, 1);
-    let (status, lost) = refund(30).await;
+    let (status, lost) = refund(30, "thirty").await;
     assert_eq!(
         (status, lost["code"].as_str()),
         (503, Some("payment.provider_unreachable"))
     );
     assert_eq!(given_back(&live), 30);
     // Another refund, of 20: a refund of its own.
-    let (status, charge) = refund(20).await;
+    let (status, charge) = refund(20, "twenty").await;
     assert_eq!(status, 200, "{charge}");
     assert_eq!(charge["refunded_amount_minor"], 20);
     // The operator sends the 30 again: the same refund, answered from the provider's record.
-    let (status, charge) = refund(30).await;
+    let (status, charge) = refund(30, "thirty").await;
     assert_eq!(status, 200, "{charge}");
     assert_eq!(charge["refunded_amount_minor"], 50);
     assert_eq!(given_back(&live), 50, "the 30 was paid once");
 
     // 10, paid and its answer lost, and never sent again: the retry worker finishes it.
     live.stripe.inject("/v1/refunds", Fault::ActThenDrop, 1);
-    let (status, _) = refund(10).await;
+    let (status, _) = refund(10, "ten").await;
     assert_eq!(status, 503);
     eventually(
         "the worker to record the refund",
@@ -1200,11 +1192,80 @@ async fn a_refund_whose_answer_was_lost_is_paid_and_recorded_once() {
     assert_eq!(given_back(&live), 60);
     // What is promised counts against what is left: more than the rest is refused.
     let rest = captured["amount_minor"].as_i64().unwrap() - 60;
-    let (status, refused) = refund(rest + 1).await;
+    let (status, refused) = refund(rest + 1, "the-rest").await;
     assert_eq!(
         (status, refused["code"].as_str()),
         (422, Some("charge.refund_exceeds_captured"))
     );
+    live.app.stop().await;
+}
+
+/// The same refund sent with one `Idempotency-Key` twice at once and once after, against a
+/// provider that takes 2.5 s to pay it, pays once: the first is paid, the one sent meanwhile is
+/// told the refund is still in flight (409 `idempotency.in_progress`), and the one after
+/// answers the first refund. The provider's refunds equal ours. The same key for another
+/// amount is refused; a key that never reached the API is refused before anything is paid.
+#[tokio::test]
+async fn a_refund_sent_again_with_its_key_while_the_provider_is_slow_pays_once() {
+    let live = Live::start(&[]).await;
+    live.attach("pm_card_visa").await;
+    let (_, job) = live.book(&key(), &live.quoted().await).await;
+    live.deliver(&job).await;
+    let captured = live.charge_becomes(&job, "captured").await;
+    let refund_path = format!("/charges/{}/refund", captured["id"].as_str().unwrap());
+
+    live.stripe
+        .inject("/v1/refunds", Fault::Hang(Duration::from_millis(2500)), 1);
+    let first = live.refund(&refund_path, 300, "slow-refund");
+    let again = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        live.refund(&refund_path, 300, "slow-refund").await
+    };
+    let ((status, paid), (again_status, in_flight)) = tokio::join!(first, again);
+    assert_eq!(
+        (status, paid["refunded_amount_minor"].as_i64()),
+        (200, Some(300)),
+        "{paid}"
+    );
+    assert_eq!(
+        (again_status, in_flight["code"].as_str()),
+        (409, Some("idempotency.in_progress")),
+        "{in_flight}"
+    );
+    let (status, answered) = live.refund(&refund_path, 300, "slow-refund").await;
+    assert_eq!((status, &answered), (200, &paid));
+    let (status, reused) = live.refund(&refund_path, 200, "slow-refund").await;
+    assert_eq!(
+        (status, reused["code"].as_str()),
+        (409, Some("idempotency.key_reused"))
+    );
+    let response = live
+        .app
+        .admin(Method::POST, &refund_path)
+        .json(&json!({"amount_minor": 100}))
+        .send()
+        .await
+        .unwrap();
+    assert_refusal(response, 422, "request.missing_idempotency_key").await;
+    let response = live
+        .app
+        .admin(Method::POST, &refund_path)
+        .header("Idempotency-Key", "two words")
+        .json(&json!({"amount_minor": 100}))
+        .send()
+        .await
+        .unwrap();
+    assert_refusal(response, 422, "request.invalid_idempotency_key").await;
+
+    // The provider paid one refund of 300; our books say the same.
+    let intent = live.stripe.intents()[0].clone();
+    assert_eq!(intent.amount_refunded, 300);
+    assert_eq!(live.charge_of(&job).await["refunded_amount_minor"], 300);
+    let refunds: i64 = sqlx::query_scalar("SELECT count(*) FROM refunds")
+        .fetch_one(&live.app.pool().await)
+        .await
+        .unwrap();
+    assert_eq!(refunds, 1);
     live.app.stop().await;
 }
 
@@ -1223,10 +1284,10 @@ async fn reconciliation_finds_where_the_provider_and_our_books_disagree() {
     live.deliver(&delivered).await;
     let captured = live.charge_becomes(&delivered, "captured").await;
     let (status, refunded) = live
-        .admin(
-            Method::POST,
+        .refund(
             &format!("/charges/{}/refund", captured["id"].as_str().unwrap()),
-            json!({"amount_minor": 100}),
+            100,
+            "reconciled",
         )
         .await;
     assert_eq!(status, 200, "{refunded}");
@@ -1241,9 +1302,10 @@ async fn reconciliation_finds_where_the_provider_and_our_books_disagree() {
     assert_eq!(status, 200, "{body}");
     live.charge_becomes(&cancelled, "voided").await;
     let (code, lines) = reconcile_live(live.stripe.service_env(), &live.app.database_url).await;
+    assert_eq!((code, lines.len()), (0, 1), "{lines:?}");
     assert_eq!(
-        (code, lines.as_slice()),
-        (0, [r#"{"checked":3,"mismatches":0}"#.to_owned()].as_slice())
+        summary(&lines),
+        json!({"checked": 3, "mismatches": 0, "unread": 0, "listed": true})
     );
 
     // Behind the service's back: the held job's hold is cancelled, and a hold is made for
@@ -1275,7 +1337,10 @@ async fn reconciliation_finds_where_the_provider_and_our_books_disagree() {
             .any(|l| l.starts_with(&format!("unknown {stray} ")) && l.contains("held 1234 USD")),
         "{lines:?}"
     );
-    assert_eq!(lines[2], r#"{"checked":3,"mismatches":2}"#);
+    assert_eq!(
+        summary(&lines),
+        json!({"checked": 3, "mismatches": 2, "unread": 0, "listed": true})
+    );
 
     // The scheduled check records both; operators see them, and so does the metric.
     let open = eventually(
@@ -1337,6 +1402,69 @@ async fn reconciliation_finds_where_the_provider_and_our_books_disagree() {
         },
     )
     .await;
+    live.app.stop().await;
+}
+
+/// The summary line `courier payments reconcile` ends with.
+fn summary(lines: &[String]) -> Value {
+    serde_json::from_str(lines.last().expect("a summary line")).unwrap()
+}
+
+/// A provider whose listing fails is read charge by charge: every charge is still compared
+/// and the summary says payments of no charge were not looked for. A payment the provider
+/// says it does not have is one mismatch, not a check that cannot run; and a `pending` charge
+/// is compared too (a hold released while we wait for it is a mismatch).
+#[tokio::test]
+async fn reconciliation_reads_charge_by_charge_when_the_listing_fails() {
+    let live = Live::start(&[]).await;
+    live.attach("pm_card_visa").await;
+    let (_, waiting) = live.book(&key(), &live.quoted().await).await;
+    let (_, missing) = live.book(&key(), &live.quoted().await).await;
+    let (waiting, missing) = (
+        live.charge_of(&waiting).await,
+        live.charge_of(&missing).await,
+    );
+    let pool = live.app.pool().await;
+    // Ours: one charge still waiting for its hold, one naming a payment Stripe never made.
+    let waiting_ref: String = sqlx::query_scalar(
+        "UPDATE charges SET status = 'pending', authorised_at = NULL WHERE id = $1::uuid \
+         RETURNING authorisation_ref",
+    )
+    .bind(waiting["id"].as_str().unwrap())
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    sqlx::query("UPDATE charges SET authorisation_ref = 'pi_NeverMade0000' WHERE id = $1::uuid")
+        .bind(missing["id"].as_str().unwrap())
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    live.stripe.cancel_elsewhere(&waiting_ref);
+    live.stripe
+        .inject("/v1/payment_intents$", Fault::Status(500), 100);
+
+    let (code, lines) = reconcile_live(live.stripe.service_env(), &live.app.database_url).await;
+    assert_eq!((code, lines.len()), (1, 3), "{lines:?}");
+    assert_eq!(
+        summary(&lines),
+        json!({"checked": 2, "mismatches": 2, "unread": 0, "listed": false})
+    );
+    let line_of = |charge: &Value| {
+        let prefix = format!("status {} ", charge["id"].as_str().unwrap());
+        lines.iter().find(|l| l.starts_with(&prefix)).cloned()
+    };
+    let missing_line = line_of(&missing).expect("the missing payment is a mismatch");
+    assert!(
+        missing_line.contains("provider_ref=pi_NeverMade0000: ours authorised")
+            && missing_line.ends_with("provider no such payment"),
+        "{missing_line}"
+    );
+    let waiting_line = line_of(&waiting).expect("the pending charge is compared");
+    assert!(
+        waiting_line.contains("ours pending") && waiting_line.contains("provider released"),
+        "{waiting_line}"
+    );
     live.app.stop().await;
 }
 

@@ -421,14 +421,30 @@ async fn a_session_ends_with_its_token_and_sign_ins_spend_the_failure_budget() {
     app.stop().await;
 }
 
-/// Posts the refund form.
-async fn refund(visitor: &mut Visitor, charge: &str, amount: &str, csrf: &str) -> Page {
+/// Posts a refund form drawn on `drawn` (with its one-time token).
+async fn refund(visitor: &mut Visitor, drawn: &Page, charge: &str, amount: &str) -> Page {
+    let csrf = csrf_of(&drawn.body);
+    let request = request_of(&drawn.body);
     visitor
         .post(
             "/ops/payments/refund",
-            &[("charge", charge), ("amount_minor", amount), ("csrf", csrf)],
+            &[
+                ("charge", charge),
+                ("amount_minor", amount),
+                ("request", &request),
+                ("csrf", &csrf),
+            ],
         )
         .await
+}
+
+/// The refund form's one-time token on a page.
+fn request_of(body: &str) -> String {
+    let at = body
+        .find("name=\"request\" value=\"")
+        .expect("a refund form with its one-time token")
+        + 22;
+    body[at..].split('"').next().unwrap().to_owned()
 }
 
 #[tokio::test]
@@ -440,40 +456,91 @@ async fn an_operator_refunds_a_charge_from_the_console() {
         .await
         .to_string();
     let mut visitor = signed_in(&app).await;
-    let page = visitor.get("/ops/payments").await;
-    assert_eq!(page.status, 200);
-    assert!(page.body.contains("Reconciliation found no open mismatch"));
-    let csrf = csrf_of(&page.body);
+    let drawn = visitor.get("/ops/payments").await;
+    assert_eq!(drawn.status, 200);
+    assert!(drawn.body.contains("Reconciliation found no open mismatch"));
+    let csrf = csrf_of(&drawn.body);
 
-    // Refused without the form's token, for nonsense, for another amount than is left.
-    assert_eq!(
-        refund(&mut visitor, &charge, "100", "forged").await.status,
-        403
+    // Refused without the session's token, without the form's one-time token, for nonsense,
+    // for another amount than is left.
+    let forged = visitor
+        .post(
+            "/ops/payments/refund",
+            &[
+                ("charge", &charge),
+                ("amount_minor", "100"),
+                ("request", &request_of(&drawn.body)),
+                ("csrf", "forged"),
+            ],
+        )
+        .await;
+    assert_eq!(forged.status, 403);
+    let tokenless = visitor
+        .post(
+            "/ops/payments/refund",
+            &[
+                ("charge", &charge),
+                ("amount_minor", "100"),
+                ("csrf", &csrf),
+            ],
+        )
+        .await;
+    assert_eq!(tokenless.status, 422);
+    assert!(
+        tokenless.body.contains("request.missing_idempotency_key"),
+        "{}",
+        tokenless.body
     );
     let page = refund(
         &mut visitor,
+        &drawn,
         &uuid::Uuid::new_v4().to_string(),
         "100",
-        &csrf,
     )
     .await;
     assert_eq!(page.status, 404);
-    let page = refund(&mut visitor, &charge, "ten", &csrf).await;
+    let page = refund(&mut visitor, &drawn, &charge, "ten").await;
     assert_eq!(page.status, 422);
-    let page = refund(&mut visitor, &charge, "901", &csrf).await;
-    assert_eq!(page.status, 422);
+    let refused = refund(&mut visitor, &drawn, &charge, "901").await;
+    assert_eq!(refused.status, 422);
     assert!(
-        page.body.contains("charge.refund_exceeds_captured"),
+        refused.body.contains("charge.refund_exceeds_captured"),
+        "{}",
+        refused.body
+    );
+    // The refused form is drawn again with its own token: nothing was paid under it.
+    assert_eq!(request_of(&refused.body), request_of(&drawn.body));
+
+    // Refunded: redirected to the page that says so. Reloading that page sends nothing, and
+    // sending the same form again (a double click, the back button) pays nothing more.
+    let sent = refund(&mut visitor, &drawn, &charge, "250").await;
+    assert_eq!(sent.status, 303, "{}", sent.body);
+    let answer = sent.location.clone().expect("to the refund's page");
+    assert!(answer.starts_with("/ops/payments?refunded="), "{answer}");
+    for _ in 0..2 {
+        let page = visitor.get(&answer).await;
+        assert_eq!(page.status, 200, "{}", page.body);
+        let said = text_of(&page.body, "refunded");
+        assert!(
+            said.contains("Refunded.") && said.contains("2.50"),
+            "{said}"
+        );
+    }
+    let again = refund(&mut visitor, &drawn, &charge, "250").await;
+    assert_eq!(again.location.as_deref(), Some(answer.as_str()));
+    let page = visitor.get(&answer).await;
+    assert!(
+        text_of(&page.body, "refunded").contains("2.50 USD refunded"),
         "{}",
         page.body
     );
-
-    let page = refund(&mut visitor, &charge, "250", &csrf).await;
-    assert_eq!(page.status, 200, "{}", page.body);
-    let said = text_of(&page.body, "refunded");
+    // The same form for another amount is refused: it is the first refund's.
+    let reused = refund(&mut visitor, &drawn, &charge, "100").await;
+    assert_eq!(reused.status, 409);
     assert!(
-        said.contains("Refunded.") && said.contains("2.50"),
-        "{said}"
+        reused.body.contains("idempotency.key_reused"),
+        "{}",
+        reused.body
     );
     // The charge as the merchant's API shows it, and the audit trail under the operator.
     let (_, charges) = status_and_json(

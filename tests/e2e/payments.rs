@@ -13,12 +13,13 @@ use courier_core::events::FanOutWakeup;
 use courier_core::merchants::NewMerchant;
 use courier_core::payments::refunds::RefundOutcome;
 use courier_core::payments::{
-    ChargeView, Gateway, GatewayError, Gateways, HoldError, PaymentError, Payments, RetryPolicy,
+    CallLimits, ChargeView, Gateway, GatewayError, Gateways, HoldError, PaymentError, Payments,
+    RetryPolicy,
 };
 use courier_domain::Environment;
 use courier_domain::charge::ChargeStatus;
 use courier_plugins::{
-    AdapterConfig, AttachRefusal, AttachedCard, CaptureRequest, CardForm, CardFormRequest,
+    AdapterConfig, AttachRefusal, AttachedCard, CaptureRequest, CardForm, CardFormRequest, Decline,
     EngineConfig, EventKind, EventRefusal, HoldRequest, LookupFailure, Outcome, PaymentAdapter,
     PaymentPage, PaymentState, PaymentStatus, PluginEngine, PluginError, ProviderEvent,
     RefundRequest, VoidRequest,
@@ -183,9 +184,16 @@ impl Shop {
         hold(&self.payments, &self.pool, &caller, amount).await
     }
 
+    /// An operator's refund under a key of its own.
     async fn refund(&self, charge_id: &str, amount: Value) -> reqwest::Response {
+        self.refund_keyed(charge_id, amount, &Uuid::new_v4().to_string())
+            .await
+    }
+
+    async fn refund_keyed(&self, charge_id: &str, amount: Value, key: &str) -> reqwest::Response {
         self.app
             .admin(Method::POST, &format!("/charges/{charge_id}/refund"))
+            .header("Idempotency-Key", key)
             .json(&json!({"amount_minor": amount}))
             .send()
             .await
@@ -262,6 +270,16 @@ struct Flaky {
     /// Captures and refunds are confirmed only by the provider's events (as Adyen's are):
     /// `retrieve` knows nothing of them, and refunds answer `pending`.
     confirms_by_event: std::sync::atomic::AtomicBool,
+    /// Holds are accepted and confirmed later: answered `pending` with `held_<key>`.
+    holds_pending: std::sync::atomic::AtomicBool,
+    /// Calls go over the network (each takes one of the service's places for calls).
+    network: std::sync::atomic::AtomicBool,
+    /// How long a release takes, in milliseconds.
+    void_takes_ms: std::sync::atomic::AtomicU64,
+    /// The idempotency keys of the captures asked for, in order.
+    capture_keys: Mutex<Vec<String>>,
+    /// The (authorisation, idempotency key) of the releases asked for, in order.
+    voids: Mutex<Vec<(String, String)>>,
 }
 
 /// The signature Flaky's notifications carry.
@@ -279,6 +297,11 @@ impl Flaky {
             captures_pending: std::sync::atomic::AtomicBool::new(false),
             taken: Mutex::new(BTreeMap::new()),
             confirms_by_event: std::sync::atomic::AtomicBool::new(false),
+            holds_pending: std::sync::atomic::AtomicBool::new(false),
+            network: std::sync::atomic::AtomicBool::new(false),
+            void_takes_ms: std::sync::atomic::AtomicU64::new(0),
+            capture_keys: Mutex::new(Vec::new()),
+            voids: Mutex::new(Vec::new()),
         })
     }
 
@@ -326,12 +349,22 @@ impl Gateway for Flaky {
         if down {
             return Ok(Outcome::Unreachable("provider is down".into()));
         }
+        if self.holds_pending.load(Ordering::SeqCst) {
+            return Ok(Outcome::Pending(format!(
+                "held_{}",
+                request.idempotency_key
+            )));
+        }
         let mut request = request.clone();
         request.card_ref = request.card_ref.replace(UNREACHABLE, WORKS);
         self.sandbox.authorise(&request).await
     }
     async fn capture(&self, request: &CaptureRequest) -> Result<Outcome, PluginError> {
         self.captures.fetch_add(1, Ordering::SeqCst);
+        self.capture_keys
+            .lock()
+            .unwrap()
+            .push(request.idempotency_key.clone());
         if let Some(refusal) = self.refusal("capture") {
             return Ok(refusal);
         }
@@ -347,6 +380,16 @@ impl Gateway for Flaky {
         self.sandbox.capture(request).await
     }
     async fn void(&self, request: &VoidRequest) -> Result<Outcome, PluginError> {
+        self.voids.lock().unwrap().push((
+            request.authorisation.clone(),
+            request.idempotency_key.clone(),
+        ));
+        let takes = self.void_takes_ms.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(takes)).await;
+        if request.authorisation.starts_with("held_") {
+            // A hold placed later (`holds_pending`): the sandbox never saw it.
+            return Ok(Outcome::Approved(request.authorisation.clone()));
+        }
         self.sandbox.void(request).await
     }
     async fn retrieve(
@@ -366,7 +409,7 @@ impl Gateway for Flaky {
             amount_minor: taken,
             captured_minor: taken,
             refunded_minor: 0,
-            currency: "GBP".into(),
+            currency: "USD".into(), // every hold of these tests is in dollars
             created_at: 0,
         }))
     }
@@ -407,6 +450,11 @@ impl Gateway for Flaky {
             .map(|line| {
                 let words: Vec<&str> = line.split_whitespace().collect();
                 let kind = match words[2] {
+                    "held" => EventKind::Held,
+                    "hold-failed" => EventKind::HoldFailed(Decline {
+                        code: "do_not_honor".into(),
+                        card_finished: None,
+                    }),
                     "captured" => EventKind::Captured,
                     "capture-failed" => EventKind::CaptureFailed("acquirer error".into()),
                     "released" => EventKind::Released,
@@ -425,6 +473,9 @@ impl Gateway for Flaky {
             .collect();
         Ok(Ok(events))
     }
+    fn uses_network(&self) -> bool {
+        self.network.load(Ordering::SeqCst)
+    }
 }
 
 /// Flaky's signed notification of `lines`.
@@ -434,6 +485,26 @@ fn flaky_notification(lines: &[String]) -> (Vec<(String, String)>, Vec<u8>) {
         vec![(name.to_owned(), value.to_owned())],
         lines.join("\n").into_bytes(),
     )
+}
+
+/// Sends Flaky's signed notification of `lines` to `payments`, `times` times; answers the
+/// last receipt.
+async fn tell(
+    payments: &Payments,
+    lines: &[String],
+    times: usize,
+) -> courier_core::payments::events::EventsReceived {
+    let (headers, body) = flaky_notification(lines);
+    let mut last = None;
+    for _ in 0..times {
+        last = Some(
+            payments
+                .receive_provider_events(Environment::Test, headers.clone(), body.clone())
+                .await
+                .unwrap(),
+        );
+    }
+    last.expect("sent at least once")
 }
 
 // ---- cards on file ---------------------------------------------------------------------
@@ -955,7 +1026,8 @@ async fn the_working_card_is_held_captured_once_and_refunded() {
 
     // Operator refunds: in part, then the rest; never more than was taken.
     let id = held.id.to_string();
-    let (status, body) = status_and_json(shop.refund(&id, json!(500)).await).await;
+    let (status, body) =
+        status_and_json(shop.refund_keyed(&id, json!(500), "first-refund").await).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         (
@@ -964,6 +1036,16 @@ async fn the_working_card_is_held_captured_once_and_refunded() {
         ),
         (Some("refunded"), Some(500))
     );
+    // The same request again answers the first refund; its key for anything else is refused.
+    let (status, again) =
+        status_and_json(shop.refund_keyed(&id, json!(500), "first-refund").await).await;
+    assert_eq!((status, &again), (200, &body));
+    assert_refusal(
+        shop.refund_keyed(&id, json!(400), "first-refund").await,
+        409,
+        "idempotency.key_reused",
+    )
+    .await;
     assert_refusal(
         shop.refund(&id, json!(751)).await,
         422,
@@ -1231,7 +1313,10 @@ async fn the_unreachable_card_recovers_when_the_provider_answers() {
     assert!(keys.iter().all(|k| *k == keys[0]));
     assert_eq!(flaky.captures.load(Ordering::SeqCst), 1);
     // A refund with the provider down is refused; nothing is given back.
-    let refused = payments.refund(charge.id, 100, "ops").await.unwrap_err();
+    let refused = payments
+        .refund(charge.id, 100, "ops", "refund-down")
+        .await
+        .unwrap_err();
     assert!(matches!(refused, PaymentError::ProviderUnreachable));
     assert_eq!(api_code(refused), (503, "payment.provider_unreachable"));
     let after = payments.charge_of_job(job_id).await.unwrap().unwrap();
@@ -1244,22 +1329,12 @@ async fn the_unreachable_card_recovers_when_the_provider_answers() {
 #[tokio::test]
 async fn a_refusal_for_good_is_neither_a_decline_nor_an_outage() {
     let flaky = Flaky::new(0, false).await;
-    let shop = Shop::open_with(|_| None, Some(flaky.clone())).await;
-    shop.card(WORKS, false).await;
-    let caller = shop.caller(Environment::Test);
-    let Shop { app, pool, .. } = shop;
-    // Only this test's payments work on the charges; a retry falls due long after it is done.
-    app.stop().await;
+    // A retry falls due long after the test is done.
     let policy = RetryPolicy {
         base: Duration::from_millis(1500),
         ..quick_retries(5)
     };
-    let payments = Payments::new(
-        pool.clone(),
-        Gateways::new(flaky.clone(), None),
-        policy,
-        FanOutWakeup::default(),
-    );
+    let (payments, pool, caller) = without_server(&flaky, policy).await;
     let retry_row = |charge_id: Uuid| {
         sqlx::query_as::<_, (i32, chrono::DateTime<chrono::Utc>)>(
             "SELECT attempts, due_at FROM charge_retries WHERE charge_id = $1",
@@ -1304,7 +1379,10 @@ async fn a_refusal_for_good_is_neither_a_decline_nor_an_outage() {
     let captured = payments.capture_for_job(job_id).await.unwrap();
     assert_eq!(captured.status, ChargeStatus::Captured);
     flaky.refuse(&["refund"]);
-    let refused = payments.refund(captured.id, 400, "ops").await.unwrap_err();
+    let refused = payments
+        .refund(captured.id, 400, "ops", "refund-refused")
+        .await
+        .unwrap_err();
     assert_eq!(api_code(refused), (503, "payment.provider_refused"));
     let (attempts, status): (i32, String) =
         sqlx::query_as("SELECT attempts, status FROM refunds WHERE charge_id = $1")
@@ -1369,6 +1447,13 @@ async fn captures_pending(confirms_by_event: bool) -> (Arc<Flaky>, Payments, PgP
     flaky
         .confirms_by_event
         .store(confirms_by_event, Ordering::SeqCst);
+    let (payments, pool, caller) = without_server(&flaky, quick_retries(5)).await;
+    (flaky, payments, pool, caller)
+}
+
+/// A shop on `flaky` with a working card, its server stopped, so that only the returned
+/// charge functions (on the test's database, retrying by `policy`) work on its charges.
+async fn without_server(flaky: &Arc<Flaky>, policy: RetryPolicy) -> (Payments, PgPool, Merchant) {
     let shop = Shop::open_with(|_| None, Some(flaky.clone())).await;
     shop.card(WORKS, false).await;
     let caller = shop.caller(Environment::Test);
@@ -1377,10 +1462,10 @@ async fn captures_pending(confirms_by_event: bool) -> (Arc<Flaky>, Payments, PgP
     let payments = Payments::new(
         pool.clone(),
         Gateways::new(flaky.clone(), None),
-        quick_retries(5),
+        policy,
         FanOutWakeup::default(),
     );
-    (flaky, payments, pool, caller)
+    (payments, pool, caller)
 }
 
 /// The provider's reference for the charge's payment.
@@ -1475,12 +1560,12 @@ async fn captured_by_event(
     let charge_id = held.unwrap().id;
     let reference = authorisation_of(pool, charge_id).await;
     payments.capture_for_job(job_id).await.unwrap();
-    let (headers, body) =
-        flaky_notification(&[format!("evt_cap_{charge_id} {reference} captured")]);
-    payments
-        .receive_provider_events(Environment::Test, headers, body)
-        .await
-        .unwrap();
+    tell(
+        payments,
+        &[format!("evt_cap_{charge_id} {reference} captured")],
+        1,
+    )
+    .await;
     (job_id, charge_id, reference)
 }
 
@@ -1502,14 +1587,11 @@ async fn a_pending_refund_is_paid_by_the_provider_s_event_even_sent_before_its_a
     let refund_ref = format!("refund_of_{reference}_1000");
     let early = format!("evt_ref_{charge_id}");
     let stranger = format!("evt_other_{charge_id}");
-    let (headers, body) = flaky_notification(&[
+    let lines = [
         format!("{stranger} refund_unknown refunded 1000"),
         format!("{early} {refund_ref} refunded 1000"),
-    ]);
-    let received = payments
-        .receive_provider_events(Environment::Test, headers, body)
-        .await
-        .unwrap();
+    ];
+    let received = tell(&payments, &lines, 1).await;
     assert_eq!((received.received, received.duplicates), (2, 0));
     assert_eq!(
         payments
@@ -1521,7 +1603,9 @@ async fn a_pending_refund_is_paid_by_the_provider_s_event_even_sent_before_its_a
         0
     );
     // The provider accepts the refund: pending, never taken for paid by its answer.
-    let refunded = payments.refund(charge_id, 1_000, "ops@example.com").await;
+    let refunded = payments
+        .refund(charge_id, 1_000, "ops@example.com", "refund-pending")
+        .await;
     assert!(
         matches!(
             refunded,
@@ -1565,12 +1649,12 @@ async fn a_capture_the_provider_reports_failed_keeps_the_hold_and_is_shown_to_op
     let charge_id = held.unwrap().id;
     let reference = authorisation_of(&pool, charge_id).await;
     payments.capture_for_job(job_id).await.unwrap();
-    let (headers, body) =
-        flaky_notification(&[format!("evt_fail_{charge_id} {reference} capture-failed")]);
-    payments
-        .receive_provider_events(Environment::Test, headers, body)
-        .await
-        .unwrap();
+    tell(
+        &payments,
+        &[format!("evt_fail_{charge_id} {reference} capture-failed")],
+        1,
+    )
+    .await;
     let charge = payments.charge_of_job(job_id).await.unwrap().unwrap();
     assert_eq!(charge.status, ChargeStatus::Authorised);
     assert!(
@@ -1589,6 +1673,205 @@ async fn a_capture_the_provider_reports_failed_keeps_the_hold_and_is_shown_to_op
     assert_eq!(
         attempts, 5,
         "past the retry count: among the payments needing a decision"
+    );
+}
+
+/// Adyen documents `CAPTURE_FAILED` after `CAPTURE`: a capture confirmed and recorded is then
+/// reported failed. Nothing was taken, so the charge is `authorised` again (the move says why),
+/// shown to operators, and the capture is asked for again under a key of its own (under the
+/// first, the provider would only replay its first answer).
+#[tokio::test]
+async fn a_capture_reported_failed_after_its_confirmation_is_taken_back_and_asked_again() {
+    let (flaky, payments, pool, caller) = captures_pending(true).await;
+    let (job_id, charge_id, reference) = captured_by_event(&payments, &pool, &caller, 2_400).await;
+    let captured = payments.charge_of_job(job_id).await.unwrap().unwrap();
+    assert_eq!(captured.status, ChargeStatus::Captured);
+
+    let failed = format!("evt_capfail_{charge_id} {reference} capture-failed");
+    tell(&payments, &[failed], 2).await;
+    let charge = payments.charge_of_job(job_id).await.unwrap().unwrap();
+    assert_eq!(charge.status, ChargeStatus::Authorised, "{charge:?}");
+    assert_eq!(charge.captured_at, None);
+    assert!(
+        charge
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("the provider reports the capture failed")),
+        "{charge:?}"
+    );
+    let back: (String, String) = sqlx::query_as(
+        "SELECT to_status, detail FROM charge_moves WHERE charge_id = $1 \
+         AND from_status = 'captured'",
+    )
+    .bind(charge_id)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(back.0, "authorised");
+    assert!(back.1.contains("acquirer error"), "{back:?}");
+
+    // Asked again at the longest wait, under a new key.
+    eventually(
+        "the capture to be asked for again",
+        Duration::from_secs(5),
+        Duration::from_millis(30),
+        || async {
+            payments.run_due_retries().await.unwrap();
+            (flaky.capture_keys.lock().unwrap().len() == 2).then_some(())
+        },
+    )
+    .await;
+    let keys = flaky.capture_keys.lock().unwrap().clone();
+    assert_eq!(
+        keys,
+        [
+            format!("charge_{charge_id}_capture"),
+            format!("charge_{charge_id}_capture_1")
+        ]
+    );
+    // Its confirmation records it once more.
+    tell(
+        &payments,
+        &[format!("evt_cap2_{charge_id} {reference} captured")],
+        1,
+    )
+    .await;
+    let charge = payments.charge_of_job(job_id).await.unwrap().unwrap();
+    assert_eq!(
+        (charge.status, charge.last_error),
+        (ChargeStatus::Captured, None)
+    );
+}
+
+/// Adyen documents `REFUND_FAILED` after `REFUND`: a refund confirmed and recorded is then
+/// reported failed. Nothing was given back: the refund is declined, the charge's refunded
+/// amount goes back down (to `captured`), and the move says why.
+#[tokio::test]
+async fn a_refund_reported_failed_after_its_confirmation_is_taken_back_from_the_books() {
+    let (_flaky, payments, pool, caller) = captures_pending(true).await;
+    let (job_id, charge_id, reference) = captured_by_event(&payments, &pool, &caller, 3_000).await;
+    let refunded = payments
+        .refund(charge_id, 1_000, "ops@example.com", "refund-then-failed")
+        .await;
+    assert!(
+        matches!(refunded, Ok(RefundOutcome::AwaitingProvider(_))),
+        "{refunded:?}"
+    );
+    let refund_ref = format!("refund_of_{reference}_1000");
+    tell(
+        &payments,
+        &[format!("evt_refund_{charge_id} {refund_ref} refunded 1000")],
+        1,
+    )
+    .await;
+    let charge = payments.charge_of_job(job_id).await.unwrap().unwrap();
+    assert_eq!(
+        (charge.status, charge.refunded_amount_minor),
+        (ChargeStatus::Refunded, 1_000)
+    );
+
+    let failed = format!("evt_refund_failed_{charge_id} {refund_ref} refund-failed");
+    tell(&payments, &[failed], 2).await;
+    let charge = payments.charge_of_job(job_id).await.unwrap().unwrap();
+    assert_eq!(
+        (charge.status, charge.refunded_amount_minor),
+        (ChargeStatus::Captured, 0),
+        "{charge:?}"
+    );
+    let (status, decline): (String, Option<String>) =
+        sqlx::query_as("SELECT status, decline_code FROM refunds WHERE charge_id = $1")
+            .bind(charge_id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        (status.as_str(), decline.as_deref()),
+        ("declined", Some("processing_error"))
+    );
+    let back = "SELECT count(*) FROM charge_moves WHERE charge_id = $1 \
+                AND from_status = 'refunded' AND to_status = 'captured'";
+    assert_eq!(count(&pool, back, charge_id).await, 1);
+    // What is left to give back counts the failed refund's amount again.
+    let again = payments
+        .refund(charge_id, 3_000, "ops@example.com", "refund-all-now")
+        .await;
+    assert!(
+        matches!(again, Ok(RefundOutcome::AwaitingProvider(_))),
+        "{again:?}"
+    );
+}
+
+/// A capture asked for while the hold was pending is durable work from the moment the hold is
+/// placed: here the hold's confirmation arrives while every place for a provider call is taken
+/// (a slow release of another job's hold), so the follow-up cannot start; the retry worker
+/// makes the capture once a place is free.
+#[tokio::test]
+async fn a_capture_asked_for_while_the_hold_was_pending_is_made_even_when_its_follow_up_fails() {
+    let flaky = Flaky::new(0, false).await;
+    flaky.captures_pending.store(true, Ordering::SeqCst);
+    flaky.network.store(true, Ordering::SeqCst);
+    let (payments, pool, caller) = without_server(&flaky, quick_retries(5)).await;
+    let payments = Arc::new(payments.with_call_limits(CallLimits {
+        max_calls: 1,
+        ..CallLimits::default()
+    }));
+    // Another job's hold, placed; then this job's hold, pending, and its capture asked for.
+    let (other_job, other) = hold(&payments, &pool, &caller, 900).await;
+    assert_eq!(other.unwrap().status, ChargeStatus::Authorised);
+    flaky.holds_pending.store(true, Ordering::SeqCst);
+    let (job_id, held) = hold(&payments, &pool, &caller, 1_900).await;
+    let charge_id = held.unwrap().id;
+    assert_eq!(
+        payments.capture_for_job(job_id).await.unwrap().status,
+        ChargeStatus::Pending
+    );
+    let reference = authorisation_of(&pool, charge_id).await;
+
+    // The other hold's release takes the only place for a call for a while.
+    flaky.void_takes_ms.store(1_500, Ordering::SeqCst);
+    let releasing = {
+        let payments = Arc::clone(&payments);
+        tokio::spawn(async move { payments.void_for_job(other_job).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The hold is confirmed meanwhile: checked in a place of its own, and recorded; the
+    // capture that follows finds no place.
+    let received = tell(
+        &payments,
+        &[format!("evt_held_{charge_id} {reference} held")],
+        1,
+    )
+    .await;
+    assert_eq!(received.received, 1);
+    let charge = payments.charge_of_job(job_id).await.unwrap().unwrap();
+    assert_eq!(charge.status, ChargeStatus::Authorised);
+    assert_eq!(flaky.captures.load(Ordering::SeqCst), 0);
+    releasing.await.unwrap().unwrap();
+
+    // The retry worker (of any instance) makes the capture.
+    eventually(
+        "the capture to be asked for",
+        Duration::from_secs(5),
+        Duration::from_millis(30),
+        || async {
+            payments.run_due_retries().await.unwrap();
+            (flaky.captures.load(Ordering::SeqCst) >= 1).then_some(())
+        },
+    )
+    .await;
+    payments.run_due_retries().await.unwrap();
+    assert_eq!(
+        flaky.captures.load(Ordering::SeqCst),
+        1,
+        "asked once: the capture's own retry waits for the provider's confirmation"
+    );
+    let charge = payments.charge_of_job(job_id).await.unwrap().unwrap();
+    assert!(
+        charge
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("awaiting the provider's confirmation")),
+        "{charge:?}"
     );
 }
 
@@ -1665,4 +1948,55 @@ async fn two_instances_share_due_retries_without_doing_any_twice() {
         .await
         .unwrap();
     assert_eq!(attempts, [2; 5]);
+}
+
+/// A hold the provider places after its charge failed (its `held` event after the charge was
+/// given up) holds money no job takes: it is released under the charge's release key, by the
+/// retry worker, once; the charge stays `failed` and its moves say the hold was released.
+#[tokio::test]
+async fn a_hold_placed_after_its_charge_failed_is_released() {
+    let flaky = Flaky::new(0, false).await;
+    flaky.holds_pending.store(true, Ordering::SeqCst);
+    let (payments, pool, caller) = without_server(&flaky, quick_retries(5)).await;
+    let (job_id, held) = hold(&payments, &pool, &caller, 1_700).await;
+    let charge_id = held.unwrap().id;
+    let reference = authorisation_of(&pool, charge_id).await;
+    tell(
+        &payments,
+        &[format!("evt_hf_{charge_id} {reference} hold-failed")],
+        1,
+    )
+    .await;
+    let failed = payments.charge_of_job(job_id).await.unwrap().unwrap();
+    assert_eq!(failed.status, ChargeStatus::Failed);
+
+    // The provider places it all the same, and says so (twice).
+    tell(
+        &payments,
+        &[format!("evt_h_{charge_id} {reference} held")],
+        2,
+    )
+    .await;
+    eventually(
+        "the late hold to be released",
+        Duration::from_secs(5),
+        Duration::from_millis(30),
+        || async {
+            payments.run_due_retries().await.unwrap();
+            let released = "SELECT count(*) FROM charge_moves WHERE charge_id = $1 \
+                            AND from_status = 'failed' AND to_status = 'failed'";
+            (count(&pool, released, charge_id).await == 1).then_some(())
+        },
+    )
+    .await;
+    payments.run_due_retries().await.unwrap();
+    assert_eq!(
+        *flaky.voids.lock().unwrap(),
+        [(reference, format!("charge_{charge_id}_void"))],
+        "released once"
+    );
+    let charge = payments.charge_of_job(job_id).await.unwrap().unwrap();
+    assert_eq!(charge.status, ChargeStatus::Failed);
+    let retries = "SELECT count(*) FROM charge_retries WHERE charge_id = $1";
+    assert_eq!(count(&pool, retries, charge_id).await, 0);
 }

@@ -18,6 +18,7 @@ use super::lookups::PointBody;
 use super::sandbox;
 use super::state::AppState;
 use courier_core::auth::Merchant;
+use courier_core::idempotency;
 use courier_core::jobs::ListFilter;
 use courier_core::jobs::POSITION_FRESHNESS;
 use courier_core::jobs::booking;
@@ -106,11 +107,8 @@ pub async fn create(
     headers: HeaderMap,
     ApiDocument(body): ApiDocument,
 ) -> Result<Response, ApiError> {
-    let key = headers
-        .get("idempotency-key")
-        .map(|v| v.to_str().map_err(|_| booking::BookingError::InvalidKey))
-        .transpose()?;
-    let key = booking::check_key(key)?;
+    let key = idempotency::header_key(headers.get("idempotency-key").map(|v| v.as_bytes()))
+        .map_err(booking::BookingError::from)?;
     let scenario = sandbox::scenario_header(&headers, &merchant)?;
     let response = booking::book(
         &state.booking,

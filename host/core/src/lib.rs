@@ -7,6 +7,7 @@
 //! - `couriers`: couriers and their credentials for the courier API.
 //! - `dispatch`: offers of searching jobs to couriers, deadlines, the due-work worker.
 //! - `events`: the outbox transaction and the wakeup of the webhook fan-out.
+//! - `idempotency`: the caller's `Idempotency-Key`, checked alike for every request that takes one.
 //! - `jobs`: booking, the moves of fulfilment, the views of a job.
 //! - `markets`: where the service operates; road networks and places per market.
 //! - `merchants`: onboarding, keys, account settings.
@@ -28,6 +29,7 @@ pub mod config;
 pub mod couriers;
 pub mod dispatch;
 pub mod events;
+pub mod idempotency;
 pub mod infra;
 pub mod jobs;
 pub mod markets;

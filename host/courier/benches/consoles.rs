@@ -95,7 +95,7 @@ async fn grow_charges(pool: &sqlx::PgPool) -> i64 {
     sqlx::query(
         "INSERT INTO charges SELECT (jsonb_populate_record(NULL::charges, to_jsonb(c) \
          || jsonb_build_object('id', gen_random_uuid(), 'job_id', j.id, \
-            'status', 'captured', 'hold_key', NULL, \
+            'status', 'captured', 'hold_key', NULL, 'authorisation_ref', 'pi_grown_' || j.id, \
             'raised_at', j.booked_at, 'captured_at', j.booked_at + interval '40 minutes', \
             'updated_at', j.booked_at + interval '40 minutes'))).* \
          FROM (SELECT * FROM charges ORDER BY raised_at LIMIT 1) AS c \

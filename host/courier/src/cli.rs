@@ -335,7 +335,8 @@ impl Cli {
             Command::Payments {
                 command: PaymentsCommand::Reconcile { since, environment },
             } => {
-                // Exit 1 means mismatches: a check that could not run exits 2, this included.
+                // Exit 1 means mismatches; a check that could not run, or could not read
+                // every charge's payment, exits 2, this included.
                 let Ok(environment) = environment.parse::<courier_domain::Environment>() else {
                     eprintln!("courier: --environment must be live or test");
                     std::process::exit(2);
@@ -352,12 +353,24 @@ impl Cli {
                         for mismatch in &check.mismatches {
                             println!("{}", mismatch.line());
                         }
-                        println!(
-                            "{}",
-                            json!({"checked": check.checked, "mismatches": check.mismatches.len()})
-                        );
+                        println!("{}", check.summary());
+                        if let Some(reason) = &check.unlisted {
+                            eprintln!(
+                                "courier: the provider's payments could not be listed ({reason}): \
+                                 payments of no charge of ours were not looked for"
+                            );
+                        }
+                        if let Some(reason) = &check.unread_reason {
+                            eprintln!(
+                                "courier: {} charges could not be read back: {reason}",
+                                check.unread
+                            );
+                        }
                         if !check.mismatches.is_empty() {
                             std::process::exit(1);
+                        }
+                        if check.unread > 0 {
+                            std::process::exit(2);
                         }
                     }
                     Err(error) => {

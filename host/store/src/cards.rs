@@ -30,6 +30,13 @@ pub struct CardRow {
     pub removed_at: Option<DateTime<Utc>>,
 }
 
+impl CardRow {
+    /// Active and not removed: a card a booking may charge.
+    pub fn is_working(&self) -> bool {
+        self.status == CardStatus::Active && self.removed_at.is_none()
+    }
+}
+
 // ---- customers -------------------------------------------------------------------------
 
 pub async fn customer(
@@ -159,8 +166,9 @@ pub async fn card(
     }
 }
 
-/// A working card on file with this provider reference, if any.
-pub async fn working_card_by_reference(
+/// The merchant's newest card with the provider's reference, whatever its state (working,
+/// dead or removed).
+pub async fn card_by_reference(
     conn: &mut PgConnection,
     merchant_id: Uuid,
     environment: Environment,
@@ -170,7 +178,6 @@ pub async fn working_card_by_reference(
         CardRow,
         "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", provider_ref, customer_id, brand, last_four, expiry_month, expiry_year, status AS \"status: Text<CardStatus>\", is_default, attached_at, dead_reason, died_at, removed_at FROM payment_methods \
          WHERE merchant_id = $1 AND environment = $2 AND provider_ref = $3 \
-           AND status = 'active' AND removed_at IS NULL \
          ORDER BY attached_at DESC LIMIT 1",
         merchant_id,
         environment.as_str(),

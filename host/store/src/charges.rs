@@ -36,6 +36,9 @@ pub struct ChargeRow {
     pub updated_at: DateTime<Utc>,
     /// The provider idempotency key of the hold, when the booking chose it.
     pub hold_key: Option<String>,
+    /// Captures and releases the provider accepted, then reported failed: each makes the
+    /// next request of that move under a key of its own.
+    pub provider_failures: i32,
 }
 
 /// A provider call to try again.
@@ -214,7 +217,7 @@ pub async fn update_charge(conn: &mut PgConnection, c: &ChargeRow) -> Result<(),
         "UPDATE charges SET status = $2, refunded_amount_minor = $3, authorisation_ref = $4, \
            payment_ref = $5, after_hold = $6, decline_code = $7, last_error = $8, \
            authorised_at = $9, captured_at = $10, voided_at = $11, failed_at = $12, \
-           refunded_at = $13, updated_at = $14 \
+           refunded_at = $13, updated_at = $14, provider_failures = $15 \
          WHERE id = $1",
         c.id,
         c.status.as_str(),
@@ -230,6 +233,7 @@ pub async fn update_charge(conn: &mut PgConnection, c: &ChargeRow) -> Result<(),
         c.failed_at,
         c.refunded_at,
         c.updated_at,
+        c.provider_failures,
     )
     .execute(conn)
     .await?;
@@ -243,7 +247,7 @@ pub async fn lock_charge_of_job(
 ) -> Result<Option<ChargeRow>, sqlx::Error> {
     sqlx::query_as!(
         ChargeRow,
-        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key, provider_failures \
          FROM charges WHERE job_id = $1 FOR UPDATE",
         job_id,
     )
@@ -258,7 +262,7 @@ pub async fn lock_charge(
 ) -> Result<Option<ChargeRow>, sqlx::Error> {
     sqlx::query_as!(
         ChargeRow,
-        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key, provider_failures \
          FROM charges WHERE id = $1 FOR UPDATE",
         id,
     )
@@ -269,7 +273,7 @@ pub async fn lock_charge(
 pub async fn charge(conn: &mut PgConnection, id: Uuid) -> Result<Option<ChargeRow>, sqlx::Error> {
     sqlx::query_as!(
         ChargeRow,
-        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key, provider_failures \
          FROM charges WHERE id = $1",
         id,
     )
@@ -283,7 +287,7 @@ pub async fn charge_of_job(
 ) -> Result<Option<ChargeRow>, sqlx::Error> {
     sqlx::query_as!(
         ChargeRow,
-        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key, provider_failures \
          FROM charges WHERE job_id = $1",
         job_id,
     )
@@ -300,7 +304,7 @@ pub async fn recent_charges(
 ) -> Result<Vec<ChargeRow>, sqlx::Error> {
     sqlx::query_as!(
         ChargeRow,
-        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key, provider_failures \
          FROM charges WHERE merchant_id = $1 AND environment = $2 \
          ORDER BY raised_at DESC, id DESC LIMIT $3",
         merchant_id,
@@ -440,7 +444,7 @@ pub async fn lock_charge_by_authorisation(
 ) -> Result<Option<ChargeRow>, sqlx::Error> {
     sqlx::query_as!(
         ChargeRow,
-        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key, provider_failures \
          FROM charges WHERE environment = $1 AND authorisation_ref = $2 FOR UPDATE",
         environment.as_str(),
         reference,

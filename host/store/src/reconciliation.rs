@@ -19,7 +19,7 @@ pub async fn charges_since(
 ) -> Result<Vec<ChargeRow>, sqlx::Error> {
     sqlx::query_as!(
         ChargeRow,
-        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key \
+        "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", job_id, payment_method_id, status AS \"status: Text<ChargeStatus>\", currency, amount_minor, refunded_amount_minor, authorisation_ref, payment_ref, after_hold, decline_code, last_error, raised_at, authorised_at, captured_at, voided_at, failed_at, refunded_at, updated_at, hold_key, provider_failures \
          FROM charges WHERE environment = $1 AND raised_at >= $2 ORDER BY raised_at",
         environment.as_str(),
         since,
@@ -111,25 +111,30 @@ pub struct MismatchRow {
     pub last_seen_at: DateTime<Utc>,
 }
 
-/// Records one check of the environment at `now`: each of `found` is opened (or, open
-/// already, seen again), and every open mismatch about one of `checked` (subjects the check
-/// compared) that was not found again is resolved. Answers how many are open.
+/// Records one check of the environment that started at `started`: each of `found` is opened
+/// (or, open already, seen again), and every open mismatch about one of `checked` (subjects
+/// the check compared), or of one of `whole_kinds` (kinds the check looked for everywhere),
+/// that was not found again is resolved. A check that started before another recorded its
+/// findings neither resolves nor rewrites them: what the later one saw is newer. Answers how
+/// many are open.
 pub async fn record_check(
     pool: &PgPool,
     environment: Environment,
     checked: &[String],
+    whole_kinds: &[&str],
     found: &[NewMismatch],
-    now: DateTime<Utc>,
+    started: DateTime<Utc>,
 ) -> Result<i64, sqlx::Error> {
     let mut tx = pool.begin().await?;
     for mismatch in found {
         sqlx::query!(
-            "INSERT INTO payment_mismatches (id, environment, kind, subject, charge_id, \
+            "INSERT INTO payment_mismatches AS m (id, environment, kind, subject, charge_id, \
              provider_ref, ours, theirs, first_seen_at, last_seen_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) \
              ON CONFLICT (environment, kind, subject) WHERE resolved_at IS NULL \
              DO UPDATE SET ours = EXCLUDED.ours, theirs = EXCLUDED.theirs, \
-             provider_ref = EXCLUDED.provider_ref, last_seen_at = EXCLUDED.last_seen_at",
+             provider_ref = EXCLUDED.provider_ref, last_seen_at = EXCLUDED.last_seen_at \
+             WHERE m.last_seen_at <= EXCLUDED.last_seen_at",
             Uuid::new_v4(),
             environment.as_str(),
             mismatch.kind,
@@ -138,18 +143,20 @@ pub async fn record_check(
             mismatch.provider_ref,
             mismatch.ours,
             mismatch.theirs,
-            now,
+            started,
         )
         .execute(&mut *tx)
         .await?;
     }
+    let whole_kinds: Vec<String> = whole_kinds.iter().map(|k| (*k).to_owned()).collect();
     sqlx::query!(
         "UPDATE payment_mismatches SET resolved_at = $3 \
-         WHERE environment = $1 AND resolved_at IS NULL AND subject = ANY($2) \
-           AND last_seen_at < $3",
+         WHERE environment = $1 AND resolved_at IS NULL \
+           AND (subject = ANY($2) OR kind = ANY($4)) AND last_seen_at < $3",
         environment.as_str(),
         checked,
-        now,
+        started,
+        &whole_kinds,
     )
     .execute(&mut *tx)
     .await?;

@@ -26,28 +26,47 @@ pub const REQUESTED: &str = "requested";
 pub const SUCCEEDED: &str = "succeeded";
 pub const DECLINED: &str = "declined";
 
-/// Writes a refund, requested and leased to its caller for `lease`; should the caller never
-/// settle it, the retry worker takes it up once the lease has run out.
+/// Writes a refund under the caller's `request_key`, requested and leased to its caller for
+/// `lease`; should the caller never settle it, the retry worker takes it up once the lease has
+/// run out. False when another refund holds `request_key` already (nothing written).
 pub async fn insert(
     conn: &mut PgConnection,
     refund: &RefundRow,
+    request_key: &str,
     lease: std::time::Duration,
-) -> Result<(), sqlx::Error> {
-    sqlx::query!(
+) -> Result<bool, sqlx::Error> {
+    let written = sqlx::query!(
         "INSERT INTO refunds (id, charge_id, amount_minor, idempotency_key, status, operator, \
-         requested_at, leased_until, due_at) \
+         requested_at, leased_until, due_at, request_key) \
          VALUES ($1, $2, $3, $4, 'requested', $5, now(), now() + make_interval(secs => $6), \
-         now())",
+         now(), $7) \
+         ON CONFLICT (request_key) WHERE request_key IS NOT NULL DO NOTHING",
         refund.id,
         refund.charge_id,
         refund.amount_minor,
         refund.idempotency_key,
         refund.operator,
         lease.as_secs_f64(),
+        request_key,
     )
     .execute(conn)
     .await?;
-    Ok(())
+    Ok(written.rows_affected() == 1)
+}
+
+/// The refund asked for under the caller's `request_key`, whichever its charge.
+pub async fn by_request_key(
+    conn: &mut PgConnection,
+    request_key: &str,
+) -> Result<Option<RefundRow>, sqlx::Error> {
+    sqlx::query_as!(
+        RefundRow,
+        "SELECT id, charge_id, amount_minor, idempotency_key, status, operator, provider_ref, \
+         decline_code, attempts FROM refunds WHERE request_key = $1",
+        request_key,
+    )
+    .fetch_optional(conn)
+    .await
 }
 
 /// The charge's refunds not settled yet (the charge locked by the caller), oldest first.

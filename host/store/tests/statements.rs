@@ -3,7 +3,8 @@
 //! with it, the job list's optional filters and the webhook claim. Each runs here against a
 //! migrated database, as the service runs it.
 //! Also: a text column holding a name the code does not know is a decode error, on the
-//! compile-checked path and on the runtime one alike.
+//! compile-checked path and on the runtime one alike; and a reconciliation check's findings
+//! are recorded as of its start.
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
@@ -23,6 +24,7 @@ use courier_store::cards::{self, CardRow};
 use courier_store::charges::{self, ChargeRow, NewMove};
 use courier_store::jobs::{self, JobRow, ListFilter};
 use courier_store::quotes::{self, QuoteRow};
+use courier_store::reconciliation::{NewMismatch, open_mismatches, record_check};
 use courier_store::webhooks::{self, Answered, NewDelivery, NewEndpoint, Owner, Reply};
 use courier_store::writes::Writes;
 use courier_store::{couriers, dispatch, events, fulfilment};
@@ -97,6 +99,7 @@ fn pending_charge(job: &JobRow, card: &CardRow) -> ChargeRow {
         refunded_at: None,
         updated_at: job.booked_at,
         hold_key: Some("hold-store-test".into()),
+        provider_failures: 0,
     }
 }
 
@@ -1708,4 +1711,69 @@ async fn a_statement_tells_whether_its_events_await_the_fan_out() {
         );
         assert_eq!(fanned_out_at(&pool, id).await.is_none(), waits);
     }
+}
+
+/// A check's findings are recorded as of its start: a slow check that started before another
+/// neither resolves nor rewrites what the later one found; an `unanswered` finding is resolved
+/// by the first check that no longer finds it, whatever subjects that check compared.
+#[tokio::test]
+async fn a_checks_findings_are_recorded_as_of_its_start() {
+    let pool = database().await;
+    let live = Environment::Live;
+    let finding = |kind: &str, subject: &str, theirs: &str| NewMismatch {
+        kind: kind.into(),
+        subject: subject.into(),
+        charge_id: None,
+        provider_ref: None,
+        ours: "authorised 1500 USD".into(),
+        theirs: theirs.into(),
+    };
+    // Whole seconds: the database keeps microseconds.
+    let slow = DateTime::from_timestamp(Utc::now().timestamp(), 0).unwrap();
+    let later = slow + Duration::seconds(5);
+    let charge = ["c1".to_owned()];
+    // The later check finds the hold released; the slow one saw it still held.
+    let released = [finding("status", "c1", "released")];
+    assert_eq!(
+        record_check(&pool, live, &charge, &[], &released, later)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        record_check(&pool, live, &charge, &[], &[], slow)
+            .await
+            .unwrap(),
+        1,
+        "the slow check resolves nothing the later one found"
+    );
+    let held = [finding("status", "c1", "held")];
+    record_check(&pool, live, &charge, &[], &held, slow)
+        .await
+        .unwrap();
+    let open = open_mismatches(&pool, 10).await.unwrap();
+    assert_eq!(
+        (open.len(), open[0].theirs.as_str(), open[0].last_seen_at),
+        (1, "released", later),
+        "nor rewrites it"
+    );
+
+    // An unanswered capture, then a check that no longer finds it.
+    let unanswered = [finding("unanswered", "c2:capture", "no answer")];
+    let whole = ["unanswered"];
+    assert_eq!(
+        record_check(&pool, live, &[], &whole, &unanswered, later)
+            .await
+            .unwrap(),
+        2
+    );
+    let next = later + Duration::seconds(5);
+    assert_eq!(
+        record_check(&pool, live, &[], &whole, &[], next)
+            .await
+            .unwrap(),
+        1
+    );
+    let open = open_mismatches(&pool, 10).await.unwrap();
+    assert_eq!(open[0].subject, "c1", "only the unanswered one is resolved");
 }

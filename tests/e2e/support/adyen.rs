@@ -9,7 +9,8 @@
 //!   `shopperReference`, and an `AUTHORISATION` notification with its
 //!   `recurring.recurringDetailReference` is sent;
 //! - `GET /v71/storedPaymentMethods`;
-//! - `POST /v71/payments` with a stored card: `Authorised`, or `Refused` with Adyen's
+//! - `POST /v71/payments` with a stored card: `Authorised` (or, on command, `Received`, the
+//!   outcome then said only by notification), or `Refused` with Adyen's
 //!   `refusalReason` and `refusalReasonCode`, chosen as Adyen's test platform does by the
 //!   card holder's name (`NOT_ENOUGH_BALANCE`, `CARD_EXPIRED`, `BLOCKED_CARD`, `DECLINED`,
 //!   `CVC_DECLINED`, `FRAUD`);
@@ -94,6 +95,8 @@ struct State {
     outbox: Vec<Value>,
     holding: bool,
     failing_captures: bool,
+    /// Holds are answered `Received` (placed, said later by notification).
+    pending_holds: bool,
     delivered: Vec<Value>,
     next: u64,
 }
@@ -233,6 +236,12 @@ impl AdyenStandIn {
     /// Captures from now on fail at the acquirer (`CAPTURE_FAILED` after `received`).
     pub fn fail_captures(&self, failing: bool) {
         self.state.lock().unwrap().failing_captures = failing;
+    }
+
+    /// Holds from now on are answered `Received`, as Adyen answers a payment it processes
+    /// asynchronously: the outcome comes by the `AUTHORISATION` notification.
+    pub fn pend_holds(&self, pending: bool) {
+        self.state.lock().unwrap().pending_holds = pending;
     }
 
     /// The next `times` requests whose path ends with `suffix` meet `fault`.
@@ -774,7 +783,12 @@ fn pay(s: &mut State, request: &Value) -> ((u16, Value), bool) {
             item["additionalData"]["refusalReasonCode"] = json!(code);
         }
         None => {
-            answer["resultCode"] = json!("Authorised");
+            let said = if s.pending_holds && manual {
+                "Received"
+            } else {
+                "Authorised"
+            };
+            answer["resultCode"] = json!(said);
             item["success"] = json!("true");
         }
     }

@@ -299,10 +299,19 @@ impl State {
         let position = self
             .faults
             .iter()
-            .position(|(prefix, _, left)| *left > 0 && path.starts_with(prefix.as_str()))?;
+            .position(|(prefix, _, left)| *left > 0 && matches_fault_path(prefix, path))?;
         let (_, fault, left) = &mut self.faults[position];
         *left -= 1;
         Some(*fault)
+    }
+}
+
+/// Whether a fault injected for `pattern` meets a request to `path`: every path it begins,
+/// or, ending with `$`, that path only (`/v1/payment_intents$`: the listing, not one intent).
+fn matches_fault_path(pattern: &str, path: &str) -> bool {
+    match pattern.strip_suffix('$') {
+        Some(exact) => path == exact,
+        None => path.starts_with(pattern),
     }
 }
 
@@ -389,7 +398,8 @@ impl StripeStandIn {
         self.state.lock().unwrap().latency = Some(latency);
     }
 
-    /// The next `times` requests whose path starts with `path` meet `fault`.
+    /// The next `times` requests whose path starts with `path` (is `path`, when it ends with
+    /// `$`) meet `fault`.
     pub fn inject(&self, path: &str, fault: Fault, times: usize) {
         self.state
             .lock()

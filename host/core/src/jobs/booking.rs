@@ -46,7 +46,8 @@
 //! The hold's outcome is stored under the key either way: the booking (201), or the decline
 //! (replayed as 422 `payment.card_declined`; the quote is free again, so book it with a new
 //! key once a working card is attached). An unreachable provider books the job with its
-//! charge `pending`, retried later with the same hold key.
+//! charge `pending`, retried later with the same hold key; so does a hold the provider
+//! accepted and confirms later (`pending`), which its event or a read-back ends.
 //!
 //! Each statement is a round trip inside an open transaction that holds the quote's lock, so
 //! steps that always go together share a statement: the key's claim with the quote's lock,
@@ -73,6 +74,7 @@ use super::fulfilment::job_event;
 use super::views::JobView;
 use crate::auth::Merchant;
 use crate::events::{EventTransaction, FanOutWakeup};
+use crate::idempotency::{IN_PROGRESS, KEY_REUSED, KeyError};
 use crate::infra::db::batches::Batched;
 use crate::markets::Markets;
 use crate::payments::{self, CallSlot, HoldError, Payments, ProviderAnswer, RecordedHold};
@@ -95,26 +97,6 @@ use courier_store::writes::Writes;
 use courier_domain::error::Code;
 use courier_domain::error::ErrorCode;
 
-pub const MISSING_IDEMPOTENCY_KEY: Code = Code::new(
-    422,
-    "request.missing_idempotency_key",
-    "Booking without `Idempotency-Key`.",
-);
-pub const INVALID_IDEMPOTENCY_KEY: Code = Code::new(
-    422,
-    "request.invalid_idempotency_key",
-    "`Idempotency-Key` empty, longer than 255, or not visible ASCII.",
-);
-pub const KEY_REUSED: Code = Code::new(
-    409,
-    "idempotency.key_reused",
-    "The `Idempotency-Key` was used with a different body.",
-);
-pub const IN_PROGRESS: Code = Code::new(
-    409,
-    "idempotency.in_progress",
-    "The key's booking is still waiting for the payment provider (live); send it again shortly for its answer.",
-);
 pub const BOOKING_ABANDONED: Code = Code::new(
     409,
     "booking.abandoned",
@@ -123,8 +105,6 @@ pub const BOOKING_ABANDONED: Code = Code::new(
 
 /// Search opens this long before a scheduled job's time.
 pub const SEARCH_LEAD: chrono::Duration = chrono::Duration::minutes(20);
-/// Longest accepted `Idempotency-Key`.
-pub const MAX_KEY_LENGTH: usize = 255;
 /// How close (degrees) a booked stop must be to the quoted point: numeric strings and
 /// numbers of the same value parse alike, so this only absorbs float formatting.
 const SAME_POINT_DEGREES: f64 = 1e-7;
@@ -137,12 +117,9 @@ const ABANDONED: &str = "abandoned";
 
 #[derive(Debug, Error, ErrorCode)]
 pub enum BookingError {
-    #[error("the Idempotency-Key header is required")]
-    #[code(MISSING_IDEMPOTENCY_KEY)]
-    MissingKey,
-    #[error("the Idempotency-Key header must be 1 to {MAX_KEY_LENGTH} visible characters")]
-    #[code(INVALID_IDEMPOTENCY_KEY)]
-    InvalidKey,
+    #[error(transparent)]
+    #[code(via)]
+    Key(#[from] KeyError),
     #[error("this Idempotency-Key was used for a different request")]
     #[code(KEY_REUSED)]
     KeyReused,
@@ -201,16 +178,6 @@ pub struct BookingContext {
     pub wakeup: FanOutWakeup,
     /// Reads and writes the bookings whose hold needs no network together.
     pub batches: BookingBatches,
-}
-
-/// `Idempotency-Key`: present, 1–255 visible ASCII characters.
-pub fn check_key(key: Option<&str>) -> Result<&str, BookingError> {
-    let key = key.ok_or(BookingError::MissingKey)?;
-    let visible = key.bytes().all(|b| b.is_ascii_graphic());
-    if key.is_empty() || key.len() > MAX_KEY_LENGTH || !visible {
-        return Err(BookingError::InvalidKey);
-    }
-    Ok(key)
 }
 
 /// A booking checked and ready for its hold.
@@ -406,9 +373,12 @@ async fn book_with_provider(
     let merchant = *merchant;
     let finishing = tokio::spawn(async move {
         let answer = hold(&context, &merchant, slot, &prepared).await;
-        if let ProviderAnswer::InFlight(message) | ProviderAnswer::Pending(message) = &answer {
+        if let ProviderAnswer::InFlight(message) = &answer {
             // A call with this hold's key is still under way at the provider: its outcome
             // is not known. The attempt stays for the recovery worker, which asks again.
+            // (A hold the provider accepted and answers later, `pending`, is an outcome: the
+            // job is booked with its charge `pending` until the provider's event or a
+            // read-back says how the hold ended.)
             tracing::warn!(error = %message, attempt = %attempt.id,
                 "the provider is still working on this hold; left to the recovery worker");
             return Err(BookingError::InProgress);
@@ -908,24 +878,4 @@ fn tax_of(quote: &QuoteRow) -> i64 {
 
 fn contact_json(contact: &Contact) -> Value {
     serde_json::to_value(contact).expect("contacts serialise")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn idempotency_keys_are_checked() {
-        assert!(matches!(check_key(None), Err(BookingError::MissingKey)));
-        assert!(matches!(check_key(Some("")), Err(BookingError::InvalidKey)));
-        assert!(matches!(
-            check_key(Some("has space")),
-            Err(BookingError::InvalidKey)
-        ));
-        assert!(matches!(
-            check_key(Some(&"k".repeat(256))),
-            Err(BookingError::InvalidKey)
-        ));
-        assert_eq!(check_key(Some("order-1234_ab")).unwrap(), "order-1234_ab");
-    }
 }

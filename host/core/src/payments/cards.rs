@@ -151,6 +151,16 @@ fn is_return_url(text: &str) -> bool {
         && (url.scheme() == "https" || (url.scheme() == "http" && local))
 }
 
+/// Who brings a card the provider stored.
+#[derive(Clone, Copy)]
+pub(super) enum CardSource {
+    /// The merchant, attaching it (a card removed before is theirs to bring back).
+    Attached { make_default: bool },
+    /// The provider's event (e.g. an authorisation with recurring details): never brings back
+    /// a card the merchant removed or that died.
+    ProviderEvent,
+}
+
 impl Payments {
     /// Starts the provider's card form for the merchant (with the customer kept for it, if
     /// any) and keeps its customer id.
@@ -251,36 +261,66 @@ impl Payments {
             )));
         }
         let owner = (merchant.merchant_id, merchant.environment);
-        self.keep_card(owner, customer_id, &attached, make_default)
-            .await
+        let kept = self
+            .keep_card(
+                owner,
+                customer_id,
+                &attached,
+                CardSource::Attached { make_default },
+            )
+            .await?;
+        // Only a provider's event leaves a known card as it is.
+        kept.ok_or(PaymentError::PaymentMethodNotFound)
     }
 
     /// Keeps a card the provider stored for the merchant's `customer_id` (attached, or told
     /// by the provider's event); the same working card again is the card already on file.
+    /// None when a provider's event names a card the merchant already had and removed (or
+    /// that died): it is not brought back, so no later booking charges it.
     pub(super) async fn keep_card(
         &self,
         (merchant_id, environment): (Uuid, Environment),
         customer_id: String,
         attached: &AttachedCard,
-        make_default: bool,
-    ) -> Result<PaymentMethodView, PaymentError> {
+        source: CardSource,
+    ) -> Result<Option<PaymentMethodView>, PaymentError> {
         let provider_ref = attached.reference.as_str();
         let card = attached.card.clone();
         let mut tx = self.pool.begin().await?;
         store::lock_cards(&mut tx, merchant_id, environment).await?;
-        // The same working card attached again is the card already on file.
-        if let Some(mut existing) =
-            store::working_card_by_reference(&mut tx, merchant_id, environment, provider_ref)
-                .await?
-        {
-            if make_default && !existing.is_default {
-                store::clear_default(&mut tx, merchant_id, environment).await?;
-                store::set_default(&mut tx, existing.id).await?;
-                existing.is_default = true;
+        // The newest card with this reference: a card is only ever stored again once the one
+        // before it stopped working, so a working card with it is this one.
+        let known = store::card_by_reference(&mut tx, merchant_id, environment, provider_ref)
+            .await?
+            .filter(|existing| match source {
+                CardSource::Attached { .. } => existing.is_working(),
+                CardSource::ProviderEvent => true,
+            });
+        let make_default = match (source, known) {
+            // The same working card attached again is the card already on file.
+            (CardSource::Attached { make_default }, Some(mut existing)) => {
+                if make_default && !existing.is_default {
+                    store::clear_default(&mut tx, merchant_id, environment).await?;
+                    store::set_default(&mut tx, existing.id).await?;
+                    existing.is_default = true;
+                }
+                tx.commit().await?;
+                return Ok(Some(existing.into()));
             }
-            tx.commit().await?;
-            return Ok(existing.into());
-        }
+            (CardSource::Attached { make_default }, None) => make_default,
+            (CardSource::ProviderEvent, Some(existing)) if existing.is_working() => {
+                tx.commit().await?;
+                return Ok(Some(existing.into()));
+            }
+            (CardSource::ProviderEvent, Some(existing)) => {
+                tracing::info!(card = %existing.id,
+                    "the provider reports a card the merchant removed or that died; \
+                     left as it is");
+                tx.commit().await?;
+                return Ok(None);
+            }
+            (CardSource::ProviderEvent, None) => false,
+        };
         let has_default = store::has_default(&mut tx, merchant_id, environment).await?;
         if make_default && has_default {
             store::clear_default(&mut tx, merchant_id, environment).await?;
@@ -304,7 +344,7 @@ impl Payments {
         };
         store::insert_card(&mut tx, &row).await?;
         tx.commit().await?;
-        Ok(row.into())
+        Ok(Some(row.into()))
     }
 
     /// The merchant's customer at the provider, made on first need.

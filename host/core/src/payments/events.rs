@@ -14,20 +14,23 @@
 //! recorded) is tried again by the retry worker at the retries' backoff, for a day. Applying is
 //! idempotent: a move already made is left as it is.
 
+use std::sync::Arc;
+
 use chrono::Duration as ChronoDuration;
 use courier_plugins::{Decline, EventKind, EventRefusal, ProviderEvent};
 use serde::Serialize;
 use sqlx::PgConnection;
 
-use super::{PaymentError, Payments, ProviderAnswer, SYSTEM, Settled, now, run};
+use super::cards::CardSource;
+use super::{PaymentError, Payments, ProviderAnswer, SYSTEM, Settled, now};
 use crate::events::EventTransaction;
 use courier_domain::Environment;
 use courier_domain::charge::contains_card_number;
 use courier_domain::charge::state::{self, ChargeStatus, Decision, Move};
 use courier_store::cards as card_store;
-use courier_store::charges::{self as store, ChargeRow};
+use courier_store::charges::{self as store, ChargeRow, NewMove};
 use courier_store::provider_events::{self as kept, ProviderEventRow};
-use courier_store::refunds::{self, REQUESTED};
+use courier_store::refunds::{self, REQUESTED, SUCCEEDED};
 
 /// Unapplied events looked at per pass of the retry worker.
 const SWEEP_BATCH: i64 = 20;
@@ -55,12 +58,11 @@ impl Payments {
         body: Vec<u8>,
     ) -> Result<EventsReceived, PaymentError> {
         let gateway = self.gateway(environment)?;
-        let slot = self.call_slot(environment)?;
-        let events = match run(gateway, slot, move |g| async move {
-            g.verify_event(&headers, &body).await
-        })
-        .await?
-        {
+        // A check, not a call: it takes a place of its own, never one a booking needs.
+        let _check = Arc::clone(&self.event_checks)
+            .try_acquire_owned()
+            .map_err(|_| PaymentError::ProviderBusy)?;
+        let events = match gateway.verify_event(&headers, &body).await? {
             Ok(events) => events,
             Err(EventRefusal::Unverified(reason)) => {
                 tracing::warn!(environment = environment.as_str(), %reason,
@@ -152,7 +154,7 @@ impl Payments {
                         (merchant_id, environment),
                         event.reference.clone(),
                         card,
-                        false,
+                        CardSource::ProviderEvent,
                     )
                     .await?;
                 }
@@ -179,7 +181,10 @@ impl Payments {
                     tx.commit().await?;
                     return Ok(());
                 }
-                if charge.status == ChargeStatus::Authorised && charge.after_hold.is_some() {
+                if matches!(event.kind, EventKind::Held)
+                    && charge.status == ChargeStatus::Authorised
+                    && charge.after_hold.is_some()
+                {
                     follow = Some(charge.id);
                 }
                 match applied {
@@ -247,14 +252,24 @@ impl Payments {
         if waits_for_hold {
             return Ok(None);
         }
-        if requested == Move::Capture
-            && let Some(amount) = event.amount_minor
-            && amount != charge.amount_minor
-        {
-            tracing::error!(charge = %charge.id, event = %event.id, amount,
-                "the provider reports a capture of another amount than the charge's; not \
-                 recorded (reconciliation reports the difference)");
+        // A hold or a capture moves the charge's whole amount; any move is in its currency.
+        let whole = matches!(requested, Move::Authorise | Move::Capture);
+        if let Some(other) = other_money(
+            event,
+            whole.then_some(charge.amount_minor),
+            &charge.currency,
+        ) {
+            tracing::error!(charge = %charge.id, event = %event.id, %other,
+                operation = requested.as_str(),
+                "the provider reports a move of other money than the charge's; not recorded \
+                 (reconciliation reports the difference)");
             return Ok(Some(Settled::GaveUp));
+        }
+        if matches!(event.kind, EventKind::Held) && charge.status == ChargeStatus::Failed {
+            // Placed after the charge was given up: no job takes that money; released.
+            return Ok(Some(
+                Self::keep_late_hold(tx, charge, &event.reference).await?,
+            ));
         }
         if !matches!(
             state::decide(charge.status, requested),
@@ -272,7 +287,9 @@ impl Payments {
     }
 
     /// A capture or release the provider reports failed: the charge keeps its hold, and the
-    /// move is shown to operators at once and asked for again at the longest wait.
+    /// move is shown to operators at once and asked for again at the longest wait, under a
+    /// key of its own. A capture already recorded as made (its confirmation came first) is
+    /// taken back: nothing was taken, and the charge is `authorised` again.
     async fn failed_at_provider(
         &self,
         tx: &mut PgConnection,
@@ -280,11 +297,47 @@ impl Payments {
         requested: Move,
         reason: &str,
     ) -> Result<Option<Settled>, sqlx::Error> {
-        match charge.status {
-            ChargeStatus::Authorised => {}
-            ChargeStatus::Pending => return Ok(None),
+        match (charge.status, requested) {
+            (ChargeStatus::Authorised, _) => {}
+            (ChargeStatus::Pending, _) => return Ok(None),
+            (ChargeStatus::Captured, Move::Capture) => {
+                let Ok(Decision::Apply(to)) = state::decide(charge.status, Move::CaptureReversed)
+                else {
+                    return Ok(Some(Settled::Moved));
+                };
+                let at = now();
+                let detail = format!("the provider reports the capture failed: {reason}");
+                charge.status = to;
+                charge.captured_at = None;
+                charge.payment_ref = None;
+                charge.updated_at = at;
+                store::write_move(
+                    tx,
+                    charge,
+                    &NewMove {
+                        charge_id: charge.id,
+                        from_status: Some(ChargeStatus::Captured),
+                        to_status: to,
+                        amount_minor: Some(charge.amount_minor),
+                        provider_ref: None,
+                        detail: Some(&detail),
+                        actor: SYSTEM,
+                        at,
+                    },
+                )
+                .await?;
+            }
+            (ChargeStatus::Refunded, Move::Capture) => {
+                // Money given back that was never taken: no move can say it; reconciliation
+                // reports it, and operators must settle it with the provider.
+                tracing::error!(charge = %charge.id, %reason,
+                    "the provider reports the capture of a refunded charge failed; an operator \
+                     must look");
+                return Ok(Some(Settled::Moved));
+            }
             _ => return Ok(Some(Settled::Moved)),
         }
+        charge.provider_failures = charge.provider_failures.saturating_add(1);
         let max = i32::try_from(self.retry.max_attempts).unwrap_or(i32::MAX);
         let delay = self.retry.delay_after(max.unsigned_abs());
         let due = now() + ChronoDuration::from_std(delay).unwrap_or_default();
@@ -311,16 +364,27 @@ impl Payments {
         let Some(refund) = refund else {
             return Ok(false);
         };
+        if let (SUCCEEDED, EventKind::RefundFailed(reason)) = (refund.status.as_str(), &event.kind)
+        {
+            self.refund_failed_after_paid(refund.id, REFUND_FAILED, reason)
+                .await?;
+            return Ok(true);
+        }
         if refund.status != REQUESTED {
             return Ok(true);
         }
         let answer = match &event.kind {
             EventKind::Refunded => {
-                if let Some(amount) = event.amount_minor
-                    && amount != refund.amount_minor
-                {
-                    tracing::error!(refund = %refund.id, event = %event.id, amount,
-                        "the provider reports a refund of another amount; not recorded");
+                let currency = {
+                    let mut conn = self.pool.acquire().await?;
+                    store::charge(&mut conn, refund.charge_id)
+                        .await?
+                        .map(|c| c.currency)
+                        .unwrap_or_default()
+                };
+                if let Some(other) = other_money(event, Some(refund.amount_minor), &currency) {
+                    tracing::error!(refund = %refund.id, event = %event.id, %other,
+                        "the provider reports a refund of other money; not recorded");
                     return Ok(true);
                 }
                 ProviderAnswer::Approved(event.reference.clone())
@@ -334,6 +398,23 @@ impl Payments {
             Ok(_) | Err(PaymentError::CardDeclined { .. }) => Ok(true),
             Err(other) => Err(other),
         }
+    }
+}
+
+/// How the money an event names differs from `amount_minor` (when the move is of a known
+/// amount) in `currency`, if it does; an event that names no amount or currency differs in
+/// nothing it did not say.
+fn other_money(event: &ProviderEvent, amount_minor: Option<i64>, currency: &str) -> Option<String> {
+    if let (Some(said), Some(ours)) = (event.amount_minor, amount_minor)
+        && said != ours
+    {
+        return Some(format!("amount {said}, not {ours}"));
+    }
+    match event.currency.as_deref() {
+        Some(said) if !said.eq_ignore_ascii_case(currency) => {
+            Some(format!("currency {said}, not {currency}"))
+        }
+        _ => None,
     }
 }
 
@@ -354,6 +435,39 @@ fn kind_name(kind: &EventKind) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_of_other_money_is_told_apart() {
+        let event = |amount_minor, currency: Option<&str>| ProviderEvent {
+            id: "e".into(),
+            reference: "r".into(),
+            kind: EventKind::Held,
+            amount_minor,
+            currency: currency.map(str::to_owned),
+        };
+        assert_eq!(
+            other_money(&event(Some(500), Some("EUR")), Some(500), "EUR"),
+            None
+        );
+        assert_eq!(
+            other_money(&event(Some(500), Some("eur")), Some(500), "EUR"),
+            None
+        );
+        assert_eq!(other_money(&event(None, None), Some(500), "EUR"), None);
+        assert_eq!(other_money(&event(Some(7), None), None, "EUR"), None);
+        assert_eq!(
+            other_money(&event(Some(501), Some("EUR")), Some(500), "EUR").as_deref(),
+            Some("amount 501, not 500")
+        );
+        assert_eq!(
+            other_money(&event(Some(500), Some("USD")), Some(500), "EUR").as_deref(),
+            Some("currency USD, not EUR")
+        );
+        assert_eq!(
+            other_money(&event(Some(9), Some("USD")), None, "EUR").as_deref(),
+            Some("currency USD, not EUR")
+        );
+    }
 
     #[test]
     fn every_kind_is_named_as_the_contract_names_it() {

@@ -21,6 +21,7 @@ mod charges;
 mod config;
 pub mod events;
 mod gateway;
+mod late_hold;
 pub mod overview;
 pub mod reconcile;
 pub mod refunds;
@@ -96,7 +97,7 @@ pub const NO_PAYMENT_METHOD: Code = Code::new(
 pub const PROVIDER_UNREACHABLE: Code = Code::new(
     503,
     "payment.provider_unreachable",
-    "Setup or attach could not reach the provider, or its answer could not be read: nothing happened; retry. A refund is kept and asked for again until the provider answers; the same refund sent again (same charge and amount) finds it instead of paying twice.",
+    "Setup or attach could not reach the provider, or its answer could not be read: nothing happened; retry. A refund is kept and asked for again until the provider answers; the same refund sent again (same `Idempotency-Key`) finds it instead of paying twice.",
 );
 pub const PROVIDER_REFUSED: Code = Code::new(
     503,
@@ -106,7 +107,7 @@ pub const PROVIDER_REFUSED: Code = Code::new(
 pub const PROVIDER_BUSY: Code = Code::new(
     503,
     "payment.provider_busy",
-    "Every place for a provider call is taken (`COURIER_PAYMENT_CALLS`); nothing happened (a booking wrote nothing); retry (a booking with the same key).",
+    "Every place for a provider call is taken (`COURIER_PAYMENT_CALLS`; the provider's notifications are checked in places of their own, as many); nothing happened (a booking wrote nothing); retry (a booking with the same key).",
 );
 pub const PROVIDER_EVENT_UNVERIFIED: Code = Code::new(
     401,
@@ -205,6 +206,18 @@ pub enum PaymentError {
     #[code(REFUND_EXCEEDS_CAPTURED)]
     RefundExceedsCaptured { remaining_minor: i64 },
     #[error(transparent)]
+    #[code(via)]
+    Key(#[from] crate::idempotency::KeyError),
+    #[error("this Idempotency-Key was used for another refund (another charge or amount)")]
+    #[code(crate::idempotency::KEY_REUSED)]
+    RefundKeyReused,
+    #[error(
+        "the refund with this Idempotency-Key is still waiting for the payment provider; send \
+         it again in a moment for its answer"
+    )]
+    #[code(crate::idempotency::IN_PROGRESS)]
+    RefundInProgress,
+    #[error(transparent)]
     #[code(courier_domain::charge::state::INVALID_STATE)]
     InvalidMove(#[from] InvalidMove),
     #[error("the payment adapter failed: {0}")]
@@ -301,6 +314,10 @@ pub struct Payments {
     wakeup: FanOutWakeup,
     /// Places for provider calls over the network that may run at once.
     calls: Arc<Semaphore>,
+    /// Places for checking the provider's notifications (no call is made), apart from the
+    /// calls': a flood of notifications, genuine or not, never leaves bookings without a
+    /// place for their hold.
+    event_checks: Arc<Semaphore>,
     /// How long a provider call in flight is left to its caller before the retry worker
     /// takes it as lost: longer than any call can last.
     call_lease: Duration,
@@ -357,6 +374,7 @@ impl HoldTerms<'_> {
             refunded_at: None,
             updated_at: now,
             hold_key: Some(self.hold_key.to_owned()),
+            provider_failures: 0,
         }
     }
 }
@@ -452,6 +470,7 @@ impl Payments {
             retry,
             wakeup,
             calls: Arc::new(Semaphore::new(calls.max_calls)),
+            event_checks: Arc::new(Semaphore::new(calls.max_calls)),
             call_lease: calls.lease(),
             abandon_after: calls.abandon_after,
             card_form: CardFormDefaults::default(),
@@ -467,6 +486,7 @@ impl Payments {
     /// With `limits` on provider calls instead of the defaults.
     pub fn with_call_limits(mut self, limits: CallLimits) -> Self {
         self.calls = Arc::new(Semaphore::new(limits.max_calls));
+        self.event_checks = Arc::new(Semaphore::new(limits.max_calls));
         self.call_lease = limits.lease();
         self.abandon_after = limits.abandon_after;
         self
@@ -536,7 +556,7 @@ impl Payments {
     ) -> ProviderAnswer {
         let idempotency_key = match (&charge.hold_key, requested) {
             (Some(hold_key), Move::Authorise) => hold_key.clone(),
-            _ => format!("charge_{}_{}", charge.id, requested.as_str()),
+            _ => move_key(charge, requested),
         };
         let authorisation = charge.authorisation_ref.clone().unwrap_or_default();
         let result = match requested {
@@ -579,7 +599,9 @@ impl Payments {
                 )
                 .await
             }
-            Move::Fail | Move::Refund => unreachable!("not a call made through `call`"),
+            Move::Fail | Move::Refund | Move::CaptureReversed => {
+                unreachable!("not a call made through `call`")
+            }
         };
         result.into()
     }
@@ -726,7 +748,25 @@ impl Payments {
             },
         )
         .await?;
+        if to == ChargeStatus::Authorised
+            && let Some(follow) = charge.after_hold.as_deref().and_then(Move::parse)
+        {
+            // The capture or release asked for while the hold was pending is durable work
+            // from the moment the hold is placed: should the caller's follow-up fail before
+            // it is in flight, or its process die, the retry worker of any instance makes it.
+            store::schedule_retry(conn, charge.id, follow, 0, now, FOLLOWS_HOLD).await?;
+        }
         Ok(settled)
+    }
+}
+
+/// The provider idempotency key of a capture or release of `charge`: one per charge and move,
+/// and a new one after each failure the provider reported (under the old one it would only
+/// replay its first answer).
+fn move_key(charge: &ChargeRow, requested: Move) -> String {
+    match charge.provider_failures {
+        0 => format!("charge_{}_{}", charge.id, requested.as_str()),
+        n => format!("charge_{}_{}_{n}", charge.id, requested.as_str()),
     }
 }
 
@@ -800,6 +840,9 @@ fn refused(requested: Move) -> String {
     }
 }
 
+/// Why a charge has a retry due as soon as its hold is placed.
+const FOLLOWS_HOLD: &str = "asked for while the hold was pending";
+
 /// A charge's `last_error` when the provider reports a move it had accepted failed.
 fn failed_at_provider(requested: Move) -> String {
     format!(
@@ -816,6 +859,7 @@ fn move_name(requested: Move) -> &'static str {
         Move::Void => "release of the hold",
         Move::Refund => "refund",
         Move::Fail => "failure",
+        Move::CaptureReversed => "reversal of the capture",
     }
 }
 

@@ -5,11 +5,18 @@
 //! For every charge of a window: an `authorised` one must be a hold of its amount; a
 //! `captured` one taken in full and nothing given back; a `refunded` one taken with exactly
 //! our refunded amount given back; a `voided` one released; a `failed` one must hold and have
-//! taken nothing. A `pending` one is between its calls and not compared. Every payment the
-//! provider holds or took money for must be a charge of ours (by its reference, or by the
-//! hold key it keeps) or a booking between its phases. A capture or release the provider has
-//! not answered past the retry policy's count needs an operator's decision, and is reported
-//! too.
+//! taken nothing; a `pending` one may be nothing yet, or a hold of its amount (being placed or
+//! placed, its confirmation on the way), but never money taken or a payment ended. Every
+//! payment the provider holds or took money for must be a charge of ours (by its reference,
+//! or by the hold key it keeps) or a booking between its phases. A capture or release the
+//! provider has not answered past the retry policy's count needs an operator's decision, and
+//! is reported too.
+//!
+//! A provider that cannot list its payments (or whose listing fails) is read charge by charge
+//! (`retrieve`): the check then says it could not look for payments of no charge of ours. A
+//! charge whose payment cannot be read is counted as unread, and the check goes on; one the
+//! provider says it does not have is a mismatch. Findings are recorded as of the check's start:
+//! a slow check never resolves what a later one found.
 //!
 //! `courier payments reconcile` runs one check; every instance with a network adapter also
 //! runs it on a schedule over a recent window, records what it finds (`payment_mismatches`),
@@ -46,10 +53,6 @@ pub const MISMATCHES_SHOWN: i64 = 200;
 pub enum ReconcileError {
     #[error("the {0} environment has no payment adapter that keeps payments to read back")]
     NothingToReadBack(&'static str),
-    #[error("the provider could not be read: {0}")]
-    Unreachable(String),
-    #[error("the payment adapter failed: {0}")]
-    Adapter(#[from] PluginError),
     #[error(transparent)]
     Store(#[from] sqlx::Error),
 }
@@ -110,11 +113,45 @@ impl Mismatch {
 /// One check's result.
 #[derive(Clone, Debug)]
 pub struct Reconciliation {
+    /// When the check started: what it found is as of then.
+    pub started_at: DateTime<Utc>,
     /// Charges compared with the provider.
     pub checked: usize,
+    /// Charges whose payment the provider could not show (unreachable, or no lookup), with the
+    /// first reason given.
+    pub unread: usize,
+    pub unread_reason: Option<String>,
+    /// Why the provider's payments could not be listed (so payments of no charge of ours were
+    /// not looked for); None when they were.
+    pub unlisted: Option<String>,
     pub mismatches: Vec<Mismatch>,
     /// Every subject the check compared (our charges and the provider's payments).
     subjects: Vec<String>,
+}
+
+impl Reconciliation {
+    /// The summary line `courier payments reconcile` ends with.
+    pub fn summary(&self) -> serde_json::Value {
+        serde_json::json!({
+            "checked": self.checked,
+            "mismatches": self.mismatches.len(),
+            "unread": self.unread,
+            "listed": self.unlisted.is_none(),
+        })
+    }
+
+    /// Counts a charge whose payment could not be read.
+    fn not_read(&mut self, reason: String) {
+        self.unread += 1;
+        self.unread_reason.get_or_insert(reason);
+    }
+}
+
+/// What the provider answered about one payment.
+enum Lookup {
+    Found(PaymentState),
+    Missing,
+    Unread(String),
 }
 
 /// A recorded mismatch, as operators see it.
@@ -146,9 +183,27 @@ impl Payments {
             .ok()
             .filter(|g| g.uses_network())
             .ok_or(ReconcileError::NothingToReadBack(environment.as_str()))?;
-        let listed = self
+        let mut check = Reconciliation {
+            started_at: now(),
+            checked: 0,
+            unread: 0,
+            unread_reason: None,
+            unlisted: None,
+            mismatches: Vec::new(),
+            subjects: Vec::new(),
+        };
+        let listed = match self
             .provider_payments(environment, since - LISTING_MARGIN)
-            .await?;
+            .await
+        {
+            Ok(listed) => listed,
+            Err(reason) => {
+                tracing::warn!(%reason, environment = environment.as_str(),
+                    "the provider's payments could not be listed; reading them one by one");
+                check.unlisted = Some(reason);
+                Vec::new()
+            }
+        };
         let by_reference: HashMap<&str, &PaymentState> =
             listed.iter().map(|p| (p.reference.as_str(), p)).collect();
         let by_hold_key: HashMap<&str, &PaymentState> = listed
@@ -156,42 +211,41 @@ impl Payments {
             .filter_map(|p| Some((p.hold_key.as_deref()?, p)))
             .collect();
         let charges = store::charges_since(&self.pool, environment, since).await?;
-        let mut mismatches = Vec::new();
-        let mut subjects = Vec::new();
-        let mut checked = 0;
         for charge in &charges {
-            if charge.status == ChargeStatus::Pending {
-                continue;
-            }
             let found = match charge.authorisation_ref.as_deref() {
                 Some(reference) => match by_reference.get(reference) {
-                    Some(state) => Some((*state).clone()),
-                    // Made before the listing's window: read back on its own.
+                    Some(state) => Lookup::Found((*state).clone()),
+                    // Made before the listing's window, or not listed: read back on its own.
                     None => {
                         self.retrieve(environment, Arc::clone(&gateway), reference)
-                            .await?
+                            .await
                     }
                 },
-                None => charge
-                    .hold_key
-                    .as_deref()
-                    .and_then(|key| by_hold_key.get(key))
-                    .map(|state| (*state).clone()),
+                None => match charge.hold_key.as_deref().and_then(|k| by_hold_key.get(k)) {
+                    Some(state) => Lookup::Found((*state).clone()),
+                    None if check.unlisted.is_none() => Lookup::Missing,
+                    // A hold whose answer was never heard is found only by listing.
+                    None => Lookup::Unread("no reference to read it by".into()),
+                },
             };
-            checked += 1;
-            subjects.push(charge.id.to_string());
-            mismatches.extend(compare(charge, found.as_ref()));
+            let found = match found {
+                Lookup::Found(state) => Some(state),
+                Lookup::Missing => None,
+                Lookup::Unread(reason) => {
+                    check.not_read(reason);
+                    continue;
+                }
+            };
+            check.checked += 1;
+            check.subjects.push(charge.id.to_string());
+            check.mismatches.extend(compare(charge, found.as_ref()));
         }
-        mismatches.extend(
-            self.unknown_payments(environment, &listed, &mut subjects)
-                .await?,
-        );
-        mismatches.extend(self.unanswered(environment).await?);
-        Ok(Reconciliation {
-            checked,
-            mismatches,
-            subjects,
-        })
+        let unknown = self
+            .unknown_payments(environment, &listed, &mut check.subjects)
+            .await?;
+        check.mismatches.extend(unknown);
+        check.mismatches.extend(self.unanswered(environment).await?);
+        Ok(check)
     }
 
     /// Runs [`Payments::reconcile`] and records what it found; answers the check and how many
@@ -214,8 +268,17 @@ impl Payments {
                 theirs: m.theirs.clone(),
             })
             .collect();
-        let open =
-            store::record_check(&self.pool, environment, &check.subjects, &found, now()).await?;
+        // Unanswered calls are looked for in the whole environment: one not found again is
+        // answered, whatever its subject.
+        let open = store::record_check(
+            &self.pool,
+            environment,
+            &check.subjects,
+            &[MismatchKind::Unanswered.as_str()],
+            &found,
+            check.started_at,
+        )
+        .await?;
         metrics::gauge!("courier_payment_mismatches", "environment" => environment.as_str())
             .set(open as f64);
         Ok((check, open))
@@ -268,6 +331,8 @@ impl Payments {
                         Ok((check, open)) => tracing::info!(
                             environment = environment.as_str(),
                             checked = check.checked,
+                            unread = check.unread,
+                            listed = check.unlisted.is_none(),
                             found = check.mismatches.len(),
                             open,
                             "payments reconciled"
@@ -281,37 +346,32 @@ impl Payments {
         });
     }
 
-    /// Every payment the provider made since `since`, page after page.
+    /// Every payment the provider made since `since`, page after page; Err says why they
+    /// could not be listed.
     async fn provider_payments(
         &self,
         environment: Environment,
         since: DateTime<Utc>,
-    ) -> Result<Vec<PaymentState>, ReconcileError> {
-        let gateway = self
-            .gateway(environment)
-            .map_err(|e| ReconcileError::Unreachable(e.to_string()))?;
+    ) -> Result<Vec<PaymentState>, String> {
+        let gateway = self.gateway(environment).map_err(|e| e.to_string())?;
         let mut payments = Vec::new();
         let mut after: Option<String> = None;
         for _ in 0..MAX_PAGES {
-            let slot = self
-                .call_slot(environment)
-                .map_err(|e| ReconcileError::Unreachable(e.to_string()))?;
+            let slot = self.call_slot(environment).map_err(|e| e.to_string())?;
             let cursor = after.clone();
             let since = since.timestamp();
             let page = run(Arc::clone(&gateway), slot, move |g| async move {
                 g.list_payments(since, cursor.as_deref()).await
             })
-            .await?
-            .map_err(ReconcileError::Unreachable)?;
+            .await
+            .map_err(|e: PluginError| e.to_string())??;
             payments.extend(page.payments);
             match page.next {
                 Some(next) => after = Some(next),
                 None => return Ok(payments),
             }
         }
-        Err(ReconcileError::Unreachable(format!(
-            "more than {MAX_PAGES} pages of payments"
-        )))
+        Err(format!("more than {MAX_PAGES} pages of payments"))
     }
 
     async fn retrieve(
@@ -319,19 +379,21 @@ impl Payments {
         environment: Environment,
         gateway: Arc<dyn super::Gateway>,
         reference: &str,
-    ) -> Result<Option<PaymentState>, ReconcileError> {
-        let slot = self
-            .call_slot(environment)
-            .map_err(|e| ReconcileError::Unreachable(e.to_string()))?;
+    ) -> Lookup {
+        let slot = match self.call_slot(environment) {
+            Ok(slot) => slot,
+            Err(e) => return Lookup::Unread(e.to_string()),
+        };
         let reference = reference.to_owned();
         match run(gateway, slot, move |g| async move {
             g.retrieve(&reference).await
         })
-        .await?
+        .await
         {
-            Ok(state) => Ok(Some(state)),
-            Err(LookupFailure::NotFound) => Ok(None),
-            Err(LookupFailure::Unreachable(message)) => Err(ReconcileError::Unreachable(message)),
+            Ok(Ok(state)) => Lookup::Found(state),
+            Ok(Err(LookupFailure::NotFound)) => Lookup::Missing,
+            Ok(Err(LookupFailure::Unreachable(message))) => Lookup::Unread(message),
+            Err(e) => Lookup::Unread(e.to_string()),
         }
     }
 
@@ -449,14 +511,15 @@ fn compare(charge: &ChargeRow, theirs: Option<&PaymentState>) -> Option<Mismatch
     };
     let Some(state) = theirs else {
         return match charge.status {
-            // Nothing was held for a failed charge: as it should be.
+            // Nothing was held for a failed charge, nor yet for a pending one: as it should be.
             ChargeStatus::Failed | ChargeStatus::Pending => None,
             _ => mismatch(MismatchKind::Status, "no such payment".into()),
         };
     };
     let expected = match charge.status {
-        ChargeStatus::Pending => return None,
-        ChargeStatus::Authorised => PaymentStatus::Held,
+        // Being placed: its amount is checked once it is held.
+        ChargeStatus::Pending if state.status == PaymentStatus::Processing => return None,
+        ChargeStatus::Pending | ChargeStatus::Authorised => PaymentStatus::Held,
         ChargeStatus::Captured | ChargeStatus::Refunded => PaymentStatus::Captured,
         ChargeStatus::Voided => PaymentStatus::Released,
         ChargeStatus::Failed => {
@@ -511,6 +574,7 @@ mod tests {
             refunded_at: None,
             updated_at: at,
             hold_key: Some("job_1_hold".into()),
+            provider_failures: 0,
         }
     }
 
@@ -550,6 +614,35 @@ mod tests {
         assert_eq!(
             kind(&charge(C::Pending, 0), Some(&payment(P::Held, 0, 0))),
             None
+        );
+        assert_eq!(
+            kind(&charge(C::Pending, 0), Some(&payment(P::Processing, 0, 0))),
+            None
+        );
+        assert_eq!(kind(&charge(C::Pending, 0), None), None);
+    }
+
+    #[test]
+    fn a_pending_charge_is_compared_too() {
+        use ChargeStatus as C;
+        use PaymentStatus as P;
+        // Money taken, or a payment ended, while we wait for the hold: our books are behind.
+        for theirs in [
+            payment(P::Captured, 1500, 0),
+            payment(P::Released, 0, 0),
+            payment(P::Refused, 0, 0),
+        ] {
+            assert_eq!(
+                kind(&charge(C::Pending, 0), Some(&theirs)),
+                Some(MismatchKind::Status),
+                "{theirs:?}"
+            );
+        }
+        let mut other = payment(P::Held, 0, 0);
+        other.amount_minor = 1600;
+        assert_eq!(
+            kind(&charge(C::Pending, 0), Some(&other)),
+            Some(MismatchKind::Amount)
         );
     }
 

@@ -7,8 +7,11 @@
 //!
 //! - an answer lost after the provider paid is asked for again under the same key, and the
 //!   provider answers with the refund it made: paid once, recorded once;
-//! - the operator's retry of a refund still unanswered (the same charge and amount) finds it
-//!   and asks again under its key, rather than paying a second refund;
+//! - the operator's request carries its own key (`Idempotency-Key`, or the console form's
+//!   one-time token), kept on the refund: the same request sent again finds that refund,
+//!   answered or not, and answers it (asking the provider again under the refund's key while
+//!   it is unanswered), rather than paying a second refund. A repeat that arrives while the
+//!   first call is in flight is told so (409 `idempotency.in_progress`) and pays nothing;
 //! - an unanswered refund is asked again by the retry worker of every instance, at the charge
 //!   retries' backoff, until the provider answers; it is never given up (the money may have
 //!   gone), and past the retry count it is reported by reconciliation;
@@ -39,34 +42,46 @@ pub enum RefundOutcome {
 }
 
 impl Payments {
-    /// Gives back `amount_minor` of a captured charge. Answers the charge with the refund
-    /// recorded; 503 `payment.provider_unreachable` when the provider did not answer (the
-    /// refund is kept, asked again by the retry worker, and found by the same request sent
-    /// again).
+    /// Gives back `amount_minor` of a captured charge, once per `request_key` (the caller's
+    /// `Idempotency-Key`). Answers the charge with the refund recorded; 503
+    /// `payment.provider_unreachable` when the provider did not answer (the refund is kept,
+    /// asked again by the retry worker, and found by the same request sent again).
     pub async fn refund(
         &self,
         charge_id: Uuid,
         amount_minor: i64,
         operator: &str,
+        request_key: &str,
     ) -> Result<RefundOutcome, PaymentError> {
         if amount_minor <= 0 {
             return Err(PaymentError::InvalidRefundAmount);
         }
         let mut tx = self.pool.begin().await?;
+        // Locked first: requests for one charge take their turn, so a repeat sees the first.
         let charge = store::lock_charge(&mut tx, charge_id)
             .await?
             .ok_or(PaymentError::ChargeNotFound)?;
-        // Refused before anything is written: no adapter, or no place for the call.
-        let slot = self.call_slot(charge.environment)?;
-        let unsettled = refunds::unsettled_of_charge(&mut tx, charge.id).await?;
-        let refund = match unsettled.iter().find(|r| r.amount_minor == amount_minor) {
-            // The operator's retry of a refund that was not answered: the same refund.
-            Some(again) => match refunds::lease(&mut tx, again.id, self.call_lease).await? {
-                Some(leased) => leased,
-                // Its call is in flight elsewhere; that caller records the answer.
-                None => return Err(PaymentError::ProviderUnreachable),
-            },
+        let (refund, slot) = match refunds::by_request_key(&mut tx, request_key).await? {
+            Some(first) if first.charge_id != charge.id || first.amount_minor != amount_minor => {
+                return Err(PaymentError::RefundKeyReused);
+            }
+            Some(first) if first.status != REQUESTED => {
+                tx.commit().await?;
+                return answered(&charge, &first);
+            }
+            // The same request again, its refund not answered yet: asked again under the
+            // refund's key, unless its call is in flight (that caller records the answer).
+            Some(first) => {
+                let slot = self.call_slot(charge.environment)?;
+                match refunds::lease(&mut tx, first.id, self.call_lease).await? {
+                    Some(leased) => (leased, slot),
+                    None => return Err(PaymentError::RefundInProgress),
+                }
+            }
             None => {
+                // Refused before anything is written: no adapter, or no place for the call.
+                let slot = self.call_slot(charge.environment)?;
+                let unsettled = refunds::unsettled_of_charge(&mut tx, charge.id).await?;
                 let promised: i64 = unsettled.iter().map(|r| r.amount_minor).sum();
                 check_refund(&charge, amount_minor, promised)?;
                 let id = Uuid::new_v4();
@@ -81,13 +96,35 @@ impl Payments {
                     decline_code: None,
                     attempts: 0,
                 };
-                refunds::insert(&mut tx, &refund, self.call_lease).await?;
-                refund
+                // Another charge's refund took the key meanwhile (this charge is locked).
+                if !refunds::insert(&mut tx, &refund, request_key, self.call_lease).await? {
+                    return Err(PaymentError::RefundKeyReused);
+                }
+                (refund, slot)
             }
         };
         tx.commit().await?;
         let answer = self.ask_refund(&charge, &refund, slot).await?;
         self.settle_refund(&refund, answer).await
+    }
+
+    /// How the refund asked for under `request_key` stands, as its request was answered (the
+    /// console's page after its form); None when no refund has that key.
+    pub async fn refund_answer(
+        &self,
+        request_key: &str,
+    ) -> Result<Option<RefundOutcome>, PaymentError> {
+        let mut conn = self.pool.acquire().await?;
+        let Some(refund) = refunds::by_request_key(&mut conn, request_key).await? else {
+            return Ok(None);
+        };
+        let charge = store::charge(&mut conn, refund.charge_id)
+            .await?
+            .ok_or(PaymentError::ChargeNotFound)?;
+        if refund.status == REQUESTED {
+            return Ok(Some(RefundOutcome::AwaitingProvider((&charge).into())));
+        }
+        answered(&charge, &refund).map(Some)
     }
 
     /// Claims the unanswered refunds that are due and asks the provider again for each;
@@ -154,12 +191,7 @@ impl Payments {
             .ok_or(PaymentError::ChargeNotFound)?;
         if current.status != REQUESTED {
             tx.commit().await?;
-            return match current.status.as_str() {
-                DECLINED => Err(PaymentError::CardDeclined {
-                    decline_code: current.decline_code.unwrap_or_default(),
-                }),
-                _ => Ok(RefundOutcome::Paid((&charge).into())),
-            };
+            return answered(&charge, &current);
         }
         let pending = matches!(answer, ProviderAnswer::Pending(_));
         let reference = match answer {
@@ -251,6 +283,77 @@ impl Payments {
         .await?;
         tx.commit().await?;
         Ok(RefundOutcome::Paid((&charge).into()))
+    }
+}
+
+impl Payments {
+    /// The provider reports a refund it had confirmed failed (Adyen's `REFUND_FAILED` after
+    /// `REFUND`, an order it documents): nothing was given back. The refund is declined
+    /// (`processing_error`), the charge's refunded amount goes back down (to `captured` when
+    /// none is left refunded), and the move is recorded with the provider's reason.
+    pub(super) async fn refund_failed_after_paid(
+        &self,
+        refund_id: Uuid,
+        decline_code: &str,
+        reason: &str,
+    ) -> Result<(), PaymentError> {
+        let mut tx = self.pool.begin().await?;
+        let Some(refund) = refunds::lock(&mut tx, refund_id).await? else {
+            return Ok(());
+        };
+        let mut charge = store::lock_charge(&mut tx, refund.charge_id)
+            .await?
+            .ok_or(PaymentError::ChargeNotFound)?;
+        if refund.status != SUCCEEDED {
+            // Never paid, or taken back already.
+            return Ok(());
+        }
+        let from = charge.status;
+        let at = now();
+        charge.refunded_amount_minor = (charge.refunded_amount_minor - refund.amount_minor).max(0);
+        if charge.refunded_amount_minor == 0 {
+            charge.status = ChargeStatus::Captured;
+            charge.refunded_at = None;
+        }
+        charge.updated_at = at;
+        store::update_charge(&mut tx, &charge).await?;
+        let detail = format!("the provider reports the refund failed: {reason}");
+        store::record_move(
+            &mut tx,
+            &NewMove {
+                charge_id: charge.id,
+                from_status: Some(from),
+                to_status: charge.status,
+                amount_minor: Some(refund.amount_minor),
+                provider_ref: refund.provider_ref.as_deref(),
+                detail: Some(&detail),
+                actor: super::SYSTEM,
+                at,
+            },
+        )
+        .await?;
+        refunds::settle(
+            &mut tx,
+            refund.id,
+            DECLINED,
+            refund.provider_ref.as_deref(),
+            Some(decline_code),
+        )
+        .await?;
+        tx.commit().await?;
+        tracing::error!(refund = %refund.id, charge = %charge.id, %reason,
+            "the provider reports a refund it had confirmed failed; taken back from the books");
+        Ok(())
+    }
+}
+
+/// The answer of a settled refund: paid (the charge as it stands), or declined.
+fn answered(charge: &ChargeRow, refund: &RefundRow) -> Result<RefundOutcome, PaymentError> {
+    match refund.status.as_str() {
+        DECLINED => Err(PaymentError::CardDeclined {
+            decline_code: refund.decline_code.clone().unwrap_or_default(),
+        }),
+        _ => Ok(RefundOutcome::Paid(charge.into())),
     }
 }
 

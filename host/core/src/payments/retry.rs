@@ -69,8 +69,17 @@ impl Payments {
         requested: Move,
         attempts: i32,
     ) -> Result<(), PaymentError> {
+        if requested == Move::Void {
+            let charge = {
+                let mut conn = self.pool.acquire().await?;
+                store::charge(&mut conn, charge_id).await?
+            };
+            if let Some(failed) = charge.filter(|c| c.status == ChargeStatus::Failed) {
+                return self.release_late_hold(failed, attempts).await;
+            }
+        }
         let max = i32::try_from(self.retry.max_attempts).unwrap_or(i32::MAX);
-        if matches!(requested, Move::Capture | Move::Void) {
+        if matches!(requested, Move::Authorise | Move::Capture | Move::Void) {
             // Past the retry count, or once the provider has accepted the move and not yet
             // confirmed it, the provider is asked what it did before it is asked to do it
             // again: its idempotency keys are kept for a day, and a capture it made long ago,
@@ -100,7 +109,13 @@ impl Payments {
             }
             Err(other) => return Err(other),
         };
-        if charge.status == ChargeStatus::Authorised && charge.after_hold.is_some() {
+        // Only the hold's retry is followed by the move asked for meanwhile: a capture or
+        // release answered pending keeps `after_hold` until confirmed, and is asked about
+        // again by its own retry.
+        if requested == Move::Authorise
+            && charge.status == ChargeStatus::Authorised
+            && charge.after_hold.is_some()
+        {
             self.follow_hold(charge_id, WORKER).await?;
         }
         Ok(())
@@ -124,7 +139,7 @@ impl Payments {
     }
 
     /// Reads the charge's payment back from the provider and, when it shows `requested` done
-    /// (taken in full, or released), records it as the provider's answer. True when it did.
+    /// (held or taken in full, or released), records it as the provider's answer. True when it did.
     /// Only past the retry count, or while the charge awaits the provider's confirmation.
     async fn read_back(
         &self,
@@ -143,9 +158,14 @@ impl Payments {
         if !past_count && !awaiting {
             return Ok(false);
         }
-        let Some((reference, environment, amount)) =
-            charge.and_then(|c| Some((c.authorisation_ref?, c.environment, c.amount_minor)))
-        else {
+        let Some((reference, environment, amount, currency)) = charge.and_then(|c| {
+            Some((
+                c.authorisation_ref?,
+                c.environment,
+                c.amount_minor,
+                c.currency,
+            ))
+        }) else {
             return Ok(false);
         };
         let gateway = self.gateway(environment)?;
@@ -161,13 +181,19 @@ impl Payments {
             Ok(state) => state,
             Err(LookupFailure::NotFound | LookupFailure::Unreachable(_)) => return Ok(false),
         };
-        let done = match requested {
-            Move::Capture => {
-                state.status == PaymentStatus::Captured && state.captured_minor == amount
-            }
-            Move::Void => state.status == PaymentStatus::Released,
-            _ => false,
-        };
+        // Only the charge's own money: a payment in another currency is never taken for it.
+        let ours = state.currency.eq_ignore_ascii_case(&currency);
+        let done = ours
+            && match requested {
+                Move::Capture => {
+                    state.status == PaymentStatus::Captured && state.captured_minor == amount
+                }
+                Move::Void => state.status == PaymentStatus::Released,
+                Move::Authorise => {
+                    state.status == PaymentStatus::Held && state.amount_minor == amount
+                }
+                _ => false,
+            };
         if !done {
             return Ok(false);
         }

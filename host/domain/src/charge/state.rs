@@ -2,9 +2,12 @@
 //!
 //! ```text
 //! pending ──hold placed──▶ authorised ──capture──▶ captured ──refund──▶ refunded ─┐
-//!    │                        │  │                    (refund, until all given back) ◀┘
+//!    │                        │  │ ◀─capture reversed─┘  (refund, until all given back) ◀┘
 //!    └──── fail ──▶ failed ◀──┘  └──void──▶ voided
 //! ```
+//!
+//! One move goes back: a capture the provider confirmed and then reports failed (Adyen's
+//! `CAPTURE_FAILED` after `CAPTURE`, an order it documents) took nothing, and the hold stands.
 //!
 //! Asking for a move the charge has already made (a retried capture, a second void) is not an
 //! error: it is [`Decision::AlreadyDone`], and nothing is sent to the provider again.
@@ -55,16 +58,19 @@ crate::names::named_enum! {
         Void,
         /// Give captured money back (in full or in part; amounts are checked separately).
         Refund,
+        /// The provider reports a capture it had confirmed failed: nothing was taken.
+        CaptureReversed,
     }
 }
 
 impl Move {
-    pub const ALL: [Move; 5] = [
+    pub const ALL: [Move; 6] = [
         Move::Authorise,
         Move::Fail,
         Move::Capture,
         Move::Void,
         Move::Refund,
+        Move::CaptureReversed,
     ];
 }
 
@@ -104,6 +110,9 @@ pub fn decide(from: ChargeStatus, requested: Move) -> Result<Decision, InvalidMo
         // Partial refunds follow one another until the captured amount is given back.
         (Move::Refund, S::Captured | S::Refunded) => Apply(S::Refunded),
 
+        (Move::CaptureReversed, S::Captured) => Apply(S::Authorised),
+        (Move::CaptureReversed, S::Authorised) => AlreadyDone,
+
         _ => return Err(InvalidMove { from, requested }),
     };
     Ok(decision)
@@ -133,6 +142,8 @@ mod tests {
             (Move::Void, Failed, AlreadyDone),
             (Move::Refund, Captured, Apply(Refunded)),
             (Move::Refund, Refunded, Apply(Refunded)),
+            (Move::CaptureReversed, Captured, Apply(Authorised)),
+            (Move::CaptureReversed, Authorised, AlreadyDone),
         ];
         table
             .iter()
@@ -159,7 +170,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(allowed, 15);
+        assert_eq!(allowed, 17);
     }
 
     #[test]
@@ -182,6 +193,8 @@ mod tests {
             (Pending, Failed),
             (Authorised, Failed),
             (Captured, Refunded),
+            // Not a move of the spec's: the provider's report that a capture failed.
+            (Captured, Authorised),
         ];
         spec.sort_by_key(|(a, b)| (a.as_str(), b.as_str()));
         assert_eq!(edges, spec);

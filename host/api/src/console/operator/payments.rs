@@ -1,7 +1,10 @@
 //! Payments as an operator handles them: every merchant's charges (filtered, paged), the newest
 //! refunds, the open mismatches reconciliation found between the provider and the service's
 //! records, and the refund form (the operator API's refund: the same rules, the same audit
-//! record under the operator's name).
+//! record under the operator's name). Each drawn form carries a one-time token, the refund's
+//! `Idempotency-Key`: the same form sent again (a reload, a double click, the back button)
+//! finds the first refund instead of paying twice, and a refund asked for redirects to the
+//! page that shows it, so reloading that page sends nothing.
 
 use askama::Template;
 use axum::extract::rejection::QueryRejection;
@@ -10,11 +13,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use uuid::Uuid;
 
-use super::super::respond::{field, money, page, when};
+use super::super::respond::{field, money, page, see_other, when};
 use super::{OperatorBar, message, signed_form, signed_in};
 use crate::error::ApiError;
 use crate::state::AppState;
 use courier_core::auth::operator_sessions::OperatorSession;
+use courier_core::idempotency::KeyError;
 use courier_core::payments::overview::{ChargeFilter, ListedCharge, ListedRefund};
 use courier_core::payments::refunds::RefundOutcome;
 use courier_core::payments::{ChargeView, PaymentError};
@@ -119,6 +123,9 @@ pub struct ChargesQuery {
     /// A charge to refund: fills the refund form.
     #[serde(default)]
     charge: String,
+    /// The one-time token of a refund just asked for: the page says how it stands.
+    #[serde(default)]
+    refunded: String,
 }
 
 impl ChargesQuery {
@@ -176,6 +183,8 @@ struct PaymentsPage {
     problem: Option<String>,
     charge: String,
     amount: String,
+    /// The refund form's one-time token.
+    request: String,
 }
 
 fn refunded(charge: &ChargeView, awaiting: bool) -> Refunded {
@@ -194,6 +203,14 @@ struct Outcome {
     problem: Option<String>,
     charge: String,
     amount: String,
+    /// The form's token: the refused form's own (sending it again is the same request), or a
+    /// new one.
+    request: Uuid,
+}
+
+/// The refund's `Idempotency-Key` for the form's one-time token.
+fn request_key(token: Uuid) -> String {
+    format!("ops-console-{token}")
 }
 
 fn not_a_filter(session: &OperatorSession) -> Response {
@@ -262,6 +279,7 @@ async fn render(
             problem: outcome.problem,
             charge: outcome.charge,
             amount: outcome.amount,
+            request: outcome.request.to_string(),
         }
         .render(),
     )
@@ -279,6 +297,7 @@ async fn render(
         ("status" = Option<String>, Query, description = "A charge status; empty or absent for all"),
         ("before" = Option<String>, Query, description = "Where the previous page ended, from its `Older charges` link"),
         ("charge" = Option<String>, Query, description = "A charge id to fill the refund form with"),
+        ("refunded" = Option<String>, Query, description = "The one-time token of a refund just asked for: the page says how it stands"),
     ),
     responses(
         (status = 200, description = "The page", content_type = "text/html", body = String),
@@ -299,13 +318,25 @@ pub async fn payments_page(
     let Ok(Query(query)) = query else {
         return not_a_filter(&session);
     };
-    let outcome = Outcome {
+    // The page a refund's form redirected to: how that refund stands now.
+    let mut outcome = Outcome {
         status: StatusCode::OK,
         refunded: None,
         problem: None,
         charge: query.charge.trim().to_owned(),
         amount: String::new(),
+        request: Uuid::new_v4(),
     };
+    if let Ok(token) = Uuid::parse_str(query.refunded.trim()) {
+        match state.payments.refund_answer(&request_key(token)).await {
+            Ok(Some(RefundOutcome::Paid(view))) => outcome.refunded = Some(refunded(&view, false)),
+            Ok(Some(RefundOutcome::AwaitingProvider(view))) => {
+                outcome.refunded = Some(refunded(&view, true))
+            }
+            Ok(None) => {}
+            Err(error) => outcome.problem = Some(said(error).1),
+        }
+    }
     render(&state, &session, &query, outcome).await
 }
 
@@ -314,17 +345,15 @@ pub async fn payments_page(
     path = "/ops/payments/refund",
     operation_id = "opsConsoleRefund",
     tag = "console",
-    summary = "Refunds part or all of a captured charge: form fields `charge`, `amount_minor` and `csrf`",
+    summary = "Refunds part or all of a captured charge, once per form: form fields `charge`, `amount_minor`, `request` (the form's one-time token, the refund's idempotency key) and `csrf`",
     security(()),
-    request_body(content = String, description = "`charge=…&amount_minor=…&csrf=…`", content_type = "application/x-www-form-urlencoded"),
+    request_body(content = String, description = "`charge=…&amount_minor=…&request=…&csrf=…`", content_type = "application/x-www-form-urlencoded"),
     responses(
-        (status = 200, description = "A page: refunded, with the charge after it", content_type = "text/html", body = String),
-        (status = 202, description = "A page: the provider accepted the refund and confirms it later", content_type = "text/html", body = String),
-        (status = 303, description = "Signed out: to /ops/sign-in"),
+        (status = 303, description = "Refunded, or accepted by the provider to be confirmed later: to `/ops/payments?refunded={request}`, the page that says so; or signed out: to /ops/sign-in"),
         (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
         (status = 404, description = "A page: no such charge", content_type = "text/html", body = String),
-        (status = 409, description = "A page: the charge cannot be refunded", content_type = "text/html", body = String),
-        (status = 422, description = "A page: the amount is not a whole number above zero, or more than is left", content_type = "text/html", body = String),
+        (status = 409, description = "A page: the charge cannot be refunded; or the form's refund is still waiting for the provider (send it again shortly), or its token was used for another charge or amount", content_type = "text/html", body = String),
+        (status = 422, description = "A page: the amount is not a whole number above zero, or more than is left; or the form had no one-time token", content_type = "text/html", body = String),
         (status = 503, description = "A page: the provider could not be reached", content_type = "text/html", body = String),
     )
 )]
@@ -338,42 +367,38 @@ pub async fn refund(State(state): State<AppState>, request: Request) -> Response
         .unwrap_or("")
         .trim()
         .to_owned();
-    let result = match (Uuid::parse_str(&charge), amount.parse::<i64>()) {
-        (Err(_), _) => Err(PaymentError::ChargeNotFound),
-        (_, Err(_)) => Err(PaymentError::InvalidRefundAmount),
-        (Ok(id), Ok(minor)) => {
-            state
-                .payments
-                .refund(id, minor, &session.operator.name)
-                .await
-        }
+    // A form drawn before it had a token sends nothing: the page draws one with it.
+    let token = field(&fields, "request").and_then(|t| Uuid::parse_str(t.trim()).ok());
+    let result = match (token, Uuid::parse_str(&charge), amount.parse::<i64>()) {
+        (None, _, _) => Err(PaymentError::Key(KeyError::Missing)),
+        (_, Err(_), _) => Err(PaymentError::ChargeNotFound),
+        (_, _, Err(_)) => Err(PaymentError::InvalidRefundAmount),
+        (Some(token), Ok(id), Ok(minor)) => state
+            .payments
+            .refund(id, minor, &session.operator.name, &request_key(token))
+            .await
+            .map(|_| token),
     };
-    let outcome = match result {
-        Ok(RefundOutcome::Paid(view)) => Outcome {
-            status: StatusCode::OK,
-            refunded: Some(refunded(&view, false)),
-            problem: None,
-            charge: String::new(),
-            amount: String::new(),
-        },
-        Ok(RefundOutcome::AwaitingProvider(view)) => Outcome {
-            status: StatusCode::ACCEPTED,
-            refunded: Some(refunded(&view, true)),
-            problem: None,
-            charge: String::new(),
-            amount: String::new(),
-        },
+    match result {
+        Ok(token) => see_other(&format!("/ops/payments?refunded={token}#refunded")),
         Err(error) => {
-            let api = ApiError::from(error);
-            let (status, code) = api.status_and_code();
-            Outcome {
+            let (status, problem) = said(error);
+            let outcome = Outcome {
                 status,
                 refunded: None,
-                problem: Some(format!("{api} ({code})")),
+                problem: Some(problem),
                 charge,
                 amount,
-            }
+                request: token.unwrap_or_else(Uuid::new_v4),
+            };
+            render(&state, &session, &ChargesQuery::default(), outcome).await
         }
-    };
-    render(&state, &session, &ChargesQuery::default(), outcome).await
+    }
+}
+
+/// A refusal as the page says it: its status, and its words with its code.
+fn said(error: PaymentError) -> (StatusCode, String) {
+    let api = ApiError::from(error);
+    let (status, code) = api.status_and_code();
+    (status, format!("{api} ({code})"))
 }

@@ -127,9 +127,10 @@ async fn recover(context: &BookingContext, attempt: &AttemptRow) -> Result<(), N
         .call_slot(environment)
         .map_err(|_| NotFinished::ProviderBusy)?;
     let answer = hold(context, &merchant, slot, &prepared).await;
-    if let ProviderAnswer::InFlight(message) | ProviderAnswer::Pending(message) = answer {
+    if let ProviderAnswer::InFlight(message) = answer {
         // Another call with the attempt's key is still under way at the provider (its
         // process died mid-call): its outcome decides the booking. Asked again next time.
+        // A hold accepted and confirmed later is an outcome: booked with its charge pending.
         return Err(NotFinished::HoldUnknown(message));
     }
     match complete(context, &merchant, attempt, &prepared, answer).await {
@@ -180,7 +181,9 @@ async fn abandon(
         )
         .await;
     match held {
-        ProviderAnswer::Approved(authorisation) => {
+        // Accepted, placed or not yet: released by its payment's reference either way (the
+        // provider cancels a pending authorisation as it would a placed one).
+        ProviderAnswer::Approved(authorisation) | ProviderAnswer::Pending(authorisation) => {
             let slot = context
                 .payments
                 .call_slot(merchant.environment)
@@ -196,11 +199,19 @@ async fn abandon(
                 .await;
             match released {
                 ProviderAnswer::Approved(_) => {}
+                ProviderAnswer::Pending(_) => {
+                    // Accepted: the provider cancels it and says so by event. Asked again
+                    // under the same key it would only say `pending` again, so the booking
+                    // is refused now rather than never; no booking exists for the money,
+                    // which an uncaptured authorisation gives back when it expires should
+                    // the provider fail to cancel it.
+                    tracing::info!(attempt = %attempt.id, %authorisation,
+                        "the provider accepted the abandoned booking's release");
+                }
                 ProviderAnswer::Declined(d) => return Err(NotFinished::NotReleased(d.code)),
                 ProviderAnswer::Unreachable(m)
                 | ProviderAnswer::InFlight(m)
-                | ProviderAnswer::Refused(m)
-                | ProviderAnswer::Pending(m) => {
+                | ProviderAnswer::Refused(m) => {
                     return Err(NotFinished::NotReleased(m));
                 }
             }
@@ -208,9 +219,7 @@ async fn abandon(
         // A hold declined or refused for good holds nothing.
         ProviderAnswer::Declined(_) | ProviderAnswer::Refused(_) => {}
         // Whether money is held is not known: ask again next time.
-        ProviderAnswer::Unreachable(message)
-        | ProviderAnswer::InFlight(message)
-        | ProviderAnswer::Pending(message) => {
+        ProviderAnswer::Unreachable(message) | ProviderAnswer::InFlight(message) => {
             return Err(NotFinished::HoldUnknown(message));
         }
     }
