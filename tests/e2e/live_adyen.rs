@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::live_payments::{book_at, deliver, quoted};
-use crate::support::adyen::{AdyenStandIn, Fault, Payment, notification};
+use crate::support::adyen::{
+    AdyenStandIn, Fault, NOTIFICATION_PASSWORD, NOTIFICATION_USER, Payment, notification,
+};
 use crate::support::{
     Authed, Credential, MerchantCredentials, TestApp, assert_refusal, eventually, status_and_json,
 };
@@ -71,6 +73,17 @@ impl Live {
         )
         .await;
         live
+    }
+
+    /// Sends `notification` as Adyen's webhook does, with its Basic credentials.
+    async fn notify(&self, notification: &Value) -> reqwest::Response {
+        self.app
+            .request(Method::POST, "/v1/provider-events/live")
+            .basic_auth(NOTIFICATION_USER, Some(NOTIFICATION_PASSWORD))
+            .json(notification)
+            .send()
+            .await
+            .unwrap()
     }
 
     async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
@@ -373,26 +386,26 @@ async fn a_forged_or_replayed_notification_moves_nothing() {
     // Signed, then altered: refused, and the charge stays held.
     let mut forged = notification(std::slice::from_ref(&capture));
     forged["notificationItems"][0]["NotificationRequestItem"]["success"] = json!("true ");
-    let response = live
-        .app
-        .request(Method::POST, "/v1/provider-events/live")
-        .json(&forged)
-        .send()
-        .await
-        .unwrap();
+    let response = live.notify(&forged).await;
     assert_refusal(response, 401, "provider_event.unverified").await;
     assert_eq!(live.charge_of(&job).await["status"], "authorised");
-    // Genuine, but for another amount than the charge's: kept, never recorded as captured.
+    // Signed, but without the webhook's Basic credentials, or with others (the HMAC leaves
+    // `additionalData` unsigned): refused.
     let genuine = notification(&[capture]);
+    let unauthenticated = live
+        .app
+        .request(Method::POST, "/v1/provider-events/live")
+        .json(&genuine);
+    for request in [
+        unauthenticated.try_clone().unwrap(),
+        unauthenticated.basic_auth(NOTIFICATION_USER, Some("guessed")),
+    ] {
+        let response = request.send().await.unwrap();
+        assert_refusal(response, 401, "provider_event.unverified").await;
+    }
+    // Genuine, but for another amount than the charge's: kept, never recorded as captured.
     for _ in 0..2 {
-        let response = live
-            .app
-            .request(Method::POST, "/v1/provider-events/live")
-            .json(&genuine)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200);
+        assert_eq!(live.notify(&genuine).await.status(), 200);
     }
     assert_eq!(live.charge_of(&job).await["status"], "authorised");
     live.app.stop().await;
@@ -469,15 +482,9 @@ async fn a_card_the_merchant_removed_is_not_brought_back_by_an_authorisation_nam
         .await;
     assert!((200..300).contains(&status), "{status}");
 
-    let app = &live.app;
+    let webhook = &live;
     let send = |item: Value| async move {
-        let response = app
-            .request(Method::POST, "/v1/provider-events/live")
-            .json(&notification(&[item]))
-            .send()
-            .await
-            .unwrap();
-        status_and_json(response).await
+        status_and_json(webhook.notify(&notification(&[item])).await).await
     };
     let mut again = announced.clone();
     again["pspReference"] = json!("9915550000000001");

@@ -52,6 +52,10 @@ pub struct Settings {
     pub environment: String,
     /// The notifications' HMAC key, as Adyen's Customer Area shows it (hex).
     pub hmac_key: Option<Vec<u8>>,
+    /// The webhook's Basic authentication (user name, password), as set in Adyen's Customer
+    /// Area: when configured, a notification must carry it. The HMAC signs only some fields
+    /// of an item (not `additionalData`); the credentials cover the whole request.
+    pub notification_credentials: Option<(String, String)>,
     /// Where Adyen Web (`adyen.js`, `adyen.css`) is loaded from, ending in `/`.
     pub web_sdk_base: String,
 }
@@ -90,6 +94,21 @@ impl Settings {
             Some(hex) => Some(hex_decode(&hex).ok_or("`hmac_key` must be hexadecimal")?),
             None => None,
         };
+        let notification_credentials = match (
+            get("notification_username").filter(|v| !v.is_empty()),
+            get("notification_password").filter(|v| !v.is_empty()),
+        ) {
+            (Some(user), Some(password)) if !user.contains(':') => Some((user, password)),
+            (Some(_), Some(_)) => {
+                return Err("`notification_username` must not contain `:`".into());
+            }
+            (None, None) => None,
+            _ => {
+                return Err(
+                    "`notification_username` and `notification_password` go together".into(),
+                );
+            }
+        };
         let web_sdk_base = get("web_sdk_base")
             .filter(|b| !b.is_empty())
             .unwrap_or_else(|| default_web_sdk_base(&environment));
@@ -105,6 +124,7 @@ impl Settings {
             client_key: get("client_key").filter(|k| !k.is_empty()),
             environment,
             hmac_key,
+            notification_credentials,
             web_sdk_base,
         })
     }

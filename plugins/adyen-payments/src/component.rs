@@ -189,11 +189,11 @@ impl Guest for Component {
     }
 
     fn verify_event(
-        _headers: Vec<(String, String)>,
+        headers: Vec<(String, String)>,
         body: Vec<u8>,
     ) -> Result<Vec<wit::ProviderEvent>, String> {
         let settings = settings()?;
-        let events = crate::verify(&settings, &body)?;
+        let events = crate::verify(&settings, &headers, &body)?;
         Ok(events
             .into_iter()
             .map(|e| wit::ProviderEvent {

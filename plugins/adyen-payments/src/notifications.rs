@@ -3,7 +3,8 @@
 //! `pspReference:originalReference:merchantAccountCode:merchantReference:value:currency:
 //! eventCode:success` with the HMAC key of the webhook (hex), base64 in
 //! `additionalData.hmacSignature`. Every item must verify; any that does not refuses the whole
-//! notification.
+//! notification. With the webhook's Basic authentication configured, the request must also
+//! carry it (`Authorization: Basic …`): the HMAC leaves `additionalData` unsigned.
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -103,9 +104,39 @@ pub(crate) fn verifies(key: &[u8], item: &Value) -> bool {
     mac.verify_slice(&given).is_ok()
 }
 
-/// Checks every item's signature and reads the events; items of other event codes are
-/// verified and left out.
-pub fn verify(settings: &Settings, body: &[u8]) -> Result<Vec<Event>, String> {
+/// Whether `headers` carry the webhook's Basic credentials, when they are configured.
+/// Compared in constant time.
+fn authenticated(settings: &Settings, headers: &[(String, String)]) -> bool {
+    let Some((user, password)) = &settings.notification_credentials else {
+        return true;
+    };
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+    );
+    headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+        .any(|(_, given)| {
+            given.len() == expected.len()
+                && given
+                    .bytes()
+                    .zip(expected.bytes())
+                    .fold(0u8, |differ, (a, b)| differ | (a ^ b))
+                    == 0
+        })
+}
+
+/// Checks the request's credentials and every item's signature and reads the events; items
+/// of other event codes are verified and left out.
+pub fn verify(
+    settings: &Settings,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> Result<Vec<Event>, String> {
+    if !authenticated(settings, headers) {
+        return Err("the notification does not carry the webhook's Basic credentials".into());
+    }
     let key = settings
         .hmac_key
         .as_deref()

@@ -494,7 +494,7 @@ fn signed_notifications_become_events_naming_what_the_pending_answer_named() {
         "success": "true", "reason": "", "additionalData": {},
     });
     let body = notification(HMAC_HEX, &[capture_item("true"), refund]);
-    let events = verify(&settings(), &body).unwrap();
+    let events = verify(&settings(), &[], &body).unwrap();
     assert_eq!(events.len(), 2);
     assert_eq!(events[0].reference, "PSP0000000000005");
     assert_eq!(events[0].kind, EventKind::Captured);
@@ -504,7 +504,7 @@ fn signed_notifications_become_events_naming_what_the_pending_answer_named() {
     assert_eq!(events[1].kind, EventKind::Refunded);
     let failed = notification(HMAC_HEX, &[capture_item("false")]);
     assert!(matches!(
-        verify(&settings(), &failed).unwrap()[0].kind,
+        verify(&settings(), &[], &failed).unwrap()[0].kind,
         EventKind::CaptureFailed(_)
     ));
 }
@@ -522,7 +522,7 @@ fn a_card_stored_by_the_card_form_is_an_event_for_the_shopper() {
             "cardSummary": "1111", "expiryDate": "3/2030",
         },
     });
-    let events = verify(&settings(), &notification(HMAC_HEX, &[item])).unwrap();
+    let events = verify(&settings(), &[], &notification(HMAC_HEX, &[item])).unwrap();
     assert_eq!(events.len(), 1, "a zero-amount check holds nothing");
     assert_eq!(events[0].reference, "courier-m1");
     assert_eq!(
@@ -543,16 +543,85 @@ fn a_notification_that_does_not_verify_is_refused_whole() {
         "0000000000000000000000000000000000000000000000000000000000000000",
         &[capture_item("true")],
     );
-    assert!(verify(&settings(), &forged).is_err());
+    assert!(verify(&settings(), &[], &forged).is_err());
     // A signed item, then altered: the amount is part of the signature.
     let mut body: Value =
         serde_json::from_slice(&notification(HMAC_HEX, &[capture_item("true")])).unwrap();
     body["notificationItems"][0]["NotificationRequestItem"]["amount"]["value"] = json!(1);
-    assert!(verify(&settings(), body.to_string().as_bytes()).is_err());
-    assert!(verify(&settings(), b"not json").is_err());
+    assert!(verify(&settings(), &[], body.to_string().as_bytes()).is_err());
+    assert!(verify(&settings(), &[], b"not json").is_err());
     let mut other = capture_item("true");
     other["merchantAccountCode"] = json!("SomeoneElse");
-    assert!(verify(&settings(), &notification(HMAC_HEX, &[other])).is_err());
+    assert!(verify(&settings(), &[], &notification(HMAC_HEX, &[other])).is_err());
+}
+
+fn settings_with_credentials(
+    user: Option<&str>,
+    password: Option<&str>,
+) -> Result<Settings, String> {
+    Settings::read(|name| match name {
+        "api_key" => Some("AQE_test_key".into()),
+        "merchant_account" => Some("CourierECOM".into()),
+        "hmac_key" => Some(HMAC_HEX.into()),
+        "notification_username" => user.map(Into::into),
+        "notification_password" => password.map(Into::into),
+        _ => None,
+    })
+}
+
+#[test]
+fn with_basic_credentials_configured_a_signed_notification_must_also_carry_them() {
+    let settings = settings_with_credentials(Some("courier-webhook"), Some("s3cret")).unwrap();
+    let body = notification(HMAC_HEX, &[capture_item("true")]);
+    let header = |value: &str| alloc::vec![(String::from("Authorization"), String::from(value))];
+    // base64("courier-webhook:s3cret")
+    let right = "Basic Y291cmllci13ZWJob29rOnMzY3JldA==";
+    assert_eq!(verify(&settings, &header(right), &body).unwrap().len(), 1);
+    // Header names are case-insensitive.
+    let lower = alloc::vec![(String::from("authorization"), String::from(right))];
+    assert_eq!(verify(&settings, &lower, &body).unwrap().len(), 1);
+    // Signed, but without the credentials, or with the wrong ones: refused.
+    assert!(verify(&settings, &[], &body).is_err());
+    // base64("courier-webhook:s3creT")
+    assert!(
+        verify(
+            &settings,
+            &header("Basic Y291cmllci13ZWJob29rOnMzY3JlVA=="),
+            &body
+        )
+        .is_err()
+    );
+    assert!(verify(&settings, &header("Bearer s3cret"), &body).is_err());
+    // The right credentials never excuse a bad signature.
+    let forged = notification(
+        "0000000000000000000000000000000000000000000000000000000000000000",
+        &[capture_item("true")],
+    );
+    assert!(verify(&settings, &header(right), &forged).is_err());
+    // Without credentials configured, the header is not asked for.
+    assert_eq!(
+        verify(&settings_with_credentials(None, None).unwrap(), &[], &body)
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn basic_credentials_are_configured_whole() {
+    let only_user = settings_with_credentials(Some("courier-webhook"), None).unwrap_err();
+    assert!(only_user.contains("go together"), "{only_user}");
+    let only_password = settings_with_credentials(None, Some("s3cret")).unwrap_err();
+    assert!(only_password.contains("go together"), "{only_password}");
+    let colon = settings_with_credentials(Some("courier:webhook"), Some("s3cret")).unwrap_err();
+    assert!(colon.contains("`:`"), "{colon}");
+    // Empty values count as not set.
+    assert!(
+        settings_with_credentials(Some(""), Some(""))
+            .unwrap()
+            .notification_credentials
+            .is_none()
+    );
 }
 
 #[test]

@@ -44,6 +44,9 @@ pub const MERCHANT_ACCOUNT: &str = "CourierECOM";
 pub const CLIENT_KEY: &str = "test_COURIERSTANDIN";
 /// The webhook's HMAC key, as Adyen's Customer Area shows it.
 pub const HMAC_KEY: &str = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056";
+/// The webhook's Basic authentication, as set beside the HMAC key in the Customer Area.
+pub const NOTIFICATION_USER: &str = "courier-webhook";
+pub const NOTIFICATION_PASSWORD: &str = "stand-in-webhook-password";
 
 /// What a fault does to a request it matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,6 +216,8 @@ impl AdyenStandIn {
             "api_base": self.api_base(),
             "client_key": CLIENT_KEY,
             "hmac_key": HMAC_KEY,
+            "notification_username": NOTIFICATION_USER,
+            "notification_password": NOTIFICATION_PASSWORD,
         });
         std::fs::write(&path, config.to_string()).unwrap();
         path
@@ -379,6 +384,7 @@ async fn send_notifications(state: Arc<Mutex<State>>) {
         };
         let sent = client
             .post(&url)
+            .basic_auth(NOTIFICATION_USER, Some(NOTIFICATION_PASSWORD))
             .json(&notification(std::slice::from_ref(&first)))
             .timeout(Duration::from_secs(10))
             .send()
