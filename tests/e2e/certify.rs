@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use base64::Engine as _;
 use serde_json::{Value, json};
 
 use crate::adapters::courier_adapter;
@@ -311,8 +312,8 @@ async fn a_card_number_in_a_line_the_adapter_logs_fails_the_scenario() {
     assert_eq!(code, 1, "{lines:#?}");
     assert!(
         lines.iter().any(|l| l
-            == "FAIL  hold-unreachable: replayed, answers unreachable: a line the adapter \
-                logged holds a card number"),
+            == "FAIL  hold-unreachable: replayed, answers unreachable: line 1 the adapter \
+                logged (at Info) holds a card number"),
         "{lines:#?}"
     );
 }
@@ -414,8 +415,18 @@ async fn record_adyen(adyen: &AdyenStandIn, out: &Path) {
             "merchantReference": "certify", "amount": {"value": value, "currency": "EUR"},
             "eventCode": code, "success": "true", "reason": "", "additionalData": {}})
     };
+    // With the webhook's Basic credentials, as Adyen sends them (the cassette keeps them
+    // masked).
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!(
+            "{}:{}",
+            crate::support::adyen::NOTIFICATION_USER,
+            crate::support::adyen::NOTIFICATION_PASSWORD
+        ))
+    );
     let notified = |items: &[Value]| {
-        json!({"headers": [["content-type", "application/json"]],
+        json!({"headers": [["content-type", "application/json"], ["authorization", basic]],
             "body": notification(items).to_string()})
     };
     let capture = notified(&[item("CAPTURE", "CAP0000000000001", &held, 1290)]);
@@ -425,7 +436,7 @@ async fn record_adyen(adyen: &AdyenStandIn, out: &Path) {
     recorder.record(out, "verify-event", refund).await;
     let mut forged = notification(&[item("CAPTURE", "CAP0000000000002", &held, 1290)]);
     forged["notificationItems"][0]["NotificationRequestItem"]["amount"]["value"] = json!(1);
-    let forged = json!({"headers": [], "body": forged.to_string()});
+    let forged = json!({"headers": [["authorization", basic]], "body": forged.to_string()});
     let refused = recorder.record(out, "verify-event", forged).await;
     assert_eq!(refused["refused"]["outcome"], "unverified", "{refused}");
 }
@@ -443,7 +454,7 @@ async fn the_adyen_adapter_records_and_certifies_against_its_cassettes() {
     };
     record_adyen(&adyen, &fresh).await;
     let config = adyen_committed().join("config.json");
-    for dir in [fresh, adyen_committed().join("cassettes")] {
+    for dir in [fresh.clone(), adyen_committed().join("cassettes")] {
         let (code, lines, summary) = certify_with(&adyen_adapter_path(), &config, &dir).await;
         let failed: Vec<&String> = lines.iter().filter(|l| l.starts_with("FAIL")).collect();
         assert_eq!(code, 0, "{failed:#?}");
@@ -464,11 +475,17 @@ async fn the_adyen_adapter_records_and_certifies_against_its_cassettes() {
             );
         }
     }
-    // Neither the API key nor the HMAC key reaches a cassette.
-    for entry in std::fs::read_dir(adyen_committed().join("cassettes")).unwrap() {
-        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-        assert!(!text.contains(crate::support::adyen::API_KEY));
-        assert!(!text.contains(crate::support::adyen::HMAC_KEY));
+    // Neither the API key, the HMAC key nor the webhook's credentials reach a cassette.
+    for dir in [fresh, adyen_committed().join("cassettes")] {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            assert!(!text.contains(crate::support::adyen::API_KEY));
+            assert!(!text.contains(crate::support::adyen::HMAC_KEY));
+            assert!(
+                !text.contains("Y291cmllci13ZWJob29r"),
+                "the Basic credentials"
+            );
+        }
     }
     // An adapter that does not speak to Adyen fails Adyen's cassettes.
     let sandbox = stripe_adapter_path().with_file_name("sandbox-payments.wasm");

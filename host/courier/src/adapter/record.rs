@@ -175,16 +175,59 @@ pub(crate) fn cassette_of(
         .collect::<Result<Vec<_>, RecordError>>()?;
     Ok(Cassette {
         operation: operation.to_owned(),
-        args: args.clone(),
+        args: without_credentials(args),
         answer: answer.clone(),
         exchanges: recorded,
     })
+}
+
+/// `args` with the credential of each `authorization` header of a notification masked
+/// (`Basic ****`): the provider's webhook credentials never reach a cassette, and the suite
+/// certifies the signature with a configuration that does not require them.
+fn without_credentials(args: &Value) -> Value {
+    let mut args = args.clone();
+    if let Some(headers) = args.get_mut("headers").and_then(Value::as_array_mut) {
+        for pair in headers.iter_mut().filter_map(Value::as_array_mut) {
+            let is_credential = pair
+                .first()
+                .and_then(Value::as_str)
+                .is_some_and(|name| name.eq_ignore_ascii_case("authorization"));
+            if let (true, Some(value)) = (is_credential, pair.get_mut(1)) {
+                let scheme = value
+                    .as_str()
+                    .and_then(|v| v.split_once(' '))
+                    .map(|(scheme, _)| scheme.to_owned());
+                *value = Value::String(match scheme {
+                    Some(scheme) => format!("{scheme} ****"),
+                    None => "****".to_owned(),
+                });
+            }
+        }
+    }
+    args
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_notification_s_credentials_never_reach_the_cassette() {
+        let args = json!({"headers": [["Content-Type", "application/json"],
+            ["Authorization", "Basic Y291cmllcjpzM2NyZXQ="], ["authorization", "s3cret"]],
+            "body": "{}"});
+        let cassette = cassette_of("verify-event", &args, &json!({"ok": []}), &[]).unwrap();
+        assert_eq!(
+            cassette.args["headers"],
+            json!([
+                ["Content-Type", "application/json"],
+                ["Authorization", "Basic ****"],
+                ["authorization", "****"]
+            ])
+        );
+        assert_eq!(cassette.args["body"], "{}");
+    }
 
     fn exchange(method: &'static str, url: &str, sent: &str, answer: Value) -> Exchange {
         Exchange {

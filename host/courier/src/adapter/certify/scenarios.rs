@@ -27,11 +27,18 @@ const COVERAGE: [(&str, &[&str]); 10] = [
 /// The answers of a money move the provider accepted: done, or to be confirmed.
 const SETTLED: [&str; 2] = ["approved", "pending"];
 
+const UNREACHABLE: &[&str] = &["unreachable"];
+const IN_FLIGHT: &[&str] = &["in-flight"];
+const UNREACHABLE_OR_IN_FLIGHT: &[&str] = &["unreachable", "in-flight"];
+
 pub(super) struct Suite<'a> {
     pub adapter: &'a PaymentAdapter,
     pub player: &'a Player,
     pub bytes: &'a [u8],
     pub cassettes: &'a [Loaded],
+    /// The configuration's values (its secrets among them): text the operator wrote, never a
+    /// card number the adapter was given, wherever the adapter sends or says it.
+    pub configured: &'a [String],
 }
 
 pub(super) struct Scenario {
@@ -52,7 +59,8 @@ enum Check {
     Fault {
         cassette: usize,
         fault: Fault,
-        expect: &'static str,
+        /// The outcomes that are right.
+        expect: &'static [&'static str],
     },
     /// The connection drops after the provider acted; the host's retry gets the first answer.
     DroppedThenRetried(usize),
@@ -109,26 +117,32 @@ impl Suite<'_> {
                 .money_exchange()
                 .and_then(|i| cassette.exchanges[i].money.clone())
                 .unwrap_or_default();
-            let key_in_use = cassette.exchanges.iter().any(|e| e.key_in_use.is_some());
+            let key_in_use = cassette
+                .exchanges
+                .iter()
+                .find_map(|e| e.key_in_use.as_ref());
+            // A provider that answers 429 while the same key is still being processed
+            // (Checkout.com) says so in its `key_in_use`: a 429 may then be either.
+            let too_many = if key_in_use.is_some_and(|r| r.status == 429) {
+                UNREACHABLE_OR_IN_FLIGHT
+            } else {
+                UNREACHABLE
+            };
             let faults = [
-                (Fault::Status(500), "unreachable", true),
-                (Fault::Status(503), "unreachable", true),
-                (Fault::Status(429), "unreachable", true),
-                (Fault::Hang, "unreachable", true),
-                (Fault::Malformed, "unreachable", true),
-                (Fault::Oversize, "unreachable", true),
-                (Fault::OtherAmount, "unreachable", money.amount.is_some()),
-                (
-                    Fault::OtherCurrency,
-                    "unreachable",
-                    money.currency.is_some(),
-                ),
-                (Fault::KeyInUse, "in-flight", key_in_use),
+                (Fault::Status(500), UNREACHABLE, true),
+                (Fault::Status(503), UNREACHABLE, true),
+                (Fault::Status(429), too_many, true),
+                (Fault::Hang, UNREACHABLE, true),
+                (Fault::Malformed, UNREACHABLE, true),
+                (Fault::Oversize, UNREACHABLE, true),
+                (Fault::OtherAmount, UNREACHABLE, money.amount.is_some()),
+                (Fault::OtherCurrency, UNREACHABLE, money.currency.is_some()),
+                (Fault::KeyInUse, IN_FLIGHT, key_in_use.is_some()),
             ];
             for (fault, expect, applies) in faults {
                 if applies {
                     scenarios.push(Scenario {
-                        name: named(&format!("{}: {expect}", describe(fault))),
+                        name: named(&format!("{}: {}", describe(fault), expect.join(" or "))),
                         check: Check::Fault {
                             cassette: index,
                             fault,
@@ -149,7 +163,7 @@ impl Suite<'_> {
             Check::Replay(index) => {
                 let cassette = self.load(index, None);
                 let answer = self.call(cassette).await?;
-                self.checked(cassette)?;
+                self.checked(cassette, &[&answer])?;
                 same_as_recorded(&answer, cassette)
             }
             Check::Repeat(index) => {
@@ -157,17 +171,17 @@ impl Suite<'_> {
                 let first = self.call(cassette).await?;
                 self.player.next_call(None);
                 let second = self.call(cassette).await?;
-                self.checked(cassette)?;
+                self.checked(cassette, &[&first, &second])?;
                 same_as_recorded(&first, cassette)?;
                 same_as_recorded(&second, cassette).map_err(|why| format!("asked again: {why}"))
             }
             Check::DroppedThenRetried(index) => {
                 let cassette = self.load(index, Some(Fault::DroppedAfterActing));
                 let first = self.call(cassette).await?;
-                outcome_is(&first, "unreachable")?;
+                outcome_is(&first, UNREACHABLE)?;
                 self.player.next_call(None);
                 let retried = self.call(cassette).await?;
-                self.checked(cassette)?;
+                self.checked(cassette, &[&first, &retried])?;
                 same_as_recorded(&retried, cassette).map_err(|why| format!("retried: {why}"))
             }
             Check::Tampered(index) => {
@@ -176,7 +190,7 @@ impl Suite<'_> {
                 let body = tampered.args["body"].as_str().unwrap_or_default();
                 tampered.args["body"] = Value::String(tamper(body));
                 let answer = self.call(&tampered).await?;
-                self.checked(cassette)?;
+                self.checked(cassette, &[&answer])?;
                 match answer["refused"]["outcome"].as_str() {
                     Some("unverified") => Ok(()),
                     _ => Err(format!("a tampered notification was read: {answer}")),
@@ -189,7 +203,7 @@ impl Suite<'_> {
             } => {
                 let cassette = self.load(index, Some(fault));
                 let answer = self.call(cassette).await?;
-                self.checked(cassette)?;
+                self.checked(cassette, &[&answer])?;
                 outcome_is(&answer, expect)?;
                 let wrong_hold = cassette.operation == "hold"
                     && matches!(fault, Fault::OtherAmount | Fault::OtherCurrency);
@@ -251,8 +265,24 @@ impl Suite<'_> {
             .map_err(|e| e.to_string())
     }
 
-    /// What every scenario checks of the requests sent.
-    fn checked(&self, cassette: &Cassette) -> Result<(), String> {
+    /// Text that is never a card number the adapter was given: the card reference the host
+    /// passed when it matches the adapter's declared pattern (older Adyen ids are 16 digits,
+    /// some Luhn-valid: the host leaves them alone, and so does the suite), and the values of
+    /// the configuration (a test key may be mostly zeros).
+    fn known<'c>(&'c self, cassette: &'c Cassette) -> Vec<&'c str> {
+        let own = cassette
+            .args
+            .get("card_ref")
+            .and_then(Value::as_str)
+            .filter(|r| self.adapter.is_own_reference(r));
+        own.into_iter()
+            .chain(self.configured.iter().map(String::as_str))
+            .collect()
+    }
+
+    /// What every scenario checks of the requests sent, the lines logged and the `answers`
+    /// given (a refusal's or an outage's text may not hold a card number either).
+    fn checked(&self, cassette: &Cassette, answers: &[&Value]) -> Result<(), String> {
         let sent = self.player.sent();
         if let Some(unknown) = sent.iter().find(|s| s.matched.is_none()) {
             return Err(format!(
@@ -260,27 +290,37 @@ impl Suite<'_> {
                 unknown.method, unknown.path
             ));
         }
-        // The card reference the host passed is the adapter's own when it matches its declared
-        // pattern (older Adyen ids are 16 digits, some Luhn-valid): the host leaves it alone,
-        // and so does the suite. Any other card number is a failure.
-        let own = cassette
-            .args
-            .get("card_ref")
-            .and_then(Value::as_str)
-            .filter(|r| self.adapter.is_own_reference(r));
-        if let Some(request) = sent.iter().find(|s| holds_card_number(s, own)) {
+        let known = self.known(cassette);
+        if let Some((request, at)) = sent
+            .iter()
+            .find_map(|s| card_number_in(s, &known).map(|at| (s, at)))
+        {
             return Err(format!(
-                "{} {} holds a card number",
+                "{} {}: {at} holds a card number",
                 request.method, request.path
             ));
         }
-        if self
+        if let Some((nth, line)) = self
             .adapter
             .take_logged()
             .iter()
-            .any(|line| contains_card_number(&without(&line.message, own)))
+            .enumerate()
+            .find(|(_, line)| holds(&line.message, &known))
         {
-            return Err("a line the adapter logged holds a card number".into());
+            return Err(format!(
+                "line {} the adapter logged (at {:?}) holds a card number",
+                nth + 1,
+                line.level
+            ));
+        }
+        if let Some(at) = answers
+            .iter()
+            .find_map(|answer| json_card_number(answer, "", &|text| holds(text, &known)))
+        {
+            return Err(format!(
+                "the adapter's answer holds a card number at {}",
+                pointer_or_whole(&at)
+            ));
         }
         if let (Some(key), Some(money)) = (cassette.idempotency_key(), cassette.money_exchange())
             && let Some(request) = sent
@@ -348,6 +388,23 @@ impl Suite<'_> {
             })
             .map(|(operation, kinds)| format!("{operation} answering {}", kinds.join(" or ")))
             .collect();
+        let mut missing = missing;
+        // A pending move ends by the provider's notification: the suite must see one read.
+        let pends = self
+            .cassettes
+            .iter()
+            .any(|l| l.cassette.answer_kind() == "pending");
+        let notifies = self
+            .cassettes
+            .iter()
+            .any(|l| l.cassette.operation == "verify-event" && l.cassette.answer_kind() == "ok");
+        if pends && !notifies {
+            missing.push(
+                "verify-event answering ok (a move answers pending: the provider's notification \
+                 ends it)"
+                    .into(),
+            );
+        }
         if missing.is_empty() {
             Ok(())
         } else {
@@ -395,11 +452,13 @@ fn same_as_recorded(answer: &Value, cassette: &Cassette) -> Result<(), String> {
     }
 }
 
-fn outcome_is(answer: &Value, expect: &str) -> Result<(), String> {
-    if answer.get("outcome").and_then(Value::as_str) == Some(expect) {
-        Ok(())
-    } else {
-        Err(format!("answered {answer}; only {expect} is right"))
+fn outcome_is(answer: &Value, expect: &[&str]) -> Result<(), String> {
+    match answer.get("outcome").and_then(Value::as_str) {
+        Some(outcome) if expect.contains(&outcome) => Ok(()),
+        _ => Err(format!(
+            "answered {answer}; only {} is right",
+            expect.join(" or ")
+        )),
     }
 }
 
@@ -415,29 +474,80 @@ fn carries(sent: &Sent, key: &str, header: Option<&str>) -> bool {
     }
 }
 
-/// Whether the request holds a card number anywhere: its URL, a header or its body (the
-/// rule the service's own inputs are held to).
-/// Whether the request holds a card number, apart from `own` (the adapter's own reference).
-fn holds_card_number(sent: &Sent, own: Option<&str>) -> bool {
-    let found = |text: &str| contains_card_number(&without(text, own));
-    found(&sent.url)
-        || sent
-            .headers
-            .iter()
-            .any(|(name, value)| found(name) || found(value))
-        || found(&String::from_utf8_lossy(&sent.body))
+/// Where the request holds a card number, if it does: its URL, the header it is in (named), or
+/// its body (the field, when the body is JSON or a form). Text in `known` is left out.
+fn card_number_in(sent: &Sent, known: &[&str]) -> Option<String> {
+    let found = |text: &str| holds(text, known);
+    if found(&sent.url) {
+        return Some("the URL".into());
+    }
+    if let Some((name, _)) = sent
+        .headers
+        .iter()
+        .find(|(name, value)| found(name) || found(value))
+    {
+        return Some(format!("the header `{name}`"));
+    }
+    let body = String::from_utf8_lossy(&sent.body);
+    if !found(&body) {
+        return None;
+    }
+    if let Ok(json) = serde_json::from_slice::<Value>(&sent.body) {
+        if let Some(at) = json_card_number(&json, "", &found) {
+            return Some(format!("the body at {}", pointer_or_whole(&at)));
+        }
+    } else if let Some((field, _)) =
+        url::form_urlencoded::parse(&sent.body).find(|(field, value)| found(field) || found(value))
+    {
+        return Some(format!("the body's field `{field}`"));
+    }
+    Some("the body".into())
 }
 
-/// `text` with every occurrence of `own` taken out.
-fn without(text: &str, own: Option<&str>) -> String {
-    match own {
-        Some(own) if !own.is_empty() => text.replace(own, " "),
-        _ => text.to_owned(),
+/// The JSON pointer of the first value under `value` (at `at`) that `found` says holds a card
+/// number: a string, or a number written whole.
+fn json_card_number(value: &Value, at: &str, found: &dyn Fn(&str) -> bool) -> Option<String> {
+    let escaped = |key: &str| key.replace('~', "~0").replace('/', "~1");
+    match value {
+        Value::String(text) => found(text).then(|| at.to_owned()),
+        Value::Number(number) => found(&number.to_string()).then(|| at.to_owned()),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| json_card_number(item, &format!("{at}/{i}"), found)),
+        Value::Object(fields) => fields.iter().find_map(|(key, item)| {
+            let at = format!("{at}/{}", escaped(key));
+            if found(key) {
+                Some(at)
+            } else {
+                json_card_number(item, &at, found)
+            }
+        }),
+        _ => None,
     }
+}
+
+fn pointer_or_whole(pointer: &str) -> String {
+    if pointer.is_empty() {
+        "the whole of it".into()
+    } else {
+        format!("`{pointer}`")
+    }
+}
+
+/// Whether `text` holds a card number once every occurrence of `known` is taken out.
+fn holds(text: &str, known: &[&str]) -> bool {
+    let mut text = text.to_owned();
+    for known in known.iter().filter(|k| !k.is_empty()) {
+        text = text.replace(known, " ");
+    }
+    contains_card_number(&text)
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn sent(url: &str, body: &str) -> Sent {
@@ -454,33 +564,101 @@ mod tests {
     #[test]
     fn a_card_number_is_found_in_the_url_or_the_body_however_it_is_spaced() {
         let plain = "https://api.example/v1/x";
-        assert!(holds_card_number(
-            &sent(plain, "number=4000 0566 5566 5556&cvc=123"),
-            None
-        ));
-        assert!(holds_card_number(
-            &sent("https://api.example/v1/cards/4000056655665556", ""),
-            None
-        ));
+        assert_eq!(
+            card_number_in(&sent(plain, "number=4000 0566 5566 5556&cvc=123"), &[]),
+            Some("the body's field `number`".into())
+        );
+        assert_eq!(
+            card_number_in(
+                &sent("https://api.example/v1/cards/4000056655665556", ""),
+                &[]
+            ),
+            Some("the URL".into())
+        );
         // The adapter's own reference is left alone; any other number is still found.
-        let own = Some("4000056655665556");
-        assert!(!holds_card_number(
-            &sent("https://api.example/v1/cards/4000056655665556", ""),
-            own
-        ));
-        assert!(holds_card_number(
-            &sent(plain, "ref=4000056655665556&number=4242424242424242"),
-            own
-        ));
+        let own = ["4000056655665556"];
+        assert_eq!(
+            card_number_in(
+                &sent("https://api.example/v1/cards/4000056655665556", ""),
+                &own
+            ),
+            None
+        );
+        assert_eq!(
+            card_number_in(
+                &sent(plain, "ref=4000056655665556&number=4242424242424242"),
+                &own
+            ),
+            Some("the body's field `number`".into())
+        );
         // One digit off fails the Luhn check; amounts and timestamps are not card numbers.
-        assert!(!holds_card_number(
-            &sent(plain, "number=4000056655665557"),
+        assert_eq!(
+            card_number_in(&sent(plain, "number=4000056655665557"), &[]),
             None
-        ));
-        assert!(!holds_card_number(
-            &sent(plain, "amount=1290&created=1764300000"),
+        );
+        assert_eq!(
+            card_number_in(&sent(plain, "amount=1290&created=1764300000"), &[]),
             None
-        ));
+        );
+    }
+
+    #[test]
+    fn a_card_number_in_json_is_named_by_its_pointer_and_in_a_header_by_its_name() {
+        let plain = "https://api.example/v1/x";
+        let body = r#"{"amount": 1290, "source": {"card": {"number": "4242424242424242"}}}"#;
+        assert_eq!(
+            card_number_in(&sent(plain, body), &[]),
+            Some("the body at `/source/card/number`".into())
+        );
+        let whole = r#"{"pan": 4242424242424242}"#;
+        assert_eq!(
+            card_number_in(&sent(plain, whole), &[]),
+            Some("the body at `/pan`".into())
+        );
+        let mut request = sent(plain, "");
+        request
+            .headers
+            .push(("X-Card".into(), "4242 4242 4242 4242".into()));
+        assert_eq!(
+            card_number_in(&request, &[]),
+            Some("the header `X-Card`".into())
+        );
+    }
+
+    #[test]
+    fn a_configured_secret_is_never_taken_for_a_card_number() {
+        // A test key of nineteen zeros passes the Luhn check.
+        let key = "sk_test_0000000000000000000";
+        let mut request = sent("https://api.example/v1/x", "");
+        request
+            .headers
+            .push(("Authorization".into(), format!("Bearer {key}")));
+        assert_eq!(
+            card_number_in(&request, &[]),
+            Some("the header `Authorization`".into())
+        );
+        assert_eq!(card_number_in(&request, &[key]), None);
+        // Other text around the secret is still scanned.
+        request
+            .headers
+            .push(("X-Note".into(), format!("{key} 4242424242424242")));
+        assert_eq!(
+            card_number_in(&request, &[key]),
+            Some("the header `X-Note`".into())
+        );
+    }
+
+    #[test]
+    fn an_answer_is_scanned_for_card_numbers_too() {
+        let found = |text: &str| holds(text, &[]);
+        let refusal = json!({"refused": {"outcome": "unreachable",
+            "message": "the provider refused card 4111 1111 1111 1111"}});
+        assert_eq!(
+            json_card_number(&refusal, "", &found),
+            Some("/refused/message".into())
+        );
+        let approved = json!({"outcome": "approved", "detail": "pi_3Nf0a2"});
+        assert_eq!(json_card_number(&approved, "", &found), None);
     }
 
     #[test]
