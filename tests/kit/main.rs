@@ -115,7 +115,10 @@ fn a_new_adapter_builds_and_certifies_and_broken_ones_fail_for_their_fault() {
         &work.display().to_string(),
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    // The crate is DIR/NAME, as the help says.
     let crate_dir = work.join("acme-pay");
+    let help = text(&courier(&["adapter", "new", "--help"]).stdout);
+    assert!(help.contains("DIR/NAME"), "{help}");
     assert!(crate_dir.join("src/operations.rs").exists());
     // A second time the crate is there: refused, nothing overwritten.
     let again = courier(&[

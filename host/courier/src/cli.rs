@@ -63,13 +63,14 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum AdapterCommand {
-    /// Write a payment adapter crate NAME under DIR from the template: the example provider's
-    /// adapter, its unit tests and cassettes, the contract and the no_std runtime. It builds
-    /// and certifies as it stands; rewrite it for your provider.
+    /// Write a payment adapter crate as DIR/NAME from the template: the example provider's
+    /// adapter, its unit tests and cassettes, the contract, the adapter kit and the no_std
+    /// runtime. It builds and certifies as it stands; rewrite it for your provider.
     New {
         name: String,
-        /// The directory the crate is written in (default: the current one).
-        #[arg(long, default_value = ".")]
+        /// The directory the crate's own directory, NAME, is made in (default: the current
+        /// one): the crate is DIR/NAME.
+        #[arg(long, value_name = "DIR", default_value = ".")]
         path: PathBuf,
     },
     /// Build the adapter crate in DIR (default: the current one) into its component; prints

@@ -18,85 +18,12 @@ use alloc::vec::Vec;
 
 use serde_json::{Value, json};
 
-use crate::provider::{Client, Failure, Settings, Transport};
+use adapter_kit::{
+    Attached, CardForm, Decline, Finished, Lookup, Outcome, PaymentPage, PaymentState, Refusal,
+    Status, Transport,
+};
 
-/// Why a card will never work again (the contract's `finish-reason`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Finished {
-    Expired,
-    Lost,
-    RefusedForGood,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decline {
-    pub code: String,
-    pub finished: Option<Finished>,
-}
-
-/// The contract's `outcome`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    Approved(String),
-    Declined(Decline),
-    Unreachable(String),
-    InFlight(String),
-}
-
-/// The contract's `payment-status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    Held,
-    Captured,
-    Released,
-    Refused,
-    Processing,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PaymentState {
-    pub reference: String,
-    pub hold_key: Option<String>,
-    pub status: Status,
-    pub amount_minor: i64,
-    pub captured_minor: i64,
-    pub refunded_minor: i64,
-    pub currency: String,
-    pub created_at: i64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PaymentPage {
-    pub payments: Vec<PaymentState>,
-    pub next: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Lookup {
-    NotFound,
-    Unreachable(String),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CardForm {
-    pub client_secret: String,
-    pub customer_id: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attached {
-    pub brand: String,
-    pub last_four: String,
-    pub expiry_month: u8,
-    pub expiry_year: u16,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    UnknownReference(String),
-    Declined(Decline),
-    Unreachable(String),
-}
+use crate::provider::{Client, Failure, Settings};
 
 /// What a decline code says about the card: only codes that say the card itself is finished
 /// mark it so; every other decline is about this payment.
@@ -145,7 +72,8 @@ fn outcome_of(failure: Failure) -> Outcome {
     match failure {
         Failure::Declined { code } => Outcome::Declined(decline(code)),
         Failure::InFlight(m) => Outcome::InFlight(m),
-        other => Outcome::Unreachable(other.describe()),
+        refused @ Failure::Refused { .. } => Outcome::Refused(refused.describe()),
+        Failure::Unreachable(m) => Outcome::Unreachable(m),
     }
 }
 
@@ -218,9 +146,11 @@ impl<'a, T: Transport> Adapter<'a, T> {
             .client
             .post_once("/v1/card_sessions", &json!({"customer": customer_id}))
             .map_err(|f| f.describe())?;
+        let client_secret =
+            text(&session, "client_secret").ok_or("the card session has no client secret")?;
+        // What the provider's web component is started with (the host passes it on as it is).
         Ok(CardForm {
-            client_secret: text(&session, "client_secret")
-                .ok_or("the card session has no client secret")?,
+            document: json!({"client_secret": client_secret}).to_string(),
             customer_id,
         })
     }
@@ -247,6 +177,7 @@ impl<'a, T: Transport> Adapter<'a, T> {
         }
         let unreadable = || Refusal::Unreachable("the card's answer cannot be read".into());
         Ok(Attached {
+            reference: card_ref.to_string(),
             brand: text(&card, "brand")
                 .ok_or_else(unreadable)?
                 .to_ascii_lowercase(),
@@ -323,6 +254,8 @@ impl<'a, T: Transport> Adapter<'a, T> {
         }
         match text(&payment, "status").as_deref() {
             Some("captured") => Outcome::Approved(authorisation.to_string()),
+            // Accepted (202): the payment says how it ended later, by `retrieve`.
+            Some("processing") => Outcome::Pending(authorisation.to_string()),
             other => Outcome::Unreachable(format!("the payment is {other:?}, not captured")),
         }
     }
@@ -360,6 +293,7 @@ impl<'a, T: Transport> Adapter<'a, T> {
         }
         match (text(&refund, "id"), text(&refund, "status").as_deref()) {
             (Some(id), Some("succeeded")) => Outcome::Approved(id),
+            (Some(id), Some("pending")) => Outcome::Pending(id),
             (_, other) => Outcome::Unreachable(format!("the refund is {other:?}, not succeeded")),
         }
     }

@@ -4,39 +4,13 @@
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec;
-use alloc::vec::Vec;
 
+use adapter_kit::http::host_of;
+use adapter_kit::{Method, Request, Transport};
 use serde_json::Value;
 
 /// Where the example provider's API lives unless the operator says otherwise.
 pub const DEFAULT_API_BASE: &str = "https://api.example-pay.test";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
-    Get,
-    Post,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Request {
-    pub method: Method,
-    pub url: String,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Response {
-    pub status: u16,
-    pub body: Vec<u8>,
-}
-
-/// The host's `outbound-http` (or a test's script of answers).
-pub trait Transport {
-    /// `Err` with a description when nothing usable came back (timeout, connection failure,
-    /// an oversize body, or a refusal by the host).
-    fn send(&self, request: Request) -> Result<Response, String>;
-}
 
 /// What the operator configured (`config.get`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,22 +37,6 @@ impl Settings {
     }
 }
 
-/// The host of an `https://` API base: the one host `describe` declares.
-pub fn host_of(api_base: &str) -> Result<String, String> {
-    let rest = api_base
-        .strip_prefix("https://")
-        .ok_or_else(|| format!("`api_base` {api_base:?} must start with https://"))?;
-    let authority = rest.split('/').next().unwrap_or_default();
-    let host = match authority.rsplit_once(':') {
-        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
-        _ => authority,
-    };
-    if host.is_empty() || host.contains('@') {
-        return Err(format!("`api_base` {api_base:?} has no usable host"));
-    }
-    Ok(host.to_ascii_lowercase())
-}
-
 /// Why a request did not succeed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
@@ -89,7 +47,8 @@ pub enum Failure {
     Unreachable(String),
     /// The provider is still working on an earlier request with this key (409).
     InFlight(String),
-    /// The provider refused the request itself (404 `not_found`, 400 and the like).
+    /// The provider refused the request itself (401 and 403 the credentials, 404
+    /// `not_found`, 400 and 422 the request): the same request fails the same way every time.
     Refused { status: u16, code: String },
 }
 
@@ -162,7 +121,7 @@ impl<T: Transport> Client<'_, T> {
 /// Sorts an answer by the example provider's documented statuses: 2xx with a JSON object is
 /// success; 402 a decline; 409 the key still in use; 5xx and 429 no usable answer; any other
 /// status with an error object a refusal.
-pub fn classify(response: Response) -> Result<Value, Failure> {
+pub fn classify(response: adapter_kit::Response) -> Result<Value, Failure> {
     let status = response.status;
     let body: Option<Value> = serde_json::from_slice(&response.body).ok();
     if (200..300).contains(&status) {

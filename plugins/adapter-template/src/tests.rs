@@ -7,10 +7,11 @@ use core::cell::RefCell;
 
 use serde_json::{Value, json};
 
-use crate::{
-    Adapter, Decline, Finished, Lookup, Method, Outcome, Refusal, Request, Response, Settings,
-    Status, Transport,
+use adapter_kit::{
+    Decline, Finished, Lookup, Method, Outcome, Refusal, Request, Response, Status, Transport,
 };
+
+use crate::{Adapter, Settings};
 
 /// Answers requests from a list, in order, and keeps what was sent.
 struct Script {
@@ -197,9 +198,50 @@ fn a_card_form_uses_the_customer_the_host_kept() {
         .setup_card_form("m_1", Some("cus_1"))
         .unwrap();
     assert_eq!(form.customer_id, "cus_1");
-    assert_eq!(form.client_secret, "cs_1_secret");
+    let document: Value = serde_json::from_str(&form.document).unwrap();
+    assert_eq!(document, json!({"client_secret": "cs_1_secret"}));
     assert_eq!(
         script.sent(0).url,
         "https://api.example-pay.test/v1/card_sessions"
+    );
+}
+
+#[test]
+fn credentials_and_invalid_requests_are_refused_for_good() {
+    let s = settings();
+    let hold = |answer| {
+        let script = Script::new(vec![answer]);
+        Adapter::new(&s, &script).authorise(1290, "EUR", "card_1", "cus_1", "job_1_hold")
+    };
+    for (status, code) in [
+        (401, "invalid_api_key"),
+        (403, "forbidden"),
+        (400, "invalid_request"),
+        (422, "invalid_currency"),
+    ] {
+        assert!(
+            matches!(
+                hold(Ok((status, json!({"error": {"code": code}})))),
+                Outcome::Refused(m) if m.contains(code)
+            ),
+            "{status}"
+        );
+    }
+}
+
+#[test]
+fn a_capture_or_refund_accepted_for_later_is_pending_by_its_reference() {
+    let s = settings();
+    let script = Script::new(vec![Ok((202, payment("processing", 1290, 1290)))]);
+    assert_eq!(
+        Adapter::new(&s, &script).capture("pay_1", 1290, "EUR", "charge_1_capture"),
+        Outcome::Pending("pay_1".into())
+    );
+    let refund = json!({"id": "re_1", "payment": "pay_1", "amount": 500, "currency": "eur",
+        "status": "pending"});
+    let script = Script::new(vec![Ok((202, refund))]);
+    assert_eq!(
+        Adapter::new(&s, &script).refund("pay_1", 500, "EUR", "charge_1_refund_1"),
+        Outcome::Pending("re_1".into())
     );
 }

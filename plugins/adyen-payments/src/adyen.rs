@@ -6,36 +6,12 @@ use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
 
+use adapter_kit::http::host_of;
+use adapter_kit::{Method, Request, Response, Transport};
 use serde_json::{Value, json};
 
 /// Adyen's test Checkout API, version 71.
 pub const DEFAULT_API_BASE: &str = "https://checkout-test.adyen.com/v71";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
-    Get,
-    Post,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Request {
-    pub method: Method,
-    pub url: String,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Response {
-    pub status: u16,
-    pub body: Vec<u8>,
-}
-
-/// The host's `outbound-http` (or a test's script of answers).
-pub trait Transport {
-    /// `Err` with a description when nothing usable came back.
-    fn send(&self, request: Request) -> Result<Response, String>;
-}
 
 /// What the operator configured (`config.get`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,22 +114,6 @@ fn hex_decode(hex: &str) -> Option<Vec<u8>> {
         .step_by(2)
         .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
         .collect()
-}
-
-/// The host of an `https://` API base: the one host `describe` declares.
-pub fn host_of(api_base: &str) -> Result<String, String> {
-    let rest = api_base
-        .strip_prefix("https://")
-        .ok_or_else(|| format!("`api_base` {api_base:?} must start with https://"))?;
-    let authority = rest.split('/').next().unwrap_or_default();
-    let host = match authority.rsplit_once(':') {
-        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
-        _ => authority,
-    };
-    if host.is_empty() || host.contains('@') {
-        return Err(format!("`api_base` {api_base:?} has no usable host"));
-    }
-    Ok(host.to_ascii_lowercase())
 }
 
 /// Why a request did not succeed.

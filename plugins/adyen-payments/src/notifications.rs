@@ -15,40 +15,10 @@ use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 
+use adapter_kit::{Attached, Event, EventKind};
+
 use crate::adyen::{Settings, from_adyen};
-use crate::operations::{Decline, decline_of};
-
-/// What an event says happened (the contract's `event-kind`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EventKind {
-    Held,
-    HoldFailed(Decline),
-    Captured,
-    CaptureFailed(String),
-    Released,
-    ReleaseFailed(String),
-    Refunded,
-    RefundFailed(String),
-    /// A card stored for the shopper: its id, brand, last four and expiry.
-    CardStored {
-        reference: String,
-        brand: String,
-        last_four: String,
-        expiry_month: u8,
-        expiry_year: u16,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
-    /// Adyen gives items no id of their own: the event code, the PSP reference and the success
-    /// flag name one, as Adyen's documentation says to tell duplicates apart.
-    pub id: String,
-    pub reference: String,
-    pub kind: EventKind,
-    pub amount_minor: Option<i64>,
-    pub currency: Option<String>,
-}
+use crate::operations::decline_of;
 
 fn text<'v>(item: &'v Value, field: &str) -> &'v str {
     item.get(field).and_then(Value::as_str).unwrap_or_default()
@@ -239,7 +209,7 @@ fn stored_card(item: &Value) -> Option<EventKind> {
     let reference = field("recurring.recurringDetailReference")
         .or_else(|| field("tokenization.storedPaymentMethodId"))?;
     let (month, year) = field("expiryDate")?.split_once('/')?;
-    Some(EventKind::CardStored {
+    Some(EventKind::CardStored(Attached {
         reference: reference.to_string(),
         brand: item
             .get("paymentMethod")
@@ -248,5 +218,5 @@ fn stored_card(item: &Value) -> Option<EventKind> {
         last_four: field("cardSummary")?.to_string(),
         expiry_month: month.parse().ok()?,
         expiry_year: year.parse().ok()?,
-    })
+    }))
 }

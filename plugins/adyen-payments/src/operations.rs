@@ -18,54 +18,16 @@ use alloc::vec::Vec;
 
 use serde_json::{Value, json};
 
-use crate::adyen::{Client, Failure, Settings, Transport, from_adyen, to_adyen};
+use adapter_kit::{Attached, Decline, Finished, Outcome, Refusal, Transport};
 
-/// Why a card will never work again (the contract's `finish-reason`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Finished {
-    Expired,
-    Lost,
-    RefusedForGood,
-}
+use crate::adyen::{Client, Failure, Settings, from_adyen, to_adyen};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decline {
-    pub code: String,
-    pub finished: Option<Finished>,
-}
-
-/// The contract's `outcome`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    Approved(String),
-    Declined(Decline),
-    Unreachable(String),
-    InFlight(String),
-    Pending(String),
-    Refused(String),
-}
-
+/// What the session gives the card form.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CardForm {
     pub customer_id: String,
     /// What Adyen's web Drop-in is started with.
     pub document: Value,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attached {
-    pub reference: String,
-    pub brand: String,
-    pub last_four: String,
-    pub expiry_month: u8,
-    pub expiry_year: u16,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    UnknownReference(String),
-    Declined(Decline),
-    Unreachable(String),
 }
 
 /// Adyen's refusal reason (`refusalReasonCode`, else `refusalReason`) as the contract's

@@ -9,10 +9,11 @@ use serde_json::{Value, json};
 
 use crate::adyen::{from_adyen, to_adyen};
 use crate::notifications::sign;
-use crate::{
-    Adapter, Decline, EventKind, Finished, Method, Outcome, Refusal, Request, Response, Settings,
-    Transport, verify,
+use adapter_kit::{
+    Attached, Decline, EventKind, Finished, Method, Outcome, Refusal, Request, Response, Transport,
 };
+
+use crate::{Adapter, Settings, verify};
 
 /// Answers requests from a list, in order, and keeps what was sent.
 struct Script {
@@ -527,13 +528,13 @@ fn a_card_stored_by_the_card_form_is_an_event_for_the_shopper() {
     assert_eq!(events[0].reference, "courier-m1");
     assert_eq!(
         events[0].kind,
-        EventKind::CardStored {
+        EventKind::CardStored(Attached {
             reference: "M5N7TQ4TG5PFWR50".into(),
             brand: "visa".into(),
             last_four: "1111".into(),
             expiry_month: 3,
             expiry_year: 2030,
-        }
+        })
     );
 }
 

@@ -11,9 +11,10 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use adapter_kit::http::origin_of;
 use serde_json::{Value, json};
 
-use crate::stripe::{DEFAULT_JS_URL, Settings, origin_of};
+use crate::stripe::{DEFAULT_JS_URL, Settings};
 
 /// The name the service's pages know Stripe's Payment Element by.
 pub const COMPONENT: &str = "stripe-payment-element";

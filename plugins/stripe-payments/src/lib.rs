@@ -51,15 +51,115 @@
 extern crate alloc;
 
 mod browser;
-#[cfg(target_family = "wasm")]
-mod component;
-mod form;
 mod operations;
 mod stripe;
 
-pub use browser::card_form_document;
-pub use operations::{
-    Adapter, Attached, CardForm, Decline, Finished, Lookup, Outcome, PaymentPage, PaymentState,
-    Refusal, Status,
+use alloc::string::{String, ToString};
+
+use adapter_kit::{
+    AdapterInfo, Attached, CaptureRequest, CardFormRequest, HoldRequest, Lookup, Outcome,
+    PaymentAdapter, PaymentPage, PaymentState, RefundRequest, Refusal, Transport, VoidRequest,
 };
-pub use stripe::{Failure, Method, Request, Response, Settings, Transport};
+
+pub use browser::card_form_document;
+pub use operations::Adapter;
+pub use stripe::{Failure, Settings};
+
+/// Stripe's adapter.
+pub struct Stripe;
+
+adapter_kit::export_adapter!(Stripe);
+
+impl PaymentAdapter for Stripe {
+    const PROVIDER: &'static str = "Stripe";
+    type Settings = Settings;
+
+    fn settings(get: &dyn Fn(&str) -> Option<String>) -> Result<Settings, String> {
+        Settings::read(get)
+    }
+
+    fn describe(settings: &Settings) -> Result<AdapterInfo, String> {
+        Ok(AdapterInfo {
+            name: "stripe".into(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            // The configured API base's host is the only one this adapter calls.
+            allowed_hosts: alloc::vec![adapter_kit::http::host_of(&settings.api_base)?],
+            // PaymentMethod ids (`pm_…`) hold no card number to mistake.
+            reference_pattern: None,
+        })
+    }
+
+    fn setup_card_form<T: Transport>(
+        settings: &Settings,
+        http: &T,
+        request: &CardFormRequest,
+    ) -> Result<adapter_kit::CardForm, String> {
+        let form = Adapter::new(settings, http)
+            .setup_card_form(&request.merchant, request.customer_id.as_deref())?;
+        Ok(adapter_kit::CardForm {
+            document: card_form_document(settings, &form.client_secret).to_string(),
+            customer_id: form.customer_id,
+        })
+    }
+
+    fn attach_card<T: Transport>(
+        settings: &Settings,
+        http: &T,
+        customer_id: &str,
+        card_ref: &str,
+    ) -> Result<Attached, Refusal> {
+        Adapter::new(settings, http).attach_card(customer_id, card_ref)
+    }
+
+    fn authorise<T: Transport>(settings: &Settings, http: &T, hold: &HoldRequest) -> Outcome {
+        Adapter::new(settings, http).authorise(
+            hold.amount_minor,
+            &hold.currency,
+            &hold.card_ref,
+            &hold.customer_id,
+            &hold.idempotency_key,
+        )
+    }
+
+    fn capture<T: Transport>(settings: &Settings, http: &T, capture: &CaptureRequest) -> Outcome {
+        Adapter::new(settings, http).capture(
+            &capture.authorisation,
+            capture.amount_minor,
+            &capture.currency,
+            &capture.idempotency_key,
+        )
+    }
+
+    fn void<T: Transport>(settings: &Settings, http: &T, void: &VoidRequest) -> Outcome {
+        Adapter::new(settings, http).void(&void.authorisation, &void.idempotency_key)
+    }
+
+    fn refund<T: Transport>(settings: &Settings, http: &T, refund: &RefundRequest) -> Outcome {
+        Adapter::new(settings, http).refund(
+            &refund.payment,
+            refund.amount_minor,
+            &refund.currency,
+            &refund.idempotency_key,
+        )
+    }
+
+    fn retrieve<T: Transport>(
+        settings: &Settings,
+        http: &T,
+        reference: &str,
+    ) -> Result<PaymentState, Lookup> {
+        Adapter::new(settings, http).retrieve(reference)
+    }
+
+    fn list_payments<T: Transport>(
+        settings: &Settings,
+        http: &T,
+        since: i64,
+        after: Option<&str>,
+    ) -> Result<PaymentPage, String> {
+        Adapter::new(settings, http).list_payments(since, after)
+    }
+
+    // Every Stripe operation this adapter makes answers at once (manual capture, cancel and
+    // refund are synchronous for cards): it never says `pending`, so it reads no webhooks.
+}

@@ -8,97 +8,24 @@ use alloc::vec::Vec;
 
 use serde_json::Value;
 
-use crate::form::path_segment;
-use crate::stripe::{Client, Failure, Settings, Transport};
+use adapter_kit::form::path_segment;
+use adapter_kit::{
+    Attached, Decline, Finished, Lookup, Outcome, PaymentPage, PaymentState, Refusal, Status,
+    Transport,
+};
 
-/// Why a card will never work again (the contract's `finish-reason`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Finished {
-    Expired,
-    Lost,
-    RefusedForGood,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decline {
-    pub code: String,
-    pub finished: Option<Finished>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    Approved(String),
-    Declined(Decline),
-    Unreachable(String),
-    /// An earlier request with the same key is still being worked on.
-    InFlight(String),
-    /// Stripe refused the request for good (the key, a permission, the request itself).
-    Refused(String),
-}
-
-/// Where a payment stands at Stripe (the contract's `payment-status`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    Held,
-    Captured,
-    Released,
-    Refused,
-    Processing,
-}
-
-/// A PaymentIntent read back (the contract's `payment-state`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PaymentState {
-    pub reference: String,
-    pub hold_key: Option<String>,
-    pub status: Status,
-    pub amount_minor: i64,
-    pub captured_minor: i64,
-    pub refunded_minor: i64,
-    pub currency: String,
-    pub created_at: i64,
-}
-
-/// Why a PaymentIntent could not be read back.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Lookup {
-    NotFound,
-    Unreachable(String),
-}
-
-/// One page of PaymentIntents.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PaymentPage {
-    pub payments: Vec<PaymentState>,
-    pub next: Option<String>,
-}
+use crate::stripe::{Client, Failure, Settings};
 
 /// The metadata name under which a hold keeps its idempotency key.
 pub const HOLD_KEY_METADATA: &str = "courier_hold_key";
 /// PaymentIntents per list page: Stripe's most.
 const PAGE_SIZE: &str = "100";
 
+/// What the SetupIntent gives the card form.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CardForm {
     pub client_secret: String,
     pub customer_id: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attached {
-    /// The PaymentMethod's id: what the host keeps, whichever reference it was given.
-    pub reference: String,
-    pub brand: String,
-    pub last_four: String,
-    pub expiry_month: u8,
-    pub expiry_year: u16,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    UnknownReference(String),
-    Declined(Decline),
-    Unreachable(String),
 }
 
 /// What a decline code says about the card, after Stripe's list of decline
@@ -221,7 +148,7 @@ impl<'a, T: Transport> Adapter<'a, T> {
         let query = format!("metadata['courier_merchant']:'{merchant}'");
         let path = format!(
             "/v1/customers/search?{}",
-            crate::form::encode(&[("query", query.as_str())])
+            adapter_kit::form::encode(&[("query", query.as_str())])
         );
         let found = self.client.get(&path).map_err(|f| f.describe())?;
         let oldest = found
@@ -489,7 +416,7 @@ impl<'a, T: Transport> Adapter<'a, T> {
         let path = format!(
             "/v1/payment_intents/{}?{}",
             path_segment(reference),
-            crate::form::encode(&[("expand[]", "latest_charge")])
+            adapter_kit::form::encode(&[("expand[]", "latest_charge")])
         );
         match self.client.get(&path) {
             Ok(intent) => payment_state(&intent).map_err(Lookup::Unreachable),
@@ -513,7 +440,7 @@ impl<'a, T: Transport> Adapter<'a, T> {
             }
             query.push(("starting_after", after));
         }
-        let path = format!("/v1/payment_intents?{}", crate::form::encode(&query));
+        let path = format!("/v1/payment_intents?{}", adapter_kit::form::encode(&query));
         let list = self.client.get(&path).map_err(|f| f.describe())?;
         let data = list
             .get("data")

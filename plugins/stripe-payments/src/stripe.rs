@@ -5,8 +5,9 @@
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec;
-use alloc::vec::Vec;
 
+use adapter_kit::http::{host_of, origin_of};
+use adapter_kit::{Method, Request, Response, Transport};
 use serde_json::Value;
 
 pub const DEFAULT_API_BASE: &str = "https://api.stripe.com";
@@ -16,35 +17,6 @@ pub const DEFAULT_API_BASE: &str = "https://api.stripe.com";
 pub const DEFAULT_API_VERSION: &str = "2024-06-20";
 /// Stripe.js, which draws Stripe's card form in the merchant's page.
 pub const DEFAULT_JS_URL: &str = "https://js.stripe.com/v3/";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
-    Get,
-    Post,
-}
-
-/// One request, before the host sends it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Request {
-    pub method: Method,
-    pub url: String,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Response {
-    pub status: u16,
-    pub body: Vec<u8>,
-}
-
-/// The host's `outbound-http` (or a test's script of answers).
-pub trait Transport {
-    /// `Err` with a description when nothing usable came back (timeout,
-    /// connection or TLS failure, an oversize body, or a refusal by the
-    /// host).
-    fn send(&self, request: Request) -> Result<Response, String>;
-}
 
 /// What the operator configured.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,36 +70,6 @@ impl Settings {
             js_url,
         })
     }
-}
-
-/// The host (and port) of an `https://` API base: what `describe` declares.
-pub fn host_of(api_base: &str) -> Result<String, String> {
-    let rest = api_base
-        .strip_prefix("https://")
-        .ok_or_else(|| format!("`api_base` {api_base:?} must start with https://"))?;
-    let authority = rest.split('/').next().unwrap_or_default();
-    let host = match authority.rsplit_once(':') {
-        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
-        _ => authority,
-    };
-    if host.is_empty() || host.contains('@') {
-        return Err(format!("`api_base` {api_base:?} has no usable host"));
-    }
-    Ok(host.to_ascii_lowercase())
-}
-
-/// The origin (`https://host[:port]`) of an `https://` URL, as a page's
-/// Content-Security-Policy names it; `None` for anything else.
-pub fn origin_of(url: &str) -> Option<String> {
-    let rest = url.strip_prefix("https://")?;
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let plain = authority
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':'));
-    if authority.is_empty() || authority.starts_with(':') || !plain {
-        return None;
-    }
-    Some(format!("https://{}", authority.to_ascii_lowercase()))
 }
 
 /// Why a request did not succeed.
@@ -230,7 +172,7 @@ impl<T: Transport> Client<'_, T> {
             method,
             url: format!("{}{path}", self.settings.api_base),
             headers,
-            body: crate::form::encode(form).into_bytes(),
+            body: adapter_kit::form::encode(form).into_bytes(),
         };
         let response = self.transport.send(request).map_err(Failure::Unreachable)?;
         classify(response)
@@ -318,9 +260,6 @@ mod tests {
             _ => None,
         });
         assert!(plain.unwrap_err().contains("https"));
-        assert_eq!(host_of("https://localhost:8443/").unwrap(), "localhost");
-        assert_eq!(host_of("https://API.stripe.com").unwrap(), "api.stripe.com");
-        assert!(host_of("https://user@evil.example").is_err());
     }
 
     #[test]

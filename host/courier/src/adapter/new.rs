@@ -1,7 +1,8 @@
-//! `courier adapter new NAME [--path DIR]`: a payment adapter crate of its own, from the
-//! template (`plugins/adapter-template`, embedded in the binary): the example provider's
-//! adapter with its unit tests and cassettes, the contract, and the `no_std` runtime, so it
-//! builds, tests and certifies as it stands, outside Courier's sources.
+//! `courier adapter new NAME [--path DIR]`: a payment adapter crate of its own, written as
+//! `DIR/NAME`, from the template (`plugins/adapter-template`, embedded in the binary): the
+//! example provider's adapter with its unit tests and cassettes, the contract, the adapter kit
+//! (the WIT boundary every adapter shares) and the `no_std` runtime, so it builds, tests and
+//! certifies as it stands, outside Courier's sources.
 
 use std::path::{Path, PathBuf};
 
@@ -9,14 +10,16 @@ use include_dir::{Dir, include_dir};
 use thiserror::Error;
 
 static TEMPLATE: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../../plugins/adapter-template");
+static KIT: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../../plugins/adapter-kit/src");
 const GUEST_RT: &str = include_str!("../../../../plugins/guest-rt/src/lib.rs");
 const CONTRACT: &str = include_str!("../../../../wit/payments/payments.wit");
 /// The versions the project's own components are built with.
 const LOCKFILE: &str = include_str!("../../../../plugins/Cargo.lock");
 
-/// Where the template's component finds the contract, and where the new crate keeps it.
-const TEMPLATE_WIT_PATH: &str = r#"path: "../../wit/payments","#;
-const CRATE_WIT_PATH: &str = r#"path: "wit","#;
+/// Where the kit's component finds the contract in Courier's sources, and in the new crate
+/// (which keeps the kit in `adapter-kit/` and the contract in `wit/`).
+const KIT_WIT_PATH: &str = r#"path: "../../wit/payments","#;
+const CRATE_KIT_WIT_PATH: &str = r#"path: "../wit","#;
 
 #[derive(Debug, Error)]
 pub enum NewError {
@@ -60,7 +63,7 @@ fn check_name(name: &str) -> Result<(), NewError> {
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && name != "guest-rt";
+        && !["guest-rt", "adapter-kit"].contains(&name);
     if fits {
         Ok(())
     } else {
@@ -75,16 +78,22 @@ fn files(name: &str) -> Vec<(String, String)> {
     // The template's manifest takes its settings from Courier's plugins workspace; the new
     // crate is a workspace of its own.
     files.retain(|(path, _)| path != "Cargo.toml");
-    for (path, contents) in &mut files {
-        if path == "src/component.rs" {
-            *contents = contents.replace(TEMPLATE_WIT_PATH, CRATE_WIT_PATH);
-        }
-    }
+    let mut kit = Vec::new();
+    collect(&KIT, &mut kit);
+    files.extend(kit.into_iter().map(|(path, contents)| {
+        let contents = if path == "component.rs" {
+            contents.replace(KIT_WIT_PATH, CRATE_KIT_WIT_PATH)
+        } else {
+            contents
+        };
+        (format!("adapter-kit/src/{path}"), contents)
+    }));
     files.extend([
         ("Cargo.toml".to_owned(), manifest(name)),
         ("Cargo.lock".to_owned(), LOCKFILE.to_owned()),
         (".gitignore".to_owned(), "/target\n".to_owned()),
         ("wit/payments.wit".to_owned(), CONTRACT.to_owned()),
+        ("adapter-kit/Cargo.toml".to_owned(), KIT_MANIFEST.to_owned()),
         ("guest-rt/src/lib.rs".to_owned(), GUEST_RT.to_owned()),
         (
             "guest-rt/Cargo.toml".to_owned(),
@@ -119,16 +128,8 @@ description = "A payment adapter for Courier (courier:payments/payment-adapter@2
 crate-type = ["cdylib"]
 
 [dependencies]
+adapter-kit = {{ path = "adapter-kit" }}
 serde_json = {{ version = "1", default-features = false, features = ["alloc"] }}
-
-[target.'cfg(target_family = "wasm")'.dependencies]
-guest-rt = {{ path = "guest-rt" }}
-wit-bindgen = {{ version = "0.46", default-features = false, features = ["macros", "realloc"] }}
-
-# wit-bindgen's `std_feature` option gates code on a `std` feature this crate deliberately
-# lacks (it is no_std on wasm).
-[lints.rust]
-unexpected_cfgs = {{ level = "warn", check-cfg = ['cfg(feature, values("std"))'] }}
 
 [workspace]
 
@@ -142,6 +143,24 @@ debug = false
 "#
     )
 }
+
+/// The kit as the new crate keeps it: its own manifest, the versions Courier's are built with.
+const KIT_MANIFEST: &str = r#"[package]
+name = "adapter-kit"
+version = "1.0.0"
+edition = "2024"
+publish = false
+description = "What every payment adapter shares: the contract's types, the host's HTTP, form encoding, and the WIT boundary"
+
+[target.'cfg(target_family = "wasm")'.dependencies]
+guest-rt = { path = "../guest-rt" }
+wit-bindgen = { version = "0.46", default-features = false, features = ["macros", "realloc"] }
+
+# wit-bindgen's `std_feature` option gates code on a `std` feature this crate deliberately
+# lacks (it is no_std on wasm).
+[lints.rust]
+unexpected_cfgs = { level = "warn", check-cfg = ['cfg(feature, values("std"))'] }
+"#;
 
 const GUEST_RT_MANIFEST: &str = r#"[package]
 name = "guest-rt"
@@ -161,7 +180,15 @@ mod tests {
             assert!(check_name(good).is_ok(), "{good}");
         }
         for bad in [
-            "", "Acme", "2pay", "acme_pay", "acme-", "guest-rt", "a/b", "../x",
+            "",
+            "Acme",
+            "2pay",
+            "acme_pay",
+            "acme-",
+            "guest-rt",
+            "adapter-kit",
+            "a/b",
+            "../x",
         ] {
             assert!(check_name(bad).is_err(), "{bad}");
         }
@@ -178,9 +205,11 @@ mod tests {
                 .unwrap_or_else(|| panic!("{path} is missing"))
         };
         assert!(named("Cargo.toml").contains(r#"name = "acme-pay""#));
-        let component = named("src/component.rs");
-        assert!(component.contains(CRATE_WIT_PATH));
-        assert!(!component.contains(TEMPLATE_WIT_PATH));
+        assert!(named("src/lib.rs").contains("export_adapter!"));
+        let component = named("adapter-kit/src/component.rs");
+        assert!(component.contains(CRATE_KIT_WIT_PATH));
+        assert!(!component.contains(KIT_WIT_PATH));
+        assert!(named("adapter-kit/src/lib.rs").contains("pub trait PaymentAdapter"));
         assert!(named("wit/payments.wit").contains("package courier:payments@"));
         assert!(named("guest-rt/src/lib.rs").contains("cabi_realloc"));
         assert!(named("certify/config.json").contains("api_base"));
@@ -199,6 +228,7 @@ mod tests {
         let workspace: toml::Table =
             toml::from_str(include_str!("../../../../plugins/Cargo.toml")).unwrap();
         let ours: toml::Table = toml::from_str(&manifest("acme-pay")).unwrap();
+        let kit: toml::Table = toml::from_str(KIT_MANIFEST).unwrap();
         let version = |table: &toml::Table, path: &[&str]| {
             let mut at = table;
             for key in path {
@@ -208,7 +238,7 @@ mod tests {
         };
         let wasm_deps = ["target", "cfg(target_family = \"wasm\")", "dependencies"];
         assert_eq!(
-            version(&ours, &[wasm_deps.as_slice(), &["wit-bindgen"]].concat()),
+            version(&kit, &[wasm_deps.as_slice(), &["wit-bindgen"]].concat()),
             version(&workspace, &["workspace", "dependencies", "wit-bindgen"])
         );
         assert_eq!(

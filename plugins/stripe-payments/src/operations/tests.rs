@@ -3,7 +3,7 @@ use alloc::vec::Vec;
 use core::cell::RefCell;
 
 use super::*;
-use crate::stripe::{Method, Request, Response};
+use adapter_kit::{Method, Request, Response};
 
 /// Answers requests from a list, in order, and keeps what was sent.
 struct Script {

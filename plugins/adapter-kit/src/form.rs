@@ -1,5 +1,5 @@
-//! `application/x-www-form-urlencoded` bodies, the encoding Stripe's API
-//! takes for every POST.
+//! `application/x-www-form-urlencoded` bodies (the encoding Stripe's API takes for every POST),
+//! and path segments made safe.
 
 use alloc::string::String;
 
