@@ -53,14 +53,42 @@ fn is_separator(c: char) -> bool {
 
 /// Whether any string, name or whole number anywhere in `value` holds a card number.
 pub fn json_contains_card_number(value: &Value) -> bool {
+    card_number_path(value, &contains_card_number).is_some()
+}
+
+/// Where in `value` the first string, name or whole number that `holds` finds a card number in
+/// is, as a JSON pointer (RFC 6901; empty for `value` itself): for saying where, not only
+/// whether.
+pub fn json_card_number_pointer<F: Fn(&str) -> bool>(value: &Value, holds: &F) -> Option<String> {
+    let path = card_number_path(value, holds)?;
+    Some(
+        path.iter()
+            .rev()
+            .map(|step| format!("/{}", step.replace('~', "~0").replace('/', "~1")))
+            .collect(),
+    )
+}
+
+/// The steps to the first hit, innermost first: nothing is allocated while nothing is found.
+fn card_number_path<F: Fn(&str) -> bool>(value: &Value, holds: &F) -> Option<Vec<String>> {
     match value {
-        Value::String(s) => contains_card_number(s),
-        Value::Number(n) => (n.is_u64() || n.is_i64()) && contains_card_number(&n.to_string()),
-        Value::Array(items) => items.iter().any(json_contains_card_number),
-        Value::Object(map) => map
-            .iter()
-            .any(|(k, v)| contains_card_number(k) || json_contains_card_number(v)),
-        Value::Bool(_) | Value::Null => false,
+        Value::String(s) => holds(s).then(Vec::new),
+        Value::Number(n) => ((n.is_u64() || n.is_i64()) && holds(&n.to_string())).then(Vec::new),
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
+            let mut path = card_number_path(item, holds)?;
+            path.push(i.to_string());
+            Some(path)
+        }),
+        Value::Object(map) => map.iter().find_map(|(key, item)| {
+            let mut path = if holds(key) {
+                Vec::new()
+            } else {
+                card_number_path(item, holds)?
+            };
+            path.push(key.clone());
+            Some(path)
+        }),
+        Value::Bool(_) | Value::Null => None,
     }
 }
 
@@ -226,6 +254,33 @@ fn luhn(digits: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_card_number_in_json_is_found_by_its_pointer() {
+        let value = serde_json::json!({"amount": 1290, "items": [{"name": "tea"},
+            {"a/b": {"note": "card 4242 4242 4242 4242"}}]});
+        assert_eq!(
+            json_card_number_pointer(&value, &contains_card_number).as_deref(),
+            Some("/items/1/a~1b/note")
+        );
+        assert!(json_contains_card_number(&value));
+        let key = serde_json::json!({"4242424242424242": true});
+        assert_eq!(
+            json_card_number_pointer(&key, &contains_card_number).as_deref(),
+            Some("/4242424242424242")
+        );
+        let whole = serde_json::json!("4242424242424242");
+        assert_eq!(
+            json_card_number_pointer(&whole, &contains_card_number).as_deref(),
+            Some("")
+        );
+        // A latitude is never one.
+        let quote = serde_json::json!({"pickup": {"lat": 20.01892160703919}});
+        assert_eq!(
+            json_card_number_pointer(&quote, &contains_card_number),
+            None
+        );
+    }
     use serde_json::json;
 
     #[test]

@@ -4,7 +4,7 @@
 pub mod card_number;
 pub mod state;
 
-pub use card_number::{contains_card_number, json_contains_card_number};
+pub use card_number::{contains_card_number, json_card_number_pointer, json_contains_card_number};
 pub use state::{ChargeStatus, Decision, InvalidMove, Move};
 
 crate::names::named_enum! {

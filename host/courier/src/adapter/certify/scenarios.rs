@@ -5,7 +5,7 @@ use serde_json::Value;
 use super::player::{Fault, Player, Sent};
 use crate::adapter::cassette::{Cassette, Loaded, MONEY_MOVES, RecordedExchange};
 use crate::adapter::run::{call, operation_named};
-use courier_domain::charge::contains_card_number;
+use courier_domain::charge::{contains_card_number, json_card_number_pointer};
 use courier_plugins::PaymentAdapter;
 
 /// What the cassettes must hold between them: each operation with one of its answers. A move
@@ -315,7 +315,7 @@ impl Suite<'_> {
         }
         if let Some(at) = answers
             .iter()
-            .find_map(|answer| json_card_number(answer, "", &|text| holds(text, &known)))
+            .find_map(|answer| json_card_number_pointer(answer, &|text: &str| holds(text, &known)))
         {
             return Err(format!(
                 "the adapter's answer holds a card number at {}",
@@ -378,7 +378,7 @@ impl Suite<'_> {
     }
 
     fn coverage(&self) -> Result<(), String> {
-        let missing: Vec<String> = COVERAGE
+        let mut missing: Vec<String> = COVERAGE
             .iter()
             .filter(|(operation, kinds)| {
                 !self.cassettes.iter().any(|l| {
@@ -388,7 +388,6 @@ impl Suite<'_> {
             })
             .map(|(operation, kinds)| format!("{operation} answering {}", kinds.join(" or ")))
             .collect();
-        let mut missing = missing;
         // A pending move ends by the provider's notification: the suite must see one read.
         let pends = self
             .cassettes
@@ -493,7 +492,7 @@ fn card_number_in(sent: &Sent, known: &[&str]) -> Option<String> {
         return None;
     }
     if let Ok(json) = serde_json::from_slice::<Value>(&sent.body) {
-        if let Some(at) = json_card_number(&json, "", &found) {
+        if let Some(at) = json_card_number_pointer(&json, &found) {
             return Some(format!("the body at {}", pointer_or_whole(&at)));
         }
     } else if let Some((field, _)) =
@@ -502,29 +501,6 @@ fn card_number_in(sent: &Sent, known: &[&str]) -> Option<String> {
         return Some(format!("the body's field `{field}`"));
     }
     Some("the body".into())
-}
-
-/// The JSON pointer of the first value under `value` (at `at`) that `found` says holds a card
-/// number: a string, or a number written whole.
-fn json_card_number(value: &Value, at: &str, found: &dyn Fn(&str) -> bool) -> Option<String> {
-    let escaped = |key: &str| key.replace('~', "~0").replace('/', "~1");
-    match value {
-        Value::String(text) => found(text).then(|| at.to_owned()),
-        Value::Number(number) => found(&number.to_string()).then(|| at.to_owned()),
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .find_map(|(i, item)| json_card_number(item, &format!("{at}/{i}"), found)),
-        Value::Object(fields) => fields.iter().find_map(|(key, item)| {
-            let at = format!("{at}/{}", escaped(key));
-            if found(key) {
-                Some(at)
-            } else {
-                json_card_number(item, &at, found)
-            }
-        }),
-        _ => None,
-    }
 }
 
 fn pointer_or_whole(pointer: &str) -> String {
@@ -654,11 +630,11 @@ mod tests {
         let refusal = json!({"refused": {"outcome": "unreachable",
             "message": "the provider refused card 4111 1111 1111 1111"}});
         assert_eq!(
-            json_card_number(&refusal, "", &found),
+            json_card_number_pointer(&refusal, &found),
             Some("/refused/message".into())
         );
         let approved = json!({"outcome": "approved", "detail": "pi_3Nf0a2"});
-        assert_eq!(json_card_number(&approved, "", &found), None);
+        assert_eq!(json_card_number_pointer(&approved, &found), None);
     }
 
     #[test]
