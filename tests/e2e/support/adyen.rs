@@ -22,17 +22,22 @@
 //!   and idempotency: the same key and body answer the first answer again; a key still in use
 //!   is 409, and one used with another body 422, both with errorCode `704`.
 //!
-//! Faults on command: a status without acting, and acting then dropping the connection.
+//! Faults on command: a status without acting, acting then dropping the connection, and
+//! acting only after a pause. Chaos on command ([`AdyenStandIn::unleash`]): every request
+//! pauses and meets random faults, some holds are answered `Received`, and notifications come
+//! late, out of order and some of them twice, to any of the service's instances.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use sha2::Sha256;
 use tokio::net::TcpListener;
@@ -55,6 +60,52 @@ pub enum Fault {
     Status(u16),
     /// Act (and save the idempotent answer), then close the connection without answering.
     ActThenDrop,
+    /// Act only after this pause (the caller has usually given up by then).
+    Hang(Duration),
+}
+
+/// Random faults and late, repeated, reordered notifications ([`AdyenStandIn::unleash`]).
+struct Chaos {
+    rng: StdRng,
+    median: Duration,
+    p99: Duration,
+    /// With this probability in all, a request meets a 503 without acting (40%), acting then
+    /// dropping the connection (40%), or acting after `hang` (20%).
+    fault_rate: f64,
+    hang: Duration,
+    /// A hold is answered `Received` with this probability.
+    pending_rate: f64,
+    /// A notification waits up to this long before it is first sent.
+    late: Duration,
+    /// An accepted notification is sent again with this probability.
+    repeat_rate: f64,
+}
+
+impl Chaos {
+    fn draw(&mut self) -> (Option<Fault>, Duration) {
+        let pause = super::stripe::spread_with(&mut self.rng, self.median, self.p99);
+        let roll: f64 = self.rng.random();
+        let fault = if roll < self.fault_rate * 0.4 {
+            Some(Fault::Status(503))
+        } else if roll < self.fault_rate * 0.8 {
+            Some(Fault::ActThenDrop)
+        } else if roll < self.fault_rate {
+            Some(Fault::Hang(self.hang))
+        } else {
+            None
+        };
+        (fault, pause)
+    }
+
+    fn lateness(&mut self) -> Duration {
+        self.late.mul_f64(self.rng.random())
+    }
+}
+
+/// A notification item waiting to be accepted, and when it may first be sent.
+struct Queued {
+    item: Value,
+    not_before: Instant,
 }
 
 /// A card stored for a shopper.
@@ -93,14 +144,18 @@ struct State {
     saved: HashMap<String, Saved>,
     faults: Vec<(String, Fault, usize)>,
     key_revoked: bool,
-    notify_url: Option<String>,
+    /// Where notifications go: one address, or under chaos any of them.
+    notify_urls: Vec<String>,
     /// Notification items not yet accepted by the receiver, oldest first.
-    outbox: Vec<Value>,
+    outbox: Vec<Queued>,
     holding: bool,
     failing_captures: bool,
     /// Holds are answered `Received` (placed, said later by notification).
     pending_holds: bool,
     delivered: Vec<Value>,
+    chaos: Option<Chaos>,
+    /// Holds answered `Received`.
+    holds_received: usize,
     next: u64,
 }
 
@@ -159,7 +214,65 @@ impl State {
 
     /// Queues a notification item for `payment` (`original` for a modification).
     fn notify(&mut self, item: Value) {
-        self.outbox.push(item);
+        let late = self.chaos.as_mut().map(Chaos::lateness).unwrap_or_default();
+        self.outbox.push(Queued {
+            item,
+            not_before: Instant::now() + late,
+        });
+    }
+
+    /// Whether this hold is answered `Received`.
+    fn pends_hold(&mut self) -> bool {
+        let pends = self.pending_holds
+            || self
+                .chaos
+                .as_mut()
+                .is_some_and(|c| c.rng.random_bool(c.pending_rate));
+        self.holds_received += usize::from(pends);
+        pends
+    }
+
+    /// The next notification to send, and where: the oldest, or under chaos any that is due,
+    /// to any address.
+    fn next_notification(&mut self) -> Option<(usize, String, Value)> {
+        if self.holding || self.notify_urls.is_empty() {
+            return None;
+        }
+        let now = Instant::now();
+        let due: Vec<usize> = (0..self.outbox.len())
+            .filter(|&i| self.outbox[i].not_before <= now)
+            .collect();
+        let (index, url) = match &mut self.chaos {
+            None => (*due.first()?, 0),
+            Some(chaos) if !due.is_empty() => (
+                due[chaos.rng.random_range(0..due.len())],
+                chaos.rng.random_range(0..self.notify_urls.len()),
+            ),
+            Some(_) => return None,
+        };
+        Some((
+            index,
+            self.notify_urls[url].clone(),
+            self.outbox[index].item.clone(),
+        ))
+    }
+
+    /// The receiver accepted the notification at `index`: it is delivered, and under chaos
+    /// sometimes queued to be sent again later, as Adyen does now and then.
+    fn accepted(&mut self, index: usize) {
+        let repeat = self.chaos.as_mut().and_then(|c| {
+            c.rng
+                .random_bool(c.repeat_rate)
+                .then(|| Instant::now() + c.lateness())
+        });
+        let queued = &mut self.outbox[index];
+        self.delivered.push(queued.item.clone());
+        match repeat {
+            Some(not_before) => queued.not_before = not_before,
+            None => {
+                self.outbox.remove(index);
+            }
+        }
     }
 }
 
@@ -230,7 +343,52 @@ impl AdyenStandIn {
 
     /// Where notifications go (the service's `/v1/provider-events/live`).
     pub fn notify_to(&self, url: String) {
-        self.state.lock().unwrap().notify_url = Some(url);
+        self.state.lock().unwrap().notify_urls = vec![url];
+    }
+
+    /// Notifications go to any of `urls` (the service's instances).
+    #[allow(dead_code)]
+    pub fn notify_any(&self, urls: Vec<String>) {
+        self.state.lock().unwrap().notify_urls = urls;
+    }
+
+    /// Turns chaos on, drawn from `seed`: every request pauses log-normally (`median`, `p99`)
+    /// and meets a fault with probability `fault_rate` (a 503, an answer lost after acting, or
+    /// acting after `hang`); a third of the holds are answered `Received`; notifications wait
+    /// up to `late`, go out in any order to any address, and a fifth are sent again. For the
+    /// chaos run (`tests/chaos`).
+    #[allow(dead_code)]
+    pub fn unleash(
+        &self,
+        seed: u64,
+        median: Duration,
+        p99: Duration,
+        fault_rate: f64,
+        hang: Duration,
+        late: Duration,
+    ) {
+        self.state.lock().unwrap().chaos = Some(Chaos {
+            rng: StdRng::seed_from_u64(seed),
+            median,
+            p99,
+            fault_rate,
+            hang,
+            pending_rate: 0.3,
+            late,
+            repeat_rate: 0.2,
+        });
+    }
+
+    /// Turns chaos off: requests are answered at once without faults, and what is queued goes
+    /// out in order (repeats already queued included).
+    #[allow(dead_code)]
+    pub fn calm(&self) {
+        let mut s = self.state.lock().unwrap();
+        s.chaos = None;
+        let now = Instant::now();
+        for queued in &mut s.outbox {
+            queued.not_before = now;
+        }
     }
 
     /// Keeps notifications back (`true`) until released (`false`).
@@ -301,6 +459,12 @@ impl AdyenStandIn {
     /// The notification items the receiver accepted, oldest first.
     pub fn delivered(&self) -> Vec<Value> {
         self.state.lock().unwrap().delivered.clone()
+    }
+
+    /// How many holds were answered `Received`.
+    #[allow(dead_code)]
+    pub fn holds_received(&self) -> usize {
+        self.state.lock().unwrap().holds_received
     }
 
     /// Items waiting to be accepted.
@@ -375,24 +539,20 @@ async fn send_notifications(state: Arc<Mutex<State>>) {
     let client = reqwest::Client::new();
     loop {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let (url, first) = {
-            let s = state.lock().unwrap();
-            match (&s.notify_url, s.outbox.first(), s.holding) {
-                (Some(url), Some(item), false) => (url.clone(), item.clone()),
-                _ => continue,
-            }
+        let Some((index, url, item)) = state.lock().unwrap().next_notification() else {
+            continue;
         };
         let sent = client
             .post(&url)
             .basic_auth(NOTIFICATION_USER, Some(NOTIFICATION_PASSWORD))
-            .json(&notification(std::slice::from_ref(&first)))
+            .json(&notification(std::slice::from_ref(&item)))
             .timeout(Duration::from_secs(10))
             .send()
             .await;
         if sent.is_ok_and(|r| r.status().is_success()) {
             let mut s = state.lock().unwrap();
-            s.outbox.remove(0);
-            s.delivered.push(first);
+            // Only this task takes items out, so the index still names the item sent.
+            s.accepted(index);
         }
     }
 }
@@ -524,9 +684,22 @@ async fn handle(
     if let Some(answer) = web_sdk(&state, &method, &path, parts.uri.query(), &body) {
         return Ok(answer);
     }
-    let fault = state.lock().unwrap().take_fault(&path);
-    if let Some(Fault::Status(status)) = fault {
-        return Ok(respond(error(status, "905", "internal", "stand-in fault")));
+    let (fault, pause) = {
+        let mut s = state.lock().unwrap();
+        let injected = s.take_fault(&path);
+        match (injected, s.chaos.as_mut().map(Chaos::draw)) {
+            (Some(fault), _) => (Some(fault), Duration::ZERO),
+            (None, Some((fault, pause))) => (fault, pause),
+            (None, None) => (None, Duration::ZERO),
+        }
+    };
+    tokio::time::sleep(pause).await;
+    match fault {
+        Some(Fault::Status(status)) => {
+            return Ok(respond(error(status, "905", "internal", "stand-in fault")));
+        }
+        Some(Fault::Hang(pause)) => tokio::time::sleep(pause).await,
+        _ => {}
     }
     let revoked = state.lock().unwrap().key_revoked;
     if revoked || header("x-api-key").as_deref() != Some(API_KEY) {
@@ -789,7 +962,7 @@ fn pay(s: &mut State, request: &Value) -> ((u16, Value), bool) {
             item["additionalData"]["refusalReasonCode"] = json!(code);
         }
         None => {
-            let said = if s.pending_holds && manual {
+            let said = if manual && s.pends_hold() {
                 "Received"
             } else {
                 "Authorised"

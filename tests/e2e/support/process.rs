@@ -70,6 +70,20 @@ pub async fn wait_until_ready(client: &reqwest::Client, base_url: &str) {
 /// provider's stand-in meanwhile); answers its exit code and the lines it printed, and fails
 /// with its error output when it could not check at all.
 pub async fn reconcile_live(env: Vec<(String, String)>, database_url: &str) -> (i32, Vec<String>) {
+    let (code, lines, errors) = reconcile_live_output(env, database_url).await;
+    assert!(
+        code == 0 || code == 1,
+        "reconcile could not check: {errors}"
+    );
+    (code, lines)
+}
+
+/// [`reconcile_live`] whatever its exit code: the code, the lines printed on standard output
+/// and the error output.
+pub async fn reconcile_live_output(
+    env: Vec<(String, String)>,
+    database_url: &str,
+) -> (i32, Vec<String>, String) {
     let mut command = Command::new(BINARY);
     command
         .args(["payments", "reconcile", "--environment", "live"])
@@ -82,15 +96,13 @@ pub async fn reconcile_live(env: Vec<(String, String)>, database_url: &str) -> (
     let output = tokio::task::spawn_blocking(move || command.output().unwrap())
         .await
         .unwrap();
-    let code = output.status.code().unwrap_or(-1);
-    assert!(
-        code == 0 || code == 1,
-        "reconcile could not check: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
     let lines = String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(str::to_owned)
         .collect();
-    (code, lines)
+    (
+        output.status.code().unwrap_or(-1),
+        lines,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }
