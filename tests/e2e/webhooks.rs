@@ -656,6 +656,12 @@ async fn twenty_failures_suspend_and_resuming_sends_only_new_events() {
         .await
         .unwrap();
     assert_eq!(unsent, 0, "nothing recorded for a suspended endpoint");
+    // Nor is anything recovered to it while suspended: the page says to resume it first.
+    let recover_path = format!("/console/webhooks/{id}/recover");
+    let since = [("csrf", csrf.as_str()), ("since", "2020-01-01T00:00")];
+    let refused = visitor.post(&recover_path, &since).await;
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert!(refused.body.contains("resume it first"), "{}", refused.body);
 
     let (status, resumed) = hooks
         .call(Method::POST, &format!("/v1/webhooks/{id}/resume"), &test)
@@ -671,6 +677,173 @@ async fn twenty_failures_suspend_and_resuming_sends_only_new_events() {
     let job = requests[20].json()["data"]["jobId"].clone();
     assert_eq!(job, after.to_string());
     assert_ne!(job, while_suspended.to_string());
+
+    // Recovery replays every delivery owed since the time given, the five suspension
+    // cancelled included, in one go and once each; the event raised while suspended stays
+    // unsent.
+    let recovered = visitor.post(&recover_path, &since).await;
+    assert_eq!(recovered.status, 200, "{}", recovered.body);
+    assert!(
+        recovered
+            .body
+            .contains("5 deliveries not delivered since then are sent again."),
+        "{}",
+        recovered.body
+    );
+    let again = visitor.post(&recover_path, &since).await;
+    assert!(
+        again
+            .body
+            .contains("Every delivery since then was delivered or is on its way."),
+        "{}",
+        again.body
+    );
+    let requests = hooks.receiver.wait_for("/s", 26, WAIT).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(hooks.receiver.received("/s").len(), 26);
+    let replayed: HashSet<String> = requests[21..].iter().map(|r| r.delivery.clone()).collect();
+    let cancelled: HashSet<String> = records
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(replayed, cancelled);
+    let jobs: HashSet<String> = requests[21..]
+        .iter()
+        .map(|r| r.json()["data"]["jobId"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!jobs.contains(&while_suspended.to_string()));
+    hooks
+        .deliveries_until(&test, &endpoint, |r| {
+            r.len() == 6 && r.iter().all(|d| d["status"] == "delivered")
+        })
+        .await;
+}
+
+/// A receiver that answers every request `200` with `{"ok":true}` and then closes the
+/// connection without `Content-Length` and without TLS `close_notify`, as some proxies do: the
+/// body can only end at the connection's end, which the client reads as an error.
+struct AbruptReceiver {
+    port: u16,
+    ca_path: std::path::PathBuf,
+    requests: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl AbruptReceiver {
+    async fn start() -> Self {
+        use std::sync::atomic::Ordering;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+        let (acceptor, ca_pem) = crate::support::tls::tls();
+        let ca_path = std::env::temp_dir().join(format!("abrupt-ca-{}.pem", Uuid::new_v4()));
+        std::fs::write(&ca_path, ca_pem).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counting = std::sync::Arc::clone(&requests);
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (acceptor, counting) = (acceptor.clone(), std::sync::Arc::clone(&counting));
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(stream).await else {
+                        return;
+                    };
+                    // One whole request: its head, then as much body as it says it has.
+                    let mut read = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    loop {
+                        let text = String::from_utf8_lossy(&read).to_ascii_lowercase();
+                        if let Some(end) = text.find("\r\n\r\n") {
+                            let length = text
+                                .lines()
+                                .find_map(|l| l.strip_prefix("content-length:"))
+                                .and_then(|n| n.trim().parse::<usize>().ok())
+                                .unwrap_or(0);
+                            if read.len() >= end + 4 + length {
+                                break;
+                            }
+                        }
+                        match tls.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => read.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    counting.fetch_add(1, Ordering::SeqCst);
+                    let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                                  connection: close\r\n\r\n{\"ok\":true}";
+                    if tls.write_all(answer.as_bytes()).await.is_ok() && tls.flush().await.is_ok() {
+                        // The TCP connection closes here without TLS's close_notify.
+                        let (tcp, _) = tls.into_inner();
+                        drop(tcp);
+                    }
+                });
+            }
+        });
+        Self {
+            port,
+            ca_path,
+            requests,
+            task,
+        }
+    }
+
+    fn requests(&self) -> usize {
+        self.requests.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for AbruptReceiver {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_file(&self.ca_path);
+    }
+}
+
+/// The receiver's 2xx is success (the spec, section 6), however the connection ends after
+/// it: each delivery is made once, recorded delivered, and counts no failure.
+#[tokio::test]
+async fn a_2xx_is_delivered_once_though_the_connection_closes_without_close_notify() {
+    let abrupt = AbruptReceiver::start().await;
+    let ca = abrupt.ca_path.to_string_lossy().into_owned();
+    let hooks = Hooks::start(&[
+        ("COURIER_WEBHOOK_EXTRA_CA", &ca),
+        ("COURIER_WEBHOOK_RETRY_BASE_MS", "5"),
+    ])
+    .await;
+    let test = hooks.merchant.test();
+    let (status, endpoint) = status_and_json(
+        hooks
+            .app
+            .request(Method::POST, "/v1/webhooks")
+            .auth(&test)
+            .json(&json!({"url": format!("https://localhost:{}/hooks", abrupt.port)}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{endpoint}");
+    for _ in 0..3 {
+        hooks.raise(Environment::Test, EventName::JobBooked).await;
+    }
+    let records = hooks
+        .deliveries_until(&test, &endpoint, |r| {
+            r.len() == 3 && r.iter().all(|d| d["status"] == "delivered")
+        })
+        .await;
+    for record in &records {
+        assert_eq!(record["attempts"], 1, "{record}");
+        assert_eq!(record["response_status_code"], 200, "{record}");
+        assert!(record["last_error"].is_null(), "{record}");
+    }
+    // Nothing is sent again later either.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(abrupt.requests(), 3);
+    let listed = hooks
+        .endpoint(&test, endpoint["id"].as_str().unwrap())
+        .await;
+    assert_eq!(listed["consecutive_failures"], 0, "{listed}");
+    assert_eq!(listed["status"], "active");
 }
 
 #[tokio::test]

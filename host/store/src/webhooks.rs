@@ -846,28 +846,40 @@ pub async fn resend(
     Ok(resent.is_some())
 }
 
-/// Sends again every failed delivery of the owner's endpoint whose event occurred at or after
-/// `since`; answers how many.
-pub async fn recover_failed(
+/// Sends again every delivery of the owner's active endpoint that was owed and not delivered
+/// (failed, or cancelled when the endpoint was suspended) whose event occurred at or after
+/// `since`: due at once, each once (it is pending until it ends again). Answers how many; None
+/// when the endpoint is not active (its deliveries would only be cancelled again).
+pub async fn recover_undelivered(
     pool: &PgPool,
     endpoint_id: Uuid,
     owner: Owner,
     since: DateTime<Utc>,
-) -> Result<u64, sqlx::Error> {
-    let recovered = sqlx::query!(
-        "UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = now(), \
-           lease_until = NULL, lease_token = NULL \
-         FROM webhook_endpoints e \
-         WHERE d.endpoint_id = $1 AND e.id = d.endpoint_id AND e.merchant_id = $2 \
-           AND e.environment = $3 AND d.status = 'failed' AND d.occurred_at >= $4",
+) -> Result<Option<u64>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let active = sqlx::query_scalar!(
+        "SELECT status = 'active' AS \"active!\" FROM webhook_endpoints \
+         WHERE id = $1 AND merchant_id = $2 AND environment = $3 FOR SHARE",
         endpoint_id,
         owner.merchant_id,
         owner.environment.as_str(),
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    if active != Some(true) {
+        return Ok(None);
+    }
+    let recovered = sqlx::query!(
+        "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), \
+           lease_until = NULL, lease_token = NULL \
+         WHERE endpoint_id = $1 AND status IN ('failed', 'cancelled') AND occurred_at >= $2",
+        endpoint_id,
         since,
     )
-    .execute(pool)
+    .execute(&mut *tx)
     .await?;
-    Ok(recovered.rows_affected())
+    tx.commit().await?;
+    Ok(Some(recovered.rows_affected()))
 }
 
 /// An event recorded for a job of `owner`, oldest first.

@@ -8,7 +8,7 @@ pub mod forwarder;
 pub mod process;
 pub mod receiver;
 pub mod stripe;
-mod tls;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::time::Duration;

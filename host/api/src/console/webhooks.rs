@@ -15,7 +15,7 @@ use super::respond::{SessionBar, field, message, page, see_other, signed_form, s
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
 use courier_core::webhooks::{
-    DeliveryDetail, DeliveryRecord, Endpoint, Owner, TestEvent, WebhookError,
+    DeliveryDetail, DeliveryRecord, Endpoint, Owner, Recovery, TestEvent, WebhookError,
 };
 use courier_domain::event::EventName;
 use courier_domain::webhook::DeliveryStatus;
@@ -287,7 +287,7 @@ struct WebhookPage {
     paged: bool,
     older: Option<String>,
     secret: Option<String>,
-    notice: Option<&'static str>,
+    notice: Option<String>,
     /// What a test event may be named.
     event_names: Vec<&'static str>,
 }
@@ -320,7 +320,7 @@ async fn endpoint_page(
     session: &ConsoleSession,
     id: &str,
     secret: Option<String>,
-    notice: Option<&'static str>,
+    notice: Option<&str>,
 ) -> Response {
     let filter = LogFilter {
         status: None,
@@ -334,7 +334,7 @@ async fn endpoint_log_page(
     session: &ConsoleSession,
     id: &str,
     filter: &LogFilter,
-    (secret, notice): (Option<String>, Option<&'static str>),
+    (secret, notice): (Option<String>, Option<&str>),
 ) -> Response {
     let Ok(id) = Uuid::parse_str(id) else {
         return no_such_endpoint(session);
@@ -372,7 +372,7 @@ async fn endpoint_log_page(
             paged: filter.before.is_some(),
             older,
             secret,
-            notice,
+            notice: notice.map(str::to_owned),
             event_names: EventName::ALL.iter().map(|e| e.as_str()).collect(),
         }
         .render(),
@@ -646,7 +646,7 @@ pub async fn resend_delivery(
     path = "/console/webhooks/{id}/recover",
     operation_id = "consoleRecoverDeliveries",
     tag = "console",
-    summary = "Sends again every failed delivery since a time: form fields `csrf`, `since` (YYYY-MM-DDTHH:MM, UTC)",
+    summary = "Sends again, once each, every delivery not delivered (failed, or cancelled by a suspension) whose event occurred since a time: form fields `csrf`, `since` (YYYY-MM-DDTHH:MM, UTC)",
     security(()),
     params(("id" = String, Path, description = "The endpoint's id")),
     request_body(content = String, description = "`csrf=…&since=…`", content_type = "application/x-www-form-urlencoded"),
@@ -656,6 +656,7 @@ pub async fn resend_delivery(
         (status = 400, description = "A page: `since` is not a time", content_type = "text/html", body = String),
         (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
         (status = 404, description = "A page: no such endpoint", content_type = "text/html", body = String),
+        (status = 409, description = "A page: the endpoint is suspended or disabled; resume it first", content_type = "text/html", body = String),
         (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
     )
 )]
@@ -684,17 +685,24 @@ pub async fn recover_deliveries(
     match state
         .webhooks
         .endpoints()
-        .recover_failed(owner(&session), endpoint, since.and_utc())
+        .recover_undelivered(owner(&session), endpoint, since.and_utc())
         .await
     {
-        Ok(count) => {
+        Ok(Recovery::SentAgain(count)) => {
             let notice = match count {
-                0 => "No failed delivery since then.",
-                1 => "1 failed delivery is sent again.",
-                _ => "The failed deliveries since then are sent again.",
+                0 => "Every delivery since then was delivered or is on its way.".to_owned(),
+                1 => "1 delivery not delivered since then is sent again.".to_owned(),
+                n => format!("{n} deliveries not delivered since then are sent again."),
             };
-            endpoint_page(&state, &session, &id, None, Some(notice)).await
+            endpoint_page(&state, &session, &id, None, Some(&notice)).await
         }
+        Ok(Recovery::NotActive) => message(
+            StatusCode::CONFLICT,
+            Some(&session),
+            "The endpoint is not active",
+            "Nothing is sent to a suspended or disabled endpoint: resume it first, then recover \
+             its deliveries.",
+        ),
         Err(error) => refused(&session, error),
     }
 }

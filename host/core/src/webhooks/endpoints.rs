@@ -68,6 +68,15 @@ pub enum WebhookError {
     Store(#[from] sqlx::Error),
 }
 
+/// What recovering an endpoint's deliveries came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recovery {
+    /// This many deliveries are on their way again.
+    SentAgain(u64),
+    /// The endpoint is suspended or disabled: nothing is sent until it is resumed.
+    NotActive,
+}
+
 /// A webhook endpoint as the API shows it (spec section 2).
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Endpoint {
@@ -317,18 +326,24 @@ impl Endpoints {
         }
     }
 
-    /// Sends again every failed delivery of the endpoint whose event occurred since `since`;
-    /// answers how many.
-    pub async fn recover_failed(
+    /// Sends again every delivery of the endpoint owed and not delivered (failed, or cancelled
+    /// by its suspension) whose event occurred since `since`, each once: how many, or that the
+    /// endpoint must be resumed first.
+    pub async fn recover_undelivered(
         &self,
         owner: Owner,
         endpoint_id: Uuid,
         since: DateTime<Utc>,
-    ) -> Result<u64, WebhookError> {
+    ) -> Result<Recovery, WebhookError> {
         if !store::endpoint_exists(&self.pool, endpoint_id, owner).await? {
             return Err(WebhookError::NotFound);
         }
-        Ok(store::recover_failed(&self.pool, endpoint_id, owner, since).await?)
+        Ok(
+            match store::recover_undelivered(&self.pool, endpoint_id, owner, since).await? {
+                Some(count) => Recovery::SentAgain(count),
+                None => Recovery::NotActive,
+            },
+        )
     }
 
     /// Sends the endpoint a test event named `name` (made-up facts, marked as a test: see

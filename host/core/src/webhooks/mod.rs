@@ -36,7 +36,8 @@ pub use config::WebhookConfig;
 use courier_store::webhooks as store;
 pub use courier_store::webhooks::{DeliveryDetail, Owner};
 pub use endpoints::{
-    DeliveryRecord, Endpoint, Endpoints, JobEvent, JobEventDelivery, TestEvent, WebhookError,
+    DeliveryRecord, Endpoint, Endpoints, JobEvent, JobEventDelivery, Recovery, TestEvent,
+    WebhookError,
 };
 
 use crate::events::FanOutWakeup;
