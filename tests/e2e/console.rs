@@ -403,6 +403,101 @@ async fn failed_sign_ins_spend_the_address_s_budget() {
     app.stop().await;
 }
 
+/// A sign-in form another site's page sends (login CSRF: signing the visitor's browser in to
+/// the sender's account) is refused by both consoles, by `Sec-Fetch-Site` or else by
+/// `Origin`; this site's own page, and a client that says neither, sign in.
+#[tokio::test]
+async fn a_sign_in_sent_from_another_site_is_refused() {
+    let app = TestApp::spawn().await;
+    let merchant = app.create_merchant("Console Forged").await;
+    let test = merchant.test();
+    let host = app.base_url.trim_start_matches("http://").to_owned();
+    let attempt = |path: &'static str,
+                   form: Vec<(&'static str, String)>,
+                   headers: Vec<(&'static str, String)>| {
+        let client = reqwest::Client::builder()
+            .redirect(Policy::none())
+            .build()
+            .unwrap();
+        let url = app.url(path);
+        async move {
+            let mut request = client.post(url).form(&form);
+            for (name, value) in headers {
+                request = request.header(name, value);
+            }
+            let response = request.send().await.unwrap();
+            let cookie = response.headers().get("set-cookie").is_some();
+            (
+                response.status().as_u16(),
+                cookie,
+                response.text().await.unwrap(),
+            )
+        }
+    };
+    let merchant_form = vec![("key", test.key.clone()), ("secret", test.secret.clone())];
+    let operator_form = vec![("token", crate::support::ADMIN_TOKEN.to_owned())];
+    for (path, form) in [
+        ("/console/sign-in", merchant_form),
+        ("/ops/sign-in", operator_form),
+    ] {
+        for forged in [
+            vec![("sec-fetch-site", "cross-site".to_owned())],
+            vec![("sec-fetch-site", "same-site".to_owned())],
+            vec![("origin", "https://attacker.example".to_owned())],
+            vec![("origin", "null".to_owned())],
+        ] {
+            let (status, cookie, body) = attempt(path, form.clone(), forged.clone()).await;
+            assert_eq!(status, 403, "{path} {forged:?}: {body}");
+            assert!(!cookie, "{path} {forged:?}: no session");
+            assert!(body.contains("sent from another site"), "{body}");
+        }
+        for own in [
+            vec![("sec-fetch-site", "same-origin".to_owned())],
+            vec![("origin", format!("http://{host}"))],
+            vec![],
+        ] {
+            let (status, cookie, body) = attempt(path, form.clone(), own.clone()).await;
+            assert_eq!(status, 303, "{path} {own:?}: {body}");
+            assert!(cookie, "{path} {own:?}");
+        }
+    }
+    app.stop().await;
+}
+
+/// The console spends the merchant's request budgets as its API keys do: past the reads
+/// budget its pages and forms answer 429 with `Retry-After`, and the API's reads, which share
+/// the budget, are refused too.
+#[tokio::test]
+async fn the_console_spends_the_merchant_s_request_budgets() {
+    let app = TestApp::spawn_with(|name| match name {
+        "COURIER_RATE_LIMIT_READS_PER_MINUTE" => Some("4".into()),
+        _ => None,
+    })
+    .await;
+    let merchant = app.create_merchant("Console Budgeted").await;
+    let mut visitor = Visitor::new(&app);
+    assert_eq!(visitor.sign_in(&merchant.test()).await.status, 303);
+    for _ in 0..4 {
+        assert_eq!(visitor.get("/console/jobs").await.status, 200);
+    }
+    let refused = visitor.get("/console/webhooks").await;
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    assert!(
+        refused.body.contains("budget of requests"),
+        "{}",
+        refused.body
+    );
+    let response = app
+        .request(Method::GET, "/v1/jobs")
+        .auth(&merchant.test())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 429);
+    assert!(response.headers().contains_key("retry-after"));
+    app.stop().await;
+}
+
 /// A shop whose webhooks may go to the tests' local receiver, with `settings` besides.
 async fn hooked(name: &str, settings: &[(&str, &str)]) -> (TestApp, NewMerchant, Receiver) {
     let receiver = Receiver::start().await;

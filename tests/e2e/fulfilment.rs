@@ -557,6 +557,8 @@ async fn a_job_is_delivered_with_proof_and_its_charge_captured() {
             .unwrap();
         assert_eq!(response.status(), 200);
         assert_eq!(response.headers()["content-type"], content_type);
+        // A recipient's photo and signature are kept by no cache, the browser's included.
+        assert_eq!(response.headers()["cache-control"], "private, no-store");
         assert_eq!(response.bytes().await.unwrap().as_ref(), bytes);
         let stranger = floor.app.create_merchant("Stranger Ltd").await.test();
         let response = floor

@@ -352,8 +352,9 @@ pub async fn proof_file(
     proof_file_response(&file.content_type, file.bytes).ok_or(ApiError::Internal)
 }
 
-/// A proof file as it is served (to the API and to the console alike): its own type, kept
-/// privately for an hour, never sniffed. None when the stored type is not a header value.
+/// A proof file as it is served (to the API and to the console alike): its own type, stored by
+/// no cache (a recipient's photo and signature, like the pages, stay on no shared or
+/// browser disk), never sniffed. None when the stored type is not a header value.
 pub(crate) fn proof_file_response(content_type: &str, bytes: Vec<u8>) -> Option<Response> {
     use axum::http::{HeaderValue, header};
     let content_type = HeaderValue::from_str(content_type).ok()?;
@@ -363,7 +364,7 @@ pub(crate) fn proof_file_response(content_type: &str, bytes: Vec<u8>) -> Option<
                 (header::CONTENT_TYPE, content_type),
                 (
                     header::CACHE_CONTROL,
-                    HeaderValue::from_static("private, max-age=3600"),
+                    HeaderValue::from_static("private, no-store"),
                 ),
                 (
                     header::X_CONTENT_TYPE_OPTIONS,

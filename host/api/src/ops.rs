@@ -102,7 +102,7 @@ pub async fn metrics(
     if let Some(token) = &state.config.metrics_token {
         let header = headers.get(AUTHORIZATION).map(|v| v.as_bytes());
         let presented = bearer_token(header).map_err(ApiError::AdminAuth)?;
-        if !same_token(presented, token) {
+        if !same_token(presented, token.expose()) {
             return Err(ApiError::AdminAuth(AuthError::Invalid));
         }
     }

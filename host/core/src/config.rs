@@ -16,8 +16,9 @@ pub struct Config {
           default_value = Config::DEFAULT_LISTEN, value_parser = socket_address)]
     pub listen: SocketAddr,
     /// A PostgreSQL URL. Unset: the embedded cluster under `$COURIER_DATA_DIR/pg`.
-    #[arg(id = "database-url", long = "database-url", env = "DATABASE_URL")]
-    pub database_url: Option<String>,
+    #[arg(id = "database-url", long = "database-url", env = "DATABASE_URL",
+          value_parser = settings::secret)]
+    pub database_url: Option<settings::Secret>,
     /// The embedded cluster, the generated secret key, prepared road networks (`networks/`), caches.
     #[arg(
         id = "data-dir",
@@ -30,14 +31,15 @@ pub struct Config {
     /// `$COURIER_DATA_DIR/secret.key` (mode 0600). Every instance sharing a database must use
     /// the same key: a process whose key is not the one the database was first used with
     /// refuses to start.
-    #[arg(id = "secret-key", long = "secret-key", env = "COURIER_SECRET_KEY")]
-    pub secret_key: Option<String>,
+    #[arg(id = "secret-key", long = "secret-key", env = "COURIER_SECRET_KEY",
+          value_parser = settings::secret)]
+    pub secret_key: Option<settings::Secret>,
     /// Bearer token of the operator API (`/admin/v1`), operator `admin` in the audit trail. The
     /// operator API is closed while neither this nor `COURIER_OPERATOR_TOKENS` is set.
     /// At least 32 characters.
     #[arg(id = "admin-token", long = "admin-token", env = "COURIER_ADMIN_TOKEN",
           value_parser = operator_secret)]
-    pub admin_token: Option<String>,
+    pub admin_token: Option<settings::Secret>,
     /// Named operator tokens, `name=token,name=token` (names: 1–64 letters, digits, `.`, `_`,
     /// `-`, each once; tokens: at least 32 characters, no two alike). The name is who the audit
     /// trail records.
@@ -48,7 +50,7 @@ pub struct Config {
     /// public. They name routes and counts, never merchants or paths.
     #[arg(id = "metrics-token", long = "metrics-token", env = "COURIER_METRICS_TOKEN",
           value_parser = operator_secret)]
-    pub metrics_token: Option<String>,
+    pub metrics_token: Option<settings::Secret>,
     /// Failed operator sign-ins one client address may make per window
     /// (`COURIER_OPERATOR_FAILURE_WINDOW_MS`); past them it is answered 429 until the window
     /// ends, the right token included. Each failure is in the audit trail.
@@ -239,14 +241,14 @@ fn operator_token(entry: &str) -> Result<crate::auth::operators::OperatorToken, 
 /// Shortest operator token accepted: a token is all an operator shows.
 pub const OPERATOR_TOKEN_MIN_LENGTH: usize = 32;
 
-fn operator_secret(raw: &str) -> Result<String, String> {
+fn operator_secret(raw: &str) -> Result<settings::Secret, String> {
     let token = raw.trim();
     if token.chars().count() < OPERATOR_TOKEN_MIN_LENGTH {
         return Err(format!(
             "an operator token has at least {OPERATOR_TOKEN_MIN_LENGTH} characters"
         ));
     }
-    Ok(token.to_owned())
+    Ok(settings::Secret::new(token))
 }
 
 fn socket_address(raw: &str) -> Result<SocketAddr, String> {
@@ -279,14 +281,32 @@ impl Config {
         let all = config
             .admin_token
             .iter()
-            .chain(config.operator_tokens.iter().map(|t| &t.token));
-        if all.into_iter().any(|token| !tokens.insert(token.as_str())) {
+            .map(settings::Secret::expose)
+            .chain(config.operator_tokens.iter().map(|t| t.token.as_str()));
+        if all.into_iter().any(|token| !tokens.insert(token)) {
             return Err(ConfigError::Invalid {
                 name: "COURIER_OPERATOR_TOKENS".into(),
                 reason: "two operators share one token (COURIER_ADMIN_TOKEN included)".into(),
             });
         }
         Ok(config)
+    }
+
+    /// Why the consoles' session cookies go without `Secure` though others can reach the
+    /// service (it listens on `bound`, not only on loopback, and `COURIER_PUBLIC_URL` is not
+    /// https): said once at start. None when it listens on loopback only or the public URL is
+    /// https.
+    pub fn insecure_cookies(&self, bound: SocketAddr) -> Option<String> {
+        let public_url = self.public_url();
+        if bound.ip().is_loopback() || public_url.starts_with("https://") {
+            return None;
+        }
+        Some(format!(
+            "the service listens on {bound}, beyond this machine, and COURIER_PUBLIC_URL \
+             ({public_url}) is not https: console session cookies go without the Secure flag, \
+             so anyone on the way can read them. Serve it behind TLS and set COURIER_PUBLIC_URL \
+             to its https address."
+        ))
     }
 
     /// The service's public address, without a trailing `/`.
@@ -312,6 +332,84 @@ mod tests {
         assert_eq!(config.db_pool_size, 16);
         assert_eq!(config.tracking.ttl, chrono::Duration::days(7));
         assert_eq!(config.tracking.poll_interval.as_millis(), 5000);
+    }
+
+    #[test]
+    fn the_configuration_printed_shows_no_secret() {
+        let secrets = [
+            (
+                "DATABASE_URL",
+                "postgres://courier:db-password-9f3@db/courier",
+            ),
+            (
+                "COURIER_SECRET_KEY",
+                "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e",
+            ),
+            (
+                "COURIER_ADMIN_TOKEN",
+                "admin-token-0123456789abcdef0123456789",
+            ),
+            (
+                "COURIER_OPERATOR_TOKENS",
+                "ana=ana-token-0123456789abcdef0123456789",
+            ),
+            (
+                "COURIER_METRICS_TOKEN",
+                "metrics-token-0123456789abcdef012345678",
+            ),
+            ("COURIER_SMS_GATEWAY_URL", "https://sms.example/send"),
+            ("COURIER_SMS_GATEWAY_PASSWORD", "sms-password-4d2"),
+        ];
+        let config = Config::from_lookup(|name| {
+            secrets
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+        .unwrap();
+        let printed = format!("{config:?} {:?}", config.texts.gateway());
+        for needle in [
+            "db-password-9f3",
+            "5e5e5e5e",
+            "admin-token",
+            "ana-token",
+            "metrics-token",
+            "sms-password",
+        ] {
+            assert!(!printed.contains(needle), "{needle} in {printed}");
+        }
+        // Still there to use.
+        assert_eq!(
+            config.admin_token.as_ref().map(settings::Secret::expose),
+            Some("admin-token-0123456789abcdef0123456789")
+        );
+    }
+
+    #[test]
+    fn listening_beyond_loopback_without_https_is_said_at_start() {
+        let config = |public: Option<&str>| {
+            Config::from_lookup(|name| {
+                (name == "COURIER_PUBLIC_URL")
+                    .then(|| public.map(str::to_owned))
+                    .flatten()
+            })
+            .unwrap()
+        };
+        let anywhere: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        let loopback: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let said = config(None).insecure_cookies(anywhere).unwrap();
+        assert!(said.contains("without the Secure flag"), "{said}");
+        assert!(
+            config(Some("http://courier.example"))
+                .insecure_cookies(anywhere)
+                .is_some()
+        );
+        assert!(
+            config(Some("https://courier.example"))
+                .insecure_cookies(anywhere)
+                .is_none()
+        );
+        assert!(config(None).insecure_cookies(loopback).is_none());
     }
 
     #[test]

@@ -12,6 +12,7 @@ use courier_core::config::Config;
 use courier_core::infra::db::listen::ListenHub;
 use courier_core::infra::db::{Database, DbError};
 use courier_core::infra::secrets::{SecretKey, SecretKeyError};
+use courier_core::infra::settings::Secret;
 use courier_core::infra::telemetry;
 use courier_core::markets::{Markets, MarketsError};
 use courier_core::pricing::{PriceBookError, PriceBooks};
@@ -67,9 +68,12 @@ pub struct Services {
 impl Services {
     /// Opens (or starts) the database, migrates it and builds the shared services.
     pub async fn open(config: &Config) -> Result<Self, StartError> {
-        let secret_key = SecretKey::load(config.secret_key.as_deref(), &config.data_dir)?;
+        let secret_key = SecretKey::load(
+            config.secret_key.as_ref().map(Secret::expose),
+            &config.data_dir,
+        )?;
         let db = Database::open(
-            config.database_url.as_deref(),
+            config.database_url.as_ref().map(Secret::expose),
             &config.data_dir,
             config.db_pool_size,
         )
@@ -315,7 +319,7 @@ pub async fn run(
         fulfilment: services.fulfilment.clone(),
         sandbox,
         operators: Arc::new(api::OperatorTokens::new(
-            config.admin_token.as_deref(),
+            config.admin_token.as_ref().map(Secret::expose),
             &config.operator_tokens,
             courier_core::auth::failures::AddressBudget::new(
                 config.operator_failure_limit,
@@ -353,6 +357,9 @@ pub async fn run(
     });
     let address = listener.local_addr().map_err(StartError::Serve)?;
     tracing::info!(%address, "courier is listening");
+    if let Some(warning) = config.insecure_cookies(address) {
+        tracing::warn!("{warning}");
+    }
     let stop = drain_after(shutdown, draining, config.drain);
     crate::server::serve(listener, api::router(state), limits, stop).await;
     tracing::info!("stopped accepting requests; shutting down");

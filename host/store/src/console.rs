@@ -5,6 +5,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use courier_domain::Environment;
+use courier_domain::limits::LimitOverrides;
 
 use crate::text_columns::Text;
 
@@ -17,6 +18,8 @@ pub struct SessionRow {
     pub key: String,
     pub csrf_token: String,
     pub expires_at: DateTime<Utc>,
+    /// The merchant's own request budgets, which the session spends as its keys do.
+    pub limits: LimitOverrides,
 }
 
 pub async fn insert(
@@ -49,17 +52,31 @@ pub async fn live(
     token_hash: &[u8],
     now: DateTime<Utc>,
 ) -> Result<Option<SessionRow>, sqlx::Error> {
-    sqlx::query_as!(
-        SessionRow,
+    let row = sqlx::query!(
         "SELECT s.merchant_id, s.key_id, k.environment AS \"environment: Text<Environment>\", \
-         k.key, s.csrf_token, s.expires_at \
+         k.key, s.csrf_token, s.expires_at, m.rate_limit_quotes_per_minute, \
+         m.rate_limit_bookings_per_minute, m.rate_limit_reads_per_minute \
          FROM console_sessions s JOIN api_keys k ON k.id = s.key_id \
+         JOIN merchants m ON m.id = s.merchant_id \
          WHERE s.token_hash = $1 AND s.expires_at > $2 AND k.revoked_at IS NULL",
         token_hash,
         now,
     )
     .fetch_optional(pool)
-    .await
+    .await?;
+    Ok(row.map(|r| SessionRow {
+        merchant_id: r.merchant_id,
+        key_id: r.key_id,
+        environment: r.environment.0,
+        key: r.key,
+        csrf_token: r.csrf_token,
+        expires_at: r.expires_at,
+        limits: crate::merchants::limit_overrides(
+            r.rate_limit_quotes_per_minute,
+            r.rate_limit_bookings_per_minute,
+            r.rate_limit_reads_per_minute,
+        ),
+    }))
 }
 
 /// Ends a session (sign-out); also drops the expired ones.

@@ -74,17 +74,27 @@ pub struct StoredApiKey {
 impl AccountSettings {
     /// The merchant's own request budgets, where set.
     pub fn limit_overrides(&self) -> LimitOverrides {
-        LimitOverrides {
-            quotes_per_minute: per_minute(self.rate_limit_quotes_per_minute),
-            bookings_per_minute: per_minute(self.rate_limit_bookings_per_minute),
-            reads_per_minute: per_minute(self.rate_limit_reads_per_minute),
-        }
+        limit_overrides(
+            self.rate_limit_quotes_per_minute,
+            self.rate_limit_bookings_per_minute,
+            self.rate_limit_reads_per_minute,
+        )
     }
 }
 
-/// A stored budget: null or out of range is no override.
-fn per_minute(value: Option<i32>) -> Option<u32> {
-    value.and_then(|v| u32::try_from(v).ok())
+/// A merchant's request budgets as stored (quotes, bookings, reads per minute): null or out
+/// of range is no override.
+pub fn limit_overrides(
+    quotes: Option<i32>,
+    bookings: Option<i32>,
+    reads: Option<i32>,
+) -> LimitOverrides {
+    let per_minute = |value: Option<i32>| value.and_then(|v| u32::try_from(v).ok());
+    LimitOverrides {
+        quotes_per_minute: per_minute(quotes),
+        bookings_per_minute: per_minute(bookings),
+        reads_per_minute: per_minute(reads),
+    }
 }
 
 /// A key with what authenticating with it needs: its merchant's request budgets too.
@@ -105,11 +115,11 @@ pub async fn find_api_key(pool: &PgPool, key: &str) -> Result<Option<StoredApiKe
         environment: r.environment.0,
         secret_hash: r.secret_hash,
         revoked: r.revoked,
-        limits: LimitOverrides {
-            quotes_per_minute: per_minute(r.rate_limit_quotes_per_minute),
-            bookings_per_minute: per_minute(r.rate_limit_bookings_per_minute),
-            reads_per_minute: per_minute(r.rate_limit_reads_per_minute),
-        },
+        limits: limit_overrides(
+            r.rate_limit_quotes_per_minute,
+            r.rate_limit_bookings_per_minute,
+            r.rate_limit_reads_per_minute,
+        ),
     }))
 }
 

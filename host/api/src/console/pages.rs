@@ -10,8 +10,8 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::respond::{
-    SessionBar, budget_refusal, client, cookie, field, for_people, form, message, money, page,
-    see_other, session, signed_form, signed_in, token, when,
+    SessionBar, budget_refusal, client, cookie, cross_site_refusal, field, for_people, form,
+    message, money, page, see_other, session, signed_form, signed_in, token, when,
 };
 use crate::state::AppState;
 use courier_core::auth::{AuthError, ConsoleSession};
@@ -154,6 +154,7 @@ pub async fn sign_in_page(State(state): State<AppState>, headers: HeaderMap) -> 
     responses(
         (status = 303, description = "Signed in: to /console/jobs, with the session cookie"),
         (status = 400, description = "A page: a field is missing", content_type = "text/html", body = String),
+        (status = 403, description = "A page: the form was sent from another site (its `Sec-Fetch-Site` or `Origin` is not this service's)", content_type = "text/html", body = String),
         (status = 401, description = "A page: the key and secret do not match a key in use", content_type = "text/html", body = String),
         (status = 413, description = "A page: the form is too large", content_type = "text/html", body = String),
         (status = 429, description = "A page: too many failed sign-ins from this address (with Retry-After)", content_type = "text/html", body = String),
@@ -162,6 +163,9 @@ pub async fn sign_in_page(State(state): State<AppState>, headers: HeaderMap) -> 
 )]
 pub async fn sign_in(State(state): State<AppState>, request: Request) -> Response {
     let client = client(&state, &request);
+    if let Some(refused) = cross_site_refusal(&state, request.headers()) {
+        return refused;
+    }
     if let Some(refused) = budget_refusal(&state, client) {
         return refused;
     }
@@ -188,8 +192,8 @@ pub async fn sign_in(State(state): State<AppState>, request: Request) -> Respons
             "Enter both the API key and its secret.",
         );
     }
-    let merchant = match state.authenticator.verify_key(key, secret).await {
-        Ok(caller) => caller.merchant,
+    let (merchant, limits) = match state.authenticator.verify_key(key, secret).await {
+        Ok(caller) => (caller.merchant, caller.limits),
         Err(AuthError::Unavailable) => {
             return again(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -204,7 +208,7 @@ pub async fn sign_in(State(state): State<AppState>, request: Request) -> Respons
             );
         }
     };
-    match state.console_sessions.open(merchant, key).await {
+    match state.console_sessions.open(merchant, limits, key).await {
         Ok(signed_in) => {
             let mut response = see_other("/console/jobs");
             response

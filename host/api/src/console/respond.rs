@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
+use courier_core::rate_limit::Budget;
 
 /// The session cookie's name.
 pub(super) const COOKIE: &str = "courier_console";
@@ -186,14 +187,50 @@ pub(super) async fn session(
     })
 }
 
-/// The request's session, or the answer to give without one: to the sign-in page.
+/// The request's session, or the answer to give without one: to the sign-in page. Every
+/// signed-in page and form spends one request of the merchant's reads budget, as the API's
+/// requests do, so the console is no way around the merchant's budgets.
 pub(super) async fn signed_in(
     state: &AppState,
     headers: &HeaderMap,
 ) -> Result<ConsoleSession, Response> {
-    session(state, headers)
+    let session = session(state, headers)
         .await?
-        .ok_or_else(|| see_other("/console/sign-in"))
+        .ok_or_else(|| see_other("/console/sign-in"))?;
+    match over_budget(state, &session, Budget::Reads) {
+        Some(refused) => Err(refused),
+        None => Ok(session),
+    }
+}
+
+/// Spends one request of the session's merchant's `budget`: None when it had one to spend,
+/// else the 429 page that says when to try again.
+pub(super) fn over_budget(
+    state: &AppState,
+    session: &ConsoleSession,
+    budget: Budget,
+) -> Option<Response> {
+    let limit = state
+        .config
+        .rate_limits
+        .limits_for(&session.limits)
+        .of(budget);
+    let decision =
+        state
+            .rate_limiter
+            .check(session.merchant.merchant_id, budget, limit, Instant::now());
+    if decision.allowed {
+        return None;
+    }
+    let mut response = message(
+        StatusCode::TOO_MANY_REQUESTS,
+        Some(session),
+        "Too many requests",
+        "This account has used its budget of requests for now (the console spends the same \
+         budgets as the account's API keys). Wait a moment, then try again.",
+    );
+    retry_after(&mut response, decision.retry_after);
+    Some(response)
 }
 
 /// A posted form's fields, or the page that says it could not be read.
@@ -246,6 +283,35 @@ pub(super) async fn signed_form(
         Some(refused) => Err(refused),
         None => Ok((session, fields)),
     }
+}
+
+/// The refusal of a sign-in form a browser sent from another site (login CSRF: someone else's
+/// page signing this browser in to the sender's account); None when it came from this site's
+/// own page, or from a client that is not a browser. A browser says where a form came from in
+/// `Sec-Fetch-Site`, or else in `Origin`, which must then be this service's own.
+pub(super) fn cross_site_refusal(state: &AppState, headers: &HeaderMap) -> Option<Response> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let same_site = match (text("sec-fetch-site"), text("origin")) {
+        (Some(site), _) => matches!(site, "same-origin" | "none"),
+        (None, Some(origin)) => {
+            let host = text("host").unwrap_or_default();
+            let public = state.config.public_url();
+            origin == public
+                || ["http://", "https://"]
+                    .iter()
+                    .any(|scheme| !host.is_empty() && origin == format!("{scheme}{host}"))
+        }
+        (None, None) => true,
+    };
+    (!same_site).then(|| {
+        message(
+            StatusCode::FORBIDDEN,
+            None,
+            "Sign in from this site",
+            "This sign-in form was sent from another site. Open the sign-in page here and sign \
+             in from it.",
+        )
+    })
 }
 
 /// The client address, for the failure budget of sign-ins.

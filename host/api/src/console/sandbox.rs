@@ -10,12 +10,15 @@ use axum::response::Response;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::respond::{SessionBar, field, message, page, see_other, signed_form, signed_in, when};
+use super::respond::{
+    SessionBar, field, message, over_budget, page, see_other, signed_form, signed_in, when,
+};
 use crate::error::ApiError;
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
 use courier_core::jobs::booking;
 use courier_core::quotes::{self, QuoteContext};
+use courier_core::rate_limit::Budget;
 use courier_core::sandbox::{RunView, SandboxError};
 use courier_domain::Environment;
 use courier_domain::quote::QuoteRequest;
@@ -259,6 +262,7 @@ async fn book(
         (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
         (status = 404, description = "A page: a live session has no sandbox", content_type = "text/html", body = String),
         (status = 422, description = "A page, the form kept: an address no market knows, an unknown scenario or vehicle, a journey or contact the API refuses", content_type = "text/html", body = String),
+        (status = 429, description = "A page: the merchant's quotes or bookings budget is spent (with Retry-After)", content_type = "text/html", body = String),
         (status = 503, description = "A page, the form kept: the service could not book just now", content_type = "text/html", body = String),
     )
 )]
@@ -269,6 +273,12 @@ pub async fn book_test_delivery(State(state): State<AppState>, request: Request)
     };
     if let Some(answer) = live_refusal(&session) {
         return answer;
+    }
+    // It quotes and books, as the API's two requests would: their budgets are spent too.
+    for budget in [Budget::Quotes, Budget::Bookings] {
+        if let Some(answer) = over_budget(&state, &session, budget) {
+            return answer;
+        }
     }
     let form = Booking::from_fields(&fields);
     match book(&state, &session, &form).await {

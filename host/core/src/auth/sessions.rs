@@ -22,6 +22,8 @@ pub struct ConsoleSession {
     /// What each of the session's forms carries.
     pub csrf_token: String,
     pub expires_at: DateTime<Utc>,
+    /// The merchant's own request budgets: the console spends them as the API does.
+    pub limits: courier_domain::limits::LimitOverrides,
 }
 
 impl ConsoleSession {
@@ -63,8 +65,14 @@ impl ConsoleSessions {
         self.lifetime
     }
 
-    /// Opens a session for a merchant signed in with the key `key`.
-    pub async fn open(&self, merchant: Merchant, key: &str) -> Result<SignedIn, sqlx::Error> {
+    /// Opens a session for a merchant signed in with the key `key` (with the merchant's request
+    /// budgets, `limits`).
+    pub async fn open(
+        &self,
+        merchant: Merchant,
+        limits: courier_domain::limits::LimitOverrides,
+        key: &str,
+    ) -> Result<SignedIn, sqlx::Error> {
         let token = random_token();
         let csrf_token = random_token();
         let now = crate::infra::clock::now();
@@ -86,6 +94,7 @@ impl ConsoleSessions {
                 key: key.to_owned(),
                 csrf_token,
                 expires_at,
+                limits,
             },
         })
     }
@@ -105,6 +114,7 @@ impl ConsoleSessions {
                 key: row.key,
                 csrf_token: row.csrf_token,
                 expires_at: row.expires_at,
+                limits: row.limits,
             }))
     }
 

@@ -254,3 +254,30 @@ mod tests {
         );
     }
 }
+
+/// A setting that must never be printed (a token, a key, a password, a URL that may carry
+/// one): its `Debug` names no part of it, so a configuration logged or shown in a panic gives
+/// nothing away. [`Secret::expose`] is the one way to read it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(redacted)")
+    }
+}
+
+/// A secret setting as it is given.
+pub fn secret(raw: &str) -> Result<Secret, String> {
+    Ok(Secret::new(raw))
+}

@@ -26,9 +26,10 @@ pub struct TextsConfig {
     #[arg(
         id = "sms-gateway-password",
         long = "sms-gateway-password",
-        env = "COURIER_SMS_GATEWAY_PASSWORD"
+        env = "COURIER_SMS_GATEWAY_PASSWORD",
+        value_parser = settings::secret
     )]
-    pub gateway_password: Option<String>,
+    pub gateway_password: Option<settings::Secret>,
     /// How long the gateway has to answer one text.
     #[arg(id = "sms-gateway-timeout-ms", long = "sms-gateway-timeout-ms",
           env = "COURIER_SMS_GATEWAY_TIMEOUT_MS", default_value = "10000",
@@ -71,7 +72,10 @@ impl TextsConfig {
         Some(GatewayConfig {
             url: self.gateway_url.clone()?,
             username: self.gateway_username.clone(),
-            password: self.gateway_password.clone(),
+            password: self
+                .gateway_password
+                .as_ref()
+                .map(|p| p.expose().to_owned()),
             timeout: self.gateway_timeout,
         })
     }

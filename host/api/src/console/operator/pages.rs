@@ -5,7 +5,9 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 
-use super::super::respond::{TOO_MANY_ATTEMPTS, client, field, form, page, retry_after, see_other};
+use super::super::respond::{
+    TOO_MANY_ATTEMPTS, client, cross_site_refusal, field, form, page, retry_after, see_other,
+};
 use super::{OperatorBar, cookie, message, session, signed_form, signed_in, token};
 use crate::state::AppState;
 use courier_core::auth::operators::OperatorRefusal;
@@ -72,6 +74,7 @@ pub async fn sign_in_page(State(state): State<AppState>, headers: HeaderMap) -> 
     responses(
         (status = 303, description = "Signed in: to /ops/markets, with the session cookie"),
         (status = 400, description = "A page: the token is missing", content_type = "text/html", body = String),
+        (status = 403, description = "A page: the form was sent from another site (its `Sec-Fetch-Site` or `Origin` is not this service's)", content_type = "text/html", body = String),
         (status = 401, description = "A page: no operator has that token", content_type = "text/html", body = String),
         (status = 413, description = "A page: the form is too large", content_type = "text/html", body = String),
         (status = 429, description = "A page: too many failed sign-ins from this address (with Retry-After)", content_type = "text/html", body = String),
@@ -80,6 +83,9 @@ pub async fn sign_in_page(State(state): State<AppState>, headers: HeaderMap) -> 
 )]
 pub async fn sign_in(State(state): State<AppState>, request: Request) -> Response {
     let client = client(&state, &request);
+    if let Some(refused) = cross_site_refusal(&state, request.headers()) {
+        return refused;
+    }
     let fields = match form(request).await {
         Ok(fields) => fields,
         Err(page) => return page,
