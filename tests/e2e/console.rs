@@ -1350,20 +1350,97 @@ async fn keys_are_made_with_their_secret_shown_once_and_revoked_by_their_merchan
     assert_eq!(jobs_with(other.test()).await, 200);
     assert_eq!(jobs_with(merchant.live()).await, 200);
 
-    let revoked = visitor
+    // Revoking asks first, saying what stops; nothing is revoked until it is confirmed.
+    let asked = visitor
         .post(&format!("/console/keys/{key}/revoke"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(asked.status, 200, "{}", asked.body);
+    assert!(
+        asked.body.contains(&format!("Revoke {key}?")),
+        "{}",
+        asked.body
+    );
+    assert!(asked.body.contains("name=\"confirm\" value=\"yes\""));
+    assert!(
+        !asked.body.contains("only test key"),
+        "two test keys are in use"
+    );
+    assert_eq!(jobs_with(new.clone()).await, 200, "not revoked yet");
+    let revoked = visitor
+        .post(
+            &format!("/console/keys/{key}/revoke"),
+            &[("csrf", &csrf), ("confirm", "yes")],
+        )
         .await;
     assert_eq!(revoked.location.as_deref(), Some("/console/keys"));
     assert_eq!(jobs_with(new).await, 401);
 
-    // Revoking the session's own key ends the session.
+    // A test session makes no live key.
+    let refused = visitor
+        .post(
+            "/console/keys",
+            &[
+                ("label", "sneaky"),
+                ("environment", "live"),
+                ("csrf", &csrf),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+
+    // Revoking the session's own key, the last test key in use, says both, and ends the
+    // session.
     let own = merchant.test().key;
-    let revoked = visitor
+    let asked = visitor
         .post(&format!("/console/keys/{own}/revoke"), &[("csrf", &csrf)])
+        .await;
+    assert!(
+        asked.body.contains("This session was signed in with it"),
+        "{}",
+        asked.body
+    );
+    assert!(
+        asked.body.contains("your only test key in use"),
+        "{}",
+        asked.body
+    );
+    let revoked = visitor
+        .post(
+            &format!("/console/keys/{own}/revoke"),
+            &[("csrf", &csrf), ("confirm", "yes")],
+        )
         .await;
     assert_eq!(revoked.location.as_deref(), Some("/console/sign-in"));
     let page = visitor.get("/console/jobs").await;
     assert_eq!(page.location.as_deref(), Some("/console/sign-in"));
+
+    // Locked out of the test environment, the merchant makes a test key in a live session.
+    let mut live = Visitor::new(&app);
+    live.sign_in(&merchant.live()).await;
+    let page = live.get("/console/keys").await;
+    assert!(
+        page.body.contains("<option value=\"test\">"),
+        "{}",
+        page.body
+    );
+    let csrf = csrf_of(&page.body);
+    let made = live
+        .post(
+            "/console/keys",
+            &[
+                ("label", "new test"),
+                ("environment", "test"),
+                ("csrf", &csrf),
+            ],
+        )
+        .await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    let at = made.body.find("<code id=\"new-secret\">").unwrap() + 22;
+    let secret = made.body[at..].split('<').next().unwrap().to_owned();
+    let at = made.body.find("<strong>Key ").unwrap() + 12;
+    let key = made.body[at..].split(' ').next().unwrap().to_owned();
+    assert!(key.starts_with("ck_test_"), "{key}");
+    assert_eq!(jobs_with(Credential { key, secret }).await, 200);
     app.stop().await;
 }
 

@@ -1,6 +1,8 @@
 //! The merchant's API keys of the console's environment (label, when made, last used,
-//! revoked), a new key made (its secret shown once, on the page that made it), a key revoked
-//! (the sessions signed in with it end); and the account's settings: a live session changes
+//! revoked), a new key made (its secret shown once, on the page that made it; a live session
+//! may make a test key too, a test session never a live one), a key revoked once the merchant
+//! has confirmed it, told what stops (the sessions signed in with it end); and the account's
+//! settings: a live session changes
 //! what bookings default to and the texts' sender (a test key, often a developer's, changes
 //! nothing that live deliveries follow), and the request budgets stay the operators'.
 //! The audit trail records these actions as `console:<the session's key>`.
@@ -43,6 +45,8 @@ struct Editable {
 struct KeysPage {
     session: Option<SessionBar>,
     environment: &'static str,
+    /// A live session may make a key of either environment.
+    live: bool,
     keys: Vec<ListedKey>,
     settings: Vec<Setting>,
     /// Only in a live session.
@@ -150,6 +154,7 @@ async fn render(
         KeysPage {
             session: Some(SessionBar::from(session)),
             environment: merchant.environment.as_str(),
+            live: merchant.environment == Environment::Live,
             keys,
             settings,
             editable,
@@ -186,14 +191,14 @@ pub async fn keys_page(State(state): State<AppState>, headers: HeaderMap) -> Res
     path = "/console/keys",
     operation_id = "consoleCreateKey",
     tag = "console",
-    summary = "Makes a key in the console's environment: form fields `label` and `csrf`; the page shows its secret once",
+    summary = "Makes a key: form fields `label`, `csrf` and optionally `environment` (`test` or `live`; the console's by default; a live session may make a test key, a test session no live one); the page shows its secret once",
     security(()),
     request_body(content = String, description = "`label=…&csrf=…`", content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 201, description = "The page, with the new key and its secret (shown this once)", content_type = "text/html", body = String),
         (status = 303, description = "Not signed in: to /console/sign-in"),
-        (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
-        (status = 422, description = "A page: the label is empty or too long", content_type = "text/html", body = String),
+        (status = 403, description = "A page: the form did not carry the session's token, or a test session asked for a live key", content_type = "text/html", body = String),
+        (status = 422, description = "A page: the label is empty or too long, or the environment is neither test nor live", content_type = "text/html", body = String),
     )
 )]
 pub async fn create_key(State(state): State<AppState>, request: Request) -> Response {
@@ -203,11 +208,34 @@ pub async fn create_key(State(state): State<AppState>, request: Request) -> Resp
     };
     let merchant = &session.merchant;
     let label = field(&fields, "label").unwrap_or("");
+    // A live session may make a test key (a test key opens less); a test session only test
+    // keys.
+    let environment = match field(&fields, "environment") {
+        None => merchant.environment,
+        Some(asked) => match asked.parse::<Environment>() {
+            Ok(Environment::Live) if merchant.environment == Environment::Test => {
+                return message(
+                    StatusCode::FORBIDDEN,
+                    Some(&session),
+                    "Live keys are made with a live key",
+                    "A test key cannot make a live key: sign in with a live key to make one.",
+                );
+            }
+            Ok(environment) => environment,
+            Err(_) => {
+                let said = Said {
+                    problem: Some("A key is either live or test.".to_owned()),
+                    ..Said::default()
+                };
+                return render(&state, &session, StatusCode::UNPROCESSABLE_ENTITY, said).await;
+            }
+        },
+    };
     match state
         .merchants
         .create_key(
             merchant.merchant_id,
-            merchant.environment.as_str(),
+            environment.as_str(),
             label,
             &actor(&session),
         )
@@ -236,11 +264,12 @@ pub async fn create_key(State(state): State<AppState>, request: Request) -> Resp
     path = "/console/keys/{key}/revoke",
     operation_id = "consoleRevokeKey",
     tag = "console",
-    summary = "Revokes one of the merchant's keys of the console's environment: form field `csrf`; its sessions end",
+    summary = "Revokes one of the merchant's keys of the console's environment: form fields `csrf` and `confirm=yes` (without it, a page asks to confirm, saying what stops); its sessions end",
     security(()),
     params(("key" = String, Path, description = "The key (`ck_test_…` or `ck_live_…`)")),
-    request_body(content = String, description = "`csrf=…`", content_type = "application/x-www-form-urlencoded"),
+    request_body(content = String, description = "`csrf=…&confirm=yes`", content_type = "application/x-www-form-urlencoded"),
     responses(
+        (status = 200, description = "A page asking to confirm (the form had no `confirm=yes`): what stops, the session's end if it is its key, and that it is the environment's last key in use", content_type = "text/html", body = String),
         (status = 303, description = "Revoked: to /console/keys, or to /console/sign-in when it was this session's key"),
         (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
         (status = 404, description = "A page: no such key of this merchant and environment", content_type = "text/html", body = String),
@@ -251,32 +280,90 @@ pub async fn revoke_key(
     Path(key): Path<String>,
     request: Request,
 ) -> Response {
-    let (session, _) = match signed_form(&state, request).await {
+    let (session, fields) = match signed_form(&state, request).await {
         Ok(signed) => signed,
         Err(answer) => return answer,
     };
     let merchant = &session.merchant;
     // Only a key of this merchant and environment: another's is no key at all.
-    let owned = match state.merchants.show(merchant.merchant_id).await {
-        Ok(detail) => detail
-            .keys
-            .iter()
-            .any(|k| k.key == key && k.environment == merchant.environment),
+    let keys = match state.merchants.show(merchant.merchant_id).await {
+        Ok(detail) => detail.keys,
         Err(error) => return unavailable(&session, &error),
     };
-    if !owned {
+    let in_use: Vec<_> = keys
+        .iter()
+        .filter(|k| k.environment == merchant.environment && k.revoked_at.is_none())
+        .collect();
+    let Some(doomed) = keys
+        .iter()
+        .find(|k| k.key == key && k.environment == merchant.environment)
+    else {
         return message(
             StatusCode::NOT_FOUND,
             Some(&session),
             "No such key",
             "There is no such key of yours in this environment.",
         );
+    };
+    if doomed.revoked_at.is_none() && field(&fields, "confirm") != Some("yes") {
+        let last = in_use.len() == 1;
+        return confirm_revoking(&session, &key, key == session.key, last);
     }
     match state.merchants.revoke_key(&key, &actor(&session)).await {
         Ok(_) if key == session.key => see_other("/console/sign-in"),
         Ok(_) => see_other("/console/keys"),
         Err(error) => unavailable(&session, &error),
     }
+}
+
+#[derive(Template)]
+#[template(path = "console/confirm.html")]
+struct ConfirmPage<'a> {
+    session: Option<SessionBar>,
+    heading: String,
+    lines: Vec<String>,
+    action: String,
+    button: String,
+    back: &'a str,
+    back_label: &'a str,
+}
+
+/// The page that asks to confirm revoking `key`, saying what stops: whatever uses it, this
+/// session if it is its key, and, for the environment's `last` key in use, every request of
+/// the environment until another is made (and how to make one).
+fn confirm_revoking(session: &ConsoleSession, key: &str, own: bool, last: bool) -> Response {
+    let environment = session.merchant.environment;
+    let mut lines = vec![format!(
+        "Anything that sends requests with {key} is refused from the moment it is revoked. A \
+         revoked key cannot be brought back."
+    )];
+    if own {
+        lines.push("This session was signed in with it: it ends too.".to_owned());
+    }
+    if last {
+        lines.push(match environment {
+            Environment::Test => "It is your only test key in use: you will have none until \
+                 you make another, here in a test session before revoking it, or in a session \
+                 signed in with a live key."
+                .to_owned(),
+            Environment::Live => "It is your only live key in use: live bookings stop until \
+                 you make another. Make the new key first, then revoke this one."
+                .to_owned(),
+        });
+    }
+    page(
+        StatusCode::OK,
+        ConfirmPage {
+            session: Some(SessionBar::from(session)),
+            heading: format!("Revoke {key}?"),
+            lines,
+            action: format!("/console/keys/{key}/revoke"),
+            button: format!("Revoke {key}"),
+            back: "/console/keys",
+            back_label: "Keep it: back to the keys",
+        }
+        .render(),
+    )
 }
 
 #[utoipa::path(
