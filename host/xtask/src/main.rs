@@ -5,7 +5,7 @@
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 /// What a use of the repository needs from the machine.
@@ -212,7 +212,7 @@ fn install(purpose: Purpose) -> Result<(), String> {
 const AXE_CORE: &str = "axe-core@4.10.3";
 
 fn install_axe_core() -> Result<(), String> {
-    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools");
+    let tools = root().join("target/test-tools");
     if tools.join("node_modules/axe-core/axe.min.js").is_file() {
         return Ok(());
     }
@@ -249,16 +249,105 @@ fn cargo() -> OsString {
     std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
 }
 
-/// Replaces this process with `cargo ARGS`, run from the repository's root.
+/// The repository's root: from where `cargo run` says this package is now, else where it was
+/// built (a target folder shared by two copies of the repository keeps one build of the xtask,
+/// made in either).
+fn root() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+        .join("../..")
+}
+
+/// Replaces this process with `cargo ARGS`, run from the repository's root, in the caller's
+/// environment: without what `cargo run` set for the xtask itself ([`set_by_cargo_run`]), so
+/// the nested cargo sees what a plain `cargo run` from the shell sees and finds its build
+/// fresh, and a plain `cargo run` afterwards finds the nested one's.
 fn exec_cargo(args: &[&str], more: Vec<String>) -> ExitCode {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let error = Command::new(cargo())
-        .current_dir(root)
-        .args(args)
-        .args(more)
-        .exec();
+    let mut command = Command::new(cargo());
+    command.current_dir(root()).args(args).args(more);
+    let paths = CargoPaths::of_this_run();
+    for (name, value) in std::env::vars_os() {
+        match set_by_cargo_run(&name.to_string_lossy(), &value, &paths) {
+            Setting::Keep => {}
+            Setting::Remove => {
+                command.env_remove(&name);
+            }
+            Setting::Restore(original) => {
+                command.env(&name, original);
+            }
+        }
+    }
+    let error = command.exec();
     eprintln!("xtask: cargo could not start: {error}");
     ExitCode::FAILURE
+}
+
+/// What to do with a variable of the xtask's environment before the nested cargo starts.
+#[derive(Debug, PartialEq, Eq)]
+enum Setting {
+    Keep,
+    Remove,
+    /// The value the caller had, before `cargo run` added to it.
+    Restore(OsString),
+}
+
+/// Where `cargo run` takes the library path entries it adds from: the target folder (its
+/// profile folders and their `deps`) and the toolchain's own libraries.
+struct CargoPaths {
+    target: PathBuf,
+    toolchain: Option<PathBuf>,
+}
+
+impl CargoPaths {
+    /// This run's: the target folder cargo built the xtask in, and the toolchain of the cargo
+    /// that runs it (`$CARGO` is `<toolchain>/bin/cargo`).
+    fn of_this_run() -> Self {
+        CargoPaths {
+            target: std::env::var_os("CARGO_TARGET_DIR")
+                .map_or_else(|| root().join("target"), PathBuf::from),
+            toolchain: std::env::var_os("CARGO").and_then(|cargo| {
+                Path::new(&cargo)
+                    .parent()
+                    .and_then(Path::parent)
+                    .map(Path::to_path_buf)
+            }),
+        }
+    }
+
+    fn added(&self, entry: &Path) -> bool {
+        entry.starts_with(&self.target)
+            || self
+                .toolchain
+                .as_ref()
+                .is_some_and(|toolchain| entry.starts_with(toolchain))
+    }
+}
+
+/// Whether `cargo run` set `name` for the xtask (cargo's documented run-time variables: the
+/// package's facts, and the dynamic library path it extends with `paths`), and so what the
+/// nested cargo should see instead.
+fn set_by_cargo_run(name: &str, value: &std::ffi::OsStr, paths: &CargoPaths) -> Setting {
+    const PACKAGE: [&str; 5] = [
+        "CARGO_MANIFEST_DIR",
+        "CARGO_MANIFEST_PATH",
+        "CARGO_CRATE_NAME",
+        "CARGO_BIN_NAME",
+        "CARGO_PRIMARY_PACKAGE",
+    ];
+    if PACKAGE.contains(&name) || name.starts_with("CARGO_PKG_") || name == "OUT_DIR" {
+        return Setting::Remove;
+    }
+    if name != "LD_LIBRARY_PATH" {
+        return Setting::Keep;
+    }
+    let kept: Vec<PathBuf> = std::env::split_paths(value)
+        .filter(|entry| !paths.added(entry))
+        .collect();
+    if kept.is_empty() {
+        Setting::Remove
+    } else {
+        Setting::Restore(std::env::join_paths(kept).unwrap_or_default())
+    }
 }
 
 const USAGE: &str = "usage: cargo xtask serve [ARGS…]   install what is missing, run the service
@@ -312,6 +401,71 @@ mod tests {
             .flat_map(|n| n.packages)
             .copied()
             .collect()
+    }
+
+    /// What `cargo run -p xtask` adds to the caller's environment (as cargo 1.95 does), and
+    /// what the nested cargo must see instead: the caller's own. Cargo compares the variables
+    /// build scripts name (ring's names `CARGO_PKG_NAME` and the like) with its own
+    /// environment, so any of them left over makes the nested build differ from a plain one.
+    #[test]
+    fn the_nested_cargo_sees_the_caller_s_environment() {
+        let toolchain = "/root/.rustup/toolchains/stable-x86_64-unknown-linux-gnu";
+        let paths = CargoPaths {
+            target: "/work/target".into(),
+            toolchain: Some(toolchain.into()),
+        };
+        let added_paths = format!(
+            "/work/target/debug:/work/target/debug/deps:{toolchain}/lib/rustlib/x86_64-unknown-linux-gnu/lib:{toolchain}/lib"
+        );
+        let by_cargo_run = [
+            ("CARGO_MANIFEST_DIR", "/work/main/host/xtask".to_owned()),
+            (
+                "CARGO_MANIFEST_PATH",
+                "/work/main/host/xtask/Cargo.toml".to_owned(),
+            ),
+            ("CARGO_PKG_NAME", "xtask".to_owned()),
+            ("CARGO_PKG_VERSION", "0.1.0".to_owned()),
+            ("CARGO_PKG_RUST_VERSION", "1.95".to_owned()),
+            ("CARGO_PKG_AUTHORS", String::new()),
+            ("CARGO_CRATE_NAME", "xtask".to_owned()),
+            ("CARGO_BIN_NAME", "xtask".to_owned()),
+            ("CARGO_PRIMARY_PACKAGE", "1".to_owned()),
+        ];
+        for (name, value) in &by_cargo_run {
+            assert_eq!(
+                set_by_cargo_run(name, value.as_ref(), &paths),
+                Setting::Remove,
+                "{name}"
+            );
+        }
+        // The library path: cargo's entries go, the caller's own stay.
+        assert_eq!(
+            set_by_cargo_run("LD_LIBRARY_PATH", added_paths.as_ref(), &paths),
+            Setting::Remove
+        );
+        assert_eq!(
+            set_by_cargo_run(
+                "LD_LIBRARY_PATH",
+                format!("{added_paths}:/opt/vendor/lib").as_ref(),
+                &paths
+            ),
+            Setting::Restore("/opt/vendor/lib".into())
+        );
+        // What the caller set, cargo's own settings included, stays as it is.
+        for (name, value) in [
+            ("CARGO_TARGET_DIR", "/work/target"),
+            ("CARGO_HOME", "/root/.cargo"),
+            ("CARGO_PROFILE_RELEASE_LTO", "thin"),
+            ("DATABASE_URL", "postgres://db/courier"),
+            ("RUSTFLAGS", "-C target-cpu=native"),
+            ("PATH", "/usr/bin"),
+        ] {
+            assert_eq!(
+                set_by_cargo_run(name, value.as_ref(), &paths),
+                Setting::Keep,
+                "{name}"
+            );
+        }
     }
 
     #[test]
