@@ -1577,6 +1577,164 @@ async fn a_live_session_changes_the_account_s_settings_and_a_test_one_cannot() {
     app.stop().await;
 }
 
+/// The `once` token of the first form after `action` on a page.
+fn once_of(body: &str, action: &str) -> String {
+    let form = &body[body
+        .find(&format!("action=\"{action}\""))
+        .expect("the form")..];
+    let at = form
+        .find("name=\"once\" value=\"")
+        .expect("a one-time token")
+        + 19;
+    form[at..].split('"').next().unwrap().to_owned()
+}
+
+/// Every state-changing form acts once, however often it is sent: a reload or a double click
+/// of a form that redirects is sent to the first answer's page; one whose answer is a page
+/// is answered by a redirect to that page (redirect after post), and its repeats too; one
+/// that showed a secret acts once and says so when sent again; a refused one may be sent
+/// again once corrected. Another merchant reads no answer.
+#[tokio::test]
+async fn a_form_sent_twice_acts_once() {
+    let (app, merchant, receiver) = hooked("Console Twice", &[]).await;
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_in(&merchant.test()).await;
+
+    // A webhook endpoint, sent twice (a double click): one endpoint, its secret shown once.
+    let page = visitor.get("/console/webhooks").await;
+    let csrf = csrf_of(&page.body);
+    let once = once_of(&page.body, "/console/webhooks");
+    let url = receiver.url("/twice");
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("once", &once),
+        ("url", &url),
+        ("events", ""),
+    ];
+    let made = visitor.post("/console/webhooks", &form).await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    assert!(made.body.contains("whsec_"), "the secret, this once");
+    let again = visitor.post("/console/webhooks", &form).await;
+    assert_eq!(again.status, 409, "{}", again.body);
+    assert!(
+        again.body.contains("This form was already sent"),
+        "{}",
+        again.body
+    );
+    assert!(!again.body.contains("whsec_"), "never shown again");
+    let (_, endpoints) = status_and_json(
+        app.request(Method::GET, "/v1/webhooks")
+            .auth(&merchant.test())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(endpoints.as_array().unwrap().len(), 1, "{endpoints}");
+    let id = endpoints[0]["id"].as_str().unwrap().to_owned();
+
+    // A test event, whose answer is a page: the post redirects to it, a reload of the answer
+    // only reads, and the form sent again is sent to the same answer; one event goes out.
+    let path = format!("/console/webhooks/{id}");
+    let page = visitor.get(&path).await;
+    let action = format!("{path}/test-event");
+    let once = once_of(&page.body, &action);
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("once", &once),
+        ("event", "job.booked"),
+    ];
+    let sent = visitor.post(&action, &form).await;
+    assert_eq!(sent.status, 303, "{}", sent.body);
+    let answer = sent.location.unwrap();
+    assert_eq!(answer, format!("/console/answers/{once}"));
+    let shown = visitor.get(&answer).await;
+    assert_eq!(shown.status, 200);
+    assert!(shown.body.contains("test event"), "{}", shown.body);
+    assert_eq!(visitor.get(&answer).await.body, shown.body);
+    let again = visitor.post(&action, &form).await;
+    assert_eq!(again.location.as_deref(), Some(answer.as_str()));
+    receiver
+        .wait_for("/twice", 1, Duration::from_secs(10))
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(receiver.received("/twice").len(), 1, "one test event");
+
+    // Another merchant's session reads no answer of this one.
+    let other = app.create_merchant("Console Elsewhere").await;
+    let mut stranger = Visitor::new(&app);
+    stranger.sign_in(&other.test()).await;
+    assert_eq!(stranger.get(&answer).await.status, 404);
+
+    // A key, refused (an empty label), then sent again corrected with the same token: the
+    // refusal changed nothing, so the corrected form acts.
+    let page = visitor.get("/console/keys").await;
+    let once = once_of(&page.body, "/console/keys");
+    let refused = visitor
+        .post(
+            "/console/keys",
+            &[("csrf", &csrf), ("once", &once), ("label", " ")],
+        )
+        .await;
+    assert_eq!(refused.status, 422);
+    let made = visitor
+        .post(
+            "/console/keys",
+            &[("csrf", &csrf), ("once", &once), ("label", "once")],
+        )
+        .await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    let again = visitor
+        .post(
+            "/console/keys",
+            &[("csrf", &csrf), ("once", &once), ("label", "once")],
+        )
+        .await;
+    assert_eq!(again.status, 409, "{}", again.body);
+    let keys = app
+        .admin(Method::GET, &format!("/merchants/{}", merchant.merchant_id))
+        .send()
+        .await
+        .unwrap();
+    let (_, detail) = status_and_json(keys).await;
+    let labelled = detail["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["label"] == "once")
+        .count();
+    assert_eq!(labelled, 1, "{detail}");
+    app.stop().await;
+}
+
+/// A sandbox booking sent twice books once: the repeat is sent to the first one's run.
+#[tokio::test]
+async fn a_sandbox_booking_sent_twice_books_once() {
+    let (app, merchant) = shop("Console Sandbox Twice").await;
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_in(&merchant.test()).await;
+    let page = visitor.get("/console/sandbox").await;
+    let csrf = csrf_of(&page.body);
+    let once = once_of(&page.body, "/console/sandbox");
+    let mut form = test_delivery(&csrf, "41 4th Street", "manual");
+    form.push(("once", &once));
+    let booked = visitor.post("/console/sandbox", &form).await;
+    assert_eq!(booked.status, 303, "{}", booked.body);
+    let again = visitor.post("/console/sandbox", &form).await;
+    assert_eq!(again.status, 303, "{}", again.body);
+    assert_eq!(again.location, booked.location);
+    let (_, jobs) = status_and_json(
+        app.request(Method::GET, "/v1/jobs")
+            .auth(&merchant.test())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(jobs["items"].as_array().map(Vec::len), Some(1), "{jobs}");
+    app.stop().await;
+}
+
 /// The sandbox form as a person fills it.
 fn test_delivery<'a>(csrf: &'a str, pickup: &'a str, scenario: &'a str) -> Vec<(&'a str, &'a str)> {
     vec![

@@ -352,7 +352,7 @@ async fn a_merchant_adds_a_live_card_in_the_provider_s_form_in_a_browser() {
         ],
     )
     .await;
-    // What the page's own form sends Courier: its token, the provider's reference and the
+    // What the page's own form sends Courier: its tokens, the provider's reference and the
     // default box; the card's fields are in the provider's frame, not in it.
     let mut sent = Vec::new();
     for input in client
@@ -362,7 +362,7 @@ async fn a_merchant_adds_a_live_card_in_the_provider_s_form_in_a_browser() {
     {
         sent.push(input.attr("name").await.unwrap().unwrap_or_default());
     }
-    assert_eq!(sent, ["csrf", "provider_ref", "make_default"]);
+    assert_eq!(sent, ["csrf", "once", "provider_ref", "make_default"]);
     browser.screenshot("console-card-form.png").await;
     let violations = browser.accessibility_violations_outside_frames().await;
     assert!(violations.is_empty(), "{violations:#?}");

@@ -121,6 +121,7 @@ fn public_routes() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(console::sandbox::run_page_of))
         .routes(routes!(console::sandbox::act))
+        .routes(routes!(console::once::form_answer))
         // The operator console: pages for people, signed in with an operator token.
         .routes(routes!(console::operator::pages::start))
         .routes(routes!(
@@ -199,10 +200,15 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             middleware::require_merchant,
         ));
-    let public = Router::from(public_routes()).layer(axum::middleware::from_fn_with_state(
-        state.clone(),
-        middleware::limit_public,
-    ));
+    let public = Router::from(public_routes())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            console::once::answer_once,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            middleware::limit_public,
+        ));
     let routes = public
         .nest("/v1", v1)
         .nest("/admin/v1", admin::with_operator_layers(state.clone()))

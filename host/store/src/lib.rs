@@ -33,6 +33,7 @@ pub mod customer_texts;
 pub mod dispatch;
 pub mod embedded;
 pub mod events;
+pub mod form_answers;
 pub mod fulfilment;
 pub mod jobs;
 pub mod merchants;

@@ -246,7 +246,10 @@ pub async fn create_key(State(state): State<AppState>, request: Request) -> Resp
                 created: Some(created),
                 ..Said::default()
             };
-            render(&state, &session, StatusCode::CREATED, said).await
+            // Its secret is on this page only: never kept for the form's repeats.
+            let mut page = render(&state, &session, StatusCode::CREATED, said).await;
+            page.extensions_mut().insert(super::once::ShownOnce);
+            page
         }
         Err(error @ MerchantError::InvalidLabel) => {
             let said = Said {

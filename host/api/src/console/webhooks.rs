@@ -187,7 +187,7 @@ pub async fn add_webhook(State(state): State<AppState>, request: Request) -> Res
     {
         Ok(endpoint) => {
             let secret = endpoint.signing_secret.clone().unwrap_or_default();
-            list_page(
+            let mut page = list_page(
                 &state,
                 &session,
                 StatusCode::CREATED,
@@ -195,7 +195,10 @@ pub async fn add_webhook(State(state): State<AppState>, request: Request) -> Res
                 None,
                 ("", ""),
             )
-            .await
+            .await;
+            // Its signing secret is on this page only: never kept for the form's repeats.
+            page.extensions_mut().insert(super::once::ShownOnce);
+            page
         }
         Err(error @ WebhookError::Store(_)) => refused(&session, error),
         Err(refusal) => {
@@ -468,7 +471,15 @@ pub async fn webhook_action(
         _ => return no_such_endpoint(&session),
     };
     match done {
-        Ok((secret, notice)) => endpoint_page(&state, &session, &id, secret, notice).await,
+        Ok((secret, notice)) => {
+            let shows_secret = secret.is_some();
+            let mut page = endpoint_page(&state, &session, &id, secret, notice).await;
+            if shows_secret {
+                // A rotated secret is on this page only: never kept for the form's repeats.
+                page.extensions_mut().insert(super::once::ShownOnce);
+            }
+            page
+        }
         Err(error) => refused(&session, error),
     }
 }

@@ -13,5 +13,5 @@ mod usage;
 pub use basic::{BasicCredentials, parse_basic};
 pub use changes::{CHANGES_CHANNEL, CredentialChange, announce, follow_changes};
 pub use credentials::{AuthError, Authenticator, Caller, IssuedKey, Merchant};
-pub use sessions::{ConsoleSession, ConsoleSessions, SignedIn};
+pub use sessions::{ConsoleSession, ConsoleSessions, KeptAnswer, SignedIn};
 pub use usage::flush_usage;

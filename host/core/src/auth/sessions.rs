@@ -9,9 +9,15 @@ use rand::distr::{Alphanumeric, SampleString};
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use subtle::ConstantTimeEq;
+use uuid::Uuid;
 
 use super::credentials::Merchant;
 use courier_store::console as store;
+pub use courier_store::form_answers::KeptAnswer;
+use courier_store::form_answers::{self, FormOwner};
+
+/// How long a form's answer is kept for its repeats.
+const FORM_ANSWERS_KEPT: chrono::Duration = chrono::Duration::days(1);
 
 /// A session as a console page sees it.
 #[derive(Clone, Debug)]
@@ -45,6 +51,13 @@ pub struct SignedIn {
 pub struct ConsoleSessions {
     pool: PgPool,
     lifetime: Duration,
+}
+
+fn form_owner(session: &ConsoleSession) -> FormOwner {
+    FormOwner {
+        merchant_id: session.merchant.merchant_id,
+        environment: session.merchant.environment,
+    }
 }
 
 fn hash(token: &str) -> Vec<u8> {
@@ -116,6 +129,57 @@ impl ConsoleSessions {
                 expires_at: row.expires_at,
                 limits: row.limits,
             }))
+    }
+
+    /// Claims a form's `once` token for its first post (at `form_path`); None when it was
+    /// claimed before, with what that first post came to.
+    pub async fn claim_form(
+        &self,
+        session: &ConsoleSession,
+        once: Uuid,
+        form_path: &str,
+    ) -> Result<Option<KeptAnswer>, sqlx::Error> {
+        let now = crate::infra::clock::now();
+        form_answers::claim(
+            &self.pool,
+            form_owner(session),
+            once,
+            form_path,
+            now,
+            now - FORM_ANSWERS_KEPT,
+        )
+        .await
+    }
+
+    /// Keeps what a form's first post came to: a redirect's target, or a page (neither for a
+    /// page that showed a secret, which is shown once).
+    pub async fn answer_form(
+        &self,
+        session: &ConsoleSession,
+        once: Uuid,
+        location: Option<&str>,
+        page: Option<&str>,
+    ) -> Result<(), sqlx::Error> {
+        let now = crate::infra::clock::now();
+        form_answers::answer(&self.pool, form_owner(session), once, location, page, now).await
+    }
+
+    /// Gives a form's token back: its post was refused and changed nothing.
+    pub async fn release_form(
+        &self,
+        session: &ConsoleSession,
+        once: Uuid,
+    ) -> Result<(), sqlx::Error> {
+        form_answers::release(&self.pool, form_owner(session), once).await
+    }
+
+    /// The answer kept for a form's token, the session's merchant and environment's only.
+    pub async fn form_answer(
+        &self,
+        session: &ConsoleSession,
+        once: Uuid,
+    ) -> Result<Option<KeptAnswer>, sqlx::Error> {
+        form_answers::find(&self.pool, form_owner(session), once).await
     }
 
     /// Ends the session of `token`.
