@@ -500,3 +500,149 @@ async fn a_merchant_stores_a_live_card_in_adyen_s_drop_in_in_a_browser() {
     assert_eq!(live_cards(&app, &merchant).await.len(), 1);
     browser.close().await;
 }
+
+/// A third provider, as its adapter's author would set it up: a script of its own that
+/// registers its driver with the console (`window.courierCardForms`), served with the card
+/// endpoint its field posts the number to, over HTTPS.
+struct AcmePay {
+    origin: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// The third provider's card form script: it draws a field in the console's holder, sends
+/// the number to the provider only, and answers the console the card's reference.
+const ACME_CARD_FORM: &str = r#"
+(window.courierCardForms ||= {})["acme-card-form"] = (card, page) => {
+  const label = document.createElement("label");
+  label.htmlFor = "acme-card-number";
+  label.textContent = "Card number (Acme Pay)";
+  const input = document.createElement("input");
+  input.id = "acme-card-number";
+  input.autocomplete = "cc-number";
+  page.holder.append(label, input);
+  return async () => {
+    const answer = await fetch(`${card.acme_base}/cards?session=${card.session}`, {
+      method: "POST",
+      body: input.value,
+    });
+    if (!answer.ok) throw new Error("Acme Pay did not take the card.");
+    return (await answer.json()).id;
+  };
+};
+"#;
+
+impl AcmePay {
+    async fn start() -> Self {
+        use http_body_util::{BodyExt, Full};
+        use hyper::body::Bytes;
+
+        let (acceptor, _) = crate::support::tls::tls();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let task = crate::support::tls::serve(listener, Some(acceptor), |request| async move {
+            let path = request.uri().path().to_owned();
+            let answer = hyper::Response::builder();
+            let answer = match path.as_str() {
+                "/card-form.js" => answer
+                    .header("content-type", "text/javascript")
+                    .body(Full::new(Bytes::from_static(ACME_CARD_FORM.as_bytes()))),
+                "/cards" => {
+                    let number = request.into_body().collect().await?.to_bytes();
+                    let digits: String = String::from_utf8_lossy(&number)
+                        .chars()
+                        .filter(char::is_ascii_digit)
+                        .collect();
+                    let last = &digits[digits.len().saturating_sub(4)..];
+                    answer
+                        .header("content-type", "application/json")
+                        .header("access-control-allow-origin", "*")
+                        .body(Full::new(Bytes::from(format!(
+                            "{{\"id\":\"card_probe_{last}\"}}"
+                        ))))
+                }
+                _ => answer.status(404).body(Full::new(Bytes::new())),
+            };
+            Ok::<_, hyper::Error>(answer.unwrap())
+        });
+        Self {
+            origin: format!("https://localhost:{port}"),
+            task,
+        }
+    }
+}
+
+impl Drop for AcmePay {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A third provider's card form works without any change to the console: the adapter's
+/// document names the provider's own component and script, from an origin the operator
+/// allowed; the script registers its driver, draws its field, sends the number to the
+/// provider only, and the reference it answers goes on file. A name the console drives
+/// itself cannot be taken over by a provider's script.
+#[tokio::test]
+async fn a_third_provider_s_own_component_draws_its_card_form_in_a_browser() {
+    let acme = AcmePay::start().await;
+    let dir = std::env::temp_dir().join(format!("courier-acme-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let adapter = dir.join("live.wasm");
+    std::fs::copy(repo.join("plugins/dist/http-probe.wasm"), &adapter).unwrap();
+    let document = json!({"acme_base": acme.origin, "session": "ses_acme_1",
+        "browser": {"component": "acme-card-form",
+                    "script": format!("{}/card-form.js", acme.origin),
+                    "origins": [acme.origin]}});
+    let config = dir.join("live.json");
+    std::fs::write(
+        &config,
+        json!({"card_form_document": document.to_string()}).to_string(),
+    )
+    .unwrap();
+    let origin = acme.origin.clone();
+    let app = TestApp::spawn_with(move |name| match name {
+        "COURIER_LIVE_PAYMENT_ADAPTER" => Some(adapter.to_string_lossy().into_owned()),
+        "COURIER_LIVE_PAYMENT_CONFIG" => Some(config.to_string_lossy().into_owned()),
+        "COURIER_CARD_FORM_ORIGINS" => Some(origin.clone()),
+        _ => None,
+    })
+    .await;
+    let merchant = app.create_merchant("Acme Card Goods Ltd").await;
+
+    let browser = Browser::start_with(1280, 900, &["--ignore-certificate-errors"]).await;
+    let client = &browser.client;
+    client.goto(&app.url("/console/sign-in")).await.unwrap();
+    fill(&browser, "key", &merchant.live().key).await;
+    fill(&browser, "secret", &merchant.live().secret).await;
+    click(&browser, "form.sign-in button").await;
+    arrives_at(&browser, "/console/jobs").await;
+    client.goto(&app.url("/console/cards")).await.unwrap();
+    click(&browser, "form[action='/console/cards/form'] button").await;
+    browser
+        .wait_until("the third provider's field", || async {
+            client.find(Locator::Id("acme-card-number")).await.is_ok()
+        })
+        .await;
+    browser
+        .screenshot("console-card-form-third-provider.png")
+        .await;
+    let violations = browser.accessibility_violations_outside_frames().await;
+    assert!(violations.is_empty(), "{violations:#?}");
+    fill(&browser, "acme-card-number", "4242 4242 4242 4242").await;
+    click(&browser, "#attach-card button[type=submit]").await;
+    browser
+        .wait_until("the card on file", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("The card is on file"))
+        })
+        .await;
+    let cards = live_cards(&app, &merchant).await;
+    assert_eq!(cards.len(), 1, "{cards:?}");
+    assert_eq!(cards[0]["last_four"], "4242");
+    assert_eq!(cards[0]["brand"], "visa");
+    app.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,7 +5,10 @@
 //! The host's answer comes back as the outcome: `approved("<status>")`, or
 //! `unreachable("<error>")` with the HTTP error's debug text. `config.get`
 //! is exposed through `setup-card-form`: the client secret is the value of
-//! the config key named by the merchant argument. A config key `refuse`
+//! the config key named by the merchant argument, unless the config key
+//! `card_form_document` is set, which is then the document as it is (a
+//! third provider's card form for the console's tests); `attach-card` takes
+//! a reference `card_probe_` and four digits as a Visa ending in them. A config key `refuse`
 //! makes `describe` refuse the configuration with its value. It declares
 //! sixteen digits as its reference pattern, logs each URL it sends to, and
 //! reads notifications signed with the config key `event_secret` (header
@@ -21,7 +24,7 @@ mod component {
     use courier::payments::log::{Level, log};
     use courier::payments::outbound_http::{self, Method, Request};
     use courier::payments::types::{
-        AdapterInfo, AttachRefusal, AttachedCard, CaptureRequest, CardForm, CardFormRequest,
+        AdapterInfo, AttachRefusal, AttachedCard, CaptureRequest, Card, CardForm, CardFormRequest,
         EventKind, HoldRequest, LookupFailure, Outcome, PaymentPage, PaymentState, ProviderEvent,
         RefundRequest, VoidRequest,
     };
@@ -45,6 +48,12 @@ mod component {
         }
 
         fn setup_card_form(request: CardFormRequest) -> Result<CardForm, String> {
+            if let Some(document) = courier::payments::config::get("card_form_document") {
+                return Ok(CardForm {
+                    document,
+                    customer_id: "cus_probe".into(),
+                });
+            }
             let secret = courier::payments::config::get(&request.merchant).ok_or("no such key")?;
             Ok(CardForm {
                 document: format!("{{\"client_secret\":{secret:?}}}"),
@@ -53,7 +62,20 @@ mod component {
         }
 
         fn attach_card(_customer: String, card_ref: String) -> Result<AttachedCard, AttachRefusal> {
-            Err(AttachRefusal::UnknownReference(card_ref))
+            match card_ref.strip_prefix("card_probe_") {
+                Some(last) if last.len() == 4 && last.bytes().all(|b| b.is_ascii_digit()) => {
+                    Ok(AttachedCard {
+                        reference: card_ref.clone(),
+                        card: Card {
+                            brand: "visa".into(),
+                            last_four: last.into(),
+                            expiry_month: 12,
+                            expiry_year: 2034,
+                        },
+                    })
+                }
+                _ => Err(AttachRefusal::UnknownReference(card_ref)),
+            }
         }
 
         fn authorise(hold: HoldRequest) -> Outcome {

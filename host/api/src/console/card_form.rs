@@ -4,8 +4,11 @@
 //! provider hands back. The card number goes from the merchant's browser to the provider only.
 //!
 //! The document's `browser` member says how: `component` (a form this console knows how to
-//! drive), `script` (the provider's script), optionally `stylesheet`, and `origins` (all the
-//! form loads from, frames or calls). Those origins, and only on this page, join the console's Content-Security-Policy.
+//! drive, or the name under which the provider's own script registers its driver), `script`
+//! (the provider's script), optionally `stylesheet`, and `origins` (all the form loads from,
+//! frames or calls). Those origins, and only on this page, join the console's
+//! Content-Security-Policy: a known provider's own origins, or ones the operator allowed
+//! (`COURIER_CARD_FORM_ORIGINS`); a provider's own component, only the operator's.
 
 use std::collections::HashMap;
 
@@ -21,21 +24,40 @@ use courier_core::auth::ConsoleSession;
 use courier_core::payments::cards::CardFormOptions;
 use courier_domain::Environment;
 
-/// The provider forms this console drives (`/console/card-form.js` knows each by name).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The provider forms this console draws: two it drives itself (`/console/card-form.js` knows
+/// each by name), and any other provider's by the driver its own script registers.
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Component {
     /// Stripe's Payment Element, on a SetupIntent.
     StripePaymentElement,
     /// Adyen's Drop-in, on a Checkout session; Adyen announces the card it stored by
     /// notification, and the card is on file when it arrives.
     AdyenDropIn,
+    /// Another provider's form, drawn by the driver its script registers under this name
+    /// (`window.courierCardForms[name]`, docs/writing-an-adapter.md); its origins only the
+    /// operator's.
+    Provided(String),
 }
+
+/// The longest name of a provider's own component.
+const MOST_NAME: usize = 40;
 
 impl Component {
     fn named(name: &str) -> Option<Self> {
         match name {
             "stripe-payment-element" => Some(Component::StripePaymentElement),
             "adyen-drop-in" => Some(Component::AdyenDropIn),
+            // Lower-case letters, digits and inner hyphens: safe as a name on the page.
+            _ if !name.is_empty()
+                && name.len() <= MOST_NAME
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !name.starts_with('-')
+                && !name.ends_with('-') =>
+            {
+                Some(Component::Provided(name.to_owned()))
+            }
             _ => None,
         }
     }
@@ -43,7 +65,7 @@ impl Component {
     /// The provider's own origins (its Content-Security-Policy guidance): a document may name
     /// these, and those the operator adds (`COURIER_CARD_FORM_ORIGINS`), and no others, so an
     /// adapter cannot bring a script of its choosing into the console.
-    fn provider_origins(self) -> &'static [&'static str] {
+    fn provider_origins(&self) -> &'static [&'static str] {
         match self {
             Component::StripePaymentElement => &[
                 "https://js.stripe.com",
@@ -57,29 +79,31 @@ impl Component {
                 "https://checkoutshopper-test.cdn.adyen.com",
                 "https://checkoutshopper-live.cdn.adyen.com",
             ],
+            Component::Provided(_) => &[],
         }
     }
 
     /// What the page's policy allows beyond the form's origins: Adyen's 3-D Secure 2 challenge
     /// is framed from, and posts to, the card issuer's own server, which no list can name
     /// (Adyen's guidance); Stripe's passes through its own origins.
-    fn challenge_sources(self) -> &'static str {
+    fn challenge_sources(&self) -> &'static str {
         match self {
-            Component::StripePaymentElement => "",
+            Component::StripePaymentElement | Component::Provided(_) => "",
             Component::AdyenDropIn => " https:",
         }
     }
 
-    fn name(self) -> &'static str {
+    fn name(&self) -> &str {
         match self {
             Component::StripePaymentElement => "stripe-payment-element",
             Component::AdyenDropIn => "adyen-drop-in",
+            Component::Provided(name) => name,
         }
     }
 
     /// What the provider's return to the console says (it sends the card holder back after an
     /// authentication on its own pages): the reference of the card it saved, or why none.
-    fn returned(self, query: &HashMap<String, String>) -> Result<String, String> {
+    fn returned(&self, query: &HashMap<String, String>) -> Result<String, String> {
         match self {
             // Stripe's documented return: `setup_intent`, `setup_intent_client_secret` and
             // `redirect_status`; the SetupIntent stands for the card it saved.
@@ -96,6 +120,11 @@ impl Component {
             // notification: nothing to put on file from here.
             Component::AdyenDropIn => Err("Adyen announces the card it stored itself: it is \
                  listed on the cards page once Adyen's notification arrives."
+                .into()),
+            // Its return is the provider's own: the card it saved, if any, is put on file by
+            // its form, or listed once the provider announces it.
+            Component::Provided(_) => Err("Your payment provider sent you back here. If it \
+                 saved the card, the cards page lists it; otherwise start the form again."
                 .into()),
         }
     }
@@ -191,7 +220,7 @@ fn content_security_policy(form: &ProviderForm) -> String {
 
 /// The provider's form as the page draws it.
 struct DrawnForm {
-    component: &'static str,
+    component: String,
     /// Where a form whose provider stores the card itself goes when it has (Adyen's): the
     /// cards page, following itself until the provider's card is on file.
     stored_path: String,
@@ -300,7 +329,7 @@ pub async fn start_card_form(State(state): State<AppState>, request: Request) ->
             session: Some(SessionBar::from(&session)),
             continue_to: None,
             form: Some(DrawnForm {
-                component: form.component.name(),
+                component: form.component.name().to_owned(),
                 stored_path: format!("/console/cards?done=stored&had={had}"),
                 script: form.script,
                 stylesheet: form.stylesheet,
@@ -497,6 +526,55 @@ mod tests {
             "https://checkoutshopper-test.adyen.com/v3/",
         );
         assert!(provider_form(&adyen_s, &[]).is_err());
+    }
+
+    #[test]
+    fn another_provider_s_component_is_drawn_from_the_operator_s_origins_only() {
+        let document = |origins: Value| {
+            json!({"session": "ses_1", "browser": {"component": "acme-card-form",
+                "script": "https://js.acme-pay.example/card-form.js", "origins": origins}})
+        };
+        // Its origins are no provider's the console knows: the operator must allow them.
+        let acme = json!(["https://js.acme-pay.example"]);
+        assert!(provider_form(&document(acme.clone()), &[]).is_err());
+        let allowed = ["https://js.acme-pay.example".to_owned()];
+        let form = provider_form(&document(acme), &allowed).unwrap();
+        assert_eq!(form.component, Component::Provided("acme-card-form".into()));
+        assert_eq!(form.component.name(), "acme-card-form");
+        let policy = content_security_policy(&form);
+        assert!(policy.contains("script-src 'self' https://js.acme-pay.example;"));
+        assert!(policy.contains("frame-src https://js.acme-pay.example;"));
+        // Nor may it borrow a known provider's origins.
+        let borrowed = json!(["https://js.stripe.com"]);
+        assert!(provider_form(&document(borrowed), &[]).is_err());
+        assert!(
+            Component::Provided("acme-card-form".into())
+                .returned(&HashMap::new())
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn a_component_s_name_is_lower_case_letters_digits_and_inner_hyphens() {
+        for good in ["acme-card-form", "checkout-frames", "pay2"] {
+            assert_eq!(
+                Component::named(good),
+                Some(Component::Provided(good.into()))
+            );
+        }
+        let long = "a".repeat(MOST_NAME + 1);
+        for bad in [
+            "",
+            "Acme",
+            "acme card",
+            "-acme",
+            "acme-",
+            "acme\"x",
+            "<script>",
+            &long,
+        ] {
+            assert_eq!(Component::named(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -2,6 +2,9 @@
 // the form (`data-component`) and holds the provider's card-form document (`data-document`);
 // the provider's own script, loaded before this one, draws the form in its frames. When the
 // provider has saved the card, its reference goes into the page's form, which puts it on file.
+// Stripe's and Adyen's forms are driven here; any other provider's script registers its own
+// driver under the component's name before this script runs (docs/writing-an-adapter.md):
+//   (window.courierCardForms ||= {})["acme-card-form"] = (card, page) => save;
 "use strict";
 (() => {
   const holder = document.getElementById("card-form");
@@ -16,6 +19,20 @@
   const saved = (reference) => {
     form.elements.provider_ref.value = reference;
     form.submit();
+  };
+  const ownButton = () => {
+    button.hidden = true;
+    const choice = document.getElementById("make-default-choice");
+    if (choice) choice.hidden = true;
+  };
+  // What a provider's own driver is given besides its document.
+  const page = {
+    holder,
+    say,
+    ownButton,
+    saved,
+    stored: () => location.assign(holder.dataset.stored),
+    returnUrl: new URL(holder.dataset.return, location.href).href,
   };
   const drivers = {
     // Stripe's Payment Element on the SetupIntent the adapter made.
@@ -40,9 +57,7 @@
     // card; Adyen announces the stored card by notification, and the cards page lists it then.
     "adyen-drop-in": (card) => {
       if (typeof window.AdyenCheckout !== "function") return null;
-      button.hidden = true;
-      const choice = document.getElementById("make-default-choice");
-      if (choice) choice.hidden = true;
+      ownButton();
       window
         .AdyenCheckout({
           environment: card.environment,
@@ -62,14 +77,24 @@
       return () => Promise.reject(new Error("Use the card form's own button."));
     },
   };
-  const driver = drivers[holder.dataset.component];
+  // The console's own drivers first: a provider's script cannot stand in for one of them.
+  const name = holder.dataset.component;
+  const provided = window.courierCardForms && Object.hasOwn(window.courierCardForms, name)
+    ? window.courierCardForms[name]
+    : null;
+  const driver = Object.hasOwn(drivers, name) ? drivers[name] : provided;
   let card;
   try {
     card = JSON.parse(holder.dataset.document);
   } catch {
     card = null;
   }
-  const confirm = driver && card ? driver(card) : null;
+  let confirm = null;
+  try {
+    confirm = typeof driver === "function" && card ? driver(card, page) : null;
+  } catch {
+    confirm = null;
+  }
   if (!confirm) {
     button.disabled = true;
     say("The provider's card form did not load. Reload the page to try again.");
