@@ -36,12 +36,12 @@ use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use serde_json::{Value, json};
 use sha2::Sha256;
 use tokio::net::TcpListener;
 
+use super::chaos::{Drawn, RequestChaos};
 use super::tls::tls;
 
 pub const API_KEY: &str = "AQE_courier_stand_in";
@@ -64,15 +64,10 @@ pub enum Fault {
     Hang(Duration),
 }
 
-/// Random faults and late, repeated, reordered notifications ([`AdyenStandIn::unleash`]).
+/// Random faults on requests, and late, repeated, reordered notifications
+/// ([`AdyenStandIn::unleash`]).
 struct Chaos {
-    rng: StdRng,
-    median: Duration,
-    p99: Duration,
-    /// With this probability in all, a request meets a 503 without acting (40%), acting then
-    /// dropping the connection (40%), or acting after `hang` (20%).
-    fault_rate: f64,
-    hang: Duration,
+    requests: RequestChaos,
     /// A hold is answered `Received` with this probability.
     pending_rate: f64,
     /// A notification waits up to this long before it is first sent.
@@ -82,23 +77,23 @@ struct Chaos {
 }
 
 impl Chaos {
+    /// The next request's fault, if any, and its pause.
     fn draw(&mut self) -> (Option<Fault>, Duration) {
-        let pause = super::stripe::spread_with(&mut self.rng, self.median, self.p99);
-        let roll: f64 = self.rng.random();
-        let fault = if roll < self.fault_rate * 0.4 {
-            Some(Fault::Status(503))
-        } else if roll < self.fault_rate * 0.8 {
-            Some(Fault::ActThenDrop)
-        } else if roll < self.fault_rate {
-            Some(Fault::Hang(self.hang))
-        } else {
-            None
-        };
+        let (drawn, pause) = self.requests.draw();
+        let fault = drawn.map(|drawn| match drawn {
+            Drawn::Unavailable => Fault::Status(503),
+            Drawn::ActThenDrop => Fault::ActThenDrop,
+            Drawn::Hang(pause) => Fault::Hang(pause),
+        });
         (fault, pause)
     }
 
+    fn roll(&mut self, probability: f64) -> bool {
+        self.requests.rng.random_bool(probability)
+    }
+
     fn lateness(&mut self) -> Duration {
-        self.late.mul_f64(self.rng.random())
+        self.late.mul_f64(self.requests.rng.random())
     }
 }
 
@@ -227,7 +222,7 @@ impl State {
             || self
                 .chaos
                 .as_mut()
-                .is_some_and(|c| c.rng.random_bool(c.pending_rate));
+                .is_some_and(|c| c.roll(c.pending_rate));
         self.holds_received += usize::from(pends);
         pends
     }
@@ -245,8 +240,8 @@ impl State {
         let (index, url) = match &mut self.chaos {
             None => (*due.first()?, 0),
             Some(chaos) if !due.is_empty() => (
-                due[chaos.rng.random_range(0..due.len())],
-                chaos.rng.random_range(0..self.notify_urls.len()),
+                due[chaos.requests.rng.random_range(0..due.len())],
+                chaos.requests.rng.random_range(0..self.notify_urls.len()),
             ),
             Some(_) => return None,
         };
@@ -261,8 +256,7 @@ impl State {
     /// sometimes queued to be sent again later, as Adyen does now and then.
     fn accepted(&mut self, index: usize) {
         let repeat = self.chaos.as_mut().and_then(|c| {
-            c.rng
-                .random_bool(c.repeat_rate)
+            c.roll(c.repeat_rate)
                 .then(|| Instant::now() + c.lateness())
         });
         let queued = &mut self.outbox[index];
@@ -368,11 +362,7 @@ impl AdyenStandIn {
         late: Duration,
     ) {
         self.state.lock().unwrap().chaos = Some(Chaos {
-            rng: StdRng::seed_from_u64(seed),
-            median,
-            p99,
-            fault_rate,
-            hang,
+            requests: RequestChaos::new(seed, median, p99, fault_rate, hang),
             pending_rate: 0.3,
             late,
             repeat_rate: 0.2,

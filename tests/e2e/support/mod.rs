@@ -2,6 +2,7 @@
 
 pub mod adyen;
 pub mod browser;
+pub mod chaos;
 pub mod eventually;
 pub mod fleet;
 pub mod forwarder;

@@ -24,6 +24,7 @@ use rand::Rng;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
+use super::chaos::{Drawn, RequestChaos, spread};
 use super::tls::tls;
 
 /// The secret key the stand-in accepts.
@@ -66,17 +67,6 @@ pub enum Fault {
     /// The issuer declines the PaymentIntent with this `code` and `decline_code` (a card that
     /// worked when it was saved, and has since been reported lost, expired, ...).
     Decline(&'static str, &'static str),
-}
-
-/// Random faults on every request: a log-normal pause, and with `fault_rate` in all a 503
-/// without acting (40%), acting then dropping the connection (40%), or acting only after
-/// `hang` (20%).
-struct Chaos {
-    rng: rand::rngs::StdRng,
-    median: Duration,
-    p99: Duration,
-    fault_rate: f64,
-    hang: Duration,
 }
 
 /// A PaymentIntent as the stand-in keeps it.
@@ -249,7 +239,7 @@ struct State {
     faults: Vec<(String, Fault, usize)>,
     latency: Option<Latency>,
     /// Random faults on every request, from a seeded generator ([`StripeStandIn::unleash`]).
-    chaos: Option<Chaos>,
+    chaos: Option<RequestChaos>,
     /// The pause of every request so far (what the provider's latency really was).
     paused: Vec<Duration>,
     /// The account's key was rolled: every request is answered 401.
@@ -280,18 +270,12 @@ impl State {
 
     /// A random fault and pause for the next request when chaos is on.
     fn draw_chaos(&mut self) -> Option<(Option<Fault>, Duration)> {
-        let chaos = self.chaos.as_mut()?;
-        let pause = spread_with(&mut chaos.rng, chaos.median, chaos.p99);
-        let roll: f64 = chaos.rng.random();
-        let fault = if roll < chaos.fault_rate * 0.4 {
-            Some(Fault::Status(503))
-        } else if roll < chaos.fault_rate * 0.8 {
-            Some(Fault::ActThenDrop)
-        } else if roll < chaos.fault_rate {
-            Some(Fault::Hang(chaos.hang))
-        } else {
-            None
-        };
+        let (drawn, pause) = self.chaos.as_mut()?.draw();
+        let fault = drawn.map(|drawn| match drawn {
+            Drawn::Unavailable => Fault::Status(503),
+            Drawn::ActThenDrop => Fault::ActThenDrop,
+            Drawn::Hang(pause) => Fault::Hang(pause),
+        });
         Some((fault, pause))
     }
 
@@ -420,14 +404,8 @@ impl StripeStandIn {
         fault_rate: f64,
         hang: Duration,
     ) {
-        use rand::SeedableRng;
-        self.state.lock().unwrap().chaos = Some(Chaos {
-            rng: rand::rngs::StdRng::seed_from_u64(seed),
-            median,
-            p99,
-            fault_rate,
-            hang,
-        });
+        self.state.lock().unwrap().chaos =
+            Some(RequestChaos::new(seed, median, p99, fault_rate, hang));
     }
 
     /// Turns chaos off: every request is answered at once, without faults.
@@ -785,19 +763,6 @@ fn raw(status: u16, body: Vec<u8>) -> hyper::Response<Full<Bytes>> {
         .status(status)
         .body(Full::new(Bytes::from(body)))
         .unwrap()
-}
-
-pub fn spread(median: Duration, p99: Duration) -> Duration {
-    spread_with(&mut rand::rng(), median, p99)
-}
-
-/// [`spread`] drawn from `rng`.
-pub fn spread_with(rng: &mut impl Rng, median: Duration, p99: Duration) -> Duration {
-    let sigma = (p99.as_secs_f64() / median.as_secs_f64()).ln() / 2.326;
-    // Box-Muller: one standard normal sample.
-    let (u1, u2): (f64, f64) = (rng.random_range(f64::EPSILON..1.0), rng.random());
-    let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
-    Duration::from_secs_f64(median.as_secs_f64() * (sigma * z).exp())
 }
 
 fn invalid(message: &str, param: &str) -> Handled {
