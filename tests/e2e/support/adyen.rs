@@ -218,11 +218,8 @@ impl State {
 
     /// Whether this hold is answered `Received`.
     fn pends_hold(&mut self) -> bool {
-        let pends = self.pending_holds
-            || self
-                .chaos
-                .as_mut()
-                .is_some_and(|c| c.roll(c.pending_rate));
+        let pends =
+            self.pending_holds || self.chaos.as_mut().is_some_and(|c| c.roll(c.pending_rate));
         self.holds_received += usize::from(pends);
         pends
     }
@@ -255,10 +252,10 @@ impl State {
     /// The receiver accepted the notification at `index`: it is delivered, and under chaos
     /// sometimes queued to be sent again later, as Adyen does now and then.
     fn accepted(&mut self, index: usize) {
-        let repeat = self.chaos.as_mut().and_then(|c| {
-            c.roll(c.repeat_rate)
-                .then(|| Instant::now() + c.lateness())
-        });
+        let repeat = self
+            .chaos
+            .as_mut()
+            .and_then(|c| c.roll(c.repeat_rate).then(|| Instant::now() + c.lateness()));
         let queued = &mut self.outbox[index];
         self.delivered.push(queued.item.clone());
         match repeat {

@@ -29,7 +29,13 @@ pub struct RequestChaos {
 }
 
 impl RequestChaos {
-    pub fn new(seed: u64, median: Duration, p99: Duration, fault_rate: f64, hang: Duration) -> Self {
+    pub fn new(
+        seed: u64,
+        median: Duration,
+        p99: Duration,
+        fault_rate: f64,
+        hang: Duration,
+    ) -> Self {
         RequestChaos {
             rng: StdRng::seed_from_u64(seed),
             median,
