@@ -13,6 +13,9 @@
 //!                                                  # BENCH_ADAPTER=path, its live adapter
 //!                                                  # BENCH_STATEMENTS=1, statements per booking
 
+#[path = "../../../tests/e2e/support/chaos.rs"]
+#[allow(dead_code)]
+mod chaos;
 mod common;
 #[path = "../../../tests/e2e/support/stripe.rs"]
 #[allow(dead_code)]
