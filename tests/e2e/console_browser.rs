@@ -238,6 +238,31 @@ async fn a_merchant_uses_the_console_in_a_browser() {
         })
         .await;
     looked_at(&browser, "console-key-made.png").await;
+    // Revoking it asks first, saying what stops; confirmed, it is revoked.
+    let source = client.source().await.unwrap();
+    let at = source.find("<strong>Key ").unwrap() + 12;
+    let made = source[at..].split(' ').next().unwrap().to_owned();
+    click(
+        &browser,
+        &format!("form[action='/console/keys/{made}/revoke'] button"),
+    )
+    .await;
+    browser
+        .wait_until("the confirmation", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains(&format!("Revoke {made}?")))
+        })
+        .await;
+    looked_at(&browser, "console-key-revoke-confirm.png").await;
+    click(&browser, "form.confirm button").await;
+    arrives_at(&browser, "/console/keys").await;
+    browser
+        .wait_until("the key revoked", || async {
+            client.source().await.is_ok_and(|s| s.contains("revoked "))
+        })
+        .await;
 
     // The sandbox: a test delivery booked between two addresses, its run's page.
     client
