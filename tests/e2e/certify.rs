@@ -241,7 +241,7 @@ async fn the_stripe_adapter_records_and_certifies_against_its_cassettes() {
     }
 
     // The adapter as built against the contract's 2.0.0 (kept as a fixture) still certifies
-    // against the same cassettes: its answers read up into 2.1.0's are the same.
+    // against the same cassettes: its answers read up into 2.2.0's are the same.
     let older = stripe_adapter_path()
         .parent()
         .unwrap()

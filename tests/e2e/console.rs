@@ -1548,6 +1548,25 @@ async fn a_live_session_changes_the_account_s_settings_and_a_test_one_cannot() {
         "{}",
         saved.body
     );
+    // The billing contact: an address, or refused with the reason.
+    let mut with_email = form(&csrf, "ShopCo");
+    with_email.push(("contact_email".to_owned(), "billing at shop".to_owned()));
+    let refused = post(with_email.clone()).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(
+        refused.body.contains("contact_email is an email address"),
+        "{}",
+        refused.body
+    );
+    with_email.last_mut().unwrap().1 = "billing@shop.example".to_owned();
+    let saved = post(with_email).await;
+    assert_eq!(saved.status, 200, "{}", saved.body);
+    assert!(
+        saved.body.contains("billing@shop.example"),
+        "{}",
+        saved.body
+    );
+    assert_eq!(settings().await["contact_email"], "billing@shop.example");
     // An empty sender is the service's own again.
     let empty = vec![
         ("csrf".to_owned(), csrf.clone()),
@@ -1573,7 +1592,7 @@ async fn a_live_session_changes_the_account_s_settings_and_a_test_one_cannot() {
         .filter(|e| e["target_id"] == merchant.merchant_id.to_string().as_str())
         .map(|e| e["operator"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(by, vec![format!("console:{}", merchant.live().key); 2]);
+    assert_eq!(by, vec![format!("console:{}", merchant.live().key); 3]);
     app.stop().await;
 }
 

@@ -27,6 +27,7 @@ struct Live {
     adyen: AdyenStandIn,
     app: TestApp,
     live: Credential,
+    merchant_id: Uuid,
 }
 
 impl Live {
@@ -54,6 +55,7 @@ impl Live {
         let live = Self {
             adyen,
             live: merchant.live(),
+            merchant_id: merchant.merchant_id,
             app,
         };
         eventually(
@@ -183,6 +185,42 @@ impl Live {
             .find(|p| p.reference == key)
             .expect("Adyen has the job's payment")
     }
+}
+
+#[tokio::test]
+async fn the_merchant_s_contact_email_reaches_adyen_s_card_form() {
+    let live = Live::start().await;
+    let settings = format!("/merchants/{}/settings", live.merchant_id);
+    let change = |email: &str| {
+        live.app
+            .admin(Method::PATCH, &settings)
+            .json(&json!({"contact_email": email}))
+            .send()
+    };
+    assert_refusal(
+        change("billing at adyen-goods").await.unwrap(),
+        422,
+        "settings.invalid_contact_email",
+    )
+    .await;
+    // Without one, the session has no shopper email.
+    let (status, form) = live
+        .call(Method::POST, "/v1/payment-methods/setup", None)
+        .await;
+    assert_eq!(status, 200, "{form}");
+    let (status, saved) =
+        status_and_json(change("billing@adyen-goods.example").await.unwrap()).await;
+    assert_eq!(status, 200, "{saved}");
+    assert_eq!(saved["contact_email"], "billing@adyen-goods.example");
+    let (status, form) = live
+        .call(Method::POST, "/v1/payment-methods/setup", None)
+        .await;
+    assert_eq!(status, 200, "{form}");
+    assert_eq!(
+        live.adyen.shopper_emails(),
+        [None, Some("billing@adyen-goods.example".to_owned())]
+    );
+    live.app.stop().await;
 }
 
 #[tokio::test]
@@ -592,5 +630,63 @@ async fn an_abandoned_booking_ends_although_adyen_answers_its_release_only_recei
     assert_eq!(payments[0].status, "Cancelled", "nothing stays held");
     let (status, job) = book(format!("adyen-{}", Uuid::new_v4())).await;
     assert_eq!(status, 201, "the quote is free again: {job}");
+    live.app.stop().await;
+}
+
+/// An abandoned booking whose cancellation Adyen receives, then reports failed: the hold is
+/// asked to be released again under a new key (the first key would only replay `received`),
+/// and is cancelled.
+#[tokio::test]
+async fn an_abandoned_booking_s_release_adyen_reports_failed_is_asked_again_under_a_new_key() {
+    let live = Live::start_with(&[
+        ("COURIER_PAYMENT_DEADLINE_MS", "1000"),
+        ("COURIER_BOOKING_ABANDON_AFTER_MS", "1"),
+    ])
+    .await;
+    live.store_card("4111111111111111", "Jo Shopper").await;
+    let body = quoted(&live.app, &live.live).await;
+    let key = format!("adyen-{}", Uuid::new_v4());
+    live.adyen.inject("/payments", Fault::Status(409), 1);
+    live.adyen.fail_cancels(1);
+    let book = || {
+        book_at(
+            &live.app.client,
+            &live.app.base_url,
+            &live.live,
+            &key,
+            &body,
+        )
+    };
+    let (status, answer) = book().await;
+    assert_eq!(status, 409, "{answer}");
+    eventually(
+        "the booking to be abandoned",
+        WAIT,
+        Duration::from_millis(100),
+        || async { (book().await.1["code"] == "booking.abandoned").then_some(()) },
+    )
+    .await;
+    let payments = eventually(
+        "the hold to be cancelled",
+        WAIT,
+        Duration::from_millis(100),
+        || async {
+            let payments = live.adyen.payments();
+            (payments.len() == 1 && payments[0].status == "Cancelled").then_some(payments)
+        },
+    )
+    .await;
+    let hold_key = &payments[0].reference;
+    assert_eq!(
+        live.adyen.cancellations(),
+        [
+            format!("{hold_key}_release"),
+            format!("{hold_key}_release_2")
+        ],
+        "asked once more, under a new key"
+    );
+    // Adyen's confirmation ends it: nothing is asked again.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(live.adyen.cancellations().len(), 2);
     live.app.stop().await;
 }

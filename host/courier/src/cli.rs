@@ -275,6 +275,9 @@ enum MerchantCommand {
         /// Other requests per minute per key; "" for the service's default.
         #[arg(long)]
         rate_limit_reads_per_minute: Option<String>,
+        /// The merchant's billing contact, given to the card provider; "" for none.
+        #[arg(long)]
+        contact_email: Option<String>,
         #[arg(long, env = "USER", default_value = "cli")]
         operator: String,
     },
@@ -570,6 +573,7 @@ async fn merchant(services: &Services, command: MerchantCommand) -> anyhow::Resu
             rate_limit_quotes_per_minute,
             rate_limit_bookings_per_minute,
             rate_limit_reads_per_minute,
+            contact_email,
             operator,
         } => {
             let change = merchants::SettingsChange {
@@ -580,6 +584,7 @@ async fn merchant(services: &Services, command: MerchantCommand) -> anyhow::Resu
                 rate_limit_quotes_per_minute: per_minute(rate_limit_quotes_per_minute)?,
                 rate_limit_bookings_per_minute: per_minute(rate_limit_bookings_per_minute)?,
                 rate_limit_reads_per_minute: per_minute(rate_limit_reads_per_minute)?,
+                contact_email: contact_email.map(|email| Some(email).filter(|e| !e.is_empty())),
             };
             serde_json::to_value(
                 merchants_service

@@ -259,6 +259,15 @@ impl Runtime {
     /// A linker with the given host imports, every other import (the WASI
     /// interfaces a toolchain's standard library pulls in) linked to a
     /// trap, pre-instantiated for `component`.
+    /// Whether `component` exports the interface named `name` exactly (the linker matches
+    /// versions by semver, so a component of an older minor version would also be linked).
+    pub(crate) fn exports(&self, component: &Component, name: &str) -> bool {
+        component
+            .component_type()
+            .exports(&self.engine)
+            .any(|(export, _)| export == name)
+    }
+
     pub(crate) fn instance_pre(
         &self,
         world: &'static str,

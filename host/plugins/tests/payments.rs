@@ -39,6 +39,7 @@ fn form(merchant: &str) -> CardFormRequest {
         country: "GB".into(),
         locale: "en-GB".into(),
         return_url: "https://merchant.example/cards".into(),
+        contact_email: None,
     }
 }
 
@@ -258,7 +259,7 @@ async fn a_component_built_against_2_0_loads_and_behaves_as_it_did() {
         .unwrap();
     let new = sandbox().await;
     assert_eq!(old.info().contract, "2.0.0");
-    assert_eq!(new.info().contract, "2.1.0");
+    assert_eq!(new.info().contract, "2.2.0");
     assert_eq!(old.info().reference_pattern, None);
     // Its client secret is the card form's document; the customer is the same.
     let (old_form, new_form) = (
@@ -291,6 +292,84 @@ async fn a_component_built_against_2_0_loads_and_behaves_as_it_did() {
     assert_eq!(
         old.verify_event(&[], b"").await.unwrap(),
         Err(EventRefusal::Unsupported)
+    );
+}
+
+/// The sandbox and the Adyen adapter as built against 2.1.0, before 2.2.0 (kept as fixtures).
+const SANDBOX_2_1: &[u8] =
+    include_bytes!("../../../plugins/fixtures/payments-2.1/sandbox-payments.wasm");
+const ADYEN_2_1: &[u8] =
+    include_bytes!("../../../plugins/fixtures/payments-2.1/adyen-payments.wasm");
+
+#[tokio::test]
+async fn a_component_built_against_2_1_loads_and_behaves_as_it_did() {
+    let old = PaymentAdapter::load(&engine(), SANDBOX_2_1, AdapterConfig::default())
+        .await
+        .unwrap();
+    let new = sandbox().await;
+    assert_eq!(old.info().contract, "2.1.0");
+    assert_eq!(old.info().reference_pattern, new.info().reference_pattern);
+    // Told the contact email or not, it draws the same form.
+    let told = CardFormRequest {
+        contact_email: Some("billing@merchant.example".into()),
+        ..form("merchant_1")
+    };
+    assert_eq!(
+        old.setup_card_form(&told).await.unwrap(),
+        new.setup_card_form(&told).await.unwrap()
+    );
+    for number in ["4242424242424242", "4000000000009995", "4000000000000069"] {
+        let request = hold(number, "job-9");
+        assert_eq!(
+            old.authorise(&request).await.unwrap(),
+            new.authorise(&request).await.unwrap()
+        );
+    }
+    // A 2.1.0 adapter with provider events still verifies them: Adyen's refuses an unsigned
+    // notification as it did.
+    let config = AdapterConfig::new(BTreeMap::from([
+        ("api_key".to_owned(), "test_key".to_owned()),
+        ("merchant_account".to_owned(), "CourierECOM".to_owned()),
+        ("client_key".to_owned(), "test_CLIENTKEY".to_owned()),
+        (
+            "hmac_key".to_owned(),
+            "00112233445566778899AABBCCDDEEFF".to_owned(),
+        ),
+    ]));
+    let adyen = PaymentAdapter::load(&engine(), ADYEN_2_1, config)
+        .await
+        .unwrap();
+    assert_eq!(adyen.info().contract, "2.1.0");
+    assert!(matches!(
+        adyen.verify_event(&[], b"{}").await.unwrap(),
+        Err(EventRefusal::Unverified(_))
+    ));
+}
+
+#[tokio::test]
+async fn the_card_form_is_told_the_merchant_s_contact_email() {
+    let probe = probe_with(&[("merchant_1", "sk_test_1")]).await;
+    let told = CardFormRequest {
+        contact_email: Some("billing@merchant.example".into()),
+        ..form("merchant_1")
+    };
+    assert_eq!(
+        probe
+            .setup_card_form(&told)
+            .await
+            .unwrap()
+            .unwrap()
+            .document,
+        r#"{"client_secret":"sk_test_1","contact_email":"billing@merchant.example"}"#
+    );
+    assert_eq!(
+        probe
+            .setup_card_form(&form("merchant_1"))
+            .await
+            .unwrap()
+            .unwrap()
+            .document,
+        r#"{"client_secret":"sk_test_1"}"#
     );
 }
 

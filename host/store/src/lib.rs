@@ -22,6 +22,7 @@
 //! - **An identifier** ([`cluster::create_database_if_missing`]): `CREATE DATABASE` takes a
 //!   name, which cannot be a bound parameter.
 
+pub mod abandoned_holds;
 pub mod audit;
 pub mod bookings;
 pub mod cards;

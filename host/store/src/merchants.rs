@@ -21,6 +21,8 @@ pub struct AccountSettings {
     pub rate_limit_quotes_per_minute: Option<i32>,
     pub rate_limit_bookings_per_minute: Option<i32>,
     pub rate_limit_reads_per_minute: Option<i32>,
+    /// Where the merchant is written to about billing; told to the payment provider's card form.
+    pub contact_email: Option<String>,
 }
 
 pub async fn insert_merchant(
@@ -257,7 +259,7 @@ pub async fn settings(
             AccountSettings,
             "SELECT notify_customer_default AS notify_customer, proof_photo_required, \
          proof_signature_required, sms_sender_name, rate_limit_quotes_per_minute, \
-         rate_limit_bookings_per_minute, rate_limit_reads_per_minute \
+         rate_limit_bookings_per_minute, rate_limit_reads_per_minute, contact_email \
              FROM merchants WHERE id = $1 FOR UPDATE",
             merchant_id,
         )
@@ -268,7 +270,7 @@ pub async fn settings(
             AccountSettings,
             "SELECT notify_customer_default AS notify_customer, proof_photo_required, \
          proof_signature_required, sms_sender_name, rate_limit_quotes_per_minute, \
-         rate_limit_bookings_per_minute, rate_limit_reads_per_minute \
+         rate_limit_bookings_per_minute, rate_limit_reads_per_minute, contact_email \
              FROM merchants WHERE id = $1",
             merchant_id,
         )
@@ -286,7 +288,7 @@ pub async fn write_settings(
         "UPDATE merchants SET notify_customer_default = $2, proof_photo_required = $3, \
              proof_signature_required = $4, sms_sender_name = $5, \
              rate_limit_quotes_per_minute = $6, rate_limit_bookings_per_minute = $7, \
-             rate_limit_reads_per_minute = $8 \
+             rate_limit_reads_per_minute = $8, contact_email = $9 \
          WHERE id = $1",
         merchant_id,
         settings.notify_customer,
@@ -296,8 +298,23 @@ pub async fn write_settings(
         settings.rate_limit_quotes_per_minute,
         settings.rate_limit_bookings_per_minute,
         settings.rate_limit_reads_per_minute,
+        settings.contact_email.as_deref(),
     )
     .execute(conn)
     .await?;
     Ok(())
+}
+
+/// The merchant's billing contact, if they gave one.
+pub async fn contact_email(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+) -> Result<Option<String>, sqlx::Error> {
+    let row = sqlx::query_scalar!(
+        "SELECT contact_email FROM merchants WHERE id = $1",
+        merchant_id
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.flatten())
 }

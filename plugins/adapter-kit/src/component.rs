@@ -177,6 +177,7 @@ impl<A: PaymentAdapter> Guest for Component<A> {
             country: request.country,
             locale: request.locale,
             return_url: request.return_url,
+            contact_email: request.contact_email,
         };
         let form = A::setup_card_form(&settings::<A>()?, &host::<A>(), &request)?;
         Ok(wit::CardForm {

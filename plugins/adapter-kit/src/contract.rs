@@ -16,6 +16,9 @@ pub struct CardFormRequest {
     pub locale: String,
     /// Where a provider's redirect (3-D Secure, say) comes back to.
     pub return_url: String,
+    /// The merchant's billing address, when they gave one: for a provider that wants an email on
+    /// its customer or form.
+    pub contact_email: Option<String>,
 }
 
 /// The card form's start: the provider's customer, and the document (JSON) the provider's web

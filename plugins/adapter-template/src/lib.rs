@@ -62,8 +62,7 @@ impl PaymentAdapter for ExamplePay {
         http: &T,
         request: &CardFormRequest,
     ) -> Result<CardForm, String> {
-        Adapter::new(settings, http)
-            .setup_card_form(&request.merchant, request.customer_id.as_deref())
+        Adapter::new(settings, http).setup_card_form(request)
     }
 
     fn attach_card<T: Transport>(

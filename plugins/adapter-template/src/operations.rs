@@ -19,8 +19,8 @@ use alloc::vec::Vec;
 use serde_json::{Value, json};
 
 use adapter_kit::{
-    Attached, CardForm, Decline, Finished, Lookup, Outcome, PaymentPage, PaymentState, Refusal,
-    Status, Transport,
+    Attached, CardForm, CardFormRequest, Decline, Finished, Lookup, Outcome, PaymentPage,
+    PaymentState, Refusal, Status, Transport,
 };
 
 use crate::provider::{Client, Failure, Settings};
@@ -123,21 +123,20 @@ impl<'a, T: Transport> Adapter<'a, T> {
 
     /// The merchant's customer (the one the host kept, else made with the merchant as its
     /// key, so the same one every time) and a card session for the provider's card form.
-    pub fn setup_card_form(
-        &self,
-        merchant: &str,
-        known_customer: Option<&str>,
-    ) -> Result<CardForm, String> {
+    /// A new customer is given the merchant's contact email, when the host gives one.
+    pub fn setup_card_form(&self, request: &CardFormRequest) -> Result<CardForm, String> {
+        let merchant = &request.merchant;
+        let known_customer = request.customer_id.as_deref();
         let customer_id = match known_customer.filter(|id| is_object_id(id)) {
             Some(id) => id.to_string(),
             None => {
+                let mut customer = json!({"reference": merchant});
+                if let Some(email) = &request.contact_email {
+                    customer["email"] = json!(email);
+                }
                 let customer = self
                     .client
-                    .post(
-                        "/v1/customers",
-                        &json!({"reference": merchant}),
-                        &format!("customer_{merchant}"),
-                    )
+                    .post("/v1/customers", &customer, &format!("customer_{merchant}"))
                     .map_err(|f| f.describe())?;
                 text(&customer, "id").ok_or("the customer has no id")?
             }

@@ -8,7 +8,8 @@ use core::cell::RefCell;
 use serde_json::{Value, json};
 
 use adapter_kit::{
-    Decline, Finished, Lookup, Method, Outcome, Refusal, Request, Response, Status, Transport,
+    CardFormRequest, Decline, Finished, Lookup, Method, Outcome, Refusal, Request, Response,
+    Status, Transport,
 };
 
 use crate::{Adapter, Settings};
@@ -195,7 +196,10 @@ fn a_card_form_uses_the_customer_the_host_kept() {
     let session = json!({"id": "cs_1", "client_secret": "cs_1_secret"});
     let script = Script::new(vec![Ok((200, session))]);
     let form = Adapter::new(&s, &script)
-        .setup_card_form("m_1", Some("cus_1"))
+        .setup_card_form(&CardFormRequest {
+            customer_id: Some("cus_1".into()),
+            ..card_form()
+        })
         .unwrap();
     assert_eq!(form.customer_id, "cus_1");
     let document: Value = serde_json::from_str(&form.document).unwrap();
@@ -204,6 +208,39 @@ fn a_card_form_uses_the_customer_the_host_kept() {
         script.sent(0).url,
         "https://api.example-pay.test/v1/card_sessions"
     );
+}
+
+#[test]
+fn a_new_customer_is_given_the_merchant_s_contact_email() {
+    let s = settings();
+    let script = Script::new(vec![
+        Ok((200, json!({"id": "cus_1"}))),
+        Ok((200, json!({"id": "cs_1", "client_secret": "cs_1_secret"}))),
+    ]);
+    let form = Adapter::new(&s, &script)
+        .setup_card_form(&CardFormRequest {
+            contact_email: Some("billing@m-1.example".into()),
+            ..card_form()
+        })
+        .unwrap();
+    assert_eq!(form.customer_id, "cus_1");
+    assert_eq!(
+        script.body(0),
+        json!({"reference": "m_1", "email": "billing@m-1.example"})
+    );
+}
+
+/// Merchant `m_1`'s first card form, without a contact email.
+fn card_form() -> CardFormRequest {
+    CardFormRequest {
+        merchant: "m_1".into(),
+        customer_id: None,
+        currency: "EUR".into(),
+        country: "DE".into(),
+        locale: "de-DE".into(),
+        return_url: "https://merchant.example/cards".into(),
+        contact_email: None,
+    }
 }
 
 #[test]

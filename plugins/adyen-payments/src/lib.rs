@@ -67,14 +67,7 @@ impl PaymentAdapter for Adyen {
         http: &T,
         request: &CardFormRequest,
     ) -> Result<adapter_kit::CardForm, String> {
-        let form = Adapter::new(settings, http).setup_card_form(
-            &request.merchant,
-            request.customer_id.as_deref(),
-            &request.currency,
-            &request.country,
-            &request.locale,
-            &request.return_url,
-        )?;
+        let form = Adapter::new(settings, http).setup_card_form(request)?;
         Ok(adapter_kit::CardForm {
             customer_id: form.customer_id,
             document: form.document.to_string(),

@@ -18,7 +18,7 @@ use alloc::vec::Vec;
 
 use serde_json::{Value, json};
 
-use adapter_kit::{Attached, Decline, Finished, Outcome, Refusal, Transport};
+use adapter_kit::{Attached, CardFormRequest, Decline, Finished, Outcome, Refusal, Transport};
 
 use crate::adyen::{Client, Failure, Settings, from_adyen, to_adyen};
 
@@ -116,35 +116,31 @@ impl<'a, T: Transport> Adapter<'a, T> {
     /// A Checkout session for Adyen's Drop-in that stores the card for the merchant's shopper
     /// reference (the customer the host keeps, else one named after the merchant) with a zero
     /// amount. Adyen keeps no customers: the shopper reference is the customer.
-    pub fn setup_card_form(
-        &self,
-        merchant: &str,
-        known_customer: Option<&str>,
-        currency: &str,
-        country: &str,
-        locale: &str,
-        return_url: &str,
-    ) -> Result<CardForm, String> {
-        let customer_id = match known_customer.filter(|id| is_shopper(id)) {
+    /// The merchant's contact email, when the host gives one, is the shopper's email.
+    pub fn setup_card_form(&self, request: &CardFormRequest) -> Result<CardForm, String> {
+        let customer_id = match request.customer_id.as_deref().filter(|id| is_shopper(id)) {
             Some(id) => id.to_string(),
-            None => format!("courier-{merchant}"),
+            None => format!("courier-{}", request.merchant),
         };
         if !is_shopper(&customer_id) {
             return Err("the merchant's id cannot be a shopper reference".into());
         }
-        let amount = to_adyen(0, currency).ok_or("the currency cannot be counted")?;
-        let body = json!({
+        let amount = to_adyen(0, &request.currency).ok_or("the currency cannot be counted")?;
+        let mut body = json!({
             "merchantAccount": self.account(),
             "amount": amount,
             "reference": format!("card-form-{customer_id}"),
-            "returnUrl": return_url,
-            "countryCode": country,
-            "shopperLocale": locale,
+            "returnUrl": request.return_url,
+            "countryCode": request.country,
+            "shopperLocale": request.locale,
             "shopperReference": customer_id,
             "storePaymentMethodMode": "enabled",
             "recurringProcessingModel": "UnscheduledCardOnFile",
             "shopperInteraction": "Ecommerce",
         });
+        if let Some(email) = &request.contact_email {
+            body["shopperEmail"] = json!(email);
+        }
         let session = self
             .client
             .post_once("/sessions", &body)

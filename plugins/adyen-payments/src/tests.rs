@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 use crate::adyen::{from_adyen, to_adyen};
 use crate::notifications::sign;
 use adapter_kit::{
-    Attached, Decline, EventKind, Finished, Method, Outcome, Refusal, Request, Response, Transport,
+    Attached, CardFormRequest, Decline, EventKind, Finished, Method, Outcome, Refusal, Request,
+    Response, Transport,
 };
 
 use crate::{Adapter, Settings, verify};
@@ -341,14 +342,11 @@ fn the_card_form_is_a_session_that_stores_the_card_for_the_shopper() {
         })
     ))]);
     let form = Adapter::new(&settings, &script)
-        .setup_card_form(
-            "m1",
-            Some("courier-m1"),
-            "EUR",
-            "NL",
-            "nl-NL",
-            "https://shop.example/back",
-        )
+        .setup_card_form(&CardFormRequest {
+            customer_id: Some("courier-m1".into()),
+            contact_email: Some("billing@m1.example".into()),
+            ..card_form()
+        })
         .unwrap();
     assert_eq!(form.customer_id, "courier-m1");
     assert_eq!(
@@ -372,6 +370,20 @@ fn the_card_form_is_a_session_that_stores_the_card_for_the_shopper() {
     assert_eq!(body["countryCode"], "NL");
     assert_eq!(body["shopperLocale"], "nl-NL");
     assert_eq!(body["returnUrl"], "https://shop.example/back");
+    assert_eq!(body["shopperEmail"], "billing@m1.example");
+}
+
+/// The card form's request of merchant `m1`, the first time, without a contact email.
+fn card_form() -> CardFormRequest {
+    CardFormRequest {
+        merchant: "m1".into(),
+        customer_id: None,
+        currency: "EUR".into(),
+        country: "NL".into(),
+        locale: "nl-NL".into(),
+        return_url: "https://shop.example/back".into(),
+        contact_email: None,
+    }
 }
 
 #[test]
@@ -391,14 +403,7 @@ fn adyen_web_comes_from_where_the_operator_says_and_only_from_https() {
         json!({"id": "CS1", "sessionData": "Ab02"})
     ))]);
     let form = Adapter::new(&settings, &script)
-        .setup_card_form(
-            "m1",
-            None,
-            "EUR",
-            "NL",
-            "nl-NL",
-            "https://shop.example/back",
-        )
+        .setup_card_form(&card_form())
         .unwrap();
     assert_eq!(
         form.document["browser"]["script"],

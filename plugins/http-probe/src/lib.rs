@@ -5,7 +5,8 @@
 //! The host's answer comes back as the outcome: `approved("<status>")`, or
 //! `unreachable("<error>")` with the HTTP error's debug text. `config.get`
 //! is exposed through `setup-card-form`: the client secret is the value of
-//! the config key named by the merchant argument, unless the config key
+//! the config key named by the merchant argument (with the merchant's
+//! `contact_email` beside it when the host gave one), unless the config key
 //! `card_form_document` is set, which is then the document as it is (a
 //! third provider's card form for the console's tests); `attach-card` takes
 //! a reference `card_probe_` and four digits as a Visa ending in them. A config key `refuse`
@@ -55,8 +56,14 @@ mod component {
                 });
             }
             let secret = courier::payments::config::get(&request.merchant).ok_or("no such key")?;
+            let document = match request.contact_email {
+                Some(email) => {
+                    format!("{{\"client_secret\":{secret:?},\"contact_email\":{email:?}}}")
+                }
+                None => format!("{{\"client_secret\":{secret:?}}}"),
+            };
             Ok(CardForm {
-                document: format!("{{\"client_secret\":{secret:?}}}"),
+                document,
                 customer_id: "cus_probe".into(),
             })
         }

@@ -94,8 +94,11 @@ impl PaymentAdapter for Stripe {
         http: &T,
         request: &CardFormRequest,
     ) -> Result<adapter_kit::CardForm, String> {
-        let form = Adapter::new(settings, http)
-            .setup_card_form(&request.merchant, request.customer_id.as_deref())?;
+        let form = Adapter::new(settings, http).setup_card_form(
+            &request.merchant,
+            request.customer_id.as_deref(),
+            request.contact_email.as_deref(),
+        )?;
         Ok(adapter_kit::CardForm {
             document: card_form_document(settings, &form.client_secret).to_string(),
             customer_id: form.customer_id,

@@ -91,10 +91,12 @@ impl<'a, T: Transport> Adapter<'a, T> {
     /// yet) by creating it again with the same idempotency key, which
     /// answers the first one for 24 hours. The customer the host kept for
     /// the merchant (`known_customer`) is used as it is, without a search.
+    /// A new customer is given the merchant's contact email (`contact_email`), when there is one.
     pub fn setup_card_form(
         &self,
         merchant: &str,
         known_customer: Option<&str>,
+        contact_email: Option<&str>,
     ) -> Result<CardForm, String> {
         let known = known_customer
             .filter(|id| is_object_id(id))
@@ -106,11 +108,15 @@ impl<'a, T: Transport> Adapter<'a, T> {
         let customer_id = match earlier {
             Some(id) => id,
             None => {
+                let mut fields = alloc::vec![("metadata[courier_merchant]", merchant)];
+                if let Some(email) = contact_email {
+                    fields.push(("email", email));
+                }
                 let customer = self
                     .client
                     .post(
                         "/v1/customers",
-                        &[("metadata[courier_merchant]", merchant)],
+                        &fields,
                         &format!("courier-customer-{merchant}"),
                     )
                     .map_err(|f| f.describe())?;

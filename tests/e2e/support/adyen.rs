@@ -145,12 +145,18 @@ struct State {
     outbox: Vec<Queued>,
     holding: bool,
     failing_captures: bool,
+    /// Cancellations still to fail at the acquirer (received, then a failed notification).
+    failing_cancels: usize,
+    /// Each cancellation's `reference` (the key it was asked under), oldest first.
+    cancellations: Vec<String>,
     /// Holds are answered `Received` (placed, said later by notification).
     pending_holds: bool,
     delivered: Vec<Value>,
     chaos: Option<Chaos>,
     /// Holds answered `Received`.
     holds_received: usize,
+    /// Each session's `shopperEmail`, in the order the sessions were made.
+    shopper_emails: Vec<Option<String>>,
     next: u64,
 }
 
@@ -390,6 +396,16 @@ impl AdyenStandIn {
 
     /// Holds from now on are answered `Received`, as Adyen answers a payment it processes
     /// asynchronously: the outcome comes by the `AUTHORISATION` notification.
+    /// The next `n` cancellations are received, then reported failed by notification.
+    pub fn fail_cancels(&self, n: usize) {
+        self.state.lock().unwrap().failing_cancels = n;
+    }
+
+    /// The reference (our key) of each cancellation asked for, oldest first.
+    pub fn cancellations(&self) -> Vec<String> {
+        self.state.lock().unwrap().cancellations.clone()
+    }
+
     pub fn pend_holds(&self, pending: bool) {
         self.state.lock().unwrap().pending_holds = pending;
     }
@@ -446,6 +462,11 @@ impl AdyenStandIn {
     /// The notification items the receiver accepted, oldest first.
     pub fn delivered(&self) -> Vec<Value> {
         self.state.lock().unwrap().delivered.clone()
+    }
+
+    /// Each card-form session's `shopperEmail`, oldest first.
+    pub fn shopper_emails(&self) -> Vec<Option<String>> {
+        self.state.lock().unwrap().shopper_emails.clone()
     }
 
     /// How many holds were answered `Received`.
@@ -857,6 +878,8 @@ fn sessions(s: &mut State, request: &Value) -> ((u16, Value), bool) {
         .unwrap_or_default()
         .to_owned();
     s.sessions.insert(id.clone(), (shopper, currency));
+    s.shopper_emails
+        .push(request["shopperEmail"].as_str().map(str::to_owned));
     let mut answer = request.clone();
     answer["id"] = json!(id);
     answer["sessionData"] = json!(format!("Ab02b4c0!{}", uuid::Uuid::new_v4().simple()));
@@ -1001,7 +1024,15 @@ fn modify(s: &mut State, psp: &str, kind: &str, request: &Value) -> ((u16, Value
             }
         }
         "cancels" => {
-            if payment.status == "Authorised" {
+            s.cancellations.push(reference.clone());
+            if payment.status == "Authorised" && s.failing_cancels > 0 {
+                s.failing_cancels -= 1;
+                (
+                    "CANCELLATION",
+                    "false",
+                    "Cancellation failed at the acquirer",
+                )
+            } else if payment.status == "Authorised" {
                 s.payments.get_mut(psp).unwrap().status = "Cancelled".into();
                 ("CANCELLATION", "true", "")
             } else {

@@ -38,6 +38,7 @@ struct Editable {
     proof_photo_required: bool,
     proof_signature_required: bool,
     sms_sender_name: String,
+    contact_email: String,
 }
 
 #[derive(Template)]
@@ -109,6 +110,7 @@ async fn render(
         proof_photo_required: s.proof_photo_required,
         proof_signature_required: s.proof_signature_required,
         sms_sender_name: s.sms_sender_name.clone().unwrap_or_default(),
+        contact_email: s.contact_email.clone().unwrap_or_default(),
     });
     let or_default = |limit: Option<i32>| {
         limit.map_or_else(
@@ -135,6 +137,10 @@ async fn render(
             value: s
                 .sms_sender_name
                 .unwrap_or_else(|| "the service's sender".to_owned()),
+        },
+        Setting {
+            name: "Billing contact given to the card provider",
+            value: s.contact_email.unwrap_or_else(|| "none".to_owned()),
         },
         Setting {
             name: "Quotes",
@@ -374,14 +380,14 @@ fn confirm_revoking(session: &ConsoleSession, key: &str, own: bool, last: bool) 
     path = "/console/settings",
     operation_id = "consoleChangeSettings",
     tag = "console",
-    summary = "Changes the account's settings from a live session: form fields `csrf`, `notify_customer`, `proof_photo_required`, `proof_signature_required` (checkboxes: present is yes), `sms_sender_name` (empty: the service's sender)",
+    summary = "Changes the account's settings from a live session: form fields `csrf`, `notify_customer`, `proof_photo_required`, `proof_signature_required` (checkboxes: present is yes), `sms_sender_name` (empty: the service's sender), `contact_email` (empty: none)",
     security(()),
     request_body(content = String, description = "`csrf=…&notify_customer=on&sms_sender_name=…`", content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 200, description = "The page, saying the settings are saved", content_type = "text/html", body = String),
         (status = 303, description = "Not signed in: to /console/sign-in"),
         (status = 403, description = "A page: the form did not carry the session's token, or the session is a test key's", content_type = "text/html", body = String),
-        (status = 422, description = "A page: a sender name that is not 3 to 11 letters and digits with a letter", content_type = "text/html", body = String),
+        (status = 422, description = "A page: a sender name that is not 3 to 11 letters and digits with a letter, or a contact email that is not an address", content_type = "text/html", body = String),
         (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
     )
 )]
@@ -401,11 +407,13 @@ pub async fn change_settings(State(state): State<AppState>, request: Request) ->
     // A checkbox left unticked is not sent at all: absent is "no".
     let ticked = |name: &str| Some(field(&fields, name).is_some());
     let sender = field(&fields, "sms_sender_name").unwrap_or("").trim();
+    let email = field(&fields, "contact_email").unwrap_or("").trim();
     let change = SettingsChange {
         notify_customer: ticked("notify_customer"),
         proof_photo_required: ticked("proof_photo_required"),
         proof_signature_required: ticked("proof_signature_required"),
         sms_sender_name: Some((!sender.is_empty()).then(|| sender.to_owned())),
+        contact_email: Some((!email.is_empty()).then(|| email.to_owned())),
         ..SettingsChange::default()
     };
     let merchant_id = session.merchant.merchant_id;

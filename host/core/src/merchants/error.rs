@@ -38,6 +38,12 @@ pub const INVALID_RATE_LIMIT: Code = Code::new(
     "settings.invalid_rate_limit",
     "A budget that is not a whole number from 1 to 1,000,000, nor `null`.",
 );
+pub const INVALID_CONTACT_EMAIL: Code = Code::new(
+    422,
+    "settings.invalid_contact_email",
+    "`contact_email` is not an email address (`name@domain.tld`, at most 254 characters), nor \
+     `null`.",
+);
 
 /// Largest per-minute budget a merchant can be given.
 pub const MAX_PER_MINUTE: i64 = 1_000_000;
@@ -56,6 +62,12 @@ pub enum SettingsError {
     )]
     #[code(INVALID_RATE_LIMIT)]
     InvalidRateLimit { field: &'static str },
+    #[error(
+        "contact_email is an email address such as billing@example.com, of at most 254 \
+         characters, or null for none"
+    )]
+    #[code(INVALID_CONTACT_EMAIL)]
+    InvalidContactEmail,
 }
 
 /// Longest merchant name accepted.

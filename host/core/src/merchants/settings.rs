@@ -1,5 +1,5 @@
 //! Account settings: what bookings of the merchant default to, the SMS sender name customers
-//! see, and the merchant's request budgets.
+//! see, the merchant's request budgets, and their billing contact.
 
 use serde::{Deserialize, Deserializer};
 use serde_json::json;
@@ -37,6 +37,11 @@ pub struct SettingsChange {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<i64>, minimum = 1, maximum = 1_000_000)]
     pub rate_limit_reads_per_minute: Option<Option<Numeric<i64>>>,
+    /// Where the merchant is written to about billing (an email address of at most 254
+    /// characters), told to the payment provider's card form; null: none.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, format = Email, max_length = 254)]
+    pub contact_email: Option<Option<String>>,
 }
 
 /// A field that is present, possibly `null` (absent fields take the `default`, None).
@@ -63,6 +68,9 @@ impl SettingsChange {
         }
         if let Some(name) = &self.sms_sender_name {
             after.sms_sender_name = name.as_deref().map(sms_sender_name).transpose()?;
+        }
+        if let Some(email) = &self.contact_email {
+            after.contact_email = email.as_deref().map(contact_email).transpose()?;
         }
         for (change, setting, field) in [
             (
@@ -105,6 +113,25 @@ fn sms_sender_name(name: &str) -> Result<String, SettingsError> {
     valid
         .then(|| name.to_owned())
         .ok_or(SettingsError::InvalidSmsSenderName)
+}
+
+/// Longest email address accepted (RFC 5321's path limit, less its brackets).
+const MAX_EMAIL_CHARS: usize = 254;
+
+/// An address a provider can be given: `local@domain.tld`, no display name, no IP literal.
+fn contact_email(email: &str) -> Result<String, SettingsError> {
+    let email = email.trim();
+    let options = email_address::Options {
+        minimum_sub_domains: 2,
+        allow_domain_literal: false,
+        allow_display_text: false,
+        ..email_address::Options::default()
+    };
+    let valid = email.len() <= MAX_EMAIL_CHARS
+        && email_address::EmailAddress::parse_with_options(email, options).is_ok();
+    valid
+        .then(|| email.to_owned())
+        .ok_or(SettingsError::InvalidContactEmail)
 }
 
 impl super::service::Merchants {
@@ -176,6 +203,7 @@ mod tests {
             rate_limit_quotes_per_minute: None,
             rate_limit_bookings_per_minute: None,
             rate_limit_reads_per_minute: None,
+            contact_email: None,
         }
     }
 
@@ -242,5 +270,39 @@ mod tests {
             set.limit_overrides().bookings_per_minute,
             Some(MAX_PER_MINUTE as u32)
         );
+    }
+
+    #[test]
+    fn contact_emails_are_plain_addresses() {
+        let set = change(json!({"contact_email": " billing@merchant.example "}))
+            .apply_to(&defaults())
+            .unwrap();
+        assert_eq!(
+            set.contact_email.as_deref(),
+            Some("billing@merchant.example")
+        );
+        let cleared = change(json!({"contact_email": null}))
+            .apply_to(&set)
+            .unwrap();
+        assert_eq!(cleared, defaults());
+        let long = format!("{}@merchant.example", "a".repeat(64));
+        assert!(contact_email(&long).is_ok());
+        for bad in [
+            "",
+            "billing",
+            "billing@",
+            "@merchant.example",
+            "billing@localhost",
+            "billing@[192.0.2.1]",
+            "Billing <billing@merchant.example>",
+            "two@at@merchant.example",
+            &format!("{}@{}.example", "a".repeat(64), "b".repeat(200)),
+        ] {
+            assert_eq!(
+                contact_email(bad),
+                Err(SettingsError::InvalidContactEmail),
+                "{bad}"
+            );
+        }
     }
 }

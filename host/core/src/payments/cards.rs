@@ -87,6 +87,7 @@ fn card_form_request(
     options: &CardFormOptions,
     defaults: &super::CardFormDefaults,
     customer_id: Option<String>,
+    contact_email: Option<String>,
 ) -> Result<CardFormRequest, PaymentError> {
     let invalid = PaymentError::InvalidCardForm;
     let currency = options
@@ -125,6 +126,7 @@ fn card_form_request(
         country,
         locale,
         return_url,
+        contact_email,
     })
 }
 
@@ -169,11 +171,15 @@ impl Payments {
         merchant: &Merchant,
         options: &CardFormOptions,
     ) -> Result<CardFormView, PaymentError> {
-        let kept = {
+        let (kept, contact_email) = {
             let mut conn = self.pool.acquire().await?;
-            store::customer(&mut conn, merchant.merchant_id, merchant.environment).await?
+            let kept =
+                store::customer(&mut conn, merchant.merchant_id, merchant.environment).await?;
+            let email =
+                courier_store::merchants::contact_email(&mut conn, merchant.merchant_id).await?;
+            (kept, email)
         };
-        let request = card_form_request(merchant, options, &self.card_form, kept)?;
+        let request = card_form_request(merchant, options, &self.card_form, kept, contact_email)?;
         let gateway = self.gateway(merchant.environment)?;
         let slot = self.call_slot(merchant.environment)?;
         let form = run(gateway, slot, move |g| async move {
@@ -353,17 +359,23 @@ impl Payments {
         merchant: &Merchant,
         gateway: &Arc<dyn Gateway>,
     ) -> Result<String, PaymentError> {
-        {
+        let contact_email = {
             let mut conn = self.pool.acquire().await?;
             if let Some(id) =
                 store::customer(&mut conn, merchant.merchant_id, merchant.environment).await?
             {
                 return Ok(id);
             }
-        }
+            courier_store::merchants::contact_email(&mut conn, merchant.merchant_id).await?
+        };
         let slot = self.call_slot(merchant.environment)?;
-        let request =
-            card_form_request(merchant, &CardFormOptions::default(), &self.card_form, None)?;
+        let request = card_form_request(
+            merchant,
+            &CardFormOptions::default(),
+            &self.card_form,
+            None,
+            contact_email,
+        )?;
         let form = run(Arc::clone(gateway), slot, move |g| async move {
             g.setup_card_form(&request).await
         })

@@ -8,6 +8,8 @@
 //! - to the charge whose payment it names: a pending hold placed or failed, a capture or a
 //!   release made, or failed (kept at the longest wait and shown to operators);
 //! - to the refund whose pending answer named it: paid, or failed (declined);
+//! - to the hold of an abandoned booking whose release is awaited: released, or failed (its
+//!   release asked for again under a new key; see `abandoned_holds`);
 //! - a card the provider stored for a customer the service keeps: kept as the merchant's card.
 //!
 //! An event that matches nothing yet (the provider can notify before its answer to the call is
@@ -165,7 +167,13 @@ impl Payments {
                     store::lock_charge_by_authorisation(&mut tx, environment, &event.reference)
                         .await?
                 else {
-                    return self.not_yet(tx, environment, event_id, row.tries).await;
+                    // No charge: the hold of an abandoned booking, or one not written yet.
+                    if !Self::apply_to_abandoned_hold(&mut tx, environment, &event).await? {
+                        return self.not_yet(tx, environment, event_id, row.tries).await;
+                    }
+                    kept::applied(&mut tx, environment, event_id, now()).await?;
+                    tx.commit().await?;
+                    return Ok(());
                 };
                 let applied = self.apply_to_charge(&mut tx, &mut charge, &event).await?;
                 if let Some(Settled::Declined(Decline {

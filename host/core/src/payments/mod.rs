@@ -16,6 +16,7 @@
 //! `charges` (holds, captures, releases), `refunds`, `retry` (calls to try again) and
 //! `reconcile` (comparing our books with the provider's).
 
+mod abandoned_holds;
 pub mod cards;
 mod charges;
 mod config;
@@ -38,6 +39,7 @@ use thiserror::Error;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
+pub use abandoned_holds::release_key;
 pub use config::{
     CallLimits, CardFormDefaults, PaymentsConfig, ReconcileConfig, RetryPolicy, is_csp_origin,
 };

@@ -39,8 +39,9 @@ impl Payments {
         });
     }
 
-    /// Claims the due retries and makes each call once, then the unanswered refunds that are
-    /// due; returns the larger of the two claims (a full one asks for another pass at once).
+    /// Claims the due retries and makes each call once, then the unanswered refunds and the
+    /// abandoned bookings' releases that are due; returns the largest claim (a full one asks
+    /// for another pass at once).
     pub async fn run_due_retries(&self) -> Result<usize, PaymentError> {
         // Only the environments whose adapter this process has: another instance may have one
         // this one lacks, and a call this one cannot make would only hold the row.
@@ -60,7 +61,8 @@ impl Payments {
             }
         }
         let refunds = self.run_due_refunds().await?;
-        Ok(due.len().max(refunds).max(events))
+        let abandoned = self.release_abandoned_holds().await?;
+        Ok(due.len().max(refunds).max(events).max(abandoned))
     }
 
     async fn retry_charge(

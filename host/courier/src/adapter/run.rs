@@ -219,7 +219,7 @@ pub(crate) fn read_component(file: &Path) -> Result<Vec<u8>, RunError> {
 fn shape_of(operation: &str) -> &'static str {
     match operation {
         "setup-card-form" => {
-            r#"{"merchant", "customer_id", "currency", "country", "locale", "return_url"}"#
+            r#"{"merchant", "customer_id", "currency", "country", "locale", "return_url", "contact_email"}"#
         }
         "attach-card" => r#"{"customer_id", "card_ref"}"#,
         "hold" => r#"{"amount_minor", "currency", "card_ref", "customer_id", "idempotency_key"}"#,

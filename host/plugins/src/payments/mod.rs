@@ -1,5 +1,5 @@
-//! Payment adapters: `courier:payments/payment-adapter@2.1.0`, and components built against
-//! 2.0.0, which keep working as they did ([`v2_0`]).
+//! Payment adapters: `courier:payments/payment-adapter@2.2.0`, and components built against
+//! 2.1.0 ([`v2_1`]) and 2.0.0 ([`v2_0`]), which keep working as they did.
 //!
 //! Calls are asynchronous (wasmtime's `*_async` calls, on a fiber of their
 //! own): one waiting on its provider holds no thread. Call them inside a
@@ -8,8 +8,10 @@
 mod contract;
 mod current;
 mod imports;
+mod since_2_1;
 mod types;
 mod v2_0;
+mod v2_1;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -110,9 +112,12 @@ impl PaymentAdapter {
         // The newest version the component implements.
         let contract: Box<dyn Contract> = match current::Current::prepare(&runtime, &component) {
             Ok(current) => Box::new(current),
-            Err(newest) => match v2_0::V2_0::prepare(&runtime, &component) {
+            Err(newest) => match v2_1::V2_1::prepare(&runtime, &component) {
                 Ok(older) => Box::new(older),
-                Err(_) => return Err(newest),
+                Err(_) => match v2_0::V2_0::prepare(&runtime, &component) {
+                    Ok(oldest) => Box::new(oldest),
+                    Err(_) => return Err(newest),
+                },
             },
         };
         let logged = || watched.then(Default::default);

@@ -69,6 +69,9 @@ pub struct CardFormRequest {
     pub locale: String,
     /// Absolute https URL.
     pub return_url: String,
+    /// The merchant's billing contact, if they gave one (told to 2.2.0 adapters and later).
+    #[serde(default)]
+    pub contact_email: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -332,10 +332,14 @@ fn a_card_form_is_a_customer_and_a_setup_intent() {
         )),
     ]);
     let form = Adapter::new(&s, &script)
-        .setup_card_form("m-1", None)
+        .setup_card_form("m-1", None, Some("billing@m-1.example"))
         .unwrap();
     assert_eq!(form.customer_id, "cus_1");
     assert_eq!(form.client_secret, "seti_1_secret_x");
+    assert_eq!(
+        script.body(1),
+        "metadata%5Bcourier_merchant%5D=m-1&email=billing%40m-1.example"
+    );
     assert_eq!(
         script.sent.borrow()[0].url,
         "https://api.stripe.com/v1/customers/search?query=metadata%5B%27courier_merchant%27%5D%3A%27m-1%27"
@@ -360,7 +364,7 @@ fn a_card_form_is_a_customer_and_a_setup_intent() {
         Ok((200, r#"{"id":"seti_2","client_secret":"seti_2_secret_y"}"#)),
     ]);
     let form = Adapter::new(&s, &script)
-        .setup_card_form("m-1", None)
+        .setup_card_form("m-1", None, None)
         .unwrap();
     assert_eq!(form.customer_id, "cus_1");
     assert_eq!(script.sent.borrow().len(), 2, "no new customer");
@@ -371,7 +375,7 @@ fn a_card_form_is_a_customer_and_a_setup_intent() {
         r#"{"id":"seti_3","client_secret":"seti_3_secret_z"}"#,
     ))]);
     let form = Adapter::new(&s, &script)
-        .setup_card_form("m-1", Some("cus_1"))
+        .setup_card_form("m-1", Some("cus_1"), None)
         .unwrap();
     assert_eq!(form.customer_id, "cus_1");
     assert_eq!(script.sent.borrow().len(), 1);

@@ -25,7 +25,8 @@ use uuid::Uuid;
 use super::{ABANDONED, BookingContext, BookingError, Prepared, complete, hold};
 use crate::auth::Merchant;
 use crate::infra::workers::{Pass, Workers};
-use crate::payments::ProviderAnswer;
+use crate::payments::{ProviderAnswer, release_key};
+use courier_store::abandoned_holds;
 use courier_store::bookings::attempts::{self, AttemptRow};
 use courier_store::bookings::write;
 use courier_store::cards;
@@ -180,6 +181,8 @@ async fn abandon(
             &attempt.hold_key,
         )
         .await;
+    // The hold whose release the provider accepted without confirming it.
+    let mut awaiting_release = None;
     match held {
         // Accepted, placed or not yet: released by its payment's reference either way (the
         // provider cancels a pending authorisation as it would a placed one).
@@ -194,7 +197,7 @@ async fn abandon(
                     merchant.environment,
                     slot,
                     &authorisation,
-                    &format!("{}_release", attempt.hold_key),
+                    &release_key(&attempt.hold_key, 1),
                 )
                 .await;
             match released {
@@ -202,11 +205,12 @@ async fn abandon(
                 ProviderAnswer::Pending(_) => {
                     // Accepted: the provider cancels it and says so by event. Asked again
                     // under the same key it would only say `pending` again, so the booking
-                    // is refused now rather than never; no booking exists for the money,
-                    // which an uncaptured authorisation gives back when it expires should
-                    // the provider fail to cancel it.
+                    // is refused now rather than never, and the hold is kept until the
+                    // provider confirms its release (one it reports failed is asked for again
+                    // under a new key).
                     tracing::info!(attempt = %attempt.id, %authorisation,
                         "the provider accepted the abandoned booking's release");
+                    awaiting_release = Some(authorisation);
                 }
                 ProviderAnswer::Declined(d) => return Err(NotFinished::NotReleased(d.code)),
                 ProviderAnswer::Unreachable(m)
@@ -226,6 +230,16 @@ async fn abandon(
     let mut tx = context.pool.begin().await?;
     if attempts::lock_attempt(&mut tx, attempt.id).await?.is_none() {
         return Ok(());
+    }
+    if let Some(reference) = &awaiting_release {
+        abandoned_holds::awaiting_release(
+            &mut tx,
+            merchant.environment,
+            reference,
+            &attempt.hold_key,
+            crate::infra::clock::now(),
+        )
+        .await?;
     }
     let stored = serde_json::json!({"refusal": ABANDONED});
     Writes::new()

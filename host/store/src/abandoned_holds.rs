@@ -1,0 +1,167 @@
+//! Holds of abandoned bookings whose release is awaited (`abandoned_holds`): the provider
+//! accepted the release without confirming it, and may yet say it failed.
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool};
+
+use courier_domain::Environment;
+
+use crate::text_columns::Text;
+
+/// An abandoned booking's hold whose release is not confirmed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AbandonedHold {
+    pub environment: Environment,
+    pub reference: String,
+    pub hold_key: String,
+    pub round: i32,
+    pub attempts: i32,
+    pub last_error: Option<String>,
+    pub released_at: Option<DateTime<Utc>>,
+}
+
+/// Keeps the hold `reference` of an abandoned booking, its release (round 1) accepted and
+/// awaited. Kept once: a repeat of the abandoning changes nothing.
+pub async fn awaiting_release(
+    conn: &mut PgConnection,
+    environment: Environment,
+    reference: &str,
+    hold_key: &str,
+    at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "INSERT INTO abandoned_holds (environment, reference, hold_key, abandoned_at) \
+         VALUES ($1, $2, $3, $4) ON CONFLICT (environment, reference) DO NOTHING",
+        environment.as_str(),
+        reference,
+        hold_key,
+        at,
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The abandoned hold the provider knows by `reference`, locked for the transaction.
+pub async fn lock(
+    conn: &mut PgConnection,
+    environment: Environment,
+    reference: &str,
+) -> Result<Option<AbandonedHold>, sqlx::Error> {
+    sqlx::query_as!(
+        AbandonedHold,
+        "SELECT environment AS \"environment: Text<Environment>\", reference, hold_key, round, \
+         attempts, last_error, released_at \
+         FROM abandoned_holds WHERE environment = $1 AND reference = $2 FOR UPDATE",
+        environment.as_str(),
+        reference,
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// The provider confirmed the release.
+pub async fn released(
+    conn: &mut PgConnection,
+    environment: Environment,
+    reference: &str,
+    at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE abandoned_holds SET released_at = $3, due_at = NULL, leased_until = NULL \
+         WHERE environment = $1 AND reference = $2",
+        environment.as_str(),
+        reference,
+        at,
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The provider said release `round` failed (`why`): the next round is due now, unless a
+/// later round was asked for already.
+pub async fn release_failed(
+    conn: &mut PgConnection,
+    environment: Environment,
+    reference: &str,
+    why: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE abandoned_holds SET round = round + 1, attempts = 0, due_at = now(), \
+         leased_until = NULL, last_error = $3 \
+         WHERE environment = $1 AND reference = $2 AND released_at IS NULL AND due_at IS NULL",
+        environment.as_str(),
+        reference,
+        why,
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The release request of the hold's round was accepted (`released`: and made): none is due.
+pub async fn asked(
+    conn: &mut PgConnection,
+    environment: Environment,
+    reference: &str,
+    released: Option<DateTime<Utc>>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE abandoned_holds SET due_at = NULL, leased_until = NULL, released_at = $3 \
+         WHERE environment = $1 AND reference = $2",
+        environment.as_str(),
+        reference,
+        released,
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The release request found the provider unreachable: asked again at `due`.
+pub async fn ask_again(
+    conn: &mut PgConnection,
+    environment: Environment,
+    reference: &str,
+    due: DateTime<Utc>,
+    why: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE abandoned_holds SET attempts = attempts + 1, due_at = $3, leased_until = NULL, \
+         last_error = $4 WHERE environment = $1 AND reference = $2 AND released_at IS NULL",
+        environment.as_str(),
+        reference,
+        due,
+        why,
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Claims up to `limit` holds of `environments` whose release request is due, for `lease`
+/// (one instance at a time; one that dies leaves them to the others).
+pub async fn claim_due(
+    pool: &PgPool,
+    environments: &[&str],
+    limit: i64,
+    lease: std::time::Duration,
+) -> Result<Vec<AbandonedHold>, sqlx::Error> {
+    sqlx::query_as!(
+        AbandonedHold,
+        "UPDATE abandoned_holds SET leased_until = now() + make_interval(secs => $2) \
+         WHERE (environment, reference) IN ( \
+           SELECT environment, reference FROM abandoned_holds \
+           WHERE due_at <= now() AND (leased_until IS NULL OR leased_until < now()) \
+             AND environment = ANY($3) \
+           ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED) \
+         RETURNING environment AS \"environment: Text<Environment>\", reference, hold_key, \
+           round, attempts, last_error, released_at",
+        limit,
+        lease.as_secs_f64(),
+        environments as &[&str],
+    )
+    .fetch_all(pool)
+    .await
+}
