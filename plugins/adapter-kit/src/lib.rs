@@ -1,10 +1,11 @@
-//! What every payment adapter (`courier:payments/payment-adapter@2.1.0`) shares, so an adapter
+//! What every payment adapter (`courier:payments/payment-adapter@2.2.0`) shares, so an adapter
 //! crate writes only its provider's part:
 //!
 //! - [`contract`]: the contract's requests, answers and events as plain Rust types;
 //! - [`http`]: a request and its answer, and the [`Transport`] the adapter sends them over (the
 //!   host's `outbound-http` in the component, a script of answers in unit tests);
 //! - [`form`]: `application/x-www-form-urlencoded` bodies and path segments;
+//! - [`hex`]: hexadecimal secrets and signatures;
 //! - [`PaymentAdapter`]: the operations, implemented by the adapter, and [`export_adapter!`],
 //!   which makes the component of it: the WIT boundary, the configuration read from the host,
 //!   refusals logged, nothing else to write.
@@ -24,6 +25,7 @@ extern crate alloc;
 pub mod component;
 pub mod contract;
 pub mod form;
+pub mod hex;
 pub mod http;
 
 pub use contract::{

@@ -1,4 +1,4 @@
-//! A payment adapter (`courier:payments/payment-adapter@2.1.0`) for the example provider, a
+//! A payment adapter (`courier:payments/payment-adapter@2.2.0`) for the example provider, a
 //! plain JSON API described in `README.md`. Written by `courier adapter new` as the start of
 //! yours: keep the layout, rewrite `provider.rs` and `operations.rs` for your provider's API,
 //! record cassettes from its sandbox, and certify.
@@ -7,6 +7,8 @@
 //!   (success, decline, key in use, refused, no usable answer).
 //! - `operations.rs`: each operation of the contract as requests, and the answers as outcomes.
 //!   Plain Rust over a [`Transport`], unit tested natively with scripted answers (`tests.rs`).
+//! - `notifications.rs`: the provider's signed notifications, read as the contract's events:
+//!   how a move answered `pending` ends.
 //! - here: the contract's operations, handed to `operations.rs`; `adapter-kit` makes the
 //!   component of them (the WIT boundary, the host's HTTP, configuration and log).
 //!
@@ -17,16 +19,19 @@
 
 extern crate alloc;
 
+mod notifications;
 mod operations;
 mod provider;
 #[cfg(test)]
 mod tests;
 
 use alloc::string::{String, ToString};
+use alloc::vec::Vec;
 
 use adapter_kit::{
-    AdapterInfo, Attached, CaptureRequest, CardForm, CardFormRequest, HoldRequest, Lookup, Outcome,
-    PaymentAdapter, PaymentPage, PaymentState, RefundRequest, Refusal, Transport, VoidRequest,
+    AdapterInfo, Attached, CaptureRequest, CardForm, CardFormRequest, Event, HoldRequest, Lookup,
+    Outcome, PaymentAdapter, PaymentPage, PaymentState, RefundRequest, Refusal, Transport,
+    VoidRequest,
 };
 
 pub use operations::Adapter;
@@ -123,7 +128,11 @@ impl PaymentAdapter for ExamplePay {
         Adapter::new(settings, http).list_payments(since, after)
     }
 
-    // The example provider sends no notifications: a pending capture or refund ends by
-    // `retrieve`. A provider that notifies signs its notifications: implement `verify_event`
-    // here, checking the signature with a secret from the settings, then reading the events.
+    fn verify_event(
+        settings: &Settings,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> Result<Vec<Event>, String> {
+        notifications::verify(settings, headers, body)
+    }
 }

@@ -19,6 +19,8 @@ pub struct Settings {
     pub api_key: String,
     /// `https://…`, without a trailing slash.
     pub api_base: String,
+    /// The secret the provider signs its notifications with; none: notifications are refused.
+    pub webhook_secret: Option<String>,
 }
 
 impl Settings {
@@ -33,7 +35,12 @@ impl Settings {
         let api_base = get("api_base").unwrap_or_else(|| DEFAULT_API_BASE.into());
         let api_base = api_base.trim_end_matches('/').to_string();
         host_of(&api_base)?;
-        Ok(Settings { api_key, api_base })
+        let webhook_secret = get("webhook_secret").filter(|s| !s.is_empty());
+        Ok(Settings {
+            api_key,
+            api_base,
+            webhook_secret,
+        })
     }
 }
 

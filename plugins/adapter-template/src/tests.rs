@@ -8,8 +8,8 @@ use core::cell::RefCell;
 use serde_json::{Value, json};
 
 use adapter_kit::{
-    CardFormRequest, Decline, Finished, Lookup, Method, Outcome, Refusal, Request, Response,
-    Status, Transport,
+    CardFormRequest, Decline, Event, EventKind, Finished, Lookup, Method, Outcome, Refusal,
+    Request, Response, Status, Transport,
 };
 
 use crate::{Adapter, Settings};
@@ -62,6 +62,7 @@ fn settings() -> Settings {
     Settings {
         api_key: "key_test_123".into(),
         api_base: "https://api.example-pay.test".into(),
+        webhook_secret: Some("whsec_test".into()),
     }
 }
 
@@ -281,4 +282,67 @@ fn a_capture_or_refund_accepted_for_later_is_pending_by_its_reference() {
         Adapter::new(&s, &script).refund("pay_1", 500, "EUR", "charge_1_refund_1"),
         Outcome::Pending("re_1".into())
     );
+}
+
+/// `body` as the example provider signs it with the test settings' secret.
+fn signed(body: &str) -> Vec<(String, String)> {
+    use hmac::{Hmac, Mac};
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(b"whsec_test").unwrap();
+    mac.update(body.as_bytes());
+    let hex: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| alloc::format!("{b:02x}"))
+        .collect();
+    vec![("example-pay-signature".into(), hex)]
+}
+
+#[test]
+fn signed_notifications_are_read_as_the_contract_s_events() {
+    let s = settings();
+    let captured = r#"{"id":"evt_1","type":"payment.captured","data":{"object":{"id":"pay_1","status":"captured","amount":1290,"amount_captured":1290,"currency":"eur"}}}"#;
+    let events = crate::notifications::verify(&s, &signed(captured), captured.as_bytes()).unwrap();
+    assert_eq!(
+        events,
+        vec![Event {
+            id: "evt_1".into(),
+            reference: "pay_1".into(),
+            kind: EventKind::Captured,
+            amount_minor: Some(1290),
+            currency: Some("EUR".into()),
+        }]
+    );
+    let failed = r#"{"id":"evt_2","type":"refund.failed","data":{"object":{"id":"re_1","payment":"pay_1","amount":400,"currency":"EUR","status":"failed","failure_reason":"the account is closed"}}}"#;
+    let events = crate::notifications::verify(&s, &signed(failed), failed.as_bytes()).unwrap();
+    assert_eq!(events[0].reference, "re_1");
+    assert_eq!(
+        events[0].kind,
+        EventKind::RefundFailed("the account is closed".into())
+    );
+    // A type the adapter does not read is no event.
+    let other = r#"{"id":"evt_3","type":"customer.updated","data":{"object":{"id":"cus_1"}}}"#;
+    assert_eq!(
+        crate::notifications::verify(&s, &signed(other), other.as_bytes()),
+        Ok(vec![])
+    );
+}
+
+#[test]
+fn a_notification_forged_unsigned_or_without_a_secret_is_refused() {
+    let s = settings();
+    let body = r#"{"id":"evt_1","type":"payment.captured","data":{"object":{"id":"pay_1"}}}"#;
+    let forged = body.replace("pay_1", "pay_2");
+    let refused = crate::notifications::verify(&s, &signed(body), forged.as_bytes());
+    assert!(refused.unwrap_err().contains("does not verify"));
+    let unsigned = crate::notifications::verify(&s, &[], body.as_bytes());
+    assert!(unsigned.unwrap_err().contains("example-pay-signature"));
+    let garbled = vec![("example-pay-signature".into(), "not hex".into())];
+    assert!(crate::notifications::verify(&s, &garbled, body.as_bytes()).is_err());
+    let without = Settings {
+        webhook_secret: None,
+        ..settings()
+    };
+    let refused = crate::notifications::verify(&without, &signed(body), body.as_bytes());
+    assert!(refused.unwrap_err().contains("webhook_secret"));
 }

@@ -67,7 +67,9 @@ impl Settings {
             return Err("`environment` must be `test` or `live`".into());
         }
         let hmac_key = match get("hmac_key").filter(|k| !k.is_empty()) {
-            Some(hex) => Some(hex_decode(&hex).ok_or("`hmac_key` must be hexadecimal")?),
+            Some(hex) => {
+                Some(adapter_kit::hex::decode(&hex).ok_or("`hmac_key` must be hexadecimal")?)
+            }
             None => None,
         };
         let notification_credentials = match (
@@ -104,16 +106,6 @@ impl Settings {
             web_sdk_base,
         })
     }
-}
-
-fn hex_decode(hex: &str) -> Option<Vec<u8>> {
-    if !hex.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 /// Why a request did not succeed.

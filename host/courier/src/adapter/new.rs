@@ -130,6 +130,9 @@ crate-type = ["cdylib"]
 [dependencies]
 adapter-kit = {{ path = "adapter-kit" }}
 serde_json = {{ version = "1", default-features = false, features = ["alloc"] }}
+# HMAC-SHA256 of the provider's notifications, without std.
+hmac = {{ version = "0.12", default-features = false }}
+sha2 = {{ version = "0.10", default-features = false }}
 
 [workspace]
 
@@ -218,8 +221,9 @@ mod tests {
                 .iter()
                 .filter(|(p, _)| p.starts_with("certify/cassettes/"))
                 .count(),
-            14
+            17
         );
+        assert!(named("src/notifications.rs").contains("example-pay-signature"));
     }
 
     /// The new crate's dependencies are the ones the project's components are built with.
@@ -245,5 +249,16 @@ mod tests {
             version(&ours, &["dependencies", "serde_json"]),
             version(&workspace, &["workspace", "dependencies", "serde_json"])
         );
+        let template: toml::Table = toml::from_str(include_str!(
+            "../../../../plugins/adapter-template/Cargo.toml"
+        ))
+        .unwrap();
+        for dependency in ["hmac", "sha2"] {
+            assert_eq!(
+                version(&ours, &["dependencies", dependency]),
+                version(&template, &["dependencies", dependency]),
+                "{dependency}"
+            );
+        }
     }
 }
