@@ -1,12 +1,13 @@
 //! Holds of abandoned bookings whose release the provider accepted without confirming it.
 //! Abandoning a booking asks the provider to release its hold under `<hold key>_release`; a
 //! provider that answers `pending` (Adyen's `received`) says later, by event, whether it did.
-//! Until it says so the hold is kept here. A release it reports failed is asked for again under
-//! the next round's key ([`release_key`]): asked under the same key, the provider would only
-//! answer with its first answer. The requests are durable work that the retry worker of any
-//! instance makes; past [`MAX_ROUNDS`] the hold is left to operators, with an error logged.
+//! Until it says so the hold is kept here. A release it reports failed is asked for again
+//! under the next round's key ([`release_key`](super::release_key)): asked under the same key,
+//! the provider would only answer with its first answer. The requests are durable work that
+//! the retry worker of any instance makes; past [`MAX_ROUNDS`] the hold is left to operators,
+//! with an error logged.
 
-use super::{PaymentError, Payments, ProviderAnswer, now};
+use super::{PaymentError, Payments, ProviderAnswer, now, release_key};
 use courier_domain::Environment;
 use courier_plugins::{EventKind, ProviderEvent};
 use courier_store::abandoned_holds::{self as store, AbandonedHold};
@@ -15,16 +16,6 @@ use courier_store::abandoned_holds::{self as store, AbandonedHold};
 const CLAIM_BATCH: i64 = 5;
 /// Release requests made for one hold before it is left to operators.
 pub const MAX_ROUNDS: i32 = 5;
-
-/// The idempotency key of release `round` of the hold whose key is `hold_key`: the first is
-/// `<hold key>_release`, each later one `<hold key>_release_<round>`.
-pub fn release_key(hold_key: &str, round: i32) -> String {
-    if round <= 1 {
-        format!("{hold_key}_release")
-    } else {
-        format!("{hold_key}_release_{round}")
-    }
-}
 
 /// What an event for an abandoned hold changes.
 #[derive(Debug, PartialEq, Eq)]

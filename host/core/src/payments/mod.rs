@@ -39,7 +39,6 @@ use thiserror::Error;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
-pub use abandoned_holds::release_key;
 pub use config::{
     CallLimits, CardFormDefaults, PaymentsConfig, ReconcileConfig, RetryPolicy, is_csp_origin,
 };
@@ -777,6 +776,17 @@ fn move_key(charge: &ChargeRow, requested: Move) -> String {
 /// after a day and may then name another booking.
 pub fn hold_key(job_id: Uuid) -> String {
     format!("job_{job_id}_hold")
+}
+
+/// The idempotency key of release `round` of the hold whose key is `hold_key` (an abandoned
+/// booking's): the first is `<hold key>_release`, each later one `<hold key>_release_<round>`,
+/// since the provider answers a repeat of a failed release's key with its first answer.
+pub fn release_key(hold_key: &str, round: i32) -> String {
+    if round <= 1 {
+        format!("{hold_key}_release")
+    } else {
+        format!("{hold_key}_release_{round}")
+    }
 }
 
 /// The time, to the microsecond the database keeps, so a view answered now equals the same
