@@ -862,7 +862,8 @@ async fn account_settings_decide_what_a_booking_leaves_unsaid() {
         settings,
         json!({"notify_customer": false, "proof_photo_required": false, "proof_signature_required": false,
                "sms_sender_name": null, "rate_limit_quotes_per_minute": null,
-               "rate_limit_bookings_per_minute": null, "rate_limit_reads_per_minute": null})
+               "rate_limit_bookings_per_minute": null, "rate_limit_reads_per_minute": null,
+               "contact_email": null})
     );
     let (status, settings) = status_and_json(
         app.admin(Method::PATCH, &path)
@@ -877,7 +878,8 @@ async fn account_settings_decide_what_a_booking_leaves_unsaid() {
         settings,
         json!({"notify_customer": true, "proof_photo_required": true, "proof_signature_required": false,
                "sms_sender_name": null, "rate_limit_quotes_per_minute": null,
-               "rate_limit_bookings_per_minute": null, "rate_limit_reads_per_minute": null})
+               "rate_limit_bookings_per_minute": null, "rate_limit_reads_per_minute": null,
+               "contact_email": null})
     );
 
     let quote = booking.quote(journey(None)).await;
