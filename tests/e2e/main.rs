@@ -33,6 +33,7 @@ mod quotes;
 mod rate_limits;
 mod resilience;
 mod sandbox;
+mod simulate;
 mod texts;
 mod tracking;
 mod tracking_browser;

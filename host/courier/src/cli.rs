@@ -59,6 +59,28 @@ enum Command {
         #[command(subcommand)]
         command: AdapterCommand,
     },
+    /// Measure dispatch.
+    Dispatch {
+        #[command(subcommand)]
+        command: DispatchCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum DispatchCommand {
+    /// Replay a Meal Delivery Routing Problem instance (the public Grubhub benchmark) through
+    /// the dispatch policy on a virtual clock; write the published evaluator's three files
+    /// into the solution directory and print, last, one line of JSON with the summary. Bad
+    /// input names its file and line and exits 2.
+    Simulate {
+        /// The instance's folder (orders.txt, restaurants.txt, couriers.txt,
+        /// instance_parameters.txt).
+        #[arg(long, value_name = "INSTANCE_DIR")]
+        mdrp: PathBuf,
+        /// Where the solution's files go (made if missing).
+        #[arg(long, value_name = "SOLUTION_DIR")]
+        out: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -316,6 +338,22 @@ enum KeyCommand {
 
 impl Cli {
     pub async fn run(self) -> anyhow::Result<()> {
+        // Needs no configuration: a computation over files.
+        if let Command::Dispatch {
+            command: DispatchCommand::Simulate { mdrp, out },
+        } = &self.command
+        {
+            match crate::simulate::run(mdrp, out) {
+                Ok(summary) => {
+                    println!("{}", serde_json::to_string(&summary)?);
+                    return Ok(());
+                }
+                Err(error) => {
+                    eprintln!("courier: {error}");
+                    std::process::exit(2);
+                }
+            }
+        }
         let config = Config::from_env()?;
         match self.command {
             Command::Serve => app::serve(config).await?,
@@ -391,6 +429,8 @@ impl Cli {
                 println!("{}", serde_json::to_string_pretty(&summary)?);
             }
             Command::Adapter { command } => adapter(&config, command).await?,
+            // Answered above, before the configuration is read.
+            Command::Dispatch { .. } => {}
             Command::Plugin {
                 command: PluginCommand::Inspect { file },
             } => {

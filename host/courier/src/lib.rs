@@ -5,6 +5,7 @@
 //! - `app`: one running service: pool, plugins, workers, router, and its graceful stop.
 //! - `cli`: the `courier` commands.
 //! - `server`: HTTP/1 and HTTP/2 on one listener, with a graceful stop.
+//! - `simulate`: the meal-delivery benchmark replayed through dispatch.
 
 /// Every request allocates and frees many small blocks across the runtime's threads; glibc's
 /// allocator spent 15-18% of the service's CPU on it (BENCHMARKS.md). Declared here, in the
@@ -18,3 +19,4 @@ pub mod cli;
 #[cfg(test)]
 mod generated_docs;
 pub mod server;
+mod simulate;

@@ -89,6 +89,11 @@ fn needs(purpose: Purpose) -> Vec<Need> {
             present: || on_path("haproxy"),
         },
         Need {
+            what: "Python with venv (the meal-delivery benchmark's published evaluator)",
+            packages: &["python3-venv"],
+            present: python_venv,
+        },
+        Need {
             what: "a wasm toolchain (the partner kit's test builds an adapter)",
             packages: &[
                 "rustc-web",
@@ -102,25 +107,21 @@ fn needs(purpose: Purpose) -> Vec<Need> {
         },
     ]);
     if purpose == Purpose::Ci {
-        needs.extend([
-            Need {
-                what: "curl (the fuzz run)",
-                packages: &["curl"],
-                present: || on_path("curl"),
-            },
-            Need {
-                what: "Python with venv (Schemathesis)",
-                packages: &["python3-venv"],
-                present: || {
-                    Command::new("python3")
-                        .args(["-m", "venv", "--help"])
-                        .output()
-                        .is_ok_and(|o| o.status.success())
-                },
-            },
-        ]);
+        needs.extend([Need {
+            what: "curl (the fuzz run)",
+            packages: &["curl"],
+            present: || on_path("curl"),
+        }]);
     }
     needs
+}
+
+/// `python3 -m venv`: for the evaluator's packages (and, in CI, Schemathesis).
+fn python_venv() -> bool {
+    Command::new("python3")
+        .args(["-m", "venv", "--help"])
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 fn is_root() -> bool {
@@ -203,6 +204,7 @@ fn install(purpose: Purpose) -> Result<(), String> {
     }
     if purpose != Purpose::Serve {
         install_axe_core()?;
+        install_mdrp_evaluator()?;
     }
     Ok(())
 }
@@ -223,6 +225,28 @@ fn install_axe_core() -> Result<(), String> {
         .arg("--prefix")
         .arg(&tools)
         .args(["--no-save", "--no-audit", "--no-fund", "--silent", AXE_CORE]))
+}
+
+/// The meal-delivery benchmark's evaluator (`../shared/data/mdrp/MDRP_code`, run by
+/// `tests/e2e/simulate.rs`) needs pandas and numpy: from PyPI into a virtual environment under
+/// `target/test-tools/mdrp-venv/`.
+const MDRP_EVALUATOR_PACKAGES: [&str; 2] = ["pandas==2.2.3", "numpy==2.2.6"];
+
+fn install_mdrp_evaluator() -> Result<(), String> {
+    let venv = root().join("target/test-tools/mdrp-venv");
+    let python = venv.join("bin/python");
+    let ready = Command::new(&python)
+        .args(["-c", "import pandas, numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ready {
+        return Ok(());
+    }
+    eprintln!("xtask: installing {}", MDRP_EVALUATOR_PACKAGES.join(" "));
+    run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
+    run(Command::new(&python)
+        .args(["-m", "pip", "install", "-q", "--disable-pip-version-check"])
+        .args(MDRP_EVALUATOR_PACKAGES))
 }
 
 /// sqlx-cli, which compares the compile-checked queries with a migrated database
@@ -479,6 +503,7 @@ mod tests {
                 "chromium-driver",
                 "npm",
                 "haproxy",
+                "python3-venv",
                 "rustc-web",
                 "cargo-web",
                 "rust-web-src",
@@ -495,14 +520,14 @@ mod tests {
                 "chromium-driver",
                 "npm",
                 "haproxy",
+                "python3-venv",
                 "rustc-web",
                 "cargo-web",
                 "rust-web-src",
                 "rust-web-llvm",
                 "lld",
                 "wasi-libc",
-                "curl",
-                "python3-venv"
+                "curl"
             ]
         );
     }

@@ -1,6 +1,7 @@
 //! Dispatch: couriers, their offers, and which courier an offer goes to.
 
 pub mod choice;
+pub mod mdrp;
 
 pub use choice::{Reachable, choose};
 
