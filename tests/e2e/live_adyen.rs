@@ -690,3 +690,60 @@ async fn an_abandoned_booking_s_release_adyen_reports_failed_is_asked_again_unde
     assert_eq!(live.adyen.cancellations().len(), 2);
     live.app.stop().await;
 }
+
+/// A hold whose every release Adyen reports failed is asked for five times, each under its
+/// own key, then left to operators, whose payments page names it.
+#[tokio::test]
+async fn a_hold_adyen_never_releases_is_shown_to_operators_after_five_rounds() {
+    let live = Live::start_with(&[
+        ("COURIER_PAYMENT_DEADLINE_MS", "1000"),
+        ("COURIER_BOOKING_ABANDON_AFTER_MS", "1"),
+    ])
+    .await;
+    live.store_card("4111111111111111", "Jo Shopper").await;
+    let body = quoted(&live.app, &live.live).await;
+    let key = format!("adyen-{}", Uuid::new_v4());
+    live.adyen.inject("/payments", Fault::Status(409), 1);
+    live.adyen.fail_cancels(usize::MAX);
+    let book = || {
+        book_at(
+            &live.app.client,
+            &live.app.base_url,
+            &live.live,
+            &key,
+            &body,
+        )
+    };
+    assert_eq!(book().await.0, 409);
+    let mut operator = crate::ops_console::signed_in(&live.app).await;
+    let started = std::time::Instant::now();
+    let page = loop {
+        let page = operator.get("/ops/payments").await;
+        if page
+            .body
+            .contains("<strong>release it at the provider</strong>")
+        {
+            break page;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "not left to operators: {}",
+            page.body
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let payments = live.adyen.payments();
+    assert_eq!(payments[0].status, "Authorised", "Adyen still holds it");
+    let hold_key = &payments[0].reference;
+    assert!(page.body.contains(hold_key.as_str()), "{}", page.body);
+    assert!(
+        page.body.contains("Cancellation failed at the acquirer"),
+        "{}",
+        page.body
+    );
+    let keys: Vec<String> = std::iter::once(format!("{hold_key}_release"))
+        .chain((2..=5).map(|n| format!("{hold_key}_release_{n}")))
+        .collect();
+    assert_eq!(live.adyen.cancellations(), keys);
+    live.app.stop().await;
+}

@@ -56,7 +56,7 @@ fn bins(body: &str) -> Vec<(String, i64, i64, u64)> {
         .collect()
 }
 
-async fn signed_in(app: &TestApp) -> Visitor {
+pub(crate) async fn signed_in(app: &TestApp) -> Visitor {
     let mut visitor = Visitor::new(app);
     let page = visitor
         .post("/ops/sign-in", &[("token", ADMIN_TOKEN)])

@@ -100,6 +100,26 @@ pub async fn release_failed(
     Ok(())
 }
 
+/// The provider said the last round failed too: nothing more is asked (the round moves past
+/// the last, so operators see it is theirs to release).
+pub async fn given_up(
+    conn: &mut PgConnection,
+    environment: Environment,
+    reference: &str,
+    why: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE abandoned_holds SET round = round + 1, due_at = NULL, leased_until = NULL, \
+         last_error = $3 WHERE environment = $1 AND reference = $2 AND released_at IS NULL",
+        environment.as_str(),
+        reference,
+        why,
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// The release request of the hold's round was accepted (`released`: and made): none is due.
 pub async fn asked(
     conn: &mut PgConnection,
@@ -161,6 +181,35 @@ pub async fn claim_due(
         limit,
         lease.as_secs_f64(),
         environments as &[&str],
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// An abandoned booking's hold whose release the provider has not confirmed, as operators see
+/// it.
+#[derive(Clone, Debug)]
+pub struct UnreleasedHold {
+    pub environment: Environment,
+    pub reference: String,
+    pub hold_key: String,
+    pub round: i32,
+    pub attempts: i32,
+    pub last_error: Option<String>,
+    pub abandoned_at: DateTime<Utc>,
+    /// When its next release request is due; none while an answer is awaited.
+    pub due_at: Option<DateTime<Utc>>,
+}
+
+/// The holds whose release is not confirmed, most rounds first, then oldest; at most `limit`.
+pub async fn unreleased(pool: &PgPool, limit: i64) -> Result<Vec<UnreleasedHold>, sqlx::Error> {
+    sqlx::query_as!(
+        UnreleasedHold,
+        "SELECT environment AS \"environment: Text<Environment>\", reference, hold_key, round, \
+         attempts, last_error, abandoned_at, due_at \
+         FROM abandoned_holds WHERE released_at IS NULL \
+         ORDER BY round DESC, abandoned_at LIMIT $1",
+        limit,
     )
     .fetch_all(pool)
     .await

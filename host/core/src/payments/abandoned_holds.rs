@@ -4,18 +4,18 @@
 //! Until it says so the hold is kept here. A release it reports failed is asked for again
 //! under the next round's key ([`release_key`](super::release_key)): asked under the same key,
 //! the provider would only answer with its first answer. The requests are durable work that
-//! the retry worker of any instance makes; past [`MAX_ROUNDS`] the hold is left to operators,
-//! with an error logged.
+//! the retry worker of any instance makes; past [`MAX_ROUNDS`] the hold is left to operators
+//! (shown on their console's payments page), with an error logged.
 
-use super::{PaymentError, Payments, ProviderAnswer, now, release_key};
+use super::{
+    MAX_RELEASE_ROUNDS as MAX_ROUNDS, PaymentError, Payments, ProviderAnswer, now, release_key,
+};
 use courier_domain::Environment;
 use courier_plugins::{EventKind, ProviderEvent};
 use courier_store::abandoned_holds::{self as store, AbandonedHold};
 
 /// Holds claimed per pass.
 const CLAIM_BATCH: i64 = 5;
-/// Release requests made for one hold before it is left to operators.
-pub const MAX_ROUNDS: i32 = 5;
 
 /// What an event for an abandoned hold changes.
 #[derive(Debug, PartialEq, Eq)]
@@ -28,7 +28,8 @@ enum Applied {
 }
 
 fn what_changes(hold: &AbandonedHold, kind: &EventKind) -> Applied {
-    if hold.released_at.is_some() {
+    // Released, or left to operators: only a release the provider confirms changes it.
+    if hold.released_at.is_some() || (hold.round > MAX_ROUNDS && *kind != EventKind::Released) {
         return Applied::Nothing;
     }
     match kind {
@@ -65,9 +66,16 @@ impl Payments {
                     "the provider failed to release an abandoned booking's hold; asking again");
                 store::release_failed(conn, environment, &hold.reference, why).await?;
             }
-            Applied::GivenUp => tracing::error!(reference = %hold.reference,
-                rounds = hold.round, "an abandoned booking's hold is still not released; \
-                 release it at the provider"),
+            Applied::GivenUp => {
+                tracing::error!(reference = %hold.reference, rounds = hold.round,
+                    "an abandoned booking's hold is still not released; release it at the \
+                     provider");
+                let why = match &event.kind {
+                    EventKind::ReleaseFailed(why) => why.as_str(),
+                    _ => "",
+                };
+                store::given_up(conn, environment, &hold.reference, why).await?;
+            }
             Applied::Nothing => {}
         }
         Ok(true)
@@ -168,6 +176,12 @@ mod tests {
             Applied::Released
         );
         assert_eq!(what_changes(&hold(2, true), &failed), Applied::Nothing);
+        let given_up = hold(MAX_ROUNDS + 1, false);
+        assert_eq!(what_changes(&given_up, &failed), Applied::Nothing);
+        assert_eq!(
+            what_changes(&given_up, &EventKind::Released),
+            Applied::Released
+        );
         assert_eq!(
             what_changes(&hold(1, false), &EventKind::Held),
             Applied::Nothing

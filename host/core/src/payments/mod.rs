@@ -778,6 +778,9 @@ pub fn hold_key(job_id: Uuid) -> String {
     format!("job_{job_id}_hold")
 }
 
+/// Release requests made for an abandoned booking's hold before it is left to operators.
+pub const MAX_RELEASE_ROUNDS: i32 = 5;
+
 /// The idempotency key of release `round` of the hold whose key is `hold_key` (an abandoned
 /// booking's): the first is `<hold key>_release`, each later one `<hold key>_release_<round>`,
 /// since the provider answers a repeat of a failed release's key with its first answer.

@@ -1,7 +1,8 @@
-//! Payments across merchants, for operators: every merchant's charges, newest first, and the
-//! newest refunds.
+//! Payments across merchants, for operators: every merchant's charges, newest first, the
+//! newest refunds, and abandoned bookings' holds whose release is not confirmed.
 
 use super::Payments;
+pub use courier_store::abandoned_holds::UnreleasedHold;
 use courier_store::charges as store;
 pub use courier_store::charges::{ChargeFilter, ChargeMoveRow, ListedCharge, ListedRefund};
 
@@ -9,6 +10,8 @@ pub use courier_store::charges::{ChargeFilter, ChargeMoveRow, ListedCharge, List
 pub const CHARGES_PER_PAGE: i64 = 50;
 /// Refunds listed.
 pub const REFUNDS_SHOWN: i64 = 50;
+/// Unreleased holds listed.
+pub const UNRELEASED_SHOWN: i64 = 50;
 
 impl Payments {
     /// A page of every merchant's charges that `filter` lets through, newest first, and
@@ -31,5 +34,11 @@ impl Payments {
     /// The newest refunds of every merchant, up to [`REFUNDS_SHOWN`].
     pub async fn recent_refunds(&self) -> Result<Vec<ListedRefund>, sqlx::Error> {
         store::recent_refunds(&self.pool, REFUNDS_SHOWN).await
+    }
+
+    /// Abandoned bookings' holds whose release the provider has not confirmed (those past the
+    /// rounds first), up to [`UNRELEASED_SHOWN`].
+    pub async fn unreleased_holds(&self) -> Result<Vec<UnreleasedHold>, sqlx::Error> {
+        courier_store::abandoned_holds::unreleased(&self.pool, UNRELEASED_SHOWN).await
     }
 }

@@ -21,7 +21,7 @@ use courier_core::auth::operator_sessions::OperatorSession;
 use courier_core::idempotency::KeyError;
 use courier_core::payments::overview::{ChargeFilter, ListedCharge, ListedRefund};
 use courier_core::payments::refunds::RefundOutcome;
-use courier_core::payments::{ChargeView, PaymentError};
+use courier_core::payments::{ChargeView, MAX_RELEASE_ROUNDS, PaymentError};
 use courier_domain::Environment;
 use courier_domain::charge::ChargeStatus;
 use serde::Deserialize;
@@ -35,6 +35,19 @@ struct Mismatch {
     ours: String,
     theirs: String,
     seen: String,
+}
+
+/// An abandoned booking's hold whose release is not confirmed.
+struct UnreleasedLine {
+    environment: &'static str,
+    reference: String,
+    hold_key: String,
+    round: i32,
+    /// Past the rounds the service asks: the operator releases it at the provider.
+    given_up: bool,
+    last_error: String,
+    abandoned: String,
+    next: String,
 }
 
 /// A charge as the refund's answer shows it.
@@ -179,6 +192,7 @@ struct PaymentsPage {
     statuses: Vec<&'static str>,
     refunds: Vec<RefundLine>,
     mismatches: Vec<Mismatch>,
+    unreleased: Vec<UnreleasedLine>,
     refunded: Option<Refunded>,
     problem: Option<String>,
     charge: String,
@@ -232,13 +246,14 @@ async fn render(
         return not_a_filter(session);
     };
     let payments = &state.payments;
-    // Three independent reads, on three connections at once.
+    // Independent reads, each on a connection of its own, at once.
     let read = tokio::try_join!(
         payments.charges_across(&filter),
         payments.recent_refunds(),
         payments.mismatches(),
+        payments.unreleased_holds(),
     );
-    let ((charges, more), refunds, mismatches) = match read {
+    let ((charges, more), refunds, mismatches, unreleased) = match read {
         Ok(found) => found,
         Err(error) => {
             tracing::error!(%error, "reading payments for the operator console failed");
@@ -275,6 +290,22 @@ async fn render(
                     seen: format!("{} to {}", when(m.first_seen_at), when(m.last_seen_at)),
                 })
                 .collect(),
+            unreleased: unreleased
+                .into_iter()
+                .map(|h| UnreleasedLine {
+                    environment: h.environment.as_str(),
+                    reference: h.reference,
+                    hold_key: h.hold_key,
+                    round: h.round.min(MAX_RELEASE_ROUNDS),
+                    given_up: h.round > MAX_RELEASE_ROUNDS,
+                    last_error: h.last_error.unwrap_or_default(),
+                    abandoned: when(h.abandoned_at),
+                    next: h
+                        .due_at
+                        .map(when)
+                        .unwrap_or_else(|| "awaiting the provider".into()),
+                })
+                .collect(),
             refunded: outcome.refunded,
             problem: outcome.problem,
             charge: outcome.charge,
@@ -290,7 +321,7 @@ async fn render(
     path = "/ops/payments",
     operation_id = "opsConsolePayments",
     tag = "console",
-    summary = "Every merchant's charges (filtered by environment and status, 50 a page, newest first), the newest refunds, open payment mismatches from reconciliation, and the refund form",
+    summary = "Every merchant's charges (filtered by environment and status, 50 a page, newest first), the newest refunds, open payment mismatches from reconciliation, abandoned bookings' holds whose release is not confirmed, and the refund form",
     security(()),
     params(
         ("environment" = Option<String>, Query, description = "`test` or `live`; empty or absent for both"),
