@@ -177,6 +177,33 @@ impl Live {
         .await
     }
 
+    /// A service that abandons an unfinished booking at once, a card stored, and a booking
+    /// sent that is left to be abandoned (Adyen says its hold's key is still in use; the
+    /// merchant was answered 409): the service, the booking's key and body. The first
+    /// `failing_cancels` cancellations Adyen reports failed.
+    async fn booking_left_to_abandon(failing_cancels: usize) -> (Self, String, Value) {
+        let live = Self::start_with(&[
+            ("COURIER_PAYMENT_DEADLINE_MS", "1000"),
+            ("COURIER_BOOKING_ABANDON_AFTER_MS", "1"),
+        ])
+        .await;
+        live.store_card("4111111111111111", "Jo Shopper").await;
+        let body = quoted(&live.app, &live.live).await;
+        let key = format!("adyen-{}", Uuid::new_v4());
+        live.adyen.inject("/payments", Fault::Status(409), 1);
+        live.adyen.fail_cancels(failing_cancels);
+        let (status, answer) = book_at(
+            &live.app.client,
+            &live.app.base_url,
+            &live.live,
+            &key,
+            &body,
+        )
+        .await;
+        assert_eq!(status, 409, "{answer}");
+        (live, key, body)
+    }
+
     fn payment_of(&self, job: &Value) -> Payment {
         let key = format!("job_{}_hold", job["id"].as_str().unwrap());
         self.adyen
@@ -638,16 +665,7 @@ async fn an_abandoned_booking_ends_although_adyen_answers_its_release_only_recei
 /// and is cancelled.
 #[tokio::test]
 async fn an_abandoned_booking_s_release_adyen_reports_failed_is_asked_again_under_a_new_key() {
-    let live = Live::start_with(&[
-        ("COURIER_PAYMENT_DEADLINE_MS", "1000"),
-        ("COURIER_BOOKING_ABANDON_AFTER_MS", "1"),
-    ])
-    .await;
-    live.store_card("4111111111111111", "Jo Shopper").await;
-    let body = quoted(&live.app, &live.live).await;
-    let key = format!("adyen-{}", Uuid::new_v4());
-    live.adyen.inject("/payments", Fault::Status(409), 1);
-    live.adyen.fail_cancels(1);
+    let (live, key, body) = Live::booking_left_to_abandon(1).await;
     let book = || {
         book_at(
             &live.app.client,
@@ -657,8 +675,6 @@ async fn an_abandoned_booking_s_release_adyen_reports_failed_is_asked_again_unde
             &body,
         )
     };
-    let (status, answer) = book().await;
-    assert_eq!(status, 409, "{answer}");
     eventually(
         "the booking to be abandoned",
         WAIT,
@@ -695,26 +711,7 @@ async fn an_abandoned_booking_s_release_adyen_reports_failed_is_asked_again_unde
 /// own key, then left to operators, whose payments page names it.
 #[tokio::test]
 async fn a_hold_adyen_never_releases_is_shown_to_operators_after_five_rounds() {
-    let live = Live::start_with(&[
-        ("COURIER_PAYMENT_DEADLINE_MS", "1000"),
-        ("COURIER_BOOKING_ABANDON_AFTER_MS", "1"),
-    ])
-    .await;
-    live.store_card("4111111111111111", "Jo Shopper").await;
-    let body = quoted(&live.app, &live.live).await;
-    let key = format!("adyen-{}", Uuid::new_v4());
-    live.adyen.inject("/payments", Fault::Status(409), 1);
-    live.adyen.fail_cancels(usize::MAX);
-    let book = || {
-        book_at(
-            &live.app.client,
-            &live.app.base_url,
-            &live.live,
-            &key,
-            &body,
-        )
-    };
-    assert_eq!(book().await.0, 409);
+    let (live, _, _) = Live::booking_left_to_abandon(usize::MAX).await;
     let mut operator = crate::ops_console::signed_in(&live.app).await;
     let started = std::time::Instant::now();
     let page = loop {
