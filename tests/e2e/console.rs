@@ -1558,6 +1558,12 @@ async fn a_live_session_changes_the_account_s_settings_and_a_test_one_cannot() {
         "{}",
         refused.body
     );
+    // Drawn again as typed, to be corrected.
+    assert!(
+        refused.body.contains("value=\"billing at shop\""),
+        "{}",
+        refused.body
+    );
     with_email.last_mut().unwrap().1 = "billing@shop.example".to_owned();
     let saved = post(with_email).await;
     assert_eq!(saved.status, 200, "{}", saved.body);

@@ -63,6 +63,8 @@ struct Said {
     created: Option<CreatedKey>,
     problem: Option<String>,
     notice: Option<&'static str>,
+    /// A refused settings form as it was sent: drawn again as typed, to be corrected.
+    typed: Option<Editable>,
 }
 
 /// Who the audit trail says did it.
@@ -84,7 +86,7 @@ async fn render(
     state: &AppState,
     session: &ConsoleSession,
     status: StatusCode,
-    said: Said,
+    mut said: Said,
 ) -> Response {
     let merchant = &session.merchant;
     let detail = match state.merchants.show(merchant.merchant_id).await {
@@ -105,13 +107,15 @@ async fn render(
         })
         .collect();
     let s = detail.settings;
-    let editable = (merchant.environment == Environment::Live).then(|| Editable {
+    let stored = || Editable {
         notify_customer: s.notify_customer,
         proof_photo_required: s.proof_photo_required,
         proof_signature_required: s.proof_signature_required,
         sms_sender_name: s.sms_sender_name.clone().unwrap_or_default(),
         contact_email: s.contact_email.clone().unwrap_or_default(),
-    });
+    };
+    let editable = (merchant.environment == Environment::Live)
+        .then(|| said.typed.take().unwrap_or_else(stored));
     let or_default = |limit: Option<i32>| {
         limit.map_or_else(
             || "the service's default".to_owned(),
@@ -432,6 +436,13 @@ pub async fn change_settings(State(state): State<AppState>, request: Request) ->
         Err(MerchantError::Settings(error)) => {
             let said = Said {
                 problem: Some(error.to_string()),
+                typed: Some(Editable {
+                    notify_customer: change.notify_customer == Some(true),
+                    proof_photo_required: change.proof_photo_required == Some(true),
+                    proof_signature_required: change.proof_signature_required == Some(true),
+                    sms_sender_name: sender.to_owned(),
+                    contact_email: email.to_owned(),
+                }),
                 ..Said::default()
             };
             render(&state, &session, StatusCode::UNPROCESSABLE_ENTITY, said).await
