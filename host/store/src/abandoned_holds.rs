@@ -18,6 +18,8 @@ pub struct AbandonedHold {
     pub attempts: i32,
     pub last_error: Option<String>,
     pub released_at: Option<DateTime<Utc>>,
+    /// A release request is due or under way (its answer not yet written).
+    pub requesting: bool,
 }
 
 /// Keeps the hold `reference` of an abandoned booking, its release (round 1) accepted and
@@ -51,7 +53,7 @@ pub async fn lock(
     sqlx::query_as!(
         AbandonedHold,
         "SELECT environment AS \"environment: Text<Environment>\", reference, hold_key, round, \
-         attempts, last_error, released_at \
+         attempts, last_error, released_at, due_at IS NOT NULL AS \"requesting!\" \
          FROM abandoned_holds WHERE environment = $1 AND reference = $2 FOR UPDATE",
         environment.as_str(),
         reference,
@@ -120,19 +122,18 @@ pub async fn given_up(
     Ok(())
 }
 
-/// The release request of the hold's round was accepted (`released`: and made): none is due.
+/// The release request of the hold's round was accepted, to be confirmed by event: none is
+/// due. (A confirmation that came meanwhile is kept.)
 pub async fn asked(
     conn: &mut PgConnection,
     environment: Environment,
     reference: &str,
-    released: Option<DateTime<Utc>>,
 ) -> Result<(), sqlx::Error> {
     sqlx::query!(
-        "UPDATE abandoned_holds SET due_at = NULL, leased_until = NULL, released_at = $3 \
+        "UPDATE abandoned_holds SET due_at = NULL, leased_until = NULL \
          WHERE environment = $1 AND reference = $2",
         environment.as_str(),
         reference,
-        released,
     )
     .execute(conn)
     .await?;
@@ -177,7 +178,7 @@ pub async fn claim_due(
              AND environment = ANY($3) \
            ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED) \
          RETURNING environment AS \"environment: Text<Environment>\", reference, hold_key, \
-           round, attempts, last_error, released_at",
+           round, attempts, last_error, released_at, due_at IS NOT NULL AS \"requesting!\"",
         limit,
         lease.as_secs_f64(),
         environments as &[&str],

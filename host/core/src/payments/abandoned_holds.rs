@@ -24,7 +24,20 @@ enum Applied {
     AskAgain,
     /// Past the rounds: left to operators.
     GivenUp,
+    /// A failure reported while a request is due or under way: applied once its answer is
+    /// written (else the failure of the round just asked could be taken for an older one's).
+    NotYet,
     Nothing,
+}
+
+/// How an event met the abandoned holds.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum HoldEvent {
+    /// It names none of them.
+    NoHold,
+    /// Tried again later.
+    NotYet,
+    Applied,
 }
 
 fn what_changes(hold: &AbandonedHold, kind: &EventKind) -> Applied {
@@ -34,6 +47,7 @@ fn what_changes(hold: &AbandonedHold, kind: &EventKind) -> Applied {
     }
     match kind {
         EventKind::Released => Applied::Released,
+        EventKind::ReleaseFailed(_) if hold.requesting => Applied::NotYet,
         EventKind::ReleaseFailed(_) if hold.round >= MAX_ROUNDS => Applied::GivenUp,
         EventKind::ReleaseFailed(_) => Applied::AskAgain,
         // The hold itself confirmed or refused, or anything else: its release is under way.
@@ -42,14 +56,18 @@ fn what_changes(hold: &AbandonedHold, kind: &EventKind) -> Applied {
 }
 
 impl Payments {
-    /// Applies `event` to the abandoned hold it names; false when it names none.
+    /// Applies `event` to the abandoned hold it names, if it names one.
     pub(super) async fn apply_to_abandoned_hold(
         conn: &mut sqlx::PgConnection,
         environment: Environment,
         event: &ProviderEvent,
-    ) -> Result<bool, sqlx::Error> {
+    ) -> Result<HoldEvent, sqlx::Error> {
         let Some(hold) = store::lock(conn, environment, &event.reference).await? else {
-            return Ok(false);
+            return Ok(HoldEvent::NoHold);
+        };
+        let why = match &event.kind {
+            EventKind::ReleaseFailed(why) => why.as_str(),
+            _ => "",
         };
         match what_changes(&hold, &event.kind) {
             Applied::Released => {
@@ -58,10 +76,6 @@ impl Payments {
                 store::released(conn, environment, &hold.reference, now()).await?;
             }
             Applied::AskAgain => {
-                let why = match &event.kind {
-                    EventKind::ReleaseFailed(why) => why.as_str(),
-                    _ => "",
-                };
                 tracing::warn!(reference = %hold.reference, round = hold.round, %why,
                     "the provider failed to release an abandoned booking's hold; asking again");
                 store::release_failed(conn, environment, &hold.reference, why).await?;
@@ -70,15 +84,12 @@ impl Payments {
                 tracing::error!(reference = %hold.reference, rounds = hold.round,
                     "an abandoned booking's hold is still not released; release it at the \
                      provider");
-                let why = match &event.kind {
-                    EventKind::ReleaseFailed(why) => why.as_str(),
-                    _ => "",
-                };
                 store::given_up(conn, environment, &hold.reference, why).await?;
             }
+            Applied::NotYet => return Ok(HoldEvent::NotYet),
             Applied::Nothing => {}
         }
-        Ok(true)
+        Ok(HoldEvent::Applied)
     }
 
     /// Claims the abandoned holds whose release request is due and makes each; returns how
@@ -106,12 +117,10 @@ impl Payments {
         let (environment, reference) = (hold.environment, hold.reference.as_str());
         match answer {
             ProviderAnswer::Approved(_) => {
-                store::asked(&mut conn, environment, reference, Some(now())).await?
+                store::released(&mut conn, environment, reference, now()).await?
             }
             // Confirmed (or reported failed) by its event.
-            ProviderAnswer::Pending(_) => {
-                store::asked(&mut conn, environment, reference, None).await?
-            }
+            ProviderAnswer::Pending(_) => store::asked(&mut conn, environment, reference).await?,
             ProviderAnswer::Declined(decline) => {
                 let why = format!("the release was declined: {}", decline.code);
                 self.ask_again(&mut conn, hold, &why).await?
@@ -152,6 +161,7 @@ mod tests {
             attempts: 0,
             last_error: None,
             released_at: released.then(now),
+            requesting: false,
         }
     }
 
@@ -176,6 +186,15 @@ mod tests {
             Applied::Released
         );
         assert_eq!(what_changes(&hold(2, true), &failed), Applied::Nothing);
+        let asking = AbandonedHold {
+            requesting: true,
+            ..hold(2, false)
+        };
+        assert_eq!(what_changes(&asking, &failed), Applied::NotYet);
+        assert_eq!(
+            what_changes(&asking, &EventKind::Released),
+            Applied::Released
+        );
         let given_up = hold(MAX_ROUNDS + 1, false);
         assert_eq!(what_changes(&given_up, &failed), Applied::Nothing);
         assert_eq!(

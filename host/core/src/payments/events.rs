@@ -23,6 +23,7 @@ use courier_plugins::{Decline, EventKind, EventRefusal, ProviderEvent};
 use serde::Serialize;
 use sqlx::PgConnection;
 
+use super::abandoned_holds::HoldEvent;
 use super::cards::CardSource;
 use super::{PaymentError, Payments, ProviderAnswer, SYSTEM, Settled, now};
 use crate::events::EventTransaction;
@@ -168,7 +169,8 @@ impl Payments {
                         .await?
                 else {
                     // No charge: the hold of an abandoned booking, or one not written yet.
-                    if !Self::apply_to_abandoned_hold(&mut tx, environment, &event).await? {
+                    let met = Self::apply_to_abandoned_hold(&mut tx, environment, &event).await?;
+                    if met != HoldEvent::Applied {
                         return self.not_yet(tx, environment, event_id, row.tries).await;
                     }
                     kept::applied(&mut tx, environment, event_id, now()).await?;
