@@ -707,6 +707,123 @@ async fn an_abandoned_booking_s_release_adyen_reports_failed_is_asked_again_unde
     live.app.stop().await;
 }
 
+/// A service that gives up on a provider call after a second and abandons an unfinished
+/// booking at once, with a card stored and Adyen's notifications held back.
+async fn impatient() -> Live {
+    let live = Live::start_with(&[
+        ("COURIER_PAYMENT_DEADLINE_MS", "1000"),
+        ("COURIER_BOOKING_ABANDON_AFTER_MS", "1"),
+    ])
+    .await;
+    live.store_card("4111111111111111", "Jo Shopper").await;
+    live.adyen.hold_notifications(true);
+    live
+}
+
+/// Waits for Adyen to have made the one hold it was asked for (after the service stopped
+/// waiting), still `Authorised`; answers its reference (the hold's key).
+async fn late_hold(live: &Live) -> String {
+    let payments = eventually(
+        "Adyen to place the hold it was first asked for",
+        WAIT,
+        Duration::from_millis(100),
+        || async {
+            let payments = live.adyen.payments();
+            (payments.len() == 1).then_some(payments)
+        },
+    )
+    .await;
+    assert_eq!(payments[0].status, "Authorised");
+    payments[0].reference.clone()
+}
+
+/// Lets Adyen's notifications go and waits for the hold to be cancelled.
+async fn cancelled_once_notified(live: &Live) {
+    assert!(live.adyen.cancellations().is_empty());
+    live.adyen.hold_notifications(false);
+    eventually(
+        "the hold to be cancelled",
+        WAIT,
+        Duration::from_millis(100),
+        || async { (live.adyen.payments()[0].status == "Cancelled").then_some(()) },
+    )
+    .await;
+}
+
+/// A hold Adyen places after the service stopped waiting for it, whose charge then failed
+/// (asked again, Adyen refused): the charge never heard the payment's reference, and Adyen's
+/// `AUTHORISATION` notification names it only by the hold's key (`merchantReference`, the
+/// event's request key). The failed charge keeps it and releases it under its release key.
+#[tokio::test]
+async fn a_hold_placed_after_its_charge_failed_unheard_is_released_by_its_key() {
+    let live = impatient().await;
+    live.adyen
+        .inject("/payments", Fault::Hang(Duration::from_secs(3)), 1);
+    live.adyen.inject("/payments", Fault::Status(422), 1);
+    let (status, job) = live.book().await;
+    assert_eq!(status, 201, "booked, its charge pending: {job}");
+    let charge = live
+        .charge_becomes(&job, "the charge to fail", |c| c["status"] == "failed")
+        .await;
+    let hold_key = late_hold(&live).await;
+    assert_eq!(
+        hold_key,
+        format!("job_{}_hold", job["id"].as_str().unwrap())
+    );
+    cancelled_once_notified(&live).await;
+    let charge_id = charge["id"].as_str().unwrap();
+    assert_eq!(
+        live.adyen.cancellations(),
+        [format!("charge_{charge_id}_void")]
+    );
+    assert_eq!(live.charge_of(&job).await["status"], "failed");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(live.adyen.cancellations().len(), 1, "released once");
+    live.app.stop().await;
+}
+
+/// A booking left between its phases (Adyen said the hold's key was in use), whose hold the
+/// abandoning asks for again: Adyen takes that request but answers it too late, then refuses
+/// the next, so the booking is abandoned holding nothing it knows of. The hold Adyen then
+/// places (its notification naming the hold's key) belongs to no charge: it is cancelled
+/// under `<hold key>_release`, once.
+#[tokio::test]
+async fn a_hold_placed_for_an_abandoned_booking_is_cancelled_by_its_key() {
+    let live = impatient().await;
+    live.adyen.inject("/payments", Fault::Status(409), 1);
+    live.adyen
+        .inject("/payments", Fault::Hang(Duration::from_secs(3)), 1);
+    live.adyen.inject("/payments", Fault::Status(422), 1);
+    let body = quoted(&live.app, &live.live).await;
+    let key = format!("adyen-{}", Uuid::new_v4());
+    let book = || {
+        book_at(
+            &live.app.client,
+            &live.app.base_url,
+            &live.live,
+            &key,
+            &body,
+        )
+    };
+    let (status, answer) = book().await;
+    assert_eq!(status, 409, "{answer}");
+    eventually(
+        "the booking to be abandoned",
+        WAIT,
+        Duration::from_millis(100),
+        || async { (book().await.1["code"] == "booking.abandoned").then_some(()) },
+    )
+    .await;
+    let hold_key = late_hold(&live).await;
+    cancelled_once_notified(&live).await;
+    assert_eq!(live.adyen.cancellations(), [format!("{hold_key}_release")]);
+    let (_, charges) = live.call(Method::GET, "/v1/charges", None).await;
+    assert_eq!(charges, json!([]), "no job, no charge");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(live.adyen.cancellations().len(), 1, "released once");
+    live.app.stop().await;
+}
+
 /// A hold whose every release Adyen reports failed is asked for five times, each under its
 /// own key, then left to operators, whose payments page names it.
 #[tokio::test]

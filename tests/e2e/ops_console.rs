@@ -236,7 +236,7 @@ async fn an_operator_compares_activates_and_finds_it_in_the_audit_trail() {
         "market demo",
         "courier:pricing/price-book@1.0.0",
         "test payments",
-        "courier:payments/payment-adapter@2.2.0",
+        "courier:payments/payment-adapter@2.3.0",
         "courier:webhooks/payload-shaper@1.0.0",
     ] {
         assert!(table.contains(expected), "{expected}: {table}");

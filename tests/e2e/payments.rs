@@ -468,6 +468,7 @@ impl Gateway for Flaky {
                     kind,
                     amount_minor: words.get(3).map(|a| a.parse().unwrap()),
                     currency: None,
+                    request_key: None,
                 }
             })
             .collect();

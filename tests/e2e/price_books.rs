@@ -333,7 +333,7 @@ async fn the_cli_uploads_lists_compares_and_inspects() {
     );
     assert_eq!(
         adapter["worlds"],
-        json!(["courier:payments/payment-adapter@2.2.0"])
+        json!(["courier:payments/payment-adapter@2.3.0"])
     );
     let imports: Vec<&str> = adapter["imports"]
         .as_array()

@@ -43,7 +43,7 @@ fn build(dir: &Path) -> PathBuf {
     assert!(out.status.success(), "build failed: {}", text(&out.stderr));
     let built: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
-        built["worlds"][0], "courier:payments/payment-adapter@2.2.0",
+        built["worlds"][0], "courier:payments/payment-adapter@2.3.0",
         "{built}"
     );
     assert_eq!(built["sha256"].as_str().unwrap().len(), 64);

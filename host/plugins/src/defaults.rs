@@ -10,7 +10,7 @@ pub const STANDARD_PRICE_BOOK: &[u8] =
 pub const STANDARD_PRICE_BOOK_EXAMPLE_SETTINGS: &str =
     include_str!("../../../plugins/standard-price-book/settings.example.json");
 
-/// `courier:payments/payment-adapter@2.2.0`: the spec's sandbox cards.
+/// `courier:payments/payment-adapter@2.3.0`: the spec's sandbox cards.
 pub const SANDBOX_PAYMENTS: &[u8] = include_bytes!("../../../plugins/dist/sandbox-payments.wasm");
 
 /// `courier:webhooks/payload-shaper@1.0.0`: the spec's webhook body.

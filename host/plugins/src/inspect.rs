@@ -33,7 +33,7 @@ impl World {
     pub fn package(self) -> &'static str {
         match self {
             World::PriceBook => "courier:pricing@1.0.0",
-            World::PaymentAdapter => "courier:payments@2.2.0",
+            World::PaymentAdapter => "courier:payments@2.3.0",
             World::PayloadShaper => "courier:webhooks@1.0.0",
         }
     }
@@ -44,6 +44,7 @@ impl World {
         match self {
             World::PriceBook => &["courier:pricing/book@1.0.0"],
             World::PaymentAdapter => &[
+                "courier:payments/adapter@2.3.0",
                 "courier:payments/adapter@2.2.0",
                 "courier:payments/adapter@2.1.0",
                 "courier:payments/adapter@2.0.0",
@@ -58,6 +59,9 @@ impl World {
         match self {
             World::PriceBook | World::PayloadShaper => &[],
             World::PaymentAdapter => &[
+                "courier:payments/outbound-http@2.3.0",
+                "courier:payments/config@2.3.0",
+                "courier:payments/log@2.3.0",
                 "courier:payments/outbound-http@2.2.0",
                 "courier:payments/config@2.2.0",
                 "courier:payments/log@2.2.0",
@@ -74,6 +78,7 @@ impl World {
         match self {
             World::PriceBook => &["courier:pricing/types@1.0.0"],
             World::PaymentAdapter => &[
+                "courier:payments/types@2.3.0",
                 "courier:payments/types@2.2.0",
                 "courier:payments/types@2.1.0",
                 "courier:payments/types@2.0.0",

@@ -30,8 +30,8 @@ fn capabilities_and_multiple_worlds_are_reported() {
     let probe = inspect(common::HTTP_PROBE).unwrap();
     assert_eq!(probe.worlds, [World::PaymentAdapter]);
     for capability in [
-        "courier:payments/outbound-http@2.2.0",
-        "courier:payments/log@2.2.0",
+        "courier:payments/outbound-http@2.3.0",
+        "courier:payments/log@2.3.0",
     ] {
         let import = probe.imports.iter().find(|i| i.name == capability).unwrap();
         assert!(import.granted, "{capability}");

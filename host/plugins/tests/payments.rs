@@ -259,7 +259,7 @@ async fn a_component_built_against_2_0_loads_and_behaves_as_it_did() {
         .unwrap();
     let new = sandbox().await;
     assert_eq!(old.info().contract, "2.0.0");
-    assert_eq!(new.info().contract, "2.2.0");
+    assert_eq!(new.info().contract, "2.3.0");
     assert_eq!(old.info().reference_pattern, None);
     // Its client secret is the card form's document; the customer is the same.
     let (old_form, new_form) = (
@@ -295,19 +295,36 @@ async fn a_component_built_against_2_0_loads_and_behaves_as_it_did() {
     );
 }
 
-/// The sandbox and the Adyen adapter as built against 2.1.0, before 2.2.0 (kept as fixtures).
+/// The sandbox and the Adyen adapter as built against 2.1.0, before 2.2.0, and against 2.2.0,
+/// before 2.3.0 (kept as fixtures).
 const SANDBOX_2_1: &[u8] =
     include_bytes!("../../../plugins/fixtures/payments-2.1/sandbox-payments.wasm");
 const ADYEN_2_1: &[u8] =
     include_bytes!("../../../plugins/fixtures/payments-2.1/adyen-payments.wasm");
+const SANDBOX_2_2: &[u8] =
+    include_bytes!("../../../plugins/fixtures/payments-2.2/sandbox-payments.wasm");
+const ADYEN_2_2: &[u8] =
+    include_bytes!("../../../plugins/fixtures/payments-2.2/adyen-payments.wasm");
 
 #[tokio::test]
 async fn a_component_built_against_2_1_loads_and_behaves_as_it_did() {
-    let old = PaymentAdapter::load(&engine(), SANDBOX_2_1, AdapterConfig::default())
+    behaves_as_it_did(SANDBOX_2_1, ADYEN_2_1, "2.1.0").await;
+}
+
+#[tokio::test]
+async fn a_component_built_against_2_2_loads_and_behaves_as_it_did() {
+    behaves_as_it_did(SANDBOX_2_2, ADYEN_2_2, "2.2.0").await;
+}
+
+/// The sandbox and Adyen's adapter built against `version` load as that version and answer
+/// as the sandbox of today does.
+async fn behaves_as_it_did(sandbox_bytes: &[u8], adyen_bytes: &[u8], version: &str) {
+    let old = PaymentAdapter::load(&engine(), sandbox_bytes, AdapterConfig::default())
         .await
         .unwrap();
     let new = sandbox().await;
-    assert_eq!(old.info().contract, "2.1.0");
+    assert_eq!(old.info().contract, version);
+    assert_eq!(new.info().contract, "2.3.0");
     assert_eq!(old.info().reference_pattern, new.info().reference_pattern);
     // Told the contact email or not, it draws the same form.
     let told = CardFormRequest {
@@ -325,9 +342,20 @@ async fn a_component_built_against_2_1_loads_and_behaves_as_it_did() {
             new.authorise(&request).await.unwrap()
         );
     }
-    // A 2.1.0 adapter with provider events still verifies them: Adyen's refuses an unsigned
+    // An adapter with provider events still verifies them: Adyen's refuses an unsigned
     // notification as it did.
-    let config = AdapterConfig::new(BTreeMap::from([
+    let adyen = PaymentAdapter::load(&engine(), adyen_bytes, adyen_config())
+        .await
+        .unwrap();
+    assert_eq!(adyen.info().contract, version);
+    assert!(matches!(
+        adyen.verify_event(&[], b"{}").await.unwrap(),
+        Err(EventRefusal::Unverified(_))
+    ));
+}
+
+fn adyen_config() -> AdapterConfig {
+    AdapterConfig::new(BTreeMap::from([
         ("api_key".to_owned(), "test_key".to_owned()),
         ("merchant_account".to_owned(), "CourierECOM".to_owned()),
         ("client_key".to_owned(), "test_CLIENTKEY".to_owned()),
@@ -335,15 +363,7 @@ async fn a_component_built_against_2_1_loads_and_behaves_as_it_did() {
             "hmac_key".to_owned(),
             "00112233445566778899AABBCCDDEEFF".to_owned(),
         ),
-    ]));
-    let adyen = PaymentAdapter::load(&engine(), ADYEN_2_1, config)
-        .await
-        .unwrap();
-    assert_eq!(adyen.info().contract, "2.1.0");
-    assert!(matches!(
-        adyen.verify_event(&[], b"{}").await.unwrap(),
-        Err(EventRefusal::Unverified(_))
-    ));
+    ]))
 }
 
 #[tokio::test]

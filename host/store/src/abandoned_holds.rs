@@ -31,13 +31,38 @@ pub async fn awaiting_release(
     hold_key: &str,
     at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
+    keep(conn, environment, reference, hold_key, at, None).await
+}
+
+/// Keeps the hold `reference` that the provider placed under `hold_key` for a booking that
+/// holds no money (it failed, or was abandoned, before its hold was heard of), its release
+/// due now. Kept once.
+pub async fn to_release(
+    conn: &mut PgConnection,
+    environment: Environment,
+    reference: &str,
+    hold_key: &str,
+    at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    keep(conn, environment, reference, hold_key, at, Some(at)).await
+}
+
+async fn keep(
+    conn: &mut PgConnection,
+    environment: Environment,
+    reference: &str,
+    hold_key: &str,
+    at: DateTime<Utc>,
+    due_at: Option<DateTime<Utc>>,
+) -> Result<(), sqlx::Error> {
     sqlx::query!(
-        "INSERT INTO abandoned_holds (environment, reference, hold_key, abandoned_at) \
-         VALUES ($1, $2, $3, $4) ON CONFLICT (environment, reference) DO NOTHING",
+        "INSERT INTO abandoned_holds (environment, reference, hold_key, abandoned_at, due_at) \
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (environment, reference) DO NOTHING",
         environment.as_str(),
         reference,
         hold_key,
         at,
+        due_at,
     )
     .execute(conn)
     .await?;

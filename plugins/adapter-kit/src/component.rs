@@ -278,6 +278,7 @@ impl<A: PaymentAdapter> Guest for Component<A> {
                 },
                 amount_minor: e.amount_minor,
                 currency: e.currency,
+                request_key: e.request_key,
             })
             .collect())
     }

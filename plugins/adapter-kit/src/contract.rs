@@ -178,6 +178,10 @@ pub struct Event {
     pub kind: EventKind,
     pub amount_minor: Option<i64>,
     pub currency: Option<String>,
+    /// The idempotency key of the request it answers, when the provider says (Adyen's
+    /// `merchantReference`, metadata kept with the payment): how the host finds a hold whose
+    /// answer it never heard. None for a stored card.
+    pub request_key: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

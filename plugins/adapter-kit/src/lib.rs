@@ -1,4 +1,4 @@
-//! What every payment adapter (`courier:payments/payment-adapter@2.2.0`) shares, so an adapter
+//! What every payment adapter (`courier:payments/payment-adapter@2.3.0`) shares, so an adapter
 //! crate writes only its provider's part:
 //!
 //! - [`contract`]: the contract's requests, answers and events as plain Rust types;

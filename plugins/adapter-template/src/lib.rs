@@ -1,4 +1,4 @@
-//! A payment adapter (`courier:payments/payment-adapter@2.2.0`) for the example provider, a
+//! A payment adapter (`courier:payments/payment-adapter@2.3.0`) for the example provider, a
 //! plain JSON API described in `README.md`. Written by `courier adapter new` as the start of
 //! yours: keep the layout, rewrite `provider.rs` and `operations.rs` for your provider's API,
 //! record cassettes from its sandbox, and certify.

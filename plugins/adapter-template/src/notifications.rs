@@ -74,5 +74,9 @@ fn read(notification: &Value) -> Result<Option<Event>, String> {
         kind,
         amount_minor: object.get(amount).and_then(Value::as_i64),
         currency: text(object, "currency").map(|c| c.to_ascii_uppercase()),
+        // The provider keeps only the hold's key with a payment, and its holds answer at once:
+        // none of these events answers a request whose key it says. A provider whose holds can
+        // answer later should say the hold's key on its `held` events.
+        request_key: None,
     }))
 }

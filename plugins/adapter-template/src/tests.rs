@@ -311,6 +311,7 @@ fn signed_notifications_are_read_as_the_contract_s_events() {
             kind: EventKind::Captured,
             amount_minor: Some(1290),
             currency: Some("EUR".into()),
+            request_key: None,
         }]
     );
     let failed = r#"{"id":"evt_2","type":"refund.failed","data":{"object":{"id":"re_1","payment":"pay_1","amount":400,"currency":"EUR","status":"failed","failure_reason":"the account is closed"}}}"#;

@@ -1,4 +1,4 @@
-//! A payment adapter (`courier:payments/payment-adapter@2.2.0`) for Adyen's Checkout API, v71,
+//! A payment adapter (`courier:payments/payment-adapter@2.3.0`) for Adyen's Checkout API, v71,
 //! written from Adyen's public API reference.
 //!
 //! - `adyen.rs`: the wire: settings, requests with `X-API-Key` and `Idempotency-Key`, how an

@@ -149,12 +149,17 @@ fn read(item: &Value) -> Result<Vec<Event>, String> {
     };
     let reason = text(item, "reason").to_string();
     let money = item.get("amount").and_then(from_adyen);
+    // The `reference` the request was made with: the host's idempotency key.
+    let request_key = Some(text(item, "merchantReference"))
+        .filter(|r| !r.is_empty())
+        .map(str::to_string);
     let event = |reference: &str, kind: EventKind| Event {
         id: format!("{code}-{psp}-{success}"),
         reference: reference.to_string(),
         kind,
         amount_minor: money.as_ref().map(|(a, _)| *a),
         currency: money.as_ref().map(|(_, c)| c.clone()),
+        request_key: request_key.clone(),
     };
     let events = match (code, success) {
         ("AUTHORISATION", true) => {
@@ -168,6 +173,7 @@ fn read(item: &Value) -> Result<Vec<Event>, String> {
                     .to_string();
                 let mut stored = event(&shopper, card);
                 stored.id = format!("{code}-{psp}-card");
+                stored.request_key = None;
                 events.push(stored);
             }
             // A zero-amount authorisation only checked the card being stored.

@@ -506,13 +506,31 @@ fn signed_notifications_become_events_naming_what_the_pending_answer_named() {
     assert_eq!(events[0].kind, EventKind::Captured);
     assert_eq!(events[0].amount_minor, Some(1250));
     assert_eq!(events[0].id, "CAPTURE-CAP0000000000001-true");
+    // Each names the request it answers by the reference the request was made with.
+    assert_eq!(events[0].request_key.as_deref(), Some("charge_1_capture"));
     assert_eq!(events[1].reference, "REF0000000000001");
     assert_eq!(events[1].kind, EventKind::Refunded);
+    assert_eq!(events[1].request_key.as_deref(), Some("refund_1"));
     let failed = notification(HMAC_HEX, &[capture_item("false")]);
     assert!(matches!(
         verify(&settings(), &[], &failed).unwrap()[0].kind,
         EventKind::CaptureFailed(_)
     ));
+}
+
+#[test]
+fn a_hold_s_authorisation_names_the_hold_s_key() {
+    let item = json!({
+        "pspReference": "PSP0000000000007", "originalReference": "",
+        "merchantAccountCode": "CourierECOM", "merchantReference": "job_1_hold",
+        "amount": {"value": 1250, "currency": "EUR"}, "eventCode": "AUTHORISATION",
+        "success": "true", "reason": "", "paymentMethod": "visa", "additionalData": {},
+    });
+    let events = verify(&settings(), &[], &notification(HMAC_HEX, &[item])).unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].kind, EventKind::Held);
+    assert_eq!(events[0].reference, "PSP0000000000007");
+    assert_eq!(events[0].request_key.as_deref(), Some("job_1_hold"));
 }
 
 #[test]
@@ -531,6 +549,10 @@ fn a_card_stored_by_the_card_form_is_an_event_for_the_shopper() {
     let events = verify(&settings(), &[], &notification(HMAC_HEX, &[item])).unwrap();
     assert_eq!(events.len(), 1, "a zero-amount check holds nothing");
     assert_eq!(events[0].reference, "courier-m1");
+    assert_eq!(
+        events[0].request_key, None,
+        "a stored card answers no request"
+    );
     assert_eq!(
         events[0].kind,
         EventKind::CardStored(Attached {

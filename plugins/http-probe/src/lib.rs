@@ -164,6 +164,7 @@ mod component {
                         kind,
                         amount_minor: None,
                         currency: None,
+                        request_key: None,
                     })
                 })
                 .collect()

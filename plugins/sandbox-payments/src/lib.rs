@@ -1,4 +1,4 @@
-//! The sandbox payment adapter (`courier:payments/payment-adapter@2.2.0`).
+//! The sandbox payment adapter (`courier:payments/payment-adapter@2.3.0`).
 //!
 //! No network and no configuration: every answer is a pure function of the
 //! arguments, so retries with the same idempotency key return the same

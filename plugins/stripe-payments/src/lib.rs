@@ -1,4 +1,4 @@
-//! A live payment adapter (`courier:payments/payment-adapter@2.2.0`) for
+//! A live payment adapter (`courier:payments/payment-adapter@2.3.0`) for
 //! Stripe's API, written against the WIT contract and Stripe's published
 //! API reference only.
 //!

@@ -394,8 +394,6 @@ impl AdyenStandIn {
         self.state.lock().unwrap().failing_captures = failing;
     }
 
-    /// Holds from now on are answered `Received`, as Adyen answers a payment it processes
-    /// asynchronously: the outcome comes by the `AUTHORISATION` notification.
     /// The next `n` cancellations are received, then reported failed by notification.
     pub fn fail_cancels(&self, n: usize) {
         self.state.lock().unwrap().failing_cancels = n;
@@ -406,6 +404,8 @@ impl AdyenStandIn {
         self.state.lock().unwrap().cancellations.clone()
     }
 
+    /// Holds from now on are answered `Received`, as Adyen answers a payment it processes
+    /// asynchronously: the outcome comes by the `AUTHORISATION` notification.
     pub fn pend_holds(&self, pending: bool) {
         self.state.lock().unwrap().pending_holds = pending;
     }

@@ -10,6 +10,8 @@
 //! - to the refund whose pending answer named it: paid, or failed (declined);
 //! - to the hold of an abandoned booking whose release is awaited: released, or failed (its
 //!   release asked for again under a new key; see `abandoned_holds`);
+//! - a hold no charge heard of, found by its request's key (see `late_hold`): released unless
+//!   a booking still under way may take it;
 //! - a card the provider stored for a customer the service keeps: kept as the merchant's card.
 //!
 //! An event that matches nothing yet (the provider can notify before its answer to the call is
@@ -168,9 +170,17 @@ impl Payments {
                     store::lock_charge_by_authorisation(&mut tx, environment, &event.reference)
                         .await?
                 else {
-                    // No charge: the hold of an abandoned booking, or one not written yet.
+                    // No charge: the hold of an abandoned booking, or one not written yet, or
+                    // one whose answer was never heard (found by its request's key).
                     let met = Self::apply_to_abandoned_hold(&mut tx, environment, &event).await?;
-                    if met != HoldEvent::Applied {
+                    let applied = match (met, &event.kind, &event.request_key) {
+                        (HoldEvent::Applied, ..) => true,
+                        (HoldEvent::NoHold, EventKind::Held, Some(key)) => {
+                            Self::apply_unmatched_hold(&mut tx, environment, &event, key).await?
+                        }
+                        _ => false,
+                    };
+                    if !applied {
                         return self.not_yet(tx, environment, event_id, row.tries).await;
                     }
                     kept::applied(&mut tx, environment, event_id, now()).await?;
@@ -454,6 +464,7 @@ mod tests {
             kind: EventKind::Held,
             amount_minor,
             currency: currency.map(str::to_owned),
+            request_key: None,
         };
         assert_eq!(
             other_money(&event(Some(500), Some("EUR")), Some(500), "EUR"),

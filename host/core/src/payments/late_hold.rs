@@ -3,12 +3,23 @@
 //! charge stays `failed` (nothing was ever taken); its moves say the hold was released. The
 //! release is durable work: a retry row (operation `void`) that the retry worker of any
 //! instance makes, under the charge's release key, until the provider answers.
+//!
+//! A `held` event whose payment no charge was authorised with (its `authorise` answer never
+//! heard) is found by the key its request was made under, when the provider says it (contract
+//! 2.3.0): the failed charge of that key keeps and releases it as above; a booking that holds
+//! no money (declined or abandoned before the hold was heard of), or a second payment under a
+//! charge's key, has it released as an abandoned booking's hold is. A hold under a key the
+//! service never makes is some other system's payment: left alone.
 
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::{PaymentError, Payments, ProviderAnswer, Settled, now};
+use super::{PaymentError, Payments, ProviderAnswer, Settled, job_of_hold_key, now};
+use courier_domain::Environment;
 use courier_domain::charge::{ChargeStatus, Move};
+use courier_plugins::ProviderEvent;
+use courier_store::abandoned_holds;
+use courier_store::bookings::attempts;
 use courier_store::charges::{self as store, ChargeRow, NewMove};
 
 const WORKER: &str = "retry worker";
@@ -16,6 +27,56 @@ const WORKER: &str = "retry worker";
 const RELEASE_DUE: &str = "a hold placed after the charge failed: to be released";
 
 impl Payments {
+    /// Applies a `held` event whose payment matched no charge nor abandoned hold, by the key
+    /// its request was made under; false when it is to be tried again (its booking still
+    /// under way, or its charge still to hear the answer).
+    pub(super) async fn apply_unmatched_hold(
+        conn: &mut PgConnection,
+        environment: Environment,
+        event: &ProviderEvent,
+        key: &str,
+    ) -> Result<bool, sqlx::Error> {
+        let reference = event.reference.as_str();
+        let Some(job_id) = job_of_hold_key(key) else {
+            tracing::info!(%reference, key,
+                "the provider reports a hold this service did not ask for; left alone");
+            return Ok(true);
+        };
+        // The booking before its charge: its outcome writes the charge and deletes the
+        // booking at once, so read the other way round both could seem missing.
+        if attempts::holds_under(conn, environment, key).await? {
+            return Ok(false);
+        }
+        match store::lock_charge_of_job(conn, job_id).await? {
+            Some(charge) if charge.environment != environment => {
+                tracing::warn!(%reference, key, "a hold under a key of the other environment; \
+                    left alone");
+                Ok(true)
+            }
+            // Written with it since: applied by its reference when tried again.
+            Some(charge) if charge.authorisation_ref.as_deref() == Some(reference) => Ok(false),
+            Some(mut charge) if charge.authorisation_ref.is_none() => {
+                if charge.status != ChargeStatus::Failed {
+                    return Ok(false);
+                }
+                Self::keep_late_hold(conn, &mut charge, reference).await?;
+                Ok(true)
+            }
+            Some(charge) => {
+                tracing::error!(charge = %charge.id, %reference, key,
+                    "the provider placed a second hold under a charge's key; releasing it");
+                abandoned_holds::to_release(conn, environment, reference, key, now()).await?;
+                Ok(true)
+            }
+            None => {
+                tracing::warn!(%reference, key,
+                    "the provider placed a hold for a booking that holds no money; releasing it");
+                abandoned_holds::to_release(conn, environment, reference, key, now()).await?;
+                Ok(true)
+            }
+        }
+    }
+
     /// Keeps the late hold's reference on the failed charge and schedules its release.
     pub(super) async fn keep_late_hold(
         conn: &mut PgConnection,

@@ -778,6 +778,12 @@ pub fn hold_key(job_id: Uuid) -> String {
     format!("job_{job_id}_hold")
 }
 
+/// The job whose hold `key` is, when it is one of [`hold_key`]'s.
+pub fn job_of_hold_key(key: &str) -> Option<Uuid> {
+    let id = key.strip_prefix("job_")?.strip_suffix("_hold")?;
+    Uuid::parse_str(id).ok().filter(|job| hold_key(*job) == key)
+}
+
 /// Release requests made for an abandoned booking's hold before it is left to operators.
 pub const MAX_RELEASE_ROUNDS: i32 = 5;
 
@@ -910,5 +916,21 @@ mod tests {
         assert_eq!(waits, [5, 10, 20, 40]);
         // Never overflows, however many attempts.
         assert!(policy.delay_after(u32::MAX) >= policy.delay_after(20));
+    }
+
+    #[test]
+    fn a_hold_key_names_its_job_and_no_other_key_does() {
+        let job = Uuid::new_v4();
+        assert_eq!(job_of_hold_key(&hold_key(job)), Some(job));
+        for other in [
+            "job_1_hold",
+            "charge_1_capture",
+            "order-5512",
+            &format!("job_{}_hold", job.simple()),
+            &format!("job_{}_hold_release", job),
+            &format!("job_{{{job}}}_hold"),
+        ] {
+            assert_eq!(job_of_hold_key(other), None, "{other}");
+        }
     }
 }

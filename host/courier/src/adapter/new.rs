@@ -122,7 +122,7 @@ name = "{name}"
 version = "0.1.0"
 edition = "2024"
 publish = false
-description = "A payment adapter for Courier (courier:payments/payment-adapter@2.2.0)"
+description = "A payment adapter for Courier (courier:payments/payment-adapter@2.3.0)"
 
 [lib]
 crate-type = ["cdylib"]

@@ -1,4 +1,4 @@
-//! The contract as it is now, `courier:payments/payment-adapter@2.2.0`: its bindings, its
+//! The contract as it is now, `courier:payments/payment-adapter@2.3.0`: its bindings, its
 //! imports, and its answers read into the host's types.
 
 mod wit {
@@ -10,8 +10,8 @@ mod wit {
     });
 }
 
-pub(crate) const WORLD: &str = "courier:payments/payment-adapter@2.2.0";
-pub(crate) const VERSION: &str = "2.2.0";
+pub(crate) const WORLD: &str = "courier:payments/payment-adapter@2.3.0";
+pub(crate) const VERSION: &str = "2.3.0";
 
 super::since_2_1::since_2_1!(Current);
 
@@ -26,4 +26,9 @@ fn card_form_request(r: &CardFormRequest) -> w::CardFormRequest {
         return_url: r.return_url.clone(),
         contact_email: r.contact_email.clone(),
     }
+}
+
+/// What the adapter says of the request the event answers.
+fn request_key(e: &w::ProviderEvent) -> Option<String> {
+    e.request_key.clone()
 }

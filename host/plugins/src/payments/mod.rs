@@ -1,5 +1,5 @@
-//! Payment adapters: `courier:payments/payment-adapter@2.2.0`, and components built against
-//! 2.1.0 ([`v2_1`]) and 2.0.0 ([`v2_0`]), which keep working as they did.
+//! Payment adapters: `courier:payments/payment-adapter@2.3.0`, and components built against
+//! 2.2.0 ([`v2_2`]), 2.1.0 ([`v2_1`]) and 2.0.0 ([`v2_0`]), which keep working as they did.
 //!
 //! Calls are asynchronous (wasmtime's `*_async` calls, on a fiber of their
 //! own): one waiting on its provider holds no thread. Call them inside a
@@ -12,6 +12,7 @@ mod since_2_1;
 mod types;
 mod v2_0;
 mod v2_1;
+mod v2_2;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -112,13 +113,17 @@ impl PaymentAdapter {
         // The newest version the component implements.
         let contract: Box<dyn Contract> = match current::Current::prepare(&runtime, &component) {
             Ok(current) => Box::new(current),
-            Err(newest) => match v2_1::V2_1::prepare(&runtime, &component) {
-                Ok(older) => Box::new(older),
-                Err(_) => match v2_0::V2_0::prepare(&runtime, &component) {
-                    Ok(oldest) => Box::new(oldest),
-                    Err(_) => return Err(newest),
-                },
-            },
+            Err(newest) => {
+                if let Ok(v2_2) = v2_2::V2_2::prepare(&runtime, &component) {
+                    Box::new(v2_2)
+                } else if let Ok(v2_1) = v2_1::V2_1::prepare(&runtime, &component) {
+                    Box::new(v2_1)
+                } else if let Ok(v2_0) = v2_0::V2_0::prepare(&runtime, &component) {
+                    Box::new(v2_0)
+                } else {
+                    return Err(newest);
+                }
+            }
         };
         let logged = || watched.then(Default::default);
         // `describe` runs with the configuration but no network.

@@ -1,7 +1,8 @@
 //! What every version since 2.1.0 shares: its answers read into the host's types and the
 //! calls of the contract, written once for each version's generated bindings. A version's
 //! module declares `wit` (its bindings), `w` (their types), `WORLD`, `VERSION`, and
-//! `card_form_request`, which says what of the card form's request that version is told.
+//! `card_form_request`, which says what of the card form's request that version is told, and
+//! `request_key`, what of an event's request key that version says.
 
 /// Defines the version's component (`$name`) and its [`Contract`](super::contract::Contract).
 /// Item paths in `macro_rules!` resolve where it is invoked: in the version's module.
@@ -91,6 +92,7 @@ macro_rules! since_2_1 {
         }
 
         fn event(e: w::ProviderEvent) -> ProviderEvent {
+            let request_key = request_key(&e);
             ProviderEvent {
                 id: e.id,
                 reference: e.reference,
@@ -105,6 +107,7 @@ macro_rules! since_2_1 {
                     w::EventKind::RefundFailed(m) => EventKind::RefundFailed(m),
                     w::EventKind::CardStored(a) => EventKind::CardStored(attached(a)),
                 },
+                request_key,
                 amount_minor: e.amount_minor,
                 currency: e.currency,
             }

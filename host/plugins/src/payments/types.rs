@@ -240,6 +240,10 @@ pub struct ProviderEvent {
     pub kind: EventKind,
     pub amount_minor: Option<i64>,
     pub currency: Option<String>,
+    /// The idempotency key of the request the event answers, when the provider says (2.3.0).
+    /// Events kept before 2.3.0 read without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_key: Option<String>,
 }
 
 /// Why [`crate::PaymentAdapter::verify_event`] has no events.

@@ -1,6 +1,6 @@
 //! Components built against `courier:payments/payment-adapter@2.1.0`, kept working as they
-//! behave today: everything of 2.2.0 but the merchant's contact email, which a 2.1.0
-//! adapter is not told.
+//! behave today: everything of 2.3.0 but the merchant's contact email, which a 2.1.0
+//! adapter is not told, and the request key of its events, which it cannot say.
 
 mod wit {
     wasmtime::component::bindgen!({
@@ -26,4 +26,9 @@ fn card_form_request(r: &CardFormRequest) -> w::CardFormRequest {
         locale: r.locale.clone(),
         return_url: r.return_url.clone(),
     }
+}
+
+/// 2.1.0 events name no request.
+fn request_key(_: &w::ProviderEvent) -> Option<String> {
+    None
 }

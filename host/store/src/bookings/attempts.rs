@@ -91,6 +91,22 @@ pub async fn lock_attempt(
     .await
 }
 
+/// Whether a booking between its phases asked for the hold `hold_key` in `environment`.
+pub async fn holds_under(
+    conn: &mut PgConnection,
+    environment: Environment,
+    hold_key: &str,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar!(
+        "SELECT EXISTS (SELECT 1 FROM booking_attempts \
+         WHERE environment = $1 AND hold_key = $2) AS \"exists!\"",
+        environment.as_str(),
+        hold_key,
+    )
+    .fetch_one(conn)
+    .await
+}
+
 /// Marks the attempt for abandoning (once; the mark stays), on `conn`'s transaction. False
 /// when the attempt is gone: its outcome was written meanwhile, and nothing is to be undone.
 pub async fn mark_abandoning(conn: &mut PgConnection, id: Uuid) -> Result<bool, sqlx::Error> {
