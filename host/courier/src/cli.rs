@@ -80,6 +80,11 @@ enum DispatchCommand {
         /// Where the solution's files go (made if missing).
         #[arg(long, value_name = "SOLUTION_DIR")]
         out: PathBuf,
+        /// `planner` (the dispatcher: bundles, assignment over every order and courier at
+        /// once, a rolling horizon) or `nearest` (the first dispatcher: the nearest free
+        /// courier, one order each, sent at once).
+        #[arg(long, value_enum, default_value_t = crate::simulate::PolicyName::Planner)]
+        policy: crate::simulate::PolicyName,
     },
 }
 
@@ -340,10 +345,10 @@ impl Cli {
     pub async fn run(self) -> anyhow::Result<()> {
         // Needs no configuration: a computation over files.
         if let Command::Dispatch {
-            command: DispatchCommand::Simulate { mdrp, out },
+            command: DispatchCommand::Simulate { mdrp, out, policy },
         } = &self.command
         {
-            match crate::simulate::run(mdrp, out) {
+            match crate::simulate::run(mdrp, out, *policy) {
                 Ok(summary) => {
                     println!("{}", serde_json::to_string(&summary)?);
                     return Ok(());

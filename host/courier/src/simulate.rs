@@ -5,7 +5,14 @@
 
 use std::path::Path;
 
-use courier_domain::dispatch::mdrp::{Instance, Summary, simulate};
+use courier_domain::dispatch::mdrp::{Instance, Policy, Summary, simulate};
+
+/// The dispatcher a replay runs, as `--policy` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PolicyName {
+    Planner,
+    Nearest,
+}
 
 /// Why the simulation did not run: bad input names its file and line (exit 2).
 #[derive(Debug, thiserror::Error)]
@@ -19,9 +26,9 @@ pub enum SimulateError {
     Write { path: String, reason: String },
 }
 
-/// Reads the instance in `instance_dir`, replays it, writes the solution's three files into
+/// Reads the instance in `instance_dir`, replays it under `policy`, writes the solution's three files into
 /// `out` (made if missing) and answers its summary.
-pub fn run(instance_dir: &Path, out: &Path) -> Result<Summary, SimulateError> {
+pub fn run(instance_dir: &Path, out: &Path, policy: PolicyName) -> Result<Summary, SimulateError> {
     let instance = Instance::parse(|file| {
         std::fs::read_to_string(instance_dir.join(file)).map_err(|e| e.to_string())
     })
@@ -29,7 +36,11 @@ pub fn run(instance_dir: &Path, out: &Path) -> Result<Summary, SimulateError> {
         dir: instance_dir.display().to_string(),
         source,
     })?;
-    let solution = simulate(&instance);
+    let policy = match policy {
+        PolicyName::Planner => Policy::PLANNER,
+        PolicyName::Nearest => Policy::Nearest,
+    };
+    let solution = simulate(&instance, &policy);
     let write = |name: &str, text: String| {
         let path = out.join(name);
         std::fs::create_dir_all(out)

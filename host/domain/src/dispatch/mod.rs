@@ -2,6 +2,7 @@
 
 pub mod choice;
 pub mod mdrp;
+pub mod planner;
 
 pub use choice::{Reachable, choose};
 

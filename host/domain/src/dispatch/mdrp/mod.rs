@@ -15,5 +15,5 @@ mod simulate;
 mod solution;
 
 pub use instance::{Instance, InstanceError, Order, Parameters, Place, Point};
-pub use simulate::simulate;
+pub use simulate::{Policy, simulate};
 pub use solution::{Assignment, Delivery, Move, Solution, Summary};

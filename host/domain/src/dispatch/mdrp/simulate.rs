@@ -1,38 +1,232 @@
 //! The replay: orders revealed at their placement time, couriers on and off duty as the
-//! instance says, on a virtual clock of whole minutes. The policy is the live dispatcher's
-//! today: each order, as soon as it is placed (or, when no courier is free, as soon as one
-//! is), goes to the free courier on duty with the shortest trip to its restaurant, one order
-//! per courier, who drives there at once and waits until it is ready. An order that can no
-//! longer be delivered within the instance's maximum click-to-door is given up.
+//! instance says, on a virtual clock of whole minutes, under one of two policies:
+//!
+//! - [`Policy::Nearest`], the first dispatcher's: each order, as soon as it is placed (or,
+//!   when no courier is free, as soon as one is), goes to the free courier on duty with the
+//!   shortest trip to its restaurant, one order per courier, who drives there at once and
+//!   waits until it is ready;
+//! - [`Policy::Planner`]: the planner ([`crate::dispatch::planner`]) run every minute over
+//!   the open orders and the couriers on duty (and those coming on within the look-ahead),
+//!   its committed routes given out as they are.
+//!
+//! An order that can no longer be delivered within the instance's maximum click-to-door is
+//! given up.
 
 use super::instance::{Instance, Place};
 use super::solution::{Assignment, Delivery, Move, Solution};
+use crate::dispatch::planner::{self, PlanCourier, PlanJob, PlannerSettings, ServiceTimes};
 
-/// Where a courier is and when it is free again.
+/// Which dispatcher the replay runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    Nearest,
+    Planner(PlannerSettings),
+}
+
+impl Policy {
+    /// The planner as the benchmark runs it: bundles of up to four, ready within ten
+    /// minutes of each other, each drop-off delayed ten minutes at most; re-planned every
+    /// minute.
+    pub const PLANNER: Policy = Policy::Planner(PlannerSettings {
+        max_bundle: 4,
+        bundle_window: 10,
+        max_detour: 10,
+        commit_within: 1,
+    });
+}
+
+/// Couriers coming on duty within this many minutes are planned for already.
+const LOOK_AHEAD: i64 = 15;
+
+/// Where a courier is, when it is free again, and how many orders it has taken.
 struct CourierState {
     at: Place,
     free_at: i64,
+    orders: usize,
 }
 
-/// Replays `instance` under today's policy.
-pub fn simulate(instance: &Instance) -> Solution {
-    let p = &instance.parameters;
-    // Half of each service before the pickup or drop-off, half after (rounded so that the two
-    // halves make the whole).
-    let (pickup_before, dropoff_before) = ((p.pickup_service + 1) / 2, (p.dropoff_service + 1) / 2);
-    let (pickup_after, dropoff_after) = (
-        p.pickup_service - pickup_before,
-        p.dropoff_service - dropoff_before,
-    );
-    let mut couriers: Vec<CourierState> = instance
+impl CourierState {
+    /// Whether one more order raises the courier's pay: its per-order pay would pass the
+    /// hourly guarantee of its shift.
+    fn paid_per_order(&self, instance: &Instance, c: usize) -> bool {
+        let p = &instance.parameters;
+        let courier = &instance.couriers[c];
+        let hours = (courier.off_at - courier.on_at) as f64 / 60.0;
+        (self.orders + 1) as f64 * p.pay_per_order > hours * p.pay_per_hour
+    }
+}
+
+/// What an order that raises a courier's pay counts for, in minutes of click-to-door.
+const PAID_JOB_COST: i64 = 20;
+
+/// Every courier where it starts, free once on duty.
+fn on_their_way(instance: &Instance) -> Vec<CourierState> {
+    instance
         .couriers
         .iter()
         .enumerate()
         .map(|(c, courier)| CourierState {
             at: Place::Start(c),
             free_at: courier.on_at,
+            orders: 0,
         })
-        .collect();
+        .collect()
+}
+
+/// Replays `instance` under `policy`.
+pub fn simulate(instance: &Instance, policy: &Policy) -> Solution {
+    match policy {
+        Policy::Nearest => nearest(instance),
+        Policy::Planner(settings) => planned(instance, settings),
+    }
+}
+
+/// The service times as the benchmark splits them: half before the pickup or drop-off, half
+/// after (rounded so that the two halves make the whole).
+fn service_times(instance: &Instance) -> ServiceTimes {
+    let p = &instance.parameters;
+    let (pickup_before, dropoff_before) = ((p.pickup_service + 1) / 2, (p.dropoff_service + 1) / 2);
+    ServiceTimes {
+        pickup_before,
+        pickup_after: p.pickup_service - pickup_before,
+        dropoff_before,
+        dropoff_after: p.dropoff_service - dropoff_before,
+    }
+}
+
+/// Replays `instance` with the planner run every minute.
+fn planned(instance: &Instance, settings: &PlannerSettings) -> Solution {
+    let p = &instance.parameters;
+    let service = service_times(instance);
+    let mut couriers = on_their_way(instance);
+    let mut solution = Solution::default();
+    let mut moves: Vec<Vec<Move>> = vec![Vec::new(); couriers.len()];
+    let mut open: Vec<usize> = Vec::new();
+    let mut next_order = 0;
+    let Some(first) = instance.orders.first() else {
+        return solution;
+    };
+    let mut now = first.placed_at;
+    loop {
+        while let Some(order) = instance.orders.get(next_order) {
+            if order.placed_at > now {
+                break;
+            }
+            open.push(next_order);
+            next_order += 1;
+        }
+        open.retain(|&o| now - instance.orders[o].placed_at < p.max_click_to_door);
+        if open.is_empty() {
+            match instance.orders.get(next_order) {
+                Some(order) => {
+                    now = order.placed_at;
+                    continue;
+                }
+                None => break,
+            }
+        }
+        let on_duty: Vec<usize> = (0..couriers.len())
+            .filter(|&c| {
+                let courier = &instance.couriers[c];
+                courier.on_at <= now + LOOK_AHEAD && courier.off_at >= now
+            })
+            .collect();
+        let jobs: Vec<PlanJob<Place>> = open
+            .iter()
+            .map(|&o| {
+                let order = &instance.orders[o];
+                PlanJob {
+                    pickup: Place::Restaurant(order.restaurant),
+                    dropoff: Place::Dropoff(o),
+                    placed_at: order.placed_at,
+                    ready_at: order.ready_at,
+                    deadline: order.placed_at + p.max_click_to_door,
+                }
+            })
+            .collect();
+        let fleet: Vec<PlanCourier<Place>> = on_duty
+            .iter()
+            .map(|&c| PlanCourier {
+                at: couriers[c].at.clone(),
+                free_at: couriers[c].free_at,
+                off_at: instance.couriers[c].off_at,
+                job_cost: if couriers[c].paid_per_order(instance, c) {
+                    PAID_JOB_COST
+                } else {
+                    0
+                },
+            })
+            .collect();
+        let routes = planner::plan(
+            now,
+            &jobs,
+            &fleet,
+            |a, b| instance.minutes_between(a, b),
+            &service,
+            settings,
+        );
+        let mut given = vec![false; open.len()];
+        for route in routes {
+            let c = on_duty[route.courier];
+            let orders: Vec<usize> = route.jobs.iter().map(|&j| open[j]).collect();
+            for &j in &route.jobs {
+                given[j] = true;
+            }
+            let restaurant = Place::Restaurant(instance.orders[orders[0]].restaurant);
+            let state = &mut couriers[c];
+            moves[c].push(Move {
+                courier: c,
+                departs_at: route.departs_at,
+                from: state.at.clone(),
+                to: restaurant.clone(),
+            });
+            let mut leaves = route.pickup_at + service.pickup_after;
+            let mut from = restaurant;
+            for (&o, &dropoff_at) in orders.iter().zip(&route.dropoffs_at) {
+                let to = Place::Dropoff(o);
+                moves[c].push(Move {
+                    courier: c,
+                    departs_at: leaves,
+                    from,
+                    to: to.clone(),
+                });
+                solution.deliveries.push(Delivery {
+                    order: o,
+                    pickup_at: route.pickup_at,
+                    dropoff_at,
+                    courier: c,
+                });
+                leaves = dropoff_at + service.dropoff_after;
+                from = to;
+            }
+            state.at = from;
+            state.free_at = leaves;
+            state.orders += orders.len();
+            solution.assignments.push(Assignment {
+                at: now,
+                pickup_at: route.pickup_at,
+                courier: c,
+                orders,
+            });
+        }
+        let mut kept = given.iter();
+        open.retain(|_| !kept.next().copied().unwrap_or(false));
+        now += 1;
+    }
+    solution.moves = moves.into_iter().flatten().collect();
+    solution
+}
+
+/// Replays `instance` under the first dispatcher's policy.
+fn nearest(instance: &Instance) -> Solution {
+    let p = &instance.parameters;
+    let ServiceTimes {
+        pickup_before,
+        pickup_after,
+        dropoff_before,
+        dropoff_after,
+    } = service_times(instance);
+    let mut couriers = on_their_way(instance);
     let mut solution = Solution::default();
     let mut moves: Vec<Vec<Move>> = vec![Vec::new(); couriers.len()];
     let mut waiting: Vec<usize> = Vec::new();
@@ -171,7 +365,7 @@ mod tests {
             ],
             vec![order("o1", 10, 30)],
         );
-        let solution = simulate(&instance);
+        let solution = simulate(&instance, &Policy::Nearest);
         assert_eq!(
             solution.assignments,
             [Assignment {
@@ -194,7 +388,7 @@ mod tests {
             vec![courier("only", 0.0, 0, 300)],
             vec![order("o1", 0, 0), order("o2", 1, 1), order("o3", 2, 2)],
         );
-        let solution = simulate(&instance);
+        let solution = simulate(&instance, &Policy::Nearest);
         // The first is dropped off at 16 and the courier is free at 18, at the door, 10
         // minutes from the restaurant: the second starts then, and the third at 46.
         let starts: Vec<i64> = solution.assignments.iter().map(|a| a.at).collect();
@@ -206,7 +400,49 @@ mod tests {
             },
             ..instance
         };
-        assert_eq!(simulate(&tight).assignments.len(), 2, "o3 is given up");
+        assert_eq!(
+            simulate(&tight, &Policy::Nearest).assignments.len(),
+            2,
+            "o3 is given up"
+        );
+    }
+
+    #[test]
+    fn the_planner_bundles_orders_when_couriers_are_scarce() {
+        let scarce = Instance {
+            parameters: Parameters {
+                max_click_to_door: 40,
+                ..instance(vec![], vec![]).parameters
+            },
+            ..instance(
+                vec![courier("only", 0.0, 0, 300)],
+                vec![order("o1", 0, 10), order("o2", 1, 10), order("o3", 2, 11)],
+            )
+        };
+        let planned = simulate(&scarce, &Policy::PLANNER);
+        // One courier takes all three at once, ready or nearly, and drops them off in turn at
+        // the same door, each within the 40 minutes.
+        assert_eq!(planned.assignments.len(), 1, "{planned:?}");
+        assert_eq!(planned.assignments[0].pickup_at, 11);
+        let mut orders = planned.assignments[0].orders.clone();
+        orders.sort_unstable();
+        assert_eq!(orders, [0, 1, 2]);
+        let dropoffs: Vec<i64> = planned.deliveries.iter().map(|d| d.dropoff_at).collect();
+        assert_eq!(dropoffs, [25, 29, 33]);
+        // Each move leaves from where the last one arrived.
+        for pair in planned.moves.windows(2) {
+            assert_eq!(pair[0].to, pair[1].from);
+            assert!(pair[0].departs_at <= pair[1].departs_at);
+        }
+        let nearest = simulate(&scarce, &Policy::Nearest);
+        let on_time = |s: &Solution| {
+            s.deliveries
+                .iter()
+                .filter(|d| d.dropoff_at - scarce.orders[d.order].placed_at <= 40)
+                .count()
+        };
+        assert_eq!(on_time(&planned), 3);
+        assert!(on_time(&nearest) < 3, "{nearest:?}");
     }
 
     #[test]
@@ -218,7 +454,7 @@ mod tests {
             ],
             vec![order("o1", 0, 10)],
         );
-        let solution = simulate(&instance);
+        let solution = simulate(&instance, &Policy::Nearest);
         assert_eq!(solution.assignments[0].courier, 1);
         assert_eq!(solution.assignments[0].at, 20);
     }
