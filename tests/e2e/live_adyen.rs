@@ -824,6 +824,48 @@ async fn a_hold_placed_for_an_abandoned_booking_is_cancelled_by_its_key() {
     live.app.stop().await;
 }
 
+/// Payments on the same Adyen account that the service did not make (another sales channel
+/// of the operator's, its own `merchantReference`) are left alone, while a hold under a key of
+/// the service's that no booking holds is released.
+#[tokio::test]
+async fn a_hold_under_a_key_the_service_never_makes_is_left_alone() {
+    let live = Live::start().await;
+    let held = |psp: &str, reference: &str| {
+        json!({
+            "pspReference": psp, "originalReference": "",
+            "merchantAccountCode": crate::support::adyen::MERCHANT_ACCOUNT,
+            "merchantReference": reference, "amount": {"value": 2500, "currency": "EUR"},
+            "eventCode": "AUTHORISATION", "success": "true", "reason": "",
+            "paymentMethod": "visa", "additionalData": {},
+        })
+    };
+    let ours = format!("job_{}_hold", Uuid::new_v4());
+    let response = live
+        .notify(&notification(&[
+            held("OTHERCHANNEL0001", "order-5512"),
+            held("OURS000000000001", &ours),
+        ]))
+        .await;
+    assert_eq!(response.status(), 200);
+    eventually(
+        "the hold under the service's key to be released",
+        WAIT,
+        Duration::from_millis(50),
+        || async {
+            let asked = live.adyen.cancellations();
+            asked.contains(&format!("{ours}_release")).then_some(())
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let asked = live.adyen.cancellations();
+    assert!(
+        asked.iter().all(|key| key.starts_with(&ours)),
+        "only the service's own hold is released: {asked:?}"
+    );
+    live.app.stop().await;
+}
+
 /// A hold whose every release Adyen reports failed is asked for five times, each under its
 /// own key, then left to operators, whose payments page names it.
 #[tokio::test]

@@ -399,7 +399,8 @@ impl AdyenStandIn {
         self.state.lock().unwrap().failing_cancels = n;
     }
 
-    /// The reference (our key) of each cancellation asked for, oldest first.
+    /// The reference (our key) of each cancellation asked for, oldest first, whether or not
+    /// Adyen knows the payment.
     pub fn cancellations(&self) -> Vec<String> {
         self.state.lock().unwrap().cancellations.clone()
     }
@@ -987,6 +988,9 @@ fn pay(s: &mut State, request: &Value) -> ((u16, Value), bool) {
 
 fn modify(s: &mut State, psp: &str, kind: &str, request: &Value) -> ((u16, Value), bool) {
     let reference = request["reference"].as_str().unwrap_or_default().to_owned();
+    if kind == "cancels" {
+        s.cancellations.push(reference.clone());
+    }
     let Some(payment) = s.payments.get(psp).cloned() else {
         return (
             error(
@@ -1024,7 +1028,6 @@ fn modify(s: &mut State, psp: &str, kind: &str, request: &Value) -> ((u16, Value
             }
         }
         "cancels" => {
-            s.cancellations.push(reference.clone());
             if payment.status == "Authorised" && s.failing_cancels > 0 {
                 s.failing_cancels -= 1;
                 (
