@@ -4,8 +4,9 @@
 //! benchmark's replay, seconds live).
 //!
 //! What it optimises, in this order: jobs delivered within their deadline; then click-to-door
-//! (booking to drop-off), which counts the parcel's wait at the pickup once ready, with what a
-//! job costs with each courier ([`PlanCourier::job_cost`]) and the couriers' time on the road
+//! (booking to drop-off; of it, what is still to come, since what a job has waited is the same
+//! whoever takes it), which counts the parcel's wait at the pickup once ready, with what a job
+//! costs with each courier ([`PlanCourier::job_cost`]) and the couriers' time on the road
 //! counted as so much of it. Each round:
 //!
 //! 1. **Bundles.** Jobs at the same pickup whose parcels are ready within
@@ -178,16 +179,14 @@ pub fn plan<P: Eq + Hash>(
                 if timing.pickup_at > courier.off_at || !on_time(jobs, bundle, &timing) {
                     return None;
                 }
-                let click_to_door: i64 = bundle
-                    .iter()
-                    .zip(&timing.dropoffs_at)
-                    .map(|(&j, &at)| at - jobs[j].placed_at)
-                    .sum();
+                // Click-to-door still to come: what a job has waited already is the same
+                // whoever takes it, and counting it would pass over the jobs waiting longest.
+                let to_door: i64 = timing.dropoffs_at.iter().map(|at| at - now).sum();
                 let count = i64::try_from(bundle.len()).unwrap_or(i64::MAX);
                 Some(Pair {
                     courier: c,
                     bundle: column,
-                    weight: count * (delivered_weight - courier.job_cost) - click_to_door - trip,
+                    weight: count * (delivered_weight - courier.job_cost) - to_door - trip,
                     // Leaves as late as still meets the parcel when it is ready.
                     departs_at: (timing.pickup_at - service.pickup_before - trip).max(starts),
                     timing,
