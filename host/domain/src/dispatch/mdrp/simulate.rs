@@ -59,18 +59,92 @@ impl CourierState {
 /// What an order that raises a courier's pay counts for, in minutes of click-to-door.
 const PAID_JOB_COST: i64 = 20;
 
-/// Every courier where it starts, free once on duty.
-fn on_their_way(instance: &Instance) -> Vec<CourierState> {
-    instance
-        .couriers
-        .iter()
-        .enumerate()
-        .map(|(c, courier)| CourierState {
-            at: Place::Start(c),
-            free_at: courier.on_at,
-            orders: 0,
-        })
-        .collect()
+/// The replay as it goes: where each courier is, and the solution so far.
+struct Replay<'i> {
+    instance: &'i Instance,
+    service: ServiceTimes,
+    couriers: Vec<CourierState>,
+    /// Each courier's moves, in the order they are made.
+    moves: Vec<Vec<Move>>,
+    solution: Solution,
+}
+
+impl<'i> Replay<'i> {
+    /// Every courier where it starts, free once on duty; nothing given out yet.
+    fn new(instance: &'i Instance) -> Self {
+        let couriers: Vec<CourierState> = instance
+            .couriers
+            .iter()
+            .enumerate()
+            .map(|(c, courier)| CourierState {
+                at: Place::Start(c),
+                free_at: courier.on_at,
+                orders: 0,
+            })
+            .collect();
+        Self {
+            instance,
+            service: service_times(instance),
+            moves: vec![Vec::new(); couriers.len()],
+            couriers,
+            solution: Solution::default(),
+        }
+    }
+
+    /// Gives courier `c`, at `now`, `orders` of one restaurant: it leaves for the restaurant
+    /// at `departs_at`, collects them at `pickup_at`, and drops each off at its time in
+    /// `dropoffs_at`, in order.
+    fn give(
+        &mut self,
+        now: i64,
+        c: usize,
+        orders: Vec<usize>,
+        (departs_at, pickup_at): (i64, i64),
+        dropoffs_at: &[i64],
+    ) {
+        let restaurant = Place::Restaurant(self.instance.orders[orders[0]].restaurant);
+        let state = &mut self.couriers[c];
+        let moves = &mut self.moves[c];
+        moves.push(Move {
+            courier: c,
+            departs_at,
+            from: state.at.clone(),
+            to: restaurant.clone(),
+        });
+        let mut leaves = pickup_at + self.service.pickup_after;
+        let mut from = restaurant;
+        for (&o, &dropoff_at) in orders.iter().zip(dropoffs_at) {
+            let to = Place::Dropoff(o);
+            moves.push(Move {
+                courier: c,
+                departs_at: leaves,
+                from,
+                to: to.clone(),
+            });
+            self.solution.deliveries.push(Delivery {
+                order: o,
+                pickup_at,
+                dropoff_at,
+                courier: c,
+            });
+            leaves = dropoff_at + self.service.dropoff_after;
+            from = to;
+        }
+        state.at = from;
+        state.free_at = leaves;
+        state.orders += orders.len();
+        self.solution.assignments.push(Assignment {
+            at: now,
+            pickup_at,
+            courier: c,
+            orders,
+        });
+    }
+
+    fn finish(mut self) -> Solution {
+        self.solution.moves = self.moves.into_iter().flatten().collect();
+        self.solution
+    }
 }
 
 /// Replays `instance` under `policy`.
@@ -97,14 +171,11 @@ fn service_times(instance: &Instance) -> ServiceTimes {
 /// Replays `instance` with the planner run every minute.
 fn planned(instance: &Instance, settings: &PlannerSettings) -> Solution {
     let p = &instance.parameters;
-    let service = service_times(instance);
-    let mut couriers = on_their_way(instance);
-    let mut solution = Solution::default();
-    let mut moves: Vec<Vec<Move>> = vec![Vec::new(); couriers.len()];
+    let mut replay = Replay::new(instance);
     let mut open: Vec<usize> = Vec::new();
     let mut next_order = 0;
     let Some(first) = instance.orders.first() else {
-        return solution;
+        return replay.finish();
     };
     let mut now = first.placed_at;
     loop {
@@ -125,7 +196,7 @@ fn planned(instance: &Instance, settings: &PlannerSettings) -> Solution {
                 None => break,
             }
         }
-        let on_duty: Vec<usize> = (0..couriers.len())
+        let on_duty: Vec<usize> = (0..replay.couriers.len())
             .filter(|&c| {
                 let courier = &instance.couriers[c];
                 courier.on_at <= now + LOOK_AHEAD && courier.off_at >= now
@@ -147,10 +218,10 @@ fn planned(instance: &Instance, settings: &PlannerSettings) -> Solution {
         let fleet: Vec<PlanCourier<Place>> = on_duty
             .iter()
             .map(|&c| PlanCourier {
-                at: couriers[c].at.clone(),
-                free_at: couriers[c].free_at,
+                at: replay.couriers[c].at.clone(),
+                free_at: replay.couriers[c].free_at,
                 off_at: instance.couriers[c].off_at,
-                job_cost: if couriers[c].paid_per_order(instance, c) {
+                job_cost: if replay.couriers[c].paid_per_order(instance, c) {
                     PAID_JOB_COST
                 } else {
                     0
@@ -162,7 +233,7 @@ fn planned(instance: &Instance, settings: &PlannerSettings) -> Solution {
             &jobs,
             &fleet,
             |a, b| instance.minutes_between(a, b),
-            &service,
+            &replay.service,
             settings,
         );
         let mut given = vec![false; open.len()];
@@ -172,70 +243,39 @@ fn planned(instance: &Instance, settings: &PlannerSettings) -> Solution {
             for &j in &route.jobs {
                 given[j] = true;
             }
-            let restaurant = Place::Restaurant(instance.orders[orders[0]].restaurant);
-            let state = &mut couriers[c];
-            moves[c].push(Move {
-                courier: c,
-                departs_at: route.departs_at,
-                from: state.at.clone(),
-                to: restaurant.clone(),
-            });
-            let mut leaves = route.pickup_at + service.pickup_after;
-            let mut from = restaurant;
-            for (&o, &dropoff_at) in orders.iter().zip(&route.dropoffs_at) {
-                let to = Place::Dropoff(o);
-                moves[c].push(Move {
-                    courier: c,
-                    departs_at: leaves,
-                    from,
-                    to: to.clone(),
-                });
-                solution.deliveries.push(Delivery {
-                    order: o,
-                    pickup_at: route.pickup_at,
-                    dropoff_at,
-                    courier: c,
-                });
-                leaves = dropoff_at + service.dropoff_after;
-                from = to;
-            }
-            state.at = from;
-            state.free_at = leaves;
-            state.orders += orders.len();
-            solution.assignments.push(Assignment {
-                at: now,
-                pickup_at: route.pickup_at,
-                courier: c,
+            replay.give(
+                now,
+                c,
                 orders,
-            });
+                (route.departs_at, route.pickup_at),
+                &route.dropoffs_at,
+            );
         }
         let mut kept = given.iter();
         open.retain(|_| !kept.next().copied().unwrap_or(false));
         now += 1;
     }
-    solution.moves = moves.into_iter().flatten().collect();
-    solution
+    replay.finish()
 }
 
 /// Replays `instance` under the first dispatcher's policy.
 fn nearest(instance: &Instance) -> Solution {
     let p = &instance.parameters;
+    let mut replay = Replay::new(instance);
     let ServiceTimes {
         pickup_before,
         pickup_after,
         dropoff_before,
-        dropoff_after,
-    } = service_times(instance);
-    let mut couriers = on_their_way(instance);
-    let mut solution = Solution::default();
-    let mut moves: Vec<Vec<Move>> = vec![Vec::new(); couriers.len()];
+        ..
+    } = replay.service;
     let mut waiting: Vec<usize> = Vec::new();
     let mut next_order = 0;
     let mut now = i64::MIN;
     loop {
         // The next moment anything can change: an order placed, a courier free or on duty.
         let next_placement = instance.orders.get(next_order).map(|o| o.placed_at);
-        let next_free = couriers
+        let next_free = replay
+            .couriers
             .iter()
             .map(|c| c.free_at)
             .filter(|&t| t > now)
@@ -259,7 +299,8 @@ fn nearest(instance: &Instance) -> Solution {
         for &o in &waiting {
             let order = &instance.orders[o];
             let restaurant = Place::Restaurant(order.restaurant);
-            let nearest = couriers
+            let nearest = replay
+                .couriers
                 .iter()
                 .enumerate()
                 .filter(|(c, state)| instance.couriers[*c].on_at <= now && state.free_at <= now)
@@ -273,43 +314,14 @@ fn nearest(instance: &Instance) -> Solution {
                 still_waiting.push(o);
                 continue;
             };
-            let dropoff = Place::Dropoff(o);
             let pickup_at = order.ready_at.max(now + trip + pickup_before);
-            let leaves_restaurant = pickup_at + pickup_after;
-            let arrives = leaves_restaurant + instance.minutes_between(&restaurant, &dropoff);
-            let dropoff_at = arrives + dropoff_before;
-            let state = &mut couriers[c];
-            moves[c].push(Move {
-                courier: c,
-                departs_at: now,
-                from: state.at.clone(),
-                to: restaurant.clone(),
-            });
-            moves[c].push(Move {
-                courier: c,
-                departs_at: leaves_restaurant,
-                from: restaurant,
-                to: dropoff.clone(),
-            });
-            state.at = dropoff;
-            state.free_at = dropoff_at + dropoff_after;
-            solution.assignments.push(Assignment {
-                at: now,
-                pickup_at,
-                courier: c,
-                orders: vec![o],
-            });
-            solution.deliveries.push(Delivery {
-                order: o,
-                pickup_at,
-                dropoff_at,
-                courier: c,
-            });
+            let to_door = instance.minutes_between(&restaurant, &Place::Dropoff(o));
+            let dropoff_at = pickup_at + pickup_after + to_door + dropoff_before;
+            replay.give(now, c, vec![o], (now, pickup_at), &[dropoff_at]);
         }
         waiting = still_waiting;
     }
-    solution.moves = moves.into_iter().flatten().collect();
-    solution
+    replay.finish()
 }
 
 #[cfg(test)]
