@@ -141,16 +141,33 @@ impl Live {
     }
 
     async fn book(&self) -> (u16, Value) {
-        let body = quoted(&self.app, &self.live).await;
+        let (key, body) = self.booking_request().await;
+        self.book_as(&key, &body).await
+    }
+
+    /// A booking of its own, to send and send again: a fresh key and a fresh quote's body.
+    async fn booking_request(&self) -> (String, Value) {
         let key = format!("adyen-{}", Uuid::new_v4());
-        book_at(
-            &self.app.client,
-            &self.app.base_url,
-            &self.live,
-            &key,
-            &body,
+        (key, quoted(&self.app, &self.live).await)
+    }
+
+    /// Sends the booking `body` under `key`.
+    async fn book_as(&self, key: &str, body: &Value) -> (u16, Value) {
+        book_at(&self.app.client, &self.app.base_url, &self.live, key, body).await
+    }
+
+    /// Waits until the booking sent under `key` answers that it was abandoned.
+    async fn abandoned(&self, key: &str, body: &Value) {
+        eventually(
+            "the booking to be abandoned",
+            WAIT,
+            Duration::from_millis(100),
+            || async {
+                let (_, answer) = self.book_as(key, body).await;
+                (answer["code"] == "booking.abandoned").then_some(())
+            },
         )
-        .await
+        .await;
     }
 
     async fn charge_of(&self, job: &Value) -> Value {
@@ -188,18 +205,10 @@ impl Live {
         ])
         .await;
         live.store_card("4111111111111111", "Jo Shopper").await;
-        let body = quoted(&live.app, &live.live).await;
-        let key = format!("adyen-{}", Uuid::new_v4());
+        let (key, body) = live.booking_request().await;
         live.adyen.inject("/payments", Fault::Status(409), 1);
         live.adyen.fail_cancels(failing_cancels);
-        let (status, answer) = book_at(
-            &live.app.client,
-            &live.app.base_url,
-            &live.live,
-            &key,
-            &body,
-        )
-        .await;
+        let (status, answer) = live.book_as(&key, &body).await;
         assert_eq!(status, 409, "{answer}");
         (live, key, body)
     }
@@ -590,17 +599,8 @@ async fn a_hold_adyen_answers_received_books_the_job_and_its_notification_places
     live.store_card("4111111111111111", "Jo Shopper").await;
     live.adyen.hold_notifications(true);
     live.adyen.pend_holds(true);
-    let body = quoted(&live.app, &live.live).await;
-    let key = format!("adyen-{}", Uuid::new_v4());
-    let book = || {
-        book_at(
-            &live.app.client,
-            &live.app.base_url,
-            &live.live,
-            &key,
-            &body,
-        )
-    };
+    let (key, body) = live.booking_request().await;
+    let book = || live.book_as(&key, &body);
     let (status, job) = book().await;
     assert_eq!(status, 201, "{job}");
     assert_eq!(live.charge_of(&job).await["status"], "pending");
@@ -627,35 +627,23 @@ async fn an_abandoned_booking_ends_although_adyen_answers_its_release_only_recei
     ])
     .await;
     live.store_card("4111111111111111", "Jo Shopper").await;
-    let body = quoted(&live.app, &live.live).await;
-    let key = format!("adyen-{}", Uuid::new_v4());
+    let (key, body) = live.booking_request().await;
     // Adyen says the hold's key is still in use: the booking is left to the recovery worker,
     // which finds it overdue and abandons it.
     live.adyen.inject("/payments", Fault::Status(409), 1);
-    let book = |key: String| {
-        let (app, live, body) = (&live.app, &live.live, &body);
-        async move { book_at(&app.client, &app.base_url, live, &key, body).await }
-    };
-    let (status, answer) = book(key.clone()).await;
+    let (status, answer) = live.book_as(&key, &body).await;
     assert_eq!(
         (status, answer["code"].as_str()),
         (409, Some("idempotency.in_progress")),
         "{answer}"
     );
-    eventually(
-        "the booking to be abandoned",
-        WAIT,
-        Duration::from_millis(100),
-        || async {
-            let (status, answer) = book(key.clone()).await;
-            (answer["code"] == "booking.abandoned").then_some(status)
-        },
-    )
-    .await;
+    live.abandoned(&key, &body).await;
     let payments = live.adyen.payments();
     assert_eq!(payments.len(), 1, "{payments:?}");
     assert_eq!(payments[0].status, "Cancelled", "nothing stays held");
-    let (status, job) = book(format!("adyen-{}", Uuid::new_v4())).await;
+    let (status, job) = live
+        .book_as(&format!("adyen-{}", Uuid::new_v4()), &body)
+        .await;
     assert_eq!(status, 201, "the quote is free again: {job}");
     live.app.stop().await;
 }
@@ -666,22 +654,7 @@ async fn an_abandoned_booking_ends_although_adyen_answers_its_release_only_recei
 #[tokio::test]
 async fn an_abandoned_booking_s_release_adyen_reports_failed_is_asked_again_under_a_new_key() {
     let (live, key, body) = Live::booking_left_to_abandon(1).await;
-    let book = || {
-        book_at(
-            &live.app.client,
-            &live.app.base_url,
-            &live.live,
-            &key,
-            &body,
-        )
-    };
-    eventually(
-        "the booking to be abandoned",
-        WAIT,
-        Duration::from_millis(100),
-        || async { (book().await.1["code"] == "booking.abandoned").then_some(()) },
-    )
-    .await;
+    live.abandoned(&key, &body).await;
     let payments = eventually(
         "the hold to be cancelled",
         WAIT,
@@ -794,26 +767,10 @@ async fn a_hold_placed_for_an_abandoned_booking_is_cancelled_by_its_key() {
     live.adyen
         .inject("/payments", Fault::Hang(Duration::from_secs(3)), 1);
     live.adyen.inject("/payments", Fault::Status(422), 1);
-    let body = quoted(&live.app, &live.live).await;
-    let key = format!("adyen-{}", Uuid::new_v4());
-    let book = || {
-        book_at(
-            &live.app.client,
-            &live.app.base_url,
-            &live.live,
-            &key,
-            &body,
-        )
-    };
-    let (status, answer) = book().await;
+    let (key, body) = live.booking_request().await;
+    let (status, answer) = live.book_as(&key, &body).await;
     assert_eq!(status, 409, "{answer}");
-    eventually(
-        "the booking to be abandoned",
-        WAIT,
-        Duration::from_millis(100),
-        || async { (book().await.1["code"] == "booking.abandoned").then_some(()) },
-    )
-    .await;
+    live.abandoned(&key, &body).await;
     let hold_key = late_hold(&live).await;
     cancelled_once_notified(&live).await;
     assert_eq!(live.adyen.cancellations(), [format!("{hold_key}_release")]);
