@@ -209,7 +209,11 @@ impl Live {
         live.adyen.inject("/payments", Fault::Status(409), 1);
         live.adyen.fail_cancels(failing_cancels);
         let (status, answer) = live.book_as(&key, &body).await;
-        assert_eq!(status, 409, "{answer}");
+        assert_eq!(
+            (status, answer["code"].as_str()),
+            (409, Some("idempotency.in_progress")),
+            "{answer}"
+        );
         (live, key, body)
     }
 
@@ -621,22 +625,9 @@ async fn a_hold_adyen_answers_received_books_the_job_and_its_notification_places
 /// answers 409 `booking.abandoned` and the quote books under a new key.
 #[tokio::test]
 async fn an_abandoned_booking_ends_although_adyen_answers_its_release_only_received() {
-    let live = Live::start_with(&[
-        ("COURIER_PAYMENT_DEADLINE_MS", "1000"),
-        ("COURIER_BOOKING_ABANDON_AFTER_MS", "1"),
-    ])
-    .await;
-    live.store_card("4111111111111111", "Jo Shopper").await;
-    let (key, body) = live.booking_request().await;
     // Adyen says the hold's key is still in use: the booking is left to the recovery worker,
     // which finds it overdue and abandons it.
-    live.adyen.inject("/payments", Fault::Status(409), 1);
-    let (status, answer) = live.book_as(&key, &body).await;
-    assert_eq!(
-        (status, answer["code"].as_str()),
-        (409, Some("idempotency.in_progress")),
-        "{answer}"
-    );
+    let (live, key, body) = Live::booking_left_to_abandon(0).await;
     live.abandoned(&key, &body).await;
     let payments = live.adyen.payments();
     assert_eq!(payments.len(), 1, "{payments:?}");
