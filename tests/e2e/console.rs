@@ -1573,6 +1573,35 @@ async fn a_live_session_changes_the_account_s_settings_and_a_test_one_cannot() {
         saved.body
     );
     assert_eq!(settings().await["contact_email"], "billing@shop.example");
+    // The preparation time: whole minutes from 0 to 240, or refused with the reason.
+    for typed in ["soon", "241"] {
+        let mut with_minutes = form(&csrf, "ShopCo");
+        with_minutes.push(("preparation_minutes".to_owned(), typed.to_owned()));
+        let refused = post(with_minutes).await;
+        assert_eq!(refused.status, 422, "{}", refused.body);
+        assert!(
+            refused
+                .body
+                .contains("preparation_minutes is a whole number of minutes"),
+            "{}",
+            refused.body
+        );
+        assert!(
+            refused.body.contains(&format!("value=\"{typed}\"")),
+            "{}",
+            refused.body
+        );
+    }
+    assert_eq!(
+        settings().await["preparation_minutes"],
+        serde_json::Value::Null
+    );
+    let mut with_minutes = form(&csrf, "ShopCo");
+    with_minutes.push(("preparation_minutes".to_owned(), "15".to_owned()));
+    let saved = post(with_minutes).await;
+    assert_eq!(saved.status, 200, "{}", saved.body);
+    assert!(saved.body.contains("15 min"), "{}", saved.body);
+    assert_eq!(settings().await["preparation_minutes"], 15);
     // An empty sender is the service's own again.
     let empty = vec![
         ("csrf".to_owned(), csrf.clone()),
@@ -1598,7 +1627,7 @@ async fn a_live_session_changes_the_account_s_settings_and_a_test_one_cannot() {
         .filter(|e| e["target_id"] == merchant.merchant_id.to_string().as_str())
         .map(|e| e["operator"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(by, vec![format!("console:{}", merchant.live().key); 3]);
+    assert_eq!(by, vec![format!("console:{}", merchant.live().key); 4]);
     app.stop().await;
 }
 

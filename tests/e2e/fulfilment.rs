@@ -139,6 +139,26 @@ impl Floor {
 
     /// [`Floor::book`] with extra request headers.
     pub async fn book_with(&self, headers: &[(&str, &str)]) -> Value {
+        self.book_as(headers, json!({})).await
+    }
+
+    /// [`Floor::book`] with extra request headers and body fields.
+    pub async fn book_as(&self, headers: &[(&str, &str)], fields: Value) -> Value {
+        let (status, job) = self.booking(headers, json!({}), fields).await;
+        assert_eq!(status, 201, "{job}");
+        // The detail: the booking response and the rest (the tax, for events).
+        self.job(&job).await
+    }
+
+    /// Quotes the car journey with `quoted` added and books it with `fields` added: the
+    /// booking's status and body, whatever they are.
+    pub async fn booking(
+        &self,
+        headers: &[(&str, &str)],
+        quoted: Value,
+        fields: Value,
+    ) -> (u16, Value) {
+        let asked = merge(journey(Some("car")), quoted);
         // The demo city's network loads in the background.
         let (status, quote) = eventually(
             "quotes to become available",
@@ -146,7 +166,7 @@ impl Floor {
             Duration::from_millis(25),
             || async {
                 let quote = self
-                    .merchant_call(Method::POST, "/v1/quotes", Some(journey(Some("car"))))
+                    .merchant_call(Method::POST, "/v1/quotes", Some(asked.clone()))
                     .await;
                 (quote.0 != 503).then_some(quote)
             },
@@ -163,11 +183,14 @@ impl Floor {
             })
         };
         let route = journey(None);
-        let body = json!({
-            "quote_id": quote["id"],
-            "pickup": stop(&route["pickup"], "Pat Pickup"),
-            "dropoff": stop(&route["dropoff"], "Dana Dropoff"),
-        });
+        let body = merge(
+            json!({
+                "quote_id": quote["id"],
+                "pickup": stop(&route["pickup"], "Pat Pickup"),
+                "dropoff": stop(&route["dropoff"], "Dana Dropoff"),
+            }),
+            fields,
+        );
         let mut request = self
             .app
             .request(Method::POST, "/v1/jobs")
@@ -176,11 +199,7 @@ impl Floor {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let response = request.json(&body).send().await.unwrap();
-        let (status, job) = status_and_json(response).await;
-        assert_eq!(status, 201, "{job}");
-        // The detail: the booking response and the rest (the tax, for events).
-        self.job(&job).await
+        status_and_json(request.json(&body).send().await.unwrap()).await
     }
 
     /// Creates a courier with a car, online at `at` (None: offline, nowhere).
@@ -359,6 +378,7 @@ fn money(job: &Value) -> Value {
     })
 }
 
+/// `a` with `b`'s fields written over its own.
 fn merge(mut a: Value, b: Value) -> Value {
     for (k, v) in b.as_object().unwrap() {
         a[k] = v.clone();

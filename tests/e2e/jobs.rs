@@ -863,7 +863,7 @@ async fn account_settings_decide_what_a_booking_leaves_unsaid() {
         json!({"notify_customer": false, "proof_photo_required": false, "proof_signature_required": false,
                "sms_sender_name": null, "rate_limit_quotes_per_minute": null,
                "rate_limit_bookings_per_minute": null, "rate_limit_reads_per_minute": null,
-               "contact_email": null})
+               "contact_email": null, "preparation_minutes": null})
     );
     let (status, settings) = status_and_json(
         app.admin(Method::PATCH, &path)
@@ -879,7 +879,7 @@ async fn account_settings_decide_what_a_booking_leaves_unsaid() {
         json!({"notify_customer": true, "proof_photo_required": true, "proof_signature_required": false,
                "sms_sender_name": null, "rate_limit_quotes_per_minute": null,
                "rate_limit_bookings_per_minute": null, "rate_limit_reads_per_minute": null,
-               "contact_email": null})
+               "contact_email": null, "preparation_minutes": null})
     );
 
     let quote = booking.quote(journey(None)).await;

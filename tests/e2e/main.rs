@@ -31,6 +31,7 @@ mod price_books;
 mod provider_events;
 mod quotes;
 mod rate_limits;
+mod ready_times;
 mod resilience;
 mod sandbox;
 mod simulate;

@@ -52,6 +52,11 @@ pub struct BookingBody {
     items_total_minor: Option<i64>,
     /// Text the tracking link when the courier collects; omitted means the account setting.
     notify_customer: Option<bool>,
+    /// When the parcel will be ready at the pickup: not before now (a minute's grace) nor,
+    /// for a scheduled job, before `scheduled_for`; at most the dispatch deadline after the
+    /// job is due. Omitted means the account's `preparation_minutes` after the job is due,
+    /// or none. Couriers are sent to arrive about then.
+    pickup_ready_at: Option<DateTime<Utc>>,
 }
 
 /// A stop of a booking.
@@ -97,7 +102,7 @@ pub struct ItemBody {
     responses(
         (status = 201, description = "Booked; the same key with the same body answers this again", body = JobView),
         (status = 409, description = "idempotency.key_reused idempotency.in_progress booking.abandoned"),
-        (status = 422, description = "request.missing_idempotency_key request.invalid_idempotency_key quote.not_found quote.expired quote.already_used quote.stop_mismatch quote.schedule_mismatch job.scheduled_in_past request.invalid_scheduled_for request.invalid_stop order.item_invalid order.discount_exceeds_items order.invalid_amount request.invalid_notify_customer request.invalid_body payment.no_payment_method payment.card_declined payment.card_dead payment.live_unavailable sandbox.unknown_scenario sandbox.test_only"),
+        (status = 422, description = "request.missing_idempotency_key request.invalid_idempotency_key quote.not_found quote.expired quote.already_used quote.stop_mismatch quote.schedule_mismatch job.scheduled_in_past request.invalid_scheduled_for request.invalid_stop order.item_invalid order.discount_exceeds_items order.invalid_amount request.invalid_notify_customer request.invalid_pickup_ready_at job.pickup_ready_out_of_range request.invalid_body payment.no_payment_method payment.card_declined payment.card_dead payment.live_unavailable sandbox.unknown_scenario sandbox.test_only"),
         (status = 503, description = "payment.provider_unreachable payment.provider_busy payment.provider_refused"),
     )
 )]

@@ -28,6 +28,10 @@ pub struct QuoteBody {
     weight_grams: Option<i64>,
     /// Priced for that time; omitted means now.
     scheduled_for: Option<DateTime<Utc>>,
+    /// When the parcel will be ready at the pickup, for the answer's `estimated_delivery_at`:
+    /// not before now (a minute's grace) nor, for a scheduled job, before `scheduled_for`;
+    /// at most the dispatch deadline after the job is due. Not kept: send it when booking.
+    pickup_ready_at: Option<DateTime<Utc>>,
 }
 
 /// Coordinates are the primary locator; the postcode matters only where prices go by postcode.
@@ -50,7 +54,7 @@ pub struct QuotePoint {
     request_body = QuoteBody,
     responses(
         (status = 201, description = "The quote; book it before it expires", body = Quote),
-        (status = 422, description = "request.invalid_pickup request.invalid_dropoff request.unknown_vehicle request.invalid_weight request.invalid_scheduled_for job.scheduled_in_past pricing.origin_not_covered pricing.destination_not_covered pricing.vehicle_not_available pricing.no_route"),
+        (status = 422, description = "request.invalid_pickup request.invalid_dropoff request.unknown_vehicle request.invalid_weight request.invalid_scheduled_for job.scheduled_in_past request.invalid_pickup_ready_at job.pickup_ready_out_of_range pricing.origin_not_covered pricing.destination_not_covered pricing.vehicle_not_available pricing.no_route"),
         (status = 503, description = "pricing.unavailable lookup.not_ready lookup.unavailable"),
     )
 )]
@@ -66,6 +70,7 @@ pub async fn create(
         price_books: &state.price_books,
         writer: &state.quote_writer,
         lifetime: state.config.quote_lifetime,
+        dispatch_deadline: state.config.dispatch.deadline,
     };
     let quote = quotes::create(&context, &merchant, request, now).await?;
     Ok((StatusCode::CREATED, Json(quote)))

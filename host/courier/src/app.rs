@@ -294,6 +294,7 @@ pub async fn run(
             services.payments.call_lease(),
             config.payments.calls.booking_batch_window,
         ),
+        dispatch_deadline: config.dispatch.deadline,
     };
     courier_core::jobs::booking::recovery::run(
         booking.clone(),

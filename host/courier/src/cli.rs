@@ -305,6 +305,10 @@ enum MerchantCommand {
         /// The merchant's billing contact, given to the card provider; "" for none.
         #[arg(long)]
         contact_email: Option<String>,
+        /// Minutes until a parcel is ready, for bookings that do not send `pickup_ready_at`
+        /// (0 to 240); "" for none.
+        #[arg(long)]
+        preparation_minutes: Option<String>,
         #[arg(long, env = "USER", default_value = "cli")]
         operator: String,
     },
@@ -619,6 +623,7 @@ async fn merchant(services: &Services, command: MerchantCommand) -> anyhow::Resu
             rate_limit_bookings_per_minute,
             rate_limit_reads_per_minute,
             contact_email,
+            preparation_minutes,
             operator,
         } => {
             let change = merchants::SettingsChange {
@@ -630,6 +635,7 @@ async fn merchant(services: &Services, command: MerchantCommand) -> anyhow::Resu
                 rate_limit_bookings_per_minute: per_minute(rate_limit_bookings_per_minute)?,
                 rate_limit_reads_per_minute: per_minute(rate_limit_reads_per_minute)?,
                 contact_email: contact_email.map(|email| Some(email).filter(|e| !e.is_empty())),
+                preparation_minutes: whole_or_none(preparation_minutes, "minutes")?,
             };
             serde_json::to_value(
                 merchants_service
@@ -664,6 +670,11 @@ async fn merchant(services: &Services, command: MerchantCommand) -> anyhow::Resu
 
 /// A per-minute budget as typed: a whole number, or "" for the service's default.
 fn per_minute(raw: Option<String>) -> anyhow::Result<Option<Option<Numeric<i64>>>> {
+    whole_or_none(raw, "requests per minute")
+}
+
+/// An optional setting's flag: absent leaves it, "" clears it, else a whole number of `unit`.
+fn whole_or_none(raw: Option<String>, unit: &str) -> anyhow::Result<Option<Option<Numeric<i64>>>> {
     raw.map(|raw| {
         let raw = raw.trim();
         if raw.is_empty() {
@@ -671,7 +682,7 @@ fn per_minute(raw: Option<String>) -> anyhow::Result<Option<Option<Numeric<i64>>
         }
         raw.parse()
             .map(|n| Some(Numeric(n)))
-            .map_err(|_| anyhow::anyhow!("{raw:?} is not a whole number of requests per minute"))
+            .map_err(|_| anyhow::anyhow!("{raw:?} is not a whole number of {unit}"))
     })
     .transpose()
 }

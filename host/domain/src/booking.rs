@@ -91,6 +91,9 @@ pub enum BookingRequestError {
     #[error("notify_customer must be true, false or null")]
     #[code(INVALID_NOTIFY_CUSTOMER)]
     InvalidNotifyCustomer,
+    #[error(transparent)]
+    #[code(via)]
+    PickupReady(#[from] crate::job::ready::ReadyError),
 }
 
 /// Which stop a contact is.
@@ -147,6 +150,8 @@ pub struct BookingRequest {
     pub discount_minor: i64,
     pub items_total_minor: i64,
     pub notify_customer: Option<bool>,
+    /// As sent; checked against the job's window when the quote is known.
+    pub pickup_ready_at: Option<DateTime<Utc>>,
 }
 
 impl BookingRequest {
@@ -193,6 +198,7 @@ impl BookingRequest {
             Some(Value::Bool(b)) => Some(*b),
             Some(_) => return Err(BookingRequestError::InvalidNotifyCustomer),
         };
+        let pickup_ready_at = crate::job::ready::parse(body.get("pickup_ready_at"))?;
         Ok(Self {
             quote_id,
             pickup,
@@ -203,6 +209,7 @@ impl BookingRequest {
             discount_minor,
             items_total_minor,
             notify_customer,
+            pickup_ready_at,
         })
     }
 }

@@ -82,6 +82,9 @@ pub enum QuoteRequestError {
     #[error("the body must be a JSON object")]
     #[code(crate::error::INVALID_BODY)]
     NotAnObject,
+    #[error(transparent)]
+    #[code(via)]
+    PickupReady(#[from] crate::job::ready::ReadyError),
 }
 
 /// A quoted stop: coordinates locate, the postcode matters only in postcode-priced markets.
@@ -98,6 +101,9 @@ pub struct QuoteRequest {
     pub vehicle: Option<Vehicle>,
     pub weight_grams: u32,
     pub scheduled_for: Option<DateTime<Utc>>,
+    /// As sent; checked against the job's window by the quote's maker, which knows the
+    /// dispatch deadline.
+    pub pickup_ready_at: Option<DateTime<Utc>>,
 }
 
 impl QuoteRequest {
@@ -122,12 +128,14 @@ impl QuoteRequest {
             }
         };
         let scheduled_for = scheduled_for(body.get("scheduled_for"), now)?;
+        let pickup_ready_at = crate::job::ready::parse(body.get("pickup_ready_at"))?;
         Ok(Self {
             pickup,
             dropoff,
             vehicle,
             weight_grams,
             scheduled_for,
+            pickup_ready_at,
         })
     }
 }

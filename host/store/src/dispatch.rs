@@ -145,7 +145,8 @@ pub async fn open_offers(
     Ok(found)
 }
 
-/// Searching jobs past their dispatch deadline, locked; others' locked rows are skipped.
+/// Searching jobs past their dispatch deadline (counted from when each is due, see
+/// `JobRow::due_at`), locked; others' locked rows are skipped.
 pub async fn claim_overdue_searches(
     conn: &mut PgConnection,
     deadline: chrono::Duration,
@@ -155,9 +156,11 @@ pub async fn claim_overdue_searches(
     sqlx::query_as!(
         JobRecord,
         "SELECT * FROM jobs WHERE status = 'searching' \
-         AND coalesce(search_opened_at, search_opens_at, booked_at) \
+         AND greatest(coalesce(search_opened_at, search_opens_at, booked_at), scheduled_for, \
+                      pickup_ready_at) \
              <= $1::timestamptz - make_interval(secs => $2) \
-         ORDER BY coalesce(search_opened_at, search_opens_at, booked_at) \
+         ORDER BY greatest(coalesce(search_opened_at, search_opens_at, booked_at), \
+                           scheduled_for, pickup_ready_at) \
          LIMIT $3 FOR UPDATE SKIP LOCKED",
         now,
         deadline.as_seconds_f64(),
@@ -170,8 +173,8 @@ pub async fn claim_overdue_searches(
     .collect()
 }
 
-/// Up to `limit` searching jobs with no open offer (test jobs too unless `live_only`), those
-/// that have searched longest first; nothing is locked. Only jobs with an active courier
+/// Up to `limit` searching jobs with no open offer (test jobs too unless `live_only`) whose
+/// parcel is ready by `ready_by`, those that have searched longest first; nothing is locked. Only jobs with an active courier
 /// online in their market on their vehicle: the others have no one to be offered to, and
 /// would otherwise take a transaction each at every pass until one comes online.
 ///
@@ -182,11 +185,13 @@ pub async fn claim_overdue_searches(
 pub async fn unoffered_searches(
     conn: &mut PgConnection,
     live_only: bool,
+    ready_by: DateTime<Utc>,
     limit: i64,
 ) -> Result<Vec<Uuid>, sqlx::Error> {
     sqlx::query_scalar(
         "SELECT id FROM jobs j WHERE status = 'searching' \
          AND (environment = 'live' OR NOT $1) \
+         AND (pickup_ready_at IS NULL OR pickup_ready_at <= $3) \
          AND NOT EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
                          AND o.status = 'open') \
          AND EXISTS (SELECT 1 FROM couriers c WHERE c.market_id = j.market_id \
@@ -195,6 +200,7 @@ pub async fn unoffered_searches(
     )
     .bind(live_only)
     .bind(limit)
+    .bind(ready_by)
     .persistent(false)
     .fetch_all(conn)
     .await

@@ -44,6 +44,9 @@ pub struct JobRow {
     pub cancellation_reason: Option<String>,
     /// When the job last entered `searching`, when it did after booking.
     pub search_opened_at: Option<DateTime<Utc>>,
+    /// When the parcel will be ready at the pickup; none: as soon as the job is due.
+    #[serde(default)]
+    pub pickup_ready_at: Option<DateTime<Utc>>,
 }
 
 /// A `jobs` row as the query macros read it from `SELECT *`, its names still text: [`JobRow`]'s
@@ -80,6 +83,7 @@ pub(crate) struct JobRecord {
     pub(crate) completed_at: Option<DateTime<Utc>>,
     pub(crate) cancellation_reason: Option<String>,
     pub(crate) search_opened_at: Option<DateTime<Utc>>,
+    pub(crate) pickup_ready_at: Option<DateTime<Utc>>,
 }
 
 impl TryFrom<JobRecord> for JobRow {
@@ -118,6 +122,7 @@ impl TryFrom<JobRecord> for JobRow {
             completed_at: record.completed_at,
             cancellation_reason: record.cancellation_reason,
             search_opened_at: record.search_opened_at,
+            pickup_ready_at: record.pickup_ready_at,
         })
     }
 }
@@ -128,6 +133,15 @@ impl JobRow {
         self.search_opened_at
             .or(self.search_opens_at)
             .unwrap_or(self.booked_at)
+    }
+
+    /// When the job is due, which its dispatch deadline counts from: its search opening, its
+    /// scheduled time or its parcel's ready time, whichever is last.
+    pub fn due_at(&self) -> DateTime<Utc> {
+        [self.scheduled_for, self.pickup_ready_at]
+            .into_iter()
+            .flatten()
+            .fold(self.search_start(), DateTime::max)
     }
 }
 
@@ -155,7 +169,7 @@ pub fn insert_jobs<'a>(
              status, market_id, currency, price_amount_minor, tax_amount_minor, vehicle, pickup, \
              dropoff, items, items_subtotal_minor, discount_minor, items_total_minor, \
              notify_customer, proof_photo_required, proof_signature_required, booked_at, \
-             scheduled_for, search_opens_at) ",
+             scheduled_for, search_opens_at, pickup_ready_at) ",
         );
         query.push_values(jobs, |mut row, j| {
             row.push_bind(j.id)
@@ -181,7 +195,8 @@ pub fn insert_jobs<'a>(
                 .push_bind(j.proof_signature_required)
                 .push_bind(j.booked_at)
                 .push_bind(j.scheduled_for)
-                .push_bind(j.search_opens_at);
+                .push_bind(j.search_opens_at)
+                .push_bind(j.pickup_ready_at);
         });
     }
 }
@@ -302,6 +317,8 @@ pub struct SearchingJob {
     pub pickup: serde_json::Value,
     /// When it last entered `searching`.
     pub searching_since: DateTime<Utc>,
+    /// When its parcel will be ready, if the merchant said.
+    pub pickup_ready_at: Option<DateTime<Utc>>,
     /// Whether a courier has the job's offer open now.
     pub offered: bool,
 }
@@ -317,7 +334,7 @@ pub async fn searching_in_market(
         "SELECT id, reference, merchant_id, environment AS \"environment: Text<Environment>\", \
            vehicle AS \"vehicle: Text<Vehicle>\", pickup, \
            coalesce(search_opened_at, search_opens_at, booked_at) AS \"searching_since!\", \
-           EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
+           pickup_ready_at, EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
                    AND o.status = 'open') AS \"offered!\" \
          FROM jobs j WHERE status = 'searching' AND market_id = $1 \
          ORDER BY coalesce(search_opened_at, search_opens_at, booked_at), id LIMIT $2",

@@ -23,6 +23,9 @@ pub struct AccountSettings {
     pub rate_limit_reads_per_minute: Option<i32>,
     /// Where the merchant is written to about billing; told to the payment provider's card form.
     pub contact_email: Option<String>,
+    /// Minutes from when a job is due to its parcel's being ready, for bookings that do not
+    /// send `pickup_ready_at`; null: ready as soon as due.
+    pub preparation_minutes: Option<i32>,
 }
 
 pub async fn insert_merchant(
@@ -259,8 +262,8 @@ pub async fn settings(
             AccountSettings,
             "SELECT notify_customer_default AS notify_customer, proof_photo_required, \
          proof_signature_required, sms_sender_name, rate_limit_quotes_per_minute, \
-         rate_limit_bookings_per_minute, rate_limit_reads_per_minute, contact_email \
-             FROM merchants WHERE id = $1 FOR UPDATE",
+         rate_limit_bookings_per_minute, rate_limit_reads_per_minute, contact_email, \
+         preparation_minutes FROM merchants WHERE id = $1 FOR UPDATE",
             merchant_id,
         )
         .fetch_optional(conn)
@@ -270,8 +273,8 @@ pub async fn settings(
             AccountSettings,
             "SELECT notify_customer_default AS notify_customer, proof_photo_required, \
          proof_signature_required, sms_sender_name, rate_limit_quotes_per_minute, \
-         rate_limit_bookings_per_minute, rate_limit_reads_per_minute, contact_email \
-             FROM merchants WHERE id = $1",
+         rate_limit_bookings_per_minute, rate_limit_reads_per_minute, contact_email, \
+         preparation_minutes FROM merchants WHERE id = $1",
             merchant_id,
         )
         .fetch_optional(conn)
@@ -288,7 +291,7 @@ pub async fn write_settings(
         "UPDATE merchants SET notify_customer_default = $2, proof_photo_required = $3, \
              proof_signature_required = $4, sms_sender_name = $5, \
              rate_limit_quotes_per_minute = $6, rate_limit_bookings_per_minute = $7, \
-             rate_limit_reads_per_minute = $8, contact_email = $9 \
+             rate_limit_reads_per_minute = $8, contact_email = $9, preparation_minutes = $10 \
          WHERE id = $1",
         merchant_id,
         settings.notify_customer,
@@ -299,6 +302,7 @@ pub async fn write_settings(
         settings.rate_limit_bookings_per_minute,
         settings.rate_limit_reads_per_minute,
         settings.contact_email.as_deref(),
+        settings.preparation_minutes,
     )
     .execute(conn)
     .await?;

@@ -133,6 +133,7 @@ pub fn job_of(quote: &QuoteRow, status: JobStatus, booked_at: DateTime<Utc>) -> 
         completed_at: None,
         cancellation_reason: None,
         search_opened_at: None,
+        pickup_ready_at: None,
     }
 }
 

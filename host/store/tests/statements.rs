@@ -1435,18 +1435,34 @@ async fn dispatch_reads_the_unoffered_searches_and_claims_each_once() {
     };
     assert!(dispatch::insert_offer(&mut conn, &offer).await.unwrap());
 
-    let all = dispatch::unoffered_searches(&mut conn, false, 10)
+    let ready_by = now + Duration::minutes(30);
+    let all = dispatch::unoffered_searches(&mut conn, false, ready_by, 10)
         .await
         .unwrap();
     assert_eq!(all, vec![oldest.id, live.id]);
-    let live_only = dispatch::unoffered_searches(&mut conn, true, 10)
+    let live_only = dispatch::unoffered_searches(&mut conn, true, ready_by, 10)
         .await
         .unwrap();
     assert_eq!(live_only, vec![live.id]);
-    let first = dispatch::unoffered_searches(&mut conn, false, 1)
+    let first = dispatch::unoffered_searches(&mut conn, false, ready_by, 1)
         .await
         .unwrap();
     assert_eq!(first, vec![oldest.id]);
+    // A parcel ready later than `ready_by` is not read yet.
+    sqlx::query("UPDATE jobs SET pickup_ready_at = $2 WHERE id = $1")
+        .bind(live.id)
+        .bind(now + Duration::minutes(45))
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    let ready_soon = dispatch::unoffered_searches(&mut conn, false, ready_by, 10)
+        .await
+        .unwrap();
+    assert_eq!(ready_soon, vec![oldest.id]);
+    let later = dispatch::unoffered_searches(&mut conn, false, now + Duration::hours(1), 10)
+        .await
+        .unwrap();
+    assert_eq!(later, vec![oldest.id, live.id]);
 
     let mut holder = pool.begin().await.unwrap();
     let claimed = dispatch::claim_unoffered_search(&mut holder, oldest.id)
@@ -1468,7 +1484,7 @@ async fn dispatch_reads_the_unoffered_searches_and_claims_each_once() {
     couriers::set_online(&mut conn, courier.id, false)
         .await
         .unwrap();
-    let nobody = dispatch::unoffered_searches(&mut conn, false, 10)
+    let nobody = dispatch::unoffered_searches(&mut conn, false, ready_by, 10)
         .await
         .unwrap();
     assert_eq!(nobody, Vec::<Uuid>::new());

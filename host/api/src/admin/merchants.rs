@@ -177,7 +177,7 @@ pub async fn settings(
     responses(
         (status = 200, description = "The settings after the change", body = AccountSettings),
         (status = 404, description = "merchant.not_found"),
-        (status = 422, description = "settings.invalid_sms_sender_name settings.invalid_rate_limit settings.invalid_contact_email"),
+        (status = 422, description = "settings.invalid_sms_sender_name settings.invalid_rate_limit settings.invalid_contact_email settings.invalid_preparation_minutes"),
     )
 )]
 pub async fn change_settings(

@@ -15,8 +15,9 @@ use axum::response::Response;
 use super::respond::{SessionBar, field, message, page, see_other, signed_form, signed_in, when};
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
-use courier_core::merchants::{CreatedKey, MerchantError, SettingsChange};
+use courier_core::merchants::{CreatedKey, MerchantError, SettingsChange, SettingsError};
 use courier_domain::Environment;
+use courier_domain::numeric::Numeric;
 
 struct ListedKey {
     key: String,
@@ -39,6 +40,8 @@ struct Editable {
     proof_signature_required: bool,
     sms_sender_name: String,
     contact_email: String,
+    /// Minutes, or empty for none.
+    preparation_minutes: String,
 }
 
 #[derive(Template)]
@@ -113,6 +116,10 @@ async fn render(
         proof_signature_required: s.proof_signature_required,
         sms_sender_name: s.sms_sender_name.clone().unwrap_or_default(),
         contact_email: s.contact_email.clone().unwrap_or_default(),
+        preparation_minutes: s
+            .preparation_minutes
+            .map(|m| m.to_string())
+            .unwrap_or_default(),
     };
     let editable = (merchant.environment == Environment::Live)
         .then(|| said.typed.take().unwrap_or_else(stored));
@@ -145,6 +152,12 @@ async fn render(
         Setting {
             name: "Billing contact given to the card provider",
             value: s.contact_email.unwrap_or_else(|| "none".to_owned()),
+        },
+        Setting {
+            name: "Parcels ready after, unless a booking says",
+            value: s
+                .preparation_minutes
+                .map_or_else(|| "as soon as booked".to_owned(), |m| format!("{m} min")),
         },
         Setting {
             name: "Quotes",
@@ -384,14 +397,14 @@ fn confirm_revoking(session: &ConsoleSession, key: &str, own: bool, last: bool) 
     path = "/console/settings",
     operation_id = "consoleChangeSettings",
     tag = "console",
-    summary = "Changes the account's settings from a live session: form fields `csrf`, `notify_customer`, `proof_photo_required`, `proof_signature_required` (checkboxes: present is yes), `sms_sender_name` (empty: the service's sender), `contact_email` (empty: none)",
+    summary = "Changes the account's settings from a live session: form fields `csrf`, `notify_customer`, `proof_photo_required`, `proof_signature_required` (checkboxes: present is yes), `sms_sender_name` (empty: the service's sender), `contact_email` (empty: none), `preparation_minutes` (0 to 240; empty: none)",
     security(()),
     request_body(content = String, description = "`csrf=…&notify_customer=on&sms_sender_name=…`", content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 200, description = "The page, saying the settings are saved", content_type = "text/html", body = String),
         (status = 303, description = "Not signed in: to /console/sign-in"),
         (status = 403, description = "A page: the form did not carry the session's token, or the session is a test key's", content_type = "text/html", body = String),
-        (status = 422, description = "A page: a sender name that is not 3 to 11 letters and digits with a letter, or a contact email that is not an address", content_type = "text/html", body = String),
+        (status = 422, description = "A page: a sender name that is not 3 to 11 letters and digits with a letter, a contact email that is not an address, or a preparation time that is not 0 to 240 minutes", content_type = "text/html", body = String),
         (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
     )
 )]
@@ -412,20 +425,31 @@ pub async fn change_settings(State(state): State<AppState>, request: Request) ->
     let ticked = |name: &str| Some(field(&fields, name).is_some());
     let sender = field(&fields, "sms_sender_name").unwrap_or("").trim();
     let email = field(&fields, "contact_email").unwrap_or("").trim();
+    let preparation = field(&fields, "preparation_minutes").unwrap_or("").trim();
+    // Empty is none; text that is not a whole number is refused like one out of range.
+    let preparation_minutes = preparation.parse::<i64>().ok().map(Numeric);
+    let preparation_readable = preparation.is_empty() || preparation_minutes.is_some();
     let change = SettingsChange {
         notify_customer: ticked("notify_customer"),
         proof_photo_required: ticked("proof_photo_required"),
         proof_signature_required: ticked("proof_signature_required"),
         sms_sender_name: Some((!sender.is_empty()).then(|| sender.to_owned())),
         contact_email: Some((!email.is_empty()).then(|| email.to_owned())),
+        preparation_minutes: Some(preparation_minutes),
         ..SettingsChange::default()
     };
     let merchant_id = session.merchant.merchant_id;
-    match state
-        .merchants
-        .change_settings(merchant_id, &change, &actor(&session))
-        .await
-    {
+    let changed = if preparation_readable {
+        state
+            .merchants
+            .change_settings(merchant_id, &change, &actor(&session))
+            .await
+    } else {
+        Err(MerchantError::Settings(
+            SettingsError::InvalidPreparationMinutes,
+        ))
+    };
+    match changed {
         Ok(_) => {
             let said = Said {
                 notice: Some("Settings saved."),
@@ -442,6 +466,7 @@ pub async fn change_settings(State(state): State<AppState>, request: Request) ->
                     proof_signature_required: change.proof_signature_required == Some(true),
                     sms_sender_name: sender.to_owned(),
                     contact_email: email.to_owned(),
+                    preparation_minutes: preparation.to_owned(),
                 }),
                 ..Said::default()
             };

@@ -261,6 +261,8 @@ struct ListedJob {
     reference: String,
     status: &'static str,
     booked_at: String,
+    /// When the parcel will be ready at the pickup, or empty.
+    ready: String,
     dropoff: String,
     price: String,
 }
@@ -431,6 +433,7 @@ fn listed(job: &JobRow) -> ListedJob {
         reference: job.reference.clone(),
         status: job.status.as_str(),
         booked_at: when(job.booked_at),
+        ready: job.pickup_ready_at.map(when).unwrap_or_default(),
         dropoff: address(&job.dropoff),
         price: money(&job.currency, job.price_amount_minor),
     }
@@ -443,6 +446,8 @@ struct JobFacts {
     price: String,
     vehicle: &'static str,
     pickup: String,
+    /// When the parcel will be ready at the pickup, if the merchant said.
+    pickup_ready: Option<String>,
     dropoff: String,
     tracking_url: String,
     cancellation_reason: Option<String>,
@@ -675,6 +680,7 @@ async fn show_job(
             price: money(&job.currency, job.price_amount_minor),
             vehicle: job.vehicle.as_str(),
             pickup: address(&job.pickup),
+            pickup_ready: job.pickup_ready_at.map(when),
             dropoff: address(&job.dropoff),
             tracking_url: format!("{}/track/{}", state.config.public_url(), job.tracking_token),
             cancellation_reason: job.cancellation_reason.clone(),

@@ -203,6 +203,7 @@ async fn book(
         price_books: &state.price_books,
         writer: &state.quote_writer,
         lifetime: state.config.quote_lifetime,
+        dispatch_deadline: state.config.dispatch.deadline,
     };
     let quote = quotes::create(&context, &session.merchant, request, now)
         .await

@@ -43,6 +43,8 @@ pub(super) struct CourierJobView {
     proof_requirement: Value,
     assigned_at: Option<DateTime<Utc>>,
     completed_at: Option<DateTime<Utc>>,
+    /// When the parcel will be ready at the pickup; null: as soon as the job is due.
+    pickup_ready_at: Option<DateTime<Utc>>,
 }
 
 impl From<&JobRow> for CourierJobView {
@@ -61,6 +63,7 @@ impl From<&JobRow> for CourierJobView {
             }),
             assigned_at: job.assigned_at,
             completed_at: job.completed_at,
+            pickup_ready_at: job.pickup_ready_at,
         }
     }
 }

@@ -39,6 +39,8 @@ pub(super) struct OfferJob {
     vehicle: String,
     pickup: OfferStop,
     dropoff: OfferStop,
+    /// When the parcel will be ready at the pickup; null: as soon as the job is due.
+    pickup_ready_at: Option<DateTime<Utc>>,
 }
 
 /// A stop of an offered job: where, not who.
@@ -70,6 +72,7 @@ fn offer_view(offer: &OfferRow, job: &JobRow) -> OfferView {
             "vehicle": job.vehicle,
             "pickup": stop(&job.pickup),
             "dropoff": stop(&job.dropoff),
+            "pickup_ready_at": job.pickup_ready_at,
         }),
     }
 }

@@ -11,8 +11,9 @@ pub struct DispatchConfig {
     #[arg(id = "offer-timeout-ms", long = "offer-timeout-ms", env = "COURIER_OFFER_TIMEOUT_MS",
           default_value = "30000", value_parser = chrono_millis)]
     pub offer_timeout: chrono::Duration,
-    /// How long a search may last (from when the job entered `searching`) before the job fails
-    /// with `job.failed`.
+    /// How long a search may last before the job fails with `job.failed`, from when the job
+    /// is due: when it entered `searching`, its `scheduled_for` or its `pickup_ready_at`,
+    /// whichever is last. Also the latest a parcel may be ready after the job is due.
     #[arg(id = "dispatch-deadline-secs", long = "dispatch-deadline-secs",
           env = "COURIER_DISPATCH_DEADLINE_SECS", default_value = "900",
           value_parser = settings::seconds)]
@@ -28,6 +29,12 @@ pub struct DispatchConfig {
     #[arg(id = "dispatch-radius-km", long = "dispatch-radius-km",
           env = "COURIER_DISPATCH_RADIUS_KM", default_value = "15", value_parser = kilometres)]
     pub radius_km: f64,
+    /// The longest a courier is sent to wait at a pickup for a parcel that is not ready: a job
+    /// with a later ready time is offered once the courier's trip leaves no longer a wait.
+    #[arg(id = "dispatch-ready-wait-secs", long = "dispatch-ready-wait-secs",
+          env = "COURIER_DISPATCH_READY_WAIT_SECS", default_value = "120",
+          value_parser = settings::seconds)]
+    pub ready_wait: chrono::Duration,
     /// Largest proof photo or signature (decoded bytes); the delivery route accepts a body of
     /// three times this.
     #[arg(id = "proof-max-bytes", long = "proof-max-bytes", env = "COURIER_PROOF_MAX_BYTES",
@@ -58,6 +65,7 @@ mod tests {
         let config = settings::from_lookup::<DispatchConfig>(|_| None).unwrap();
         assert_eq!(config.offer_timeout, chrono::Duration::seconds(30));
         assert_eq!(config.deadline, chrono::Duration::minutes(15));
+        assert_eq!(config.ready_wait, chrono::Duration::minutes(2));
         let config = settings::from_lookup::<DispatchConfig>(|n| match n {
             "COURIER_OFFER_TIMEOUT_MS" => Some("250".into()),
             "COURIER_DISPATCH_DEADLINE_SECS" => Some("2".into()),

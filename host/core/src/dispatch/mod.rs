@@ -1,6 +1,7 @@
 //! Dispatch: searching jobs are offered, one courier at a time, to the available courier
 //! with the shortest road trip to the pickup; offers run out and move on; searches that find
-//! nobody before the deadline fail.
+//! nobody before the deadline fail. A job whose parcel is not ready yet is offered when that
+//! courier, leaving now, would wait at most `COURIER_DISPATCH_READY_WAIT_SECS` for it.
 //!
 //! All of it is due work in Postgres, done by a worker every instance runs: each pass
 //! expires offers, fails overdue searches, offers jobs that have no open offer, and finishes
@@ -35,6 +36,9 @@ const JOBS_PER_PASS: usize = 50;
 /// Jobs read per pass to claim those: instances passing at once skip each other's.
 const JOBS_READ_PER_PASS: i64 = 4 * JOBS_PER_PASS as i64;
 const KM_PER_DEGREE_OF_LATITUDE: f64 = 111.2;
+/// Jobs ready later than this are not looked at: no courier within the search radius is
+/// further away than this from a pickup.
+const READY_LOOKAHEAD: chrono::Duration = chrono::Duration::minutes(30);
 
 pub struct Dispatcher {
     pool: PgPool,
@@ -95,8 +99,13 @@ impl Dispatcher {
     /// only wait on each other, never in a circle.
     async fn offer_searching_jobs(&self) -> Result<(), sqlx::Error> {
         let mut conn = self.pool.acquire().await?;
-        let searching =
-            store::unoffered_searches(&mut conn, self.live_jobs_only, JOBS_READ_PER_PASS).await?;
+        let searching = store::unoffered_searches(
+            &mut conn,
+            self.live_jobs_only,
+            now() + READY_LOOKAHEAD,
+            JOBS_READ_PER_PASS,
+        )
+        .await?;
         drop(conn);
         let mut claimed = 0;
         for job_id in searching {
@@ -154,6 +163,13 @@ impl Dispatcher {
             })
             .collect();
         while let Some(best) = choose(&reachable) {
+            if let (Some(ready), Some(travel)) = (job.pickup_ready_at, best.travel_seconds) {
+                let arrives = now + chrono::Duration::seconds(i64::from(travel));
+                if arrives + self.config.ready_wait < ready {
+                    // Too early to send anyone: asked again at the next pass.
+                    return Ok(None);
+                }
+            }
             let offer = OfferRow {
                 id: Uuid::new_v4(),
                 job_id: job.id,

@@ -82,6 +82,7 @@ use courier_domain::booking::{
     BookingRequest, BookingRequestError, Contact, StopRole, normalise_phone,
 };
 use courier_domain::event::{EventDetails, EventName, NewEvent};
+use courier_domain::job::ready::ReadyWindow;
 use courier_domain::job::reference::{new_reference, new_tracking_token};
 use courier_domain::sandbox::Scenario;
 use courier_domain::{Environment, JobStatus};
@@ -178,6 +179,9 @@ pub struct BookingContext {
     pub wakeup: FanOutWakeup,
     /// Reads and writes the bookings whose hold needs no network together.
     pub batches: BookingBatches,
+    /// How long a search may last (`COURIER_DISPATCH_DEADLINE_SECS`): bounds a parcel's
+    /// ready time.
+    pub dispatch_deadline: chrono::Duration,
 }
 
 /// A booking checked and ready for its hold.
@@ -488,6 +492,7 @@ fn prepare(
         notify_customer_default,
         proof_photo_required,
         proof_signature_required,
+        preparation_minutes,
     } = quote
         .filter(|q| {
             q.quote.merchant_id == merchant.merchant_id
@@ -501,6 +506,9 @@ fn prepare(
         return Err(BookingError::QuoteExpired(quote.expires_at));
     }
     check_against_quote(&request, &quote)?;
+    let pickup_ready_at = ReadyWindow::new(now, request.scheduled_for, context.dispatch_deadline)
+        .ready_at(request.pickup_ready_at, preparation_minutes)
+        .map_err(BookingRequestError::from)?;
     let country = context
         .markets
         .get(&quote.market_id)
@@ -552,6 +560,7 @@ fn prepare(
         completed_at: None,
         cancellation_reason: None,
         search_opened_at: None,
+        pickup_ready_at,
     };
     if job.price_amount_minor <= 0 {
         return Err(HoldError::InvalidAmount.into());

@@ -24,6 +24,10 @@ pub struct JobView {
     pub tracking_url: String,
     pub booked_at: DateTime<Utc>,
     pub scheduled_for: Option<DateTime<Utc>>,
+    /// When the parcel will be ready at the pickup; absent when the booking gave none and
+    /// the account sets no preparation time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pickup_ready_at: Option<DateTime<Utc>>,
 }
 
 impl JobView {
@@ -38,6 +42,7 @@ impl JobView {
             tracking_url: tracking_url(public_url, &job.tracking_token),
             booked_at: job.booked_at,
             scheduled_for: job.scheduled_for,
+            pickup_ready_at: job.pickup_ready_at,
         }
     }
 }
@@ -122,6 +127,9 @@ pub struct JobListItem {
     pub scheduled_for: Option<DateTime<Utc>>,
     pub assigned_at: Option<DateTime<Utc>>,
     pub completed_at: Option<DateTime<Utc>>,
+    /// As in the job; absent when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pickup_ready_at: Option<DateTime<Utc>>,
 }
 
 impl From<&JobRow> for JobListItem {
@@ -140,6 +148,7 @@ impl From<&JobRow> for JobListItem {
             scheduled_for: job.scheduled_for,
             assigned_at: job.assigned_at,
             completed_at: job.completed_at,
+            pickup_ready_at: job.pickup_ready_at,
         }
     }
 }

@@ -44,6 +44,11 @@ pub const INVALID_CONTACT_EMAIL: Code = Code::new(
     "`contact_email` is not an email address (`name@domain.tld`, at most 254 characters), nor \
      `null`.",
 );
+pub const INVALID_PREPARATION_MINUTES: Code = Code::new(
+    422,
+    "settings.invalid_preparation_minutes",
+    "`preparation_minutes` is not a whole number from 0 to 240, nor `null`.",
+);
 
 /// Largest per-minute budget a merchant can be given.
 pub const MAX_PER_MINUTE: i64 = 1_000_000;
@@ -68,6 +73,12 @@ pub enum SettingsError {
     )]
     #[code(INVALID_CONTACT_EMAIL)]
     InvalidContactEmail,
+    #[error(
+        "preparation_minutes is a whole number of minutes from 0 to {}, or null for none",
+        courier_domain::job::ready::MAX_PREPARATION_MINUTES
+    )]
+    #[code(INVALID_PREPARATION_MINUTES)]
+    InvalidPreparationMinutes,
 }
 
 /// Longest merchant name accepted.

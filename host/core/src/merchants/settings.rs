@@ -1,5 +1,6 @@
-//! Account settings: what bookings of the merchant default to, the SMS sender name customers
-//! see, the merchant's request budgets, and their billing contact.
+//! Account settings: what bookings of the merchant default to (customer texts, proof, the
+//! parcel's preparation time), the SMS sender name customers see, the merchant's request
+//! budgets, and their billing contact.
 
 use serde::{Deserialize, Deserializer};
 use serde_json::json;
@@ -8,6 +9,7 @@ use uuid::Uuid;
 use super::error::{MAX_PER_MINUTE, MerchantError, SettingsError};
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::auth::CredentialChange;
+use courier_domain::job::ready::MAX_PREPARATION_MINUTES;
 use courier_domain::numeric::Numeric;
 use courier_store as store;
 pub use courier_store::merchants::AccountSettings;
@@ -42,6 +44,12 @@ pub struct SettingsChange {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>, format = Email, max_length = 254)]
     pub contact_email: Option<Option<String>>,
+    /// Minutes from when a job is due (booked, or its scheduled time) to its parcel's being
+    /// ready, for bookings that do not send `pickup_ready_at` (at most the dispatch
+    /// deadline); null: ready as soon as due.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 240)]
+    pub preparation_minutes: Option<Option<Numeric<i64>>>,
 }
 
 /// A field that is present, possibly `null` (absent fields take the `default`, None).
@@ -71,6 +79,16 @@ impl SettingsChange {
         }
         if let Some(email) = &self.contact_email {
             after.contact_email = email.as_deref().map(contact_email).transpose()?;
+        }
+        if let Some(minutes) = self.preparation_minutes {
+            after.preparation_minutes = minutes
+                .map(|Numeric(n)| {
+                    i32::try_from(n)
+                        .ok()
+                        .filter(|n| (0..=MAX_PREPARATION_MINUTES).contains(n))
+                        .ok_or(SettingsError::InvalidPreparationMinutes)
+                })
+                .transpose()?;
         }
         for (change, setting, field) in [
             (
@@ -204,6 +222,7 @@ mod tests {
             rate_limit_bookings_per_minute: None,
             rate_limit_reads_per_minute: None,
             contact_email: None,
+            preparation_minutes: None,
         }
     }
 
@@ -227,6 +246,30 @@ mod tests {
             .apply_to(&set)
             .unwrap();
         assert_eq!(cleared, defaults());
+    }
+
+    #[test]
+    fn preparation_minutes_are_a_bounded_whole_number() {
+        let set = change(json!({"preparation_minutes": "12"}))
+            .apply_to(&defaults())
+            .unwrap();
+        assert_eq!(set.preparation_minutes, Some(12));
+        for good in [0, 240] {
+            let set = change(json!({"preparation_minutes": good}))
+                .apply_to(&defaults())
+                .unwrap();
+            assert_eq!(set.preparation_minutes, Some(good));
+        }
+        for bad in [json!(-1), json!(241), json!(i64::MAX)] {
+            assert_eq!(
+                change(json!({"preparation_minutes": bad})).apply_to(&defaults()),
+                Err(SettingsError::InvalidPreparationMinutes)
+            );
+        }
+        let cleared = change(json!({"preparation_minutes": null}))
+            .apply_to(&set)
+            .unwrap();
+        assert_eq!(cleared.preparation_minutes, None);
     }
 
     #[test]

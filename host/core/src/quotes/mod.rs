@@ -11,6 +11,7 @@ use crate::auth::Merchant;
 use crate::markets::{Market, Markets, RoutingError};
 use crate::pricing::{PriceBooks, PricingError, convert};
 use courier_domain::error::ErrorCode;
+use courier_domain::job::ready::ReadyWindow;
 use courier_domain::quote::{QuoteRequest, QuoteRequestError, Stop};
 use courier_store::quotes::QuoteRow;
 
@@ -55,6 +56,13 @@ pub struct Quote {
     pub expires_at: DateTime<Utc>,
     pub breakdown: Vec<BreakdownLine>,
     pub price_book_version: i32,
+    /// The ready time sent, as the job would keep it; absent when none was sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pickup_ready_at: Option<DateTime<Utc>>,
+    /// When the parcel would reach the drop-off if collected when ready: the ready time plus
+    /// `estimated_duration_seconds`; absent when no ready time was sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimated_delivery_at: Option<DateTime<Utc>>,
 }
 
 /// What creating a quote needs.
@@ -63,6 +71,8 @@ pub struct QuoteContext<'a> {
     pub price_books: &'a PriceBooks,
     pub writer: &'a QuoteWriter,
     pub lifetime: chrono::Duration,
+    /// How long a search may last (`COURIER_DISPATCH_DEADLINE_SECS`): bounds a ready time.
+    pub dispatch_deadline: chrono::Duration,
 }
 
 pub async fn create(
@@ -71,6 +81,11 @@ pub async fn create(
     request: QuoteRequest,
     now: DateTime<Utc>,
 ) -> Result<Quote, QuoteError> {
+    let pickup_ready_at = request
+        .pickup_ready_at
+        .map(|at| ReadyWindow::new(now, request.scheduled_for, context.dispatch_deadline).check(at))
+        .transpose()
+        .map_err(QuoteRequestError::from)?;
     let market = context.markets.locate(request.pickup.point)?;
     let vehicle = request.vehicle.unwrap_or_else(|| market.smallest_vehicle());
     let route = market.route(vehicle, request.pickup.point, request.dropoff.point)?;
@@ -140,6 +155,9 @@ pub async fn create(
         expires_at: row.expires_at,
         breakdown,
         price_book_version: row.price_book_version,
+        pickup_ready_at,
+        estimated_delivery_at: pickup_ready_at
+            .map(|at| at + chrono::Duration::seconds(i64::from(row.duration_seconds))),
     };
     context.writer.write(row).await?;
     Ok(quote)

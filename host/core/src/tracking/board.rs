@@ -48,6 +48,8 @@ pub struct SearchOnBoard {
     pub environment: Environment,
     pub vehicle: Vehicle,
     pub searching_since: DateTime<Utc>,
+    /// When its parcel will be ready, if the merchant said.
+    pub pickup_ready_at: Option<DateTime<Utc>>,
     pub offered: bool,
     pub at: Option<Point>,
 }
@@ -186,6 +188,7 @@ fn draw_board(
                 environment: j.environment,
                 vehicle: j.vehicle,
                 searching_since: j.searching_since,
+                pickup_ready_at: j.pickup_ready_at,
                 offered: j.offered,
             })
             .collect(),
@@ -229,6 +232,7 @@ mod tests {
             vehicle: Vehicle::Car,
             pickup: json!({"latitude": inside.0, "longitude": inside.1}),
             searching_since: Utc::now(),
+            pickup_ready_at: None,
             offered: false,
         };
         let board = draw_board(

@@ -3,6 +3,7 @@
 //! `failed` (no courier before the dispatch deadline).
 
 pub mod proof;
+pub mod ready;
 pub mod reference;
 pub mod transitions;
 

@@ -18,6 +18,8 @@ pub struct QuoteToBook {
     pub notify_customer_default: bool,
     pub proof_photo_required: bool,
     pub proof_signature_required: bool,
+    /// The merchant's default time from booking to the parcel's being ready.
+    pub preparation_minutes: Option<i32>,
 }
 
 /// What claiming a booking's idempotency key found.
@@ -71,6 +73,7 @@ struct BookingFound {
     notify_customer_default: Option<bool>,
     proof_photo_required: Option<bool>,
     proof_signature_required: Option<bool>,
+    preparation_minutes: Option<i32>,
     card_id: Option<Uuid>,
     card_merchant_id: Option<Uuid>,
     card_environment: Option<Text<Environment>>,
@@ -135,6 +138,7 @@ impl BookingFound {
                 notify_customer_default: r.notify_customer_default.ok_or_else(missing)?,
                 proof_photo_required: r.proof_photo_required.ok_or_else(missing)?,
                 proof_signature_required: r.proof_signature_required.ok_or_else(missing)?,
+                preparation_minutes: r.preparation_minutes,
             }),
         };
         let card = match r.card_id {
@@ -189,7 +193,7 @@ pub async fn claim_booking(
            VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1), \
          quote AS ( \
            SELECT q.*, m.notify_customer_default, m.proof_photo_required, \
-             m.proof_signature_required \
+             m.proof_signature_required, m.preparation_minutes \
            FROM quotes q JOIN merchants m ON m.id = q.merchant_id \
            WHERE q.id = $5 AND EXISTS (SELECT 1 FROM claimed) FOR UPDATE OF q), \
          card AS ( \
@@ -218,6 +222,7 @@ pub async fn claim_booking(
            q.notify_customer_default AS \"notify_customer_default?\", \
            q.proof_photo_required AS \"proof_photo_required?\", \
            q.proof_signature_required AS \"proof_signature_required?\", \
+           q.preparation_minutes AS \"preparation_minutes?\", \
            c.id AS \"card_id?\", c.merchant_id AS \"card_merchant_id?\", \
            c.environment AS \"card_environment?: Text<Environment>\", \
            c.provider_ref AS \"card_provider_ref?\", c.customer_id AS \"card_customer_id?\", \
@@ -322,6 +327,7 @@ pub async fn find_bookings(
            q.notify_customer_default AS \"notify_customer_default?\", \
            q.proof_photo_required AS \"proof_photo_required?\", \
            q.proof_signature_required AS \"proof_signature_required?\", \
+           q.preparation_minutes AS \"preparation_minutes?\", \
            c.id AS \"card_id?\", c.merchant_id AS \"card_merchant_id?\", \
            c.environment AS \"card_environment?: Text<Environment>\", \
            c.provider_ref AS \"card_provider_ref?\", c.customer_id AS \"card_customer_id?\", \
@@ -339,7 +345,7 @@ pub async fn find_bookings(
              AND key = a.key LIMIT 1) k ON true \
          LEFT JOIN LATERAL ( \
            SELECT q.*, m.notify_customer_default, m.proof_photo_required, \
-             m.proof_signature_required \
+             m.proof_signature_required, m.preparation_minutes \
            FROM quotes q JOIN merchants m ON m.id = q.merchant_id \
            WHERE q.id = a.quote_id AND k.request_hash IS NULL LIMIT 1) q ON true \
          LEFT JOIN LATERAL ( \

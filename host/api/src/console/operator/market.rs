@@ -60,6 +60,8 @@ struct SearchMark {
     environment: &'static str,
     vehicle: &'static str,
     since: String,
+    /// When the parcel will be ready, or empty.
+    ready: String,
     offered: bool,
     corner: Option<(String, String)>,
 }
@@ -73,6 +75,7 @@ impl From<SearchOnBoard> for SearchMark {
             environment: j.environment.as_str(),
             vehicle: j.vehicle.as_str(),
             since: when(j.searching_since),
+            ready: j.pickup_ready_at.map(when).unwrap_or_default(),
             offered: j.offered,
             corner: j.at.map(|at| {
                 (
