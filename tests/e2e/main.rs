@@ -33,6 +33,7 @@ mod quotes;
 mod rate_limits;
 mod ready_times;
 mod resilience;
+mod routes;
 mod sandbox;
 mod simulate;
 mod texts;

@@ -54,6 +54,31 @@ where
     }
 }
 
+/// [`ApiJson`] for a body that may be left out: a request with no body (no content type and
+/// no content) is `T::default()`.
+pub struct OptionalJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for OptionalJson<T>
+where
+    T: DeserializeOwned + Default,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let headers = req.headers();
+        let empty = !headers.contains_key(CONTENT_TYPE)
+            && headers
+                .get(axum::http::header::CONTENT_LENGTH)
+                .is_none_or(|length| length.as_bytes() == b"0");
+        if empty {
+            return Ok(Self(T::default()));
+        }
+        let ApiJson(value) = ApiJson::from_request(req, state).await?;
+        Ok(Self(value))
+    }
+}
+
 /// A JSON body as a document, for handlers that read its fields themselves. Parsed once, with
 /// no path kept (a syntax error has its line and column); PostgreSQL text cannot hold NUL, so
 /// it is refused here and never reaches a query; a card number is refused before anything

@@ -73,6 +73,7 @@ fn main() {
                 free_at: now + rng.random_range(-10..20),
                 off_at: now + 240,
                 job_cost: 0,
+                refused: Vec::new(),
             })
             .collect();
         let mut times = Vec::new();

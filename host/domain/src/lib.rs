@@ -6,7 +6,7 @@
 //! - `backoff`: when a failed call is made again.
 //! - `booking`: validation of a booking request and the job it prepares.
 //! - `charge`: the charge state machine; card numbers that must never be stored.
-//! - `dispatch`: which courier an offer goes to.
+//! - `dispatch`: offers, and the planner that decides which courier is offered which jobs.
 //! - `error`: stable error codes and how each error is answered.
 //! - `event`: the events the service records and sends to webhooks.
 //! - `job`: job states, their transitions, references, proof of delivery.

@@ -24,6 +24,8 @@ pub struct CourierRow {
     pub created_at: DateTime<Utc>,
     pub suspended_at: Option<DateTime<Utc>>,
     pub suspension_reason: Option<String>,
+    /// This shift, offers may carry several jobs (a route): the courier said so going online.
+    pub takes_routes: bool,
 }
 
 pub async fn insert(conn: &mut PgConnection, courier: &CourierRow) -> Result<(), sqlx::Error> {
@@ -48,7 +50,7 @@ pub async fn insert(conn: &mut PgConnection, courier: &CourierRow) -> Result<(),
 }
 
 pub async fn find(pool: &PgPool, id: Uuid) -> Result<Option<CourierRow>, sqlx::Error> {
-    sqlx::query_as!(CourierRow, "SELECT id, name, phone, vehicle AS \"vehicle: Text<Vehicle>\", market_id, status AS \"status: Text<CourierStatus>\", online, credential_key, secret_hash, created_at, suspended_at, suspension_reason FROM couriers WHERE id = $1", id,)
+    sqlx::query_as!(CourierRow, "SELECT id, name, phone, vehicle AS \"vehicle: Text<Vehicle>\", market_id, status AS \"status: Text<CourierStatus>\", online, credential_key, secret_hash, created_at, suspended_at, suspension_reason, takes_routes FROM couriers WHERE id = $1", id,)
         .fetch_optional(pool)
         .await
 }
@@ -57,7 +59,7 @@ pub async fn find(pool: &PgPool, id: Uuid) -> Result<Option<CourierRow>, sqlx::E
 pub async fn lock(conn: &mut PgConnection, id: Uuid) -> Result<Option<CourierRow>, sqlx::Error> {
     sqlx::query_as!(
         CourierRow,
-        "SELECT id, name, phone, vehicle AS \"vehicle: Text<Vehicle>\", market_id, status AS \"status: Text<CourierStatus>\", online, credential_key, secret_hash, created_at, suspended_at, suspension_reason FROM couriers WHERE id = $1 FOR UPDATE",
+        "SELECT id, name, phone, vehicle AS \"vehicle: Text<Vehicle>\", market_id, status AS \"status: Text<CourierStatus>\", online, credential_key, secret_hash, created_at, suspended_at, suspension_reason, takes_routes FROM couriers WHERE id = $1 FOR UPDATE",
         id,
     )
     .fetch_optional(conn)
@@ -67,7 +69,7 @@ pub async fn lock(conn: &mut PgConnection, id: Uuid) -> Result<Option<CourierRow
 pub async fn find_by_key(pool: &PgPool, key: &str) -> Result<Option<CourierRow>, sqlx::Error> {
     sqlx::query_as!(
         CourierRow,
-        "SELECT id, name, phone, vehicle AS \"vehicle: Text<Vehicle>\", market_id, status AS \"status: Text<CourierStatus>\", online, credential_key, secret_hash, created_at, suspended_at, suspension_reason FROM couriers WHERE credential_key = $1",
+        "SELECT id, name, phone, vehicle AS \"vehicle: Text<Vehicle>\", market_id, status AS \"status: Text<CourierStatus>\", online, credential_key, secret_hash, created_at, suspended_at, suspension_reason, takes_routes FROM couriers WHERE credential_key = $1",
         key,
     )
     .fetch_optional(pool)
@@ -78,7 +80,7 @@ pub async fn find_by_key(pool: &PgPool, key: &str) -> Result<Option<CourierRow>,
 pub async fn list(pool: &PgPool, market: Option<&str>) -> Result<Vec<CourierRow>, sqlx::Error> {
     sqlx::query_as!(
         CourierRow,
-        "SELECT id, name, phone, vehicle AS \"vehicle: Text<Vehicle>\", market_id, status AS \"status: Text<CourierStatus>\", online, credential_key, secret_hash, created_at, suspended_at, suspension_reason FROM couriers WHERE $1::text IS NULL OR market_id = $1 \
+        "SELECT id, name, phone, vehicle AS \"vehicle: Text<Vehicle>\", market_id, status AS \"status: Text<CourierStatus>\", online, credential_key, secret_hash, created_at, suspended_at, suspension_reason, takes_routes FROM couriers WHERE $1::text IS NULL OR market_id = $1 \
          ORDER BY created_at DESC, id DESC",
         market,
     )
@@ -98,7 +100,7 @@ pub async fn set_status(
         CourierRow,
         "UPDATE couriers SET status = $2, suspended_at = $3, suspension_reason = $4, \
          online = CASE WHEN $2 = 'suspended' THEN false ELSE online END \
-         WHERE id = $1 RETURNING id, name, phone, vehicle AS \"vehicle: Text<Vehicle>\", market_id, status AS \"status: Text<CourierStatus>\", online, credential_key, secret_hash, created_at, suspended_at, suspension_reason",
+         WHERE id = $1 RETURNING id, name, phone, vehicle AS \"vehicle: Text<Vehicle>\", market_id, status AS \"status: Text<CourierStatus>\", online, credential_key, secret_hash, created_at, suspended_at, suspension_reason, takes_routes",
         id,
         status.as_str(),
         at,
@@ -108,16 +110,19 @@ pub async fn set_status(
     .await
 }
 
+/// Puts the courier online (saying whether it takes routes this shift) or offline.
 pub async fn set_online(
     conn: &mut PgConnection,
     id: Uuid,
     online: bool,
+    takes_routes: bool,
 ) -> Result<CourierRow, sqlx::Error> {
     sqlx::query_as!(
         CourierRow,
-        "UPDATE couriers SET online = $2 WHERE id = $1 RETURNING id, name, phone, vehicle AS \"vehicle: Text<Vehicle>\", market_id, status AS \"status: Text<CourierStatus>\", online, credential_key, secret_hash, created_at, suspended_at, suspension_reason",
+        "UPDATE couriers SET online = $2, takes_routes = $3 WHERE id = $1 RETURNING id, name, phone, vehicle AS \"vehicle: Text<Vehicle>\", market_id, status AS \"status: Text<CourierStatus>\", online, credential_key, secret_hash, created_at, suspended_at, suspension_reason, takes_routes",
         id,
         online,
+        takes_routes,
     )
     .fetch_one(conn)
     .await
@@ -145,60 +150,39 @@ pub async fn report_position(
     Ok(())
 }
 
-/// A courier who could be offered a job, with the last known position.
-#[derive(Clone, Debug, sqlx::FromRow)]
-pub struct Candidate {
+/// A courier who could be offered jobs: its vehicle and last known position.
+#[derive(Clone, Debug)]
+pub struct AvailableCourier {
     pub id: Uuid,
-    pub latitude: f64,
-    pub longitude: f64,
-}
-
-/// Where to look for couriers for a job, and which couriers qualify.
-pub struct CandidateSearch<'a> {
-    pub job_id: Uuid,
-    pub market_id: &'a str,
     pub vehicle: Vehicle,
+    /// Offers may carry several jobs.
+    pub takes_routes: bool,
     pub latitude: f64,
     pub longitude: f64,
-    /// Half the side of the box searched around the pickup, in degrees of latitude.
-    pub box_degrees: f64,
-    pub fresh_since: DateTime<Utc>,
-    pub limit: i64,
 }
 
-/// Available couriers near the pickup, nearest in a straight line first: online, active,
-/// with the job's vehicle, a fresh position inside the box, no job under way, no open offer,
-/// and never offered this job before.
-pub async fn candidates(
+/// Up to `limit` couriers of `market` who could be offered jobs: online, active, a position
+/// seen since `fresh_since`, no job under way and no open offer; by id.
+pub async fn available_in_market(
     conn: &mut PgConnection,
-    search: &CandidateSearch<'_>,
-) -> Result<Vec<Candidate>, sqlx::Error> {
-    // Longitude degrees shrink with latitude; the box widens to match.
-    let lon_degrees = search.box_degrees / search.latitude.to_radians().cos().abs().max(0.01);
+    market: &str,
+    fresh_since: DateTime<Utc>,
+    limit: i64,
+) -> Result<Vec<AvailableCourier>, sqlx::Error> {
     sqlx::query_as!(
-        Candidate,
-        "SELECT c.id, p.latitude, p.longitude FROM couriers c \
-         JOIN courier_positions p ON p.courier_id = c.id \
-         WHERE c.market_id = $1 AND c.vehicle = $2 AND c.status = 'active' AND c.online \
-           AND p.seen_at >= $3 \
-           AND p.latitude BETWEEN $4::float8 - $6::float8 AND $4 + $6 \
-           AND p.longitude BETWEEN $5::float8 - $7::float8 AND $5 + $7 \
+        AvailableCourier,
+        "SELECT c.id, c.vehicle AS \"vehicle: Text<Vehicle>\", c.takes_routes, p.latitude, \
+           p.longitude \
+         FROM couriers c JOIN courier_positions p ON p.courier_id = c.id \
+         WHERE c.market_id = $1 AND c.status = 'active' AND c.online AND p.seen_at >= $2 \
            AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.courier_id = c.id \
                            AND j.status IN ('assigned', 'in_transit')) \
            AND NOT EXISTS (SELECT 1 FROM courier_offers o WHERE o.courier_id = c.id \
-                           AND (o.status = 'open' OR o.job_id = $8)) \
-         ORDER BY power(p.latitude - $4, 2) + power((p.longitude - $5) * $9::float8, 2), c.id \
-         LIMIT $10",
-        search.market_id,
-        search.vehicle.as_str(),
-        search.fresh_since,
-        search.latitude,
-        search.longitude,
-        search.box_degrees,
-        lon_degrees,
-        search.job_id,
-        search.latitude.to_radians().cos(),
-        search.limit,
+                           AND o.status = 'open') \
+         ORDER BY c.id LIMIT $3",
+        market,
+        fresh_since,
+        limit,
     )
     .fetch_all(conn)
     .await

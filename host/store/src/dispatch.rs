@@ -10,6 +10,8 @@ use crate::text_columns::Text;
 
 use super::jobs::{JobRecord, JobRow};
 
+/// One job's offer to one courier. The offers made together to a courier are a route: they
+/// share `route_id`, the id of the route's first offer, which is the id the courier answers.
 #[derive(Clone, Debug)]
 pub struct OfferRow {
     pub id: Uuid,
@@ -20,24 +22,141 @@ pub struct OfferRow {
     pub offered_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
     pub answered_at: Option<DateTime<Utc>>,
+    pub route_id: Uuid,
+    /// On a route's first offer: its stops in order, `[{"job_id", "stop": "pickup" |
+    /// "dropoff"}]`; none on the others and on offers made one job at a time.
+    pub stops: Option<serde_json::Value>,
 }
 
-/// Inserts an open offer; false when the job or the courier already has one (another
-/// dispatcher was first) or the courier was offered this job before.
+/// Inserts an open offer; false when the job already has one, the courier already has an
+/// open route (for a route's first offer), or the courier was offered this job before.
 pub async fn insert_offer(conn: &mut PgConnection, offer: &OfferRow) -> Result<bool, sqlx::Error> {
     let inserted = sqlx::query!(
         "INSERT INTO courier_offers (id, job_id, courier_id, travel_seconds, status, offered_at, \
-         expires_at) VALUES ($1, $2, $3, $4, 'open', $5, $6) ON CONFLICT DO NOTHING",
+         expires_at, route_id, stops) VALUES ($1, $2, $3, $4, 'open', $5, $6, $7, $8) \
+         ON CONFLICT DO NOTHING",
         offer.id,
         offer.job_id,
         offer.courier_id,
         offer.travel_seconds,
         offer.offered_at,
         offer.expires_at,
+        offer.route_id,
+        offer.stops,
     )
     .execute(conn)
     .await?;
     Ok(inserted.rows_affected() == 1)
+}
+
+/// Takes `market`'s planning for this transaction if no other transaction has it: one
+/// instance plans a market at a time; false, and the caller skips the market, otherwise.
+pub async fn try_plan_market(conn: &mut PgConnection, market: &str) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar!(
+        "SELECT pg_try_advisory_xact_lock(hashtextextended('dispatch_planner:' || $1, 0)) \
+         AS \"taken!\"",
+        market,
+    )
+    .fetch_one(conn)
+    .await
+}
+
+/// Up to `limit` searching jobs of `market` with no open offer (test jobs too unless
+/// `live_only`) whose parcel is ready by `ready_by`, those that have searched longest first;
+/// nothing is locked.
+pub async fn open_searches(
+    conn: &mut PgConnection,
+    market: &str,
+    live_only: bool,
+    ready_by: DateTime<Utc>,
+    limit: i64,
+) -> Result<Vec<JobRow>, sqlx::Error> {
+    sqlx::query_as!(
+        JobRecord,
+        "SELECT * FROM jobs j WHERE status = 'searching' AND market_id = $1 \
+         AND (environment = 'live' OR NOT $2) \
+         AND (pickup_ready_at IS NULL OR pickup_ready_at <= $3) \
+         AND NOT EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
+                         AND o.status = 'open') \
+         ORDER BY coalesce(search_opened_at, search_opens_at, booked_at), id LIMIT $4",
+        market,
+        live_only,
+        ready_by,
+        limit,
+    )
+    .fetch_all(conn)
+    .await?
+    .into_iter()
+    .map(JobRow::try_from)
+    .collect()
+}
+
+/// Which of `jobs` were offered to which couriers before: (job, courier).
+pub async fn offered_pairs(
+    conn: &mut PgConnection,
+    jobs: &[Uuid],
+) -> Result<Vec<(Uuid, Uuid)>, sqlx::Error> {
+    let pairs = sqlx::query!(
+        "SELECT job_id, courier_id FROM courier_offers WHERE job_id = ANY($1)",
+        jobs,
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(pairs
+        .into_iter()
+        .map(|p| (p.job_id, p.courier_id))
+        .collect())
+}
+
+/// The jobs of the courier's route `route_id`, in no order; nothing is locked.
+pub async fn route_jobs(
+    conn: &mut PgConnection,
+    route_id: Uuid,
+    courier_id: Uuid,
+) -> Result<Vec<Uuid>, sqlx::Error> {
+    sqlx::query_scalar!(
+        "SELECT job_id FROM courier_offers WHERE route_id = $1 AND courier_id = $2",
+        route_id,
+        courier_id,
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// The offers of the courier's route `route_id`, locked for this transaction, its first
+/// offer first.
+pub async fn lock_route(
+    conn: &mut PgConnection,
+    route_id: Uuid,
+    courier_id: Uuid,
+) -> Result<Vec<OfferRow>, sqlx::Error> {
+    sqlx::query_as!(
+        OfferRow,
+        "SELECT id, job_id, courier_id, travel_seconds, status AS \"status: Text<OfferStatus>\", offered_at, expires_at, answered_at, route_id, stops FROM courier_offers WHERE route_id = $1 AND courier_id = $2 ORDER BY id <> route_id, id FOR UPDATE",
+        route_id,
+        courier_id,
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// Answers the route's offers that are still open.
+pub async fn answer_route(
+    conn: &mut PgConnection,
+    route_id: Uuid,
+    status: OfferStatus,
+    at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE courier_offers SET status = $2, answered_at = $3 \
+         WHERE route_id = $1 AND status = 'open'",
+        route_id,
+        status.as_str(),
+        at,
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 /// Closes the open offers that have run out; returns how many.
@@ -51,37 +170,6 @@ pub async fn expire_offers(pool: &PgPool, now: DateTime<Utc>) -> Result<u64, sql
     .execute(pool)
     .await?;
     Ok(expired.rows_affected())
-}
-
-/// The job of the courier's offer, if the offer is the courier's.
-pub async fn job_of_offer(
-    conn: &mut PgConnection,
-    offer_id: Uuid,
-    courier_id: Uuid,
-) -> Result<Option<Uuid>, sqlx::Error> {
-    sqlx::query_scalar!(
-        "SELECT job_id FROM courier_offers WHERE id = $1 AND courier_id = $2",
-        offer_id,
-        courier_id,
-    )
-    .fetch_optional(conn)
-    .await
-}
-
-/// The courier's offer, locked for this transaction.
-pub async fn lock_offer(
-    conn: &mut PgConnection,
-    id: Uuid,
-    courier_id: Uuid,
-) -> Result<Option<OfferRow>, sqlx::Error> {
-    sqlx::query_as!(
-        OfferRow,
-        "SELECT id, job_id, courier_id, travel_seconds, status AS \"status: Text<OfferStatus>\", offered_at, expires_at, answered_at FROM courier_offers WHERE id = $1 AND courier_id = $2 FOR UPDATE",
-        id,
-        courier_id,
-    )
-    .fetch_optional(conn)
-    .await
 }
 
 pub async fn answer_offer(
@@ -101,7 +189,7 @@ pub async fn answer_offer(
     Ok(())
 }
 
-/// Withdraws the courier's open offer, if any (the courier went offline or was suspended).
+/// Withdraws the courier's open offers, if any (the courier went offline or was suspended).
 pub async fn withdraw_courier_offers(
     conn: &mut PgConnection,
     courier_id: Uuid,
@@ -118,7 +206,8 @@ pub async fn withdraw_courier_offers(
     Ok(())
 }
 
-/// The courier's open offers with their jobs, soonest to expire first.
+/// The courier's open offers with their jobs, soonest to expire first, each route's
+/// together with its first offer first.
 pub async fn open_offers(
     pool: &PgPool,
     courier_id: Uuid,
@@ -126,8 +215,8 @@ pub async fn open_offers(
 ) -> Result<Vec<(OfferRow, JobRow)>, sqlx::Error> {
     let offers: Vec<OfferRow> = sqlx::query_as!(
         OfferRow,
-        "SELECT id, job_id, courier_id, travel_seconds, status AS \"status: Text<OfferStatus>\", offered_at, expires_at, answered_at FROM courier_offers WHERE courier_id = $1 AND status = 'open' \
-         AND expires_at > $2 ORDER BY expires_at",
+        "SELECT id, job_id, courier_id, travel_seconds, status AS \"status: Text<OfferStatus>\", offered_at, expires_at, answered_at, route_id, stops FROM courier_offers WHERE courier_id = $1 AND status = 'open' \
+         AND expires_at > $2 ORDER BY expires_at, route_id, id <> route_id, id",
         courier_id,
         now,
     )
@@ -171,39 +260,6 @@ pub async fn claim_overdue_searches(
     .into_iter()
     .map(JobRow::try_from)
     .collect()
-}
-
-/// Up to `limit` searching jobs with no open offer (test jobs too unless `live_only`) whose
-/// parcel is ready by `ready_by`, those that have searched longest first; nothing is locked. Only jobs with an active courier
-/// online in their market on their vehicle: the others have no one to be offered to, and
-/// would otherwise take a transaction each at every pass until one comes online.
-///
-/// Planned anew at each pass, for the table as it is (an unnamed statement, not kept): the
-/// searching jobs grow from nothing in bursts, and a plan kept from when there were few read
-/// every searching job on each call once there were thousands (BENCHMARKS.md, "Dispatch
-/// claims by key").
-pub async fn unoffered_searches(
-    conn: &mut PgConnection,
-    live_only: bool,
-    ready_by: DateTime<Utc>,
-    limit: i64,
-) -> Result<Vec<Uuid>, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT id FROM jobs j WHERE status = 'searching' \
-         AND (environment = 'live' OR NOT $1) \
-         AND (pickup_ready_at IS NULL OR pickup_ready_at <= $3) \
-         AND NOT EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
-                         AND o.status = 'open') \
-         AND EXISTS (SELECT 1 FROM couriers c WHERE c.market_id = j.market_id \
-                     AND c.vehicle = j.vehicle AND c.status = 'active' AND c.online) \
-         ORDER BY coalesce(search_opened_at, search_opens_at, booked_at) LIMIT $2",
-    )
-    .bind(live_only)
-    .bind(limit)
-    .bind(ready_by)
-    .persistent(false)
-    .fetch_all(conn)
-    .await
 }
 
 /// Job `id`, locked, if it is still searching with no open offer; `None` as well when another

@@ -1375,9 +1375,10 @@ async fn a_quotes_unwaited_commit_ends_with_its_statement() {
     assert_eq!(stored, made.total_amount_minor);
 }
 
-/// The dispatcher's read of the searching jobs: those with no open offer, longest searching
-/// first, test jobs only when asked for. A claim then locks one that is still unoffered, and
-/// another dispatcher skips it while it is held.
+/// The planner's read of a market's searching jobs: those with no open offer and ready soon
+/// enough, longest searching first, test jobs only when asked for, with the couriers they
+/// were offered to before. A claim then locks one that is still unoffered, and another
+/// dispatcher skips it while it is held.
 #[tokio::test]
 async fn dispatch_reads_the_unoffered_searches_and_claims_each_once() {
     let pool = database().await;
@@ -1421,6 +1422,7 @@ async fn dispatch_reads_the_unoffered_searches_and_claims_each_once() {
         created_at: now,
         suspended_at: None,
         suspension_reason: None,
+        takes_routes: false,
     };
     couriers::insert(&mut conn, &courier).await.unwrap();
     let offer = dispatch::OfferRow {
@@ -1432,37 +1434,46 @@ async fn dispatch_reads_the_unoffered_searches_and_claims_each_once() {
         offered_at: now,
         expires_at: now + Duration::seconds(30),
         answered_at: None,
+        route_id: Uuid::nil(),
+        stops: None,
+    };
+    let offer = dispatch::OfferRow {
+        route_id: offer.id,
+        ..offer
     };
     assert!(dispatch::insert_offer(&mut conn, &offer).await.unwrap());
 
     let ready_by = now + Duration::minutes(30);
-    let all = dispatch::unoffered_searches(&mut conn, false, ready_by, 10)
-        .await
-        .unwrap();
-    assert_eq!(all, vec![oldest.id, live.id]);
-    let live_only = dispatch::unoffered_searches(&mut conn, true, ready_by, 10)
-        .await
-        .unwrap();
-    assert_eq!(live_only, vec![live.id]);
-    let first = dispatch::unoffered_searches(&mut conn, false, ready_by, 1)
-        .await
-        .unwrap();
-    assert_eq!(first, vec![oldest.id]);
+    let mut searches = async |live_only: bool, ready_by, limit| -> Vec<Uuid> {
+        dispatch::open_searches(&mut conn, "demo", live_only, ready_by, limit)
+            .await
+            .unwrap()
+            .iter()
+            .map(|job| job.id)
+            .collect()
+    };
+    assert_eq!(
+        searches(false, ready_by, 10).await,
+        vec![oldest.id, live.id]
+    );
+    assert_eq!(searches(true, ready_by, 10).await, vec![live.id]);
+    assert_eq!(searches(false, ready_by, 1).await, vec![oldest.id]);
     // A parcel ready later than `ready_by` is not read yet.
     sqlx::query("UPDATE jobs SET pickup_ready_at = $2 WHERE id = $1")
         .bind(live.id)
         .bind(now + Duration::minutes(45))
-        .execute(&mut *conn)
+        .execute(&pool)
         .await
         .unwrap();
-    let ready_soon = dispatch::unoffered_searches(&mut conn, false, ready_by, 10)
+    assert_eq!(searches(false, ready_by, 10).await, vec![oldest.id]);
+    assert_eq!(
+        searches(false, now + Duration::hours(1), 10).await,
+        vec![oldest.id, live.id]
+    );
+    let pairs = dispatch::offered_pairs(&mut conn, &[oldest.id, offered.id])
         .await
         .unwrap();
-    assert_eq!(ready_soon, vec![oldest.id]);
-    let later = dispatch::unoffered_searches(&mut conn, false, now + Duration::hours(1), 10)
-        .await
-        .unwrap();
-    assert_eq!(later, vec![oldest.id, live.id]);
+    assert_eq!(pairs, vec![(offered.id, courier.id)]);
 
     let mut holder = pool.begin().await.unwrap();
     let claimed = dispatch::claim_unoffered_search(&mut holder, oldest.id)
@@ -1479,15 +1490,6 @@ async fn dispatch_reads_the_unoffered_searches_and_claims_each_once() {
         .unwrap();
     assert!(offered_again.is_none(), "it has an open offer");
     drop((holder, other));
-
-    // With no active courier online in their market on their vehicle, none is read.
-    couriers::set_online(&mut conn, courier.id, false)
-        .await
-        .unwrap();
-    let nobody = dispatch::unoffered_searches(&mut conn, false, ready_by, 10)
-        .await
-        .unwrap();
-    assert_eq!(nobody, Vec::<Uuid>::new());
 }
 
 /// A charge move as read back: from, to, the provider's reference, the detail.

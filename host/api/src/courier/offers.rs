@@ -17,19 +17,28 @@ use courier_core::dispatch::OfferRow;
 use courier_core::jobs::JobRow;
 use courier_core::jobs::fulfilment::FulfilmentError;
 
-/// An offer as the courier sees it: where to collect and deliver, not who.
+/// An offer as the courier sees it: where to collect and deliver, not who. One job, or
+/// several from one pickup (a route), accepted or declined together.
 #[derive(Serialize, ToSchema)]
 pub(super) struct OfferView {
+    /// The id to accept or decline the offer by.
     id: Uuid,
     /// Accept before this.
     expires_at: DateTime<Utc>,
-    /// The courier's estimated travel to the pickup.
+    /// The courier's estimated travel to the (first) pickup.
     travel_seconds: i32,
+    /// The first job of the offer (its only one, unless it is a route).
     #[schema(value_type = OfferJob)]
     job: Value,
+    /// Every job of the offer, in drop-off order.
+    #[schema(value_type = Vec<OfferJob>)]
+    jobs: Vec<Value>,
+    /// The stops in the order to make them: the pickups, then each drop-off.
+    #[schema(value_type = Vec<OfferStop>)]
+    stops: Vec<Value>,
 }
 
-/// The job an offer is for, as [`offer_view`] writes it.
+/// The job an offer is for, as [`offer_job`] writes it.
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub(super) struct OfferJob {
@@ -37,44 +46,123 @@ pub(super) struct OfferJob {
     reference: String,
     #[schema(value_type = courier_domain::VehicleName)]
     vehicle: String,
-    pickup: OfferStop,
-    dropoff: OfferStop,
+    pickup: OfferPlace,
+    dropoff: OfferPlace,
     /// When the parcel will be ready at the pickup; null: as soon as the job is due.
     pickup_ready_at: Option<DateTime<Utc>>,
 }
 
-/// A stop of an offered job: where, not who.
+/// Where a stop of an offered job is: where, not who.
 #[derive(ToSchema)]
 #[allow(dead_code)]
-pub(super) struct OfferStop {
+pub(super) struct OfferPlace {
     latitude: f64,
     longitude: f64,
     address: String,
     postcode: Option<String>,
 }
 
-fn offer_view(offer: &OfferRow, job: &JobRow) -> OfferView {
-    let stop = |s: &Value| {
-        json!({
-            "latitude": s["latitude"],
-            "longitude": s["longitude"],
-            "address": s["address"],
-            "postcode": s["postcode"],
-        })
-    };
-    OfferView {
-        id: offer.id,
-        expires_at: offer.expires_at,
-        travel_seconds: offer.travel_seconds,
-        job: json!({
-            "id": job.id,
-            "reference": job.reference,
-            "vehicle": job.vehicle,
-            "pickup": stop(&job.pickup),
-            "dropoff": stop(&job.dropoff),
-            "pickup_ready_at": job.pickup_ready_at,
-        }),
+/// A stop of an offer's route.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct OfferStop {
+    job_id: Uuid,
+    /// `pickup` or `dropoff`.
+    stop: String,
+    latitude: f64,
+    longitude: f64,
+    address: String,
+    postcode: Option<String>,
+}
+
+fn place(stop: &Value) -> Value {
+    json!({
+        "latitude": stop["latitude"],
+        "longitude": stop["longitude"],
+        "address": stop["address"],
+        "postcode": stop["postcode"],
+    })
+}
+
+fn offer_job(job: &JobRow) -> Value {
+    json!({
+        "id": job.id,
+        "reference": job.reference,
+        "vehicle": job.vehicle,
+        "pickup": place(&job.pickup),
+        "dropoff": place(&job.dropoff),
+        "pickup_ready_at": job.pickup_ready_at,
+    })
+}
+
+/// The courier's open offers, one view per route, soonest to expire first. `open` holds each
+/// route's offers together, its first offer first (as the store reads them).
+fn offer_views(open: &[(OfferRow, JobRow)]) -> Vec<OfferView> {
+    let mut views: Vec<OfferView> = Vec::new();
+    let mut routes: Vec<Vec<&(OfferRow, JobRow)>> = Vec::new();
+    for entry in open {
+        match routes.last_mut() {
+            Some(route) if route[0].0.route_id == entry.0.route_id => route.push(entry),
+            _ => routes.push(vec![entry]),
+        }
     }
+    for route in routes {
+        let (first, _) = route[0];
+        let job_of = |id: Uuid| route.iter().find(|(o, _)| o.job_id == id).map(|(_, j)| j);
+        // The stops as planned; for an offer of one job made before routes, its two stops.
+        let planned: Vec<(Uuid, String)> = first
+            .stops
+            .as_ref()
+            .and_then(Value::as_array)
+            .map(|stops| {
+                stops
+                    .iter()
+                    .filter_map(|s| {
+                        Some((
+                            s["job_id"].as_str()?.parse().ok()?,
+                            s["stop"].as_str()?.to_owned(),
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_else(|| {
+                vec![
+                    (first.job_id, "pickup".to_owned()),
+                    (first.job_id, "dropoff".to_owned()),
+                ]
+            });
+        let stops: Vec<Value> = planned
+            .iter()
+            .filter_map(|(job_id, stop)| {
+                let job = job_of(*job_id)?;
+                let mut view = place(if stop == "pickup" {
+                    &job.pickup
+                } else {
+                    &job.dropoff
+                });
+                view["job_id"] = json!(job_id);
+                view["stop"] = json!(stop);
+                Some(view)
+            })
+            .collect();
+        let jobs: Vec<Value> = planned
+            .iter()
+            .filter(|(_, stop)| stop == "dropoff")
+            .filter_map(|(job_id, _)| job_of(*job_id).map(offer_job))
+            .collect();
+        let Some(job) = jobs.first().cloned() else {
+            continue;
+        };
+        views.push(OfferView {
+            id: first.route_id,
+            expires_at: first.expires_at,
+            travel_seconds: first.travel_seconds,
+            job,
+            jobs,
+            stops,
+        });
+    }
+    views
 }
 
 #[utoipa::path(
@@ -90,7 +178,7 @@ pub(super) async fn list_offers(
     Extension(c): Courier,
 ) -> Result<Json<Vec<OfferView>>, ApiError> {
     let open = state.couriers.open_offers(c.courier_id).await?;
-    Ok(Json(open.iter().map(|(o, j)| offer_view(o, j)).collect()))
+    Ok(Json(offer_views(&open)))
 }
 
 fn offer_id(raw: &str) -> Result<Uuid, ApiError> {
@@ -102,10 +190,11 @@ fn offer_id(raw: &str) -> Result<Uuid, ApiError> {
     path = "/offers/{id}/accept",
     operation_id = "acceptOffer",
     tag = "couriers",
-    summary = "Take the offered job",
+    summary = "Take the offered job, or every job of an offered route",
+    description = "Every job of the offer still searching is assigned to the courier (a job the merchant cancelled meanwhile is left out). The answer is the first of them, in drop-off order; `GET /jobs` lists them all.",
     params(("id" = Uuid, Path, description = "The offer's id")),
     responses(
-        (status = 200, description = "The job, assigned to the courier", body = CourierJobView),
+        (status = 200, description = "The (first) job, assigned to the courier", body = CourierJobView),
         (status = 404, description = "offer.not_found"),
         (status = 409, description = "offer.expired offer.not_open"),
     )
@@ -115,11 +204,12 @@ pub(super) async fn accept_offer(
     Extension(c): Courier,
     Path(id): Path<String>,
 ) -> Result<Json<CourierJobView>, ApiError> {
-    let job = state
+    let jobs = state
         .fulfilment
         .accept_offer(c.courier_id, offer_id(&id)?)
         .await?;
-    Ok(Json(CourierJobView::from(&job)))
+    let first = jobs.first().ok_or(FulfilmentError::OfferNotOpen)?;
+    Ok(Json(CourierJobView::from(first)))
 }
 
 #[utoipa::path(
@@ -127,7 +217,7 @@ pub(super) async fn accept_offer(
     path = "/offers/{id}/decline",
     operation_id = "declineOffer",
     tag = "couriers",
-    summary = "Turn the offered job down; it goes to the next courier",
+    summary = "Turn the offered job (every job of an offered route) down; it goes to another courier",
     params(("id" = Uuid, Path, description = "The offer's id")),
     responses(
         (status = 204, description = "Declined"),

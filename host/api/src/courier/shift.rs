@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 
 use super::caller::Courier;
 use crate::error::{ApiError, RequestError};
-use crate::extract::ApiJson;
+use crate::extract::{ApiJson, OptionalJson};
 use crate::state::AppState;
 use courier_core::couriers::CourierView;
 use courier_domain::numeric::Numeric;
@@ -28,19 +28,39 @@ pub(super) async fn me(
     Ok(Json(state.couriers.get(c.courier_id).await?))
 }
 
+/// Going online; the body may be left out.
+#[derive(Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct OnlineBody {
+    /// The courier's app shows offers of several jobs (`jobs` and `stops` of an offer):
+    /// offers may then be routes. Left out or false: one job per offer.
+    #[serde(default)]
+    routes: bool,
+}
+
 #[utoipa::path(
     post,
     path = "/online",
     operation_id = "goOnline",
     tag = "couriers",
     summary = "Start taking offers",
-    responses((status = 200, description = "The courier, online", body = CourierView))
+    request_body(content = Option<OnlineBody>, description = "Optional: whether offers may be routes of several jobs"),
+    responses(
+        (status = 200, description = "The courier, online", body = CourierView),
+        (status = 422, description = "request.invalid_body"),
+    )
 )]
 pub(super) async fn go_online(
     State(state): State<AppState>,
     Extension(c): Courier,
+    OptionalJson(body): OptionalJson<OnlineBody>,
 ) -> Result<Json<CourierView>, ApiError> {
-    Ok(Json(state.couriers.set_online(c.courier_id, true).await?))
+    Ok(Json(
+        state
+            .couriers
+            .set_online(c.courier_id, true, body.routes)
+            .await?,
+    ))
 }
 
 #[utoipa::path(
@@ -55,7 +75,12 @@ pub(super) async fn go_offline(
     State(state): State<AppState>,
     Extension(c): Courier,
 ) -> Result<Json<CourierView>, ApiError> {
-    Ok(Json(state.couriers.set_online(c.courier_id, false).await?))
+    Ok(Json(
+        state
+            .couriers
+            .set_online(c.courier_id, false, false)
+            .await?,
+    ))
 }
 
 /// Where the courier is; each coordinate a number or a numeric string.

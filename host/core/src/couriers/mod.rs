@@ -120,6 +120,8 @@ pub struct CourierView {
     pub created_at: DateTime<Utc>,
     pub suspended_at: Option<DateTime<Utc>>,
     pub suspension_reason: Option<String>,
+    /// Offers may carry several jobs (a route) this shift: the courier said so going online.
+    pub takes_routes: bool,
 }
 
 impl From<&CourierRow> for CourierView {
@@ -135,6 +137,7 @@ impl From<&CourierRow> for CourierView {
             created_at: c.created_at,
             suspended_at: c.suspended_at,
             suspension_reason: c.suspension_reason.clone(),
+            takes_routes: c.takes_routes,
         }
     }
 }
@@ -228,6 +231,7 @@ impl Couriers {
             created_at: now(),
             suspended_at: None,
             suspension_reason: None,
+            takes_routes: false,
         };
         let view = CourierView::from(&row);
         let mut tx = self.pool.begin().await?;
@@ -336,10 +340,16 @@ impl Couriers {
         Ok(after)
     }
 
-    /// Online couriers can be offered jobs; going offline withdraws the open offer.
-    pub async fn set_online(&self, id: Uuid, online: bool) -> Result<CourierView, CourierError> {
+    /// Online couriers can be offered jobs, several at a time if they take routes; going
+    /// offline withdraws the open offer.
+    pub async fn set_online(
+        &self,
+        id: Uuid,
+        online: bool,
+        takes_routes: bool,
+    ) -> Result<CourierView, CourierError> {
         let mut tx = self.pool.begin().await?;
-        let row = courier_store::couriers::set_online(&mut tx, id, online).await?;
+        let row = courier_store::couriers::set_online(&mut tx, id, online, takes_routes).await?;
         if !online {
             offers::withdraw_courier_offers(&mut tx, id, now()).await?;
         }

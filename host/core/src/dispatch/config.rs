@@ -24,8 +24,8 @@ pub struct DispatchConfig {
           env = "COURIER_DISPATCH_INTERVAL_MS", default_value = "1000",
           value_parser = settings::millis)]
     pub interval: Duration,
-    /// How far from the pickup (a box, in a straight line) couriers are looked for before
-    /// routing.
+    /// How far from a pickup (in a straight line) a courier may be to be planned for it;
+    /// nearer pairs are routed on the road network.
     #[arg(id = "dispatch-radius-km", long = "dispatch-radius-km",
           env = "COURIER_DISPATCH_RADIUS_KM", default_value = "15", value_parser = kilometres)]
     pub radius_km: f64,
@@ -35,6 +35,21 @@ pub struct DispatchConfig {
           env = "COURIER_DISPATCH_READY_WAIT_SECS", default_value = "120",
           value_parser = settings::seconds)]
     pub ready_wait: chrono::Duration,
+    /// Jobs from one pickup offered together to one courier, at most (1: one job each).
+    #[arg(id = "dispatch-max-bundle", long = "dispatch-max-bundle",
+          env = "COURIER_DISPATCH_MAX_BUNDLE", default_value = "3",
+          value_parser = settings::positive_usize)]
+    pub max_bundle: usize,
+    /// Jobs ride together only when their parcels are ready within this of each other.
+    #[arg(id = "dispatch-bundle-window-secs", long = "dispatch-bundle-window-secs",
+          env = "COURIER_DISPATCH_BUNDLE_WINDOW_SECS", default_value = "600",
+          value_parser = settings::seconds)]
+    pub bundle_window: chrono::Duration,
+    /// The most riding together may delay a job's drop-off, against riding alone.
+    #[arg(id = "dispatch-max-detour-secs", long = "dispatch-max-detour-secs",
+          env = "COURIER_DISPATCH_MAX_DETOUR_SECS", default_value = "600",
+          value_parser = settings::seconds)]
+    pub max_detour: chrono::Duration,
     /// Largest proof photo or signature (decoded bytes); the delivery route accepts a body of
     /// three times this.
     #[arg(id = "proof-max-bytes", long = "proof-max-bytes", env = "COURIER_PROOF_MAX_BYTES",
@@ -66,6 +81,8 @@ mod tests {
         assert_eq!(config.offer_timeout, chrono::Duration::seconds(30));
         assert_eq!(config.deadline, chrono::Duration::minutes(15));
         assert_eq!(config.ready_wait, chrono::Duration::minutes(2));
+        assert_eq!(config.max_bundle, 3);
+        assert_eq!(config.bundle_window, chrono::Duration::minutes(10));
         let config = settings::from_lookup::<DispatchConfig>(|n| match n {
             "COURIER_OFFER_TIMEOUT_MS" => Some("250".into()),
             "COURIER_DISPATCH_DEADLINE_SECS" => Some("2".into()),

@@ -1,41 +1,41 @@
-//! Dispatch: searching jobs are offered, one courier at a time, to the available courier
-//! with the shortest road trip to the pickup; offers run out and move on; searches that find
-//! nobody before the deadline fail. A job whose parcel is not ready yet is offered when that
-//! courier, leaving now, would wait at most `COURIER_DISPATCH_READY_WAIT_SECS` for it.
+//! Dispatch: a planner, run for each market every pass, offers its searching jobs to the
+//! available couriers, one job or several from one pickup (a route) to each, in the order of
+//! stops that serves them best; offers run out and move on; searches that find nobody before
+//! the deadline fail. A job whose parcel is not ready yet is offered when its courier, leaving
+//! now, would wait at most `COURIER_DISPATCH_READY_WAIT_SECS` for it.
 //!
 //! All of it is due work in Postgres, done by a worker every instance runs: each pass
-//! expires offers, fails overdue searches, offers jobs that have no open offer, and finishes
-//! settlements left behind. Rows are claimed with `FOR UPDATE SKIP LOCKED`, and the unique
-//! indexes on open offers (one per job, one per courier) make a second dispatcher's offer
-//! lose, so any number of instances can run side by side and a crash loses nothing.
+//! expires offers, fails overdue searches, plans each market and offers what is due, and
+//! finishes settlements left behind. A market is planned by one instance at a time (the pass
+//! holds the market's advisory lock for its transaction; the others skip it), a route's jobs
+//! are claimed with `FOR UPDATE SKIP LOCKED`, and the unique indexes on open offers (one per
+//! job, one route per courier) make a conflicting offer lose, so any number of instances can
+//! run side by side and a crash loses nothing.
 
 mod config;
+mod planning;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use courier_geo::LatLon;
-use sqlx::{PgConnection, PgPool};
+use sqlx::{Acquire, PgConnection, PgPool};
 use uuid::Uuid;
 
 pub use config::DispatchConfig;
-use courier_domain::dispatch::{OfferStatus, Reachable, choose};
+use courier_domain::dispatch::OfferStatus;
 pub use courier_store::dispatch::OfferRow;
+use planning::PlannedRoute;
 
 use crate::infra::clock::now;
 use crate::jobs::POSITION_FRESHNESS;
 use crate::jobs::fulfilment::Fulfilment;
-use crate::markets::Markets;
-use courier_store::couriers::{self as couriers_store, CandidateSearch};
+use crate::markets::{Market, Markets};
+use courier_store::couriers as couriers_store;
 use courier_store::dispatch as store;
-use courier_store::jobs::JobRow;
 
-/// Couriers routed per job: the nearest in a straight line.
-const CANDIDATES: i64 = 10;
-/// Jobs claimed (and offered, if a courier is available) per pass.
-const JOBS_PER_PASS: usize = 50;
-/// Jobs read per pass to claim those: instances passing at once skip each other's.
-const JOBS_READ_PER_PASS: i64 = 4 * JOBS_PER_PASS as i64;
-const KM_PER_DEGREE_OF_LATITUDE: f64 = 111.2;
+/// Most searching jobs, and most available couriers, a market's plan takes in.
+const SNAPSHOT_LIMIT: i64 = 500;
 /// Jobs ready later than this are not looked at: no courier within the search radius is
 /// further away than this from a pickup.
 const READY_LOOKAHEAD: chrono::Duration = chrono::Duration::minutes(30);
@@ -89,107 +89,128 @@ impl Dispatcher {
         if failed > 0 {
             tracing::info!(jobs = failed, "searches failed at the dispatch deadline");
         }
-        self.offer_searching_jobs().await?;
+        self.plan_markets().await?;
         self.fulfilment.run_due_settlements().await?;
         Ok(())
     }
 
-    /// The jobs that have searched longest, read once per pass; then one transaction per job,
-    /// so a transaction holds at most one new offer and two instances offering at once can
-    /// only wait on each other, never in a circle.
-    async fn offer_searching_jobs(&self) -> Result<(), sqlx::Error> {
-        let mut conn = self.pool.acquire().await?;
-        let searching = store::unoffered_searches(
-            &mut conn,
-            self.live_jobs_only,
-            now() + READY_LOOKAHEAD,
-            JOBS_READ_PER_PASS,
-        )
-        .await?;
-        drop(conn);
-        let mut claimed = 0;
-        for job_id in searching {
-            if claimed == JOBS_PER_PASS {
-                break;
-            }
-            let mut tx = self.pool.begin().await?;
-            // Offered or held by another instance since it was read: skipped.
-            let Some(job) = store::claim_unoffered_search(&mut tx, job_id).await? else {
+    /// Plans every market this instance can take and offers what is due.
+    async fn plan_markets(&self) -> Result<(), sqlx::Error> {
+        for market in self.markets.all() {
+            // A network still loading cannot route: the market waits for it.
+            if market.network().is_err() {
                 continue;
-            };
-            claimed += 1;
-            if let Some(offer) = self.offer(&mut tx, &job).await? {
-                tracing::debug!(job_id = %job.id, courier_id = %offer.courier_id, "job offered");
             }
-            tx.commit().await?;
+            let offered = self.plan_market(market).await?;
+            if offered > 0 {
+                tracing::debug!(market = market.id(), routes = offered, "routes offered");
+            }
         }
         Ok(())
     }
 
-    /// Offers `job` (locked) to the best available courier, if there is one.
-    async fn offer(
-        &self,
-        conn: &mut PgConnection,
-        job: &JobRow,
-    ) -> Result<Option<OfferRow>, sqlx::Error> {
-        let vehicle = job.vehicle;
-        let (Some(market), Some(pickup)) = (self.markets.get(&job.market_id), point(&job.pickup))
-        else {
-            tracing::error!(job_id = %job.id, "a searching job has no market or pickup");
-            return Ok(None);
-        };
+    /// One market's plan, read, made and offered in one transaction holding the market's
+    /// lock: the number of routes offered.
+    async fn plan_market(&self, market: &Market) -> Result<usize, sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        if !store::try_plan_market(&mut tx, market.id()).await? {
+            return Ok(0);
+        }
         let now = now();
-        let search = CandidateSearch {
-            job_id: job.id,
-            market_id: &job.market_id,
-            vehicle,
-            latitude: pickup.lat,
-            longitude: pickup.lon,
-            box_degrees: self.config.radius_km / KM_PER_DEGREE_OF_LATITUDE,
-            fresh_since: now - POSITION_FRESHNESS,
-            limit: CANDIDATES,
-        };
-        let nearby = couriers_store::candidates(conn, &search).await?;
-        let mut reachable: Vec<Reachable> = nearby
-            .iter()
-            .enumerate()
-            .map(|(rank, c)| Reachable {
-                courier_id: c.id,
-                travel_seconds: market
-                    .route(vehicle, LatLon::new(c.latitude, c.longitude), pickup)
-                    .ok()
-                    .map(|route| route.duration_seconds),
-                rank,
-            })
+        let jobs = store::open_searches(
+            &mut tx,
+            market.id(),
+            self.live_jobs_only,
+            now + READY_LOOKAHEAD,
+            SNAPSHOT_LIMIT,
+        )
+        .await?;
+        if jobs.is_empty() {
+            return Ok(0);
+        }
+        let couriers = couriers_store::available_in_market(
+            &mut tx,
+            market.id(),
+            now - POSITION_FRESHNESS,
+            SNAPSHOT_LIMIT,
+        )
+        .await?;
+        if couriers.is_empty() {
+            return Ok(0);
+        }
+        let job_ids: Vec<Uuid> = jobs.iter().map(|j| j.id).collect();
+        let offered_before: HashSet<(Uuid, Uuid)> = store::offered_pairs(&mut tx, &job_ids)
+            .await?
+            .into_iter()
             .collect();
-        while let Some(best) = choose(&reachable) {
-            if let (Some(ready), Some(travel)) = (job.pickup_ready_at, best.travel_seconds) {
-                let arrives = now + chrono::Duration::seconds(i64::from(travel));
-                if arrives + self.config.ready_wait < ready {
-                    // Too early to send anyone: asked again at the next pass.
-                    return Ok(None);
-                }
+        let routes = planning::plan(market, now, &jobs, &couriers, &offered_before, &self.config);
+        let mut offered = 0;
+        for route in &routes {
+            if self.offer_route(&mut tx, route, now).await? {
+                offered += 1;
             }
+        }
+        tx.commit().await?;
+        Ok(offered)
+    }
+
+    /// Offers `route` to its courier, all its jobs or none (a savepoint): false when a job
+    /// was claimed or offered meanwhile, or the courier was given a route.
+    async fn offer_route(
+        &self,
+        tx: &mut PgConnection,
+        route: &PlannedRoute,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<bool, sqlx::Error> {
+        let mut savepoint = tx.begin().await?;
+        for &job_id in &route.jobs {
+            // Moved or held by another transaction since it was read: not offered now.
+            if store::claim_unoffered_search(&mut savepoint, job_id)
+                .await?
+                .is_none()
+            {
+                savepoint.rollback().await?;
+                return Ok(false);
+            }
+        }
+        let route_id = Uuid::new_v4();
+        let stops = route_stops(&route.jobs);
+        for (position, &job_id) in route.jobs.iter().enumerate() {
+            let first = position == 0;
             let offer = OfferRow {
-                id: Uuid::new_v4(),
-                job_id: job.id,
-                courier_id: best.courier_id,
-                travel_seconds: best
-                    .travel_seconds
-                    .map_or(i32::MAX, |s| i32::try_from(s).unwrap_or(i32::MAX)),
+                id: if first { route_id } else { Uuid::new_v4() },
+                job_id,
+                courier_id: route.courier_id,
+                travel_seconds: i32::try_from(route.travel_seconds).unwrap_or(i32::MAX),
                 status: OfferStatus::Open,
                 offered_at: now,
                 expires_at: now + self.config.offer_timeout,
                 answered_at: None,
+                route_id,
+                stops: first.then(|| stops.clone()),
             };
-            if store::insert_offer(conn, &offer).await? {
-                return Ok(Some(offer));
+            if !store::insert_offer(&mut savepoint, &offer).await? {
+                savepoint.rollback().await?;
+                return Ok(false);
             }
-            // Another instance offered that courier a job meanwhile: the next best, then.
-            reachable.retain(|c| c.courier_id != best.courier_id);
         }
-        Ok(None)
+        savepoint.commit().await?;
+        tracing::debug!(%route_id, courier_id = %route.courier_id, jobs = route.jobs.len(),
+            "route offered");
+        Ok(true)
     }
+}
+
+/// A route's stops in order: every job collected at the shared pickup, then each dropped
+/// off in the planned order.
+fn route_stops(jobs: &[Uuid]) -> serde_json::Value {
+    let stop = |job: &Uuid, stop: &str| serde_json::json!({"job_id": job, "stop": stop});
+    serde_json::Value::Array(
+        jobs.iter()
+            .map(|job| stop(job, "pickup"))
+            .chain(jobs.iter().map(|job| stop(job, "dropoff")))
+            .collect(),
+    )
 }
 
 /// A stop's point as booked.

@@ -26,7 +26,7 @@ use courier_domain::event::{EventDetails, EventName, JobFacts, NewEvent};
 use courier_domain::job::proof::{Proof, ProofError};
 use courier_domain::job::transitions::{self, Actor, InvalidTransition, Settlement};
 use courier_store::couriers as couriers_store;
-use courier_store::dispatch as offers;
+use courier_store::dispatch::{self as offers, OfferRow};
 use courier_store::fulfilment::{self as store, ProofFileRow};
 use courier_store::jobs::JobRow;
 use courier_store::merchants as merchants_store;
@@ -248,73 +248,95 @@ impl Fulfilment {
         Ok(moved)
     }
 
-    /// A courier accepts its open offer: the job is assigned to it, if the job is still
-    /// searching. Of two accepts racing, only the first to lock the job assigns it.
+    /// A courier accepts its open offer (a route of one job or several): each of its jobs
+    /// still searching is assigned to it; returns them in the route's order. Of two accepts
+    /// racing for a job, only the first to lock it assigns it.
     pub async fn accept_offer(
         &self,
         courier_id: Uuid,
         offer_id: Uuid,
-    ) -> Result<JobRow, FulfilmentError> {
+    ) -> Result<Vec<JobRow>, FulfilmentError> {
         let mut tx = self.begin_move().await?;
-        // Job first, then offer: the order every job move takes its locks in.
-        let job_id = offers::job_of_offer(&mut tx, offer_id, courier_id)
-            .await?
-            .ok_or(FulfilmentError::OfferNotFound)?;
-        let job = store::lock_job(&mut tx, job_id)
-            .await?
-            .ok_or(FulfilmentError::OfferNotFound)?;
-        let offer = offers::lock_offer(&mut tx, offer_id, courier_id)
-            .await?
-            .ok_or(FulfilmentError::OfferNotFound)?;
+        // Jobs first (by id, so two moves never wait on each other in a circle), then the
+        // offers: the order every job move takes its locks in.
+        let mut job_ids = offers::route_jobs(&mut tx, offer_id, courier_id).await?;
+        if job_ids.is_empty() {
+            return Err(FulfilmentError::OfferNotFound);
+        }
+        job_ids.sort_unstable();
+        let mut jobs = Vec::with_capacity(job_ids.len());
+        for job_id in job_ids {
+            if let Some(job) = store::lock_job(&mut tx, job_id).await? {
+                jobs.push(job);
+            }
+        }
+        let route = offers::lock_route(&mut tx, offer_id, courier_id).await?;
+        let first = route.first().ok_or(FulfilmentError::OfferNotFound)?;
         let now = now();
-        if offer.status == OfferStatus::Open && offer.expires_at <= now {
-            offers::answer_offer(&mut tx, offer.id, OfferStatus::Expired, now).await?;
+        // A route's offers are made, and run out, together.
+        let open = route.iter().any(|o| o.status == OfferStatus::Open);
+        if open && first.expires_at <= now {
+            offers::answer_route(&mut tx, offer_id, OfferStatus::Expired, now).await?;
             tx.commit().await?;
             return Err(FulfilmentError::OfferExpired);
         }
-        if offer.status == OfferStatus::Expired {
+        if !open && route.iter().any(|o| o.status == OfferStatus::Expired) {
             return Err(FulfilmentError::OfferExpired);
         }
-        if offer.status != OfferStatus::Open || job.status != JobStatus::Searching {
+        let mut assigned = Vec::with_capacity(route.len());
+        for offer in route_order(&route) {
+            let Some(job) = jobs.iter().find(|j| j.id == offer.job_id) else {
+                continue;
+            };
+            // A job cancelled while offered has its offer withdrawn: the rest still go.
+            if offer.status != OfferStatus::Open || job.status != JobStatus::Searching {
+                continue;
+            }
+            let moved = apply(
+                &mut tx,
+                job,
+                &Move {
+                    actor: Actor::Courier,
+                    to: JobStatus::Assigned,
+                    courier: Some(courier_id),
+                    reason: None,
+                    proof: None,
+                },
+            )
+            .await?;
+            offers::answer_offer(&mut tx, offer.id, OfferStatus::Accepted, now).await?;
+            assigned.push(moved);
+        }
+        if assigned.is_empty() {
             return Err(FulfilmentError::OfferNotOpen);
         }
-        let moved = apply(
-            &mut tx,
-            &job,
-            &Move {
-                actor: Actor::Courier,
-                to: JobStatus::Assigned,
-                courier: Some(courier_id),
-                reason: None,
-                proof: None,
-            },
-        )
-        .await?;
-        offers::answer_offer(&mut tx, offer.id, OfferStatus::Accepted, now).await?;
         tx.commit().await?;
-        self.settle_ended(&moved).await;
-        Ok(moved)
+        for job in &assigned {
+            self.settle_ended(job).await;
+        }
+        Ok(assigned)
     }
 
-    /// A courier declines its open offer; the job goes to the next courier.
+    /// A courier declines its open offer, every job of it; they go to other couriers.
     pub async fn decline_offer(
         &self,
         courier_id: Uuid,
         offer_id: Uuid,
     ) -> Result<(), FulfilmentError> {
         let mut tx = self.begin_move().await?;
-        let offer = offers::lock_offer(&mut tx, offer_id, courier_id)
-            .await?
-            .ok_or(FulfilmentError::OfferNotFound)?;
+        let route = offers::lock_route(&mut tx, offer_id, courier_id).await?;
+        let first = route.first().ok_or(FulfilmentError::OfferNotFound)?;
         let now = now();
-        match offer.status {
-            OfferStatus::Open if offer.expires_at > now => {
-                offers::answer_offer(&mut tx, offer.id, OfferStatus::Declined, now).await?;
-                tx.commit().await?;
-                Ok(())
-            }
-            OfferStatus::Open | OfferStatus::Expired => Err(FulfilmentError::OfferExpired),
-            _ => Err(FulfilmentError::OfferNotOpen),
+        let open = route.iter().any(|o| o.status == OfferStatus::Open);
+        let expired = route.iter().any(|o| o.status == OfferStatus::Expired);
+        if open && first.expires_at > now {
+            offers::answer_route(&mut tx, offer_id, OfferStatus::Declined, now).await?;
+            tx.commit().await?;
+            Ok(())
+        } else if open || expired {
+            Err(FulfilmentError::OfferExpired)
+        } else {
+            Err(FulfilmentError::OfferNotOpen)
         }
     }
 
@@ -699,6 +721,26 @@ async fn put_on_courier(
     Ok(store::move_job_along(conn, &next, from, along)
         .await?
         .ok_or(refused)?)
+}
+
+/// A route's offers in the order of its stops' drop-offs (the order they were offered in
+/// when the route has no stops recorded).
+fn route_order(route: &[OfferRow]) -> Vec<&OfferRow> {
+    let dropoffs: Vec<Uuid> = route
+        .first()
+        .and_then(|first| first.stops.as_ref())
+        .and_then(|stops| stops.as_array())
+        .map(|stops| {
+            stops
+                .iter()
+                .filter(|s| s["stop"] == "dropoff")
+                .filter_map(|s| s["job_id"].as_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut ordered: Vec<&OfferRow> = route.iter().collect();
+    ordered.sort_by_key(|o| dropoffs.iter().position(|j| *j == o.job_id));
+    ordered
 }
 
 /// The courier's own job under way, locked; anyone else's is not found.

@@ -1,10 +1,8 @@
-//! Dispatch: couriers, their offers, and which courier an offer goes to.
+//! Dispatch: couriers, their offers, and the planner that decides which courier is offered
+//! which jobs.
 
-pub mod choice;
 pub mod mdrp;
 pub mod planner;
-
-pub use choice::{Reachable, choose};
 
 crate::names::named_enum! {
     /// An offer of a job to one courier: `open` until the courier accepts or declines it, it

@@ -51,6 +51,9 @@ pub struct PlanCourier<P> {
     /// What one more job costs with this courier, in the clock's units of click-to-door: none
     /// while its pay is a guarantee that more jobs do not raise.
     pub job_cost: i64,
+    /// Jobs (indexes into the snapshot's) never to be given to this courier: offered to it
+    /// before and turned down or let run out.
+    pub refused: Vec<usize>,
 }
 
 /// Time spent at a stop, before the pickup or drop-off counts as made and after it.
@@ -154,9 +157,15 @@ pub fn plan<P: Eq + Hash>(
     if jobs.is_empty() || available.is_empty() {
         return Vec::new();
     }
+    // Couriers who turned down every job count for nothing in how scarce couriers are.
+    let willing = available
+        .iter()
+        .filter(|&&c| couriers[c].refused.len() < jobs.len())
+        .count()
+        .max(1);
     let target = jobs
         .len()
-        .div_ceil(available.len())
+        .div_ceil(willing)
         .clamp(1, settings.max_bundle.max(1));
     let bundles = bundles(now, jobs, target, &travel, service, settings);
     // One job more delivered outweighs any difference in minutes among the pairs.
@@ -173,6 +182,9 @@ pub fn plan<P: Eq + Hash>(
             .iter()
             .filter_map(|&c| {
                 let courier = &couriers[c];
+                if bundle.iter().any(|j| courier.refused.contains(j)) {
+                    return None;
+                }
                 let starts = courier.free_at.max(now);
                 let trip = travel(&courier.at, &jobs[bundle[0]].pickup);
                 let timing = timing(jobs, bundle, starts + trip, service, &travel);
@@ -361,6 +373,7 @@ mod tests {
             free_at,
             off_at: 1000,
             job_cost: 0,
+            refused: Vec::new(),
         }
     }
 
@@ -457,6 +470,30 @@ mod tests {
             &SETTINGS,
         );
         assert_eq!(routes[0].courier, 1);
+    }
+
+    #[test]
+    fn a_courier_is_never_given_a_job_it_turned_down() {
+        let jobs = [job(10, 20, 0, 0)];
+        let declined = PlanCourier {
+            refused: vec![0],
+            ..courier(10, 0)
+        };
+        let routes = plan(
+            0,
+            &jobs,
+            &[declined, courier(30, 0)],
+            travel,
+            &SERVICE,
+            &SETTINGS,
+        );
+        assert_eq!(routes.len(), 1);
+        assert_eq!(routes[0].courier, 1);
+        let alone = PlanCourier {
+            refused: vec![0],
+            ..courier(10, 0)
+        };
+        assert!(plan(0, &jobs, &[alone], travel, &SERVICE, &SETTINGS).is_empty());
     }
 
     #[test]

@@ -226,6 +226,7 @@ fn planned(instance: &Instance, settings: &PlannerSettings) -> Solution {
                 } else {
                     0
                 },
+                refused: Vec::new(),
             })
             .collect();
         let routes = planner::plan(

@@ -1,0 +1,183 @@
+//! Routes: the planner offers a courier whose app takes routes several jobs from one pickup
+//! in one offer, with their stops in order; declined, the whole route goes to another
+//! courier; accepted, every job is the courier's, collected and delivered with its own
+//! events, tracking page and charge. A courier whose app does not say it takes routes is
+//! offered one job at a time, as before.
+
+use std::time::Duration;
+
+use chrono::{SecondsFormat, Utc};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::fulfilment::{Floor, PICKUP, Rider, WAIT};
+use crate::support::eventually;
+
+/// Two parcels of one pickup, ready a minute apart: booked while nobody is online, so the
+/// first plan sees both.
+async fn two_parcels(floor: &Floor) -> [Value; 2] {
+    let ready = |seconds: i64| {
+        (Utc::now() + chrono::Duration::seconds(seconds)).to_rfc3339_opts(SecondsFormat::Secs, true)
+    };
+    [
+        floor
+            .book_as(&[], json!({"pickup_ready_at": ready(60)}))
+            .await,
+        floor
+            .book_as(&[], json!({"pickup_ready_at": ready(120)}))
+            .await,
+    ]
+}
+
+/// Goes online at the pickup, saying whether its app takes routes.
+async fn online(floor: &Floor, rider: &Rider, routes: bool) {
+    let (status, me) = floor
+        .courier_call(
+            rider,
+            Method::POST,
+            "/online",
+            Some(json!({"routes": routes})),
+        )
+        .await;
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(me["takes_routes"], routes);
+    floor.report_position(rider, PICKUP).await;
+}
+
+fn ids(values: &Value) -> Vec<Value> {
+    values
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["id"].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_route_of_two_jobs_is_offered_declined_taken_and_delivered() {
+    let floor = Floor::start(&[("COURIER_OFFER_TIMEOUT_MS", "20000")]).await;
+    let first = floor.rider("Rio Route", "car", None).await;
+    let second = floor.rider("Sol Second", "car", None).await;
+    let jobs = two_parcels(&floor).await;
+
+    // One offer carries both jobs: both collected at the pickup, then each dropped off.
+    online(&floor, &first, true).await;
+    let offer = floor.offer_for(&first).await;
+    let mut booked = ids(&json!(jobs));
+    let mut offered = ids(&offer["jobs"]);
+    assert_eq!(offered.len(), 2, "{offer}");
+    assert_eq!(offer["job"]["id"], offered[0]);
+    offered.sort_by_key(|id| id.to_string());
+    booked.sort_by_key(|id| id.to_string());
+    assert_eq!(offered, booked);
+    let stops: Vec<(Value, Value)> = offer["stops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["job_id"].clone(), s["stop"].clone()))
+        .collect();
+    assert_eq!(stops.len(), 4, "{offer}");
+    assert!(
+        stops[..2].iter().all(|(_, stop)| stop == "pickup"),
+        "{offer}"
+    );
+    assert!(
+        stops[2..].iter().all(|(_, stop)| stop == "dropoff"),
+        "{offer}"
+    );
+    assert_eq!(stops[2].0, offer["jobs"][0]["id"]);
+    assert!(
+        offer["stops"][0]["contact_name"].is_null(),
+        "offers carry no contacts"
+    );
+
+    // Declined: the whole route goes to the next courier that takes routes.
+    let decline = format!("/offers/{}/decline", offer["id"].as_str().unwrap());
+    let (status, _) = floor
+        .courier_call(&first, Method::POST, &decline, None)
+        .await;
+    assert_eq!(status, 204);
+    online(&floor, &second, true).await;
+    let offer = floor.offer_for(&second).await;
+    assert_eq!(ids(&offer["jobs"]).len(), 2, "{offer}");
+    let (_, left) = floor
+        .courier_call(&first, Method::GET, "/offers", None)
+        .await;
+    assert_eq!(left, json!([]), "a declined route is not offered again");
+
+    // Accepted: both jobs are the courier's.
+    let accept = format!("/offers/{}/accept", offer["id"].as_str().unwrap());
+    let (status, accepted) = floor
+        .courier_call(&second, Method::POST, &accept, None)
+        .await;
+    assert_eq!(status, 200, "{accepted}");
+    assert_eq!(accepted["id"], offer["jobs"][0]["id"]);
+    let (status, under_way) = floor
+        .courier_call(&second, Method::GET, "/jobs", None)
+        .await;
+    assert_eq!(status, 200, "{under_way}");
+    assert_eq!(under_way.as_array().unwrap().len(), 2, "{under_way}");
+    for job in &jobs {
+        assert_eq!(floor.job(job).await["status"], "assigned");
+    }
+    // Each collected at the pickup and delivered, in the route's order.
+    for job in &jobs {
+        floor.collect(&second, job).await;
+    }
+    for planned in offer["jobs"].as_array().unwrap() {
+        floor.deliver(&second, planned).await;
+    }
+    for job in &jobs {
+        assert_eq!(floor.job(job).await["status"], "delivered");
+        floor.charge_once(job, "captured").await;
+        for event in [
+            "job.booked",
+            "job.courier_assigned",
+            "job.picked_up",
+            "job.delivered",
+        ] {
+            floor.event_data(job, event).await;
+            assert_eq!(floor.event_count(job, event), 1, "{event} of {}", job["id"]);
+        }
+        let url = job["tracking_url"].as_str().unwrap();
+        let path = &url[url.find("/track/").unwrap()..];
+        let tracking = floor.app.request(Method::GET, path).send().await.unwrap();
+        assert_eq!(tracking.status(), 200);
+        let page = tracking.text().await.unwrap();
+        assert!(page.contains("elivered"), "{page}");
+    }
+    floor.assert_no_courier_details(&[&first, &second]);
+}
+
+#[tokio::test]
+async fn a_courier_that_does_not_take_routes_is_offered_one_job_at_a_time() {
+    let floor = Floor::start(&[]).await;
+    let single = floor.rider("Sam Single", "car", None).await;
+    let jobs = two_parcels(&floor).await;
+    online(&floor, &single, false).await;
+    for _ in &jobs {
+        let offer = floor.offer_for(&single).await;
+        assert_eq!(
+            ids(&offer["jobs"]),
+            vec![offer["job"]["id"].clone()],
+            "{offer}"
+        );
+        assert_eq!(offer["stops"].as_array().unwrap().len(), 2, "{offer}");
+        let accept = format!("/offers/{}/accept", offer["id"].as_str().unwrap());
+        let (status, job) = floor
+            .courier_call(&single, Method::POST, &accept, None)
+            .await;
+        assert_eq!(status, 200, "{job}");
+        floor.collect(&single, &job).await;
+        floor.deliver(&single, &job).await;
+    }
+    for job in &jobs {
+        eventually(
+            "the job delivered",
+            WAIT,
+            Duration::from_millis(25),
+            || async { (floor.job(job).await["status"] == "delivered").then_some(()) },
+        )
+        .await;
+    }
+}
