@@ -18,7 +18,6 @@ mod planning;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use courier_geo::LatLon;
 use sqlx::{Acquire, PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -26,6 +25,7 @@ pub use config::DispatchConfig;
 use courier_domain::dispatch::OfferStatus;
 pub use courier_store::dispatch::OfferRow;
 use planning::PlannedRoute;
+pub use planning::point;
 
 use crate::infra::clock::now;
 use crate::jobs::POSITION_FRESHNESS;
@@ -211,12 +211,4 @@ fn route_stops(jobs: &[Uuid]) -> serde_json::Value {
             .chain(jobs.iter().map(|job| stop(job, "dropoff")))
             .collect(),
     )
-}
-
-/// A stop's point as booked.
-pub fn point(stop: &serde_json::Value) -> Option<LatLon> {
-    Some(LatLon::new(
-        stop["latitude"].as_f64()?,
-        stop["longitude"].as_f64()?,
-    ))
 }

@@ -16,8 +16,7 @@ use courier_geo::LatLon;
 use courier_store::couriers::AvailableCourier;
 use courier_store::jobs::JobRow;
 
-use super::DispatchConfig;
-use super::point;
+use super::config::DispatchConfig;
 use crate::markets::Market;
 
 /// A point as the planner tells places apart: whole micro-degrees.
@@ -243,6 +242,14 @@ fn plan_vehicle(
             jobs: route.jobs.iter().map(|&j| stops[j].0.id).collect(),
         })
         .collect()
+}
+
+/// A stop's point as booked.
+pub fn point(stop: &serde_json::Value) -> Option<LatLon> {
+    Some(LatLon::new(
+        stop["latitude"].as_f64()?,
+        stop["longitude"].as_f64()?,
+    ))
 }
 
 /// Straight-line distance on a small patch of the Earth.
