@@ -488,7 +488,8 @@ async fn a_jobs_move_writes_what_goes_with_it_only_if_the_job_moved() {
     .unwrap();
     sqlx::query(
         "INSERT INTO courier_offers (id, job_id, courier_id, travel_seconds, status, \
-         offered_at, expires_at) VALUES ($1, $2, $3, 60, 'open', now(), now() + interval '1 minute')",
+         offered_at, expires_at, route_id) \
+         VALUES ($1, $2, $3, 60, 'open', now(), now() + interval '1 minute', $1)",
     )
     .bind(Uuid::new_v4())
     .bind(searching.id)
