@@ -181,3 +181,48 @@ async fn a_courier_that_does_not_take_routes_is_offered_one_job_at_a_time() {
         .await;
     }
 }
+
+#[tokio::test]
+async fn going_online_says_whether_the_app_takes_routes() {
+    let floor = Floor::start(&[]).await;
+    let rider = floor.rider("Ola Online", "car", None).await;
+    let online = || floor.courier_request(&rider.token, Method::POST, "/online");
+    // No body, or an empty one whatever its type: one job at a time, as before routes.
+    for request in [
+        online(),
+        online().header("Content-Type", "application/json"),
+    ] {
+        let (status, me) = crate::support::status_and_json(request.send().await.unwrap()).await;
+        assert_eq!(status, 200, "{me}");
+        assert_eq!(me["takes_routes"], false);
+    }
+    let (status, me) = floor
+        .courier_call(
+            &rider,
+            Method::POST,
+            "/online",
+            Some(json!({"routes": true})),
+        )
+        .await;
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(
+        (me["online"].clone(), me["takes_routes"].clone()),
+        (json!(true), json!(true))
+    );
+    // Offline, the shift's say ends.
+    let (_, me) = floor
+        .courier_call(&rider, Method::POST, "/offline", None)
+        .await;
+    assert_eq!(me["takes_routes"], false);
+    for body in [json!({"routes": "yes"}), json!({"route": true})] {
+        let response = online().json(&body).send().await.unwrap();
+        crate::support::assert_refusal(response, 422, "request.invalid_body").await;
+    }
+    let response = online()
+        .header("Content-Type", "text/plain")
+        .body("routes")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 415);
+}

@@ -54,8 +54,8 @@ where
     }
 }
 
-/// [`ApiJson`] for a body that may be left out: a request with no body (no content type and
-/// no content) is `T::default()`.
+/// [`ApiJson`] for a body that may be left out: an empty body (whatever its content type
+/// says) is `T::default()`.
 pub struct OptionalJson<T>(pub T);
 
 impl<S, T> FromRequest<S> for OptionalJson<T>
@@ -66,16 +66,20 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let headers = req.headers();
-        let empty = !headers.contains_key(CONTENT_TYPE)
-            && headers
-                .get(axum::http::header::CONTENT_LENGTH)
-                .is_none_or(|length| length.as_bytes() == b"0");
-        if empty {
+        let json = is_json(req.headers());
+        let body = Bytes::from_request(req, state).await.map_err(|rejection| {
+            match rejection.status() {
+                StatusCode::PAYLOAD_TOO_LARGE => RequestError::BodyTooLarge,
+                _ => RequestError::MalformedJson(rejection.body_text()),
+            }
+        })?;
+        if body.trim_ascii().is_empty() {
             return Ok(Self(T::default()));
         }
-        let ApiJson(value) = ApiJson::from_request(req, state).await?;
-        Ok(Self(value))
+        if !json {
+            return Err(RequestError::UnsupportedMediaType.into());
+        }
+        Ok(Self(from_document(parse_json(&body)?)?))
     }
 }
 
