@@ -226,3 +226,46 @@ async fn going_online_says_whether_the_app_takes_routes() {
         .unwrap();
     assert_eq!(response.status(), 415);
 }
+
+#[tokio::test]
+async fn a_courier_waiting_at_the_pickup_is_given_the_next_parcel_of_it() {
+    let floor = Floor::start(&[]).await;
+    let waiting = floor.rider("Wai Waiting", "car", None).await;
+    online(&floor, &waiting, true).await;
+    let first = floor.book().await;
+    floor.take(&waiting, &first).await;
+    // Another courier, free but across town, also takes routes.
+    let across = floor.rider("Acr Across", "car", None).await;
+    online(&floor, &across, true).await;
+    floor.report_position(&across, (20.0150, 50.0150)).await;
+
+    // Still at the pickup, not yet collected: the next parcel of it is its.
+    let second = floor.book().await;
+    let offer = floor.offer_for(&waiting).await;
+    assert_eq!(offer["job"]["id"], second["id"], "{offer}");
+    let (_, elsewhere) = floor
+        .courier_call(&across, Method::GET, "/offers", None)
+        .await;
+    assert_eq!(elsewhere, json!([]));
+    let accept = format!("/offers/{}/accept", offer["id"].as_str().unwrap());
+    let (status, taken) = floor
+        .courier_call(&waiting, Method::POST, &accept, None)
+        .await;
+    assert_eq!(status, 200, "{taken}");
+    let (_, under_way) = floor
+        .courier_call(&waiting, Method::GET, "/jobs", None)
+        .await;
+    assert_eq!(under_way.as_array().unwrap().len(), 2, "{under_way}");
+
+    // On its way, it is given nothing more: the next parcel goes to the other courier.
+    for job in [&first, &second] {
+        floor.collect(&waiting, job).await;
+    }
+    let third = floor.book().await;
+    let offer = floor.offer_for(&across).await;
+    assert_eq!(offer["job"]["id"], third["id"], "{offer}");
+    for job in [&first, &second] {
+        floor.deliver(&waiting, job).await;
+        floor.charge_once(job, "captured").await;
+    }
+}

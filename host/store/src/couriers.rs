@@ -188,6 +188,37 @@ pub async fn available_in_market(
     .await
 }
 
+/// Up to `limit` couriers of `market` whose apps take routes, online, active, seen since
+/// `fresh_since`, with no open offer, and with jobs assigned of which none is collected yet:
+/// those that may be at a pickup, waiting for parcels; by id.
+pub async fn collecting_in_market(
+    conn: &mut PgConnection,
+    market: &str,
+    fresh_since: DateTime<Utc>,
+    limit: i64,
+) -> Result<Vec<AvailableCourier>, sqlx::Error> {
+    sqlx::query_as!(
+        AvailableCourier,
+        "SELECT c.id, c.vehicle AS \"vehicle: Text<Vehicle>\", c.takes_routes, p.latitude, \
+           p.longitude \
+         FROM couriers c JOIN courier_positions p ON p.courier_id = c.id \
+         WHERE c.market_id = $1 AND c.status = 'active' AND c.online AND c.takes_routes \
+           AND p.seen_at >= $2 \
+           AND EXISTS (SELECT 1 FROM jobs j WHERE j.courier_id = c.id \
+                       AND j.status = 'assigned') \
+           AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.courier_id = c.id \
+                           AND j.status = 'in_transit') \
+           AND NOT EXISTS (SELECT 1 FROM courier_offers o WHERE o.courier_id = c.id \
+                           AND o.status = 'open') \
+         ORDER BY c.id LIMIT $3",
+        market,
+        fresh_since,
+        limit,
+    )
+    .fetch_all(conn)
+    .await
+}
+
 /// A courier online in a market, for the operator's map: where last seen (nothing when not
 /// seen since the freshness cut-off), and whether a job is under way.
 #[derive(Clone, Debug)]

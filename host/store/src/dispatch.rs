@@ -91,6 +91,24 @@ pub async fn open_searches(
     .collect()
 }
 
+/// The jobs assigned to `couriers` and not yet collected, by courier.
+pub async fn assigned_jobs(
+    conn: &mut PgConnection,
+    couriers: &[Uuid],
+) -> Result<Vec<JobRow>, sqlx::Error> {
+    sqlx::query_as!(
+        JobRecord,
+        "SELECT * FROM jobs WHERE courier_id = ANY($1) AND status = 'assigned' \
+         ORDER BY courier_id, assigned_at, id",
+        couriers,
+    )
+    .fetch_all(conn)
+    .await?
+    .into_iter()
+    .map(JobRow::try_from)
+    .collect()
+}
+
 /// Which of `jobs` were offered to which couriers before: (job, courier).
 pub async fn offered_pairs(
     conn: &mut PgConnection,

@@ -33,6 +33,7 @@ use crate::jobs::fulfilment::Fulfilment;
 use crate::markets::{Market, Markets};
 use courier_store::couriers as couriers_store;
 use courier_store::dispatch as store;
+use courier_store::jobs::JobRow;
 
 /// Most searching jobs, and most available couriers, a market's plan takes in.
 const SNAPSHOT_LIMIT: i64 = 500;
@@ -128,14 +129,12 @@ impl Dispatcher {
         if jobs.is_empty() {
             return Ok(0);
         }
-        let couriers = couriers_store::available_in_market(
-            &mut tx,
-            market.id(),
-            now - POSITION_FRESHNESS,
-            SNAPSHOT_LIMIT,
-        )
-        .await?;
-        if couriers.is_empty() {
+        let fresh_since = now - POSITION_FRESHNESS;
+        let couriers =
+            couriers_store::available_in_market(&mut tx, market.id(), fresh_since, SNAPSHOT_LIMIT)
+                .await?;
+        let collecting = self.collecting(&mut tx, market, fresh_since).await?;
+        if couriers.is_empty() && collecting.is_empty() {
             return Ok(0);
         }
         let job_ids: Vec<Uuid> = jobs.iter().map(|j| j.id).collect();
@@ -143,7 +142,13 @@ impl Dispatcher {
             .await?
             .into_iter()
             .collect();
-        let routes = planning::plan(market, now, &jobs, &couriers, &offered_before, &self.config);
+        let snapshot = planning::Snapshot {
+            jobs: &jobs,
+            couriers: &couriers,
+            collecting: &collecting,
+            offered_before: &offered_before,
+        };
+        let routes = planning::plan(market, now, &snapshot, &self.config);
         let mut offered = 0;
         for route in &routes {
             if self.offer_route(&mut tx, route, now).await? {
@@ -152,6 +157,34 @@ impl Dispatcher {
         }
         tx.commit().await?;
         Ok(offered)
+    }
+
+    /// The couriers of `market` that may be waiting at a pickup, with the jobs they hold.
+    async fn collecting(
+        &self,
+        tx: &mut PgConnection,
+        market: &Market,
+        fresh_since: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<(couriers_store::AvailableCourier, Vec<JobRow>)>, sqlx::Error> {
+        let couriers =
+            couriers_store::collecting_in_market(tx, market.id(), fresh_since, SNAPSHOT_LIMIT)
+                .await?;
+        if couriers.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<Uuid> = couriers.iter().map(|c| c.id).collect();
+        let held = store::assigned_jobs(tx, &ids).await?;
+        Ok(couriers
+            .into_iter()
+            .map(|courier| {
+                let holding = held
+                    .iter()
+                    .filter(|j| j.courier_id == Some(courier.id))
+                    .cloned()
+                    .collect();
+                (courier, holding)
+            })
+            .collect())
     }
 
     /// Offers `route` to its courier, all its jobs or none (a savepoint): false when a job

@@ -65,66 +65,217 @@ const SERVICE: ServiceTimes = ServiceTimes {
     dropoff_after: 0,
 };
 
+/// What a market's plan is made from.
+pub(super) struct Snapshot<'a> {
+    /// Searching jobs with no open offer.
+    pub jobs: &'a [JobRow],
+    /// Couriers free for an offer.
+    pub couriers: &'a [AvailableCourier],
+    /// Couriers whose apps take routes, with jobs assigned and none collected yet: the jobs.
+    pub collecting: &'a [(AvailableCourier, Vec<JobRow>)],
+    /// (job, courier) pairs never to be offered again.
+    pub offered_before: &'a HashSet<(Uuid, Uuid)>,
+}
+
 /// The routes to offer now in `market`, each vehicle's jobs planned for its couriers.
-/// `offered_before`: (job, courier) pairs never to be offered again.
 pub(super) fn plan(
     market: &Market,
     now: DateTime<Utc>,
-    jobs: &[JobRow],
-    couriers: &[AvailableCourier],
-    offered_before: &HashSet<(Uuid, Uuid)>,
+    snapshot: &Snapshot<'_>,
     config: &DispatchConfig,
 ) -> Vec<PlannedRoute> {
-    let mut vehicles: Vec<Vehicle> = jobs.iter().map(|j| j.vehicle).collect();
+    let mut vehicles: Vec<Vehicle> = snapshot.jobs.iter().map(|j| j.vehicle).collect();
     vehicles.sort_by_key(|v| v.as_str());
     vehicles.dedup();
     vehicles
         .into_iter()
         .flat_map(|vehicle| {
-            let jobs: Vec<&JobRow> = jobs.iter().filter(|j| j.vehicle == vehicle).collect();
+            let mut fleet = Fleet {
+                roads: Roads::new(market, vehicle, config.radius_km * 1000.0),
+                now,
+                offered_before: snapshot.offered_before,
+            };
+            let mut jobs: Vec<&JobRow> = snapshot
+                .jobs
+                .iter()
+                .filter(|j| j.vehicle == vehicle)
+                .collect();
             let on = |routes: bool| -> Vec<&AvailableCourier> {
-                couriers
+                snapshot
+                    .couriers
                     .iter()
                     .filter(|c| c.vehicle == vehicle && c.takes_routes == routes)
                     .collect()
             };
-            let fleet = Fleet {
-                market,
-                vehicle,
-                now,
-                offered_before,
-                config,
-            };
-            // Couriers whose apps take routes first; what they are not given now goes to
-            // the others, one job each.
-            let routes = fleet.plan(&jobs, &on(true), settings(config));
-            let given: HashSet<Uuid> = routes.iter().flat_map(|r| r.jobs.clone()).collect();
-            let left: Vec<&JobRow> = jobs
-                .into_iter()
-                .filter(|j| !given.contains(&j.id))
-                .collect();
+            // A courier at a pickup first: no trip is cheaper than none. Then the couriers
+            // whose apps take routes; what they are not given goes to the others, one each.
+            let mut routes = Vec::new();
+            for (courier, holding) in snapshot
+                .collecting
+                .iter()
+                .filter(|(c, _)| c.vehicle == vehicle)
+            {
+                if let Some(joined) = fleet.join(courier, holding, &jobs, config) {
+                    jobs.retain(|j| !joined.jobs.contains(&j.id));
+                    routes.push(joined);
+                }
+            }
+            let planned = fleet.plan(&jobs, &on(true), settings(config));
+            jobs.retain(|j| !planned.iter().any(|r| r.jobs.contains(&j.id)));
+            routes.extend(planned);
             let single = PlannerSettings {
                 max_bundle: 1,
                 ..settings(config)
             };
-            let singles = fleet.plan(&left, &on(false), single);
-            routes.into_iter().chain(singles).collect::<Vec<_>>()
+            routes.extend(fleet.plan(&jobs, &on(false), single));
+            routes
         })
         .collect()
 }
 
-/// One vehicle's planning in a market.
-struct Fleet<'a> {
+/// A courier standing within this of a pickup is at it.
+const AT_PICKUP_METRES: f64 = 150.0;
+
+/// The places of one vehicle's plan and the road travel times between them, each routed
+/// once.
+struct Roads<'a> {
     market: &'a Market,
     vehicle: Vehicle,
+    radius_metres: f64,
+    places: HashMap<Spot, LatLon>,
+    routed: RefCell<HashMap<(Spot, Spot), i64>>,
+}
+
+impl<'a> Roads<'a> {
+    fn new(market: &'a Market, vehicle: Vehicle, radius_metres: f64) -> Self {
+        Self {
+            market,
+            vehicle,
+            radius_metres,
+            places: HashMap::new(),
+            routed: RefCell::new(HashMap::new()),
+        }
+    }
+
+    fn place(&mut self, point: LatLon) -> Spot {
+        let key = spot(point);
+        self.places.insert(key, point);
+        key
+    }
+
+    /// Seconds by road for the vehicle; pairs farther apart than the radius in a straight
+    /// line, or with no route, are unreachable.
+    fn travel(&self, from: &Spot, to: &Spot) -> i64 {
+        if from == to {
+            return 0;
+        }
+        *self
+            .routed
+            .borrow_mut()
+            .entry((*from, *to))
+            .or_insert_with(|| {
+                let (a, b) = (self.places[from], self.places[to]);
+                if straight_metres(a, b) > self.radius_metres {
+                    return UNREACHABLE_SECONDS;
+                }
+                self.market
+                    .route(self.vehicle, a, b)
+                    .map_or(UNREACHABLE_SECONDS, |route| {
+                        i64::from(route.duration_seconds)
+                    })
+            })
+    }
+
+    /// `jobs` as the planner sees them, with their stops placed; a job whose stops cannot be
+    /// read is left out (to fail at its deadline) and logged.
+    fn jobs<'j>(&mut self, jobs: &[&'j JobRow]) -> Vec<(&'j JobRow, PlanJob<Spot>)> {
+        let mut planned = Vec::with_capacity(jobs.len());
+        for &job in jobs {
+            let (Some(pickup), Some(dropoff)) = (point(&job.pickup), point(&job.dropoff)) else {
+                tracing::error!(job_id = %job.id, "a job has no readable stops");
+                continue;
+            };
+            let (pickup, dropoff) = (self.place(pickup), self.place(dropoff));
+            let due = job.due_at().timestamp();
+            let deadline = due
+                + LATEST_PICKUP_SECONDS
+                + SERVICE.pickup_after
+                + self.travel(&pickup, &dropoff)
+                + SERVICE.dropoff_before;
+            planned.push((
+                job,
+                PlanJob {
+                    pickup,
+                    dropoff,
+                    placed_at: job.booked_at.timestamp(),
+                    ready_at: due,
+                    deadline,
+                },
+            ));
+        }
+        planned
+    }
+}
+
+/// One vehicle's planning in a market.
+struct Fleet<'a> {
+    roads: Roads<'a>,
     now: DateTime<Utc>,
     offered_before: &'a HashSet<(Uuid, Uuid)>,
-    config: &'a DispatchConfig,
 }
 
 impl Fleet<'_> {
+    /// The indexes of `jobs` offered to `courier` before.
+    fn refused(&self, courier: &AvailableCourier, jobs: &[(&JobRow, PlanJob<Spot>)]) -> Vec<usize> {
+        jobs.iter()
+            .enumerate()
+            .filter(|(_, (job, _))| self.offered_before.contains(&(job.id, courier.id)))
+            .map(|(j, _)| j)
+            .collect()
+    }
+
+    /// One more of `open` for a courier at the pickup of the jobs it `holding`s, if one fits.
+    fn join(
+        &mut self,
+        courier: &AvailableCourier,
+        holding: &[JobRow],
+        open: &[&JobRow],
+        config: &DispatchConfig,
+    ) -> Option<PlannedRoute> {
+        let held: Vec<&JobRow> = holding.iter().collect();
+        let held = self.roads.jobs(&held);
+        let at = self
+            .roads
+            .place(LatLon::new(courier.latitude, courier.longitude));
+        let pickup = held.first()?.1.pickup;
+        let at_pickup = held.iter().all(|(_, job)| job.pickup == pickup)
+            && straight_metres(self.roads.places[&at], self.roads.places[&pickup])
+                <= AT_PICKUP_METRES;
+        if !at_pickup {
+            return None;
+        }
+        let open = self.roads.jobs(open);
+        let refused = self.refused(courier, &open);
+        let held: Vec<PlanJob<Spot>> = held.into_iter().map(|(_, job)| job).collect();
+        let candidates: Vec<PlanJob<Spot>> = open.iter().map(|(_, job)| job.clone()).collect();
+        let joined = planner::join_at_pickup(
+            self.now.timestamp(),
+            &held,
+            &candidates,
+            &refused,
+            |a, b| self.roads.travel(a, b),
+            &SERVICE,
+            &settings(config),
+        )?;
+        Some(PlannedRoute {
+            courier_id: courier.id,
+            jobs: vec![open[joined].0.id],
+            travel_seconds: 0,
+        })
+    }
+
     fn plan(
-        &self,
+        &mut self,
         jobs: &[&JobRow],
         couriers: &[&AvailableCourier],
         settings: PlannerSettings,
@@ -132,116 +283,46 @@ impl Fleet<'_> {
         if jobs.is_empty() || couriers.is_empty() {
             return Vec::new();
         }
-        plan_vehicle(self, jobs, couriers, settings)
+        let planned = self.roads.jobs(jobs);
+        let courier_spots: Vec<Spot> = couriers
+            .iter()
+            .map(|c| self.roads.place(LatLon::new(c.latitude, c.longitude)))
+            .collect();
+        let now = self.now.timestamp();
+        let plan_couriers: Vec<PlanCourier<Spot>> = couriers
+            .iter()
+            .zip(&courier_spots)
+            .map(|(courier, &at)| PlanCourier {
+                at,
+                free_at: now,
+                off_at: i64::MAX,
+                // Couriers' pay is not known to the service: every job costs the same.
+                job_cost: 0,
+                refused: self.refused(courier, &planned),
+            })
+            .collect();
+        let plan_jobs: Vec<PlanJob<Spot>> = planned.iter().map(|(_, job)| job.clone()).collect();
+        let roads = &self.roads;
+        let routes = planner::plan(
+            now,
+            &plan_jobs,
+            &plan_couriers,
+            |a, b| roads.travel(a, b),
+            &SERVICE,
+            &settings,
+        );
+        routes
+            .into_iter()
+            .map(|route| PlannedRoute {
+                courier_id: couriers[route.courier].id,
+                travel_seconds: roads.travel(
+                    &courier_spots[route.courier],
+                    &plan_jobs[route.jobs[0]].pickup,
+                ),
+                jobs: route.jobs.iter().map(|&j| planned[j].0.id).collect(),
+            })
+            .collect()
     }
-}
-
-fn plan_vehicle(
-    fleet: &Fleet<'_>,
-    jobs: &[&JobRow],
-    couriers: &[&AvailableCourier],
-    settings: PlannerSettings,
-) -> Vec<PlannedRoute> {
-    let Fleet {
-        market,
-        vehicle,
-        now,
-        offered_before,
-        config,
-    } = *fleet;
-    let mut places: HashMap<Spot, LatLon> = HashMap::new();
-    let mut place = |point: LatLon| {
-        let key = spot(point);
-        places.insert(key, point);
-        key
-    };
-    // Jobs whose stops cannot be read are left to fail at their deadline (logged once here).
-    let stops: Vec<(&JobRow, Spot, Spot)> = jobs
-        .iter()
-        .filter_map(|job| match (point(&job.pickup), point(&job.dropoff)) {
-            (Some(pickup), Some(dropoff)) => Some((*job, place(pickup), place(dropoff))),
-            _ => {
-                tracing::error!(job_id = %job.id, "a searching job has no readable stops");
-                None
-            }
-        })
-        .collect();
-    let courier_spots: Vec<Spot> = couriers
-        .iter()
-        .map(|c| place(LatLon::new(c.latitude, c.longitude)))
-        .collect();
-    let radius_metres = config.radius_km * 1000.0;
-    let routed: RefCell<HashMap<(Spot, Spot), i64>> = RefCell::new(HashMap::new());
-    let travel = |from: &Spot, to: &Spot| -> i64 {
-        if from == to {
-            return 0;
-        }
-        *routed.borrow_mut().entry((*from, *to)).or_insert_with(|| {
-            let (a, b) = (places[from], places[to]);
-            if straight_metres(a, b) > radius_metres {
-                return UNREACHABLE_SECONDS;
-            }
-            market
-                .route(vehicle, a, b)
-                .map_or(UNREACHABLE_SECONDS, |route| {
-                    i64::from(route.duration_seconds)
-                })
-        })
-    };
-    let clock = |at: DateTime<Utc>| at.timestamp();
-    let plan_jobs: Vec<PlanJob<Spot>> = stops
-        .iter()
-        .map(|&(job, pickup, dropoff)| {
-            let due = clock(job.due_at());
-            PlanJob {
-                pickup,
-                dropoff,
-                placed_at: clock(job.booked_at),
-                ready_at: due,
-                deadline: due
-                    + LATEST_PICKUP_SECONDS
-                    + SERVICE.pickup_after
-                    + travel(&pickup, &dropoff)
-                    + SERVICE.dropoff_before,
-            }
-        })
-        .collect();
-    let plan_couriers: Vec<PlanCourier<Spot>> = couriers
-        .iter()
-        .zip(&courier_spots)
-        .map(|(courier, &at)| PlanCourier {
-            at,
-            free_at: clock(now),
-            off_at: i64::MAX,
-            // Couriers' pay is not known to the service: every job costs the same.
-            job_cost: 0,
-            refused: stops
-                .iter()
-                .enumerate()
-                .filter(|(_, (job, _, _))| offered_before.contains(&(job.id, courier.id)))
-                .map(|(j, _)| j)
-                .collect(),
-        })
-        .collect();
-    let routes = planner::plan(
-        clock(now),
-        &plan_jobs,
-        &plan_couriers,
-        travel,
-        &SERVICE,
-        &settings,
-    );
-    routes
-        .into_iter()
-        .map(|route| PlannedRoute {
-            courier_id: couriers[route.courier].id,
-            travel_seconds: travel(
-                &courier_spots[route.courier],
-                &plan_jobs[route.jobs[0]].pickup,
-            ),
-            jobs: route.jobs.iter().map(|&j| stops[j].0.id).collect(),
-        })
-        .collect()
 }
 
 /// A stop's point as booked.

@@ -23,6 +23,9 @@
 //! 3. **Commitment.** Only a pair whose courier is free and must leave within
 //!    [`PlannerSettings::commit_within`] is committed; the rest are planned again next round,
 //!    when later bookings may improve them (the rolling horizon).
+//!
+//! Before a round, a courier already at a pickup with parcels of it not yet collected may be
+//! given one more job of that pickup ([`join_at_pickup`]): no trip is cheaper than none.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -255,6 +258,57 @@ pub fn plan<P: Eq + Hash>(
     routes
 }
 
+/// A courier at a pickup with parcels of it not yet collected (`holding`, in drop-off order):
+/// which of the `open` jobs (indexes) should join them now, if any. One of the same pickup,
+/// ready within the bundle window of the parcels held, not `refused` by the courier, whose
+/// drop-off fits where it delays no job by more than the allowed detour and every job is
+/// still on time; of those, the one that adds least to the drop-offs.
+pub fn join_at_pickup<P: Eq + Hash + Clone>(
+    now: i64,
+    holding: &[PlanJob<P>],
+    open: &[PlanJob<P>],
+    refused: &[usize],
+    travel: impl Fn(&P, &P) -> i64,
+    service: &ServiceTimes,
+    settings: &PlannerSettings,
+) -> Option<usize> {
+    let first = holding.first()?;
+    if holding.len() >= settings.max_bundle {
+        return None;
+    }
+    let held: Vec<usize> = (0..holding.len()).collect();
+    let earliest = holding.iter().map(|j| j.ready_at).min()?;
+    let latest = holding.iter().map(|j| j.ready_at).max()?;
+    let before: i64 = timing(holding, &held, now, service, &travel)
+        .dropoffs_at
+        .iter()
+        .sum();
+    let mut best: Option<(i64, usize)> = None;
+    for (j, job) in open.iter().enumerate() {
+        let in_window =
+            job.ready_at.max(latest) - job.ready_at.min(earliest) <= settings.bundle_window;
+        if refused.contains(&j) || job.pickup != first.pickup || !in_window {
+            continue;
+        }
+        let mut jobs = holding.to_vec();
+        jobs.push(job.clone());
+        let Some(joined) =
+            with_dropoff(now, &jobs, &held, holding.len(), &travel, service, settings)
+        else {
+            continue;
+        };
+        let after: i64 = timing(&jobs, &joined, now, service, &travel)
+            .dropoffs_at
+            .iter()
+            .sum();
+        let added = after - before;
+        if best.is_none_or(|(least, _)| added < least) {
+            best = Some((added, j));
+        }
+    }
+    best.map(|(_, j)| j)
+}
+
 /// The round's bundles: every job in exactly one, jobs of one bundle sharing a pickup.
 fn bundles<P: Eq + Hash>(
     now: i64,
@@ -470,6 +524,49 @@ mod tests {
             &SETTINGS,
         );
         assert_eq!(routes[0].courier, 1);
+    }
+
+    #[test]
+    fn a_courier_at_the_pickup_takes_one_more_parcel_of_it() {
+        // Holding a parcel for 20: another for 22 from the same pickup joins it rather than
+        // one for 60, which adds more; one from elsewhere is not at this pickup.
+        let holding = [job(10, 20, 0, 0)];
+        let open = [job(10, 60, 0, 0), job(30, 22, 0, 0), job(10, 22, 0, 2)];
+        let joined = join_at_pickup(0, &holding, &open, &[], travel, &SERVICE, &SETTINGS);
+        assert_eq!(joined, Some(2));
+        // Turned down before: not again.
+        let refused = join_at_pickup(0, &holding, &open, &[2], travel, &SERVICE, &SETTINGS);
+        assert_eq!(refused, Some(0));
+        let both = join_at_pickup(0, &holding, &open, &[0, 2], travel, &SERVICE, &SETTINGS);
+        assert_eq!(both, None);
+    }
+
+    #[test]
+    fn a_full_or_far_apart_bundle_takes_nothing_more() {
+        let open = [job(10, 22, 0, 0)];
+        let full = [job(10, 20, 0, 0), job(10, 21, 0, 0), job(10, 23, 0, 0)];
+        assert_eq!(
+            join_at_pickup(0, &full, &open, &[], travel, &SERVICE, &SETTINGS),
+            None
+        );
+        // Ready 11 after the parcel held: past the bundle window of 10.
+        let later = [job(10, 22, 0, 11)];
+        assert_eq!(
+            join_at_pickup(
+                0,
+                &[job(10, 20, 0, 0)],
+                &later,
+                &[],
+                travel,
+                &SERVICE,
+                &SETTINGS
+            ),
+            None
+        );
+        assert_eq!(
+            join_at_pickup(0, &[], &open, &[], travel, &SERVICE, &SETTINGS),
+            None
+        );
     }
 
     #[test]
