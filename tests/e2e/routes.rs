@@ -269,3 +269,29 @@ async fn a_courier_waiting_at_the_pickup_is_given_the_next_parcel_of_it() {
         floor.charge_once(job, "captured").await;
     }
 }
+
+#[tokio::test]
+async fn a_market_may_keep_a_vehicle_to_one_job_per_offer() {
+    // The demo market, its cars carrying one parcel at a time.
+    let demo = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../core/src/markets/demo.toml"
+    ));
+    let markets = crate::support::scratch_path("markets").with_extension("toml");
+    std::fs::write(
+        &markets,
+        format!("{demo}\n[market.bundles_by_vehicle.car]\nmax_jobs = 1\n"),
+    )
+    .unwrap();
+    let floor = Floor::start(&[("COURIER_MARKETS_FILE", markets.to_str().unwrap())]).await;
+    let rider = floor.rider("Uno Single", "car", None).await;
+    let jobs = two_parcels(&floor).await;
+    online(&floor, &rider, true).await;
+    let offer = floor.offer_for(&rider).await;
+    assert_eq!(
+        ids(&offer["jobs"]),
+        vec![offer["job"]["id"].clone()],
+        "one job, though the courier takes routes: {offer}"
+    );
+    assert!(jobs.iter().any(|j| j["id"] == offer["job"]["id"]));
+}

@@ -17,7 +17,7 @@ use courier_store::couriers::AvailableCourier;
 use courier_store::jobs::JobRow;
 
 use super::config::DispatchConfig;
-use crate::markets::Market;
+use crate::markets::{BundleLimits, Market};
 
 /// A point as the planner tells places apart: whole micro-degrees.
 type Spot = (i64, i64);
@@ -47,12 +47,19 @@ pub(super) struct PlannedRoute {
     pub travel_seconds: i64,
 }
 
-/// What the planner is told of the service's settings.
-pub(super) fn settings(config: &DispatchConfig) -> PlannerSettings {
+/// What the planner is told for `vehicle` in `market`: the market's bundle limits for it
+/// where it sets them, else the service's.
+fn settings(market: &Market, vehicle: Vehicle, config: &DispatchConfig) -> PlannerSettings {
+    let service = BundleLimits {
+        max_jobs: Some(config.max_bundle),
+        window: Some(config.bundle_window),
+        max_detour: Some(config.max_detour),
+    };
+    let limits = market.definition.bundle_limits(vehicle).or(service);
     PlannerSettings {
-        max_bundle: config.max_bundle,
-        bundle_window: config.bundle_window.num_seconds(),
-        max_detour: config.max_detour.num_seconds(),
+        max_bundle: limits.max_jobs.unwrap_or(config.max_bundle),
+        bundle_window: limits.window.unwrap_or(config.bundle_window).num_seconds(),
+        max_detour: limits.max_detour.unwrap_or(config.max_detour).num_seconds(),
         // Told when a courier leaving now would wait no longer than this for the parcel.
         commit_within: config.ready_wait.num_seconds(),
     }
@@ -90,6 +97,7 @@ pub(super) fn plan(
     vehicles
         .into_iter()
         .flat_map(|vehicle| {
+            let settings = settings(market, vehicle, config);
             let mut fleet = Fleet {
                 roads: Roads::new(market, vehicle, config.radius_km * 1000.0),
                 now,
@@ -115,17 +123,17 @@ pub(super) fn plan(
                 .iter()
                 .filter(|(c, _)| c.vehicle == vehicle)
             {
-                if let Some(joined) = fleet.join(courier, holding, &jobs, config) {
+                if let Some(joined) = fleet.join(courier, holding, &jobs, &settings) {
                     jobs.retain(|j| !joined.jobs.contains(&j.id));
                     routes.push(joined);
                 }
             }
-            let planned = fleet.plan(&jobs, &on(true), settings(config));
+            let planned = fleet.plan(&jobs, &on(true), settings);
             jobs.retain(|j| !planned.iter().any(|r| r.jobs.contains(&j.id)));
             routes.extend(planned);
             let single = PlannerSettings {
                 max_bundle: 1,
-                ..settings(config)
+                ..settings
             };
             routes.extend(fleet.plan(&jobs, &on(false), single));
             routes
@@ -240,7 +248,7 @@ impl Fleet<'_> {
         courier: &AvailableCourier,
         holding: &[JobRow],
         open: &[&JobRow],
-        config: &DispatchConfig,
+        settings: &PlannerSettings,
     ) -> Option<PlannedRoute> {
         let held: Vec<&JobRow> = holding.iter().collect();
         let held = self.roads.jobs(&held);
@@ -265,7 +273,7 @@ impl Fleet<'_> {
             &refused,
             |a, b| self.roads.travel(a, b),
             &SERVICE,
-            &settings(config),
+            settings,
         )?;
         Some(PlannedRoute {
             courier_id: courier.id,

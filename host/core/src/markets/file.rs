@@ -50,6 +50,54 @@ struct RawMarket {
     price_book_settings: Option<toml::Table>,
     #[serde(default)]
     price_book_settings_file: Option<PathBuf>,
+    #[serde(default)]
+    bundles: Option<RawBundles>,
+    #[serde(default)]
+    bundles_by_vehicle: Option<std::collections::BTreeMap<String, RawBundles>>,
+}
+
+/// `[market.bundles]` and `[market.bundles_by_vehicle.<vehicle>]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBundles {
+    max_jobs: Option<usize>,
+    window_secs: Option<u32>,
+    max_detour_secs: Option<u32>,
+}
+
+/// How jobs of one pickup may ride together, where a market (or one of its vehicles) says
+/// other than the service's `COURIER_DISPATCH_*` settings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BundleLimits {
+    /// Jobs in one offer at most (1: no bundles).
+    pub max_jobs: Option<usize>,
+    /// Jobs ride together only when ready within this of each other.
+    pub window: Option<chrono::Duration>,
+    /// The most riding together may delay a drop-off, against riding alone.
+    pub max_detour: Option<chrono::Duration>,
+}
+
+impl BundleLimits {
+    /// These limits, with `fallback`'s where these say nothing.
+    pub fn or(self, fallback: BundleLimits) -> BundleLimits {
+        BundleLimits {
+            max_jobs: self.max_jobs.or(fallback.max_jobs),
+            window: self.window.or(fallback.window),
+            max_detour: self.max_detour.or(fallback.max_detour),
+        }
+    }
+}
+
+fn bundle_limits(raw: RawBundles) -> Result<BundleLimits, String> {
+    if raw.max_jobs == Some(0) {
+        return Err("bundles: `max_jobs` must be at least 1".into());
+    }
+    let seconds = |s: u32| chrono::Duration::seconds(i64::from(s));
+    Ok(BundleLimits {
+        max_jobs: raw.max_jobs,
+        window: raw.window_secs.map(seconds),
+        max_detour: raw.max_detour_secs.map(seconds),
+    })
 }
 
 /// One market as configured, validated.
@@ -72,6 +120,20 @@ pub struct MarketDefinition {
     pub text_countries: Vec<String>,
     /// The settings document handed to the market's default price book.
     pub price_book_settings: serde_json::Value,
+    /// Bundles for every vehicle of the market, where the market says.
+    pub bundles: BundleLimits,
+    /// Bundles for one vehicle, where the market says, over `bundles`.
+    pub bundles_by_vehicle: Vec<(Vehicle, BundleLimits)>,
+}
+
+impl MarketDefinition {
+    /// The bundle limits the market sets for `vehicle`: its own, then the market's.
+    pub fn bundle_limits(&self, vehicle: Vehicle) -> BundleLimits {
+        self.bundles_by_vehicle
+            .iter()
+            .find(|(v, _)| *v == vehicle)
+            .map_or(self.bundles, |(_, limits)| limits.or(self.bundles))
+    }
 }
 
 #[derive(Debug, Error)]
@@ -188,7 +250,27 @@ fn definition(raw: RawMarket, base_dir: &Path) -> Result<MarketDefinition, Marke
             ));
         }
     };
+    let bundles = raw
+        .bundles
+        .map(bundle_limits)
+        .transpose()
+        .map_err(&invalid)?
+        .unwrap_or_default();
+    let mut bundles_by_vehicle = Vec::new();
+    for (name, raw_limits) in raw.bundles_by_vehicle.unwrap_or_default() {
+        let vehicle = name
+            .parse::<Vehicle>()
+            .map_err(|e| invalid(format!("bundles_by_vehicle: {e}")))?;
+        if !vehicles.contains(&vehicle) {
+            return Err(invalid(format!(
+                "bundles_by_vehicle: the market does not offer {name}"
+            )));
+        }
+        bundles_by_vehicle.push((vehicle, bundle_limits(raw_limits).map_err(&invalid)?));
+    }
     Ok(MarketDefinition {
+        bundles,
+        bundles_by_vehicle,
         id: raw.id,
         name: raw.name,
         currency,
@@ -248,6 +330,66 @@ mod tests {
         let text = MINIMAL.replace("country = \"SA\"", "text_countries = [\"uae\"]");
         let error = parse(&text, Path::new(".")).unwrap_err().to_string();
         assert!(error.contains("alpha-2"), "{error}");
+    }
+
+    #[test]
+    fn bundles_may_be_limited_per_market_and_per_vehicle() {
+        let markets = parse(MINIMAL, Path::new(".")).unwrap();
+        assert_eq!(
+            markets[0].bundle_limits(Vehicle::Car),
+            BundleLimits::default()
+        );
+        let text = format!(
+            "{MINIMAL}\n[market.bundles]\nmax_jobs = 2\nwindow_secs = 300\n\
+             [market.bundles_by_vehicle.bicycle]\nmax_jobs = 1\n"
+        );
+        let market = &parse(&text, Path::new(".")).unwrap()[0];
+        let five_minutes = Some(chrono::Duration::minutes(5));
+        assert_eq!(
+            market.bundle_limits(Vehicle::Car),
+            BundleLimits {
+                max_jobs: Some(2),
+                window: five_minutes,
+                max_detour: None,
+            }
+        );
+        assert_eq!(
+            market.bundle_limits(Vehicle::Bicycle),
+            BundleLimits {
+                max_jobs: Some(1),
+                window: five_minutes,
+                max_detour: None,
+            }
+        );
+        let service = BundleLimits {
+            max_jobs: Some(3),
+            window: Some(chrono::Duration::minutes(10)),
+            max_detour: Some(chrono::Duration::minutes(10)),
+        };
+        assert_eq!(
+            market.bundle_limits(Vehicle::Van).or(service),
+            BundleLimits {
+                max_jobs: Some(2),
+                window: five_minutes,
+                max_detour: Some(chrono::Duration::minutes(10)),
+            }
+        );
+        for (extra, expected) in [
+            ("[market.bundles]\nmax_jobs = 0\n", "at least 1"),
+            ("[market.bundles_by_vehicle.truck]\nmax_jobs = 1\n", "truck"),
+            (
+                "[market.bundles_by_vehicle.motorcycle]\nmax_jobs = 1\n",
+                "does not offer",
+            ),
+            ("[market.bundles]\nsize = 2\n", "size"),
+        ] {
+            let text = format!("{MINIMAL}\n{extra}");
+            let error = parse(&text, Path::new(".")).unwrap_err().to_string();
+            assert!(
+                error.contains(expected),
+                "{error:?} should mention {expected:?}"
+            );
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ use courier_geo::{
 };
 use thiserror::Error;
 
-pub use file::{MarketDefinition, MarketsError, NetworkSource};
+pub use file::{BundleLimits, MarketDefinition, MarketsError, NetworkSource};
 
 use courier_domain::error::Code;
 use courier_domain::error::ErrorCode;
