@@ -295,3 +295,56 @@ async fn a_market_may_keep_a_vehicle_to_one_job_per_offer() {
     );
     assert!(jobs.iter().any(|j| j["id"] == offer["job"]["id"]));
 }
+
+#[tokio::test]
+async fn a_job_cancelled_while_its_route_is_offered_leaves_the_rest_of_the_route() {
+    let floor = Floor::start(&[("COURIER_OFFER_TIMEOUT_MS", "20000")]).await;
+    let rider = floor.rider("Can Cancel", "car", None).await;
+    let [one, two] = two_parcels(&floor).await;
+    let ready =
+        (Utc::now() + chrono::Duration::seconds(90)).to_rfc3339_opts(SecondsFormat::Secs, true);
+    let three = floor.book_as(&[], json!({"pickup_ready_at": ready})).await;
+    let jobs = json!([one, two, three]);
+    online(&floor, &rider, true).await;
+    let offer = floor.offer_for(&rider).await;
+    assert_eq!(ids(&offer["jobs"]).len(), 3, "{offer}");
+    // The merchant cancels the route's first job: the offer holds the two others.
+    let cancelled = offer["job"]["id"].as_str().unwrap();
+    let (status, body) = floor
+        .merchant_call(
+            Method::POST,
+            &format!("/v1/jobs/{cancelled}/cancel"),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let sorted = |mut ids: Vec<Value>| {
+        ids.sort_by_key(|id| id.to_string());
+        ids
+    };
+    let kept = sorted(
+        ids(&jobs)
+            .into_iter()
+            .filter(|id| id != cancelled)
+            .collect(),
+    );
+    let (_, offers) = floor
+        .courier_call(&rider, Method::GET, "/offers", None)
+        .await;
+    assert_eq!(offers.as_array().unwrap().len(), 1, "{offers}");
+    let left = &offers[0];
+    assert_eq!(left["id"], offer["id"], "the same offer");
+    assert_eq!(sorted(ids(&left["jobs"])), kept, "{left}");
+    assert_eq!(left["stops"].as_array().unwrap().len(), 4, "{left}");
+    // Accepted: the jobs left are the courier's, the cancelled one stays cancelled.
+    let accept = format!("/offers/{}/accept", offer["id"].as_str().unwrap());
+    let (status, taken) = floor
+        .courier_call(&rider, Method::POST, &accept, None)
+        .await;
+    assert_eq!(status, 200, "{taken}");
+    assert!(kept.contains(&taken["id"]), "{taken}");
+    let (_, under_way) = floor.courier_call(&rider, Method::GET, "/jobs", None).await;
+    assert_eq!(sorted(ids(&under_way)), kept);
+    let detail = floor.job(&json!({"id": cancelled})).await;
+    assert_eq!(detail["status"], "cancelled");
+}

@@ -109,7 +109,9 @@ fn offer_views(open: &[(OfferRow, JobRow)]) -> Vec<OfferView> {
     for route in routes {
         let (first, _) = route[0];
         let job_of = |id: Uuid| route.iter().find(|(o, _)| o.job_id == id).map(|(_, j)| j);
-        // The stops as planned; for an offer of one job made before routes, its two stops.
+        // The stops as planned (on the route's first offer); without them (an offer made
+        // before routes, or a route whose first job was cancelled), each open job's pickup,
+        // then each drop-off.
         let planned: Vec<(Uuid, String)> = first
             .stops
             .as_ref()
@@ -126,10 +128,10 @@ fn offer_views(open: &[(OfferRow, JobRow)]) -> Vec<OfferView> {
                     .collect()
             })
             .unwrap_or_else(|| {
-                vec![
-                    (first.job_id, "pickup".to_owned()),
-                    (first.job_id, "dropoff".to_owned()),
-                ]
+                ["pickup", "dropoff"]
+                    .iter()
+                    .flat_map(|stop| route.iter().map(|(o, _)| (o.job_id, (*stop).to_owned())))
+                    .collect()
             });
         let stops: Vec<Value> = planned
             .iter()
