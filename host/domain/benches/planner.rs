@@ -48,6 +48,7 @@ fn main() {
         bundle_window: 10,
         max_detour: 10,
         commit_within: 1,
+        food_wait_weight: 2,
     };
     println!("| open jobs | couriers | pickups | plan p50 | plan max | routes committed |");
     println!("|---|---|---|---|---|---|");

@@ -62,6 +62,7 @@ fn settings(market: &Market, vehicle: Vehicle, config: &DispatchConfig) -> Plann
         max_detour: limits.max_detour.unwrap_or(config.max_detour).num_seconds(),
         // Told when a courier leaving now would wait no longer than this for the parcel.
         commit_within: config.ready_wait.num_seconds(),
+        food_wait_weight: FOOD_WAIT_WEIGHT,
     }
 }
 
@@ -140,6 +141,10 @@ pub(super) fn plan(
         })
         .collect()
 }
+
+/// A second a parcel waits at its pickup weighs two of click-to-door besides its own, as in
+/// the benchmark's replay (docs/couriers-and-dispatch.md, "The planner").
+const FOOD_WAIT_WEIGHT: i64 = 2;
 
 /// A courier standing within this of a pickup is at it.
 const AT_PICKUP_METRES: f64 = 150.0;

@@ -5,7 +5,8 @@
 //!
 //! What it optimises, in this order: jobs delivered within their deadline; then click-to-door
 //! (booking to drop-off; of it, what is still to come, since what a job has waited is the same
-//! whoever takes it), which counts the parcel's wait at the pickup once ready, with what a job
+//! whoever takes it) and the food's wait at the pickup once ready (weighed by
+//! [`PlannerSettings::food_wait_weight`], from now on for the same reason), with what a job
 //! costs with each courier ([`PlanCourier::job_cost`]) and the couriers' time on the road
 //! counted as so much of it. Each round:
 //!
@@ -79,6 +80,9 @@ pub struct PlannerSettings {
     /// A pair is committed when its courier must leave within this; the planner runs again
     /// at least this often.
     pub commit_within: i64,
+    /// What a unit of time a parcel waits at its pickup from now on (the food going cold)
+    /// weighs, as so many units of click-to-door besides the click-to-door it adds.
+    pub food_wait_weight: i64,
 }
 
 /// A committed route: one pickup, then each job's drop-off in order.
@@ -177,7 +181,7 @@ pub fn plan<P: Eq + Hash>(
         .map(|j| (j.deadline - j.placed_at).max(0))
         .max()
         .unwrap_or(0);
-    let delivered_weight = 4 * (span + 1);
+    let delivered_weight = 4 * (span + 1) * (1 + settings.food_wait_weight.max(0));
     // Every courier that can serve a bundle in time, scored; each bundle keeps its best few.
     let mut candidates: Vec<Pair> = Vec::new();
     for (column, bundle) in bundles.iter().enumerate() {
@@ -197,11 +201,19 @@ pub fn plan<P: Eq + Hash>(
                 // Click-to-door still to come: what a job has waited already is the same
                 // whoever takes it, and counting it would pass over the jobs waiting longest.
                 let to_door: i64 = timing.dropoffs_at.iter().map(|at| at - now).sum();
+                // The same for the food: what it has waited already is no one's to save.
+                let food_waits: i64 = bundle
+                    .iter()
+                    .map(|&j| (timing.pickup_at - jobs[j].ready_at.max(now)).max(0))
+                    .sum();
                 let count = i64::try_from(bundle.len()).unwrap_or(i64::MAX);
                 Some(Pair {
                     courier: c,
                     bundle: column,
-                    weight: count * (delivered_weight - courier.job_cost) - to_door - trip,
+                    weight: count * (delivered_weight - courier.job_cost)
+                        - to_door
+                        - settings.food_wait_weight * food_waits
+                        - trip,
                     // Leaves as late as still meets the parcel when it is ready.
                     departs_at: (timing.pickup_at - service.pickup_before - trip).max(starts),
                     timing,
@@ -409,6 +421,7 @@ mod tests {
         bundle_window: 10,
         max_detour: 15,
         commit_within: 1,
+        food_wait_weight: 0,
     };
 
     fn job(pickup: i64, dropoff: i64, placed_at: i64, ready_at: i64) -> PlanJob<i64> {

@@ -26,12 +26,13 @@ pub enum Policy {
 impl Policy {
     /// The planner as the benchmark runs it: bundles of up to four, ready within ten
     /// minutes of each other, each drop-off delayed ten minutes at most; re-planned every
-    /// minute.
+    /// minute; a minute of food waiting weighing two of click-to-door.
     pub const PLANNER: Policy = Policy::Planner(PlannerSettings {
         max_bundle: 4,
         bundle_window: 10,
         max_detour: 10,
         commit_within: 1,
+        food_wait_weight: 2,
     });
 }
 
