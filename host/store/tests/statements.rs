@@ -1376,6 +1376,29 @@ async fn a_quotes_unwaited_commit_ends_with_its_statement() {
     assert_eq!(stored, made.total_amount_minor);
 }
 
+/// A market is planned by one transaction at a time: a second one is told no at once (it does
+/// not wait), another market is free, and the market is free again once the first ends,
+/// committed or not.
+#[tokio::test]
+async fn one_transaction_at_a_time_plans_a_market() {
+    let pool = database().await;
+    let mut first = pool.begin().await.unwrap();
+    assert!(dispatch::try_plan_market(&mut first, "demo").await.unwrap());
+    let mut second = pool.begin().await.unwrap();
+    assert!(
+        !dispatch::try_plan_market(&mut second, "demo")
+            .await
+            .unwrap()
+    );
+    assert!(dispatch::try_plan_market(&mut second, "li").await.unwrap());
+    drop(second);
+    // Ended without committing, as a crashed instance's transaction ends.
+    first.rollback().await.unwrap();
+    let mut third = pool.begin().await.unwrap();
+    assert!(dispatch::try_plan_market(&mut third, "demo").await.unwrap());
+    third.commit().await.unwrap();
+}
+
 /// The planner's read of a market's searching jobs: those with no open offer and ready soon
 /// enough, longest searching first, test jobs only when asked for, with the couriers they
 /// were offered to before. A claim then locks one that is still unoffered, and another
