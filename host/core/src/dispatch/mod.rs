@@ -118,6 +118,16 @@ impl Dispatcher {
             return Ok(0);
         }
         let now = now();
+        // Couriers first: with nobody to offer to, the searching jobs are not read at all (a
+        // market can hold thousands while no courier is online).
+        let fresh_since = now - POSITION_FRESHNESS;
+        let couriers =
+            couriers_store::available_in_market(&mut tx, market.id(), fresh_since, SNAPSHOT_LIMIT)
+                .await?;
+        let collecting = self.collecting(&mut tx, market, fresh_since).await?;
+        if couriers.is_empty() && collecting.is_empty() {
+            return Ok(0);
+        }
         let jobs = store::open_searches(
             &mut tx,
             market.id(),
@@ -127,14 +137,6 @@ impl Dispatcher {
         )
         .await?;
         if jobs.is_empty() {
-            return Ok(0);
-        }
-        let fresh_since = now - POSITION_FRESHNESS;
-        let couriers =
-            couriers_store::available_in_market(&mut tx, market.id(), fresh_since, SNAPSHOT_LIMIT)
-                .await?;
-        let collecting = self.collecting(&mut tx, market, fresh_since).await?;
-        if couriers.is_empty() && collecting.is_empty() {
             return Ok(0);
         }
         let job_ids: Vec<Uuid> = jobs.iter().map(|j| j.id).collect();
