@@ -17,7 +17,7 @@ use courier_store::couriers::AvailableCourier;
 use courier_store::jobs::JobRow;
 
 use super::config::DispatchConfig;
-use crate::markets::{BundleLimits, Market};
+use crate::markets::Market;
 
 /// A point as the planner tells places apart: whole micro-degrees.
 type Spot = (i64, i64);
@@ -50,12 +50,7 @@ pub(super) struct PlannedRoute {
 /// What the planner is told for `vehicle` in `market`: the market's bundle limits for it
 /// where it sets them, else the service's.
 fn settings(market: &Market, vehicle: Vehicle, config: &DispatchConfig) -> PlannerSettings {
-    let service = BundleLimits {
-        max_jobs: Some(config.max_bundle),
-        window: Some(config.bundle_window),
-        max_detour: Some(config.max_detour),
-    };
-    let limits = market.definition.bundle_limits(vehicle).or(service);
+    let limits = market.definition.bundle_limits(vehicle);
     PlannerSettings {
         max_bundle: limits.max_jobs.unwrap_or(config.max_bundle),
         bundle_window: limits.window.unwrap_or(config.bundle_window).num_seconds(),
