@@ -265,6 +265,46 @@ async fn merchant_keys_and_settings_through_the_cli_are_audited() {
     ])));
     let merchant_id = created["merchant_id"].as_str().unwrap().to_owned();
 
+    // The first owner's invitation: its link, printed as JSON.
+    let invitation: Value = serde_json::from_str(&succeed(run(&[
+        "merchant",
+        "invite",
+        "--merchant",
+        &merchant_id,
+        "--email",
+        "owner@cli.example",
+        "--role",
+        "owner",
+        "--operator",
+        "carol",
+    ])))
+    .unwrap();
+    assert_eq!(invitation["role"], "owner");
+    assert_eq!(invitation["merchant_id"], merchant_id.as_str());
+    assert!(
+        invitation["invitation_url"]
+            .as_str()
+            .unwrap()
+            .contains("/console/invitations/"),
+        "{invitation}"
+    );
+    let refused = run(&[
+        "merchant",
+        "invite",
+        "--merchant",
+        &merchant_id,
+        "--email",
+        "nobody",
+        "--role",
+        "owner",
+    ]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("e-mail address"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+
     let key: Value = serde_json::from_str(&succeed(run(&[
         "merchant",
         "key",
@@ -395,6 +435,7 @@ async fn merchant_keys_and_settings_through_the_cli_are_audited() {
             ("carol", "merchant.settings_changed"),
             ("carol", "merchant.settings_changed"),
             ("carol", "key.created"),
+            ("carol", "team.member_invited"),
             ("carol", "merchant.created"),
         ]
     );

@@ -12,6 +12,46 @@ use crate::support::browser::Browser;
 use crate::support::{MerchantCredentials, status_and_json};
 
 /// Types `text` into the field `id`.
+/// Signs in from the sign-in page (where the browser is) as the owner of the credential's
+/// merchant, and switches to the credential's environment with the header's switch.
+pub(crate) async fn sign_in_as_owner(
+    browser: &Browser,
+    app: &crate::support::TestApp,
+    credential: &crate::support::Credential,
+) {
+    // The owner, invited by an operator, has set a password.
+    crate::console::Visitor::new(app).sign_in(credential).await;
+    let pool = app.pool().await;
+    let merchant: uuid::Uuid =
+        sqlx::query_scalar("SELECT merchant_id FROM api_keys WHERE key = $1")
+            .bind(&credential.key)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    pool.close().await;
+    fill(
+        browser,
+        "email",
+        &crate::console::owner_email(&merchant.to_string()),
+    )
+    .await;
+    fill(browser, "password", crate::console::PASSWORD).await;
+    click(browser, "form.sign-in button").await;
+    arrives_at(browser, "/console/jobs").await;
+    if credential.key.starts_with("ck_live_") {
+        click(browser, "form.switch button").await;
+        browser
+            .wait_until("the live environment", || async {
+                browser
+                    .client
+                    .source()
+                    .await
+                    .is_ok_and(|s| s.contains("environment-live"))
+            })
+            .await;
+    }
+}
+
 pub(crate) async fn fill(browser: &Browser, id: &str, text: &str) {
     let field = browser.client.find(Locator::Id(id)).await.unwrap();
     field.send_keys(text).await.unwrap();
@@ -70,10 +110,7 @@ async fn a_merchant_uses_the_console_in_a_browser() {
     client.goto(&app.url("/console/")).await.unwrap();
     arrives_at(&browser, "/console/sign-in").await;
     looked_at(&browser, "console-sign-in.png").await;
-    let credential = merchant.test();
-    fill(&browser, "key", &credential.key).await;
-    fill(&browser, "secret", &credential.secret).await;
-    click(&browser, "form.sign-in button").await;
+    sign_in_as_owner(&browser, &app, &merchant.test()).await;
 
     // The jobs list.
     arrives_at(&browser, "/console/jobs").await;
@@ -296,11 +333,8 @@ async fn a_merchant_uses_the_console_in_a_browser() {
     click(&browser, "form.sign-out button").await;
     arrives_at(&browser, "/console/sign-in").await;
 
-    // With the live key: the account's settings changed.
-    fill(&browser, "key", &merchant.live().key).await;
-    fill(&browser, "secret", &merchant.live().secret).await;
-    click(&browser, "form.sign-in button").await;
-    arrives_at(&browser, "/console/jobs").await;
+    // Signed in again, in the live environment: the account's settings changed.
+    sign_in_as_owner(&browser, &app, &merchant.live()).await;
     client.goto(&app.url("/console/keys")).await.unwrap();
     arrives_at(&browser, "/console/keys").await;
     click(&browser, "#proof_photo_required").await;
@@ -497,10 +531,7 @@ async fn a_test_delivery_s_run_follows_itself_in_a_browser() {
     let browser = Browser::start(1280, 900).await;
     let client = &browser.client;
     client.goto(&app.url("/console/sign-in")).await.unwrap();
-    fill(&browser, "key", &merchant.test().key).await;
-    fill(&browser, "secret", &merchant.test().secret).await;
-    click(&browser, "form.sign-in button").await;
-    arrives_at(&browser, "/console/jobs").await;
+    sign_in_as_owner(&browser, &app, &merchant.test()).await;
     client.goto(&app.url("/console/sandbox")).await.unwrap();
     book_test_delivery(&browser).await;
     browser
@@ -541,6 +572,91 @@ async fn a_test_delivery_s_run_follows_itself_in_a_browser() {
         .unwrap();
     assert_eq!(mark, serde_json::json!("same page"), "updated in place");
     looked_at(&browser, "console-sandbox-live-moved.png").await;
+    browser.close().await;
+    app.stop().await;
+}
+
+/// A merchant's first owner joins by an operator's invitation, invites a colleague, looks at
+/// their account, and makes a key after giving the password again, in a browser: each page
+/// drawn and checked.
+#[tokio::test]
+async fn a_team_is_joined_and_managed_in_a_browser() {
+    let app = crate::support::TestApp::spawn_with(|name| match name {
+        "COURIER_REAUTHENTICATION_MS" => Some("1".into()),
+        _ => None,
+    })
+    .await;
+    let merchant = app.create_merchant("Team Browser Ltd").await;
+    let (status, invitation) = status_and_json(
+        app.admin(
+            Method::POST,
+            &format!("/merchants/{}/invitations", merchant.merchant_id),
+        )
+        .json(&json!({"email": "ana@browser.example", "role": "owner"}))
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{invitation}");
+    let browser = Browser::start(1280, 900).await;
+    let client = &browser.client;
+
+    // The link names the service's public URL; the test's service listens elsewhere.
+    let token = crate::console::invitation_token(&invitation);
+    client
+        .goto(&app.url(&format!("/console/invitations/{token}")))
+        .await
+        .unwrap();
+    looked_at(&browser, "console-invitation.png").await;
+    fill(&browser, "name", "Ana Owner").await;
+    fill(&browser, "password", crate::console::PASSWORD).await;
+    fill(&browser, "password_again", crate::console::PASSWORD).await;
+    click(&browser, "form.sign-in button").await;
+    arrives_at(&browser, "/console/jobs").await;
+
+    client.goto(&app.url("/console/team")).await.unwrap();
+    arrives_at(&browser, "/console/team").await;
+    fill(&browser, "email", "vic@browser.example").await;
+    click(&browser, "form[action='/console/team/invitations'] button").await;
+    browser
+        .wait_until("the invitation's link", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("/console/invitations/"))
+        })
+        .await;
+    looked_at(&browser, "console-team.png").await;
+
+    client.goto(&app.url("/console/account")).await.unwrap();
+    arrives_at(&browser, "/console/account").await;
+    looked_at(&browser, "console-account.png").await;
+
+    // Past the re-authentication window, a key asks for the password first.
+    client.goto(&app.url("/console/keys")).await.unwrap();
+    arrives_at(&browser, "/console/keys").await;
+    fill(&browser, "label", "warehouse").await;
+    click(&browser, "form.add-key button").await;
+    browser
+        .wait_until("the password asked for", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("Confirm it is you"))
+        })
+        .await;
+    looked_at(&browser, "console-reauthenticate.png").await;
+    fill(&browser, "reauthentication", crate::console::PASSWORD).await;
+    click(&browser, "form.sign-in button").await;
+    browser
+        .wait_until("the new key", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("new-secret"))
+        })
+        .await;
     browser.close().await;
     app.stop().await;
 }

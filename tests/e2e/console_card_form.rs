@@ -322,11 +322,7 @@ async fn at_the_provider_s_form(app: &TestApp, merchant: &NewMerchant) -> Browse
     let browser = Browser::start_with(1280, 900, &["--ignore-certificate-errors"]).await;
     let client = &browser.client;
     client.goto(&app.url("/console/sign-in")).await.unwrap();
-    let credential = merchant.live();
-    fill(&browser, "key", &credential.key).await;
-    fill(&browser, "secret", &credential.secret).await;
-    click(&browser, "form.sign-in button").await;
-    arrives_at(&browser, "/console/jobs").await;
+    crate::console_browser::sign_in_as_owner(&browser, app, &merchant.live()).await;
     client.goto(&app.url("/console/cards")).await.unwrap();
     click(&browser, "form[action='/console/cards/form'] button").await;
     browser
@@ -613,10 +609,7 @@ async fn a_third_provider_s_own_component_draws_its_card_form_in_a_browser() {
     let browser = Browser::start_with(1280, 900, &["--ignore-certificate-errors"]).await;
     let client = &browser.client;
     client.goto(&app.url("/console/sign-in")).await.unwrap();
-    fill(&browser, "key", &merchant.live().key).await;
-    fill(&browser, "secret", &merchant.live().secret).await;
-    click(&browser, "form.sign-in button").await;
-    arrives_at(&browser, "/console/jobs").await;
+    crate::console_browser::sign_in_as_owner(&browser, &app, &merchant.live()).await;
     client.goto(&app.url("/console/cards")).await.unwrap();
     click(&browser, "form[action='/console/cards/form'] button").await;
     browser

@@ -36,6 +36,7 @@ mod resilience;
 mod routes;
 mod sandbox;
 mod simulate;
+mod team;
 mod texts;
 mod tracking;
 mod tracking_browser;

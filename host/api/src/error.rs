@@ -24,6 +24,7 @@ use courier_core::payments::PaymentError;
 use courier_core::pricing::{PriceBookError, PricingError};
 use courier_core::quotes::QuoteError;
 use courier_core::sandbox::SandboxError;
+use courier_core::team::TeamError;
 use courier_core::webhooks::WebhookError;
 
 pub const ROUTE_NOT_FOUND: Code = Code::new(
@@ -236,6 +237,9 @@ pub enum ApiError {
     #[error(transparent)]
     #[code(via)]
     AuditQuery(#[from] AuditQueryError),
+    #[error(transparent)]
+    #[code(via)]
+    Team(#[from] TeamError),
     #[error(
         "this key has used its budget for this kind of request; retry after {} s",
         courier_core::rate_limit::whole_seconds(*retry_after)

@@ -79,7 +79,7 @@ fn public_routes() -> OpenApiRouter<AppState> {
         // The public tracking page: no credentials, the token is the key.
         .routes(routes!(tracking::page))
         .routes(routes!(tracking::state))
-        // The merchant console: pages for people, signed in with a key and its secret.
+        // The merchant console: pages for people, signed in with an e-mail address and password.
         .routes(routes!(console::pages::start))
         .routes(routes!(console::pages::stylesheet))
         .routes(routes!(console::pages::live_updates))
@@ -89,6 +89,18 @@ fn public_routes() -> OpenApiRouter<AppState> {
             console::pages::sign_in
         ))
         .routes(routes!(console::pages::sign_out))
+        .routes(routes!(
+            console::team::invitation_page,
+            console::team::accept_invitation
+        ))
+        .routes(routes!(console::team::switch))
+        .routes(routes!(console::team::account_page))
+        .routes(routes!(console::team::revoke_session))
+        .routes(routes!(console::team::team_page))
+        .routes(routes!(console::team::invite))
+        .routes(routes!(console::team::change_role))
+        .routes(routes!(console::team::remove_member))
+        .routes(routes!(console::team::withdraw_invitation))
         .routes(routes!(console::pages::jobs_page))
         .routes(routes!(console::pages::job_page))
         .routes(routes!(console::pages::proof_file))

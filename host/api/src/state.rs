@@ -49,6 +49,8 @@ pub struct AppServices {
     pub jobs: courier_core::jobs::reading::JobReader,
     /// Merchants, their keys and settings, as operators manage them.
     pub merchants: courier_core::merchants::Merchants,
+    /// Merchants' teams: the people who sign in to the console.
+    pub teams: courier_core::team::Teams,
     /// The operators' audit trail.
     pub audit: courier_core::audit::AuditTrail,
     pub sandbox: Arc<courier_core::sandbox::Simulator>,

@@ -25,7 +25,7 @@ pub enum AuditQueryError {
     #[code(UNKNOWN_ACTION)]
     UnknownAction(String),
     #[error(
-        "{0:?} is not a target type; use one of merchant, api_key, price_book, charge, job, courier, client_address"
+        "{0:?} is not a target type; use one of merchant, api_key, person, invitation, price_book, charge, job, courier, client_address"
     )]
     #[code(UNKNOWN_TARGET_TYPE)]
     UnknownTargetType(String),

@@ -79,8 +79,8 @@ pub struct Config {
           env = "COURIER_AUTH_FAILURE_WINDOW_MS", default_value = "60000",
           value_parser = settings::millis)]
     pub auth_failure_window: Duration,
-    /// How long a merchant console session lasts from sign-in; it ends sooner at sign-out or
-    /// when its key is revoked.
+    /// How long a merchant console session lasts from sign-in; it ends sooner at sign-out,
+    /// when it is revoked from the sessions page, or when its person leaves the team.
     #[arg(id = "console-session-ms", long = "console-session-ms",
           env = "COURIER_CONSOLE_SESSION_MS", default_value = "28800000",
           value_parser = settings::millis)]
@@ -209,6 +209,8 @@ pub struct Config {
     pub webhooks: crate::webhooks::WebhookConfig,
     #[command(flatten)]
     pub texts: crate::texts::TextsConfig,
+    #[command(flatten)]
+    pub team: crate::team::TeamConfig,
     #[command(flatten)]
     pub sandbox: crate::sandbox::SandboxConfig,
     #[command(flatten)]

@@ -16,6 +16,7 @@
 //! - `quotes`: pricing a journey and keeping the quote.
 //! - `rate_limit`: per-key request budgets, in memory.
 //! - `sandbox`: the simulator of test jobs.
+//! - `team`: the people of merchants' teams: invitations, roles, sign-in with a password.
 //! - `texts`: the customer's texts.
 //! - `tracking`: the public tracking page of a job.
 //! - `webhooks`: endpoints, the fan-out and the delivery workers.
@@ -39,6 +40,7 @@ pub mod pricing;
 pub mod quotes;
 pub mod rate_limit;
 pub mod sandbox;
+pub mod team;
 pub mod texts;
 pub mod tracking;
 pub mod webhooks;

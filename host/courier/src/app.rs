@@ -63,6 +63,8 @@ pub struct Services {
     pub couriers: courier_core::couriers::Couriers,
     pub fulfilment: courier_core::jobs::fulfilment::Fulfilment,
     pub merchants: courier_core::merchants::Merchants,
+    /// Merchants' teams: invitations, people, sign-in.
+    pub teams: courier_core::team::Teams,
 }
 
 impl Services {
@@ -158,10 +160,16 @@ impl Services {
         );
         let merchants =
             courier_core::merchants::Merchants::new(db.pool.clone(), authenticator.clone());
+        let teams = courier_core::team::Teams::new(
+            db.pool.clone(),
+            config.team.clone(),
+            config.public_url(),
+        );
         Ok(Self {
             couriers,
             fulfilment,
             merchants,
+            teams,
             db,
             authenticator,
             markets,
@@ -306,6 +314,7 @@ pub async fn run(
         readiness: courier_core::infra::db::Readiness::new(services.db.pool.clone()),
         jobs: courier_core::jobs::reading::JobReader::new(services.db.pool.clone()),
         merchants: services.merchants.clone(),
+        teams: services.teams.clone(),
         audit: courier_core::audit::AuditTrail::new(services.db.pool.clone()),
         authenticator: services.authenticator.clone(),
         config: Arc::new(config.clone()),
@@ -332,6 +341,7 @@ pub async fn run(
         console_sessions: Arc::new(courier_core::auth::ConsoleSessions::new(
             services.db.pool.clone(),
             config.console_session,
+            config.team.reauthentication,
         )),
         operator_sessions: Arc::new(
             courier_core::auth::operator_sessions::OperatorSessions::new(

@@ -316,6 +316,19 @@ enum MerchantCommand {
     List,
     /// Show a merchant with its settings and keys (never their secrets).
     Show { merchant: String },
+    /// Invite someone to a merchant's team (its first owner, say); prints JSON with the
+    /// `invitation_url` they open to set a name and password. The link works once.
+    Invite {
+        #[arg(long)]
+        merchant: String,
+        #[arg(long)]
+        email: String,
+        /// `owner`, `admin`, `developer`, `support` or `viewer`.
+        #[arg(long)]
+        role: String,
+        #[arg(long, env = "USER", default_value = "cli")]
+        operator: String,
+    },
     /// Manage a merchant's API keys.
     Key {
         #[command(subcommand)]
@@ -647,6 +660,17 @@ async fn merchant(services: &Services, command: MerchantCommand) -> anyhow::Resu
         MerchantCommand::Show { merchant } => serde_json::to_value(
             merchants_service
                 .show(merchants::parse_id(&merchant)?)
+                .await?,
+        )?,
+        MerchantCommand::Invite {
+            merchant,
+            email,
+            role,
+            operator,
+        } => serde_json::to_value(
+            services
+                .teams
+                .invite(merchants::parse_id(&merchant)?, &email, &role, &operator)
                 .await?,
         )?,
         MerchantCommand::Key {

@@ -5,9 +5,11 @@ use serde_json::Value;
 use uuid::Uuid;
 
 /// The kinds of thing operators act on: `AuditRecord::target_type`.
-pub const TARGET_TYPES: [&str; 7] = [
+pub const TARGET_TYPES: [&str; 9] = [
     "merchant",
     "api_key",
+    "person",
+    "invitation",
     "price_book",
     "charge",
     "job",
@@ -42,10 +44,17 @@ pub enum AuditAction {
     CourierReinstated,
     /// A request to the operator API without a valid token (target: its client address).
     SignInFailed,
+    /// Someone was invited to a merchant's team (target: the invitation).
+    MemberInvited,
+    InvitationWithdrawn,
+    /// An invitation was used (target: the person who joined).
+    MemberJoined,
+    MemberRoleChanged,
+    MemberRemoved,
 }
 
 impl AuditAction {
-    pub const ALL: [AuditAction; 14] = [
+    pub const ALL: [AuditAction; 19] = [
         AuditAction::MerchantCreated,
         AuditAction::KeyCreated,
         AuditAction::KeyRevoked,
@@ -60,6 +69,11 @@ impl AuditAction {
         AuditAction::CourierSuspended,
         AuditAction::CourierReinstated,
         AuditAction::SignInFailed,
+        AuditAction::MemberInvited,
+        AuditAction::InvitationWithdrawn,
+        AuditAction::MemberJoined,
+        AuditAction::MemberRoleChanged,
+        AuditAction::MemberRemoved,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -78,6 +92,11 @@ impl AuditAction {
             AuditAction::CourierSuspended => "courier.suspended",
             AuditAction::CourierReinstated => "courier.reinstated",
             AuditAction::SignInFailed => "operator.sign_in_failed",
+            AuditAction::MemberInvited => "team.member_invited",
+            AuditAction::InvitationWithdrawn => "team.invitation_withdrawn",
+            AuditAction::MemberJoined => "team.member_joined",
+            AuditAction::MemberRoleChanged => "team.role_changed",
+            AuditAction::MemberRemoved => "team.member_removed",
         }
     }
 
@@ -87,7 +106,8 @@ impl AuditAction {
 }
 
 /// One operator action. `target_type` names the kind of thing acted on (`merchant`,
-/// `api_key`, `price_book`, `charge`, `job`, `courier`) and `target_id` which one.
+/// `api_key`, `person`, `invitation`, `price_book`, `charge`, `job`, `courier`) and
+/// `target_id` which one.
 #[derive(Clone, Debug)]
 pub struct AuditRecord<'a> {
     pub operator: &'a str,

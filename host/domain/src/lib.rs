@@ -13,6 +13,7 @@
 //! - `limits`: a merchant's own request budgets.
 //! - `quote`: validation of a quote request.
 //! - `sandbox`: the simulator's scenarios and legs.
+//! - `team`: a merchant's team: roles and what each may do, addresses and passwords.
 //! - `text`: the wording and rules of customer texts.
 //! - `tracking`: what a tracking page says, its timeline and estimate.
 //! - `webhook`: the signature of a webhook delivery.
@@ -37,6 +38,7 @@ pub mod numeric;
 pub mod quote;
 pub mod sandbox;
 mod schema;
+pub mod team;
 pub mod text;
 pub mod tracking;
 mod vehicle;

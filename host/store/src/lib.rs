@@ -39,6 +39,7 @@ pub mod fulfilment;
 pub mod jobs;
 pub mod merchants;
 pub mod operator_console;
+pub mod people;
 pub mod price_books;
 pub mod provider_events;
 pub mod quotes;

@@ -11,6 +11,7 @@ use courier_domain::dispatch::{CourierStatus, OfferStatus};
 use courier_domain::job::proof::ProofKind;
 use courier_domain::job::transitions::Settlement;
 use courier_domain::sandbox::plan::{Scenario, Stage};
+use courier_domain::team::Role;
 use courier_domain::webhook::{DeliveryStatus, EndpointStatus};
 use courier_domain::{Environment, JobStatus, Vehicle};
 
@@ -88,6 +89,7 @@ text_enums!(
     Move,
     OfferStatus,
     ProofKind,
+    Role,
     Scenario,
     Settlement,
     Stage,

@@ -14,6 +14,7 @@ use courier_core::merchants::{
     self, AccountSettings, ApiKey, CreatedKey, MerchantDetail, MerchantSummary, NewMerchant,
     SettingsChange,
 };
+use courier_core::team::IssuedInvitation;
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -192,4 +193,49 @@ pub async fn change_settings(
             .change_settings(merchants::parse_id(&id)?, &change, &operator.name)
             .await?,
     ))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewInvitationBody {
+    /// The person's e-mail address (at most 254 characters).
+    #[schema(max_length = 254)]
+    email: String,
+    #[schema(value_type = courier_domain::team::Role)]
+    role: String,
+}
+
+#[utoipa::path(
+    post,
+    path = "/merchants/{id}/invitations",
+    operation_id = "inviteTeamMember",
+    tag = "admin",
+    summary = "Invite someone to a merchant's team (its first owner, say); the invitation's link is shown only in this response",
+    params(("id" = Uuid, Path, description = "The merchant's id")),
+    request_body = NewInvitationBody,
+    responses(
+        (status = 201, description = "The invitation, with the link the person opens to set a name and password", body = IssuedInvitation),
+        (status = 404, description = "merchant.not_found"),
+        (status = 409, description = "team.already_member"),
+        (status = 422, description = "team.invalid_email team.invalid_role"),
+    )
+)]
+/// `POST /admin/v1/merchants/{id}/invitations` `{email, role}`: 201 with the invitation's link,
+/// which works once.
+pub async fn invite(
+    State(state): State<AppState>,
+    Extension(operator): Extension<Operator>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<NewInvitationBody>,
+) -> Result<(StatusCode, Json<IssuedInvitation>), ApiError> {
+    let issued = state
+        .teams
+        .invite(
+            merchants::parse_id(&id)?,
+            &body.email,
+            &body.role,
+            &operator.name,
+        )
+        .await?;
+    Ok((StatusCode::CREATED, Json(issued)))
 }

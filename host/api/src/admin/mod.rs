@@ -51,6 +51,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(merchants::create, merchants::list))
         .routes(routes!(merchants::show))
         .routes(routes!(merchants::create_key))
+        .routes(routes!(merchants::invite))
         .routes(routes!(merchants::revoke_key))
         .routes(routes!(audit::list))
         .routes(routes!(bookings::list))

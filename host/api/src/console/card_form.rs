@@ -18,11 +18,12 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::Response;
 use serde_json::Value;
 
-use super::respond::{SessionBar, field, message, page, see_other, session, signed_form, token};
+use super::respond::{SessionBar, field, message, page, permitted_form, see_other, session, token};
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
 use courier_core::payments::cards::CardFormOptions;
 use courier_domain::Environment;
+use courier_domain::team::Permission;
 
 /// The provider forms this console draws: two it drives itself (`/console/card-form.js` knows
 /// each by name), and any other provider's by the driver its own script registers.
@@ -274,10 +275,11 @@ fn not_in_test(session: &ConsoleSession) -> Option<Response> {
     )
 )]
 pub async fn start_card_form(State(state): State<AppState>, request: Request) -> Response {
-    let (session, _) = match signed_form(&state, request).await {
-        Ok(signed) => signed,
-        Err(answer) => return answer,
-    };
+    let (session, _) =
+        match permitted_form(&state, request, Permission::ManageSettings, "adding cards").await {
+            Ok(signed) => signed,
+            Err(answer) => return answer,
+        };
     if let Some(refused) = not_in_test(&session) {
         return refused;
     }
@@ -439,10 +441,11 @@ pub async fn card_form_returned(
     )
 )]
 pub async fn attach_card(State(state): State<AppState>, request: Request) -> Response {
-    let (session, fields) = match signed_form(&state, request).await {
-        Ok(signed) => signed,
-        Err(answer) => return answer,
-    };
+    let (session, fields) =
+        match permitted_form(&state, request, Permission::ManageSettings, "adding cards").await {
+            Ok(signed) => signed,
+            Err(answer) => return answer,
+        };
     if let Some(refused) = not_in_test(&session) {
         return refused;
     }

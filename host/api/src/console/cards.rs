@@ -12,13 +12,14 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::respond::{
-    SessionBar, field, message, money, page, see_other, signed_form, signed_in, when,
+    SessionBar, field, message, money, page, permitted_form, see_other, signed_in, when,
 };
 use crate::error::ApiError;
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
 use courier_core::payments::PaymentError;
 use courier_domain::Environment;
+use courier_domain::team::Permission;
 
 /// The sandbox's designated cards (the API's description, section 4), as a person picks one.
 const SANDBOX_CARDS: [(&str, &str); 6] = [
@@ -251,10 +252,11 @@ pub(super) async fn refused(
     )
 )]
 pub async fn add_card(State(state): State<AppState>, request: Request) -> Response {
-    let (session, fields) = match signed_form(&state, request).await {
-        Ok(signed) => signed,
-        Err(answer) => return answer,
-    };
+    let (session, fields) =
+        match permitted_form(&state, request, Permission::ManageSettings, "adding cards").await {
+            Ok(signed) => signed,
+            Err(answer) => return answer,
+        };
     let chosen =
         field(&fields, "card").and_then(|number| SANDBOX_CARDS.iter().find(|(n, _)| *n == number));
     let (Environment::Test, Some((number, _))) = (session.merchant.environment, chosen) else {
@@ -305,7 +307,14 @@ pub async fn card_action(
     Path((id, action)): Path<(String, String)>,
     request: Request,
 ) -> Response {
-    let (session, _) = match signed_form(&state, request).await {
+    let (session, _) = match permitted_form(
+        &state,
+        request,
+        Permission::ManageSettings,
+        "changing cards",
+    )
+    .await
+    {
         Ok(signed) => signed,
         Err(answer) => return answer,
     };

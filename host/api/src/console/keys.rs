@@ -1,23 +1,27 @@
 //! The merchant's API keys of the console's environment (label, when made, last used,
-//! revoked), a new key made (its secret shown once, on the page that made it; a live session
-//! may make a test key too, a test session never a live one), a key revoked once the merchant
-//! has confirmed it, told what stops (the sessions signed in with it end); and the account's
-//! settings: a live session changes
-//! what bookings default to and the texts' sender (a test key, often a developer's, changes
-//! nothing that live deliveries follow), and the request budgets stay the operators'.
-//! The audit trail records these actions as `console:<the session's key>`.
+//! revoked), a new key made (its secret shown once, on the page that made it), a key revoked
+//! once the person has confirmed it, told what stops; and the account's settings: what
+//! bookings default to and the texts' sender (the request budgets stay the operators').
+//! Keys are for developers, admins and owners, settings for admins and owners; each change
+//! asks for the password again past the re-authentication window. The audit trail records
+//! these actions under the person's e-mail address.
 
 use askama::Template;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
-use super::respond::{SessionBar, field, message, page, see_other, signed_form, signed_in, when};
+use super::reauth::confirmed;
+use super::respond::{
+    SessionBar, client, field, message, page, refused_unless, see_other, signed_form, signed_in,
+    when,
+};
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
 use courier_core::merchants::{CreatedKey, MerchantError, SettingsChange, SettingsError};
 use courier_domain::Environment;
 use courier_domain::numeric::Numeric;
+use courier_domain::team::Permission;
 
 struct ListedKey {
     key: String,
@@ -25,7 +29,6 @@ struct ListedKey {
     created: String,
     last_used: String,
     revoked: String,
-    this_session: bool,
 }
 
 struct Setting {
@@ -49,11 +52,13 @@ struct Editable {
 struct KeysPage {
     session: Option<SessionBar>,
     environment: &'static str,
-    /// A live session may make a key of either environment.
-    live: bool,
+    other_environment: &'static str,
+    /// Whether the person's role makes and revokes keys.
+    manage_keys: bool,
+    role: &'static str,
     keys: Vec<ListedKey>,
     settings: Vec<Setting>,
-    /// Only in a live session.
+    /// Only for a role that changes settings.
     editable: Option<Editable>,
     created: Option<CreatedKey>,
     problem: Option<String>,
@@ -68,11 +73,6 @@ struct Said {
     notice: Option<&'static str>,
     /// A refused settings form as it was sent: drawn again as typed, to be corrected.
     typed: Option<Editable>,
-}
-
-/// Who the audit trail says did it.
-fn actor(session: &ConsoleSession) -> String {
-    format!("console:{}", session.key)
 }
 
 fn unavailable(session: &ConsoleSession, error: &MerchantError) -> Response {
@@ -101,7 +101,6 @@ async fn render(
         .into_iter()
         .filter(|k| k.environment == merchant.environment)
         .map(|k| ListedKey {
-            this_session: k.key == session.key,
             key: k.key,
             label: k.label,
             created: when(k.created_at),
@@ -121,7 +120,8 @@ async fn render(
             .map(|m| m.to_string())
             .unwrap_or_default(),
     };
-    let editable = (merchant.environment == Environment::Live)
+    let editable = session
+        .may(Permission::ManageSettings)
         .then(|| said.typed.take().unwrap_or_else(stored));
     let or_default = |limit: Option<i32>| {
         limit.map_or_else(
@@ -177,7 +177,12 @@ async fn render(
         KeysPage {
             session: Some(SessionBar::from(session)),
             environment: merchant.environment.as_str(),
-            live: merchant.environment == Environment::Live,
+            other_environment: match merchant.environment {
+                Environment::Live => "test",
+                Environment::Test => "live",
+            },
+            manage_keys: session.may(Permission::ManageKeys),
+            role: session.role.label(),
             keys,
             settings,
             editable,
@@ -214,36 +219,31 @@ pub async fn keys_page(State(state): State<AppState>, headers: HeaderMap) -> Res
     path = "/console/keys",
     operation_id = "consoleCreateKey",
     tag = "console",
-    summary = "Makes a key: form fields `label`, `csrf` and optionally `environment` (`test` or `live`; the console's by default; a live session may make a test key, a test session no live one); the page shows its secret once",
+    summary = "Makes a key: form fields `label`, `csrf`, `once` and optionally `environment` (`test` or `live`; the console's by default), and `reauthentication` (the person's password) past the re-authentication window; the page shows its secret once",
     security(()),
     request_body(content = String, description = "`label=…&csrf=…`", content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 201, description = "The page, with the new key and its secret (shown this once)", content_type = "text/html", body = String),
         (status = 303, description = "Not signed in: to /console/sign-in"),
-        (status = 403, description = "A page: the form did not carry the session's token, or a test session asked for a live key", content_type = "text/html", body = String),
+        (status = 401, description = "A page asking for the person's password (past the re-authentication window, or it was wrong), which sends the form again", content_type = "text/html", body = String),
+        (status = 403, description = "A page: the form did not carry the session's token, or the person's role may not make keys", content_type = "text/html", body = String),
         (status = 422, description = "A page: the label is empty or too long, or the environment is neither test nor live", content_type = "text/html", body = String),
     )
 )]
 pub async fn create_key(State(state): State<AppState>, request: Request) -> Response {
+    let posted = (request.headers().clone(), client(&state, &request));
     let (session, fields) = match signed_form(&state, request).await {
         Ok(signed) => signed,
         Err(answer) => return answer,
     };
+    if let Some(refused) = refused_unless(&session, Permission::ManageKeys, "making keys") {
+        return refused;
+    }
     let merchant = &session.merchant;
     let label = field(&fields, "label").unwrap_or("");
-    // A live session may make a test key (a test key opens less); a test session only test
-    // keys.
     let environment = match field(&fields, "environment") {
         None => merchant.environment,
         Some(asked) => match asked.parse::<Environment>() {
-            Ok(Environment::Live) if merchant.environment == Environment::Test => {
-                return message(
-                    StatusCode::FORBIDDEN,
-                    Some(&session),
-                    "Live keys are made with a live key",
-                    "A test key cannot make a live key: sign in with a live key to make one.",
-                );
-            }
             Ok(environment) => environment,
             Err(_) => {
                 let said = Said {
@@ -254,13 +254,17 @@ pub async fn create_key(State(state): State<AppState>, request: Request) -> Resp
             }
         },
     };
+    let what = ("Making a key", "/console/keys", "/console/keys");
+    if let Err(ask) = confirmed(&state, (&posted.0, posted.1), &session, &fields, what).await {
+        return ask;
+    }
     match state
         .merchants
         .create_key(
             merchant.merchant_id,
             environment.as_str(),
             label,
-            &actor(&session),
+            session.actor(),
         )
         .await
     {
@@ -290,14 +294,15 @@ pub async fn create_key(State(state): State<AppState>, request: Request) -> Resp
     path = "/console/keys/{key}/revoke",
     operation_id = "consoleRevokeKey",
     tag = "console",
-    summary = "Revokes one of the merchant's keys of the console's environment: form fields `csrf` and `confirm=yes` (without it, a page asks to confirm, saying what stops); its sessions end",
+    summary = "Revokes one of the merchant's keys of the console's environment: form fields `csrf`, `once`, `confirm=yes` (without it, a page asks to confirm, saying what stops), and `reauthentication` (the person's password) past the re-authentication window",
     security(()),
     params(("key" = String, Path, description = "The key (`ck_test_…` or `ck_live_…`)")),
     request_body(content = String, description = "`csrf=…&confirm=yes`", content_type = "application/x-www-form-urlencoded"),
     responses(
-        (status = 200, description = "A page asking to confirm (the form had no `confirm=yes`): what stops, the session's end if it is its key, and that it is the environment's last key in use", content_type = "text/html", body = String),
-        (status = 303, description = "Revoked: to /console/keys, or to /console/sign-in when it was this session's key"),
-        (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
+        (status = 200, description = "A page asking to confirm (the form had no `confirm=yes`): what stops, and that it is the environment's last key in use", content_type = "text/html", body = String),
+        (status = 303, description = "Revoked: to /console/keys"),
+        (status = 401, description = "A page asking for the person's password (past the re-authentication window, or it was wrong), which sends the form again", content_type = "text/html", body = String),
+        (status = 403, description = "A page: the form did not carry the session's token, or the person's role may not revoke keys", content_type = "text/html", body = String),
         (status = 404, description = "A page: no such key of this merchant and environment", content_type = "text/html", body = String),
     )
 )]
@@ -306,10 +311,14 @@ pub async fn revoke_key(
     Path(key): Path<String>,
     request: Request,
 ) -> Response {
+    let posted = (request.headers().clone(), client(&state, &request));
     let (session, fields) = match signed_form(&state, request).await {
         Ok(signed) => signed,
         Err(answer) => return answer,
     };
+    if let Some(refused) = refused_unless(&session, Permission::ManageKeys, "revoking keys") {
+        return refused;
+    }
     let merchant = &session.merchant;
     // Only a key of this merchant and environment: another's is no key at all.
     let keys = match state.merchants.show(merchant.merchant_id).await {
@@ -333,10 +342,14 @@ pub async fn revoke_key(
     };
     if doomed.revoked_at.is_none() && field(&fields, "confirm") != Some("yes") {
         let last = in_use.len() == 1;
-        return confirm_revoking(&session, &key, key == session.key, last);
+        return confirm_revoking(&session, &key, last);
     }
-    match state.merchants.revoke_key(&key, &actor(&session)).await {
-        Ok(_) if key == session.key => see_other("/console/sign-in"),
+    let action = format!("/console/keys/{key}/revoke");
+    let what = ("Revoking a key", action.as_str(), "/console/keys");
+    if let Err(ask) = confirmed(&state, (&posted.0, posted.1), &session, &fields, what).await {
+        return ask;
+    }
+    match state.merchants.revoke_key(&key, session.actor()).await {
         Ok(_) => see_other("/console/keys"),
         Err(error) => unavailable(&session, &error),
     }
@@ -354,23 +367,19 @@ struct ConfirmPage<'a> {
     back_label: &'a str,
 }
 
-/// The page that asks to confirm revoking `key`, saying what stops: whatever uses it, this
-/// session if it is its key, and, for the environment's `last` key in use, every request of
-/// the environment until another is made (and how to make one).
-fn confirm_revoking(session: &ConsoleSession, key: &str, own: bool, last: bool) -> Response {
+/// The page that asks to confirm revoking `key`, saying what stops: whatever uses it, and,
+/// for the environment's `last` key in use, every request of the environment until another
+/// is made (and how to make one).
+fn confirm_revoking(session: &ConsoleSession, key: &str, last: bool) -> Response {
     let environment = session.merchant.environment;
     let mut lines = vec![format!(
         "Anything that sends requests with {key} is refused from the moment it is revoked. A \
          revoked key cannot be brought back."
     )];
-    if own {
-        lines.push("This session was signed in with it: it ends too.".to_owned());
-    }
     if last {
         lines.push(match environment {
-            Environment::Test => "It is your only test key in use: you will have none until \
-                 you make another, here in a test session before revoking it, or in a session \
-                 signed in with a live key."
+            Environment::Test => "It is your only test key in use: test requests stop until \
+                 you make another. Make the new key first, then revoke this one."
                 .to_owned(),
             Environment::Live => "It is your only live key in use: live bookings stop until \
                  you make another. Make the new key first, then revoke this one."
@@ -397,29 +406,35 @@ fn confirm_revoking(session: &ConsoleSession, key: &str, own: bool, last: bool) 
     path = "/console/settings",
     operation_id = "consoleChangeSettings",
     tag = "console",
-    summary = "Changes the account's settings from a live session: form fields `csrf`, `notify_customer`, `proof_photo_required`, `proof_signature_required` (checkboxes: present is yes), `sms_sender_name` (empty: the service's sender), `contact_email` (empty: none), `preparation_minutes` (0 to 240; empty: none)",
+    summary = "Changes the account's settings (admins and owners, with `reauthentication`, the person's password, past the re-authentication window): form fields `csrf`, `once`, `notify_customer`, `proof_photo_required`, `proof_signature_required` (checkboxes: present is yes), `sms_sender_name` (empty: the service's sender), `contact_email` (empty: none), `preparation_minutes` (0 to 240; empty: none)",
     security(()),
     request_body(content = String, description = "`csrf=…&notify_customer=on&sms_sender_name=…`", content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 200, description = "The page, saying the settings are saved", content_type = "text/html", body = String),
         (status = 303, description = "Not signed in: to /console/sign-in"),
-        (status = 403, description = "A page: the form did not carry the session's token, or the session is a test key's", content_type = "text/html", body = String),
+        (status = 401, description = "A page asking for the person's password (past the re-authentication window, or it was wrong), which sends the form again", content_type = "text/html", body = String),
+        (status = 403, description = "A page: the form did not carry the session's token, or the person's role may not change settings", content_type = "text/html", body = String),
         (status = 422, description = "A page: a sender name that is not 3 to 11 letters and digits with a letter, a contact email that is not an address, or a preparation time that is not 0 to 240 minutes", content_type = "text/html", body = String),
         (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
     )
 )]
 pub async fn change_settings(State(state): State<AppState>, request: Request) -> Response {
+    let posted = (request.headers().clone(), client(&state, &request));
     let (session, fields) = match signed_form(&state, request).await {
         Ok(signed) => signed,
         Err(answer) => return answer,
     };
-    if session.merchant.environment != Environment::Live {
-        return message(
-            StatusCode::FORBIDDEN,
-            Some(&session),
-            "Settings change with a live key",
-            "The account's settings decide how live deliveries go: sign in with a live key to change them.",
-        );
+    let what = "changing the account's settings";
+    if let Some(refused) = refused_unless(&session, Permission::ManageSettings, what) {
+        return refused;
+    }
+    let what = (
+        "Changing the account's settings",
+        "/console/settings",
+        "/console/keys",
+    );
+    if let Err(ask) = confirmed(&state, (&posted.0, posted.1), &session, &fields, what).await {
+        return ask;
     }
     // A checkbox left unticked is not sent at all: absent is "no".
     let ticked = |name: &str| Some(field(&fields, name).is_some());
@@ -442,7 +457,7 @@ pub async fn change_settings(State(state): State<AppState>, request: Request) ->
     let changed = if preparation_readable {
         state
             .merchants
-            .change_settings(merchant_id, &change, &actor(&session))
+            .change_settings(merchant_id, &change, session.actor())
             .await
     } else {
         Err(MerchantError::Settings(

@@ -11,15 +11,18 @@ use uuid::Uuid;
 
 use super::respond::{
     SessionBar, budget_refusal, client, cookie, cross_site_refusal, field, for_people, form,
-    message, money, page, see_other, session, signed_form, signed_in, token, when,
+    message, money, page, refused_unless, retry_after, see_other, session, signed_form, signed_in,
+    token, when,
 };
 use crate::state::AppState;
-use courier_core::auth::{AuthError, ConsoleSession};
+use courier_core::auth::{ConsoleSession, OpenedFrom};
 use courier_core::jobs::{JobRow, ListFilter};
 use courier_core::payments::ChargeView;
+use courier_core::team::SignInRefusal;
 use courier_core::tracking::map::MapView;
 use courier_domain::JobStatus;
 use courier_domain::job::proof::ProofKind;
+use courier_domain::team::Permission;
 
 /// Jobs per page of the list.
 const PAGE_SIZE: i64 = 25;
@@ -112,7 +115,7 @@ pub async fn card_form_script() -> Response {
 struct SignInPage<'a> {
     session: Option<SessionBar>,
     problem: Option<&'a str>,
-    key: &'a str,
+    email: &'a str,
 }
 
 #[utoipa::path(
@@ -120,7 +123,7 @@ struct SignInPage<'a> {
     path = "/console/sign-in",
     operation_id = "consoleSignInPage",
     tag = "console",
-    summary = "The console's sign-in form (an API key and its secret)",
+    summary = "The console's sign-in form (an e-mail address and a password)",
     security(()),
     responses(
         (status = 200, description = "The form", content_type = "text/html", body = String),
@@ -135,7 +138,7 @@ pub async fn sign_in_page(State(state): State<AppState>, headers: HeaderMap) -> 
             SignInPage {
                 session: None,
                 problem: None,
-                key: "",
+                email: "",
             }
             .render(),
         ),
@@ -148,16 +151,16 @@ pub async fn sign_in_page(State(state): State<AppState>, headers: HeaderMap) -> 
     path = "/console/sign-in",
     operation_id = "consoleSignIn",
     tag = "console",
-    summary = "Signs in: form fields `key` and `secret`; sets the session cookie",
+    summary = "Signs in: form fields `email` and `password`; sets the session cookie. The session opens in the person's first team (by merchant name), in the test environment",
     security(()),
-    request_body(content = String, description = "`key=…&secret=…`", content_type = "application/x-www-form-urlencoded"),
+    request_body(content = String, description = "`email=…&password=…`", content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 303, description = "Signed in: to /console/jobs, with the session cookie"),
         (status = 400, description = "A page: a field is missing", content_type = "text/html", body = String),
-        (status = 403, description = "A page: the form was sent from another site (its `Sec-Fetch-Site` or `Origin` is not this service's)", content_type = "text/html", body = String),
-        (status = 401, description = "A page: the key and secret do not match a key in use", content_type = "text/html", body = String),
+        (status = 403, description = "A page: the form was sent from another site (its `Sec-Fetch-Site` or `Origin` is not this service's), or the person is in no merchant's team", content_type = "text/html", body = String),
+        (status = 401, description = "A page: the address and password do not match an account", content_type = "text/html", body = String),
         (status = 413, description = "A page: the form is too large", content_type = "text/html", body = String),
-        (status = 429, description = "A page: too many failed sign-ins from this address (with Retry-After)", content_type = "text/html", body = String),
+        (status = 429, description = "A page: too many failed sign-ins from this address, or of this account (with Retry-After)", content_type = "text/html", body = String),
         (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
     )
 )]
@@ -169,46 +172,88 @@ pub async fn sign_in(State(state): State<AppState>, request: Request) -> Respons
     if let Some(refused) = budget_refusal(&state, client) {
         return refused;
     }
+    let user_agent = request
+        .headers()
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
     let fields = match form(request).await {
         Ok(fields) => fields,
         Err(page) => return page,
     };
-    let key = field(&fields, "key").unwrap_or("").trim();
-    let secret = field(&fields, "secret").unwrap_or("");
+    let email = field(&fields, "email").unwrap_or("").trim();
+    let password = field(&fields, "password").unwrap_or("");
     let again = |status: StatusCode, problem: &str| {
         page(
             status,
             SignInPage {
                 session: None,
                 problem: Some(problem),
-                key,
+                email,
             }
             .render(),
         )
     };
-    if key.is_empty() || secret.is_empty() {
+    if email.is_empty() || password.is_empty() {
         return again(
             StatusCode::BAD_REQUEST,
-            "Enter both the API key and its secret.",
+            "Enter both your e-mail address and your password.",
         );
     }
-    let (merchant, limits) = match state.authenticator.verify_key(key, secret).await {
-        Ok(caller) => (caller.merchant, caller.limits),
-        Err(AuthError::Unavailable) => {
-            return again(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "The console cannot check keys just now; try again shortly.",
-            );
-        }
-        Err(_) => {
+    let person = match state.teams.sign_in(email, password).await {
+        Ok(person) => person,
+        Err(SignInRefusal::Wrong) => {
             state.auth_failures.spend(client, std::time::Instant::now());
             return again(
                 StatusCode::UNAUTHORIZED,
-                "That key and secret do not match a key in use.",
+                "That address and password do not match an account.",
+            );
+        }
+        Err(SignInRefusal::Blocked { until }) => {
+            state.auth_failures.spend(client, std::time::Instant::now());
+            let mut response = again(
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many sign-ins to this account failed; it is closed to sign-ins for a \
+                 while. Try again later.",
+            );
+            let wait = (until - courier_core::infra::clock::now())
+                .to_std()
+                .unwrap_or_default();
+            retry_after(&mut response, wait);
+            return response;
+        }
+        Err(SignInRefusal::Store(error)) => {
+            tracing::error!(%error, "a console sign-in failed");
+            return again(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The console cannot check accounts just now; try again shortly.",
             );
         }
     };
-    match state.console_sessions.open(merchant, limits, key).await {
+    let opened = match state.teams.memberships(person.id).await {
+        Ok(teams) => match teams.first() {
+            Some(team) => {
+                let from = OpenedFrom {
+                    user_agent: &user_agent,
+                    client_address: &client.to_string(),
+                };
+                state
+                    .console_sessions
+                    .open(&person, team.merchant_id, &from)
+                    .await
+            }
+            None => {
+                return again(
+                    StatusCode::FORBIDDEN,
+                    "Your account is in no merchant's team any more. Ask a team's owner for \
+                     an invitation.",
+                );
+            }
+        },
+        Err(error) => Err(error),
+    };
+    match opened {
         Ok(signed_in) => {
             let mut response = see_other("/console/jobs");
             response
@@ -654,10 +699,12 @@ async fn show_job(
     if let Some(at) = job.completed_at {
         timeline.push(("Finished", when(at)));
     }
-    let cancellable = matches!(
-        job.status,
-        JobStatus::Pending | JobStatus::Searching | JobStatus::Assigned
-    );
+    // What the person's role may not do is not offered.
+    let cancellable = session.may(Permission::CancelJobs)
+        && matches!(
+            job.status,
+            JobStatus::Pending | JobStatus::Searching | JobStatus::Assigned
+        );
     let ended = matches!(
         job.status,
         JobStatus::Delivered | JobStatus::Returned | JobStatus::Cancelled | JobStatus::Failed
@@ -748,7 +795,7 @@ pub struct Done {
     request_body(content = String, description = "`csrf=…&reason=…`", content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 303, description = "Cancelled: to the job's page (`?done=cancelled`); or not signed in: to /console/sign-in"),
-        (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
+        (status = 403, description = "A page: the form did not carry the session's token, or the person's role may not cancel jobs", content_type = "text/html", body = String),
         (status = 404, description = "A page: no such job", content_type = "text/html", body = String),
         (status = 409, description = "A page: the job can no longer be cancelled", content_type = "text/html", body = String),
     )
@@ -762,6 +809,9 @@ pub async fn cancel_job(
         Ok(signed) => signed,
         Err(answer) => return answer,
     };
+    if let Some(refused) = refused_unless(&session, Permission::CancelJobs, "cancelling jobs") {
+        return refused;
+    }
     let Some(job) = job_id(&id) else {
         return show_job(&state, &session, &id, None).await;
     };

@@ -12,6 +12,8 @@ use axum::response::{IntoResponse, Response};
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
 use courier_core::rate_limit::Budget;
+use courier_domain::Environment;
+use courier_domain::team::Permission;
 
 /// The session cookie's name.
 pub(super) const COOKIE: &str = "courier_console";
@@ -37,28 +39,85 @@ pub(super) fn when(at: chrono::DateTime<chrono::Utc>) -> String {
     at.format("%Y-%m-%d %H:%M UTC").to_string()
 }
 
-/// What the layout shows of the session.
+/// What the layout shows of the session: whose it is, which merchant and environment it is
+/// in (with the switch to the other), and which parts of the console the person's role opens.
 pub(super) struct SessionBar {
     pub environment: &'static str,
     pub environment_label: &'static str,
-    pub key: String,
+    /// The environment the header's switch moves to, and its label.
+    pub other_environment: &'static str,
+    pub other_environment_label: &'static str,
+    pub merchant_id: String,
+    pub merchant_name: String,
+    pub person: String,
+    pub role: &'static str,
     pub csrf: String,
+    pub may_use_sandbox: bool,
+    pub may_manage_webhooks: bool,
+    /// Settings and cards: what the account's money depends on.
+    pub may_manage_settings: bool,
+}
+
+/// Whether the page's session may do `what` (`webhooks`, `settings`, `sandbox`): templates ask
+/// it before drawing a form, so what a role may not do is not offered.
+pub(crate) fn may(session: &Option<SessionBar>, what: &str) -> bool {
+    session.as_ref().is_some_and(|s| match what {
+        "webhooks" => s.may_manage_webhooks,
+        "settings" => s.may_manage_settings,
+        "sandbox" => s.may_use_sandbox,
+        _ => false,
+    })
+}
+
+fn environment_label(environment: Environment) -> &'static str {
+    match environment {
+        Environment::Live => "Live",
+        Environment::Test => "Test",
+    }
 }
 
 impl From<&ConsoleSession> for SessionBar {
     fn from(session: &ConsoleSession) -> Self {
-        let environment = session.merchant.environment.as_str();
+        let environment = session.merchant.environment;
+        let other = match environment {
+            Environment::Live => Environment::Test,
+            Environment::Test => Environment::Live,
+        };
         SessionBar {
-            environment,
-            environment_label: if environment == "live" {
-                "Live"
-            } else {
-                "Test"
-            },
-            key: session.key.clone(),
+            environment: environment.as_str(),
+            environment_label: environment_label(environment),
+            other_environment: other.as_str(),
+            other_environment_label: environment_label(other),
+            merchant_id: session.merchant.merchant_id.to_string(),
+            merchant_name: session.merchant_name.clone(),
+            person: session.person.name.clone(),
+            role: session.role.label(),
             csrf: session.csrf_token.clone(),
+            may_use_sandbox: session.may(Permission::UseSandbox),
+            may_manage_webhooks: session.may(Permission::ManageWebhooks),
+            may_manage_settings: session.may(Permission::ManageSettings),
         }
     }
+}
+
+/// The page for a form the person's role may not send (the console does not offer it; this
+/// answers one sent anyway).
+pub(super) fn not_allowed(session: &ConsoleSession, what: &str) -> Response {
+    let text = format!(
+        "Your role in {}'s team ({}) does not allow {what}. Ask an owner or admin of the team.",
+        session.merchant_name,
+        session.role.label()
+    );
+    message(StatusCode::FORBIDDEN, Some(session), "Not allowed", &text)
+}
+
+/// The refusal of a form the person's role may not send; None when it may.
+pub(super) fn refused_unless(
+    session: &ConsoleSession,
+    permission: Permission,
+    what: &str,
+) -> Option<Response> {
+    (!session.may(permission)).then(|| not_allowed(session, what))
 }
 
 #[derive(Template)]
@@ -268,6 +327,20 @@ pub(super) fn csrf_refusal(
             "This form has expired",
             "The form did not carry this session's token. Reload the page and send it again.",
         )),
+    }
+}
+
+/// [`signed_form`] of a person whose role may do `permission` (`what`, as the refusal says it).
+pub(super) async fn permitted_form(
+    state: &AppState,
+    request: Request,
+    permission: Permission,
+    what: &str,
+) -> Result<(ConsoleSession, Vec<(String, String)>), Response> {
+    let (session, fields) = signed_form(state, request).await?;
+    match refused_unless(&session, permission, what) {
+        Some(refused) => Err(refused),
+        None => Ok((session, fields)),
     }
 }
 

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::respond::{
-    SessionBar, field, message, over_budget, page, see_other, signed_form, signed_in, when,
+    SessionBar, field, message, over_budget, page, permitted_form, refused_unless, see_other,
+    signed_in, when,
 };
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -23,6 +24,7 @@ use courier_core::sandbox::{RunView, SandboxError};
 use courier_domain::Environment;
 use courier_domain::quote::QuoteRequest;
 use courier_domain::sandbox::Scenario;
+use courier_domain::team::Permission;
 
 /// How often a running page reloads itself, in seconds.
 const RELOAD_SECONDS: u32 = 3;
@@ -136,6 +138,9 @@ pub async fn sandbox_page(State(state): State<AppState>, headers: HeaderMap) -> 
         Ok(session) => session,
         Err(answer) => return answer,
     };
+    if let Some(refused) = refused_unless(&session, Permission::UseSandbox, "the sandbox") {
+        return refused;
+    }
     if let Some(answer) = live_refusal(&session) {
         return answer;
     }
@@ -268,7 +273,14 @@ async fn book(
     )
 )]
 pub async fn book_test_delivery(State(state): State<AppState>, request: Request) -> Response {
-    let (session, fields) = match signed_form(&state, request).await {
+    let (session, fields) = match permitted_form(
+        &state,
+        request,
+        Permission::UseSandbox,
+        "booking test deliveries",
+    )
+    .await
+    {
         Ok(signed) => signed,
         Err(answer) => return answer,
     };
@@ -360,6 +372,9 @@ pub async fn run_page_of(
         Ok(session) => session,
         Err(answer) => return answer,
     };
+    if let Some(refused) = refused_unless(&session, Permission::UseSandbox, "the sandbox") {
+        return refused;
+    }
     if let Some(answer) = live_refusal(&session) {
         return answer;
     }
@@ -399,7 +414,14 @@ pub async fn act(
     Path((id, action)): Path<(String, String)>,
     request: Request,
 ) -> Response {
-    let (session, fields) = match signed_form(&state, request).await {
+    let (session, fields) = match permitted_form(
+        &state,
+        request,
+        Permission::UseSandbox,
+        "moving test deliveries",
+    )
+    .await
+    {
         Ok(signed) => signed,
         Err(answer) => return answer,
     };

@@ -11,13 +11,14 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 use uuid::Uuid;
 
-use super::respond::{SessionBar, field, message, page, see_other, signed_form, signed_in};
+use super::respond::{SessionBar, field, message, page, permitted_form, see_other, signed_in};
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
 use courier_core::webhooks::{
     DeliveryDetail, DeliveryRecord, Endpoint, Owner, Recovery, TestEvent, WebhookError,
 };
 use courier_domain::event::EventName;
+use courier_domain::team::Permission;
 use courier_domain::webhook::DeliveryStatus;
 
 pub(super) fn owner(session: &ConsoleSession) -> Owner {
@@ -166,7 +167,14 @@ pub async fn webhooks_page(State(state): State<AppState>, headers: HeaderMap) ->
     )
 )]
 pub async fn add_webhook(State(state): State<AppState>, request: Request) -> Response {
-    let (session, fields) = match signed_form(&state, request).await {
+    let (session, fields) = match permitted_form(
+        &state,
+        request,
+        Permission::ManageWebhooks,
+        "changing webhooks",
+    )
+    .await
+    {
         Ok(signed) => signed,
         Err(answer) => return answer,
     };
@@ -302,7 +310,13 @@ async fn endpoint_form(
     request: Request,
     id: &str,
 ) -> Result<(ConsoleSession, Vec<(String, String)>, Uuid), Response> {
-    let (session, fields) = signed_form(state, request).await?;
+    let (session, fields) = permitted_form(
+        state,
+        request,
+        Permission::ManageWebhooks,
+        "changing webhooks",
+    )
+    .await?;
     match Uuid::parse_str(id) {
         Ok(endpoint) => Ok((session, fields, endpoint)),
         Err(_) => Err(no_such_endpoint(&session)),
@@ -625,7 +639,14 @@ pub async fn resend_delivery(
     Path((id, delivery)): Path<(String, String)>,
     request: Request,
 ) -> Response {
-    let (session, _) = match signed_form(&state, request).await {
+    let (session, _) = match permitted_form(
+        &state,
+        request,
+        Permission::ManageWebhooks,
+        "resending deliveries",
+    )
+    .await
+    {
         Ok(signed) => signed,
         Err(answer) => return answer,
     };

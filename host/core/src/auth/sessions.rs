@@ -1,6 +1,7 @@
-//! Sessions of the merchant console: opened by signing in with an API key and its secret,
-//! carried by a cookie holding an unguessable token (only its SHA-256 is stored), ended by
-//! signing out, by expiry, or by the key's revocation.
+//! Sessions of the merchant console: a person's, opened by signing in with their e-mail
+//! address and password, in one of their teams and one environment at a time; carried by a
+//! cookie holding an unguessable token (only its SHA-256 is stored); ended by signing out, by
+//! expiry, by revoking it from the sessions page, or by the person leaving the team.
 
 use std::time::Duration;
 
@@ -12,22 +13,35 @@ use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 use super::credentials::Merchant;
+use crate::team::Person;
+use courier_domain::Environment;
+use courier_domain::team::{Permission, Role};
 use courier_store::console as store;
+pub use courier_store::console::ListedSession;
 pub use courier_store::form_answers::KeptAnswer;
 use courier_store::form_answers::{self, FormOwner};
 
 /// How long a form's answer is kept for its repeats.
 const FORM_ANSWERS_KEPT: chrono::Duration = chrono::Duration::days(1);
+/// How stale a session's "last seen" may get before a page notes it again: one write a minute
+/// at most, not one a page.
+const SEEN_EVERY: chrono::Duration = chrono::Duration::minutes(1);
 
 /// A session as a console page sees it.
 #[derive(Clone, Debug)]
 pub struct ConsoleSession {
+    pub id: Uuid,
+    /// The merchant and environment the session is in (no key: `key_id` is nil).
     pub merchant: Merchant,
-    /// The API key signed in with (its secret is never kept).
-    pub key: String,
+    pub merchant_name: String,
+    pub person: Person,
+    /// The person's role in the merchant's team.
+    pub role: Role,
     /// What each of the session's forms carries.
     pub csrf_token: String,
     pub expires_at: DateTime<Utc>,
+    /// When the person last gave their password.
+    pub authenticated_at: DateTime<Utc>,
     /// The merchant's own request budgets: the console spends them as the API does.
     pub limits: courier_domain::limits::LimitOverrides,
 }
@@ -40,17 +54,42 @@ impl ConsoleSession {
             .ct_eq(csrf_token.as_bytes())
             .into()
     }
+
+    /// Whether the person's role may do `permission`.
+    pub fn may(&self, permission: Permission) -> bool {
+        self.role.may(permission)
+    }
+
+    /// Who the audit trail says acted: the person's address.
+    pub fn actor(&self) -> &str {
+        &self.person.email
+    }
+
+    /// The person acting on their team.
+    pub fn acting(&self) -> crate::team::Acting<'_> {
+        crate::team::Acting {
+            person: &self.person,
+            merchant_id: self.merchant.merchant_id,
+            role: self.role,
+        }
+    }
 }
 
 /// What signing in gives: the cookie's token and the session it opened.
 pub struct SignedIn {
     pub token: String,
-    pub session: ConsoleSession,
+}
+
+/// Where a session was opened from, for its person's list of sessions.
+pub struct OpenedFrom<'a> {
+    pub user_agent: &'a str,
+    pub client_address: &'a str,
 }
 
 pub struct ConsoleSessions {
     pool: PgPool,
     lifetime: Duration,
+    reauthentication: Duration,
 }
 
 fn form_owner(session: &ConsoleSession) -> FormOwner {
@@ -68,67 +107,115 @@ fn random_token() -> String {
     Alphanumeric.sample_string(&mut rand::rng(), 43)
 }
 
+/// At most 200 characters of `text`: what a session list keeps of a browser's name.
+fn clipped(text: &str) -> String {
+    text.chars().filter(|c| !c.is_control()).take(200).collect()
+}
+
 impl ConsoleSessions {
-    /// Sessions that last `lifetime` from sign-in.
-    pub fn new(pool: PgPool, lifetime: Duration) -> Self {
-        Self { pool, lifetime }
+    /// Sessions that last `lifetime` from sign-in, and ask for the password again
+    /// `reauthentication` after it was last given.
+    pub fn new(pool: PgPool, lifetime: Duration, reauthentication: Duration) -> Self {
+        Self {
+            pool,
+            lifetime,
+            reauthentication,
+        }
     }
 
     pub fn lifetime(&self) -> Duration {
         self.lifetime
     }
 
-    /// Opens a session for a merchant signed in with the key `key` (with the merchant's request
-    /// budgets, `limits`).
+    /// Opens a session for `person` in `merchant_id`'s team (test environment first).
     pub async fn open(
         &self,
-        merchant: Merchant,
-        limits: courier_domain::limits::LimitOverrides,
-        key: &str,
+        person: &Person,
+        merchant_id: Uuid,
+        from: &OpenedFrom<'_>,
     ) -> Result<SignedIn, sqlx::Error> {
         let token = random_token();
-        let csrf_token = random_token();
         let now = crate::infra::clock::now();
-        let expires_at = now + chrono::Duration::from_std(self.lifetime).unwrap_or_default();
         store::insert(
             &self.pool,
-            &hash(&token),
-            merchant.merchant_id,
-            merchant.key_id,
-            &csrf_token,
-            now,
-            expires_at,
+            &store::NewSession {
+                id: Uuid::new_v4(),
+                token_hash: &hash(&token),
+                person_id: person.id,
+                merchant_id,
+                environment: Environment::Test,
+                csrf_token: &random_token(),
+                now,
+                expires_at: now + chrono::Duration::from_std(self.lifetime).unwrap_or_default(),
+                user_agent: &clipped(from.user_agent),
+                client_address: &clipped(from.client_address),
+            },
         )
         .await?;
-        Ok(SignedIn {
-            token,
-            session: ConsoleSession {
-                merchant,
-                key: key.to_owned(),
-                csrf_token,
-                expires_at,
-                limits,
-            },
-        })
+        Ok(SignedIn { token })
     }
 
-    /// The live session of `token`: none when it is unknown, expired, signed out, or its key
-    /// was revoked.
+    /// The live session of `token`: none when it is unknown, expired, signed out, revoked, or
+    /// its person has left the team.
     pub async fn find(&self, token: &str) -> Result<Option<ConsoleSession>, sqlx::Error> {
         let now = crate::infra::clock::now();
-        Ok(store::live(&self.pool, &hash(token), now)
-            .await?
-            .map(|row| ConsoleSession {
-                merchant: Merchant {
-                    merchant_id: row.merchant_id,
-                    environment: row.environment,
-                    key_id: row.key_id,
-                },
-                key: row.key,
-                csrf_token: row.csrf_token,
-                expires_at: row.expires_at,
-                limits: row.limits,
-            }))
+        let Some(row) = store::live(&self.pool, &hash(token), now).await? else {
+            return Ok(None);
+        };
+        if now - row.last_seen_at > SEEN_EVERY {
+            store::seen(&self.pool, row.id, now).await?;
+        }
+        Ok(Some(ConsoleSession {
+            id: row.id,
+            merchant: Merchant {
+                merchant_id: row.merchant_id,
+                environment: row.environment,
+                key_id: Uuid::nil(),
+            },
+            merchant_name: row.merchant_name,
+            person: Person {
+                id: row.person_id,
+                email: row.email,
+                name: row.name,
+            },
+            role: row.role,
+            csrf_token: row.csrf_token,
+            expires_at: row.expires_at,
+            authenticated_at: row.authenticated_at,
+            limits: row.limits,
+        }))
+    }
+
+    /// Moves the session of `token` to `merchant_id`'s team and `environment`; false when its
+    /// person is not in that team.
+    pub async fn switch(
+        &self,
+        token: &str,
+        merchant_id: Uuid,
+        environment: Environment,
+    ) -> Result<bool, sqlx::Error> {
+        store::switch(&self.pool, &hash(token), merchant_id, environment).await
+    }
+
+    /// Whether the session's person gave their password recently enough for a sensitive change.
+    pub fn recently_authenticated(&self, session: &ConsoleSession) -> bool {
+        let window = chrono::Duration::from_std(self.reauthentication).unwrap_or_default();
+        crate::infra::clock::now() - session.authenticated_at < window
+    }
+
+    /// The session of `token`'s person has just given their password again.
+    pub async fn reauthenticated(&self, token: &str) -> Result<(), sqlx::Error> {
+        store::reauthenticated(&self.pool, &hash(token), crate::infra::clock::now()).await
+    }
+
+    /// The person's live sessions, the most recently used first.
+    pub async fn of_person(&self, person_id: Uuid) -> Result<Vec<ListedSession>, sqlx::Error> {
+        store::of_person(&self.pool, person_id, crate::infra::clock::now()).await
+    }
+
+    /// Ends the person's session `id`; false when they have none by that id.
+    pub async fn revoke(&self, person_id: Uuid, id: Uuid) -> Result<bool, sqlx::Error> {
+        store::revoke(&self.pool, person_id, id).await
     }
 
     /// Claims a form's `once` token for its first post (at `form_path`); None when it was
