@@ -85,6 +85,22 @@ impl Role {
     }
 }
 
+/// A person signed in (or just joined).
+#[derive(Clone, Debug)]
+pub struct Person {
+    pub id: uuid::Uuid,
+    pub email: String,
+    pub name: String,
+}
+
+/// Who acts on a team: a signed-in member, with their role there.
+#[derive(Clone, Debug)]
+pub struct Acting<'a> {
+    pub person: &'a Person,
+    pub merchant_id: uuid::Uuid,
+    pub role: Role,
+}
+
 /// The longest e-mail address a person may have.
 pub const MAX_EMAIL_CHARS: usize = 254;
 /// The shortest password a person may set.

@@ -13,9 +13,8 @@ use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 use super::credentials::Merchant;
-use crate::team::Person;
 use courier_domain::Environment;
-use courier_domain::team::{Permission, Role};
+use courier_domain::team::{Acting, Permission, Person, Role};
 use courier_store::console as store;
 pub use courier_store::console::ListedSession;
 pub use courier_store::form_answers::KeptAnswer;
@@ -66,8 +65,8 @@ impl ConsoleSession {
     }
 
     /// The person acting on their team.
-    pub fn acting(&self) -> crate::team::Acting<'_> {
-        crate::team::Acting {
+    pub fn acting(&self) -> Acting<'_> {
+        Acting {
             person: &self.person,
             merchant_id: self.merchant.merchant_id,
             role: self.role,

@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 use crate::audit::{self, AuditAction, AuditRecord};
 use courier_domain::team::{self as rules, Permission, Role};
+pub use courier_domain::team::{Acting, Person};
 use courier_store::people as store;
 
 pub use config::TeamConfig;
@@ -50,22 +51,6 @@ pub enum InvitationState {
     Expired,
     Withdrawn,
     Unknown,
-}
-
-/// A person signed in (or just joined): who, and the teams they are in.
-#[derive(Clone, Debug)]
-pub struct Person {
-    pub id: Uuid,
-    pub email: String,
-    pub name: String,
-}
-
-/// Who acts on a team: a signed-in member, with their role there.
-#[derive(Clone, Debug)]
-pub struct Acting<'a> {
-    pub person: &'a Person,
-    pub merchant_id: Uuid,
-    pub role: Role,
 }
 
 /// Merchants' teams. Cheap to clone.
