@@ -288,6 +288,39 @@ async fn merchant_keys_and_settings_through_the_cli_are_audited() {
             .contains("/console/invitations/"),
         "{invitation}"
     );
+    assert_eq!(invitation["mailed"], false, "no relay: the link is printed");
+    // The owner joins; a forgotten password's link is printed for them, and for no stranger.
+    let pool = sqlx::PgPool::connect(&database_url).await.unwrap();
+    let teams = courier_core::team::Teams::new(
+        pool.clone(),
+        courier_core::team::TeamConfig::default(),
+        "http://127.0.0.1:8080".into(),
+        courier_core::mail::Outbox::default(),
+    );
+    let token = crate::console::invitation_token(&invitation);
+    teams
+        .accept(&token, "Owner", "a long cli password")
+        .await
+        .unwrap();
+    pool.close().await;
+    let reset: Value = serde_json::from_str(&succeed(run(&[
+        "person",
+        "password-reset",
+        "--email",
+        "Owner@cli.example",
+    ])))
+    .unwrap();
+    assert_eq!(reset["email"], "owner@cli.example");
+    assert!(
+        reset["password_reset_url"]
+            .as_str()
+            .unwrap()
+            .contains("/console/password-reset/"),
+        "{reset}"
+    );
+    let stranger = run(&["person", "password-reset", "--email", "who@cli.example"]);
+    assert!(!stranger.status.success());
+    assert!(String::from_utf8_lossy(&stranger.stderr).contains("no account has the address"));
     let refused = run(&[
         "merchant",
         "invite",
@@ -435,6 +468,7 @@ async fn merchant_keys_and_settings_through_the_cli_are_audited() {
             ("carol", "merchant.settings_changed"),
             ("carol", "merchant.settings_changed"),
             ("carol", "key.created"),
+            ("owner@cli.example", "team.member_joined"),
             ("carol", "team.member_invited"),
             ("carol", "merchant.created"),
         ]

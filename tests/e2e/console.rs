@@ -143,6 +143,7 @@ impl Visitor {
                 pool.clone(),
                 courier_core::team::TeamConfig::default(),
                 self.base.clone(),
+                courier_core::mail::Outbox::default(),
             );
             let invitation = teams
                 .invite(merchant_id, &email, "owner", "system")

@@ -657,6 +657,17 @@ async fn a_team_is_joined_and_managed_in_a_browser() {
                 .is_ok_and(|s| s.contains("new-secret"))
         })
         .await;
+
+    // Signed out, a forgotten password is asked for from the sign-in page.
+    click(&browser, "form.sign-out button").await;
+    arrives_at(&browser, "/console/sign-in").await;
+    let forgotten = client
+        .find(Locator::LinkText("Forgotten your password?"))
+        .await
+        .unwrap();
+    forgotten.click().await.unwrap();
+    arrives_at(&browser, "/console/password-reset").await;
+    looked_at(&browser, "console-password-reset.png").await;
     browser.close().await;
     app.stop().await;
 }

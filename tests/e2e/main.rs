@@ -22,6 +22,7 @@ mod keys;
 mod live_adyen;
 mod live_payments;
 mod lookups;
+mod mail;
 mod networks;
 mod openapi;
 mod ops;

@@ -93,6 +93,14 @@ fn public_routes() -> OpenApiRouter<AppState> {
             console::team::invitation_page,
             console::team::accept_invitation
         ))
+        .routes(routes!(
+            console::passwords::reset_request_page,
+            console::passwords::request_reset
+        ))
+        .routes(routes!(
+            console::passwords::reset_page,
+            console::passwords::reset_password
+        ))
         .routes(routes!(console::team::switch))
         .routes(routes!(console::team::account_page))
         .routes(routes!(console::team::revoke_session))

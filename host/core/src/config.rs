@@ -212,6 +212,8 @@ pub struct Config {
     #[command(flatten)]
     pub team: crate::team::TeamConfig,
     #[command(flatten)]
+    pub mail: crate::mail::MailConfig,
+    #[command(flatten)]
     pub sandbox: crate::sandbox::SandboxConfig,
     #[command(flatten)]
     pub log: crate::infra::telemetry::LogSettings,

@@ -9,6 +9,7 @@
 //! - `events`: the outbox transaction and the wakeup of the webhook fan-out.
 //! - `idempotency`: the caller's `Idempotency-Key`, checked alike for every request that takes one.
 //! - `jobs`: booking, the moves of fulfilment, the views of a job.
+//! - `mail`: mail to people through the operator's SMTP relay, from a durable outbox.
 //! - `markets`: where the service operates; road networks and places per market.
 //! - `merchants`: onboarding, keys, account settings.
 //! - `payments`: cards, charges, the provider adapters and their retries.
@@ -33,6 +34,7 @@ pub mod events;
 pub mod idempotency;
 pub mod infra;
 pub mod jobs;
+pub mod mail;
 pub mod markets;
 pub mod merchants;
 pub mod payments;

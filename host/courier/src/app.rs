@@ -45,6 +45,8 @@ pub enum StartError {
     Payments(#[from] courier_core::payments::GatewayError),
     #[error("starting the SMS gateway client: {0}")]
     Texts(#[source] reqwest::Error),
+    #[error(transparent)]
+    Mail(courier_core::mail::RelayError),
     #[error("serving HTTP: {0}")]
     Serve(#[source] std::io::Error),
 }
@@ -158,12 +160,15 @@ impl Services {
             },
             webhooks.wakeup(),
         );
+        let outbox = courier_core::mail::Outbox::new(&config.mail);
         let merchants =
-            courier_core::merchants::Merchants::new(db.pool.clone(), authenticator.clone());
+            courier_core::merchants::Merchants::new(db.pool.clone(), authenticator.clone())
+                .with_mail(outbox.clone());
         let teams = courier_core::team::Teams::new(
             db.pool.clone(),
             config.team.clone(),
             config.public_url(),
+            outbox,
         );
         Ok(Self {
             couriers,
@@ -263,6 +268,11 @@ pub async fn run(
     services
         .texts
         .run_sender(&workers, config.scheduler_interval);
+    Arc::new(
+        courier_core::mail::MailSender::new(services.db.pool.clone(), config.mail.clone())
+            .map_err(StartError::Mail)?,
+    )
+    .run(&workers, config.scheduler_interval);
     let limits = crate::server::ConnectionLimits {
         header_read_timeout: config.header_read_timeout,
         idle_timeout: config.idle_timeout,

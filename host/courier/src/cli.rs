@@ -28,6 +28,11 @@ enum Command {
         #[command(subcommand)]
         command: MerchantCommand,
     },
+    /// Help the people of merchants' teams.
+    Person {
+        #[command(subcommand)]
+        command: PersonCommand,
+    },
     /// Manage the price books of markets.
     PriceBook {
         #[command(subcommand)]
@@ -337,6 +342,16 @@ enum MerchantCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum PersonCommand {
+    /// Make a password-reset link for the account of an address (mailed to it when mail is
+    /// configured); prints JSON with the `password_reset_url`, which works once.
+    PasswordReset {
+        #[arg(long)]
+        email: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum KeyCommand {
     /// Issue a new key; prints it with its secret, which is never shown again.
     Create {
@@ -459,6 +474,16 @@ impl Cli {
                 let bytes = std::fs::read(&file)
                     .map_err(|e| anyhow::anyhow!("reading {}: {e}", file.display()))?;
                 println!("{}", serde_json::to_string_pretty(&inspect(&bytes)?)?);
+            }
+            Command::Person {
+                command: PersonCommand::PasswordReset { email },
+            } => {
+                let services = Services::open(&config).await?;
+                let issued = services.teams.request_password_reset(&email).await;
+                services.db.close().await;
+                let issued = issued?
+                    .ok_or_else(|| anyhow::anyhow!("no account has the address {email:?}"))?;
+                println!("{}", serde_json::to_string_pretty(&issued)?);
             }
             Command::Merchant { command } => {
                 // The new merchant's credentials print on one line, as scripts expect.

@@ -37,6 +37,7 @@ pub mod events;
 pub mod form_answers;
 pub mod fulfilment;
 pub mod jobs;
+pub mod mail;
 pub mod merchants;
 pub mod operator_console;
 pub mod people;

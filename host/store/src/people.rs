@@ -379,3 +379,82 @@ pub async fn withdraw_invitation(
     .await?;
     Ok(role.map(|r| r.0))
 }
+
+/// Keeps a password reset's token for `person_id`.
+pub async fn insert_password_reset(
+    conn: &mut PgConnection,
+    token_hash: &[u8],
+    person_id: Uuid,
+    now: DateTime<Utc>,
+    expires_at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "INSERT INTO password_resets (token_hash, person_id, created_at, expires_at) \
+         VALUES ($1, $2, $3, $4)",
+        token_hash,
+        person_id,
+        now,
+        expires_at,
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// A password reset as its link finds it.
+#[derive(Clone, Debug)]
+pub struct PasswordResetRow {
+    pub person_id: Uuid,
+    pub email: String,
+    pub expires_at: DateTime<Utc>,
+    pub used_at: Option<DateTime<Utc>>,
+}
+
+/// The password reset of `token_hash`, whatever its state, locked for its use.
+pub async fn password_reset(
+    conn: &mut PgConnection,
+    token_hash: &[u8],
+) -> Result<Option<PasswordResetRow>, sqlx::Error> {
+    sqlx::query_as!(
+        PasswordResetRow,
+        "SELECT r.person_id, p.email, r.expires_at, r.used_at \
+         FROM password_resets r JOIN people p ON p.id = r.person_id \
+         WHERE r.token_hash = $1 FOR UPDATE OF r",
+        token_hash,
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// Sets `person_id`'s password from the reset of `token_hash`: the reset is used, the account
+/// open again, and every session of the person ends.
+pub async fn reset_password(
+    conn: &mut PgConnection,
+    token_hash: &[u8],
+    person_id: Uuid,
+    password_hash: &str,
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE password_resets SET used_at = $2 WHERE token_hash = $1",
+        token_hash,
+        now,
+    )
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query!(
+        "UPDATE people SET password_hash = $2, failed_sign_ins = 0, \
+         sign_in_blocked_until = NULL WHERE id = $1",
+        person_id,
+        password_hash,
+    )
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query!(
+        "DELETE FROM console_sessions WHERE person_id = $1",
+        person_id
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}

@@ -8,6 +8,7 @@ pub mod fleet;
 pub mod forwarder;
 pub mod process;
 pub mod receiver;
+pub mod smtp;
 pub mod stripe;
 pub mod tls;
 

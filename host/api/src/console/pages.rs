@@ -10,12 +10,11 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::respond::{
-    SessionBar, budget_refusal, client, cookie, cross_site_refusal, field, for_people, form,
-    message, money, page, refused_unless, retry_after, see_other, session, signed_form, signed_in,
-    token, when,
+    SessionBar, cookie, field, for_people, message, money, open_session, page, refused_unless,
+    retry_after, see_other, session, signed_form, signed_in, signed_out_form, token, when,
 };
 use crate::state::AppState;
-use courier_core::auth::{ConsoleSession, OpenedFrom};
+use courier_core::auth::ConsoleSession;
 use courier_core::jobs::{JobRow, ListFilter};
 use courier_core::payments::ChargeView;
 use courier_core::team::SignInRefusal;
@@ -165,25 +164,13 @@ pub async fn sign_in_page(State(state): State<AppState>, headers: HeaderMap) -> 
     )
 )]
 pub async fn sign_in(State(state): State<AppState>, request: Request) -> Response {
-    let client = client(&state, &request);
-    if let Some(refused) = cross_site_refusal(&state, request.headers()) {
-        return refused;
-    }
-    if let Some(refused) = budget_refusal(&state, client) {
-        return refused;
-    }
-    let user_agent = request
-        .headers()
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
-    let fields = match form(request).await {
-        Ok(fields) => fields,
-        Err(page) => return page,
+    let posted = match signed_out_form(&state, request).await {
+        Ok(posted) => posted,
+        Err(refused) => return refused,
     };
-    let email = field(&fields, "email").unwrap_or("").trim();
-    let password = field(&fields, "password").unwrap_or("");
+    let (fields, client) = (&posted.fields, posted.client);
+    let email = field(fields, "email").unwrap_or("").trim();
+    let password = field(fields, "password").unwrap_or("");
     let again = |status: StatusCode, problem: &str| {
         page(
             status,
@@ -233,16 +220,7 @@ pub async fn sign_in(State(state): State<AppState>, request: Request) -> Respons
     };
     let opened = match state.teams.memberships(person.id).await {
         Ok(teams) => match teams.first() {
-            Some(team) => {
-                let from = OpenedFrom {
-                    user_agent: &user_agent,
-                    client_address: &client.to_string(),
-                };
-                state
-                    .console_sessions
-                    .open(&person, team.merchant_id, &from)
-                    .await
-            }
+            Some(team) => open_session(&state, &person, team.merchant_id, &posted).await,
             None => {
                 return again(
                     StatusCode::FORBIDDEN,
@@ -253,22 +231,13 @@ pub async fn sign_in(State(state): State<AppState>, request: Request) -> Respons
         },
         Err(error) => Err(error),
     };
-    match opened {
-        Ok(signed_in) => {
-            let mut response = see_other("/console/jobs");
-            response
-                .headers_mut()
-                .insert(header::SET_COOKIE, cookie(&state, Some(&signed_in.token)));
-            response
-        }
-        Err(error) => {
-            tracing::error!(%error, "opening a console session failed");
-            again(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "The console cannot reach its database just now; try again shortly.",
-            )
-        }
-    }
+    opened.unwrap_or_else(|error| {
+        tracing::error!(%error, "opening a console session failed");
+        again(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The console cannot reach its database just now; try again shortly.",
+        )
+    })
 }
 
 #[utoipa::path(

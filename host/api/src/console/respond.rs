@@ -387,6 +387,64 @@ pub(super) fn cross_site_refusal(state: &AppState, headers: &HeaderMap) -> Optio
     })
 }
 
+/// A form posted signed out (a sign-in, an invitation, a password reset), as it was sent.
+pub(super) struct SignedOutForm {
+    pub fields: Vec<(String, String)>,
+    /// The client address, whose failure budget the form spends.
+    pub client: IpAddr,
+    /// The browser's name, for the person's list of sessions.
+    pub user_agent: String,
+}
+
+/// A form posted signed out: refused when a browser sent it from another site, or past the
+/// address's failure budget; else its fields and where it came from.
+pub(super) async fn signed_out_form(
+    state: &AppState,
+    request: Request,
+) -> Result<SignedOutForm, Response> {
+    let client = client(state, &request);
+    if let Some(refused) = cross_site_refusal(state, request.headers()) {
+        return Err(refused);
+    }
+    if let Some(refused) = budget_refusal(state, client) {
+        return Err(refused);
+    }
+    let user_agent = request
+        .headers()
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    Ok(SignedOutForm {
+        fields: form(request).await?,
+        client,
+        user_agent,
+    })
+}
+
+/// Opens a session for `person` in `merchant_id`'s team, from the browser of `posted`: 303
+/// to the jobs with the session's cookie.
+pub(super) async fn open_session(
+    state: &AppState,
+    person: &courier_domain::team::Person,
+    merchant_id: uuid::Uuid,
+    posted: &SignedOutForm,
+) -> Result<Response, sqlx::Error> {
+    let from = courier_core::auth::OpenedFrom {
+        user_agent: &posted.user_agent,
+        client_address: &posted.client.to_string(),
+    };
+    let signed_in = state
+        .console_sessions
+        .open(person, merchant_id, &from)
+        .await?;
+    let mut response = see_other("/console/jobs");
+    response
+        .headers_mut()
+        .insert(header::SET_COOKIE, cookie(state, Some(&signed_in.token)));
+    Ok(response)
+}
+
 /// The client address, for the failure budget of sign-ins.
 pub(super) fn client(state: &AppState, request: &Request) -> IpAddr {
     crate::middleware::client_address(state, request)

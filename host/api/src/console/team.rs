@@ -10,11 +10,11 @@ use uuid::Uuid;
 
 use super::once::ShownOnce;
 use super::respond::{
-    SessionBar, budget_refusal, client, cookie, cross_site_refusal, field, form, message, page,
-    see_other, signed_form, signed_in, token, when,
+    SessionBar, cookie, field, message, open_session, page, see_other, signed_form, signed_in,
+    signed_out_form, token, when,
 };
 use crate::state::AppState;
-use courier_core::auth::{ConsoleSession, OpenedFrom};
+use courier_core::auth::ConsoleSession;
 use courier_core::team::{AcceptRefusal, ChangeRefusal, InvitationState, TeamError};
 use courier_domain::Environment;
 use courier_domain::team::{MIN_PASSWORD_CHARS, Permission, Role};
@@ -163,23 +163,11 @@ pub async fn accept_invitation(
     Path(token): Path<String>,
     request: Request,
 ) -> Response {
-    let client = client(&state, &request);
-    if let Some(refused) = cross_site_refusal(&state, request.headers()) {
-        return refused;
-    }
-    if let Some(refused) = budget_refusal(&state, client) {
-        return refused;
-    }
-    let user_agent = request
-        .headers()
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
-    let fields = match form(request).await {
-        Ok(fields) => fields,
-        Err(page) => return page,
+    let posted = match signed_out_form(&state, request).await {
+        Ok(posted) => posted,
+        Err(refused) => return refused,
     };
+    let fields = &posted.fields;
     let found = match state.teams.invitation(&token).await {
         Ok(found) => found,
         Err(error) => return unavailable(None, &error),
@@ -194,8 +182,8 @@ pub async fn accept_invitation(
     else {
         return unavailable(None, &"an open invitation");
     };
-    let name = field(&fields, "name").unwrap_or("");
-    let password = field(&fields, "password").unwrap_or("");
+    let name = field(fields, "name").unwrap_or("");
+    let password = field(fields, "password").unwrap_or("");
     let again = |status: StatusCode, problem: &str| {
         page(
             status,
@@ -215,7 +203,7 @@ pub async fn accept_invitation(
             .render(),
         )
     };
-    if !has_account && field(&fields, "password_again") != Some(password) {
+    if !has_account && field(fields, "password_again") != Some(password) {
         return again(
             StatusCode::UNPROCESSABLE_ENTITY,
             "The two passwords differ; type the same password twice.",
@@ -224,7 +212,9 @@ pub async fn accept_invitation(
     let person = match state.teams.accept(&token, name, password).await {
         Ok(person) => person,
         Err(AcceptRefusal::WrongPassword) => {
-            state.auth_failures.spend(client, std::time::Instant::now());
+            state
+                .auth_failures
+                .spend(posted.client, std::time::Instant::now());
             return again(
                 StatusCode::UNAUTHORIZED,
                 "That is not the password of the account at this address.",
@@ -252,28 +242,13 @@ pub async fn accept_invitation(
         Err(AcceptRefusal::Unknown) => return closed_page(Closed::Unknown),
         Err(AcceptRefusal::Store(error)) => return unavailable(None, &error),
     };
-    let from = OpenedFrom {
-        user_agent: &user_agent,
-        client_address: &client.to_string(),
-    };
-    match state
-        .console_sessions
-        .open(&person, invitation.merchant_id, &from)
+    open_session(&state, &person, invitation.merchant_id, &posted)
         .await
-    {
-        Ok(signed_in) => {
-            let mut response = see_other("/console/jobs");
-            response
-                .headers_mut()
-                .insert(header::SET_COOKIE, cookie(&state, Some(&signed_in.token)));
-            response
-        }
-        // Joined, but not signed in: the sign-in page does that.
-        Err(error) => {
+        .unwrap_or_else(|error| {
+            // Joined, but not signed in: the sign-in page does that.
             tracing::error!(%error, "opening a console session after joining failed");
             see_other("/console/sign-in")
-        }
-    }
+        })
 }
 
 #[utoipa::path(
@@ -482,12 +457,13 @@ struct ListedInvitation {
     withdrawable: bool,
 }
 
-/// An invitation just made, its link shown once.
+/// An invitation just made: mailed, or its link shown once.
 struct Invited {
     email: String,
     role: &'static str,
     expires: String,
-    url: String,
+    /// The link, when it was not mailed.
+    url: Option<String>,
 }
 
 #[derive(Template)]
@@ -681,7 +657,7 @@ pub async fn invite(State(state): State<AppState>, request: Request) -> Response
                         email: issued.email,
                         role: issued.role.label(),
                         expires: when(issued.expires_at),
-                        url: issued.invitation_url,
+                        url: (!issued.mailed).then_some(issued.invitation_url),
                     }),
                     ..Said::default()
                 },

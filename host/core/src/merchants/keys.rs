@@ -70,6 +70,13 @@ impl super::service::Merchants {
             },
         )
         .await?;
+        let what = format!(
+            "a {} key, {} ({label}), was made",
+            environment.as_str(),
+            issued.key
+        );
+        self.tell_owners(&mut tx, merchant_id, &what, operator)
+            .await?;
         tx.commit().await?;
         Ok(CreatedKey {
             merchant_id,
@@ -115,6 +122,9 @@ impl super::service::Merchants {
         )
         .await?;
         crate::auth::announce(&mut tx, &CredentialChange::Key(revoked.key.clone())).await?;
+        let what = format!("the key {} ({}) was revoked", revoked.key, revoked.label);
+        self.tell_owners(&mut tx, revoked.merchant_id, &what, operator)
+            .await?;
         tx.commit().await?;
         // This process need not wait for its own notice.
         authenticator.forget_key(&revoked.key);

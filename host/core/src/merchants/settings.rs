@@ -200,6 +200,13 @@ impl super::service::Merchants {
         if budgets_changed {
             crate::auth::announce(&mut tx, &CredentialChange::Merchant(merchant_id)).await?;
         }
+        self.tell_owners(
+            &mut tx,
+            merchant_id,
+            "the account's settings were changed",
+            operator,
+        )
+        .await?;
         tx.commit().await?;
         if budgets_changed {
             authenticator.forget_merchant(merchant_id);

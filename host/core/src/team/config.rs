@@ -27,6 +27,11 @@ pub struct TeamConfig {
           env = "COURIER_REAUTHENTICATION_MS", default_value = "600000",
           value_parser = settings::millis)]
     pub reauthentication: Duration,
+    /// How long a password-reset link can be used.
+    #[arg(id = "password-reset-ttl-ms", long = "password-reset-ttl-ms",
+          env = "COURIER_PASSWORD_RESET_TTL_MS", default_value = "3600000",
+          value_parser = settings::millis)]
+    pub password_reset_ttl: Duration,
 }
 
 impl Default for TeamConfig {

@@ -97,3 +97,18 @@ pub enum ChangeRefusal {
     #[error(transparent)]
     Store(#[from] sqlx::Error),
 }
+
+/// Why a password-reset link could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ResetRefusal {
+    #[error("the link was used already")]
+    Used,
+    #[error("the link has expired")]
+    Expired,
+    #[error("no such link")]
+    Unknown,
+    #[error("the password is too weak")]
+    WeakPassword(WeakPassword),
+    #[error(transparent)]
+    Store(#[from] sqlx::Error),
+}

@@ -17,12 +17,13 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::audit::{self, AuditAction, AuditRecord};
+use crate::mail::{MailKind, Outbox};
 use courier_domain::team::{self as rules, Permission, Role};
 pub use courier_domain::team::{Acting, Person};
 use courier_store::people as store;
 
 pub use config::TeamConfig;
-pub use error::{AcceptRefusal, ChangeRefusal, SignInRefusal, TeamError};
+pub use error::{AcceptRefusal, ChangeRefusal, ResetRefusal, SignInRefusal, TeamError};
 pub use store::{InvitationRow, MemberRow, MembershipRow};
 
 /// What inviting someone answers (`courier merchant invite` prints it): the link is shown
@@ -36,6 +37,28 @@ pub struct IssuedInvitation {
     pub expires_at: DateTime<Utc>,
     /// Opened in a browser, it lets the person set a name and password and join the team.
     pub invitation_url: String,
+    /// Whether it was mailed to the person (a relay is configured); else pass it on.
+    pub mailed: bool,
+}
+
+/// What asking for a password reset answers (`courier person password-reset` prints it): the
+/// link is mailed when mail is configured, and shown only to an operator otherwise.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct IssuedReset {
+    pub email: String,
+    pub expires_at: DateTime<Utc>,
+    /// Opened in a browser, it lets the person set a new password, once.
+    pub password_reset_url: String,
+    pub mailed: bool,
+}
+
+/// What a password-reset link finds.
+#[derive(Debug)]
+pub enum ResetState {
+    Open { email: String },
+    Used,
+    Expired,
+    Unknown,
 }
 
 /// What an invitation's link finds.
@@ -59,10 +82,20 @@ pub struct Teams {
     pool: PgPool,
     config: TeamConfig,
     public_url: String,
+    outbox: Outbox,
 }
 
 fn hash_token(token: &str) -> Vec<u8> {
     Sha256::digest(token.as_bytes()).to_vec()
+}
+
+fn reset_state(found: Option<store::PasswordResetRow>, now: DateTime<Utc>) -> ResetState {
+    match found {
+        None => ResetState::Unknown,
+        Some(reset) if reset.used_at.is_some() => ResetState::Used,
+        Some(reset) if reset.expires_at <= now => ResetState::Expired,
+        Some(reset) => ResetState::Open { email: reset.email },
+    }
 }
 
 fn to_chrono(duration: Duration) -> chrono::Duration {
@@ -70,12 +103,19 @@ fn to_chrono(duration: Duration) -> chrono::Duration {
 }
 
 impl Teams {
-    pub fn new(pool: PgPool, config: TeamConfig, public_url: String) -> Self {
+    /// Teams whose links name `public_url`, mailed through `outbox`.
+    pub fn new(pool: PgPool, config: TeamConfig, public_url: String, outbox: Outbox) -> Self {
         Self {
             pool,
             config,
             public_url: public_url.trim_end_matches('/').to_owned(),
+            outbox,
         }
+    }
+
+    /// Whether links are mailed (else whoever makes one passes it on).
+    pub fn mails(&self) -> bool {
+        self.outbox.sends()
     }
 
     pub fn config(&self) -> &TeamConfig {
@@ -103,6 +143,9 @@ impl Teams {
         if !courier_store::merchants::lock_merchant(&mut tx, merchant_id).await? {
             return Err(TeamError::MerchantNotFound);
         }
+        let merchant = courier_store::merchants::find_merchant(&mut tx, merchant_id)
+            .await?
+            .ok_or(TeamError::MerchantNotFound)?;
         if let Some(person) = store::find_by_email(&self.pool, &email_key).await?
             && store::role_for_update(&mut tx, merchant_id, person.id)
                 .await?
@@ -139,6 +182,21 @@ impl Teams {
             },
         )
         .await?;
+        let invitation_url = format!("{}/console/invitations/{token}", self.public_url);
+        let subject = format!("You are invited to {}'s team on Courier", merchant.name);
+        let body = format!(
+            "{invited_by} invites you to join {}'s team on Courier as {} ({}).\n\n\
+             Open this link to set your name and password and join:\n\n{invitation_url}\n\n\
+             It works once, until {}. If you did not expect it, ignore this mail.\n",
+            merchant.name,
+            role.label(),
+            role.summary(),
+            expires_at.format("%Y-%m-%d %H:%M UTC"),
+        );
+        let mailed = self
+            .outbox
+            .write(&mut tx, email, MailKind::Invitation, (&subject, &body))
+            .await?;
         tx.commit().await?;
         Ok(IssuedInvitation {
             invitation_id: id,
@@ -146,7 +204,8 @@ impl Teams {
             email: email.to_owned(),
             role,
             expires_at,
-            invitation_url: format!("{}/console/invitations/{token}", self.public_url),
+            invitation_url,
+            mailed,
         })
     }
 
@@ -304,6 +363,96 @@ impl Teams {
             return Err(SignInRefusal::Wrong);
         }
         store::note_sign_in(&self.pool, person.id, now).await?;
+        Ok(Person {
+            id: person.id,
+            email: person.email,
+            name: person.name,
+        })
+    }
+
+    /// Makes a password-reset link for the person of `email`, mailed to them when mail is
+    /// configured; None when no account has that address.
+    pub async fn request_password_reset(
+        &self,
+        email: &str,
+    ) -> Result<Option<IssuedReset>, sqlx::Error> {
+        let Some(key) = rules::email_key(email) else {
+            return Ok(None);
+        };
+        let Some(person) = store::find_by_email(&self.pool, &key).await? else {
+            return Ok(None);
+        };
+        let token = Alphanumeric.sample_string(&mut rand::rng(), 43);
+        let now = crate::infra::clock::now();
+        let expires_at = now + to_chrono(self.config.password_reset_ttl);
+        let password_reset_url = format!("{}/console/password-reset/{token}", self.public_url);
+        let mut tx = self.pool.begin().await?;
+        store::insert_password_reset(&mut tx, &hash_token(&token), person.id, now, expires_at)
+            .await?;
+        let body = format!(
+            "Someone asked to reset the password of your Courier account, {}.\n\n\
+             Open this link to choose a new one (it signs you out everywhere):\n\n\
+             {password_reset_url}\n\nIt works once, until {}. If you did not ask, ignore \
+             this mail: your password stays as it is.\n",
+            person.email,
+            expires_at.format("%Y-%m-%d %H:%M UTC"),
+        );
+        let mailed = self
+            .outbox
+            .write(
+                &mut tx,
+                &person.email,
+                MailKind::PasswordReset,
+                ("Reset your Courier password", &body),
+            )
+            .await?;
+        tx.commit().await?;
+        Ok(Some(IssuedReset {
+            email: person.email,
+            expires_at,
+            password_reset_url,
+            mailed,
+        }))
+    }
+
+    /// What the password-reset link holding `token` finds.
+    pub async fn password_reset(&self, token: &str) -> Result<ResetState, sqlx::Error> {
+        let mut conn = self.pool.acquire().await?;
+        let found = store::password_reset(&mut conn, &hash_token(token)).await?;
+        Ok(reset_state(found, crate::infra::clock::now()))
+    }
+
+    /// Sets a new password with the reset link holding `token`: used once; every session of
+    /// the person ends, and the account is open to sign-ins again.
+    pub async fn reset_password(
+        &self,
+        token: &str,
+        password: &str,
+    ) -> Result<Person, ResetRefusal> {
+        let token_hash = hash_token(token);
+        let now = crate::infra::clock::now();
+        let email = match self.password_reset(token).await? {
+            ResetState::Open { email } => email,
+            ResetState::Used => return Err(ResetRefusal::Used),
+            ResetState::Expired => return Err(ResetRefusal::Expired),
+            ResetState::Unknown => return Err(ResetRefusal::Unknown),
+        };
+        rules::check_password(password, &email).map_err(ResetRefusal::WeakPassword)?;
+        let password_hash = passwords::hash(password).await;
+        let mut tx = self.pool.begin().await?;
+        // Locked and checked again: two uses at once, one wins.
+        let found = store::password_reset(&mut tx, &token_hash).await?;
+        let person_id = match (reset_state(found.clone(), now), found) {
+            (ResetState::Open { .. }, Some(reset)) => reset.person_id,
+            (ResetState::Expired, _) => return Err(ResetRefusal::Expired),
+            (ResetState::Unknown, _) => return Err(ResetRefusal::Unknown),
+            _ => return Err(ResetRefusal::Used),
+        };
+        store::reset_password(&mut tx, &token_hash, person_id, &password_hash, now).await?;
+        tx.commit().await?;
+        let person = store::find(&self.pool, person_id)
+            .await?
+            .ok_or(ResetRefusal::Unknown)?;
         Ok(Person {
             id: person.id,
             email: person.email,
