@@ -294,8 +294,11 @@ async fn merchant_keys_and_settings_through_the_cli_are_audited() {
     let teams = courier_core::team::Teams::new(
         pool.clone(),
         courier_core::team::TeamConfig::default(),
-        "http://127.0.0.1:8080".into(),
-        courier_core::mail::Outbox::default(),
+        (
+            "http://127.0.0.1:8080".into(),
+            courier_core::mail::Outbox::default(),
+        ),
+        &crate::support::secret_key(),
     );
     let token = crate::console::invitation_token(&invitation);
     teams

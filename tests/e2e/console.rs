@@ -142,8 +142,8 @@ impl Visitor {
             let teams = courier_core::team::Teams::new(
                 pool.clone(),
                 courier_core::team::TeamConfig::default(),
-                self.base.clone(),
-                courier_core::mail::Outbox::default(),
+                (self.base.clone(), courier_core::mail::Outbox::default()),
+                &crate::support::secret_key(),
             );
             let invitation = teams
                 .invite(merchant_id, &email, "owner", "system")

@@ -658,6 +658,53 @@ async fn a_team_is_joined_and_managed_in_a_browser() {
         })
         .await;
 
+    // A second factor: the app's key as a QR code, its first code, the recovery codes; then
+    // the code asked at the next sign-in.
+    client
+        .goto(&app.url("/console/account/second-factor"))
+        .await
+        .unwrap();
+    arrives_at(&browser, "/console/account/second-factor").await;
+    click(
+        &browser,
+        "form[action='/console/account/second-factor/start'] button",
+    )
+    .await;
+    browser
+        .wait_until("the app's key", || async {
+            client.source().await.is_ok_and(|s| s.contains("totp-key"))
+        })
+        .await;
+    looked_at(&browser, "console-second-factor.png").await;
+    let key = client
+        .find(Locator::Id("totp-key"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    fill(&browser, "code", &crate::second_factor::code(&key, 0)).await;
+    click(&browser, "form.sign-in button").await;
+    browser
+        .wait_until("the recovery codes", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("Your recovery codes"))
+        })
+        .await;
+    looked_at(&browser, "console-recovery-codes.png").await;
+    click(&browser, "form.sign-out button").await;
+    arrives_at(&browser, "/console/sign-in").await;
+    fill(&browser, "email", "ana@browser.example").await;
+    fill(&browser, "password", crate::console::PASSWORD).await;
+    click(&browser, "form.sign-in button").await;
+    arrives_at(&browser, "/console/sign-in/code").await;
+    looked_at(&browser, "console-sign-in-code.png").await;
+    fill(&browser, "code", &crate::second_factor::code(&key, 30)).await;
+    click(&browser, "form.sign-in button").await;
+    arrives_at(&browser, "/console/jobs").await;
+
     // Signed out, a forgotten password is asked for from the sign-in page.
     click(&browser, "form.sign-out button").await;
     arrives_at(&browser, "/console/sign-in").await;

@@ -36,6 +36,7 @@ mod ready_times;
 mod resilience;
 mod routes;
 mod sandbox;
+mod second_factor;
 mod simulate;
 mod team;
 mod texts;

@@ -101,6 +101,15 @@ fn public_routes() -> OpenApiRouter<AppState> {
             console::passwords::reset_page,
             console::passwords::reset_password
         ))
+        .routes(routes!(
+            console::second_factor::code_page,
+            console::second_factor::check_code
+        ))
+        .routes(routes!(console::second_factor::factor_page))
+        .routes(routes!(console::second_factor::start))
+        .routes(routes!(console::second_factor::confirm))
+        .routes(routes!(console::second_factor::disable))
+        .routes(routes!(console::team::require_second_factor))
         .routes(routes!(console::team::switch))
         .routes(routes!(console::team::account_page))
         .routes(routes!(console::team::revoke_session))

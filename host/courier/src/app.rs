@@ -167,8 +167,8 @@ impl Services {
         let teams = courier_core::team::Teams::new(
             db.pool.clone(),
             config.team.clone(),
-            config.public_url(),
-            outbox,
+            (config.public_url(), outbox),
+            &secret_key,
         );
         Ok(Self {
             couriers,

@@ -51,10 +51,12 @@ pub enum AuditAction {
     MemberJoined,
     MemberRoleChanged,
     MemberRemoved,
+    /// An owner required, or stopped requiring, a second factor of the team.
+    SecondFactorRule,
 }
 
 impl AuditAction {
-    pub const ALL: [AuditAction; 19] = [
+    pub const ALL: [AuditAction; 20] = [
         AuditAction::MerchantCreated,
         AuditAction::KeyCreated,
         AuditAction::KeyRevoked,
@@ -74,6 +76,7 @@ impl AuditAction {
         AuditAction::MemberJoined,
         AuditAction::MemberRoleChanged,
         AuditAction::MemberRemoved,
+        AuditAction::SecondFactorRule,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -97,6 +100,7 @@ impl AuditAction {
             AuditAction::MemberJoined => "team.member_joined",
             AuditAction::MemberRoleChanged => "team.role_changed",
             AuditAction::MemberRemoved => "team.member_removed",
+            AuditAction::SecondFactorRule => "team.second_factor_rule",
         }
     }
 

@@ -28,6 +28,8 @@ pub struct SessionRow {
     pub last_seen_at: DateTime<Utc>,
     /// The merchant's own request budgets, which the session spends as its keys do.
     pub limits: LimitOverrides,
+    /// The team requires a second factor and the person has none yet.
+    pub needs_second_factor: bool,
 }
 
 pub struct NewSession<'a> {
@@ -41,13 +43,16 @@ pub struct NewSession<'a> {
     pub expires_at: DateTime<Utc>,
     pub user_agent: &'a str,
     pub client_address: &'a str,
+    /// Opened by the password of a person with a second factor: waiting for the code.
+    pub second_factor_pending: bool,
 }
 
 pub async fn insert(pool: &PgPool, session: &NewSession<'_>) -> Result<(), sqlx::Error> {
     sqlx::query!(
         "INSERT INTO console_sessions (id, token_hash, person_id, merchant_id, environment, \
          csrf_token, created_at, expires_at, authenticated_at, last_seen_at, user_agent, \
-         client_address) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $7, $7, $9, $10)",
+         client_address, second_factor_pending) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $7, $7, $9, $10, $11)",
         session.id,
         session.token_hash,
         session.person_id,
@@ -58,6 +63,7 @@ pub async fn insert(pool: &PgPool, session: &NewSession<'_>) -> Result<(), sqlx:
         session.expires_at,
         session.user_agent,
         session.client_address,
+        session.second_factor_pending,
     )
     .execute(pool)
     .await?;
@@ -75,12 +81,13 @@ pub async fn live(
          t.role AS \"role: Text<Role>\", s.environment AS \"environment: Text<Environment>\", \
          s.csrf_token, s.expires_at, s.authenticated_at, s.last_seen_at, \
          m.rate_limit_quotes_per_minute, m.rate_limit_bookings_per_minute, \
-         m.rate_limit_reads_per_minute \
+         m.rate_limit_reads_per_minute, \
+         (m.require_second_factor AND p.totp_enabled_at IS NULL) AS \"needs_second_factor!\" \
          FROM console_sessions s \
          JOIN merchant_members t ON t.person_id = s.person_id AND t.merchant_id = s.merchant_id \
          JOIN people p ON p.id = s.person_id \
          JOIN merchants m ON m.id = s.merchant_id \
-         WHERE s.token_hash = $1 AND s.expires_at > $2",
+         WHERE s.token_hash = $1 AND s.expires_at > $2 AND NOT s.second_factor_pending",
         token_hash,
         now,
     )
@@ -104,7 +111,43 @@ pub async fn live(
             r.rate_limit_bookings_per_minute,
             r.rate_limit_reads_per_minute,
         ),
+        needs_second_factor: r.needs_second_factor,
     }))
+}
+
+/// The person of the session of `token_hash` while it waits for its second factor.
+pub async fn waiting_for_code(
+    pool: &PgPool,
+    token_hash: &[u8],
+    now: DateTime<Utc>,
+) -> Result<Option<Uuid>, sqlx::Error> {
+    sqlx::query_scalar!(
+        "SELECT person_id FROM console_sessions \
+         WHERE token_hash = $1 AND second_factor_pending AND expires_at > $2",
+        token_hash,
+        now,
+    )
+    .fetch_optional(pool)
+    .await
+}
+
+/// The second factor was given: the session opens pages until `expires_at`.
+pub async fn code_given(
+    pool: &PgPool,
+    token_hash: &[u8],
+    now: DateTime<Utc>,
+    expires_at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE console_sessions SET second_factor_pending = false, authenticated_at = $2, \
+         expires_at = $3 WHERE token_hash = $1 AND second_factor_pending",
+        token_hash,
+        now,
+        expires_at,
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
 }
 
 /// Notes that the session was used at `now`.

@@ -458,3 +458,193 @@ pub async fn reset_password(
     .await?;
     Ok(())
 }
+
+/// A person's TOTP as a check or an enrolment reads it, locked for the change.
+#[derive(Clone, Debug)]
+pub struct TotpRow {
+    pub email: String,
+    /// Sealed.
+    pub secret: Option<Vec<u8>>,
+    /// Sealed; set while an enrolment waits for its first code.
+    pub pending_secret: Option<Vec<u8>>,
+    pub last_step: Option<i64>,
+}
+
+pub async fn totp_for_update(
+    conn: &mut PgConnection,
+    person_id: Uuid,
+) -> Result<Option<TotpRow>, sqlx::Error> {
+    sqlx::query_as!(
+        TotpRow,
+        "SELECT email, totp_secret AS secret, totp_pending_secret AS pending_secret, \
+         totp_last_step AS last_step FROM people WHERE id = $1 FOR UPDATE",
+        person_id,
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// Keeps a sealed secret waiting for its first code.
+pub async fn set_pending_totp(
+    pool: &PgPool,
+    person_id: Uuid,
+    sealed: &[u8],
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE people SET totp_pending_secret = $2 WHERE id = $1",
+        person_id,
+        sealed,
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Turns TOTP on with the waiting secret, its first code's `step` used, and the recovery codes
+/// of `hashes` (any older ones dropped).
+pub async fn enable_totp(
+    conn: &mut PgConnection,
+    person_id: Uuid,
+    step: i64,
+    hashes: &[Vec<u8>],
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE people SET totp_secret = totp_pending_secret, totp_pending_secret = NULL, \
+         totp_enabled_at = $3, totp_last_step = $2 WHERE id = $1",
+        person_id,
+        step,
+        now,
+    )
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query!("DELETE FROM recovery_codes WHERE person_id = $1", person_id)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query!(
+        "INSERT INTO recovery_codes (person_id, code_hash) SELECT $1, unnest($2::bytea[])",
+        person_id,
+        hashes,
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// A TOTP code of `step` was accepted: no code of it or before is again.
+pub async fn note_totp_step(
+    conn: &mut PgConnection,
+    person_id: Uuid,
+    step: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE people SET totp_last_step = $2 WHERE id = $1",
+        person_id,
+        step,
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Uses one of `person_id`'s recovery codes; false when it is not one, or was used.
+pub async fn use_recovery_code(
+    conn: &mut PgConnection,
+    person_id: Uuid,
+    code_hash: &[u8],
+    now: DateTime<Utc>,
+) -> Result<bool, sqlx::Error> {
+    let used = sqlx::query!(
+        "UPDATE recovery_codes SET used_at = $3 \
+         WHERE person_id = $1 AND code_hash = $2 AND used_at IS NULL",
+        person_id,
+        code_hash,
+        now,
+    )
+    .execute(conn)
+    .await?;
+    Ok(used.rows_affected() == 1)
+}
+
+/// Turns `person_id`'s TOTP off, its recovery codes with it.
+pub async fn disable_totp(pool: &PgPool, person_id: Uuid) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query!(
+        "UPDATE people SET totp_secret = NULL, totp_pending_secret = NULL, \
+         totp_enabled_at = NULL, totp_last_step = NULL WHERE id = $1",
+        person_id,
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!("DELETE FROM recovery_codes WHERE person_id = $1", person_id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await
+}
+
+/// A person's second factor, as their account page shows it.
+#[derive(Clone, Debug)]
+pub struct SecondFactorRow {
+    pub enabled_at: Option<DateTime<Utc>>,
+    pub recovery_codes_left: i64,
+    /// Names of the teams of theirs that require a second factor.
+    pub required_by: Vec<String>,
+}
+
+pub async fn second_factor(pool: &PgPool, person_id: Uuid) -> Result<SecondFactorRow, sqlx::Error> {
+    let row = sqlx::query!(
+        "SELECT p.totp_enabled_at, \
+         (SELECT count(*) FROM recovery_codes r WHERE r.person_id = p.id AND r.used_at IS NULL) \
+           AS \"left!\", \
+         ARRAY(SELECT m.name FROM merchant_members t JOIN merchants m ON m.id = t.merchant_id \
+               WHERE t.person_id = p.id AND m.require_second_factor ORDER BY m.name) \
+           AS \"required_by!\" \
+         FROM people p WHERE p.id = $1",
+        person_id,
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(SecondFactorRow {
+        enabled_at: row.totp_enabled_at,
+        recovery_codes_left: row.left,
+        required_by: row.required_by,
+    })
+}
+
+/// Whether `merchant_id` requires a second factor of its team.
+pub async fn set_required_second_factor(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+    required: bool,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "UPDATE merchants SET require_second_factor = $2 WHERE id = $1",
+        merchant_id,
+        required,
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Whether `person_id` has a second factor.
+pub async fn has_second_factor(pool: &PgPool, person_id: Uuid) -> Result<bool, sqlx::Error> {
+    let found = sqlx::query_scalar!(
+        "SELECT totp_enabled_at IS NOT NULL AS \"on!\" FROM people WHERE id = $1",
+        person_id,
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(found.unwrap_or(false))
+}
+
+/// Whether `merchant_id` requires a second factor of its team.
+pub async fn requires_second_factor(pool: &PgPool, merchant_id: Uuid) -> Result<bool, sqlx::Error> {
+    let found = sqlx::query_scalar!(
+        "SELECT require_second_factor FROM merchants WHERE id = $1",
+        merchant_id,
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(found.unwrap_or(false))
+}

@@ -161,11 +161,16 @@ impl Drop for TestApp {
     }
 }
 
+/// The secret key every test service runs with.
+pub fn secret_key() -> courier_core::infra::secrets::SecretKey {
+    courier_core::infra::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap()
+}
+
 /// Creates a merchant in the database at `database_url` the way the CLI does (with the tests'
 /// secret key), for a service running in this process or another.
 pub async fn create_merchant_in(database_url: &str, name: &str) -> NewMerchant {
     let pool = PgPool::connect(database_url).await.unwrap();
-    let key = courier_core::infra::secrets::SecretKey::from_hex(&"5e".repeat(32)).unwrap();
+    let key = secret_key();
     let authenticator = courier_core::auth::Authenticator::new(pool.clone(), &key);
     let merchant = courier_core::merchants::Merchants::new(pool.clone(), authenticator.clone())
         .create(name)

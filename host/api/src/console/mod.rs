@@ -19,5 +19,6 @@ pub(crate) mod passwords;
 mod reauth;
 mod respond;
 pub(crate) mod sandbox;
+pub(crate) mod second_factor;
 pub(crate) mod team;
 pub(crate) mod webhooks;

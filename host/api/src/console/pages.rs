@@ -11,7 +11,8 @@ use uuid::Uuid;
 
 use super::respond::{
     SessionBar, cookie, field, for_people, message, money, open_session, page, refused_unless,
-    retry_after, see_other, session, signed_form, signed_in, signed_out_form, token, when,
+    retry_after, see_other, session, signed_form, signed_form_any, signed_in, signed_out_form,
+    token, when,
 };
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
@@ -255,7 +256,7 @@ pub async fn sign_in(State(state): State<AppState>, request: Request) -> Respons
 )]
 pub async fn sign_out(State(state): State<AppState>, request: Request) -> Response {
     let headers = request.headers().clone();
-    if let Err(answer) = signed_form(&state, request).await {
+    if let Err(answer) = signed_form_any(&state, request).await {
         return answer;
     }
     if let Some(token) = token(&headers)

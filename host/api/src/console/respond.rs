@@ -248,8 +248,22 @@ pub(super) async fn session(
 
 /// The request's session, or the answer to give without one: to the sign-in page. Every
 /// signed-in page and form spends one request of the merchant's reads budget, as the API's
-/// requests do, so the console is no way around the merchant's budgets.
+/// requests do, so the console is no way around the merchant's budgets. A person whose team
+/// requires a second factor they do not have yet is sent to set one up.
 pub(super) async fn signed_in(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<ConsoleSession, Response> {
+    let session = signed_in_any(state, headers).await?;
+    if session.needs_second_factor {
+        return Err(see_other("/console/account/second-factor"));
+    }
+    Ok(session)
+}
+
+/// [`signed_in`], for the pages a person whose team requires a second factor still opens
+/// without one: its setup, and signing out.
+pub(super) async fn signed_in_any(
     state: &AppState,
     headers: &HeaderMap,
 ) -> Result<ConsoleSession, Response> {
@@ -350,7 +364,19 @@ pub(super) async fn signed_form(
     state: &AppState,
     request: Request,
 ) -> Result<(ConsoleSession, Vec<(String, String)>), Response> {
-    let session = signed_in(state, request.headers()).await?;
+    let (session, fields) = signed_form_any(state, request).await?;
+    if session.needs_second_factor {
+        return Err(see_other("/console/account/second-factor"));
+    }
+    Ok((session, fields))
+}
+
+/// [`signed_form`] for the forms that [`signed_in_any`] opens.
+pub(super) async fn signed_form_any(
+    state: &AppState,
+    request: Request,
+) -> Result<(ConsoleSession, Vec<(String, String)>), Response> {
+    let session = signed_in_any(state, request.headers()).await?;
     let fields = form(request).await?;
     match csrf_refusal(&session, &fields) {
         Some(refused) => Err(refused),
@@ -423,7 +449,8 @@ pub(super) async fn signed_out_form(
 }
 
 /// Opens a session for `person` in `merchant_id`'s team, from the browser of `posted`: 303
-/// to the jobs with the session's cookie.
+/// to the jobs with the session's cookie; for a person with a second factor, 303 to the page
+/// that asks for its code, the session opening nothing else until it is given.
 pub(super) async fn open_session(
     state: &AppState,
     person: &courier_domain::team::Person,
@@ -434,11 +461,16 @@ pub(super) async fn open_session(
         user_agent: &posted.user_agent,
         client_address: &posted.client.to_string(),
     };
+    let code_wanted = state.teams.has_second_factor(person.id).await?;
     let signed_in = state
         .console_sessions
-        .open(person, merchant_id, &from)
+        .open(person, merchant_id, &from, code_wanted)
         .await?;
-    let mut response = see_other("/console/jobs");
+    let mut response = see_other(if code_wanted {
+        "/console/sign-in/code"
+    } else {
+        "/console/jobs"
+    });
     response
         .headers_mut()
         .insert(header::SET_COOKIE, cookie(state, Some(&signed_in.token)));

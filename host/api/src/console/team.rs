@@ -323,6 +323,7 @@ struct AccountPage {
     email: String,
     teams: Vec<ListedTeam>,
     sessions: Vec<ListedSession>,
+    second_factor: bool,
 }
 
 #[utoipa::path(
@@ -348,9 +349,10 @@ pub async fn account_page(
         Err(answer) => return answer,
     };
     let person = &session.person;
-    let (teams, sessions) = match tokio::try_join!(
+    let (teams, sessions, second_factor) = match tokio::try_join!(
         state.teams.memberships(person.id),
-        state.console_sessions.of_person(person.id)
+        state.console_sessions.of_person(person.id),
+        state.teams.has_second_factor(person.id)
     ) {
         Ok(found) => found,
         Err(error) => return unavailable(Some(&session), &error),
@@ -360,6 +362,7 @@ pub async fn account_page(
         notice: (uri.query() == Some("done=revoked")).then_some("The session was revoked."),
         name: person.name.clone(),
         email: person.email.clone(),
+        second_factor,
         teams: teams
             .into_iter()
             .map(|t| ListedTeam {
@@ -481,6 +484,9 @@ struct TeamPage {
     grantable: Vec<(&'static str, &'static str)>,
     roles: Vec<(&'static str, &'static str)>,
     typed_email: String,
+    /// For an owner: the team's second-factor rule, to change.
+    owner: bool,
+    requires_second_factor: bool,
 }
 
 /// What the team page says after an action.
@@ -507,6 +513,10 @@ async fn render(
         Err(error) => return unavailable(Some(session), &error),
     };
     let manage = session.may(Permission::ManageTeam);
+    let requires_second_factor = match state.teams.requires_second_factor(merchant_id).await {
+        Ok(required) => required,
+        Err(error) => return unavailable(Some(session), &error),
+    };
     let body = TeamPage {
         session: Some(SessionBar::from(session)),
         merchant: session.merchant_name.clone(),
@@ -552,6 +562,8 @@ async fn render(
             .map(|r| (r.label(), r.summary()))
             .collect(),
         typed_email: said.typed_email,
+        owner: session.role == Role::Owner,
+        requires_second_factor,
     };
     page(status, body.render())
 }
@@ -582,6 +594,7 @@ pub async fn team_page(
         Some("done=role_changed") => Some("The role was changed."),
         Some("done=removed") => Some("They were removed from the team; their sessions here ended."),
         Some("done=withdrawn") => Some("The invitation was withdrawn; its link no longer works."),
+        Some("done=second_factor") => Some("The team's rule for a second factor was changed."),
         _ => None,
     };
     render(
@@ -703,6 +716,12 @@ fn change_refused(session: &ConsoleSession, refusal: ChangeRefusal) -> Response 
             StatusCode::CONFLICT,
             "Not your own place",
             "You cannot change your own role or remove yourself; another owner or admin can.",
+        ),
+        ChangeRefusal::OwnFactorFirst => (
+            StatusCode::CONFLICT,
+            "Your own second factor first",
+            "Set up your own second factor (your account's page) before requiring one of the \
+             whole team.",
         ),
         ChangeRefusal::NotAMember => (
             StatusCode::NOT_FOUND,
@@ -833,6 +852,36 @@ pub async fn withdraw_invitation(
     };
     match state.teams.withdraw(&session.acting(), id).await {
         Ok(()) => see_other("/console/team?done=withdrawn"),
+        Err(refusal) => change_refused(&session, refusal),
+    }
+}
+
+#[utoipa::path(
+    post,
+    path = "/console/team/second-factor",
+    operation_id = "consoleRequireSecondFactor",
+    tag = "console",
+    summary = "An owner requires (`required=on`) or stops requiring (no `required`) a second factor of the whole team: form fields `csrf`, `once` and `required`",
+    security(()),
+    request_body(content = String, description = "`csrf=…&once=…&required=on`", content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 303, description = "Done: to /console/team?done=second_factor; or not signed in: to /console/sign-in"),
+        (status = 403, description = "A page: the form did not carry the session's token, or the person is not an owner", content_type = "text/html", body = String),
+        (status = 409, description = "A page: the owner has no second factor themselves", content_type = "text/html", body = String),
+    )
+)]
+pub async fn require_second_factor(State(state): State<AppState>, request: Request) -> Response {
+    let (session, fields) = match signed_form(&state, request).await {
+        Ok(signed) => signed,
+        Err(answer) => return answer,
+    };
+    let required = field(&fields, "required").is_some();
+    match state
+        .teams
+        .require_second_factor(&session.acting(), required)
+        .await
+    {
+        Ok(()) => see_other("/console/team?done=second_factor"),
         Err(refusal) => change_refused(&session, refusal),
     }
 }

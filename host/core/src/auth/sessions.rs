@@ -22,6 +22,8 @@ use courier_store::form_answers::{self, FormOwner};
 
 /// How long a form's answer is kept for its repeats.
 const FORM_ANSWERS_KEPT: chrono::Duration = chrono::Duration::days(1);
+/// How long a sign-in may wait for its second factor.
+const CODE_WAIT: chrono::Duration = chrono::Duration::minutes(10);
 /// How stale a session's "last seen" may get before a page notes it again: one write a minute
 /// at most, not one a page.
 const SEEN_EVERY: chrono::Duration = chrono::Duration::minutes(1);
@@ -43,6 +45,8 @@ pub struct ConsoleSession {
     pub authenticated_at: DateTime<Utc>,
     /// The merchant's own request budgets: the console spends them as the API does.
     pub limits: courier_domain::limits::LimitOverrides,
+    /// The team requires a second factor and the person has none yet: only its setup opens.
+    pub needs_second_factor: bool,
 }
 
 impl ConsoleSession {
@@ -126,15 +130,22 @@ impl ConsoleSessions {
         self.lifetime
     }
 
-    /// Opens a session for `person` in `merchant_id`'s team (test environment first).
+    /// Opens a session for `person` in `merchant_id`'s team (test environment first); with
+    /// `code_wanted`, one that opens no page until the person's second factor is given.
     pub async fn open(
         &self,
         person: &Person,
         merchant_id: Uuid,
         from: &OpenedFrom<'_>,
+        code_wanted: bool,
     ) -> Result<SignedIn, sqlx::Error> {
         let token = random_token();
         let now = crate::infra::clock::now();
+        let expires_at = if code_wanted {
+            now + CODE_WAIT
+        } else {
+            now + chrono::Duration::from_std(self.lifetime).unwrap_or_default()
+        };
         store::insert(
             &self.pool,
             &store::NewSession {
@@ -145,9 +156,10 @@ impl ConsoleSessions {
                 environment: Environment::Test,
                 csrf_token: &random_token(),
                 now,
-                expires_at: now + chrono::Duration::from_std(self.lifetime).unwrap_or_default(),
+                expires_at,
                 user_agent: &clipped(from.user_agent),
                 client_address: &clipped(from.client_address),
+                second_factor_pending: code_wanted,
             },
         )
         .await?;
@@ -182,7 +194,21 @@ impl ConsoleSessions {
             expires_at: row.expires_at,
             authenticated_at: row.authenticated_at,
             limits: row.limits,
+            needs_second_factor: row.needs_second_factor,
         }))
+    }
+
+    /// The person whose sign-in with `token` waits for its second factor.
+    pub async fn waiting_for_code(&self, token: &str) -> Result<Option<Uuid>, sqlx::Error> {
+        store::waiting_for_code(&self.pool, &hash(token), crate::infra::clock::now()).await
+    }
+
+    /// The second factor of `token`'s sign-in was given: the session opens pages for its
+    /// whole lifetime from now.
+    pub async fn code_given(&self, token: &str) -> Result<(), sqlx::Error> {
+        let now = crate::infra::clock::now();
+        let expires_at = now + chrono::Duration::from_std(self.lifetime).unwrap_or_default();
+        store::code_given(&self.pool, &hash(token), now, expires_at).await
     }
 
     /// Moves the session of `token` to `merchant_id`'s team and `environment`; false when its

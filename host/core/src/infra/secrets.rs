@@ -9,6 +9,8 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
+use chacha20poly1305::aead::{Aead, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use thiserror::Error;
@@ -99,6 +101,59 @@ impl SecretKey {
     /// HMAC-SHA256 of `message` under this key.
     pub fn mac(&self, message: &[u8]) -> [u8; 32] {
         hmac_sha256(&self.0, message)
+    }
+}
+
+/// Seals small secrets kept in the database (webhook signing secrets, TOTP keys) with
+/// XChaCha20-Poly1305 under a subkey of the service's secret key for one purpose; each sealed
+/// value is bound to the row it belongs to (`aad`), so one copied to another row does not open.
+#[derive(Clone)]
+pub struct Sealer {
+    cipher: XChaCha20Poly1305,
+}
+
+impl std::fmt::Debug for Sealer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sealer(..)")
+    }
+}
+
+const NONCE_BYTES: usize = 24;
+
+impl Sealer {
+    pub fn new(key: &SecretKey, purpose: &str) -> Self {
+        Self {
+            cipher: chacha20poly1305::KeyInit::new(&key.derive(purpose).into()),
+        }
+    }
+
+    /// A fresh nonce, then the ciphertext of `plain` bound to `aad`.
+    pub fn seal(&self, aad: &[u8], plain: &[u8]) -> Vec<u8> {
+        let nonce: [u8; NONCE_BYTES] = rand::random();
+        let ciphertext = self
+            .cipher
+            .encrypt(XNonce::from_slice(&nonce), Payload { msg: plain, aad })
+            .expect("encryption with a valid key cannot fail");
+        let mut sealed = nonce.to_vec();
+        sealed.extend(ciphertext);
+        sealed
+    }
+
+    /// What `sealed` holds, if it was sealed for `aad` with this purpose's key.
+    pub fn open(&self, aad: &[u8], sealed: &[u8]) -> Option<Vec<u8>> {
+        if sealed.len() < NONCE_BYTES {
+            return None;
+        }
+        let (nonce, ciphertext) = sealed.split_at(NONCE_BYTES);
+        self.cipher
+            .decrypt(
+                XNonce::from_slice(nonce),
+                Payload {
+                    msg: ciphertext,
+                    aad,
+                },
+            )
+            .ok()
     }
 }
 

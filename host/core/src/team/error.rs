@@ -94,6 +94,9 @@ pub enum ChangeRefusal {
     Yourself,
     #[error("no such member or invitation")]
     NotAMember,
+    /// An owner requires a second factor of the team only once they have one.
+    #[error("set up your own second factor first")]
+    OwnFactorFirst,
     #[error(transparent)]
     Store(#[from] sqlx::Error),
 }
@@ -109,6 +112,24 @@ pub enum ResetRefusal {
     Unknown,
     #[error("the password is too weak")]
     WeakPassword(WeakPassword),
+    #[error(transparent)]
+    Store(#[from] sqlx::Error),
+}
+
+/// Why a second-factor change was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum FactorRefusal {
+    /// Not the code of the app's current step (or one used already), nor an unused recovery code.
+    #[error("that code does not match")]
+    WrongCode,
+    /// Confirming an enrolment that was not started (or was finished elsewhere).
+    #[error("no enrolment is waiting")]
+    NotStarted,
+    #[error("that is not the account's password")]
+    WrongPassword,
+    /// Turning it off while a team of theirs requires it.
+    #[error("a team requires it")]
+    Required,
     #[error(transparent)]
     Store(#[from] sqlx::Error),
 }

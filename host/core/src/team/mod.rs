@@ -5,6 +5,7 @@
 mod config;
 mod error;
 mod passwords;
+pub mod second_factor;
 
 use std::time::Duration;
 
@@ -17,13 +18,18 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::audit::{self, AuditAction, AuditRecord};
+use crate::infra::secrets::{Sealer, SecretKey};
 use crate::mail::{MailKind, Outbox};
 use courier_domain::team::{self as rules, Permission, Role};
 pub use courier_domain::team::{Acting, Person};
 use courier_store::people as store;
 
 pub use config::TeamConfig;
-pub use error::{AcceptRefusal, ChangeRefusal, ResetRefusal, SignInRefusal, TeamError};
+pub use error::{
+    AcceptRefusal, ChangeRefusal, FactorRefusal, ResetRefusal, SignInRefusal, TeamError,
+};
+pub use second_factor::Enrolment;
+pub use store::SecondFactorRow;
 pub use store::{InvitationRow, MemberRow, MembershipRow};
 
 /// What inviting someone answers (`courier merchant invite` prints it): the link is shown
@@ -83,6 +89,8 @@ pub struct Teams {
     config: TeamConfig,
     public_url: String,
     outbox: Outbox,
+    /// Seals TOTP keys.
+    sealer: Sealer,
 }
 
 fn hash_token(token: &str) -> Vec<u8> {
@@ -103,14 +111,26 @@ fn to_chrono(duration: Duration) -> chrono::Duration {
 }
 
 impl Teams {
-    /// Teams whose links name `public_url`, mailed through `outbox`.
-    pub fn new(pool: PgPool, config: TeamConfig, public_url: String, outbox: Outbox) -> Self {
+    /// Teams whose links name `public_url`, mailed through `outbox`, their TOTP keys sealed
+    /// with a subkey of `key`.
+    pub fn new(
+        pool: PgPool,
+        config: TeamConfig,
+        (public_url, outbox): (String, Outbox),
+        key: &SecretKey,
+    ) -> Self {
         Self {
             pool,
             config,
             public_url: public_url.trim_end_matches('/').to_owned(),
             outbox,
+            sealer: Sealer::new(key, "totp-secrets"),
         }
+    }
+
+    /// Whether `person_id` has a second factor (a sign-in then asks for a code).
+    pub async fn has_second_factor(&self, person_id: Uuid) -> Result<bool, sqlx::Error> {
+        store::has_second_factor(&self.pool, person_id).await
     }
 
     /// Whether links are mailed (else whoever makes one passes it on).
@@ -588,6 +608,173 @@ impl Teams {
                 before: None,
                 after: None,
                 occurred_at: now,
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+fn unix_now() -> u64 {
+    u64::try_from(crate::infra::clock::now().timestamp()).unwrap_or(0)
+}
+
+/// The second factor of people: TOTP enrolment, checks of a code or a recovery code, and an
+/// owner's rule that the whole team has one.
+impl Teams {
+    /// Starts a TOTP enrolment for `person_id`: a new secret, waiting for its first code.
+    pub async fn start_totp(&self, person_id: Uuid, email: &str) -> Result<Enrolment, sqlx::Error> {
+        let secret = second_factor::new_secret();
+        store::set_pending_totp(
+            &self.pool,
+            person_id,
+            &self.sealer.seal(person_id.as_bytes(), &secret),
+        )
+        .await?;
+        Ok(second_factor::enrolment(&secret, email).expect("a fresh secret is long enough"))
+    }
+
+    /// The enrolment waiting for `person_id`'s first code, to draw again (the same secret).
+    pub async fn waiting_totp(&self, person_id: Uuid) -> Result<Option<Enrolment>, sqlx::Error> {
+        let mut conn = self.pool.acquire().await?;
+        let Some(row) = store::totp_for_update(&mut conn, person_id).await? else {
+            return Ok(None);
+        };
+        Ok(row
+            .pending_secret
+            .and_then(|sealed| self.sealer.open(person_id.as_bytes(), &sealed))
+            .and_then(|secret| second_factor::enrolment(&secret, &row.email)))
+    }
+
+    /// Turns TOTP on with the first code of the waiting enrolment; answers the recovery codes,
+    /// shown this once.
+    pub async fn confirm_totp(
+        &self,
+        person_id: Uuid,
+        code: &str,
+    ) -> Result<Vec<String>, FactorRefusal> {
+        let mut tx = self.pool.begin().await?;
+        let row = store::totp_for_update(&mut tx, person_id)
+            .await?
+            .ok_or(FactorRefusal::NotStarted)?;
+        let secret = row
+            .pending_secret
+            .and_then(|sealed| self.sealer.open(person_id.as_bytes(), &sealed))
+            .ok_or(FactorRefusal::NotStarted)?;
+        let step = second_factor::matching_step(&secret, code, unix_now(), None)
+            .ok_or(FactorRefusal::WrongCode)?;
+        let codes = second_factor::new_recovery_codes();
+        let hashes: Vec<Vec<u8>> = codes
+            .iter()
+            .map(|c| second_factor::recovery_hash(person_id, c))
+            .collect();
+        store::enable_totp(
+            &mut tx,
+            person_id,
+            step,
+            &hashes,
+            crate::infra::clock::now(),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(codes)
+    }
+
+    /// Whether `code` is `person_id`'s second factor now: a TOTP code not used before, or an
+    /// unused recovery code (used up by this check).
+    pub async fn check_second_factor(
+        &self,
+        person_id: Uuid,
+        code: &str,
+    ) -> Result<bool, sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        let Some(row) = store::totp_for_update(&mut tx, person_id).await? else {
+            return Ok(false);
+        };
+        let Some(secret) = row
+            .secret
+            .and_then(|sealed| self.sealer.open(person_id.as_bytes(), &sealed))
+        else {
+            return Ok(false);
+        };
+        let accepted = if second_factor::is_recovery_code(code) {
+            let hash = second_factor::recovery_hash(person_id, code);
+            store::use_recovery_code(&mut tx, person_id, &hash, crate::infra::clock::now()).await?
+        } else {
+            match second_factor::matching_step(&secret, code, unix_now(), row.last_step) {
+                Some(step) => {
+                    store::note_totp_step(&mut tx, person_id, step).await?;
+                    true
+                }
+                None => false,
+            }
+        };
+        tx.commit().await?;
+        Ok(accepted)
+    }
+
+    /// Turns `person_id`'s TOTP off, with their password; refused while a team of theirs
+    /// requires a second factor.
+    pub async fn disable_totp(&self, person_id: Uuid, password: &str) -> Result<(), FactorRefusal> {
+        let Some(person) = store::find(&self.pool, person_id).await? else {
+            return Err(FactorRefusal::WrongPassword);
+        };
+        if !passwords::verify(Some(&person.password_hash), password).await {
+            return Err(FactorRefusal::WrongPassword);
+        }
+        if !store::second_factor(&self.pool, person_id)
+            .await?
+            .required_by
+            .is_empty()
+        {
+            return Err(FactorRefusal::Required);
+        }
+        store::disable_totp(&self.pool, person_id).await?;
+        Ok(())
+    }
+
+    /// Whether `merchant_id` requires a second factor of its team.
+    pub async fn requires_second_factor(&self, merchant_id: Uuid) -> Result<bool, sqlx::Error> {
+        store::requires_second_factor(&self.pool, merchant_id).await
+    }
+
+    /// What `person_id`'s account page says of their second factor.
+    pub async fn second_factor(&self, person_id: Uuid) -> Result<SecondFactorRow, sqlx::Error> {
+        store::second_factor(&self.pool, person_id).await
+    }
+
+    /// An owner requires (or no longer requires) a second factor of the whole team; to require
+    /// it, they have one themselves.
+    pub async fn require_second_factor(
+        &self,
+        acting: &Acting<'_>,
+        required: bool,
+    ) -> Result<(), ChangeRefusal> {
+        if acting.role != Role::Owner {
+            return Err(ChangeRefusal::NotAllowed);
+        }
+        if required
+            && store::second_factor(&self.pool, acting.person.id)
+                .await?
+                .enabled_at
+                .is_none()
+        {
+            return Err(ChangeRefusal::OwnFactorFirst);
+        }
+        let mut tx = self.pool.begin().await?;
+        store::set_required_second_factor(&mut tx, acting.merchant_id, required).await?;
+        audit::record(
+            &mut tx,
+            &AuditRecord {
+                operator: &acting.person.email,
+                action: AuditAction::SecondFactorRule,
+                target_type: "merchant",
+                target_id: acting.merchant_id.to_string(),
+                merchant_id: Some(acting.merchant_id),
+                before: None,
+                after: Some(serde_json::json!({"require_second_factor": required})),
+                occurred_at: crate::infra::clock::now(),
             },
         )
         .await?;

@@ -1,13 +1,10 @@
 //! Signing secrets: generated with high entropy, shown once, kept only encrypted.
 
-use chacha20poly1305::aead::{Aead, KeyInit, Payload};
-use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use thiserror::Error;
 use uuid::Uuid;
 
-use crate::infra::secrets::SecretKey;
+use crate::infra::secrets::{Sealer, SecretKey};
 
-const NONCE_BYTES: usize = 24;
 /// Subkey label: a leaked ciphertext cannot be opened with any other derived key.
 const PURPOSE: &str = "webhook-signing-secrets";
 
@@ -23,55 +20,29 @@ pub fn generate() -> String {
 }
 
 /// Encrypts and decrypts signing secrets with a key derived from the service's secret key.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct SecretCipher {
-    cipher: XChaCha20Poly1305,
-}
-
-impl std::fmt::Debug for SecretCipher {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SecretCipher(..)")
-    }
+    sealer: Sealer,
 }
 
 impl SecretCipher {
     pub fn new(key: &SecretKey) -> Self {
-        let subkey = key.derive(PURPOSE);
         Self {
-            cipher: XChaCha20Poly1305::new(&subkey.into()),
+            sealer: Sealer::new(key, PURPOSE),
         }
     }
 
     /// Nonce then ciphertext. The endpoint id is authenticated with it, so a ciphertext copied
     /// to another endpoint's row does not decrypt.
     pub fn seal(&self, endpoint_id: Uuid, secret: &str) -> Vec<u8> {
-        let nonce: [u8; NONCE_BYTES] = rand::random();
-        let payload = Payload {
-            msg: secret.as_bytes(),
-            aad: endpoint_id.as_bytes(),
-        };
-        let ciphertext = self
-            .cipher
-            .encrypt(XNonce::from_slice(&nonce), payload)
-            .expect("encryption with a valid key cannot fail");
-        let mut sealed = nonce.to_vec();
-        sealed.extend(ciphertext);
-        sealed
+        self.sealer.seal(endpoint_id.as_bytes(), secret.as_bytes())
     }
 
     pub fn open(&self, endpoint_id: Uuid, sealed: &[u8]) -> Result<String, UndecryptableSecret> {
-        if sealed.len() < NONCE_BYTES {
-            return Err(UndecryptableSecret);
-        }
-        let (nonce, ciphertext) = sealed.split_at(NONCE_BYTES);
-        let payload = Payload {
-            msg: ciphertext,
-            aad: endpoint_id.as_bytes(),
-        };
         let plain = self
-            .cipher
-            .decrypt(XNonce::from_slice(nonce), payload)
-            .map_err(|_| UndecryptableSecret)?;
+            .sealer
+            .open(endpoint_id.as_bytes(), sealed)
+            .ok_or(UndecryptableSecret)?;
         String::from_utf8(plain).map_err(|_| UndecryptableSecret)
     }
 }
