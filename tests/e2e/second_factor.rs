@@ -227,3 +227,57 @@ async fn a_second_factor_is_set_up_asked_at_sign_in_and_required_by_an_owner() {
     assert_eq!(signed.location.as_deref(), Some("/console/jobs"));
     app.stop().await;
 }
+
+/// Past the re-authentication window, a code of the second factor confirms a key change as the
+/// password does, once.
+#[tokio::test]
+async fn a_code_confirms_a_key_change_like_the_password() {
+    let app = crate::support::TestApp::spawn_with(|name| match name {
+        "COURIER_REAUTHENTICATION_MS" => Some("1".into()),
+        _ => None,
+    })
+    .await;
+    let merchant = app.create_merchant("Factor Keys").await;
+    let mut owner = Visitor::new(&app);
+    owner
+        .sign_in(&crate::support::MerchantCredentials::test(&merchant))
+        .await;
+    let page = owner.get("/console/account/second-factor").await;
+    let csrf = csrf_of(&page.body);
+    let started = owner
+        .post("/console/account/second-factor/start", &[("csrf", &csrf)])
+        .await;
+    let key = key_on(&started);
+    let on = owner
+        .post(
+            "/console/account/second-factor/confirm",
+            &[("csrf", &csrf), ("code", &code(&key, 0))],
+        )
+        .await;
+    assert_eq!(on.status, 200, "{}", on.body);
+    let keys = owner.get("/console/keys").await;
+    let once = once_of(&keys.body, "/console/keys");
+    let form = |given: &str| {
+        vec![
+            ("csrf".to_owned(), csrf.clone()),
+            ("once".to_owned(), once.clone()),
+            ("label".to_owned(), "till".to_owned()),
+            ("reauthentication".to_owned(), given.to_owned()),
+        ]
+    };
+    let send = async |visitor: &mut Visitor, fields: Vec<(String, String)>| {
+        let fields: Vec<(&str, &str)> = fields
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        visitor.post("/console/keys", &fields).await
+    };
+    let asked = send(&mut owner, form("")).await;
+    assert!(asked.body.contains("Password or code"), "{}", asked.body);
+    // The code that turned it on was used; a made-up one is no code.
+    assert_eq!(send(&mut owner, form(&code(&key, 0))).await.status, 401);
+    assert_eq!(send(&mut owner, form("123456")).await.status, 401);
+    let made = send(&mut owner, form(&code(&key, 30))).await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    app.stop().await;
+}

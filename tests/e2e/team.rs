@@ -388,7 +388,7 @@ async fn a_key_change_asks_for_the_password_again_past_the_window() {
     let refused = owner.post("/console/keys", &wrong).await;
     assert_eq!(refused.status, 401);
     assert!(
-        refused.body.contains("not your password"),
+        refused.body.contains("neither your password nor a code"),
         "{}",
         refused.body
     );

@@ -219,7 +219,7 @@ pub async fn keys_page(State(state): State<AppState>, headers: HeaderMap) -> Res
     path = "/console/keys",
     operation_id = "consoleCreateKey",
     tag = "console",
-    summary = "Makes a key: form fields `label`, `csrf`, `once` and optionally `environment` (`test` or `live`; the console's by default), and `reauthentication` (the person's password) past the re-authentication window; the page shows its secret once",
+    summary = "Makes a key: form fields `label`, `csrf`, `once` and optionally `environment` (`test` or `live`; the console's by default), and `reauthentication` (the person's password, or a code of their second factor) past the re-authentication window; the page shows its secret once",
     security(()),
     request_body(content = String, description = "`label=…&csrf=…`", content_type = "application/x-www-form-urlencoded"),
     responses(
@@ -294,7 +294,7 @@ pub async fn create_key(State(state): State<AppState>, request: Request) -> Resp
     path = "/console/keys/{key}/revoke",
     operation_id = "consoleRevokeKey",
     tag = "console",
-    summary = "Revokes one of the merchant's keys of the console's environment: form fields `csrf`, `once`, `confirm=yes` (without it, a page asks to confirm, saying what stops), and `reauthentication` (the person's password) past the re-authentication window",
+    summary = "Revokes one of the merchant's keys of the console's environment: form fields `csrf`, `once`, `confirm=yes` (without it, a page asks to confirm, saying what stops), and `reauthentication` (the person's password, or a code of their second factor) past the re-authentication window",
     security(()),
     params(("key" = String, Path, description = "The key (`ck_test_…` or `ck_live_…`)")),
     request_body(content = String, description = "`csrf=…&confirm=yes`", content_type = "application/x-www-form-urlencoded"),
@@ -406,7 +406,7 @@ fn confirm_revoking(session: &ConsoleSession, key: &str, last: bool) -> Response
     path = "/console/settings",
     operation_id = "consoleChangeSettings",
     tag = "console",
-    summary = "Changes the account's settings (admins and owners, with `reauthentication`, the person's password, past the re-authentication window): form fields `csrf`, `once`, `notify_customer`, `proof_photo_required`, `proof_signature_required` (checkboxes: present is yes), `sms_sender_name` (empty: the service's sender), `contact_email` (empty: none), `preparation_minutes` (0 to 240; empty: none)",
+    summary = "Changes the account's settings (admins and owners, with `reauthentication`, the person's password or a code of their second factor, past the re-authentication window): form fields `csrf`, `once`, `notify_customer`, `proof_photo_required`, `proof_signature_required` (checkboxes: present is yes), `sms_sender_name` (empty: the service's sender), `contact_email` (empty: none), `preparation_minutes` (0 to 240; empty: none)",
     security(()),
     request_body(content = String, description = "`csrf=…&notify_customer=on&sms_sender_name=…`", content_type = "application/x-www-form-urlencoded"),
     responses(

@@ -29,6 +29,27 @@ struct ReauthenticatePage<'a> {
     back: &'a str,
 }
 
+/// Whether `given` confirms the session's person: a code of their second factor (six digits,
+/// or a recovery code), when they have one, or else their password (never six digits: it has
+/// at least ten characters).
+async fn confirms(
+    state: &AppState,
+    session: &ConsoleSession,
+    given: &str,
+) -> Result<bool, sqlx::Error> {
+    let person = session.person.id;
+    let looks_like_code = given.trim().len() == 6
+        && given.trim().chars().all(|c| c.is_ascii_digit())
+        || courier_core::team::second_factor::is_recovery_code(given);
+    if looks_like_code
+        && state.teams.has_second_factor(person).await?
+        && state.teams.check_second_factor(person, given).await?
+    {
+        return Ok(true);
+    }
+    state.teams.check_password(person, given).await
+}
+
 /// Whether a sensitive form (`what` it does, posted to `action`, `back` the page it came from)
 /// may act: the person gave their password within the window, or gives it now in the form.
 /// Otherwise the page to answer: asking for it (401), or saying it was wrong (401, the
@@ -78,15 +99,13 @@ pub(super) async fn confirmed(
             "The console cannot check your password just now; nothing was done.",
         )
     };
-    match state
-        .teams
-        .check_password(session.person.id, password)
-        .await
-    {
+    match confirms(state, session, password).await {
         Ok(true) => {}
         Ok(false) => {
             state.auth_failures.spend(client, std::time::Instant::now());
-            return Err(ask(Some("That is not your password; nothing was done.")));
+            return Err(ask(Some(
+                "That is neither your password nor a code of yours; nothing was done.",
+            )));
         }
         Err(error) => return Err(unavailable(error)),
     }
