@@ -2101,3 +2101,70 @@ async fn the_sandbox_page_books_a_test_delivery_and_plays_it_out() {
     );
     app.stop().await;
 }
+
+/// The delivery log is searched by event and by the reference of the job an event is about;
+/// the page after carries the search, and an event no one sends is no filter (400).
+#[tokio::test]
+async fn the_delivery_log_is_searched_by_event_and_job_reference() {
+    let (app, merchant, receiver) = hooked("Console Log Search", &[]).await;
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_in(&merchant.test()).await;
+    let csrf = csrf_of(&visitor.get("/console/webhooks").await.body);
+    let url = receiver.url("/log-search");
+    let added = visitor
+        .post("/console/webhooks", &[("csrf", &csrf), ("url", &url)])
+        .await;
+    assert_eq!(added.status, 201, "{}", added.body);
+    let id = first_endpoint(&app, &merchant).await;
+    let path = format!("/console/webhooks/{id}");
+    let first = book(&app, &merchant.test()).await;
+    let second = book(&app, &merchant.test()).await;
+    let reference = |job: &Value| job["reference"].as_str().unwrap().to_owned();
+    let rows = |body: &str| {
+        body.matches(&format!("<a href=\"{path}/deliveries/"))
+            .count()
+    };
+    // Each booking's job.booked (and what follows it) fans out in the background.
+    let cookie = visitor.cookie.clone().unwrap();
+    eventually(
+        "both bookings' deliveries",
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        || async {
+            let body = app
+                .request(Method::GET, &format!("{path}?event=job.booked"))
+                .header("cookie", &cookie)
+                .send()
+                .await
+                .ok()?
+                .text()
+                .await
+                .ok()?;
+            (rows(&body) == 2).then_some(())
+        },
+    )
+    .await;
+    let only_first = visitor
+        .get(&format!("{path}?reference={}", reference(&first)))
+        .await;
+    assert!(rows(&only_first.body) >= 1, "{}", only_first.body);
+    let booked_second = visitor
+        .get(&format!(
+            "{path}?event=job.booked&reference={}",
+            reference(&second)
+        ))
+        .await;
+    assert_eq!(rows(&booked_second.body), 1, "{}", booked_second.body);
+    assert!(
+        booked_second
+            .body
+            .contains(&format!("value=\"{}\"", reference(&second))),
+        "the search is kept in its form"
+    );
+    assert!(booked_second.body.contains("value=\"job.booked\" selected"));
+    let nobody = visitor.get(&format!("{path}?reference=CR-NOBODY")).await;
+    assert_eq!(rows(&nobody.body), 0);
+    let unknown = visitor.get(&format!("{path}?event=job.exploded")).await;
+    assert_eq!(unknown.status, 400);
+    app.stop().await;
+}

@@ -218,14 +218,26 @@ pub async fn recent_deliveries(
     .await
 }
 
-/// A page of an endpoint's delivery log, newest first: those with `status` (any when None),
-/// made before the delivery `before` (from the top when None; nothing when `before` is not
-/// one of this endpoint's deliveries), up to `limit`.
+/// What a page of an endpoint's delivery log is filtered by; None is any.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LogSearch<'a> {
+    pub status: Option<DeliveryStatus>,
+    /// The event's name (`job.delivered`…).
+    pub event: Option<&'a str>,
+    /// The reference of the job the event is about.
+    pub reference: Option<&'a str>,
+    /// Made before this delivery (from the top when None; nothing when it is not one of the
+    /// endpoint's deliveries).
+    pub before: Option<Uuid>,
+}
+
+/// A page of an endpoint's delivery log, newest first, those `search` finds, up to `limit`.
+/// A job's reference names one job (references are unique), whose few events are found by
+/// their index; the log is read newest first along the endpoint's.
 pub async fn delivery_log(
     pool: &PgPool,
     endpoint_id: Uuid,
-    status: Option<DeliveryStatus>,
-    before: Option<Uuid>,
+    search: &LogSearch<'_>,
     limit: i64,
 ) -> Result<Vec<DeliveryRow>, sqlx::Error> {
     sqlx::query_as!(
@@ -235,11 +247,16 @@ pub async fn delivery_log(
          AND ($2::text IS NULL OR status = $2) \
          AND ($3::uuid IS NULL OR (created_at, id) < \
               (SELECT created_at, id FROM webhook_deliveries WHERE id = $3 AND endpoint_id = $1)) \
+         AND ($5::text IS NULL OR event_name = $5) \
+         AND ($6::text IS NULL OR event_id IN (SELECT ev.id FROM events ev \
+              JOIN jobs j ON j.id = ev.job_id WHERE j.reference = $6)) \
          ORDER BY created_at DESC, id DESC LIMIT $4",
         endpoint_id,
-        status.map(|s| s.as_str()),
-        before,
+        search.status.map(|s| s.as_str()),
+        search.before,
         limit,
+        search.event,
+        search.reference,
     )
     .fetch_all(pool)
     .await

@@ -15,7 +15,7 @@ use super::respond::{SessionBar, field, message, page, permitted_form, see_other
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
 use courier_core::webhooks::{
-    DeliveryDetail, DeliveryRecord, Endpoint, Owner, Recovery, TestEvent, WebhookError,
+    DeliveryDetail, DeliveryRecord, Endpoint, LogSearch, Owner, Recovery, TestEvent, WebhookError,
 };
 use courier_domain::event::EventName;
 use courier_domain::team::Permission;
@@ -262,12 +262,20 @@ pub struct LogQuery {
     status: String,
     #[serde(default)]
     before: String,
+    #[serde(default)]
+    event: String,
+    #[serde(default)]
+    reference: String,
 }
 
-/// A [`LogQuery`] read: None when it names no status or no delivery.
+/// A [`LogQuery`] read: None when it names no status, no event or no delivery.
+#[derive(Default)]
 struct LogFilter {
     status: Option<DeliveryStatus>,
     before: Option<Uuid>,
+    event: Option<EventName>,
+    /// A job's reference as typed (trimmed; empty is none).
+    reference: String,
 }
 
 impl LogQuery {
@@ -280,7 +288,33 @@ impl LogQuery {
             "" => None,
             id => Some(Uuid::parse_str(id).ok()?),
         };
-        Some(LogFilter { status, before })
+        let event = match self.event.as_str() {
+            "" => None,
+            name => Some(EventName::parse(name)?),
+        };
+        Some(LogFilter {
+            status,
+            before,
+            event,
+            reference: self.reference.trim().chars().take(100).collect(),
+        })
+    }
+}
+
+impl LogFilter {
+    /// The query string of this filter, without `before` (each page adds its own).
+    fn query(&self) -> String {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        if let Some(status) = self.status {
+            query.append_pair("status", status.as_str());
+        }
+        if let Some(event) = self.event {
+            query.append_pair("event", event.as_str());
+        }
+        if !self.reference.is_empty() {
+            query.append_pair("reference", &self.reference);
+        }
+        query.finish()
     }
 }
 
@@ -294,6 +328,9 @@ struct WebhookPage {
     /// The status the log is filtered by ("" for none), and the statuses to choose from.
     status: &'static str,
     statuses: Vec<&'static str>,
+    /// The event and the job reference the log is filtered by ("" for none).
+    event: &'static str,
+    reference: String,
     /// Whether this page is past the first, and the link to the next one.
     paged: bool,
     older: Option<String>,
@@ -339,11 +376,7 @@ async fn endpoint_page(
     secret: Option<String>,
     notice: Option<&str>,
 ) -> Response {
-    let filter = LogFilter {
-        status: None,
-        before: None,
-    };
-    endpoint_log_page(state, session, id, &filter, (secret, notice)).await
+    endpoint_log_page(state, session, id, &LogFilter::default(), (secret, notice)).await
 }
 
 async fn endpoint_log_page(
@@ -357,10 +390,16 @@ async fn endpoint_log_page(
         return no_such_endpoint(session);
     };
     let endpoints = state.webhooks.endpoints();
+    let search = LogSearch {
+        status: filter.status,
+        event: filter.event.map(EventName::as_str),
+        reference: (!filter.reference.is_empty()).then_some(filter.reference.as_str()),
+        before: filter.before,
+    };
     // Two independent reads, on two connections at once.
     let read = tokio::try_join!(
         endpoints.list(owner(session)),
-        endpoints.delivery_log(owner(session), id, filter.status, filter.before),
+        endpoints.delivery_log(owner(session), id, &search),
     );
     let (listed, (deliveries, more)) = match read {
         Ok(read) => read,
@@ -372,8 +411,10 @@ async fn endpoint_log_page(
     let status = filter.status.map_or("", DeliveryStatus::as_str);
     let older = more.then(|| deliveries.last()).flatten().map(|last| {
         let mut link = format!("/console/webhooks/{id}?before={}", last.id);
-        if !status.is_empty() {
-            link.push_str(&format!("&status={status}"));
+        let query = filter.query();
+        if !query.is_empty() {
+            link.push('&');
+            link.push_str(&query);
         }
         link
     });
@@ -386,6 +427,8 @@ async fn endpoint_log_page(
             deliveries: deliveries.iter().map(DeliveryFacts::from).collect(),
             status,
             statuses: ["pending", "delivered", "failed", "cancelled"].into(),
+            event: filter.event.map_or("", EventName::as_str),
+            reference: filter.reference.clone(),
             paged: filter.before.is_some(),
             older,
             secret,
@@ -406,6 +449,8 @@ async fn endpoint_log_page(
     params(
         ("id" = String, Path, description = "The endpoint's id"),
         ("status" = Option<String>, Query, description = "Only deliveries of this status: `pending`, `delivered`, `failed` or `cancelled`"),
+        ("event" = Option<String>, Query, description = "Only deliveries of this event (`job.delivered`…)"),
+        ("reference" = Option<String>, Query, description = "Only deliveries of events about the job with this reference"),
         ("before" = Option<String>, Query, description = "The page after this delivery (the `Older deliveries` link)"),
     ),
     responses(

@@ -223,14 +223,12 @@ impl Endpoints {
         &self,
         owner: Owner,
         id: Uuid,
-        status: Option<DeliveryStatus>,
-        before: Option<Uuid>,
+        search: &store::LogSearch<'_>,
     ) -> Result<(Vec<DeliveryRecord>, bool), WebhookError> {
         if !store::endpoint_exists(&self.pool, id, owner).await? {
             return Err(WebhookError::NotFound);
         }
-        let mut rows =
-            store::delivery_log(&self.pool, id, status, before, DELIVERIES_LISTED + 1).await?;
+        let mut rows = store::delivery_log(&self.pool, id, search, DELIVERIES_LISTED + 1).await?;
         let more = rows.len() as i64 > DELIVERIES_LISTED;
         rows.truncate(DELIVERIES_LISTED as usize);
         Ok((rows.into_iter().map(DeliveryRecord::from).collect(), more))

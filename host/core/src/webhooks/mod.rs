@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 pub use client::ClientError;
 pub use config::WebhookConfig;
 use courier_store::webhooks as store;
-pub use courier_store::webhooks::{DeliveryDetail, Owner};
+pub use courier_store::webhooks::{DeliveryDetail, LogSearch, Owner};
 pub use endpoints::{
     DeliveryRecord, Endpoint, Endpoints, JobEvent, JobEventDelivery, Recovery, TestEvent,
     WebhookError,
