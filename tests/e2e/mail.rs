@@ -171,7 +171,11 @@ async fn invitations_resets_and_owner_notices_are_mailed() {
     }
 
     // A forgotten password: the page says the same for any address; the link is mailed.
-    for address in ["nobody@mail.example", "ana@mail.example"] {
+    for address in [
+        "nobody@mail.example",
+        "ana@mail.example",
+        "ana@mail.example",
+    ] {
         let asked = Visitor::new(&app)
             .post("/console/password-reset", &[("email", address)])
             .await;
@@ -203,6 +207,14 @@ async fn invitations_resets_and_owner_notices_are_mailed() {
             .await
             .unwrap();
     assert_eq!(strangers, 0, "no mail to an address without an account");
+    let resets: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM mail_outbox WHERE to_address = $1 AND kind = 'password_reset'",
+    )
+    .bind("ana@mail.example")
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(resets, 1, "asked twice at once: one link mailed");
     pool.close().await;
 
     let mut visitor = Visitor::new(&app);

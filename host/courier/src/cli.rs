@@ -479,7 +479,10 @@ impl Cli {
                 command: PersonCommand::PasswordReset { email },
             } => {
                 let services = Services::open(&config).await?;
-                let issued = services.teams.request_password_reset(&email).await;
+                let issued = services
+                    .teams
+                    .request_password_reset(&email, courier_core::team::ResetAsker::Operator)
+                    .await;
                 services.db.close().await;
                 let issued = issued?
                     .ok_or_else(|| anyhow::anyhow!("no account has the address {email:?}"))?;

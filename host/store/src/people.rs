@@ -648,3 +648,20 @@ pub async fn requires_second_factor(pool: &PgPool, merchant_id: Uuid) -> Result<
     .await?;
     Ok(found.unwrap_or(false))
 }
+
+/// Whether a password reset was made for `person_id` since `since`.
+pub async fn password_reset_made_since(
+    pool: &PgPool,
+    person_id: Uuid,
+    since: DateTime<Utc>,
+) -> Result<bool, sqlx::Error> {
+    let found = sqlx::query_scalar!(
+        "SELECT EXISTS (SELECT 1 FROM password_resets WHERE person_id = $1 AND created_at > $2) \
+         AS \"found!\"",
+        person_id,
+        since,
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(found)
+}

@@ -8,7 +8,7 @@ use axum::response::Response;
 
 use super::respond::{SessionBar, field, message, open_session, page, see_other, signed_out_form};
 use crate::state::AppState;
-use courier_core::team::{ResetRefusal, ResetState};
+use courier_core::team::{ResetAsker, ResetRefusal, ResetState};
 use courier_domain::team::MIN_PASSWORD_CHARS;
 
 #[derive(Template)]
@@ -104,12 +104,16 @@ pub async fn request_reset(State(state): State<AppState>, request: Request) -> R
     // Each request spends the address's budget, so no address mails an inbox without end.
     state.auth_failures.spend(client, std::time::Instant::now());
     let email = field(fields, "email").unwrap_or("").trim();
-    if let Err(error) = state.teams.request_password_reset(email).await {
+    if let Err(error) = state
+        .teams
+        .request_password_reset(email, ResetAsker::Person)
+        .await
+    {
         return unavailable(&error);
     }
     let notice = if state.teams.mails() {
         "If a Courier account has this address, a link to choose a new password is on its way \
-         to it. It works once, for an hour."
+         to it (at most one every five minutes). It works once, for an hour."
     } else {
         "This service sends no mail: ask its operator for a password-reset link (they make one \
          with `courier person password-reset`)."

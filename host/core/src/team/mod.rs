@@ -58,6 +58,18 @@ pub struct IssuedReset {
     pub mailed: bool,
 }
 
+/// Who asks for a password reset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResetAsker {
+    /// Anyone, from the sign-in page: at most one link per [`RESET_EVERY`] per account.
+    Person,
+    /// An operator, on the command line.
+    Operator,
+}
+
+/// How often the sign-in page's form makes a reset link for one account.
+pub const RESET_EVERY: chrono::Duration = chrono::Duration::minutes(5);
+
 /// What a password-reset link finds.
 #[derive(Debug)]
 pub enum ResetState {
@@ -391,10 +403,13 @@ impl Teams {
     }
 
     /// Makes a password-reset link for the person of `email`, mailed to them when mail is
-    /// configured; None when no account has that address.
+    /// configured; None when no account has that address, or when `asker` is the person (the
+    /// sign-in page's form) and one was made for them less than [`RESET_EVERY`] ago, so
+    /// nobody can fill someone's inbox with resets. An operator always gets one.
     pub async fn request_password_reset(
         &self,
         email: &str,
+        asker: ResetAsker,
     ) -> Result<Option<IssuedReset>, sqlx::Error> {
         let Some(key) = rules::email_key(email) else {
             return Ok(None);
@@ -402,8 +417,13 @@ impl Teams {
         let Some(person) = store::find_by_email(&self.pool, &key).await? else {
             return Ok(None);
         };
-        let token = Alphanumeric.sample_string(&mut rand::rng(), 43);
         let now = crate::infra::clock::now();
+        if asker == ResetAsker::Person
+            && store::password_reset_made_since(&self.pool, person.id, now - RESET_EVERY).await?
+        {
+            return Ok(None);
+        }
+        let token = Alphanumeric.sample_string(&mut rand::rng(), 43);
         let expires_at = now + to_chrono(self.config.password_reset_ttl);
         let password_reset_url = format!("{}/console/password-reset/{token}", self.public_url);
         let mut tx = self.pool.begin().await?;
