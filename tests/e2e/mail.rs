@@ -248,6 +248,17 @@ async fn invitations_resets_and_owner_notices_are_mailed() {
         (set.status, set.location.as_deref()),
         (303, Some("/console/jobs"))
     );
+    // Sent again from that browser (a double click): on to the console, nothing set twice.
+    let repeat = visitor
+        .post(
+            &path,
+            &[
+                ("password", "a new long password"),
+                ("password_again", "a new long password"),
+            ],
+        )
+        .await;
+    assert_eq!(repeat.location.as_deref(), Some("/console/jobs"));
     // Signed out everywhere else; the old password no longer opens, the new one does.
     assert_eq!(
         ana.get("/console/jobs").await.location.as_deref(),

@@ -115,6 +115,19 @@ async fn an_owner_joins_by_invitation_and_brings_in_a_team_whose_roles_are_enfor
     );
     assert!(jobs.body.contains("Ana (Owner)"), "{}", jobs.body);
 
+    // Sent again from the browser it signed in (a double click): on to the console.
+    let repeat = owner
+        .post(
+            &path,
+            &[
+                ("name", "Ana"),
+                ("password", PASSWORD),
+                ("password_again", PASSWORD),
+            ],
+        )
+        .await;
+    assert_eq!(repeat.location.as_deref(), Some("/console/jobs"));
+
     // The link works once.
     let again = Visitor::new(&app).get(&path).await;
     assert_eq!(again.status, 410);

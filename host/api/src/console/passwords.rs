@@ -190,7 +190,10 @@ pub async fn reset_password(
         Err(error) => return unavailable(&error),
     };
     if let Some(closed) = closed(&found) {
-        return closed;
+        return match found {
+            ResetState::Used => posted.used_link(&state, closed).await,
+            _ => closed,
+        };
     }
     let ResetState::Open { email } = found else {
         return unavailable(&"an open link");
@@ -212,7 +215,8 @@ pub async fn reset_password(
         Ok(person) => person,
         Err(ResetRefusal::WeakPassword(weak)) => return again(&weak.explain()),
         Err(ResetRefusal::Used) => {
-            return closed(&ResetState::Used).unwrap_or_else(|| unavailable(&"used"));
+            let used = closed(&ResetState::Used).unwrap_or_else(|| unavailable(&"used"));
+            return posted.used_link(&state, used).await;
         }
         Err(ResetRefusal::Expired) => {
             return closed(&ResetState::Expired).unwrap_or_else(|| unavailable(&"expired"));

@@ -420,6 +420,22 @@ pub(super) struct SignedOutForm {
     pub client: IpAddr,
     /// The browser's name, for the person's list of sessions.
     pub user_agent: String,
+    /// The session cookie the browser sent, if any.
+    pub session_token: Option<String>,
+}
+
+impl SignedOutForm {
+    /// The answer to a link's form sent again once the link is used: a browser its first post
+    /// signed in (a double click, a reload) goes on to the console; any other gets `used`.
+    pub(super) async fn used_link(&self, state: &AppState, used: Response) -> Response {
+        let Some(token) = &self.session_token else {
+            return used;
+        };
+        match state.console_sessions.find(token).await {
+            Ok(Some(_)) => see_other("/console/jobs"),
+            _ => used,
+        }
+    }
 }
 
 /// A form posted signed out: refused when a browser sent it from another site, or past the
@@ -441,10 +457,12 @@ pub(super) async fn signed_out_form(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_owned();
+    let session_token = token(request.headers()).map(str::to_owned);
     Ok(SignedOutForm {
         fields: form(request).await?,
         client,
         user_agent,
+        session_token,
     })
 }
 

@@ -173,7 +173,10 @@ pub async fn accept_invitation(
         Err(error) => return unavailable(None, &error),
     };
     if let Some(closed) = closed_invitation(&found) {
-        return closed;
+        return match found {
+            InvitationState::Used => posted.used_link(&state, closed).await,
+            _ => closed,
+        };
     }
     let InvitationState::Open {
         invitation,
@@ -236,7 +239,9 @@ pub async fn accept_invitation(
                  that account's password.",
             );
         }
-        Err(AcceptRefusal::Used) => return closed_page(Closed::Used),
+        Err(AcceptRefusal::Used) => {
+            return posted.used_link(&state, closed_page(Closed::Used)).await;
+        }
         Err(AcceptRefusal::Expired) => return closed_page(Closed::Expired),
         Err(AcceptRefusal::Withdrawn) => return closed_page(Closed::Withdrawn),
         Err(AcceptRefusal::Unknown) => return closed_page(Closed::Unknown),

@@ -289,23 +289,31 @@ impl Teams {
         } else {
             None
         };
-        let now = crate::infra::clock::now();
-        let mut tx = self.pool.begin().await?;
-        let person = match existing {
+        // The slow part, an Argon2 check or hash, before a connection is held for the writes.
+        let new_account = match &existing {
             Some(person) => {
                 if !passwords::verify(Some(&person.password_hash), password).await {
                     return Err(AcceptRefusal::WrongPassword);
                 }
-                Person {
-                    id: person.id,
-                    email: person.email,
-                    name: person.name,
-                }
+                None
             }
             None => {
                 let name = rules::person_name(name).ok_or(AcceptRefusal::InvalidName)?;
                 rules::check_password(password, &invitation.email)
                     .map_err(AcceptRefusal::WeakPassword)?;
+                Some((name, passwords::hash(password).await))
+            }
+        };
+        let now = crate::infra::clock::now();
+        let mut tx = self.pool.begin().await?;
+        let person = match (existing, new_account) {
+            (Some(person), _) => Person {
+                id: person.id,
+                email: person.email,
+                name: person.name,
+            },
+            (None, new_account) => {
+                let (name, password_hash) = new_account.ok_or(AcceptRefusal::InvalidName)?;
                 let id = Uuid::new_v4();
                 let created = store::insert(
                     &mut tx,
@@ -314,7 +322,7 @@ impl Teams {
                         email: &invitation.email,
                         email_key: &invitation.email_key,
                         name,
-                        password_hash: &passwords::hash(password).await,
+                        password_hash: &password_hash,
                         now,
                     },
                 )
