@@ -71,7 +71,13 @@ pub(super) async fn confirmed(
             .filter(|(name, _)| name != FIELD && name != "username")
             .map(|(name, value)| (name.as_str(), value.as_str()))
             .collect();
-        let window = state.config.team.reauthentication.as_secs().div_ceil(60);
+        let window = state
+            .config
+            .team
+            .reauthentication
+            .as_secs()
+            .div_ceil(60)
+            .max(1);
         page(
             StatusCode::UNAUTHORIZED,
             ReauthenticatePage {
