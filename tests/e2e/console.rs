@@ -709,6 +709,125 @@ async fn first_endpoint(app: &TestApp, merchant: &NewMerchant) -> String {
     endpoints[0]["id"].as_str().unwrap().to_owned()
 }
 
+/// The portal edits an endpoint's URL, events and description in place (the secret stays), a
+/// refused edit keeps what was typed, and a rotation can let the old secret sign for a while.
+#[tokio::test]
+async fn the_webhook_portal_edits_an_endpoint_and_rotates_with_an_overlap() {
+    let (app, merchant, receiver) = hooked("Console Edits", &[]).await;
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_in(&merchant.test()).await;
+    let csrf = csrf_of(&visitor.get("/console/webhooks").await.body);
+    let url = receiver.url("/first");
+    let added = visitor
+        .post(
+            "/console/webhooks",
+            &[
+                ("csrf", &csrf),
+                ("url", &url),
+                ("events", ""),
+                ("description", "Orders service"),
+            ],
+        )
+        .await;
+    assert_eq!(added.status, 201, "{}", added.body);
+    assert!(
+        added.body.contains("<td>Orders service</td>"),
+        "{}",
+        added.body
+    );
+    let id = first_endpoint(&app, &merchant).await;
+    let path = format!("/console/webhooks/{id}");
+
+    let refused = visitor
+        .post(
+            &format!("{path}/edit"),
+            &[
+                ("csrf", &csrf),
+                ("url", "http://example.com/plain"),
+                ("events", "job.failed"),
+                ("description", "Kept as typed"),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(
+        refused.body.contains("must be an https URL"),
+        "{}",
+        refused.body
+    );
+    assert!(refused.body.contains("value=\"http://example.com/plain\""));
+    assert!(refused.body.contains("value=\"Kept as typed\""));
+
+    let second = receiver.url("/second");
+    let saved = visitor
+        .post(
+            &format!("{path}/edit"),
+            &[
+                ("csrf", &csrf),
+                ("url", &second),
+                ("events", "job.booked, job.failed"),
+                ("description", "Orders, moved"),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.body);
+    assert!(
+        saved
+            .body
+            .contains("The settings are saved; the signing secret is unchanged."),
+        "{}",
+        saved.body
+    );
+    assert!(saved.body.contains(&format!("<code>{second}</code>")));
+    assert!(saved.body.contains("job.booked, job.failed"));
+    assert!(saved.body.contains("Orders, moved"));
+    assert!(
+        !saved.body.contains("New signing secret"),
+        "the secret stays"
+    );
+
+    let too_long = visitor
+        .post(
+            &format!("{path}/rotate"),
+            &[("csrf", &csrf), ("overlap", "86401")],
+        )
+        .await;
+    assert_eq!(too_long.status, 400, "{}", too_long.body);
+    let rotated = visitor
+        .post(
+            &format!("{path}/rotate"),
+            &[("csrf", &csrf), ("overlap", "3600")],
+        )
+        .await;
+    assert_eq!(rotated.status, 200, "{}", rotated.body);
+    assert!(rotated.body.contains("New signing secret"));
+    assert!(
+        rotated
+            .body
+            .contains("each delivery carries two signatures"),
+        "{}",
+        rotated.body
+    );
+    let page = visitor.get(&path).await;
+    assert!(
+        page.body.contains("<dt>Previous secret</dt>"),
+        "{}",
+        page.body
+    );
+    let at_once = visitor
+        .post(
+            &format!("{path}/rotate"),
+            &[("csrf", &csrf), ("overlap", "0")],
+        )
+        .await;
+    assert!(
+        at_once
+            .body
+            .contains("The old secret signs nothing from now on")
+    );
+    assert!(!at_once.body.contains("<dt>Previous secret</dt>"));
+}
+
 #[tokio::test]
 async fn the_webhook_portal_adds_an_endpoint_shows_its_deliveries_rotates_and_deletes_it() {
     let (app, merchant, receiver) = hooked("Console Hooks", &[]).await;

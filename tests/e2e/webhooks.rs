@@ -914,6 +914,208 @@ async fn a_rotated_secret_signs_from_the_moment_it_is_issued() {
     assert!(!requests[1].verifies_with(&old));
 }
 
+/// A rotation with an overlap: the new secret is shown once, and until the overlap ends each
+/// request carries a signature by each secret (the new one first), so a receiver still on the
+/// old secret and one already on the new both accept it; after that only the new one signs.
+#[tokio::test]
+async fn a_rotation_with_an_overlap_signs_with_both_secrets_until_it_ends() {
+    let hooks = Hooks::start(&[]).await;
+    let test = hooks.merchant.test();
+    let endpoint = hooks.register(&test, "/o", Value::Null).await;
+    let old = secret(&endpoint);
+    let id = endpoint["id"].as_str().unwrap();
+    let path = format!("/v1/webhooks/{id}/rotate-secret");
+    let rotate = |body: Value| {
+        hooks
+            .app
+            .request(Method::POST, &path)
+            .auth(&test)
+            .json(&body)
+            .send()
+    };
+    for overlap in [json!(86_401), json!(-1), json!(1.5), json!("60")] {
+        let response = rotate(json!({ "overlap_seconds": overlap })).await.unwrap();
+        assert_refusal(response, 422, "webhook.invalid_overlap").await;
+    }
+    let response = rotate(json!({"overlap": 60})).await.unwrap();
+    assert_refusal(response, 422, "request.invalid_body").await;
+    let other = hooks.app.create_merchant("Other Ltd").await.test();
+    let response = hooks
+        .app
+        .request(Method::POST, &path)
+        .auth(&other)
+        .json(&json!({"overlap_seconds": 60}))
+        .send()
+        .await
+        .unwrap();
+    assert_refusal(response, 404, "webhook.not_found").await;
+    assert_eq!(
+        hooks.endpoint(&test, id).await["signing_secret"],
+        Value::Null
+    );
+
+    let (status, rotated) =
+        status_and_json(rotate(json!({"overlap_seconds": 2})).await.unwrap()).await;
+    assert_eq!(status, 200, "{rotated}");
+    let new = secret(&rotated);
+    assert_ne!(new, old);
+    let until = rotated["previous_secret_expires_at"]
+        .as_str()
+        .expect("an overlap's end");
+    let until = chrono::DateTime::parse_from_rfc3339(until).unwrap();
+    let left = until.signed_duration_since(chrono::Utc::now());
+    assert!(
+        left > chrono::Duration::zero() && left <= chrono::Duration::seconds(2),
+        "{left}"
+    );
+    assert_eq!(
+        hooks.endpoint(&test, id).await["previous_secret_expires_at"],
+        rotated["previous_secret_expires_at"]
+    );
+
+    hooks.raise(Environment::Test, EventName::JobBooked).await;
+    let during = hooks.receiver.wait_for("/o", 1, WAIT).await;
+    assert_eq!(during[0].signature_count(), 2, "{}", during[0].signature);
+    assert!(during[0].verifies_with(&new) && during[0].verifies_with(&old));
+
+    // Once the overlap is over only the new secret signs.
+    eventually(
+        "the overlap to end",
+        WAIT,
+        Duration::from_millis(100),
+        || async {
+            hooks.endpoint(&test, id).await["previous_secret_expires_at"]
+                .is_null()
+                .then_some(())
+        },
+    )
+    .await;
+    hooks.raise(Environment::Test, EventName::JobFailed).await;
+    let after = hooks.receiver.wait_for("/o", 2, WAIT).await;
+    assert_eq!(after[1].signature_count(), 1);
+    assert!(after[1].verifies_with(&new) && !after[1].verifies_with(&old));
+
+    // A rotation without a body still stops the old secret at once, the overlap's included.
+    let (status, again) =
+        status_and_json(rotate(json!({"overlap_seconds": 60})).await.unwrap()).await;
+    assert_eq!(status, 200, "{again}");
+    let (status, last) = hooks.call(Method::POST, &path, &test).await;
+    assert_eq!(status, 200, "{last}");
+    assert!(last["previous_secret_expires_at"].is_null());
+    hooks
+        .raise(Environment::Test, EventName::JobCancelled)
+        .await;
+    let third = hooks.receiver.wait_for("/o", 3, WAIT).await;
+    assert_eq!(third[2].signature_count(), 1);
+    assert!(third[2].verifies_with(&secret(&last)));
+    assert!(!third[2].verifies_with(&secret(&again)));
+}
+
+/// Editing an endpoint changes its URL, events and description and nothing else: the same
+/// secret signs, deliveries not yet made go to the new URL, and a bad edit changes nothing.
+#[tokio::test]
+async fn an_endpoint_is_edited_without_a_new_secret() {
+    let hooks = Hooks::start(&[]).await;
+    let test = hooks.merchant.test();
+    let response = hooks
+        .app
+        .request(Method::POST, "/v1/webhooks")
+        .auth(&test)
+        .json(&json!({"url": hooks.receiver.url("/before"), "description": "  Orders  "}))
+        .send()
+        .await
+        .unwrap();
+    let (status, endpoint) = status_and_json(response).await;
+    assert_eq!(status, 201, "{endpoint}");
+    assert_eq!(endpoint["description"], "Orders");
+    let signing_secret = secret(&endpoint);
+    let id = endpoint["id"].as_str().unwrap();
+    let path = format!("/v1/webhooks/{id}");
+    let patch = |credential: &Credential, body: Value| {
+        hooks
+            .app
+            .request(Method::PATCH, &path)
+            .auth(credential)
+            .json(&body)
+            .send()
+    };
+    let refusals = [
+        (
+            json!({"url": "http://example.com/h"}),
+            "webhook.invalid_url",
+        ),
+        (json!({"url": null}), "webhook.invalid_url"),
+        (json!({"events": ["job.exploded"]}), "webhook.unknown_event"),
+        (
+            json!({"description": "x".repeat(501)}),
+            "webhook.invalid_description",
+        ),
+        (json!({"description": 5}), "webhook.invalid_description"),
+        (
+            json!({"signing_secret": "whsec_mine"}),
+            "request.invalid_body",
+        ),
+        (json!(["url"]), "request.invalid_body"),
+        (json!({"events": "job.booked"}), "request.invalid_body"),
+    ];
+    for (body, code) in refusals {
+        assert_refusal(patch(&test, body).await.unwrap(), 422, code).await;
+    }
+    let response = hooks
+        .app
+        .request(Method::POST, "/v1/webhooks")
+        .auth(&test)
+        .json(&json!({"url": hooks.receiver.url("/x"), "description": ["a"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_refusal(response, 422, "webhook.invalid_description").await;
+    let other = hooks.app.create_merchant("Other Ltd").await.test();
+    let response = patch(&other, json!({"description": "mine"})).await.unwrap();
+    assert_refusal(response, 404, "webhook.not_found").await;
+    let response = patch(&hooks.merchant.live(), json!({"description": "mine"}))
+        .await
+        .unwrap();
+    assert_refusal(response, 404, "webhook.not_found").await;
+    assert_eq!(hooks.endpoint(&test, id).await["description"], "Orders");
+
+    let edited = json!({
+        "url": hooks.receiver.url("/after"),
+        "events": ["job.failed"],
+        "description": "Failures to the on-call",
+    });
+    let (status, after) = status_and_json(patch(&test, edited).await.unwrap()).await;
+    assert_eq!(status, 200, "{after}");
+    assert_eq!(after["url"], hooks.receiver.url("/after"));
+    assert_eq!(after["events"], json!(["job.failed"]));
+    assert_eq!(after["description"], "Failures to the on-call");
+    assert!(after["signing_secret"].is_null());
+    assert_eq!(after["created_at"], endpoint["created_at"]);
+    assert_eq!(hooks.endpoint(&test, id).await["url"], after["url"]);
+
+    hooks.raise(Environment::Test, EventName::JobBooked).await;
+    hooks.raise(Environment::Test, EventName::JobFailed).await;
+    let arrived = hooks.receiver.wait_for("/after", 1, WAIT).await;
+    assert_eq!(arrived[0].event, "job.failed");
+    assert!(arrived[0].verifies_with(&signing_secret));
+    assert!(hooks.receiver.received("/before").is_empty());
+
+    // Only what is given changes; null clears the description and means every event.
+    let (status, cleared) = status_and_json(
+        patch(&test, json!({"description": null, "events": null}))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{cleared}");
+    assert!(cleared["description"].is_null());
+    assert_eq!(cleared["events"], json!([]));
+    assert_eq!(cleared["url"], hooks.receiver.url("/after"));
+    let (status, same) = status_and_json(patch(&test, json!({})).await.unwrap()).await;
+    assert_eq!(status, 200, "{same}");
+    assert_eq!(same["url"], cleared["url"]);
+}
+
 /// A failed attempt's record says what went wrong in a few fixed words, never the error chain
 /// of the HTTP client (which names the URL and internals).
 #[tokio::test]

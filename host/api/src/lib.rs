@@ -64,7 +64,7 @@ fn merchant_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(sandbox::choose_scenario))
         .routes(routes!(sandbox::advance))
         .routes(routes!(webhooks::create, webhooks::list))
-        .routes(routes!(webhooks::delete))
+        .routes(routes!(webhooks::delete, webhooks::edit))
         .routes(routes!(webhooks::deliveries))
         .routes(routes!(webhooks::resume))
         .routes(routes!(webhooks::rotate_secret))

@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::error::ApiError;
-use super::extract::ApiDocument;
+use super::extract::{ApiDocument, OptionalJson};
 use super::state::AppState;
 use courier_core::auth::Merchant;
 use courier_core::webhooks::Owner;
@@ -36,6 +36,43 @@ pub struct NewEndpointBody {
     url: String,
     /// Omitted, null or empty means every event.
     events: Option<Vec<EventName>>,
+    /// What the merchant calls the endpoint (at most 500 characters); omitted, null or blank
+    /// means none.
+    description: Option<String>,
+}
+
+/// `PATCH /v1/webhooks/{id}`'s body: any of the fields, each set as given; nothing else.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct EndpointEditBody {
+    /// An absolute https URL on the public internet.
+    #[schema(format = "uri")]
+    url: Option<String>,
+    /// Null or empty means every event.
+    events: Option<Vec<EventName>>,
+    /// Null or blank clears it.
+    description: Option<String>,
+}
+
+/// `POST /v1/webhooks/{id}/rotate-secret`'s optional body.
+#[derive(Default, serde::Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RotateBody {
+    /// How long the previous secret keeps signing beside the new one (a second `v1` entry of
+    /// `Courier-Signature`), from 0 to 86400; omitted or 0: it stops at once.
+    overlap_seconds: Option<serde_json::Value>,
+}
+
+impl RotateBody {
+    fn overlap(&self) -> Result<std::time::Duration, WebhookError> {
+        match &self.overlap_seconds {
+            None | Some(serde_json::Value::Null) => Ok(std::time::Duration::ZERO),
+            Some(value) => value
+                .as_u64()
+                .map(std::time::Duration::from_secs)
+                .ok_or(WebhookError::InvalidOverlap),
+        }
+    }
 }
 
 #[utoipa::path(
@@ -47,7 +84,7 @@ pub struct NewEndpointBody {
     request_body = NewEndpointBody,
     responses(
         (status = 201, description = "The endpoint, with its signing secret", body = Endpoint),
-        (status = 422, description = "webhook.invalid_url webhook.unknown_event webhook.too_many_endpoints request.invalid_body"),
+        (status = 422, description = "webhook.invalid_url webhook.unknown_event webhook.invalid_description webhook.too_many_endpoints request.invalid_body"),
     )
 )]
 pub async fn create(
@@ -137,24 +174,58 @@ pub async fn resume(
     path = "/webhooks/{id}/rotate-secret",
     operation_id = "rotateWebhookSecret",
     tag = "webhooks",
-    summary = "Issue a new signing secret; the old one stops at once",
+    summary = "Issue a new signing secret; the old one stops at once, or after `overlap_seconds` during which both sign",
     params(("id" = Uuid, Path, description = "The endpoint's id")),
+    request_body(content = Option<RotateBody>, description = "Optional; the body may be empty"),
     responses(
         (status = 200, description = "The endpoint with its new signing secret, shown only here", body = Endpoint),
         (status = 404, description = "webhook.not_found"),
+        (status = 422, description = "webhook.invalid_overlap request.invalid_body"),
     )
 )]
 pub async fn rotate_secret(
     State(state): State<AppState>,
     Extension(merchant): Extension<Merchant>,
     Path(id): Path<String>,
+    OptionalJson(body): OptionalJson<RotateBody>,
+) -> Result<Json<Endpoint>, ApiError> {
+    let id = endpoint_id(&id)?;
+    let overlap = body.overlap()?;
+    Ok(Json(
+        state
+            .webhooks
+            .endpoints()
+            .rotate_secret(owner(&merchant), id, overlap)
+            .await?,
+    ))
+}
+
+#[utoipa::path(
+    patch,
+    path = "/webhooks/{id}",
+    operation_id = "editWebhookEndpoint",
+    tag = "webhooks",
+    summary = "Change an endpoint's URL, events or description; its secret, status and deliveries stay",
+    params(("id" = Uuid, Path, description = "The endpoint's id")),
+    request_body = EndpointEditBody,
+    responses(
+        (status = 200, description = "The endpoint as it is now; no secret", body = Endpoint),
+        (status = 404, description = "webhook.not_found"),
+        (status = 422, description = "webhook.invalid_url webhook.unknown_event webhook.invalid_description request.invalid_body"),
+    )
+)]
+pub async fn edit(
+    State(state): State<AppState>,
+    Extension(merchant): Extension<Merchant>,
+    Path(id): Path<String>,
+    ApiDocument(body): ApiDocument,
 ) -> Result<Json<Endpoint>, ApiError> {
     let id = endpoint_id(&id)?;
     Ok(Json(
         state
             .webhooks
             .endpoints()
-            .rotate_secret(owner(&merchant), id)
+            .edit(owner(&merchant), id, &body)
             .await?,
     ))
 }

@@ -24,6 +24,9 @@ pub struct EndpointRow {
     pub last_failed_at: Option<DateTime<Utc>>,
     pub consecutive_failures: i32,
     pub suspension_reason: Option<String>,
+    pub description: Option<String>,
+    /// Until when a rotated-away secret still signs beside the current one (None once past).
+    pub previous_secret_until: Option<DateTime<Utc>>,
 }
 
 /// Whose endpoint: a merchant in one environment.
@@ -38,6 +41,7 @@ pub struct NewEndpoint<'a> {
     pub owner: Owner,
     pub url: &'a str,
     pub events: &'a [String],
+    pub description: Option<&'a str>,
     pub secret_ciphertext: &'a [u8],
 }
 
@@ -70,15 +74,17 @@ pub async fn insert_endpoint(
     let row = sqlx::query_as!(
         EndpointRow,
         "INSERT INTO webhook_endpoints (id, merchant_id, environment, url, events, \
-         secret_ciphertext) VALUES ($1, $2, $3, $4, $5, $6) \
-         RETURNING id, url, status AS \"status: Text<EndpointStatus>\", events, created_at, last_succeeded_at, last_failed_at, \
-         consecutive_failures, suspension_reason",
+         secret_ciphertext, description) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+         RETURNING id, url, description, status AS \"status: Text<EndpointStatus>\", events, created_at, \
+           last_succeeded_at, last_failed_at, consecutive_failures, suspension_reason, \
+           CASE WHEN previous_secret_until > now() THEN previous_secret_until END AS previous_secret_until",
         endpoint.id,
         endpoint.owner.merchant_id,
         endpoint.owner.environment.as_str(),
         endpoint.url,
         endpoint.events,
         endpoint.secret_ciphertext,
+        endpoint.description,
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -89,8 +95,10 @@ pub async fn insert_endpoint(
 pub async fn list_endpoints(pool: &PgPool, owner: Owner) -> Result<Vec<EndpointRow>, sqlx::Error> {
     sqlx::query_as!(
         EndpointRow,
-        "SELECT id, url, status AS \"status: Text<EndpointStatus>\", events, created_at, last_succeeded_at, \
-     last_failed_at, consecutive_failures, suspension_reason FROM webhook_endpoints \
+        "SELECT id, url, description, status AS \"status: Text<EndpointStatus>\", events, created_at, \
+           last_succeeded_at, last_failed_at, consecutive_failures, suspension_reason, \
+           CASE WHEN previous_secret_until > now() THEN previous_secret_until END AS previous_secret_until \
+         FROM webhook_endpoints \
          WHERE merchant_id = $1 AND environment = $2 ORDER BY created_at, id",
         owner.merchant_id,
         owner.environment.as_str(),
@@ -122,8 +130,9 @@ pub async fn resume(
         "UPDATE webhook_endpoints SET \
            active_since = CASE WHEN status = 'active' THEN active_since ELSE now() END, \
            status = 'active', consecutive_failures = 0, suspension_reason = NULL \
-         WHERE id = $1 AND merchant_id = $2 AND environment = $3 RETURNING id, url, status AS \"status: Text<EndpointStatus>\", events, created_at, last_succeeded_at, \
-     last_failed_at, consecutive_failures, suspension_reason",
+         WHERE id = $1 AND merchant_id = $2 AND environment = $3 RETURNING id, url, description, status AS \"status: Text<EndpointStatus>\", events, created_at, \
+           last_succeeded_at, last_failed_at, consecutive_failures, suspension_reason, \
+           CASE WHEN previous_secret_until > now() THEN previous_secret_until END AS previous_secret_until",
         id,
         owner.merchant_id,
         owner.environment.as_str(),
@@ -137,16 +146,58 @@ pub async fn replace_secret(
     id: Uuid,
     owner: Owner,
     secret_ciphertext: &[u8],
+    overlap: Duration,
 ) -> Result<Option<EndpointRow>, sqlx::Error> {
     sqlx::query_as!(
         EndpointRow,
-        "UPDATE webhook_endpoints SET secret_ciphertext = $4 \
-         WHERE id = $1 AND merchant_id = $2 AND environment = $3 RETURNING id, url, status AS \"status: Text<EndpointStatus>\", events, created_at, last_succeeded_at, \
-     last_failed_at, consecutive_failures, suspension_reason",
+        "UPDATE webhook_endpoints SET \
+           previous_secret_ciphertext = CASE WHEN $5 > 0 THEN secret_ciphertext END, \
+           previous_secret_until = CASE WHEN $5 > 0 \
+             THEN now() + make_interval(secs => $5::float8 / 1000) END, \
+           secret_ciphertext = $4 \
+         WHERE id = $1 AND merchant_id = $2 AND environment = $3 RETURNING id, url, description, status AS \"status: Text<EndpointStatus>\", events, created_at, \
+           last_succeeded_at, last_failed_at, consecutive_failures, suspension_reason, \
+           CASE WHEN previous_secret_until > now() THEN previous_secret_until END AS previous_secret_until",
         id,
         owner.merchant_id,
         owner.environment.as_str(),
         secret_ciphertext,
+        overlap.as_millis() as i64,
+    )
+    .fetch_optional(pool)
+    .await
+}
+
+/// What an edit changes: each field given is set (`description: Some(None)` clears it).
+#[derive(Debug, Default)]
+pub struct EndpointEdit<'a> {
+    pub url: Option<&'a str>,
+    pub events: Option<&'a [String]>,
+    pub description: Option<Option<&'a str>>,
+}
+
+/// Changes an endpoint's URL, events or description; its secret, status and deliveries stay.
+/// Attempts read the endpoint as they start, so pending deliveries go to the new URL.
+pub async fn edit_endpoint(
+    pool: &PgPool,
+    id: Uuid,
+    owner: Owner,
+    edit: &EndpointEdit<'_>,
+) -> Result<Option<EndpointRow>, sqlx::Error> {
+    sqlx::query_as!(
+        EndpointRow,
+        "UPDATE webhook_endpoints SET url = coalesce($4, url), events = coalesce($5, events), \
+           description = CASE WHEN $6 THEN $7 ELSE description END \
+         WHERE id = $1 AND merchant_id = $2 AND environment = $3 RETURNING id, url, description, status AS \"status: Text<EndpointStatus>\", events, created_at, \
+           last_succeeded_at, last_failed_at, consecutive_failures, suspension_reason, \
+           CASE WHEN previous_secret_until > now() THEN previous_secret_until END AS previous_secret_until",
+        id,
+        owner.merchant_id,
+        owner.environment.as_str(),
+        edit.url,
+        edit.events,
+        edit.description.is_some(),
+        edit.description.flatten(),
     )
     .fetch_optional(pool)
     .await
@@ -416,6 +467,8 @@ pub struct SubscriberRow {
     pub active_since: DateTime<Utc>,
     pub url: String,
     pub secret_ciphertext: Vec<u8>,
+    /// The rotated-away secret while its overlap lasts.
+    pub previous_secret_ciphertext: Option<Vec<u8>>,
 }
 
 pub async fn active_endpoints_of(
@@ -425,8 +478,10 @@ pub async fn active_endpoints_of(
     sqlx::query_as!(
         SubscriberRow,
         "SELECT id, merchant_id, environment AS \"environment: Text<Environment>\", events, active_since, \
-           url, secret_ciphertext FROM webhook_endpoints \
-         WHERE merchant_id = ANY($1) AND status = 'active'",
+           url, secret_ciphertext, \
+           CASE WHEN previous_secret_until > now() THEN previous_secret_ciphertext END \
+             AS previous_secret_ciphertext \
+         FROM webhook_endpoints WHERE merchant_id = ANY($1) AND status = 'active'",
         merchant_ids,
     )
     .fetch_all(conn)
@@ -607,6 +662,8 @@ pub struct AttemptRow {
     pub body: Vec<u8>,
     pub url: String,
     pub secret_ciphertext: Vec<u8>,
+    /// The rotated-away secret while its overlap lasts.
+    pub previous_secret_ciphertext: Option<Vec<u8>>,
     pub endpoint_status: EndpointStatus,
     /// Attempts made before this one.
     pub attempts: i32,
@@ -626,8 +683,10 @@ pub async fn begin_attempt(
          SET lease_until = now() + make_interval(secs => $3::float8 / 1000) \
          FROM webhook_endpoints e \
          WHERE d.id = $1 AND d.lease_token = $2 AND d.status = 'pending' AND e.id = d.endpoint_id \
-         RETURNING d.event_name, d.body, e.url, e.secret_ciphertext, e.status AS \"endpoint_status: Text<EndpointStatus>\", \
-           d.attempts",
+         RETURNING d.event_name, d.body, e.url, e.secret_ciphertext, \
+           CASE WHEN e.previous_secret_until > now() THEN e.previous_secret_ciphertext END \
+             AS previous_secret_ciphertext, \
+           e.status AS \"endpoint_status: Text<EndpointStatus>\", d.attempts",
         id,
         token,
         lease_ms as f64,
@@ -642,6 +701,8 @@ pub struct TargetRow {
     pub id: Uuid,
     pub url: String,
     pub secret_ciphertext: Vec<u8>,
+    /// The rotated-away secret while its overlap lasts.
+    pub previous_secret_ciphertext: Option<Vec<u8>>,
     pub status: EndpointStatus,
 }
 
@@ -649,7 +710,10 @@ pub struct TargetRow {
 pub async fn attempt_targets(pool: &PgPool, ids: &[Uuid]) -> Result<Vec<TargetRow>, sqlx::Error> {
     sqlx::query_as!(
         TargetRow,
-        "SELECT id, url, secret_ciphertext, status AS \"status: Text<EndpointStatus>\" \
+        "SELECT id, url, secret_ciphertext, \
+           CASE WHEN previous_secret_until > now() THEN previous_secret_ciphertext END \
+             AS previous_secret_ciphertext, \
+           status AS \"status: Text<EndpointStatus>\" \
          FROM webhook_endpoints WHERE id = ANY($1)",
         ids,
     )

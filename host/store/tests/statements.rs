@@ -1100,6 +1100,7 @@ async fn endpoint_and_event(pool: &PgPool) -> (Uuid, webhooks::EndpointRow, Uuid
             owner,
             url: "https://hooks.example.com/courier",
             events: &[],
+            description: None,
             secret_ciphertext: b"not a real ciphertext",
         },
         16,

@@ -33,17 +33,19 @@ pub struct Received {
 impl Received {
     /// The receiver-side check of spec section 6: split the header into `t` and `v1`, HMAC-SHA256
     /// over `{t}.{raw body}` with the secret, constant-time compare, and `t` within 300 s.
+    /// Any of the header's `v1` entries may match (there are two while a rotated-away secret
+    /// still signs).
     pub fn verifies_with(&self, secret: &str) -> bool {
         let mut t = None;
-        let mut v1 = None;
+        let mut v1s = Vec::new();
         for part in self.signature.split(',') {
             match part.split_once('=') {
                 Some(("t", value)) => t = value.parse::<i64>().ok(),
-                Some(("v1", value)) => v1 = hex::decode(value).ok(),
+                Some(("v1", value)) => v1s.extend(hex::decode(value).ok()),
                 _ => {}
             }
         }
-        let (Some(t), Some(v1)) = (t, v1) else {
+        let Some(t) = t else {
             return false;
         };
         let now = std::time::SystemTime::now()
@@ -57,7 +59,15 @@ impl Received {
         mac.update(format!("{t}.").as_bytes());
         mac.update(&self.body);
         // `verify_slice` compares in constant time.
-        mac.verify_slice(&v1).is_ok()
+        v1s.iter().any(|v1| mac.clone().verify_slice(v1).is_ok())
+    }
+
+    /// How many `v1` entries the signature carries.
+    pub fn signature_count(&self) -> usize {
+        self.signature
+            .split(',')
+            .filter(|part| part.starts_with("v1="))
+            .count()
     }
 
     pub fn json(&self) -> serde_json::Value {

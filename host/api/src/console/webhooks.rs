@@ -15,7 +15,8 @@ use super::respond::{SessionBar, field, message, page, permitted_form, see_other
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
 use courier_core::webhooks::{
-    DeliveryDetail, DeliveryRecord, Endpoint, LogSearch, Owner, Recovery, TestEvent, WebhookError,
+    DeliveryDetail, DeliveryRecord, Endpoint, LogSearch, MAX_OVERLAP, Owner, Recovery, TestEvent,
+    WebhookError,
 };
 use courier_domain::event::EventName;
 use courier_domain::team::Permission;
@@ -36,8 +37,14 @@ fn when(at: Option<DateTime<Utc>>) -> String {
 struct EndpointFacts {
     id: Uuid,
     url: String,
+    description: String,
     status: &'static str,
     events: String,
+    /// The subscribed events as the edit form's field holds them (comma-separated; empty for
+    /// every event).
+    events_field: String,
+    /// Until when the previous signing secret still signs beside the current one.
+    previous_secret_until: Option<String>,
     last_success: String,
     failures: i32,
     suspended: bool,
@@ -49,12 +56,15 @@ impl From<&Endpoint> for EndpointFacts {
         EndpointFacts {
             id: e.id,
             url: e.url.clone(),
+            description: e.description.clone().unwrap_or_default(),
             status: e.status.as_str(),
             events: if e.events.is_empty() {
                 "every event".to_owned()
             } else {
                 e.events.join(", ")
             },
+            events_field: e.events.join(", "),
+            previous_secret_until: e.previous_secret_expires_at.map(super::respond::when),
             last_success: when(e.last_succeeded_at),
             failures: e.consecutive_failures,
             suspended: e.status.as_str() != "active",
@@ -74,6 +84,7 @@ struct WebhooksPage<'a> {
     problem: Option<String>,
     url: &'a str,
     events: &'a str,
+    description: &'a str,
     event_names: String,
 }
 
@@ -109,7 +120,7 @@ async fn list_page(
     status: StatusCode,
     added: Option<(String, String)>,
     problem: Option<String>,
-    (url, events): (&str, &str),
+    (url, events, description): (&str, &str, &str),
 ) -> Response {
     let endpoints = match state.webhooks.endpoints().list(owner(session)).await {
         Ok(endpoints) => endpoints,
@@ -125,6 +136,7 @@ async fn list_page(
             problem,
             url,
             events,
+            description,
             event_names: event_names(),
         }
         .render(),
@@ -146,7 +158,7 @@ async fn list_page(
 )]
 pub async fn webhooks_page(State(state): State<AppState>, headers: HeaderMap) -> Response {
     match signed_in(&state, &headers).await {
-        Ok(session) => list_page(&state, &session, StatusCode::OK, None, None, ("", "")).await,
+        Ok(session) => list_page(&state, &session, StatusCode::OK, None, None, ("", "", "")).await,
         Err(answer) => answer,
     }
 }
@@ -180,13 +192,9 @@ pub async fn add_webhook(State(state): State<AppState>, request: Request) -> Res
     };
     let url = field(&fields, "url").unwrap_or("").trim();
     let events = field(&fields, "events").unwrap_or("").trim();
-    let names: Vec<&str> = events
-        .split(',')
-        .map(str::trim)
-        .filter(|e| !e.is_empty())
-        .collect();
+    let description = field(&fields, "description").unwrap_or("");
     // The API's own checks, on the API's own body.
-    let body = json!({"url": url, "events": names});
+    let body = json!({"url": url, "events": event_list(events), "description": description});
     match state
         .webhooks
         .endpoints()
@@ -201,7 +209,7 @@ pub async fn add_webhook(State(state): State<AppState>, request: Request) -> Res
                 StatusCode::CREATED,
                 Some((endpoint.url, secret)),
                 None,
-                ("", ""),
+                ("", "", ""),
             )
             .await;
             // Its signing secret is on this page only: never kept for the form's repeats.
@@ -216,11 +224,20 @@ pub async fn add_webhook(State(state): State<AppState>, request: Request) -> Res
                 StatusCode::UNPROCESSABLE_ENTITY,
                 None,
                 Some(refusal.to_string()),
-                (url, events),
+                (url, events, description),
             )
             .await
         }
     }
+}
+
+/// The event names of a form's comma-separated field.
+fn event_list(field: &str) -> Vec<&str> {
+    field
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .collect()
 }
 
 struct DeliveryFacts {
@@ -336,8 +353,37 @@ struct WebhookPage {
     older: Option<String>,
     secret: Option<String>,
     notice: Option<String>,
+    /// The settings form: as sent and refused, or the endpoint's own.
+    edit: EditForm,
     /// What a test event may be named.
     event_names: Vec<&'static str>,
+}
+
+/// The endpoint's settings form.
+#[derive(Clone, Debug, Default)]
+struct EditForm {
+    url: String,
+    events: String,
+    description: String,
+    problem: Option<String>,
+}
+
+/// What an endpoint's page shows beside the endpoint: a secret just issued, what an action
+/// did, or its settings form as sent and refused.
+#[derive(Default)]
+struct Shown {
+    secret: Option<String>,
+    notice: Option<String>,
+    refused_edit: Option<EditForm>,
+}
+
+impl Shown {
+    fn notice(notice: impl Into<String>) -> Self {
+        Self {
+            notice: Some(notice.into()),
+            ..Self::default()
+        }
+    }
 }
 
 /// A signed form about one of the session's endpoints: the session, the form's fields, and the
@@ -373,10 +419,9 @@ async fn endpoint_page(
     state: &AppState,
     session: &ConsoleSession,
     id: &str,
-    secret: Option<String>,
-    notice: Option<&str>,
+    shown: Shown,
 ) -> Response {
-    endpoint_log_page(state, session, id, &LogFilter::default(), (secret, notice)).await
+    endpoint_log_page(state, session, id, &LogFilter::default(), shown).await
 }
 
 async fn endpoint_log_page(
@@ -384,7 +429,7 @@ async fn endpoint_log_page(
     session: &ConsoleSession,
     id: &str,
     filter: &LogFilter,
-    (secret, notice): (Option<String>, Option<&str>),
+    shown: Shown,
 ) -> Response {
     let Ok(id) = Uuid::parse_str(id) else {
         return no_such_endpoint(session);
@@ -418,12 +463,25 @@ async fn endpoint_log_page(
         }
         link
     });
+    let facts = EndpointFacts::from(endpoint);
+    let (status_code, edit) = match shown.refused_edit {
+        Some(form) => (StatusCode::UNPROCESSABLE_ENTITY, form),
+        None => (
+            StatusCode::OK,
+            EditForm {
+                url: facts.url.clone(),
+                events: facts.events_field.clone(),
+                description: facts.description.clone(),
+                problem: None,
+            },
+        ),
+    };
     page(
-        StatusCode::OK,
+        status_code,
         WebhookPage {
             session: Some(SessionBar::from(session)),
             csrf: session.csrf_token.clone(),
-            endpoint: EndpointFacts::from(endpoint),
+            endpoint: facts,
             deliveries: deliveries.iter().map(DeliveryFacts::from).collect(),
             status,
             statuses: ["pending", "delivered", "failed", "cancelled"].into(),
@@ -431,8 +489,9 @@ async fn endpoint_log_page(
             reference: filter.reference.clone(),
             paged: filter.before.is_some(),
             older,
-            secret,
-            notice: notice.map(str::to_owned),
+            secret: shown.secret,
+            notice: shown.notice,
+            edit,
             event_names: EventName::ALL.iter().map(|e| e.as_str()).collect(),
         }
         .render(),
@@ -479,7 +538,7 @@ pub async fn webhook_page(
             "Filter the deliveries by pending, delivered, failed or cancelled; page with the page's own link.",
         );
     };
-    endpoint_log_page(&state, &session, &id, &filter, (None, None)).await
+    endpoint_log_page(&state, &session, &id, &filter, Shown::default()).await
 }
 
 #[utoipa::path(
@@ -487,18 +546,20 @@ pub async fn webhook_page(
     path = "/console/webhooks/{id}/{action}",
     operation_id = "consoleWebhookAction",
     tag = "console",
-    summary = "`resume` deliveries to a suspended endpoint, `rotate` its signing secret (the new one shown once), or `delete` it: form field `csrf`",
+    summary = "`resume` deliveries to a suspended endpoint, `rotate` its signing secret (the new one shown once; field `overlap`: seconds the old one keeps signing, 0 to 86400), `edit` its settings (fields `url`, `events` comma-separated, `description`), or `delete` it: form field `csrf`",
     security(()),
     params(
         ("id" = String, Path, description = "The endpoint's id"),
-        ("action" = String, Path, description = "`resume`, `rotate` or `delete`"),
+        ("action" = String, Path, description = "`resume`, `rotate`, `edit` or `delete`"),
     ),
     request_body(content = String, description = "`csrf=…`", content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 200, description = "The endpoint's page, after the action (a rotated secret shown only here)", content_type = "text/html", body = String),
         (status = 303, description = "Deleted: to /console/webhooks; or not signed in: to /console/sign-in"),
+        (status = 400, description = "A page: `overlap` is not a number of seconds", content_type = "text/html", body = String),
         (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
         (status = 404, description = "A page: no such endpoint, or no such action", content_type = "text/html", body = String),
+        (status = 422, description = "The endpoint's page, its settings form saying what is wrong (the URL, an event, the description, an overlap past a day)", content_type = "text/html", body = String),
         (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
     )
 )]
@@ -507,7 +568,7 @@ pub async fn webhook_action(
     Path((id, action)): Path<(String, String)>,
     request: Request,
 ) -> Response {
-    let (session, _, endpoint) = match endpoint_form(&state, request, &id).await {
+    let (session, fields, endpoint) = match endpoint_form(&state, request, &id).await {
         Ok(signed) => signed,
         Err(answer) => return answer,
     };
@@ -516,11 +577,66 @@ pub async fn webhook_action(
         "resume" => endpoints
             .resume(owner(&session), endpoint)
             .await
-            .map(|_| (None, Some("Deliveries are resumed."))),
-        "rotate" => endpoints
-            .rotate_secret(owner(&session), endpoint)
-            .await
-            .map(|e| (e.signing_secret, Some("The signing secret is rotated."))),
+            .map(|_| Shown::notice("Deliveries are resumed.")),
+        "rotate" => {
+            let Some(overlap) = field(&fields, "overlap")
+                .unwrap_or("0")
+                .parse::<u64>()
+                .ok()
+                .map(std::time::Duration::from_secs)
+                .filter(|overlap| *overlap <= MAX_OVERLAP)
+            else {
+                return message(
+                    StatusCode::BAD_REQUEST,
+                    Some(&session),
+                    "Not a time",
+                    "Choose how long the old secret keeps signing from the list.",
+                );
+            };
+            endpoints
+                .rotate_secret(owner(&session), endpoint, overlap)
+                .await
+                .map(|e| Shown {
+                    notice: Some(match e.previous_secret_expires_at {
+                        Some(until) => format!(
+                            "The signing secret is rotated. Until {} each delivery is signed \
+                             with both secrets.",
+                            super::respond::when(until)
+                        ),
+                        None => "The signing secret is rotated. The old secret signs nothing \
+                                 from now on."
+                            .to_owned(),
+                    }),
+                    secret: e.signing_secret,
+                    refused_edit: None,
+                })
+        }
+        "edit" => {
+            let form = EditForm {
+                url: field(&fields, "url").unwrap_or("").trim().to_owned(),
+                events: field(&fields, "events").unwrap_or("").trim().to_owned(),
+                description: field(&fields, "description").unwrap_or("").to_owned(),
+                problem: None,
+            };
+            let body = json!({
+                "url": form.url,
+                "events": event_list(&form.events),
+                "description": form.description,
+            });
+            match endpoints.edit(owner(&session), endpoint, &body).await {
+                Ok(_) => Ok(Shown::notice(
+                    "The settings are saved; the signing secret is unchanged.",
+                )),
+                Err(error @ (WebhookError::NotFound | WebhookError::Store(_))) => Err(error),
+                Err(refusal) => Ok(Shown {
+                    refused_edit: Some(EditForm {
+                        problem: Some(refusal.to_string()),
+                        ..form
+                    }),
+                    ..Shown::default()
+                }),
+            }
+        }
         "delete" => {
             return match endpoints.delete(owner(&session), endpoint).await {
                 Ok(()) => see_other("/console/webhooks"),
@@ -530,9 +646,9 @@ pub async fn webhook_action(
         _ => return no_such_endpoint(&session),
     };
     match done {
-        Ok((secret, notice)) => {
-            let shows_secret = secret.is_some();
-            let mut page = endpoint_page(&state, &session, &id, secret, notice).await;
+        Ok(shown) => {
+            let shows_secret = shown.secret.is_some();
+            let mut page = endpoint_page(&state, &session, &id, shown).await;
             if shows_secret {
                 // A rotated secret is on this page only: never kept for the form's repeats.
                 page.extensions_mut().insert(super::once::ShownOnce);
@@ -709,8 +825,7 @@ pub async fn resend_delivery(
                 &state,
                 &session,
                 &id,
-                None,
-                Some("The delivery is sent again."),
+                Shown::notice("The delivery is sent again."),
             )
             .await
         }
@@ -771,7 +886,7 @@ pub async fn recover_deliveries(
                 1 => "1 delivery not delivered since then is sent again.".to_owned(),
                 n => format!("{n} deliveries not delivered since then are sent again."),
             };
-            endpoint_page(&state, &session, &id, None, Some(&notice)).await
+            endpoint_page(&state, &session, &id, Shown::notice(notice)).await
         }
         Ok(Recovery::NotActive) => message(
             StatusCode::CONFLICT,
@@ -834,5 +949,5 @@ pub async fn send_test_event(
         }
         Err(error) => return refused(&session, error),
     };
-    endpoint_page(&state, &session, &id, None, Some(notice)).await
+    endpoint_page(&state, &session, &id, Shown::notice(notice)).await
 }

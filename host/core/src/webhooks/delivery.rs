@@ -269,13 +269,10 @@ impl Dispatcher {
             }
             return;
         }
-        let (outcome, reply) = match inner
-            .cipher
-            .open(job.endpoint_id, &target.secret_ciphertext)
-        {
-            Ok(secret) => {
-                let signature = courier_domain::webhook::signature(
-                    &secret,
+        let (outcome, reply) = match self.secrets_of(&target) {
+            Ok(secrets) => {
+                let signature = courier_domain::webhook::signature_with(
+                    &secrets,
                     Utc::now().timestamp(),
                     &content.body,
                 );
@@ -320,6 +317,24 @@ impl Dispatcher {
         }
     }
 
+    /// The secrets that sign an attempt to `target`: its current one, then the rotated-away
+    /// one while its overlap lasts (an undecryptable previous secret is left out).
+    fn secrets_of(
+        &self,
+        target: &TargetRow,
+    ) -> Result<Vec<String>, super::secret::UndecryptableSecret> {
+        let cipher = &self.inner.cipher;
+        let mut secrets = vec![cipher.open(target.id, &target.secret_ciphertext)?];
+        if let Some(previous) = &target.previous_secret_ciphertext {
+            match cipher.open(target.id, previous) {
+                Ok(secret) => secrets.push(secret),
+                Err(e) => tracing::warn!(endpoint = %target.id, error = %e,
+                    "the previous signing secret cannot be decrypted; signing with the current one"),
+            }
+        }
+        Ok(secrets)
+    }
+
     /// What the attempt sends and where, read as it starts. A claim young enough to outlast
     /// the attempt and its record needs only the endpoint's current URL, secret and status
     /// (read with other attempts', no write); an older one is renewed first, and read back.
@@ -342,6 +357,7 @@ impl Dispatcher {
                     id: job.endpoint_id,
                     url: row.url,
                     secret_ciphertext: row.secret_ciphertext,
+                    previous_secret_ciphertext: row.previous_secret_ciphertext,
                     status: row.endpoint_status,
                 },
             )),

@@ -35,6 +35,16 @@ pub const TOO_MANY_ENDPOINTS: Code = Code::new(
     "webhook.too_many_endpoints",
     "The merchant already has the most webhook endpoints one environment may have (`COURIER_WEBHOOK_MAX_ENDPOINTS`, 16 by default); delete one first.",
 );
+pub const INVALID_DESCRIPTION: Code = Code::new(
+    422,
+    "webhook.invalid_description",
+    "`description` not a string or null, or longer than 500 characters.",
+);
+pub const INVALID_OVERLAP: Code = Code::new(
+    422,
+    "webhook.invalid_overlap",
+    "`overlap_seconds` of a secret rotation not a whole number from 0 to 86,400 (a day).",
+);
 pub const ENDPOINT_NOT_FOUND: Code = Code::new(
     404,
     "webhook.not_found",
@@ -45,6 +55,11 @@ pub const ENDPOINT_NOT_FOUND: Code = Code::new(
 pub const DELIVERIES_LISTED: i64 = 50;
 /// Longest endpoint URL accepted.
 const MAX_URL_LENGTH: usize = 2048;
+/// Longest endpoint description accepted, in characters.
+const MAX_DESCRIPTION_LENGTH: usize = 500;
+/// Longest overlap of a rotated-away secret: a day, as long as a receiver should need to
+/// deploy its new secret.
+pub const MAX_OVERLAP: std::time::Duration = std::time::Duration::from_secs(86_400);
 
 #[derive(Debug, Error, ErrorCode)]
 pub enum WebhookError {
@@ -54,6 +69,15 @@ pub enum WebhookError {
     #[error("{0:?} is not an event name")]
     #[code(UNKNOWN_EVENT)]
     UnknownEvent(String),
+    #[error("`description` {0}")]
+    #[code(INVALID_DESCRIPTION)]
+    InvalidDescription(&'static str),
+    #[error("`overlap_seconds` must be a whole number of seconds from 0 to 86400")]
+    #[code(INVALID_OVERLAP)]
+    InvalidOverlap,
+    #[error("{0}")]
+    #[code(courier_domain::error::INVALID_BODY)]
+    InvalidEdit(String),
     #[error("`events` must be null or an array of event names")]
     #[code(courier_domain::error::INVALID_BODY)]
     InvalidEvents,
@@ -91,6 +115,11 @@ pub struct Endpoint {
     pub last_failed_at: Option<DateTime<Utc>>,
     pub consecutive_failures: i32,
     pub suspension_reason: Option<String>,
+    /// What the merchant wrote to tell their endpoints apart; null when nothing.
+    pub description: Option<String>,
+    /// Set after a rotation with an overlap: until then the previous secret also signs each
+    /// request (a second `v1` entry of `Courier-Signature`); null otherwise.
+    pub previous_secret_expires_at: Option<DateTime<Utc>>,
     /// Only in the response that created or rotated it.
     pub signing_secret: Option<String>,
 }
@@ -107,6 +136,8 @@ impl Endpoint {
             last_failed_at: row.last_failed_at,
             consecutive_failures: row.consecutive_failures,
             suspension_reason: row.suspension_reason,
+            description: row.description,
+            previous_secret_expires_at: row.previous_secret_until,
             signing_secret,
         }
     }
@@ -174,10 +205,11 @@ impl Endpoints {
         }
     }
 
-    /// Registers an endpoint from the request body `{url, events}`.
+    /// Registers an endpoint from the request body `{url, events, description}`.
     pub async fn create(&self, owner: Owner, body: &Value) -> Result<Endpoint, WebhookError> {
         let url = self.valid_url(body.get("url"))?;
         let events = valid_events(body.get("events"))?;
+        let description = valid_description(body.get("description"))?;
         let id = Uuid::new_v4();
         let signing_secret = secret::generate();
         let sealed = self.cipher.seal(id, &signing_secret);
@@ -188,6 +220,7 @@ impl Endpoints {
                 owner,
                 url: url.as_str(),
                 events: &events,
+                description: description.as_deref(),
                 secret_ciphertext: &sealed,
             },
             self.max_endpoints,
@@ -301,12 +334,65 @@ impl Endpoints {
             .ok_or(WebhookError::NotFound)
     }
 
-    /// A new secret; the old one signs nothing from the moment this commits.
-    pub async fn rotate_secret(&self, owner: Owner, id: Uuid) -> Result<Endpoint, WebhookError> {
+    /// A new secret. With no `overlap` the old one signs nothing from the moment this commits;
+    /// with one, it signs beside the new one until the overlap ends (an earlier overlap's
+    /// secret is dropped).
+    pub async fn rotate_secret(
+        &self,
+        owner: Owner,
+        id: Uuid,
+        overlap: std::time::Duration,
+    ) -> Result<Endpoint, WebhookError> {
+        if overlap > MAX_OVERLAP {
+            return Err(WebhookError::InvalidOverlap);
+        }
         let signing_secret = secret::generate();
         let sealed = self.cipher.seal(id, &signing_secret);
-        let row = store::replace_secret(&self.pool, id, owner, &sealed).await?;
+        let row = store::replace_secret(&self.pool, id, owner, &sealed, overlap).await?;
         row.map(|row| Endpoint::from_row(row, Some(signing_secret)))
+            .ok_or(WebhookError::NotFound)
+    }
+
+    /// Changes the endpoint's `url`, `events` or `description` from a request body holding any
+    /// of them (and nothing else); its secret, status and deliveries stay as they are.
+    pub async fn edit(
+        &self,
+        owner: Owner,
+        id: Uuid,
+        body: &Value,
+    ) -> Result<Endpoint, WebhookError> {
+        let Value::Object(fields) = body else {
+            return Err(WebhookError::InvalidEdit(
+                "the body must be an object of `url`, `events` and `description`".into(),
+            ));
+        };
+        if let Some(unknown) = fields
+            .keys()
+            .find(|k| !["url", "events", "description"].contains(&k.as_str()))
+        {
+            return Err(WebhookError::InvalidEdit(format!(
+                "`{unknown}` cannot be changed: only `url`, `events` and `description`"
+            )));
+        }
+        let url = match fields.get("url") {
+            Some(value) => Some(self.valid_url(Some(value))?),
+            None => None,
+        };
+        let events = match fields.get("events") {
+            Some(value) => Some(valid_events(Some(value))?),
+            None => None,
+        };
+        let description = match fields.get("description") {
+            Some(value) => Some(valid_description(Some(value))?),
+            None => None,
+        };
+        let edit = store::EndpointEdit {
+            url: url.as_ref().map(Url::as_str),
+            events: events.as_deref(),
+            description: description.as_ref().map(Option::as_deref),
+        };
+        let row = store::edit_endpoint(&self.pool, id, owner, &edit).await?;
+        row.map(|row| Endpoint::from_row(row, None))
             .ok_or(WebhookError::NotFound)
     }
 
@@ -406,6 +492,21 @@ impl Endpoints {
     }
 }
 
+/// A description trimmed, None when absent, null or blank.
+fn valid_description(value: Option<&Value>) -> Result<Option<String>, WebhookError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if text.chars().count() > MAX_DESCRIPTION_LENGTH => Err(
+            WebhookError::InvalidDescription("is longer than 500 characters"),
+        ),
+        Some(Value::String(text)) => {
+            let text = text.trim();
+            Ok((!text.is_empty()).then(|| text.to_owned()))
+        }
+        Some(_) => Err(WebhookError::InvalidDescription("must be a string or null")),
+    }
+}
+
 /// The subscribed names, each known, without repeats; empty (or null) means every event.
 fn valid_events(value: Option<&Value>) -> Result<Vec<String>, WebhookError> {
     let items = match value {
@@ -450,6 +551,27 @@ pub struct JobEventDelivery {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn descriptions_are_trimmed_and_bounded() {
+        assert_eq!(valid_description(None).unwrap(), None);
+        assert_eq!(valid_description(Some(&json!("  "))).unwrap(), None);
+        assert_eq!(
+            valid_description(Some(&json!(" Orders ")))
+                .unwrap()
+                .as_deref(),
+            Some("Orders")
+        );
+        assert!(valid_description(Some(&json!("é".repeat(500)))).is_ok());
+        assert!(matches!(
+            valid_description(Some(&json!("é".repeat(501)))),
+            Err(WebhookError::InvalidDescription(_))
+        ));
+        assert!(matches!(
+            valid_description(Some(&json!(7))),
+            Err(WebhookError::InvalidDescription(_))
+        ));
+    }
 
     #[test]
     fn events_are_checked_and_deduplicated() {

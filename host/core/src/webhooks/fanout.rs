@@ -105,6 +105,7 @@ pub async fn open_round(
                     id: endpoint.id,
                     url: endpoint.url.clone(),
                     secret_ciphertext: endpoint.secret_ciphertext.clone(),
+                    previous_secret_ciphertext: endpoint.previous_secret_ciphertext.clone(),
                     status: EndpointStatus::Active,
                 })
             });
@@ -301,6 +302,7 @@ mod tests {
             active_since: chrono::Utc::now() - chrono::Duration::hours(1),
             url: "https://example.com/hooks".into(),
             secret_ciphertext: Vec::new(),
+            previous_secret_ciphertext: None,
         }
     }
 

@@ -36,8 +36,8 @@ pub use config::WebhookConfig;
 use courier_store::webhooks as store;
 pub use courier_store::webhooks::{DeliveryDetail, LogSearch, Owner};
 pub use endpoints::{
-    DeliveryRecord, Endpoint, Endpoints, JobEvent, JobEventDelivery, Recovery, TestEvent,
-    WebhookError,
+    DeliveryRecord, Endpoint, Endpoints, JobEvent, JobEventDelivery, MAX_OVERLAP, Recovery,
+    TestEvent, WebhookError,
 };
 
 use crate::events::FanOutWakeup;

@@ -2,7 +2,7 @@
 
 pub mod signer;
 
-pub use signer::signature;
+pub use signer::{signature, signature_with};
 
 crate::names::named_enum! {
     /// A webhook endpoint: `active` receives deliveries; `suspended` (after failing too many

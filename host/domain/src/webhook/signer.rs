@@ -6,10 +6,19 @@ use sha2::Sha256;
 
 /// The header value for `body` sent at `timestamp` (Unix seconds).
 pub fn signature(secret: &str, timestamp: i64, body: &[u8]) -> String {
-    format!(
-        "t={timestamp},v1={}",
-        hex::encode(digest(secret, timestamp, body))
-    )
+    signature_with(&[secret], timestamp, body)
+}
+
+/// The header value signed by each of `secrets` in turn: one `v1` entry per secret, in their
+/// order (the current secret first, then a rotated-away one during its overlap). A receiver
+/// accepts the request when any `v1` entry matches its secret.
+pub fn signature_with<S: AsRef<str>>(secrets: &[S], timestamp: i64, body: &[u8]) -> String {
+    let mut header = format!("t={timestamp}");
+    for secret in secrets {
+        header.push_str(",v1=");
+        header.push_str(&hex::encode(digest(secret.as_ref(), timestamp, body)));
+    }
+    header
 }
 
 fn digest(secret: &str, timestamp: i64, body: &[u8]) -> [u8; 32] {
@@ -32,6 +41,15 @@ mod tests {
             header,
             "t=1700000000,v1=a252a4340d8bbbdbac8643a2812cc7d628ad79bfba544bff054ac2fa10f795a2"
         );
+    }
+
+    #[test]
+    fn each_secret_adds_a_v1_entry_in_order() {
+        let both = signature_with(&["whsec_new", "whsec_old"], 1_700_000_000, b"{}");
+        let new = signature("whsec_new", 1_700_000_000, b"{}");
+        let old = signature("whsec_old", 1_700_000_000, b"{}");
+        let entry = |header: &str| header.split_once(",v1=").unwrap().1.to_owned();
+        assert_eq!(both, format!("{new},v1={}", entry(&old)));
     }
 
     #[test]
