@@ -696,6 +696,29 @@ async fn hooked(name: &str, settings: &[(&str, &str)]) -> (TestApp, NewMerchant,
     (app, merchant, receiver)
 }
 
+/// Signs in to the merchant's test console and adds an endpoint for `url` subscribed to
+/// `events` (comma-separated; empty for every event): the visitor, the form token and the
+/// endpoint's page.
+async fn portal_with_endpoint(
+    app: &TestApp,
+    merchant: &NewMerchant,
+    url: &str,
+    events: &str,
+) -> (Visitor, String, String) {
+    let mut visitor = Visitor::new(app);
+    visitor.sign_in(&merchant.test()).await;
+    let csrf = csrf_of(&visitor.get("/console/webhooks").await.body);
+    let added = visitor
+        .post(
+            "/console/webhooks",
+            &[("csrf", &csrf), ("url", url), ("events", events)],
+        )
+        .await;
+    assert_eq!(added.status, 201, "{}", added.body);
+    let id = first_endpoint(app, merchant).await;
+    (visitor, csrf, format!("/console/webhooks/{id}"))
+}
+
 /// The id of the merchant's first test endpoint, as the API lists it.
 async fn first_endpoint(app: &TestApp, merchant: &NewMerchant) -> String {
     let (_, endpoints) = crate::support::status_and_json(
@@ -826,6 +849,107 @@ async fn the_webhook_portal_edits_an_endpoint_and_rotates_with_an_overlap() {
             .contains("The old secret signs nothing from now on")
     );
     assert!(!at_once.body.contains("<dt>Previous secret</dt>"));
+}
+
+/// Every attempt of a delivery is listed with its answer, a resend's included, and the
+/// endpoint's page counts them in its health view.
+#[tokio::test]
+async fn the_webhook_portal_lists_every_attempt_and_draws_the_endpoints_health() {
+    let (app, merchant, receiver) = hooked(
+        "Console Attempts",
+        &[("COURIER_WEBHOOK_RETRY_BASE_MS", "50")],
+    )
+    .await;
+    receiver.script("/flaky", |n| {
+        if n < 2 {
+            Reply::Said(503, "busy, try later")
+        } else {
+            Reply::Status(200)
+        }
+    });
+    let (mut visitor, csrf, path) =
+        portal_with_endpoint(&app, &merchant, &receiver.url("/flaky"), "").await;
+    let id = path.rsplit('/').next().unwrap().to_owned();
+    let fresh = visitor.get(&path).await;
+    assert!(fresh.body.contains("No attempts in the last 24 hours."));
+    let sent = visitor
+        .post(
+            &format!("{path}/test-event"),
+            &[("csrf", &csrf), ("event", "job.booked")],
+        )
+        .await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    let deliveries = |attempts: i64| {
+        let app = &app;
+        let id = id.clone();
+        let credential = merchant.test();
+        async move {
+            eventually(
+                &format!("the delivery to be delivered after {attempts} attempts"),
+                Duration::from_secs(15),
+                Duration::from_millis(50),
+                || async {
+                    let response = app
+                        .request(Method::GET, &format!("/v1/webhooks/{id}/deliveries"))
+                        .basic_auth(&credential.key, Some(&credential.secret))
+                        .send()
+                        .await
+                        .ok()?;
+                    let (_, records) = status_and_json(response).await;
+                    let record = records.get(0)?.clone();
+                    (record["status"] == "delivered" && record["attempts"] == attempts)
+                        .then_some(record)
+                },
+            )
+            .await
+        }
+    };
+    let delivered = deliveries(3).await;
+    let delivery_path = format!("{path}/deliveries/{}", delivered["id"].as_str().unwrap());
+    let page = visitor.get(&delivery_path).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let table = &page.body[page.body.find("id=\"attempts\"").expect("the attempts")..];
+    assert_eq!(table.matches("<td>failed</td>").count(), 2, "{table}");
+    assert_eq!(table.matches("<td>succeeded</td>").count(), 1, "{table}");
+    assert_eq!(table.matches("<td>503</td>").count(), 2);
+    assert!(table.contains("busy, try later"));
+    assert!(
+        table.find("<td>succeeded</td>") < table.find("<td>failed</td>"),
+        "newest first"
+    );
+
+    // A resend's attempt is listed beside the success it follows.
+    let resent = visitor
+        .post(&format!("{delivery_path}/resend"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(resent.status, 200, "{}", resent.body);
+    deliveries(4).await;
+    let page = visitor.get(&delivery_path).await;
+    let table = &page.body[page.body.find("id=\"attempts\"").unwrap()..];
+    assert_eq!(table.matches("<td>succeeded</td>").count(), 2, "{table}");
+    assert_eq!(table.matches("<td>failed</td>").count(), 2);
+    assert!(!page.body.contains("before attempts were recorded"));
+
+    let endpoint = visitor.get(&path).await;
+    assert!(
+        endpoint
+            .body
+            .contains("In the last 24 hours 50.0% of 4 attempts succeeded (2 failed)"),
+        "{}",
+        endpoint.body
+    );
+    assert_eq!(endpoint.body.matches("class=\"bar bar-ok\"").count(), 1);
+    assert_eq!(endpoint.body.matches("class=\"bar bar-failed\"").count(), 1);
+    assert!(
+        !endpoint.body.contains("id=\"failing\""),
+        "no warning for 2 failures"
+    );
+
+    // Another merchant's delivery page is not found.
+    let other = app.create_merchant("Console Attempts Rival").await;
+    let mut rival = Visitor::new(&app);
+    rival.sign_in(&other.test()).await;
+    assert_eq!(rival.get(&delivery_path).await.status, 404);
 }
 
 #[tokio::test]
@@ -1039,19 +1163,9 @@ async fn a_failed_delivery_found_in_the_log_is_resent_and_received_again() {
             Reply::Status(200)
         }
     });
-    let mut visitor = Visitor::new(&app);
-    visitor.sign_in(&merchant.test()).await;
-    let csrf = csrf_of(&visitor.get("/console/webhooks").await.body);
     let url = receiver.url("/down-then-up");
-    let added = visitor
-        .post(
-            "/console/webhooks",
-            &[("csrf", &csrf), ("url", &url), ("events", "job.booked")],
-        )
-        .await;
-    assert_eq!(added.status, 201, "{}", added.body);
-    let id = first_endpoint(&app, &merchant).await;
-    let path = format!("/console/webhooks/{id}");
+    let (mut visitor, csrf, path) = portal_with_endpoint(&app, &merchant, &url, "job.booked").await;
+    let id = path.rsplit('/').next().unwrap().to_owned();
     book(&app, &merchant.test()).await;
 
     // The delivery fails every attempt; the log shows it failed, with the receiver's 500.
@@ -1190,16 +1304,8 @@ async fn a_failed_delivery_found_in_the_log_is_resent_and_received_again() {
 #[tokio::test]
 async fn the_delivery_log_pages_back_and_filters_by_status() {
     let (app, merchant, receiver) = hooked("Console Log Pages", &[]).await;
-    let mut visitor = Visitor::new(&app);
-    visitor.sign_in(&merchant.test()).await;
-    let csrf = csrf_of(&visitor.get("/console/webhooks").await.body);
-    let url = receiver.url("/log-pages");
-    let added = visitor
-        .post("/console/webhooks", &[("csrf", &csrf), ("url", &url)])
-        .await;
-    assert_eq!(added.status, 201, "{}", added.body);
-    let id = first_endpoint(&app, &merchant).await;
-    let path = format!("/console/webhooks/{id}");
+    let (mut visitor, csrf, path) =
+        portal_with_endpoint(&app, &merchant, &receiver.url("/log-pages"), "").await;
     // One more delivery than a page holds.
     for _ in 0..51 {
         let sent = visitor
@@ -2226,16 +2332,8 @@ async fn the_sandbox_page_books_a_test_delivery_and_plays_it_out() {
 #[tokio::test]
 async fn the_delivery_log_is_searched_by_event_and_job_reference() {
     let (app, merchant, receiver) = hooked("Console Log Search", &[]).await;
-    let mut visitor = Visitor::new(&app);
-    visitor.sign_in(&merchant.test()).await;
-    let csrf = csrf_of(&visitor.get("/console/webhooks").await.body);
-    let url = receiver.url("/log-search");
-    let added = visitor
-        .post("/console/webhooks", &[("csrf", &csrf), ("url", &url)])
-        .await;
-    assert_eq!(added.status, 201, "{}", added.body);
-    let id = first_endpoint(&app, &merchant).await;
-    let path = format!("/console/webhooks/{id}");
+    let (mut visitor, _, path) =
+        portal_with_endpoint(&app, &merchant, &receiver.url("/log-search"), "").await;
     let first = book(&app, &merchant.test()).await;
     let second = book(&app, &merchant.test()).await;
     let reference = |job: &Value| job["reference"].as_str().unwrap().to_owned();

@@ -226,6 +226,19 @@ async fn a_merchant_uses_the_console_in_a_browser() {
         })
         .await;
     looked_at(&browser, "console-webhook-delivery.png").await;
+    // Its attempts, each with its answer, and the endpoint's health over the day.
+    assert!(client.source().await.unwrap().contains("id=\"attempts\""));
+    client.goto(endpoint_page.as_str()).await.unwrap();
+    assert!(
+        browser
+            .text("health")
+            .await
+            .contains("In the last 24 hours")
+    );
+    looked_at(&browser, "console-webhook-failing.png").await;
+    browser
+        .screenshot_of("health", "console-webhook-health.png")
+        .await;
 
     // The event catalog.
     client

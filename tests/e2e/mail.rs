@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::console::{PASSWORD, Visitor, csrf_of, invitation_token, once_of};
 use crate::support::smtp::{Received, SmtpStandIn};
-use crate::support::{TestApp, eventually, status_and_json};
+use crate::support::{MerchantCredentials, TestApp, eventually, status_and_json};
 
 const FROM: &str = "Courier <courier@shop.example>";
 
@@ -362,4 +362,136 @@ async fn a_refused_mail_waits_survives_a_restart_and_is_sent_once() {
     assert_eq!(to_late.len(), 1, "sent once: {to_late:?}");
     pool.close().await;
     again.stop().await;
+}
+
+/// An endpoint that keeps failing: at `COURIER_WEBHOOK_WARN_AFTER` failures in a row its page
+/// warns and the people who manage webhooks (owners, admins, developers; not support) are
+/// mailed, once; at the suspension, once more.
+#[tokio::test]
+async fn a_failing_endpoint_warns_its_developers_before_it_is_suspended() {
+    let smtp = SmtpStandIn::start().await;
+    let receiver = crate::support::receiver::Receiver::start().await;
+    receiver.script("/down", |_| crate::support::receiver::Reply::Status(500));
+    let settings = [
+        ("COURIER_SMTP_URL", smtp.url()),
+        ("COURIER_MAIL_FROM", FROM.to_owned()),
+        ("COURIER_SCHEDULER_INTERVAL_MS", "50".to_owned()),
+        (
+            "COURIER_WEBHOOK_EXTRA_CA",
+            receiver.ca_path.to_string_lossy().into_owned(),
+        ),
+        ("COURIER_WEBHOOK_ALLOW_PRIVATE", "true".to_owned()),
+        // One attempt per event within the test: each test event below is one failure.
+        ("COURIER_WEBHOOK_RETRY_BASE_MS", "600000".to_owned()),
+        ("COURIER_WEBHOOK_WARN_AFTER", "3".to_owned()),
+        ("COURIER_WEBHOOK_SUSPEND_AFTER", "5".to_owned()),
+    ];
+    let app = TestApp::spawn_with(move |name| {
+        settings
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.clone())
+    })
+    .await;
+    let merchant = app.create_merchant("Failing Hooks").await;
+    let merchant_id = merchant.merchant_id.to_string();
+    let mut owner = Visitor::new(&app);
+    owner.sign_in(&merchant.test()).await;
+    let owner_address = crate::console::owner_email(&merchant_id);
+    crate::console::join(&app, &merchant_id, "dev@hooks.example", "developer").await;
+    crate::console::join(&app, &merchant_id, "help@hooks.example", "support").await;
+    let (status, endpoint) = status_and_json(
+        app.request(Method::POST, "/v1/webhooks")
+            .basic_auth(&merchant.test().key, Some(&merchant.test().secret))
+            .json(&json!({"url": receiver.url("/down")}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{endpoint}");
+    let path = format!("/console/webhooks/{}", endpoint["id"].as_str().unwrap());
+    let csrf = csrf_of(&owner.get(&path).await.body);
+    let notices = |to: &str| -> Vec<String> {
+        smtp.received()
+            .into_iter()
+            .filter(|m| m.to == [to.to_owned()])
+            .filter_map(|m| m.header("Subject"))
+            .filter(|s| s.contains("webhook endpoint"))
+            .collect()
+    };
+    fail_once(&mut owner, &receiver, (&path, &csrf), 1).await;
+    fail_once(&mut owner, &receiver, (&path, &csrf), 2).await;
+    let page = owner.get(&path).await;
+    assert!(!page.body.contains("id=\"failing\""));
+    fail_once(&mut owner, &receiver, (&path, &csrf), 3).await;
+    let warned = mails_to(&smtp, "dev@hooks.example", 2).await;
+    let warning = warned
+        .iter()
+        .find(|m| m.header("Subject").unwrap().contains("failing"))
+        .expect("the warning");
+    assert_eq!(
+        warning.header("Subject").unwrap(),
+        format!(
+            "Failing Hooks: webhook endpoint failing ({})",
+            receiver.url("/down")
+        )
+    );
+    assert!(warning.body().contains("The last 3 deliveries"));
+    assert!(warning.body().contains("After 5 failures in a row"));
+    assert_eq!(link_in(warning, "/console/webhooks/"), path);
+    let mut page = owner.get(&path).await;
+    for _ in 0..200 {
+        if page.body.contains("id=\"failing\"") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        page = owner.get(&path).await;
+    }
+    assert!(
+        page.body
+            .contains("The last 3 deliveries to this endpoint failed")
+    );
+
+    fail_once(&mut owner, &receiver, (&path, &csrf), 4).await;
+    fail_once(&mut owner, &receiver, (&path, &csrf), 5).await;
+    mails_to(&smtp, "dev@hooks.example", 3).await;
+    mails_to(&smtp, &owner_address, 2).await;
+    // Later failures (none here: it is suspended) and the mails already owed are not repeated.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for to in ["dev@hooks.example", owner_address.as_str()] {
+        let subjects = notices(to);
+        assert_eq!(subjects.len(), 2, "{to}: {subjects:?}");
+        assert!(subjects[0].contains("failing") && subjects[1].contains("suspended"));
+    }
+    assert!(
+        notices("help@hooks.example").is_empty(),
+        "support does not manage webhooks"
+    );
+    let page = owner.get(&path).await;
+    assert!(page.body.contains("<dd>suspended</dd>"));
+    assert!(
+        !page.body.contains("id=\"failing\""),
+        "the suspension says it all"
+    );
+}
+
+/// Sends the endpoint at `path` a test event from its page and waits for the receiver to have
+/// had `count` requests.
+async fn fail_once(
+    owner: &mut Visitor,
+    receiver: &crate::support::receiver::Receiver,
+    (path, csrf): (&str, &str),
+    count: usize,
+) {
+    let sent = owner
+        .post(
+            &format!("{path}/test-event"),
+            &[("csrf", csrf), ("event", "job.booked")],
+        )
+        .await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    receiver
+        .wait_for("/down", count, Duration::from_secs(10))
+        .await;
 }

@@ -96,10 +96,12 @@ impl Services {
         let engine = plugin_engine(config)?;
         let price_books =
             PriceBooks::start(engine.clone(), db.pool.clone(), Arc::clone(&markets)).await?;
+        let outbox = courier_core::mail::Outbox::new(&config.mail);
         let webhooks = courier_core::webhooks::Webhooks::new(
             db.pool.clone(),
             &secret_key,
             config.webhooks.clone(),
+            (outbox.clone(), config.public_url()),
         )?;
         let gateways = courier_core::payments::Gateways::load(
             &engine,
@@ -160,7 +162,6 @@ impl Services {
             },
             webhooks.wakeup(),
         );
-        let outbox = courier_core::mail::Outbox::new(&config.mail);
         let merchants =
             courier_core::merchants::Merchants::new(db.pool.clone(), authenticator.clone())
                 .with_mail(outbox.clone());

@@ -45,6 +45,23 @@ pub async fn owner_addresses(
     .await
 }
 
+/// The addresses of `merchant_id`'s members whose role is one of `roles`.
+pub async fn addresses_with_roles(
+    conn: &mut PgConnection,
+    merchant_id: Uuid,
+    roles: &[&str],
+) -> Result<Vec<String>, sqlx::Error> {
+    let roles: Vec<String> = roles.iter().map(|r| (*r).to_owned()).collect();
+    sqlx::query_scalar!(
+        "SELECT p.email FROM merchant_members t JOIN people p ON p.id = t.person_id \
+         WHERE t.merchant_id = $1 AND t.role = ANY($2) ORDER BY p.email_key",
+        merchant_id,
+        &roles,
+    )
+    .fetch_all(conn)
+    .await
+}
+
 /// A mail claimed for sending.
 #[derive(Clone, Debug)]
 pub struct DueMail {

@@ -793,37 +793,57 @@ pub struct Failure<'a> {
 }
 
 /// What recording a failure led to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FailureRecorded {
     pub next_attempt_at: Option<DateTime<Utc>>,
+    /// The endpoint is suspended now, and was active before this failure.
+    pub suspended_now: bool,
+    /// The endpoint is suspended (now or already).
     pub suspended: bool,
+    /// The endpoint's consecutive failures, this one included.
+    pub consecutive_failures: i32,
+    pub merchant_id: Uuid,
+    pub environment: Environment,
+    pub url: String,
 }
 
-/// Records a failed attempt, schedules the retry (or gives up), counts the endpoint's
-/// consecutive failures and suspends it at the threshold. The endpoint row is locked first so
-/// concurrent recorders cannot deadlock with the cancellation below.
+/// Records a failed attempt (on the delivery, and in its attempts), schedules the retry (or
+/// gives up), counts the endpoint's consecutive failures and suspends it at the threshold, in
+/// the caller's transaction. The endpoint row is locked first so concurrent recorders cannot
+/// deadlock with the cancellation below. None when the claim was lost or the delivery
+/// cancelled meanwhile (nothing is written then).
 pub async fn record_failure(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     id: Uuid,
     endpoint_id: Uuid,
     token: Uuid,
     failure: &Failure<'_>,
 ) -> Result<Option<FailureRecorded>, sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    sqlx::query!(
-        "SELECT 1 AS \"locked!\" FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE",
+    let Some(was_active) = sqlx::query_scalar!(
+        "SELECT status = 'active' AS \"active!\" FROM webhook_endpoints WHERE id = $1 \
+         FOR NO KEY UPDATE",
         endpoint_id,
     )
-    .fetch_optional(&mut *tx)
-    .await?;
+    .fetch_optional(&mut *conn)
+    .await?
+    else {
+        return Ok(None);
+    };
     let next = sqlx::query_scalar!(
-        "UPDATE webhook_deliveries SET attempts = attempts + 1, \
-           status = CASE WHEN $3 OR attempts + 1 >= $4 THEN 'failed' ELSE 'pending' END, \
-           next_attempt_at = CASE WHEN $3 OR attempts + 1 >= $4 THEN NULL \
-             ELSE now() + make_interval(secs => $5::float8 / 1000) END, \
-           lease_until = NULL, lease_token = NULL, response_status_code = $6, last_error = $7, \
-           last_attempt_at = now(), response_ms = $8, response_excerpt = $9 \
-         WHERE id = $1 AND lease_token = $2 AND status = 'pending' RETURNING next_attempt_at",
+        "WITH d AS ( \
+           UPDATE webhook_deliveries SET attempts = attempts + 1, \
+             status = CASE WHEN $3 OR attempts + 1 >= $4 THEN 'failed' ELSE 'pending' END, \
+             next_attempt_at = CASE WHEN $3 OR attempts + 1 >= $4 THEN NULL \
+               ELSE now() + make_interval(secs => $5::float8 / 1000) END, \
+             lease_until = NULL, lease_token = NULL, response_status_code = $6, last_error = $7, \
+             last_attempt_at = now(), response_ms = $8, response_excerpt = $9 \
+           WHERE id = $1 AND lease_token = $2 AND status = 'pending' \
+           RETURNING id, attempts, endpoint_id, next_attempt_at), \
+         a AS ( \
+           INSERT INTO webhook_attempts (delivery_id, attempt, endpoint_id, attempted_at, \
+             status_code, response_ms, error, excerpt) \
+           SELECT id, attempts, endpoint_id, now(), $6, $8, $7, $9 FROM d) \
+         SELECT next_attempt_at FROM d",
         id,
         token,
         failure.final_now,
@@ -834,13 +854,12 @@ pub async fn record_failure(
         failure.reply.took_ms,
         failure.reply.excerpt.as_deref(),
     )
-    .fetch_optional(&mut *tx)
+    .fetch_optional(&mut *conn)
     .await?;
     let Some(next_attempt_at) = next else {
-        // The claim was lost or the delivery cancelled meanwhile: nothing to count.
         return Ok(None);
     };
-    let status: Option<String> = sqlx::query_scalar!(
+    let endpoint = sqlx::query!(
         "UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1, \
            last_failed_at = now(), \
            suspension_reason = CASE WHEN status = 'active' AND consecutive_failures + 1 >= $2 \
@@ -848,21 +867,30 @@ pub async fn record_failure(
                consecutive_failures + 1, $3::text) \
              ELSE suspension_reason END, \
            status = CASE WHEN consecutive_failures + 1 >= $2 THEN 'suspended' ELSE status END \
-         WHERE id = $1 RETURNING status",
+         WHERE id = $1 \
+         RETURNING status = 'suspended' AS \"suspended!\", consecutive_failures, merchant_id, \
+           environment AS \"environment: Text<Environment>\", url",
         endpoint_id,
         failure.suspend_after,
         failure.error,
     )
-    .fetch_optional(&mut *tx)
+    .fetch_one(&mut *conn)
     .await?;
-    let suspended = status.as_deref() == Some("suspended");
-    if suspended {
-        cancel_pending(&mut tx, endpoint_id, "the endpoint was suspended").await?;
+    if endpoint.suspended {
+        cancel_pending(conn, endpoint_id, "the endpoint was suspended").await?;
     }
-    tx.commit().await?;
     Ok(Some(FailureRecorded {
-        next_attempt_at: if suspended { None } else { next_attempt_at },
-        suspended,
+        next_attempt_at: if endpoint.suspended {
+            None
+        } else {
+            next_attempt_at
+        },
+        suspended_now: endpoint.suspended && was_active,
+        suspended: endpoint.suspended,
+        consecutive_failures: endpoint.consecutive_failures,
+        merchant_id: endpoint.merchant_id,
+        environment: endpoint.environment.into(),
+        url: endpoint.url,
     }))
 }
 
@@ -910,8 +938,20 @@ pub async fn resend(
     delivery_id: Uuid,
     owner: Owner,
 ) -> Result<bool, sqlx::Error> {
+    // A delivered attempt lives only on the delivery's row: kept in its attempts before the
+    // resend's attempt takes its place there.
     let resent = sqlx::query_scalar!(
-        "UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = now(), \
+        "WITH kept AS ( \
+           INSERT INTO webhook_attempts (delivery_id, attempt, endpoint_id, attempted_at, \
+             status_code, response_ms, error, excerpt) \
+           SELECT d.id, d.attempts, d.endpoint_id, d.last_attempt_at, d.response_status_code, \
+             d.response_ms, NULL, d.response_excerpt \
+           FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id \
+           WHERE d.id = $1 AND d.endpoint_id = $2 AND e.merchant_id = $3 \
+             AND e.environment = $4 AND d.status = 'delivered' \
+             AND d.last_attempt_at IS NOT NULL \
+           ON CONFLICT DO NOTHING) \
+         UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = now(), \
            lease_until = NULL, lease_token = NULL \
          FROM webhook_endpoints e \
          WHERE d.id = $1 AND d.endpoint_id = $2 AND e.id = d.endpoint_id \
@@ -1009,6 +1049,92 @@ pub async fn deliveries_by_id(
         "SELECT id, event_id, endpoint_id, status AS \"status: Text<DeliveryStatus>\", attempts, \
          response_status_code FROM webhook_deliveries WHERE id = ANY($1)",
         ids,
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// One attempt of a delivery, as its list shows it.
+#[derive(Clone, Debug)]
+pub struct AttemptRecord {
+    pub attempt: i32,
+    pub attempted_at: DateTime<Utc>,
+    pub status_code: Option<i32>,
+    pub response_ms: Option<i32>,
+    pub error: Option<String>,
+    pub excerpt: Option<String>,
+}
+
+/// Every attempt kept of a delivery, newest first: those in its attempts, and its delivered
+/// last attempt, which is on its row.
+pub async fn attempts_of(
+    pool: &PgPool,
+    delivery_id: Uuid,
+) -> Result<Vec<AttemptRecord>, sqlx::Error> {
+    sqlx::query_as!(
+        AttemptRecord,
+        "SELECT attempt AS \"attempt!\", attempted_at AS \"attempted_at!\", status_code, \
+           response_ms, error, excerpt \
+         FROM ( \
+           SELECT attempt, attempted_at, status_code, response_ms, error, excerpt \
+           FROM webhook_attempts WHERE delivery_id = $1 \
+           UNION ALL \
+           SELECT attempts, last_attempt_at, response_status_code, response_ms, NULL, \
+             response_excerpt \
+           FROM webhook_deliveries \
+           WHERE id = $1 AND status = 'delivered' AND last_attempt_at IS NOT NULL \
+         ) tries ORDER BY attempt DESC",
+        delivery_id,
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// An endpoint's attempts in one period of its health view, or in all of it (`starts_at`
+/// None).
+#[derive(Clone, Debug)]
+pub struct HealthBucket {
+    pub starts_at: Option<DateTime<Utc>>,
+    pub succeeded: i64,
+    pub failed: i64,
+    /// Median and 95th percentile of the time to an answer, in milliseconds.
+    pub median_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+}
+
+/// The endpoint's attempts since `since`, in periods of `period` from `since`, oldest first
+/// (periods without attempts are left out), then the whole span's. Delivered attempts are
+/// read from deliveries made within `lookback` before `since` (a delivery's retries end within
+/// two hours; a resend of an older delivery is left out of the view).
+pub async fn endpoint_health(
+    pool: &PgPool,
+    endpoint_id: Uuid,
+    since: DateTime<Utc>,
+    period: Duration,
+    lookback: Duration,
+) -> Result<Vec<HealthBucket>, sqlx::Error> {
+    sqlx::query_as!(
+        HealthBucket,
+        "WITH tries AS ( \
+           SELECT last_attempt_at AS at, response_ms, true AS ok FROM webhook_deliveries \
+           WHERE endpoint_id = $1 AND status = 'delivered' \
+             AND created_at >= $2::timestamptz - make_interval(secs => $4::float8 / 1000) \
+             AND last_attempt_at >= $2::timestamptz \
+           UNION ALL \
+           SELECT attempted_at, response_ms, coalesce(status_code BETWEEN 200 AND 299, false) \
+           FROM webhook_attempts WHERE endpoint_id = $1 AND attempted_at >= $2) \
+         SELECT date_bin(make_interval(secs => $3::float8 / 1000), at, $2) AS starts_at, \
+           count(*) FILTER (WHERE ok) AS \"succeeded!\", \
+           count(*) FILTER (WHERE NOT ok) AS \"failed!\", \
+           percentile_cont(0.5) WITHIN GROUP (ORDER BY response_ms) AS median_ms, \
+           percentile_cont(0.95) WITHIN GROUP (ORDER BY response_ms) AS p95_ms \
+         FROM tries \
+         GROUP BY GROUPING SETS ((date_bin(make_interval(secs => $3::float8 / 1000), at, $2)), ()) \
+         ORDER BY 1 NULLS LAST",
+        endpoint_id,
+        since,
+        period.as_millis() as f64,
+        lookback.as_millis() as f64,
     )
     .fetch_all(pool)
     .await

@@ -18,9 +18,11 @@ pub struct Received {
 }
 
 impl Received {
-    /// The value of header `name` (first occurrence).
+    /// The value of header `name` (first occurrence), unfolded (RFC 5322 section 2.2.3: a
+    /// long header goes on over lines that start with white space).
     pub fn header(&self, name: &str) -> Option<String> {
         let head = self.data.split("\r\n\r\n").next().unwrap_or_default();
+        let head = head.replace("\r\n ", " ").replace("\r\n\t", "\t");
         head.split("\r\n").find_map(|line| {
             let (key, value) = line.split_once(':')?;
             key.eq_ignore_ascii_case(name)

@@ -21,4 +21,5 @@ mod respond;
 pub(crate) mod sandbox;
 pub(crate) mod second_factor;
 pub(crate) mod team;
+mod webhook_health;
 pub(crate) mod webhooks;

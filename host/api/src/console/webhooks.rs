@@ -12,11 +12,12 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::respond::{SessionBar, field, message, page, permitted_form, see_other, signed_in};
+use super::webhook_health::HealthView;
 use crate::state::AppState;
 use courier_core::auth::ConsoleSession;
 use courier_core::webhooks::{
-    DeliveryDetail, DeliveryRecord, Endpoint, LogSearch, MAX_OVERLAP, Owner, Recovery, TestEvent,
-    WebhookError,
+    AttemptRecord, DeliveryDetail, DeliveryRecord, Endpoint, FailureWarning, LogSearch,
+    MAX_OVERLAP, Owner, Recovery, TestEvent, WebhookError,
 };
 use courier_domain::event::EventName;
 use courier_domain::team::Permission;
@@ -355,6 +356,9 @@ struct WebhookPage {
     notice: Option<String>,
     /// The settings form: as sent and refused, or the endpoint's own.
     edit: EditForm,
+    /// Failing often enough to be warned about: how often, and when it is suspended.
+    warning: Option<FailureWarning>,
+    health: HealthView,
     /// What a test event may be named.
     event_names: Vec<&'static str>,
 }
@@ -441,12 +445,13 @@ async fn endpoint_log_page(
         reference: (!filter.reference.is_empty()).then_some(filter.reference.as_str()),
         before: filter.before,
     };
-    // Two independent reads, on two connections at once.
+    // Independent reads, on connections of their own at once.
     let read = tokio::try_join!(
         endpoints.list(owner(session)),
         endpoints.delivery_log(owner(session), id, &search),
+        endpoints.health(owner(session), id, Utc::now()),
     );
-    let (listed, (deliveries, more)) = match read {
+    let (listed, (deliveries, more), health) = match read {
         Ok(read) => read,
         Err(error) => return refused(session, error),
     };
@@ -463,6 +468,7 @@ async fn endpoint_log_page(
         }
         link
     });
+    let warning = endpoints.failure_warning(endpoint);
     let facts = EndpointFacts::from(endpoint);
     let (status_code, edit) = match shown.refused_edit {
         Some(form) => (StatusCode::UNPROCESSABLE_ENTITY, form),
@@ -492,6 +498,8 @@ async fn endpoint_log_page(
             secret: shown.secret,
             notice: shown.notice,
             edit,
+            warning,
+            health: HealthView::of(&health),
             event_names: EventName::ALL.iter().map(|e| e.as_str()).collect(),
         }
         .render(),
@@ -503,7 +511,7 @@ async fn endpoint_log_page(
     path = "/console/webhooks/{id}",
     operation_id = "consoleWebhook",
     tag = "console",
-    summary = "An endpoint: its status, its delivery log (event, status, attempts, response, error; 50 a page, newest first), and its forms",
+    summary = "An endpoint: its status (with a warning once it fails often enough to be suspended soon), its health over the last day (attempts per hour, succeeded and failed, and time to answer, drawn and tabled), its delivery log (event, status, attempts, response, error; 50 a page, newest first), and its forms",
     security(()),
     params(
         ("id" = String, Path, description = "The endpoint's id"),
@@ -712,6 +720,35 @@ impl From<&DeliveryDetail> for DeliveryDetailFacts {
     }
 }
 
+/// One attempt as the delivery's page lists it.
+struct AttemptFacts {
+    number: i32,
+    at: String,
+    succeeded: bool,
+    response: String,
+    took: String,
+    error: String,
+    excerpt: Option<String>,
+}
+
+impl From<&AttemptRecord> for AttemptFacts {
+    fn from(a: &AttemptRecord) -> Self {
+        AttemptFacts {
+            number: a.attempt,
+            at: when(Some(a.attempted_at)),
+            succeeded: a.error.is_none() && a.status_code.is_some_and(|s| (200..300).contains(&s)),
+            response: a
+                .status_code
+                .map_or_else(|| "—".to_owned(), |s| s.to_string()),
+            took: a
+                .response_ms
+                .map_or_else(|| "—".to_owned(), |ms| format!("{ms} ms")),
+            error: a.error.clone().unwrap_or_default(),
+            excerpt: a.excerpt.clone().filter(|e| !e.is_empty()),
+        }
+    }
+}
+
 #[derive(Template)]
 #[template(path = "console/webhook_delivery.html")]
 struct DeliveryPage {
@@ -720,6 +757,10 @@ struct DeliveryPage {
     endpoint_id: Uuid,
     url: String,
     delivery: DeliveryDetailFacts,
+    /// Every attempt kept, newest first.
+    attempts: Vec<AttemptFacts>,
+    /// Attempts made but not kept (made before attempts were recorded one by one).
+    unlisted: i32,
 }
 
 #[utoipa::path(
@@ -727,7 +768,7 @@ struct DeliveryPage {
     path = "/console/webhooks/{id}/deliveries/{delivery}",
     operation_id = "consoleWebhookDelivery",
     tag = "console",
-    summary = "One delivery: the request as sent (method, URL, headers, body) and what its last attempt heard back (status, time to answer, the start of the answer, the error)",
+    summary = "One delivery: the request as sent (method, URL, headers, body), what its last attempt heard back (status, time to answer, the start of the answer, the error), and every attempt with its answer",
     security(()),
     params(
         ("id" = String, Path, description = "The endpoint's id"),
@@ -753,13 +794,12 @@ pub async fn delivery_page(
     else {
         return no_such_endpoint(&session);
     };
-    let delivery = match state
-        .webhooks
-        .endpoints()
-        .delivery(owner(&session), endpoint_id, delivery_id)
-        .await
-    {
-        Ok(delivery) => delivery,
+    let endpoints = state.webhooks.endpoints();
+    let (delivery, attempts) = match tokio::try_join!(
+        endpoints.delivery(owner(&session), endpoint_id, delivery_id),
+        endpoints.attempts(owner(&session), endpoint_id, delivery_id),
+    ) {
+        Ok(read) => read,
         Err(error) => return refused(&session, error),
     };
     page(
@@ -769,6 +809,8 @@ pub async fn delivery_page(
             csrf: session.csrf_token.clone(),
             endpoint_id,
             url: delivery.url.clone(),
+            unlisted: (delivery.attempts - attempts.len() as i32).max(0),
+            attempts: attempts.iter().map(AttemptFacts::from).collect(),
             delivery: DeliveryDetailFacts::from(&delivery),
         }
         .render(),

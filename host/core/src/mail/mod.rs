@@ -31,6 +31,8 @@ pub enum MailKind {
     Invitation,
     PasswordReset,
     OwnerNotice,
+    /// To the people who manage a merchant's webhooks: an endpoint is failing, or suspended.
+    WebhookNotice,
 }
 
 impl MailKind {
@@ -39,6 +41,7 @@ impl MailKind {
             MailKind::Invitation => "invitation",
             MailKind::PasswordReset => "password_reset",
             MailKind::OwnerNotice => "owner_notice",
+            MailKind::WebhookNotice => "webhook_notice",
         }
     }
 }
@@ -87,6 +90,29 @@ impl Outbox {
         )
         .await?;
         Ok(true)
+    }
+
+    /// Owes each member of `merchant_id` whose role may `permission` a mail of `kind`.
+    pub async fn tell_members_who_may(
+        &self,
+        conn: &mut PgConnection,
+        merchant_id: Uuid,
+        permission: courier_domain::team::Permission,
+        kind: MailKind,
+        (subject, body): (&str, &str),
+    ) -> Result<(), sqlx::Error> {
+        if !self.relay {
+            return Ok(());
+        }
+        let roles: Vec<&str> = courier_domain::team::Role::ALL
+            .iter()
+            .filter(|role| role.may(permission))
+            .map(|role| role.as_str())
+            .collect();
+        for to in store::addresses_with_roles(conn, merchant_id, &roles).await? {
+            self.write(conn, &to, kind, (subject, body)).await?;
+        }
+        Ok(())
     }
 
     /// Owes each owner of `merchant_id` a notice.

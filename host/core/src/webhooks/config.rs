@@ -23,6 +23,14 @@ pub struct WebhookConfig {
           env = "COURIER_WEBHOOK_SUSPEND_AFTER", default_value = "20",
           value_parser = settings::positive_i32)]
     pub suspend_after: i32,
+    /// Consecutive failed attempts after which the people who manage a merchant's webhooks
+    /// (owners, admins, developers) are mailed that the endpoint is failing, and its console
+    /// pages warn, before it is suspended; at or past `COURIER_WEBHOOK_SUSPEND_AFTER` there is
+    /// no warning (the suspension is still mailed).
+    #[arg(id = "webhook-warn-after", long = "webhook-warn-after",
+          env = "COURIER_WEBHOOK_WARN_AFTER", default_value = "10",
+          value_parser = settings::positive_i32)]
+    pub warn_after: i32,
     /// Attempts per delivery, the first included (the spec's ten; not configurable).
     #[arg(skip = 10_i32)]
     pub max_attempts: i32,

@@ -94,6 +94,8 @@ struct Inner {
     due: Notify,
     /// Attempts run as parts of the workers: the stop waits for those in flight.
     workers: Workers,
+    /// Mail owed when an endpoint keeps failing.
+    notices: super::notices::FailureNotices,
 }
 
 impl Dispatcher {
@@ -132,8 +134,18 @@ impl Dispatcher {
                 successes,
                 due: Notify::new(),
                 workers,
+                notices: super::notices::FailureNotices::default(),
             }),
         }
+    }
+
+    /// Owes mail, as `notices` say, when an endpoint keeps failing. Before the dispatcher is
+    /// shared.
+    pub fn with_notices(mut self, notices: super::notices::FailureNotices) -> Self {
+        Arc::get_mut(&mut self.inner)
+            .expect("the dispatcher is not shared yet")
+            .notices = notices;
+        self
     }
 
     fn lease_ms(&self) -> i64 {
@@ -400,18 +412,23 @@ impl Dispatcher {
                     retry_after: Backoff::new(inner.config.retry_base).wait_after(attempt),
                     suspend_after: inner.config.suspend_after,
                 };
-                let recorded = store::record_failure(
-                    &inner.pool,
-                    job.id,
-                    job.endpoint_id,
-                    job.token,
-                    &failure,
-                )
-                .await?;
-                if let Some(at) = recorded.and_then(|r| r.next_attempt_at) {
+                let mut tx = inner.pool.begin().await?;
+                let recorded =
+                    store::record_failure(&mut tx, job.id, job.endpoint_id, job.token, &failure)
+                        .await?;
+                let Some(recorded) = recorded else {
+                    // The claim was lost or the delivery cancelled meanwhile: nothing to count.
+                    return Ok(());
+                };
+                inner
+                    .notices
+                    .owed(&mut tx, job.endpoint_id, &recorded, &error)
+                    .await?;
+                tx.commit().await?;
+                if let Some(at) = recorded.next_attempt_at {
                     self.wake_at(at);
                 }
-                if recorded.is_some_and(|r| r.suspended) {
+                if recorded.suspended_now {
                     tracing::warn!(endpoint = %job.endpoint_id, "webhook endpoint suspended");
                 }
                 Ok(())

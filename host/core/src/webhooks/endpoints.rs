@@ -1,6 +1,6 @@
 //! The merchant-facing operations on webhook endpoints.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, DurationRound, Utc};
 use reqwest::Url;
 use serde::Serialize;
 use serde_json::Value;
@@ -193,6 +193,31 @@ pub struct Endpoints {
     allow_private: bool,
     /// `COURIER_WEBHOOK_MAX_ENDPOINTS`: endpoints per merchant and environment.
     max_endpoints: i32,
+    /// `COURIER_WEBHOOK_WARN_AFTER` and `COURIER_WEBHOOK_SUSPEND_AFTER`.
+    warn_after: i32,
+    suspend_after: i32,
+}
+
+/// How an endpoint's deliveries went over the last day, hour by hour (see [`Endpoints::health`]).
+#[derive(Clone, Debug)]
+pub struct Health {
+    /// The start of the first hour: the hour 23 hours before the current one.
+    pub since: DateTime<Utc>,
+    /// One per hour, oldest first, the current (partial) hour last: 24 in all.
+    pub hours: Vec<store::HealthBucket>,
+    /// The whole day's.
+    pub day: store::HealthBucket,
+}
+
+/// Hours in the health view.
+pub const HEALTH_HOURS: i64 = 24;
+
+/// Whether an endpoint is failing often enough to be warned about, and how close it is to
+/// suspension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FailureWarning {
+    pub failures: i32,
+    pub suspend_after: i32,
 }
 
 impl Endpoints {
@@ -202,7 +227,80 @@ impl Endpoints {
             cipher,
             allow_private: config.allow_private,
             max_endpoints: config.max_endpoints,
+            warn_after: config.warn_after,
+            suspend_after: config.suspend_after,
         }
+    }
+
+    /// The warning an active endpoint's pages show once its consecutive failures reach
+    /// `COURIER_WEBHOOK_WARN_AFTER` (when its developers are mailed), before it is suspended.
+    pub fn failure_warning(&self, endpoint: &Endpoint) -> Option<FailureWarning> {
+        (endpoint.status == EndpointStatus::Active
+            && self.warn_after < self.suspend_after
+            && endpoint.consecutive_failures >= self.warn_after)
+            .then_some(FailureWarning {
+                failures: endpoint.consecutive_failures,
+                suspend_after: self.suspend_after,
+            })
+    }
+
+    /// The owner's endpoint's attempts over the last 24 hours (the current one and the 23
+    /// whole hours before it), hour by hour: how many succeeded and failed, and how long the
+    /// receiver took to answer.
+    pub async fn health(
+        &self,
+        owner: Owner,
+        id: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Health, WebhookError> {
+        if !store::endpoint_exists(&self.pool, id, owner).await? {
+            return Err(WebhookError::NotFound);
+        }
+        let hour = chrono::Duration::hours(1);
+        let current = now.duration_trunc(hour).unwrap_or(now);
+        let since = current - hour * (HEALTH_HOURS as i32 - 1);
+        let rows = store::endpoint_health(
+            &self.pool,
+            id,
+            since,
+            std::time::Duration::from_secs(3600),
+            std::time::Duration::from_secs(2 * 3600),
+        )
+        .await?;
+        let empty = |starts_at| store::HealthBucket {
+            starts_at,
+            succeeded: 0,
+            failed: 0,
+            median_ms: None,
+            p95_ms: None,
+        };
+        let hours = (0..HEALTH_HOURS)
+            .map(|n| {
+                let starts = since + hour * n as i32;
+                rows.iter()
+                    .find(|row| row.starts_at == Some(starts))
+                    .cloned()
+                    .unwrap_or_else(|| empty(Some(starts)))
+            })
+            .collect();
+        let day = rows
+            .iter()
+            .find(|row| row.starts_at.is_none())
+            .cloned()
+            .unwrap_or_else(|| empty(None));
+        Ok(Health { since, hours, day })
+    }
+
+    /// Every attempt kept of the owner's endpoint's delivery, newest first.
+    pub async fn attempts(
+        &self,
+        owner: Owner,
+        endpoint_id: Uuid,
+        delivery_id: Uuid,
+    ) -> Result<Vec<store::AttemptRecord>, WebhookError> {
+        // Whose it is first: the attempts are read by the delivery's id alone.
+        self.delivery(owner, endpoint_id, delivery_id).await?;
+        Ok(store::attempts_of(&self.pool, delivery_id).await?)
     }
 
     /// Registers an endpoint from the request body `{url, events, description}`.

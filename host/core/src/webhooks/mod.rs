@@ -15,6 +15,7 @@ mod config;
 mod delivery;
 mod endpoints;
 mod fanout;
+mod notices;
 mod round;
 mod schedule;
 mod secret;
@@ -34,11 +35,12 @@ use tokio_util::sync::CancellationToken;
 pub use client::ClientError;
 pub use config::WebhookConfig;
 use courier_store::webhooks as store;
-pub use courier_store::webhooks::{DeliveryDetail, LogSearch, Owner};
+pub use courier_store::webhooks::{AttemptRecord, DeliveryDetail, HealthBucket, LogSearch, Owner};
 pub use endpoints::{
-    DeliveryRecord, Endpoint, Endpoints, JobEvent, JobEventDelivery, MAX_OVERLAP, Recovery,
-    TestEvent, WebhookError,
+    DeliveryRecord, Endpoint, Endpoints, FailureWarning, HEALTH_HOURS, Health, JobEvent,
+    JobEventDelivery, MAX_OVERLAP, Recovery, TestEvent, WebhookError,
 };
+pub use notices::FailureNotices;
 
 use crate::events::FanOutWakeup;
 use crate::infra::secrets::SecretKey;
@@ -74,6 +76,8 @@ pub struct Webhooks {
     /// Woken by this process's event recorders; wakes the fan-out.
     wakeup: FanOutWakeup,
     endpoints: Endpoints,
+    /// Mail owed when an endpoint keeps failing.
+    notices: FailureNotices,
 }
 
 impl std::fmt::Debug for Webhooks {
@@ -85,13 +89,22 @@ impl std::fmt::Debug for Webhooks {
 }
 
 impl Webhooks {
+    /// `mail`: the outbox and the service's public URL, for mail to a merchant's developers
+    /// when an endpoint keeps failing.
     pub fn new(
         pool: PgPool,
         key: &SecretKey,
         config: WebhookConfig,
+        (outbox, public_url): (crate::mail::Outbox, String),
     ) -> Result<Arc<Self>, WebhookStartError> {
         let cipher = SecretCipher::new(key);
         Ok(Arc::new(Self {
+            notices: FailureNotices::new(
+                outbox,
+                public_url,
+                config.warn_after,
+                config.suspend_after,
+            ),
             client: client::WebhookClient::new(&config)?,
             endpoints: Endpoints::new(pool.clone(), cipher.clone(), &config),
             cipher,
@@ -137,7 +150,8 @@ impl Webhooks {
             self.cipher.clone(),
             self.config.clone(),
             workers.clone(),
-        );
+        )
+        .with_notices(self.notices.clone());
         let lease_ms = self.config.lease().as_millis() as i64;
         let fan_out = FanOut {
             pool: workers_pool,
