@@ -321,6 +321,37 @@ async fn merchant_keys_and_settings_through_the_cli_are_audited() {
             .contains("/console/password-reset/"),
         "{reset}"
     );
+    // An operator's invitation: printed likewise, for the operator console; the audit trail
+    // names who invited.
+    let operator: Value = serde_json::from_str(&succeed(run(&[
+        "operator",
+        "invite",
+        "--email",
+        "ops@cli.example",
+        "--role",
+        "finance",
+        "--operator",
+        "carol",
+    ])))
+    .unwrap();
+    assert_eq!(operator["role"], "finance");
+    assert!(
+        operator["invitation_url"]
+            .as_str()
+            .unwrap()
+            .contains("/ops/invitations/"),
+        "{operator}"
+    );
+    let wrong_role = run(&[
+        "operator",
+        "invite",
+        "--email",
+        "x@cli.example",
+        "--role",
+        "owner",
+    ]);
+    assert!(!wrong_role.status.success());
+    assert!(String::from_utf8_lossy(&wrong_role.stderr).contains("not an operator role"));
     let stranger = run(&["person", "password-reset", "--email", "who@cli.example"]);
     assert!(!stranger.status.success());
     assert!(String::from_utf8_lossy(&stranger.stderr).contains("no account has the address"));

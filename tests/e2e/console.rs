@@ -610,7 +610,11 @@ async fn a_sign_in_sent_from_another_site_is_refused() {
         }
     };
     let merchant_form = vec![("email", email), ("password", PASSWORD.to_owned())];
-    let operator_form = vec![("token", crate::support::ADMIN_TOKEN.to_owned())];
+    crate::ops_console::operator(&app, "forged@ops.example", "viewer").await;
+    let operator_form = vec![
+        ("email", "forged@ops.example".to_owned()),
+        ("password", PASSWORD.to_owned()),
+    ];
     for (path, form) in [
         ("/console/sign-in", merchant_form),
         ("/ops/sign-in", operator_form),

@@ -394,8 +394,50 @@ async fn an_operator_uses_the_operator_console_in_a_browser() {
     client.goto(&app.url("/ops/")).await.unwrap();
     arrives_at(&browser, "/ops/sign-in").await;
     looked_at(&browser, "ops-sign-in.png").await;
-    fill(&browser, "token", crate::support::ADMIN_TOKEN).await;
+    // An operator invited through the operator API joins through the link, signs in, and
+    // sets up the second factor that every operator has.
+    let invitation = crate::ops_console::invite_operator(app, "vera@ops.example", "admin").await;
+    let token = invitation["invitation_url"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    client
+        .goto(&app.url(&format!("/ops/invitations/{token}")))
+        .await
+        .unwrap();
+    looked_at(&browser, "ops-invitation.png").await;
+    fill(&browser, "name", "Vera Operator").await;
+    fill(&browser, "password", crate::console::PASSWORD).await;
+    fill(&browser, "password_again", crate::console::PASSWORD).await;
     click(&browser, "form.sign-in button").await;
+    arrives_at(&browser, "/ops/sign-in").await;
+    fill(&browser, "email", "vera@ops.example").await;
+    fill(&browser, "password", crate::console::PASSWORD).await;
+    click(&browser, "form.sign-in button").await;
+    arrives_at(&browser, "/ops/second-factor").await;
+    looked_at(&browser, "ops-second-factor.png").await;
+    let key = browser.text("totp-key").await;
+    fill(&browser, "code", &crate::second_factor::code(&key, 0)).await;
+    click(&browser, "form.sign-in button").await;
+    browser
+        .wait_until("the recovery codes", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("Your recovery codes"))
+        })
+        .await;
+    looked_at(&browser, "ops-recovery-codes.png").await;
+    client
+        .find(Locator::LinkText("Go on to the console"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     arrives_at(&browser, "/ops/markets").await;
     looked_at(&browser, "ops-markets.png").await;
 

@@ -1,20 +1,19 @@
-//! The operator console over HTTP, as a browser without JavaScript uses it: sign-in with an
-//! operator token, a price-book comparison whose numbers and histogram match the API's
-//! comparison, an activation from the console seen by the next quote, the audit trail; and its
-//! security: the session cookie's flags, a form without its CSRF token, a session whose token
-//! is no longer configured, the failure budget.
+//! The operator console over HTTP, as a browser without JavaScript uses it: operators invited,
+//! joining, setting up their second factor and signing in with it; roles enforced; a
+//! price-book comparison whose numbers and histogram match the API's comparison, an activation
+//! from the console seen by the next quote, the audit trail naming the operator; and its
+//! security: the session cookie's flags, a form without its CSRF token, a session whose person
+//! is no longer an operator, the failure budgets, and a listener of its own.
 
 use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::console::{Page, Visitor, csrf_of};
+use crate::console::{PASSWORD, Page, Visitor, csrf_of};
 use crate::quotes::{Quoting, journey, upload_dearer_book};
-use crate::support::{ADMIN_TOKEN, Authed, MerchantCredentials, TestApp, status_and_json};
-use courier_core::auth::failures::AddressBudget;
-use courier_core::auth::operator_sessions::OperatorSessions;
-use courier_core::auth::operators::{OperatorToken, OperatorTokens};
+use crate::second_factor::code;
+use crate::support::{Authed, MerchantCredentials, TestApp, status_and_json};
 
 /// The text of the element with `id` on a page.
 fn text_of(body: &str, id: &str) -> String {
@@ -56,13 +55,82 @@ fn bins(body: &str) -> Vec<(String, i64, i64, u64)> {
         .collect()
 }
 
-pub(crate) async fn signed_in(app: &TestApp) -> Visitor {
+/// Invites `email` to be an operator with `role` through the operator API: the invitation.
+pub(crate) async fn invite_operator(app: &TestApp, email: &str, role: &str) -> Value {
+    let (status, invitation) = status_and_json(
+        app.admin(Method::POST, "/operators/invitations")
+            .json(&serde_json::json!({"email": email, "role": role}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{invitation}");
+    invitation
+}
+
+/// The path of an invitation's link.
+fn invitation_path(invitation: &Value) -> String {
+    let url = invitation["invitation_url"].as_str().unwrap();
+    format!("/ops/invitations/{}", url.rsplit('/').next().unwrap())
+}
+
+/// Makes `email` an operator with `role`, its password [`PASSWORD`].
+pub(crate) async fn operator(app: &TestApp, email: &str, role: &str) {
+    let invitation = invite_operator(app, email, role).await;
+    let joined = Visitor::new(app)
+        .post(
+            &invitation_path(&invitation),
+            &[
+                ("name", "Olga Operator"),
+                ("password", PASSWORD),
+                ("password_again", PASSWORD),
+            ],
+        )
+        .await;
+    assert_eq!(joined.status, 303, "{}", joined.body);
+}
+
+/// The key on a second factor's setup page.
+fn key_on(page: &Page) -> String {
+    let at = page.body.find("<code id=\"totp-key\">").expect("the key") + 20;
+    page.body[at..].split('<').next().unwrap().to_owned()
+}
+
+/// A new operator `email` with `role`, signed in: password, then the second factor set up.
+/// Answers the browser and the authenticator app's key.
+pub(crate) async fn operator_signed_in(
+    app: &TestApp,
+    email: &str,
+    role: &str,
+) -> (Visitor, String) {
+    operator(app, email, role).await;
     let mut visitor = Visitor::new(app);
     let page = visitor
-        .post("/ops/sign-in", &[("token", ADMIN_TOKEN)])
+        .post("/ops/sign-in", &[("email", email), ("password", PASSWORD)])
         .await;
-    assert_eq!(page.status, 303, "{}", page.body);
-    visitor
+    assert_eq!(
+        (page.status, page.location.as_deref()),
+        (303, Some("/ops/second-factor")),
+        "{}",
+        page.body
+    );
+    let setup = visitor.get("/ops/second-factor").await;
+    let key = key_on(&setup);
+    let on = visitor
+        .post(
+            "/ops/second-factor/confirm",
+            &[("csrf", &csrf_of(&setup.body)), ("code", &code(&key, 0))],
+        )
+        .await;
+    assert_eq!(on.status, 200, "{}", on.body);
+    (visitor, key)
+}
+
+/// An admin operator of their own, signed in.
+pub(crate) async fn signed_in(app: &TestApp) -> Visitor {
+    let email = format!("admin-{}@ops.example", uuid::Uuid::new_v4().simple());
+    operator_signed_in(app, &email, "admin").await.0
 }
 
 async fn api_comparison(app: &TestApp, upload: i64) -> Value {
@@ -90,7 +158,10 @@ async fn an_operator_compares_activates_and_finds_it_in_the_audit_trail() {
     }
     let upload = upload_dearer_book(app, 400).await;
 
-    // Signed out, every page leads to the sign-in form; a wrong token is refused.
+    // Signed out, every page leads to the sign-in form; a wrong password is refused.
+    let (mut first, key) = operator_signed_in(app, "ana@ops.example", "admin").await;
+    let csrf = csrf_of(&first.get("/ops/markets").await.body);
+    first.post("/ops/sign-out", &[("csrf", &csrf)]).await;
     let mut visitor = Visitor::new(app);
     let page = visitor.get("/ops/markets").await;
     assert_eq!(
@@ -98,20 +169,57 @@ async fn an_operator_compares_activates_and_finds_it_in_the_audit_trail() {
         (303, Some("/ops/sign-in"))
     );
     let page = visitor
-        .post("/ops/sign-in", &[("token", "not-an-operator-token")])
+        .post(
+            "/ops/sign-in",
+            &[
+                ("email", "ana@ops.example"),
+                ("password", "not her password"),
+            ],
+        )
         .await;
     assert_eq!(page.status, 401);
-    assert!(page.body.contains("not an operator token in use"));
+    assert!(page.body.contains("do not match an operator"));
     assert!(visitor.cookie.is_none());
-    let page = visitor.post("/ops/sign-in", &[("token", "")]).await;
+    let page = visitor
+        .post(
+            "/ops/sign-in",
+            &[("email", "ana@ops.example"), ("password", "")],
+        )
+        .await;
     assert_eq!(page.status, 400);
 
+    // The password, then the code: nothing opens in between.
     let page = visitor
-        .post("/ops/sign-in", &[("token", ADMIN_TOKEN)])
+        .post(
+            "/ops/sign-in",
+            &[("email", "ana@ops.example"), ("password", PASSWORD)],
+        )
         .await;
     assert_eq!(
         (page.status, page.location.as_deref()),
-        (303, Some("/ops/markets"))
+        (303, Some("/ops/sign-in/code"))
+    );
+    let waiting = visitor.get("/ops/markets").await;
+    assert_eq!(waiting.location.as_deref(), Some("/ops/sign-in/code"));
+    let form = visitor.get("/ops/sign-in/code").await;
+    let wrong = visitor
+        .post(
+            "/ops/sign-in/code",
+            &[("csrf", &csrf_of(&form.body)), ("code", "000000")],
+        )
+        .await;
+    assert_eq!(wrong.status, 401, "{}", wrong.body);
+    let page = visitor
+        .post(
+            "/ops/sign-in/code",
+            &[("csrf", &csrf_of(&form.body)), ("code", &code(&key, 30))],
+        )
+        .await;
+    assert_eq!(
+        (page.status, page.location.as_deref()),
+        (303, Some("/ops/markets")),
+        "{}",
+        page.body
     );
     let cookie = page.set_cookie.unwrap();
     for flag in ["HttpOnly", "SameSite=Strict", "Path=/ops"] {
@@ -246,14 +354,14 @@ async fn an_operator_compares_activates_and_finds_it_in_the_audit_trail() {
     let page = visitor.get("/ops/audit?action=price_book.activated").await;
     assert_eq!(page.status, 200);
     let table = page.body.split("<table id=\"audit\">").nth(1).unwrap();
-    assert!(table.contains("<td>admin</td>"), "{table}");
+    assert!(table.contains("<td>ana@ops.example</td>"), "{table}");
     assert!(table.contains(&format!("demo/{upload}")), "{table}");
-    // The wrong token tried at the start is there too, without the token.
+    // The wrong password tried at the start is there too, without the password.
     let page = visitor
         .get("/ops/audit?action=operator.sign_in_failed")
         .await;
     assert!(page.body.contains("client_address"), "{}", page.body);
-    assert!(!page.body.contains("not-an-operator-token"));
+    assert!(!page.body.contains("not her password"));
     let page = visitor.get("/ops/audit?action=no.such.action").await;
     assert_eq!(page.status, 422);
     let page = visitor.get("/ops/audit?operator=nobody").await;
@@ -284,7 +392,7 @@ fn upload_form(csrf: &str, component: Vec<u8>, settings: &str) -> reqwest::multi
 #[tokio::test]
 async fn an_operator_uploads_a_price_book_from_the_console() {
     let app = TestApp::spawn().await;
-    let mut visitor = signed_in(&app).await;
+    let mut visitor = operator_signed_in(&app, "ana@ops.example", "admin").await.0;
     let page = visitor.get("/ops/markets/demo/price-books").await;
     assert_eq!(page.status, 200);
     assert!(page.body.contains("enctype=\"multipart/form-data\""));
@@ -365,39 +473,41 @@ async fn an_operator_uploads_a_price_book_from_the_console() {
     assert!(page.body.contains(&format!("Activate upload {version}")));
     let audit = visitor.get("/ops/audit?action=price_book.uploaded").await;
     let table = audit.body.split("<table id=\"audit\">").nth(1).unwrap();
-    assert!(table.contains("<td>admin</td>"), "{table}");
+    assert!(table.contains("<td>ana@ops.example</td>"), "{table}");
     assert!(table.contains(&format!("demo/{version}")), "{table}");
     app.stop().await;
 }
 
 #[tokio::test]
-async fn a_session_ends_with_its_token_and_sign_ins_spend_the_failure_budget() {
-    let app = TestApp::spawn_with(|name| {
-        (name == "COURIER_OPERATOR_FAILURE_LIMIT").then(|| "3".to_owned())
-    })
-    .await;
-    let visitor = signed_in(&app).await;
+async fn a_session_ends_when_its_person_stops_being_an_operator_and_sign_ins_spend_budgets() {
+    let app =
+        TestApp::spawn_with(|name| (name == "COURIER_AUTH_FAILURE_LIMIT").then(|| "3".to_owned()))
+            .await;
+    let (mut visitor, _) = operator_signed_in(&app, "bo@ops.example", "viewer").await;
+    assert_eq!(visitor.get("/ops/markets").await.status, 200);
     let cookie = visitor.cookie.clone().unwrap();
-    let token = cookie.split_once('=').unwrap().1;
+    let token = cookie.split_once('=').unwrap().1.to_owned();
 
-    // The session stands while its operator token is configured, and not once it is gone
-    // (the service restarted with other tokens), nor for another operator's token.
-    let sessions = OperatorSessions::new(app.pool().await, Duration::from_secs(60));
-    let budget = || AddressBudget::new(10, Duration::from_secs(60));
-    let configured = OperatorTokens::new(Some(ADMIN_TOKEN), &[], budget());
-    let found = sessions.find(token, &configured).await.unwrap().unwrap();
-    assert_eq!(found.operator.name, "admin");
-    let rotated = OperatorTokens::new(Some("a-new-admin-token-0123456789"), &[], budget());
-    assert!(sessions.find(token, &rotated).await.unwrap().is_none());
-    let renamed = OperatorTokens::new(
-        None,
-        &[OperatorToken {
-            name: "mallory".into(),
-            token: ADMIN_TOKEN.into(),
-        }],
-        budget(),
+    // No longer an operator: the session opens nothing.
+    sqlx::query(
+        "DELETE FROM operator_members WHERE person_id = \
+         (SELECT id FROM people WHERE email_key = 'bo@ops.example')",
+    )
+    .execute(&app.pool().await)
+    .await
+    .unwrap();
+    assert_eq!(
+        visitor.get("/ops/markets").await.location.as_deref(),
+        Some("/ops/sign-in")
     );
-    assert!(sessions.find(token, &renamed).await.unwrap().is_none());
+    let page = visitor
+        .post(
+            "/ops/sign-in",
+            &[("email", "bo@ops.example"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(page.status, 403);
+    assert!(page.body.contains("not an operator"), "{}", page.body);
 
     // A merchant console cookie is no operator session.
     let mut merchant = Visitor::new(&app);
@@ -407,17 +517,252 @@ async fn a_session_ends_with_its_token_and_sign_ins_spend_the_failure_budget() {
         Some("/ops/sign-in")
     );
 
-    // Three failures from one address, then even the right token waits.
+    // Three failures from one address, then even the right password waits.
+    operator(&app, "cy@ops.example", "viewer").await;
     let mut guesser = Visitor::new(&app);
     for _ in 0..3 {
-        let page = guesser.post("/ops/sign-in", &[("token", "guess")]).await;
+        let page = guesser
+            .post(
+                "/ops/sign-in",
+                &[("email", "cy@ops.example"), ("password", "a guess at it")],
+            )
+            .await;
         assert_eq!(page.status, 401);
     }
     let page = guesser
-        .post("/ops/sign-in", &[("token", ADMIN_TOKEN)])
+        .post(
+            "/ops/sign-in",
+            &[("email", "cy@ops.example"), ("password", PASSWORD)],
+        )
         .await;
     assert_eq!(page.status, 429);
-    assert!(page.body.contains("Too many attempts"));
+    app.stop().await;
+}
+
+/// Operators are invited through the operator API (as the command line does), join through
+/// the link, and each role is held to what it may do: what it may not is not offered, and a
+/// form sent anyway is refused with a page naming the role.
+#[tokio::test]
+async fn operators_are_invited_and_each_role_does_only_its_own() {
+    let quoting = Quoting::start().await;
+    let app = &quoting.app;
+    for (body, code) in [
+        (
+            serde_json::json!({"email": "x@ops.example", "role": "owner"}),
+            "operator.invalid_role",
+        ),
+        (
+            serde_json::json!({"email": "not an address", "role": "viewer"}),
+            "team.invalid_email",
+        ),
+        (
+            serde_json::json!({"email": "x@ops.example"}),
+            "request.invalid_body",
+        ),
+    ] {
+        let response = app
+            .admin(Method::POST, "/operators/invitations")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        crate::support::assert_refusal(response, 422, code).await;
+    }
+    let invitation = invite_operator(app, "fin@ops.example", "finance").await;
+    assert_eq!(invitation["role"], "finance");
+    assert_eq!(invitation["mailed"], false);
+    let path = invitation_path(&invitation);
+    let mut joining = Visitor::new(app);
+    let page = joining.get(&path).await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body.contains("<strong>Finance</strong>"),
+        "{}",
+        page.body
+    );
+    let differ = joining
+        .post(
+            &path,
+            &[
+                ("name", "Fin"),
+                ("password", PASSWORD),
+                ("password_again", "something else"),
+            ],
+        )
+        .await;
+    assert_eq!(differ.status, 422);
+    let joined = joining
+        .post(
+            &path,
+            &[
+                ("name", "Fin"),
+                ("password", PASSWORD),
+                ("password_again", PASSWORD),
+            ],
+        )
+        .await;
+    assert_eq!(joined.location.as_deref(), Some("/ops/sign-in?joined=1"));
+    let again = joining
+        .post(
+            &path,
+            &[
+                ("name", "Fin"),
+                ("password", PASSWORD),
+                ("password_again", PASSWORD),
+            ],
+        )
+        .await;
+    assert_eq!(again.status, 410);
+    assert_eq!(
+        joining.get("/ops/invitations/no-such-token").await.status,
+        404
+    );
+    let response = app
+        .admin(Method::POST, "/operators/invitations")
+        .json(&serde_json::json!({"email": "FIN@ops.example", "role": "viewer"}))
+        .send()
+        .await
+        .unwrap();
+    crate::support::assert_refusal(response, 409, "operator.already_operator").await;
+
+    // The first sign-in sets up the second factor before anything else opens.
+    let mut finance = Visitor::new(app);
+    let page = finance
+        .post(
+            "/ops/sign-in",
+            &[("email", "fin@ops.example"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(page.location.as_deref(), Some("/ops/second-factor"));
+    for path in ["/ops/markets", "/ops/payments", "/ops/sign-in/code"] {
+        let page = finance.get(path).await;
+        assert_eq!(
+            page.location.as_deref(),
+            Some("/ops/second-factor"),
+            "{path}"
+        );
+    }
+    let setup = finance.get("/ops/second-factor").await;
+    assert!(setup.body.contains("<svg"), "the QR code is drawn inline");
+    let key = key_on(&setup);
+    assert_eq!(
+        key_on(&finance.get("/ops/second-factor").await),
+        key,
+        "a reload keeps the key"
+    );
+    let csrf = csrf_of(&setup.body);
+    let wrong = finance
+        .post(
+            "/ops/second-factor/confirm",
+            &[("csrf", &csrf), ("code", "000000")],
+        )
+        .await;
+    assert_eq!(wrong.status, 422);
+    let on = finance
+        .post(
+            "/ops/second-factor/confirm",
+            &[("csrf", &csrf), ("code", &code(&key, 0))],
+        )
+        .await;
+    assert_eq!(on.status, 200, "{}", on.body);
+    assert!(on.body.contains("Your recovery codes"));
+    assert!(on.body.contains("Finance"), "the header names the role");
+
+    // Finance refunds, and neither uploads nor activates price books.
+    let payments = finance.get("/ops/payments").await;
+    assert!(payments.body.contains("Refund a charge"));
+    let books = finance.get("/ops/markets/demo/price-books").await;
+    assert_eq!(books.status, 200);
+    assert!(!books.body.contains("Upload a price book"));
+    assert!(books.body.contains("Your role (Finance) reads price books"));
+    let upload = upload_dearer_book(app, 400).await;
+    assert!(!books.body.contains("/activate\""));
+    let activate = format!("/ops/markets/demo/price-books/{upload}/activate");
+    assert_eq!(finance.get(&activate).await.status, 403);
+    let refused = finance
+        .post(&activate, &[("csrf", &csrf_of(&payments.body))])
+        .await;
+    assert_eq!(refused.status, 403);
+    assert!(
+        refused.body.contains("Your role (Finance"),
+        "{}",
+        refused.body
+    );
+
+    // A viewer is offered no refund, and a refund sent anyway is refused.
+    let (mut viewer, _) = operator_signed_in(app, "view@ops.example", "viewer").await;
+    let payments = viewer.get("/ops/payments").await;
+    assert!(!payments.body.contains("Refund a charge"));
+    let refused = viewer
+        .post(
+            "/ops/payments/refund",
+            &[
+                ("csrf", &csrf_of(&payments.body)),
+                ("charge", "ch_x"),
+                ("amount_minor", "100"),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, 403);
+    assert!(refused.body.contains("Viewer"));
+
+    // The audit trail names who invited and who joined.
+    let (status, entries) = status_and_json(
+        app.admin(Method::GET, "/audit?action=operator.joined")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{entries}");
+    assert!(entries.to_string().contains("fin@ops.example"), "{entries}");
+
+    // A merchant's person who is no operator is refused at the operator console.
+    let merchant = app.create_merchant("Not Ops Ltd").await;
+    Visitor::new(app).sign_in(&merchant.test()).await;
+    let owner = crate::console::owner_email(&merchant.merchant_id.to_string());
+    let page = Visitor::new(app)
+        .post("/ops/sign-in", &[("email", &owner), ("password", PASSWORD)])
+        .await;
+    assert_eq!(page.status, 403, "{}", page.body);
+    quoting.app.stop().await;
+}
+
+/// With `COURIER_OPS_LISTEN` the operator console answers only on its own listener, and the
+/// main one answers 404 under `/ops/`; invitation links name the console's own address.
+#[tokio::test]
+async fn the_operator_console_can_listen_apart() {
+    let port = crate::support::process::free_port();
+    let ops = format!("127.0.0.1:{port}");
+    let listen = ops.clone();
+    let app =
+        TestApp::spawn_with(move |name| (name == "COURIER_OPS_LISTEN").then(|| listen.clone()))
+            .await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let status = |url: String| {
+        let client = client.clone();
+        async move { client.get(url).send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(status(app.url("/ops/sign-in")).await, 404);
+    assert_eq!(status(app.url("/console/sign-in")).await, 200);
+    assert_eq!(status(format!("http://{ops}/ops/sign-in")).await, 200);
+    assert_eq!(
+        status(format!("http://{ops}/console/console.css")).await,
+        200
+    );
+    assert_eq!(status(format!("http://{ops}/console/sign-in")).await, 404);
+    assert_eq!(status(format!("http://{ops}/v1/jobs")).await, 404);
+    let invitation = invite_operator(&app, "apart@ops.example", "viewer").await;
+    assert!(
+        invitation["invitation_url"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("http://{ops}/ops/invitations/")),
+        "{invitation}"
+    );
     app.stop().await;
 }
 
@@ -455,7 +800,9 @@ async fn an_operator_refunds_a_charge_from_the_console() {
     let charge = crate::audit::captured_charge(&app, merchant.merchant_id)
         .await
         .to_string();
-    let mut visitor = signed_in(&app).await;
+    let mut visitor = operator_signed_in(&app, "rita@ops.example", "finance")
+        .await
+        .0;
     let drawn = visitor.get("/ops/payments").await;
     assert_eq!(drawn.status, 200);
     assert!(drawn.body.contains("Reconciliation found no open mismatch"));
@@ -553,7 +900,11 @@ async fn an_operator_refunds_a_charge_from_the_console() {
     .await;
     assert_eq!(charges[0]["refunded_amount_minor"], 250, "{charges}");
     let page = visitor.get(&format!("/ops/audit?target_id={charge}")).await;
-    assert!(page.body.contains("<td>admin</td>"), "{}", page.body);
+    assert!(
+        page.body.contains("<td>rita@ops.example</td>"),
+        "{}",
+        page.body
+    );
 
     // The charge in every merchant's list, with its merchant, filtered and not; the refund in
     // the refunds' list under the operator; the list's link fills the refund form.
@@ -578,7 +929,7 @@ async fn an_operator_refunds_a_charge_from_the_console() {
         .nth(1)
         .unwrap();
     assert!(
-        refunds.contains(&charge) && refunds.contains("<td>admin</td>"),
+        refunds.contains(&charge) && refunds.contains("<td>rita@ops.example</td>"),
         "{refunds}"
     );
     for (query, listed) in [

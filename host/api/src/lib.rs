@@ -158,6 +158,16 @@ fn public_routes() -> OpenApiRouter<AppState> {
             console::operator::pages::sign_in
         ))
         .routes(routes!(console::operator::pages::sign_out))
+        .routes(routes!(
+            console::operator::account::code_page,
+            console::operator::account::check_code
+        ))
+        .routes(routes!(console::operator::account::setup_page))
+        .routes(routes!(console::operator::account::confirm))
+        .routes(routes!(
+            console::operator::account::invitation_page,
+            console::operator::account::accept_invitation
+        ))
         .routes(routes!(console::operator::pages::markets_page))
         .routes(routes!(console::operator::market::market_page))
         .routes(
@@ -215,6 +225,45 @@ fn documented_routes() -> OpenApiRouter<AppState> {
         .nest("/admin/v1", admin::routes())
         // The proof body limit is configuration; the description does not depend on it.
         .nest("/courier/v1", courier::routes(0))
+}
+
+/// Which requests a listener serves: everything; or, when the operator console has a listener
+/// of its own (`COURIER_OPS_LISTEN`), everything but the console on the main listener, and
+/// only the console (with the stylesheet its pages share) on its own. Anything else answers
+/// 404 `request.route_not_found`, as an unknown path does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Serves {
+    Everything,
+    AllButOperatorConsole,
+    OperatorConsoleOnly,
+}
+
+impl Serves {
+    fn allows(self, path: &str) -> bool {
+        let console = path == "/ops" || path.starts_with("/ops/");
+        match self {
+            Serves::Everything => true,
+            Serves::AllButOperatorConsole => !console,
+            Serves::OperatorConsoleOnly => console || path == "/console/console.css",
+        }
+    }
+}
+
+/// [`router`], answering only what `serves` allows.
+pub fn router_serving(state: AppState, serves: Serves) -> Router {
+    let router = router(state);
+    if serves == Serves::Everything {
+        return router;
+    }
+    router.layer(axum::middleware::from_fn(
+        move |request: axum::extract::Request, next: axum::middleware::Next| async move {
+            if serves.allows(request.uri().path()) {
+                next.run(request).await
+            } else {
+                middleware::route_not_found().await.into_response()
+            }
+        },
+    ))
 }
 
 pub fn router(state: AppState) -> Router {
@@ -311,6 +360,31 @@ fn with_edge_layers(routed: Router, draining: Draining) -> Router {
         .layer(axum::middleware::from_fn(middleware::json_errors_only))
         .service(routed);
     Router::new().fallback_service(edge)
+}
+
+#[cfg(test)]
+mod serves_tests {
+    use super::Serves;
+
+    #[test]
+    fn a_console_of_its_own_splits_the_paths_between_the_listeners() {
+        for path in ["/ops", "/ops/", "/ops/markets", "/ops/sign-in"] {
+            assert!(!Serves::AllButOperatorConsole.allows(path), "{path}");
+            assert!(Serves::OperatorConsoleOnly.allows(path), "{path}");
+        }
+        for path in [
+            "/v1/quotes",
+            "/console/jobs",
+            "/admin/v1/merchants",
+            "/opsx",
+            "/track/x",
+        ] {
+            assert!(Serves::AllButOperatorConsole.allows(path), "{path}");
+            assert!(!Serves::OperatorConsoleOnly.allows(path), "{path}");
+        }
+        assert!(Serves::OperatorConsoleOnly.allows("/console/console.css"));
+        assert!(Serves::Everything.allows("/ops/markets") && Serves::Everything.allows("/v1/jobs"));
+    }
 }
 
 #[cfg(test)]

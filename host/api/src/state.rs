@@ -51,6 +51,8 @@ pub struct AppServices {
     pub merchants: courier_core::merchants::Merchants,
     /// Merchants' teams: the people who sign in to the console.
     pub teams: courier_core::team::Teams,
+    /// Operators' accounts: invitations, sign-in.
+    pub operator_accounts: courier_core::operator_accounts::OperatorAccounts,
     /// The operators' audit trail.
     pub audit: courier_core::audit::AuditTrail,
     pub sandbox: Arc<courier_core::sandbox::Simulator>,

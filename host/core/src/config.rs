@@ -15,6 +15,20 @@ pub struct Config {
     #[arg(id = "listen", long = "listen", env = "COURIER_LISTEN",
           default_value = Config::DEFAULT_LISTEN, value_parser = socket_address)]
     pub listen: SocketAddr,
+    /// Serve the operator console (`/ops/`) only on this address, a listener of its own, so it
+    /// need not share an origin (or a network) with the public pages; the main listener then
+    /// answers 404 under `/ops/`. Unset: `/ops/` is served beside everything else.
+    #[arg(id = "ops-listen", long = "ops-listen", env = "COURIER_OPS_LISTEN",
+          value_parser = socket_address)]
+    pub ops_listen: Option<SocketAddr>,
+    /// The operator console's public address, for the links in operator invitations. Unset:
+    /// `http://$COURIER_OPS_LISTEN` when that is set, else `COURIER_PUBLIC_URL`.
+    #[arg(
+        id = "ops-public-url",
+        long = "ops-public-url",
+        env = "COURIER_OPS_PUBLIC_URL"
+    )]
+    pub ops_public_url_setting: Option<String>,
     /// A PostgreSQL URL. Unset: the embedded cluster under `$COURIER_DATA_DIR/pg`.
     #[arg(id = "database-url", long = "database-url", env = "DATABASE_URL",
           value_parser = settings::secret)]
@@ -311,6 +325,15 @@ impl Config {
              so anyone on the way can read them. Serve it behind TLS and set COURIER_PUBLIC_URL \
              to its https address."
         ))
+    }
+
+    /// The operator console's public address, without a trailing `/`.
+    pub fn ops_public_url(&self) -> String {
+        match (&self.ops_public_url_setting, self.ops_listen) {
+            (Some(url), _) => url.trim_end_matches('/').to_owned(),
+            (None, Some(listen)) => format!("http://{listen}"),
+            (None, None) => self.public_url(),
+        }
     }
 
     /// The service's public address, without a trailing `/`.

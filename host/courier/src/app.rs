@@ -67,6 +67,8 @@ pub struct Services {
     pub merchants: courier_core::merchants::Merchants,
     /// Merchants' teams: invitations, people, sign-in.
     pub teams: courier_core::team::Teams,
+    /// Operators' accounts: invitations, sign-in.
+    pub operator_accounts: courier_core::operator_accounts::OperatorAccounts,
 }
 
 impl Services {
@@ -171,11 +173,18 @@ impl Services {
             (config.public_url(), outbox),
             &secret_key,
         );
+        let operator_accounts = courier_core::operator_accounts::OperatorAccounts::new(
+            db.pool.clone(),
+            teams.clone(),
+            courier_core::mail::Outbox::new(&config.mail),
+            config.ops_public_url(),
+        );
         Ok(Self {
             couriers,
             fulfilment,
             merchants,
             teams,
+            operator_accounts,
             db,
             authenticator,
             markets,
@@ -326,6 +335,7 @@ pub async fn run(
         jobs: courier_core::jobs::reading::JobReader::new(services.db.pool.clone()),
         merchants: services.merchants.clone(),
         teams: services.teams.clone(),
+        operator_accounts: services.operator_accounts.clone(),
         audit: courier_core::audit::AuditTrail::new(services.db.pool.clone()),
         authenticator: services.authenticator.clone(),
         config: Arc::new(config.clone()),
@@ -383,7 +393,37 @@ pub async fn run(
         tracing::warn!("{warning}");
     }
     let stop = drain_after(shutdown, draining, config.drain);
-    crate::server::serve(listener, api::router(state), limits, stop).await;
+    match config.ops_listen {
+        None => crate::server::serve(listener, api::router(state), limits, stop).await,
+        Some(ops_address) => {
+            let ops_listener = bind(ops_address).map_err(|source| StartError::Bind {
+                address: ops_address.to_string(),
+                source,
+            })?;
+            tracing::info!(address = %ops_address, "the operator console is listening apart");
+            // Both listeners stop together.
+            let stopping = tokio_util::sync::CancellationToken::new();
+            let stopped = stopping.clone();
+            tokio::spawn(async move {
+                stop.await;
+                stopped.cancel();
+            });
+            tokio::join!(
+                crate::server::serve(
+                    listener,
+                    api::router_serving(state.clone(), api::Serves::AllButOperatorConsole),
+                    limits,
+                    stopping.clone().cancelled_owned(),
+                ),
+                crate::server::serve(
+                    ops_listener,
+                    api::router_serving(state, api::Serves::OperatorConsoleOnly),
+                    limits,
+                    stopping.cancelled_owned(),
+                ),
+            );
+        }
+    }
     tracing::info!("stopped accepting requests; shutting down");
     workers.stop().await;
     services.db.close().await;

@@ -53,10 +53,14 @@ pub enum AuditAction {
     MemberRemoved,
     /// An owner required, or stopped requiring, a second factor of the team.
     SecondFactorRule,
+    /// Someone was invited to be an operator (target: the invitation).
+    OperatorInvited,
+    /// An operator invitation was used (target: the person who joined).
+    OperatorJoined,
 }
 
 impl AuditAction {
-    pub const ALL: [AuditAction; 20] = [
+    pub const ALL: [AuditAction; 22] = [
         AuditAction::MerchantCreated,
         AuditAction::KeyCreated,
         AuditAction::KeyRevoked,
@@ -77,6 +81,8 @@ impl AuditAction {
         AuditAction::MemberRoleChanged,
         AuditAction::MemberRemoved,
         AuditAction::SecondFactorRule,
+        AuditAction::OperatorInvited,
+        AuditAction::OperatorJoined,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -101,6 +107,8 @@ impl AuditAction {
             AuditAction::MemberRoleChanged => "team.role_changed",
             AuditAction::MemberRemoved => "team.member_removed",
             AuditAction::SecondFactorRule => "team.second_factor_rule",
+            AuditAction::OperatorInvited => "operator.invited",
+            AuditAction::OperatorJoined => "operator.joined",
         }
     }
 

@@ -35,6 +35,7 @@ pub mod limits;
 mod money;
 mod names;
 pub mod numeric;
+pub mod operators;
 pub mod quote;
 pub mod sandbox;
 mod schema;

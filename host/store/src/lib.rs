@@ -40,6 +40,7 @@ pub mod jobs;
 pub mod mail;
 pub mod merchants;
 pub mod operator_console;
+pub mod operators;
 pub mod people;
 pub mod price_books;
 pub mod provider_events;

@@ -10,6 +10,7 @@ use courier_domain::charge::{CardStatus, ChargeStatus, Move};
 use courier_domain::dispatch::{CourierStatus, OfferStatus};
 use courier_domain::job::proof::ProofKind;
 use courier_domain::job::transitions::Settlement;
+use courier_domain::operators::OperatorRole;
 use courier_domain::sandbox::plan::{Scenario, Stage};
 use courier_domain::team::Role;
 use courier_domain::webhook::{DeliveryStatus, EndpointStatus};
@@ -88,6 +89,7 @@ text_enums!(
     JobStatus,
     Move,
     OfferStatus,
+    OperatorRole,
     ProofKind,
     Role,
     Scenario,

@@ -6,6 +6,7 @@ mod charges;
 mod couriers;
 mod jobs;
 mod merchants;
+mod operators;
 mod payments;
 
 mod price_books;
@@ -52,6 +53,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(merchants::show))
         .routes(routes!(merchants::create_key))
         .routes(routes!(merchants::invite))
+        .routes(routes!(operators::invite))
         .routes(routes!(merchants::revoke_key))
         .routes(routes!(audit::list))
         .routes(routes!(bookings::list))

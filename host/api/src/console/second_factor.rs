@@ -179,7 +179,7 @@ async fn render(
 }
 
 /// The QR code of `url` as an inline SVG (no image to load, so the page's policy holds).
-fn qr_svg(url: &str) -> String {
+pub(super) fn qr_svg(url: &str) -> String {
     let Ok(code) = qrcode::QrCode::new(url.as_bytes()) else {
         return String::new();
     };

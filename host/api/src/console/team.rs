@@ -44,6 +44,34 @@ enum Closed {
 }
 
 /// The page for an invitation that cannot be used, or None when it can.
+/// What an invitation's form says when the person's answers are refused (a wrong password, a
+/// name or password that cannot be used), with its status; None for a refusal of the link.
+pub(super) fn form_refusal(refusal: &AcceptRefusal) -> Option<(StatusCode, String)> {
+    Some(match refusal {
+        AcceptRefusal::WrongPassword => (
+            StatusCode::UNAUTHORIZED,
+            "That is not the password of the account at this address.".to_owned(),
+        ),
+        AcceptRefusal::InvalidName => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Enter your name (at most 100 characters).".to_owned(),
+        ),
+        AcceptRefusal::WeakPassword(weak) => (StatusCode::UNPROCESSABLE_ENTITY, weak.explain()),
+        AcceptRefusal::AccountExists => (
+            StatusCode::CONFLICT,
+            "An account was made at this address a moment ago. Reload this page and enter that \
+             account's password."
+                .to_owned(),
+        ),
+        _ => return None,
+    })
+}
+
+/// Whether the refusal is a guess at someone's password, which spends the address's budget.
+pub(super) fn refusal_spends_budget(refusal: &AcceptRefusal) -> bool {
+    matches!(refusal, AcceptRefusal::WrongPassword)
+}
+
 fn closed_invitation(state: &InvitationState) -> Option<Response> {
     match state {
         InvitationState::Open { .. } => None,
@@ -214,38 +242,23 @@ pub async fn accept_invitation(
     }
     let person = match state.teams.accept(&token, name, password).await {
         Ok(person) => person,
-        Err(AcceptRefusal::WrongPassword) => {
-            state
-                .auth_failures
-                .spend(posted.client, std::time::Instant::now());
-            return again(
-                StatusCode::UNAUTHORIZED,
-                "That is not the password of the account at this address.",
-            );
+        Err(refusal) => {
+            if let Some((status, problem)) = form_refusal(&refusal) {
+                if refusal_spends_budget(&refusal) {
+                    state
+                        .auth_failures
+                        .spend(posted.client, std::time::Instant::now());
+                }
+                return again(status, &problem);
+            }
+            return match refusal {
+                AcceptRefusal::Used => posted.used_link(&state, closed_page(Closed::Used)).await,
+                AcceptRefusal::Expired => closed_page(Closed::Expired),
+                AcceptRefusal::Withdrawn => closed_page(Closed::Withdrawn),
+                AcceptRefusal::Store(error) => unavailable(None, &error),
+                _ => closed_page(Closed::Unknown),
+            };
         }
-        Err(AcceptRefusal::InvalidName) => {
-            return again(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "Enter your name (at most 100 characters).",
-            );
-        }
-        Err(AcceptRefusal::WeakPassword(weak)) => {
-            return again(StatusCode::UNPROCESSABLE_ENTITY, &weak.explain());
-        }
-        Err(AcceptRefusal::AccountExists) => {
-            return again(
-                StatusCode::CONFLICT,
-                "An account was made at this address a moment ago. Reload this page and enter \
-                 that account's password.",
-            );
-        }
-        Err(AcceptRefusal::Used) => {
-            return posted.used_link(&state, closed_page(Closed::Used)).await;
-        }
-        Err(AcceptRefusal::Expired) => return closed_page(Closed::Expired),
-        Err(AcceptRefusal::Withdrawn) => return closed_page(Closed::Withdrawn),
-        Err(AcceptRefusal::Unknown) => return closed_page(Closed::Unknown),
-        Err(AcceptRefusal::Store(error)) => return unavailable(None, &error),
     };
     open_session(&state, &person, invitation.merchant_id, &posted)
         .await

@@ -101,16 +101,6 @@ impl OperatorTokens {
     }
 }
 
-impl OperatorTokens {
-    /// Whether a token of operator `name` is still configured and `accepts` its digest: an
-    /// operator console session stands only while the token it was opened with does.
-    pub(crate) fn vouches(&self, name: &str, accepts: impl Fn(&[u8; 32]) -> bool) -> bool {
-        self.tokens
-            .iter()
-            .any(|(holder, digest)| holder == name && accepts(digest))
-    }
-}
-
 /// The token of an `Authorization: Bearer <token>` header value.
 pub fn bearer_token(header: Option<&[u8]>) -> Result<&str, AuthError> {
     let header = header.ok_or(AuthError::Missing)?;
@@ -128,7 +118,7 @@ pub fn same_token(presented: &str, expected: &str) -> bool {
     digest(presented).ct_eq(&digest(expected)).into()
 }
 
-pub(crate) fn digest(token: &str) -> [u8; 32] {
+fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 

@@ -26,7 +26,8 @@ use courier_store::people as store;
 
 pub use config::TeamConfig;
 pub use error::{
-    AcceptRefusal, ChangeRefusal, FactorRefusal, ResetRefusal, SignInRefusal, TeamError,
+    AcceptRefusal, ChangeRefusal, FactorRefusal, INVALID_EMAIL, ResetRefusal, SignInRefusal,
+    TeamError,
 };
 pub use second_factor::Enrolment;
 pub use store::SecondFactorRow;
@@ -92,6 +93,52 @@ pub enum InvitationState {
     Expired,
     Withdrawn,
     Unknown,
+}
+
+/// The account someone joins with through an invitation (see [`Teams::joining_account`]).
+pub enum JoiningAccount {
+    Existing(Person),
+    New {
+        person: Person,
+        email_key: String,
+        password_hash: String,
+    },
+}
+
+impl JoiningAccount {
+    /// Writes a new account on `conn` (or takes the existing one): the person who joins.
+    pub async fn write(
+        self,
+        conn: &mut sqlx::PgConnection,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Person, AcceptRefusal> {
+        let (person, email_key, password_hash) = match self {
+            JoiningAccount::Existing(person) => return Ok(person),
+            JoiningAccount::New {
+                person,
+                email_key,
+                password_hash,
+            } => (person, email_key, password_hash),
+        };
+        let created = store::insert(
+            conn,
+            &store::NewPerson {
+                id: person.id,
+                email: &person.email,
+                email_key: &email_key,
+                name: &person.name,
+                password_hash: &password_hash,
+                now,
+            },
+        )
+        .await?;
+        if !created {
+            // Signed up through another invitation a moment ago: that account's password is
+            // asked for instead.
+            return Err(AcceptRefusal::AccountExists);
+        }
+        Ok(person)
+    }
 }
 
 /// Merchants' teams. Cheap to clone.
@@ -274,71 +321,19 @@ impl Teams {
         name: &str,
         password: &str,
     ) -> Result<Person, AcceptRefusal> {
-        let (invitation, has_account) = match self.invitation(token).await? {
-            InvitationState::Open {
-                invitation,
-                has_account,
-            } => (invitation, has_account),
+        let invitation = match self.invitation(token).await? {
+            InvitationState::Open { invitation, .. } => invitation,
             InvitationState::Used => return Err(AcceptRefusal::Used),
             InvitationState::Expired => return Err(AcceptRefusal::Expired),
             InvitationState::Withdrawn => return Err(AcceptRefusal::Withdrawn),
             InvitationState::Unknown => return Err(AcceptRefusal::Unknown),
         };
-        let existing = if has_account {
-            store::find_by_email(&self.pool, &invitation.email_key).await?
-        } else {
-            None
-        };
-        // The slow part, an Argon2 check or hash, before a connection is held for the writes.
-        let new_account = match &existing {
-            Some(person) => {
-                if !passwords::verify(Some(&person.password_hash), password).await {
-                    return Err(AcceptRefusal::WrongPassword);
-                }
-                None
-            }
-            None => {
-                let name = rules::person_name(name).ok_or(AcceptRefusal::InvalidName)?;
-                rules::check_password(password, &invitation.email)
-                    .map_err(AcceptRefusal::WeakPassword)?;
-                Some((name, passwords::hash(password).await))
-            }
-        };
+        let joining = self
+            .joining_account(&invitation.email, &invitation.email_key, name, password)
+            .await?;
         let now = crate::infra::clock::now();
         let mut tx = self.pool.begin().await?;
-        let person = match (existing, new_account) {
-            (Some(person), _) => Person {
-                id: person.id,
-                email: person.email,
-                name: person.name,
-            },
-            (None, new_account) => {
-                let (name, password_hash) = new_account.ok_or(AcceptRefusal::InvalidName)?;
-                let id = Uuid::new_v4();
-                let created = store::insert(
-                    &mut tx,
-                    &store::NewPerson {
-                        id,
-                        email: &invitation.email,
-                        email_key: &invitation.email_key,
-                        name,
-                        password_hash: &password_hash,
-                        now,
-                    },
-                )
-                .await?;
-                if !created {
-                    // Signed up through another invitation a moment ago: that account's
-                    // password is asked for instead.
-                    return Err(AcceptRefusal::AccountExists);
-                }
-                Person {
-                    id,
-                    email: invitation.email.clone(),
-                    name: name.to_owned(),
-                }
-            }
-        };
+        let person = joining.write(&mut tx, now).await?;
         if !store::mark_accepted(&mut tx, invitation.id, person.id, now).await? {
             return Err(AcceptRefusal::Used);
         }
@@ -372,6 +367,44 @@ impl Teams {
         // Joining signs the person in.
         store::note_sign_in(&self.pool, person.id, now).await?;
         Ok(person)
+    }
+
+    /// The account an invitation to `email` joins with, checked before any connection is held
+    /// (the Argon2 check or hash is the slow part): the existing account of the address, when
+    /// `password` is its password (`name` unused); else a new one named `name` with
+    /// `password`, once both are acceptable.
+    pub async fn joining_account(
+        &self,
+        email: &str,
+        email_key: &str,
+        name: &str,
+        password: &str,
+    ) -> Result<JoiningAccount, AcceptRefusal> {
+        match store::find_by_email(&self.pool, email_key).await? {
+            Some(person) => {
+                if !passwords::verify(Some(&person.password_hash), password).await {
+                    return Err(AcceptRefusal::WrongPassword);
+                }
+                Ok(JoiningAccount::Existing(Person {
+                    id: person.id,
+                    email: person.email,
+                    name: person.name,
+                }))
+            }
+            None => {
+                let name = rules::person_name(name).ok_or(AcceptRefusal::InvalidName)?;
+                rules::check_password(password, email).map_err(AcceptRefusal::WeakPassword)?;
+                Ok(JoiningAccount::New {
+                    person: Person {
+                        id: Uuid::new_v4(),
+                        email: email.to_owned(),
+                        name: name.to_owned(),
+                    },
+                    email_key: email_key.to_owned(),
+                    password_hash: passwords::hash(password).await,
+                })
+            }
+        }
     }
 
     /// Checks a sign-in: the person of `email`, when `password` is theirs and their account

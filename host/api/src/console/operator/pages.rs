@@ -6,11 +6,13 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 
 use super::super::respond::{
-    TOO_MANY_ATTEMPTS, client, cross_site_refusal, field, form, page, retry_after, see_other,
+    TOO_MANY_ATTEMPTS, field, page, retry_after, see_other, signed_out_form,
 };
-use super::{OperatorBar, cookie, message, session, signed_form, signed_in, token};
+use super::{OperatorBar, any_signed_form, cookie, message, session, signed_in, token};
 use crate::state::AppState;
-use courier_core::auth::operators::OperatorRefusal;
+use courier_core::auth::AuthError;
+use courier_core::operator_accounts::OperatorSignInRefusal;
+use courier_core::team::SignInRefusal;
 
 #[utoipa::path(
     get,
@@ -34,6 +36,9 @@ pub async fn start(State(state): State<AppState>, headers: HeaderMap) -> Respons
 struct SignInPage<'a> {
     session: Option<OperatorBar>,
     problem: Option<&'a str>,
+    email: &'a str,
+    /// Just became an operator through an invitation.
+    joined: bool,
 }
 
 #[utoipa::path(
@@ -41,14 +46,18 @@ struct SignInPage<'a> {
     path = "/ops/sign-in",
     operation_id = "opsConsoleSignInPage",
     tag = "console",
-    summary = "The operator console's sign-in form (an operator token)",
+    summary = "The operator console's sign-in form (e-mail address and password)",
     security(()),
     responses(
         (status = 200, description = "The form", content_type = "text/html", body = String),
-        (status = 303, description = "Signed in already: to /ops/markets"),
+        (status = 303, description = "Signed in already: to /ops/markets (or to the second factor the session owes)"),
     )
 )]
-pub async fn sign_in_page(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub async fn sign_in_page(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: axum::http::Uri,
+) -> Response {
     match session(&state, &headers).await {
         Ok(Some(_)) => see_other("/ops/markets"),
         Ok(None) => page(
@@ -56,6 +65,8 @@ pub async fn sign_in_page(State(state): State<AppState>, headers: HeaderMap) -> 
             SignInPage {
                 session: None,
                 problem: None,
+                email: "",
+                joined: uri.query() == Some("joined=1"),
             }
             .render(),
         ),
@@ -68,63 +79,93 @@ pub async fn sign_in_page(State(state): State<AppState>, headers: HeaderMap) -> 
     path = "/ops/sign-in",
     operation_id = "opsConsoleSignIn",
     tag = "console",
-    summary = "Signs an operator in: form field `token`; sets the session cookie",
+    summary = "Signs an operator in: form fields `email`, `password`; sets the session cookie, then asks for the second factor (or for setting one up)",
     security(()),
-    request_body(content = String, description = "`token=…`", content_type = "application/x-www-form-urlencoded"),
+    request_body(content = String, description = "`email=…&password=…`", content_type = "application/x-www-form-urlencoded"),
     responses(
-        (status = 303, description = "Signed in: to /ops/markets, with the session cookie"),
-        (status = 400, description = "A page: the token is missing", content_type = "text/html", body = String),
-        (status = 403, description = "A page: the form was sent from another site (its `Sec-Fetch-Site` or `Origin` is not this service's)", content_type = "text/html", body = String),
-        (status = 401, description = "A page: no operator has that token", content_type = "text/html", body = String),
+        (status = 303, description = "The password is right: to /ops/sign-in/code (or /ops/second-factor, for an operator without one), with the session cookie"),
+        (status = 400, description = "A page: the address or password is missing", content_type = "text/html", body = String),
+        (status = 401, description = "A page: the address and password are not an account's", content_type = "text/html", body = String),
+        (status = 403, description = "A page: the account is not an operator's; or the form was sent from another site", content_type = "text/html", body = String),
         (status = 413, description = "A page: the form is too large", content_type = "text/html", body = String),
-        (status = 429, description = "A page: too many failed sign-ins from this address (with Retry-After)", content_type = "text/html", body = String),
+        (status = 429, description = "A page: too many failed sign-ins from this address or to this account (with Retry-After)", content_type = "text/html", body = String),
         (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
     )
 )]
 pub async fn sign_in(State(state): State<AppState>, request: Request) -> Response {
-    let client = client(&state, &request);
-    if let Some(refused) = cross_site_refusal(&state, request.headers()) {
-        return refused;
-    }
-    let fields = match form(request).await {
-        Ok(fields) => fields,
-        Err(page) => return page,
+    let posted = match signed_out_form(&state, request).await {
+        Ok(posted) => posted,
+        Err(refused) => return refused,
     };
-    let presented = field(&fields, "token").unwrap_or("").trim();
+    let (fields, client) = (&posted.fields, posted.client);
+    let email = field(fields, "email").unwrap_or("").trim();
+    let password = field(fields, "password").unwrap_or("");
     let again = |status: StatusCode, problem: &str| {
         page(
             status,
             SignInPage {
                 session: None,
                 problem: Some(problem),
+                email,
+                joined: false,
             }
             .render(),
         )
     };
-    if presented.is_empty() {
-        return again(StatusCode::BAD_REQUEST, "Enter your operator token.");
+    if email.is_empty() || password.is_empty() {
+        return again(
+            StatusCode::BAD_REQUEST,
+            "Enter both your e-mail address and your password.",
+        );
     }
-    let header = format!("Bearer {presented}");
-    let operator = match state.operators.check_from(Some(header.as_bytes()), client) {
-        Ok(operator) => operator,
-        Err(OperatorRefusal::TooManyFailures(wait)) => {
+    let (person, role, has_factor) = match state.operator_accounts.sign_in(email, password).await {
+        Ok(signed) => signed,
+        Err(OperatorSignInRefusal::Account(SignInRefusal::Wrong)) => {
+            state.auth_failures.spend(client, std::time::Instant::now());
+            // In the audit trail, as the operator API's failed sign-ins are.
+            crate::admin::record_failed_sign_in(&state, client, &AuthError::Invalid).await;
+            return again(
+                StatusCode::UNAUTHORIZED,
+                "That address and password do not match an operator's account.",
+            );
+        }
+        Err(OperatorSignInRefusal::NotOperator) => {
+            return again(
+                StatusCode::FORBIDDEN,
+                "That account is not an operator's. Ask an operator with the Admin role for an \
+                 invitation.",
+            );
+        }
+        Err(OperatorSignInRefusal::Account(SignInRefusal::Blocked { until })) => {
+            state.auth_failures.spend(client, std::time::Instant::now());
             let (heading, text) = TOO_MANY_ATTEMPTS;
             let mut response = message(StatusCode::TOO_MANY_REQUESTS, None, heading, text);
+            let wait = (until - courier_core::infra::clock::now())
+                .to_std()
+                .unwrap_or_default();
             retry_after(&mut response, wait);
             return response;
         }
-        Err(OperatorRefusal::Credentials(refusal)) => {
-            // In the audit trail, as the operator API's failed sign-ins are.
-            crate::admin::record_failed_sign_in(&state, client, &refusal).await;
+        Err(OperatorSignInRefusal::Account(SignInRefusal::Store(error))) => {
+            tracing::error!(%error, "an operator sign-in failed");
             return again(
-                StatusCode::UNAUTHORIZED,
-                "That token is not an operator token in use.",
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The console cannot check accounts just now; try again shortly.",
             );
         }
     };
-    match state.operator_sessions.open(operator, presented).await {
+    match state
+        .operator_sessions
+        .open(&person, role, has_factor)
+        .await
+    {
         Ok(signed_in) => {
-            let mut response = see_other("/ops/markets");
+            let next = if has_factor {
+                "/ops/sign-in/code"
+            } else {
+                "/ops/second-factor"
+            };
+            let mut response = see_other(next);
             response
                 .headers_mut()
                 .insert(header::SET_COOKIE, cookie(&state, Some(&signed_in.token)));
@@ -145,7 +186,7 @@ pub async fn sign_in(State(state): State<AppState>, request: Request) -> Respons
     path = "/ops/sign-out",
     operation_id = "opsConsoleSignOut",
     tag = "console",
-    summary = "Signs an operator out: form field `csrf`; ends the session",
+    summary = "Signs an operator out: form field `csrf`; ends the session (complete or still owing its second factor)",
     security(()),
     request_body(content = String, description = "`csrf=…`", content_type = "application/x-www-form-urlencoded"),
     responses(
@@ -155,7 +196,7 @@ pub async fn sign_in(State(state): State<AppState>, request: Request) -> Respons
 )]
 pub async fn sign_out(State(state): State<AppState>, request: Request) -> Response {
     let headers = request.headers().clone();
-    if let Err(answer) = signed_form(&state, request).await {
+    if let Err(answer) = any_signed_form(&state, request).await {
         return answer;
     }
     if let Some(token) = token(&headers)

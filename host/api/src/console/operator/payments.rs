@@ -14,7 +14,7 @@ use axum::response::Response;
 use uuid::Uuid;
 
 use super::super::respond::{field, money, page, see_other, when};
-use super::{OperatorBar, message, signed_form, signed_in};
+use super::{OperatorBar, message, permitted_form, signed_in};
 use crate::error::ApiError;
 use crate::state::AppState;
 use courier_core::auth::operator_sessions::OperatorSession;
@@ -24,6 +24,7 @@ use courier_core::payments::refunds::RefundOutcome;
 use courier_core::payments::{ChargeView, MAX_RELEASE_ROUNDS, PaymentError};
 use courier_domain::Environment;
 use courier_domain::charge::ChargeStatus;
+use courier_domain::operators::OpsPermission;
 use serde::Deserialize;
 
 struct Mismatch {
@@ -381,7 +382,7 @@ pub async fn payments_page(
     request_body(content = String, description = "`charge=…&amount_minor=…&request=…&csrf=…`", content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 303, description = "Refunded, or accepted by the provider to be confirmed later: to `/ops/payments?refunded={request}`, the page that says so; or signed out: to /ops/sign-in"),
-        (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
+        (status = 403, description = "A page: the form did not carry the session's token, or the operator's role does not refund", content_type = "text/html", body = String),
         (status = 404, description = "A page: no such charge", content_type = "text/html", body = String),
         (status = 409, description = "A page: the charge cannot be refunded; or the form's refund is still waiting for the provider (send it again shortly), or its token was used for another charge or amount", content_type = "text/html", body = String),
         (status = 422, description = "A page: the amount is not a whole number above zero, or more than is left; or the form had no one-time token", content_type = "text/html", body = String),
@@ -389,10 +390,11 @@ pub async fn payments_page(
     )
 )]
 pub async fn refund(State(state): State<AppState>, request: Request) -> Response {
-    let (session, fields) = match signed_form(&state, request).await {
-        Ok(signed) => signed,
-        Err(answer) => return answer,
-    };
+    let (session, fields) =
+        match permitted_form(&state, request, OpsPermission::Refund, "refunding charges").await {
+            Ok(signed) => signed,
+            Err(answer) => return answer,
+        };
     let charge = field(&fields, "charge").unwrap_or("").trim().to_owned();
     let amount = field(&fields, "amount_minor")
         .unwrap_or("")

@@ -13,11 +13,12 @@ use serde::Deserialize;
 
 use super::super::respond::{money, page, see_other, when};
 use super::histogram::{Histogram, histogram};
-use super::{OperatorBar, message, signed_form, signed_in, token_refusal};
+use super::{OperatorBar, message, not_allowed, permitted_form, signed_in, token_refusal};
 use crate::state::AppState;
 use courier_core::auth::operator_sessions::OperatorSession;
 use courier_core::pricing::{Comparison, PriceBookError, Repriced, UploadSummary};
 use courier_domain::Vehicle;
+use courier_domain::operators::OpsPermission;
 
 /// Re-priced quotes listed on the comparison page, at most (the histogram counts them all).
 const LISTED: usize = 200;
@@ -360,6 +361,7 @@ struct ActivatePage {
     responses(
         (status = 200, description = "The page", content_type = "text/html", body = String),
         (status = 303, description = "Signed out: to /ops/sign-in"),
+        (status = 403, description = "A page: the operator's role does not manage price books", content_type = "text/html", body = String),
         (status = 404, description = "A page: no such market or upload", content_type = "text/html", body = String),
     )
 )]
@@ -372,6 +374,9 @@ pub async fn activate_page(
         Ok(session) => session,
         Err(answer) => return answer,
     };
+    if !session.may(OpsPermission::ManagePriceBooks) {
+        return not_allowed(&session, "activating price books");
+    }
     let found = async {
         let version = state.price_books.parse_version(&market, &version)?;
         let uploads = state.price_books.list(&market).await?;
@@ -416,7 +421,7 @@ pub async fn activate_page(
     request_body(content = String, description = "`csrf=…`", content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 303, description = "Activated: to the market's price books, saying so"),
-        (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
+        (status = 403, description = "A page: the form did not carry the session's token, or the operator's role does not manage price books", content_type = "text/html", body = String),
         (status = 404, description = "A page: no such market or upload", content_type = "text/html", body = String),
     )
 )]
@@ -425,7 +430,14 @@ pub async fn activate(
     Path((market, version)): Path<(String, String)>,
     request: Request,
 ) -> Response {
-    let (session, _) = match signed_form(&state, request).await {
+    let (session, _) = match permitted_form(
+        &state,
+        request,
+        OpsPermission::ManagePriceBooks,
+        "activating price books",
+    )
+    .await
+    {
         Ok(signed) => signed,
         Err(answer) => return answer,
     };
@@ -483,7 +495,7 @@ async fn upload_form(mut parts: Multipart) -> Result<UploadForm, (StatusCode, St
     responses(
         (status = 303, description = "Uploaded: to the market's price books, saying so"),
         (status = 400, description = "A page: not a multipart form, no component, or settings that are not JSON", content_type = "text/html", body = String),
-        (status = 403, description = "A page: the form did not carry the session's token", content_type = "text/html", body = String),
+        (status = 403, description = "A page: the form did not carry the session's token, or the operator's role does not manage price books", content_type = "text/html", body = String),
         (status = 404, description = "A page: no such market", content_type = "text/html", body = String),
         (status = 413, description = "A page: larger than an upload may be (16 MiB)", content_type = "text/html", body = String),
         (status = 422, description = "A page: the component or its settings were refused, with the reason", content_type = "text/html", body = String),
@@ -498,6 +510,9 @@ pub async fn upload(
         Ok(session) => session,
         Err(answer) => return answer,
     };
+    if !session.may(OpsPermission::ManagePriceBooks) {
+        return not_allowed(&session, "uploading price books");
+    }
     let unreadable = |status: StatusCode, why: &str| {
         message(
             status,
