@@ -477,6 +477,14 @@ async fn an_operator_uses_the_operator_console_in_a_browser() {
             .is_ok()
     );
     looked_at(&browser, "ops-market.png").await;
+    // The admin's forms that move jobs and couriers by hand, below the board.
+    assert!(
+        browser
+            .text("by-hand")
+            .await
+            .contains("Suspend the courier")
+    );
+    browser.screenshot_of("by-hand", "ops-by-hand.png").await;
     client.goto(&app.url("/ops/markets")).await.unwrap();
     arrives_at(&browser, "/ops/markets").await;
 

@@ -1099,3 +1099,159 @@ async fn an_operator_sees_each_component_s_recent_calls() {
         "{body}"
     );
 }
+
+/// The operations role moves jobs and couriers by hand from a market's board: a courier put on
+/// a searching job, a status set with a reason (refused without one), a courier suspended and
+/// reinstated; another role is offered none of it and refused each form.
+#[tokio::test]
+async fn operations_moves_jobs_and_couriers_by_hand() {
+    let (app, merchant) = crate::console::shop("By Hand Ltd").await;
+    let job = crate::console::book(&app, &merchant.test()).await;
+    let job_id = job["id"].as_str().unwrap().to_owned();
+    let (status, courier) = status_and_json(
+        app.admin(Method::POST, "/couriers")
+            .json(&serde_json::json!({
+                "name": "Hana Hand", "phone": "+966 50 765 4321",
+                "vehicle": job["vehicle"], "market": "demo"
+            }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{courier}");
+    let courier_id = courier["id"].as_str().unwrap().to_owned();
+    let token = courier["credential"].as_str().unwrap();
+    let online = app
+        .request(Method::POST, "/courier/v1/online")
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(online.status(), 200);
+
+    let (mut ops, _) = operator_signed_in(&app, "ops@ops.example", "operations").await;
+    let board = ops.get("/ops/markets/demo").await;
+    assert!(board.body.contains("id=\"by-hand\""), "{}", board.body);
+    assert!(board.body.contains("Hana Hand"));
+    let csrf = csrf_of(&board.body);
+    let assigned = ops
+        .post(
+            "/ops/markets/demo/assign",
+            &[("csrf", &csrf), ("job", &job_id), ("courier", &courier_id)],
+        )
+        .await;
+    assert_eq!(
+        (assigned.status, assigned.location.as_deref()),
+        (303, Some("/ops/markets/demo?done=assigned#by-hand")),
+        "{}",
+        assigned.body
+    );
+    let (_, seen) = status_and_json(
+        app.request(Method::GET, &format!("/v1/jobs/{job_id}"))
+            .auth(&merchant.test())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(seen["status"], "assigned", "{seen}");
+    let page = ops.get("/ops/markets/demo?done=assigned").await;
+    assert!(page.body.contains("The courier is on the job."));
+
+    let no_reason = ops
+        .post(
+            "/ops/markets/demo/status",
+            &[
+                ("csrf", &csrf),
+                ("job", &job_id),
+                ("status", "failed"),
+                ("reason", ""),
+            ],
+        )
+        .await;
+    assert_eq!(no_reason.status, 422, "{}", no_reason.body);
+    assert!(
+        no_reason.body.contains("job.reason_required"),
+        "{}",
+        no_reason.body
+    );
+    let not_an_id = ops
+        .post(
+            "/ops/markets/demo/status",
+            &[
+                ("csrf", &csrf),
+                ("job", "JOB-1"),
+                ("status", "failed"),
+                ("reason", "x"),
+            ],
+        )
+        .await;
+    assert_eq!(not_an_id.status, 400);
+
+    let suspended = ops
+        .post(
+            "/ops/markets/demo/couriers/suspend",
+            &[
+                ("csrf", &csrf),
+                ("courier", &courier_id),
+                ("reason", "kit check"),
+            ],
+        )
+        .await;
+    assert_eq!(suspended.status, 303, "{}", suspended.body);
+    let board = ops.get("/ops/markets/demo").await;
+    assert!(
+        board.body.contains("id=\"reinstate-courier\""),
+        "{}",
+        board.body
+    );
+    let reinstated = ops
+        .post(
+            "/ops/markets/demo/couriers/reinstate",
+            &[("csrf", &csrf), ("courier", &courier_id)],
+        )
+        .await;
+    assert_eq!(reinstated.status, 303, "{}", reinstated.body);
+    let set = ops
+        .post(
+            "/ops/markets/demo/status",
+            &[
+                ("csrf", &csrf),
+                ("job", &job_id),
+                ("status", "cancelled"),
+                ("reason", "the shop closed early"),
+            ],
+        )
+        .await;
+    assert_eq!(set.status, 303, "{}", set.body);
+
+    // The audit trail names the operator for each.
+    let audit = ops.get("/ops/audit?operator=ops@ops.example").await;
+    for action in [
+        "job.courier_reassigned",
+        "courier.suspended",
+        "courier.reinstated",
+        "job.status_set",
+    ] {
+        assert!(audit.body.contains(action), "{action}");
+    }
+
+    // Finance moves nothing.
+    let (mut finance, _) = operator_signed_in(&app, "money@ops.example", "finance").await;
+    let board = finance.get("/ops/markets/demo").await;
+    assert!(!board.body.contains("id=\"by-hand\""));
+    let refused = finance
+        .post(
+            "/ops/markets/demo/couriers/suspend",
+            &[("csrf", &csrf_of(&board.body)), ("courier", &courier_id)],
+        )
+        .await;
+    assert_eq!(refused.status, 403);
+    assert!(
+        refused.body.contains("Your role (Finance"),
+        "{}",
+        refused.body
+    );
+    app.stop().await;
+}

@@ -170,6 +170,9 @@ fn public_routes() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(console::operator::pages::markets_page))
         .routes(routes!(console::operator::market::market_page))
+        .routes(routes!(console::operator::dispatch::assign))
+        .routes(routes!(console::operator::dispatch::set_status))
+        .routes(routes!(console::operator::dispatch::courier_action))
         .routes(
             routes!(
                 console::operator::price_books::price_books_page,

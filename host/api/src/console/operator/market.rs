@@ -13,6 +13,9 @@ use courier_core::infra::clock::now;
 use courier_core::tracking::board::{
     BoardMap, CourierOnBoard, MarketBoard, NetworkState, SearchOnBoard,
 };
+use courier_domain::JobStatus;
+use courier_domain::dispatch::CourierStatus;
+use courier_domain::operators::OpsPermission;
 
 /// How often the open page reads the board again.
 const LIVE_SECONDS: u32 = 5;
@@ -87,6 +90,34 @@ impl From<SearchOnBoard> for SearchMark {
     }
 }
 
+/// One choice of a form's list: the id sent, the words shown.
+struct Choice {
+    id: String,
+    label: String,
+}
+
+/// The forms that move jobs and couriers by hand, for a role that may.
+struct ByHand {
+    searching: Vec<Choice>,
+    free: Vec<Choice>,
+    online: Vec<Choice>,
+    suspended: Vec<Choice>,
+    statuses: Vec<&'static str>,
+    /// What the last form did.
+    done: Option<&'static str>,
+}
+
+/// What `?done=` says was done.
+fn done_words(done: Option<&str>) -> Option<&'static str> {
+    Some(match done? {
+        "assigned" => "The courier is on the job.",
+        "status_set" => "The job's status is set.",
+        "suspended" => "The courier is suspended.",
+        "reinstated" => "The courier is reinstated.",
+        _ => return None,
+    })
+}
+
 #[derive(Template)]
 #[template(path = "console/ops_market.html")]
 struct MarketPage {
@@ -102,6 +133,7 @@ struct MarketPage {
     more_couriers: bool,
     searching: Vec<SearchMark>,
     more_searching: bool,
+    by_hand: Option<ByHand>,
 }
 
 /// The map in words: what a screen reader says for it.
@@ -125,7 +157,7 @@ fn describe(name: &str, board: &MarketBoard) -> String {
     path = "/ops/markets/{market}",
     operation_id = "opsConsoleMarket",
     tag = "console",
-    summary = "A market's board: its area and roads on a map, the couriers online and the jobs searching",
+    summary = "A market's board: its area and roads on a map, the couriers online and the jobs searching; for roles that move jobs, the forms that do it by hand",
     security(()),
     params(("market" = String, Path, description = "The market's id")),
     responses(
@@ -139,6 +171,7 @@ pub async fn market_page(
     State(state): State<AppState>,
     Path(market_id): Path<String>,
     headers: HeaderMap,
+    uri: axum::http::Uri,
 ) -> Response {
     let session = match signed_in(&state, &headers).await {
         Ok(session) => session,
@@ -174,6 +207,63 @@ pub async fn market_page(
         NetworkState::Failed => "The road network failed to load (see the log).".to_owned(),
     };
     let description = describe(&name, &board);
+    let by_hand = if session.may(OpsPermission::MoveJobs) {
+        let suspended = match state.couriers.list(Some(&market_id)).await {
+            Ok(couriers) => couriers
+                .into_iter()
+                .filter(|c| c.status == CourierStatus::Suspended)
+                .map(|c| Choice {
+                    id: c.id.to_string(),
+                    label: format!("{} ({})", c.name, c.vehicle.as_str()),
+                })
+                .collect(),
+            Err(error) => {
+                tracing::error!(%error, "listing a market's couriers failed");
+                Vec::new()
+            }
+        };
+        let done = uri
+            .query()
+            .and_then(|q| q.strip_prefix("done="))
+            .and_then(|d| done_words(Some(d)));
+        Some(ByHand {
+            searching: board
+                .searching
+                .iter()
+                .map(|j| Choice {
+                    id: j.id.to_string(),
+                    label: format!(
+                        "{} ({}, {})",
+                        j.reference,
+                        j.vehicle.as_str(),
+                        j.environment.as_str()
+                    ),
+                })
+                .collect(),
+            free: board
+                .couriers
+                .iter()
+                .filter(|c| !c.busy)
+                .map(|c| Choice {
+                    id: c.id.to_string(),
+                    label: format!("{} ({})", c.name, c.vehicle.as_str()),
+                })
+                .collect(),
+            online: board
+                .couriers
+                .iter()
+                .map(|c| Choice {
+                    id: c.id.to_string(),
+                    label: format!("{} ({})", c.name, c.vehicle.as_str()),
+                })
+                .collect(),
+            suspended,
+            statuses: JobStatus::ALL.iter().map(|s| s.as_str()).collect(),
+            done,
+        })
+    } else {
+        None
+    };
     page(
         StatusCode::OK,
         MarketPage {
@@ -188,6 +278,7 @@ pub async fn market_page(
             more_couriers: board.more_couriers,
             searching: board.searching.into_iter().map(SearchMark::from).collect(),
             more_searching: board.more_searching,
+            by_hand,
             name,
         }
         .render(),
