@@ -874,7 +874,8 @@ async fn the_webhook_portal_lists_every_attempt_and_draws_the_endpoints_health()
     let (mut visitor, csrf, path) =
         portal_with_endpoint(&app, &merchant, &receiver.url("/flaky"), "").await;
     let id = path.rsplit('/').next().unwrap().to_owned();
-    let fresh = visitor.get(&path).await;
+    let fresh = visitor.get(&format!("{path}/health")).await;
+    assert_eq!(fresh.status, 200, "{}", fresh.body);
     assert!(fresh.body.contains("No attempts in the last 24 hours."));
     let sent = visitor
         .post(
@@ -935,25 +936,28 @@ async fn the_webhook_portal_lists_every_attempt_and_draws_the_endpoints_health()
     assert!(!page.body.contains("before attempts were recorded"));
 
     let endpoint = visitor.get(&path).await;
-    assert!(
-        endpoint
-            .body
-            .contains("In the last 24 hours 50.0% of 4 attempts succeeded (2 failed)"),
-        "{}",
-        endpoint.body
-    );
-    assert_eq!(endpoint.body.matches("class=\"bar bar-ok\"").count(), 1);
-    assert_eq!(endpoint.body.matches("class=\"bar bar-failed\"").count(), 1);
+    assert!(endpoint.body.contains(&format!("{path}/health")), "linked");
     assert!(
         !endpoint.body.contains("id=\"failing\""),
         "no warning for 2 failures"
     );
+    let health = visitor.get(&format!("{path}/health")).await;
+    assert!(
+        health
+            .body
+            .contains("In the last 24 hours 50.0% of 4 attempts succeeded (2 failed)"),
+        "{}",
+        health.body
+    );
+    assert_eq!(health.body.matches("class=\"bar bar-ok\"").count(), 1);
+    assert_eq!(health.body.matches("class=\"bar bar-failed\"").count(), 1);
 
     // Another merchant's delivery page is not found.
     let other = app.create_merchant("Console Attempts Rival").await;
     let mut rival = Visitor::new(&app);
     rival.sign_in(&other.test()).await;
     assert_eq!(rival.get(&delivery_path).await.status, 404);
+    assert_eq!(rival.get(&format!("{path}/health")).await.status, 404);
 }
 
 #[tokio::test]

@@ -229,13 +229,23 @@ async fn a_merchant_uses_the_console_in_a_browser() {
     // Its attempts, each with its answer, and the endpoint's health over the day.
     assert!(client.source().await.unwrap().contains("id=\"attempts\""));
     client.goto(endpoint_page.as_str()).await.unwrap();
-    assert!(
-        browser
-            .text("health")
-            .await
-            .contains("In the last 24 hours")
-    );
     looked_at(&browser, "console-webhook-failing.png").await;
+    client
+        .find(Locator::Id("health-link"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    browser
+        .wait_until("the endpoint's health", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("In the last 24 hours"))
+        })
+        .await;
+    looked_at(&browser, "console-webhook-health-page.png").await;
     browser
         .screenshot_of("health", "console-webhook-health.png")
         .await;

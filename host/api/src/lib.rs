@@ -129,6 +129,7 @@ fn public_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::catalog::events_page))
         .routes(routes!(console::webhooks::webhook_page))
         .routes(routes!(console::webhooks::webhook_action))
+        .routes(routes!(console::webhooks::health_page))
         .routes(routes!(console::webhooks::delivery_page))
         .routes(routes!(console::webhooks::resend_delivery))
         .routes(routes!(console::webhooks::recover_deliveries))

@@ -29,7 +29,8 @@ pub(super) struct HealthView {
 pub(super) struct HourView {
     /// `14:00`.
     pub label: String,
-    /// Shown under the axis: every sixth hour.
+    /// Shown under the axis: every sixth hour but the first column's (its label would be cut
+    /// at the chart's edge).
     pub labelled: bool,
     pub x: u32,
     pub label_x: u32,
@@ -100,7 +101,7 @@ impl HealthView {
                 let starts = hour.starts_at.unwrap_or(health.since);
                 HourView {
                     label: format!("{:02}:00", starts.hour()),
-                    labelled: starts.hour() % 6 == 0,
+                    labelled: n > 0 && starts.hour() % 6 == 0,
                     x,
                     label_x: n as u32 * COLUMN + COLUMN / 2,
                     succeeded: hour.succeeded,
@@ -175,7 +176,8 @@ mod tests {
         );
         assert_eq!(busiest.p95_y, Some(TOP), "the slowest hour reaches the top");
         assert_eq!(view.hours[1].median_y, None);
-        assert!(busiest.labelled && !view.hours[2].labelled);
+        assert!(!busiest.labelled, "the first column's label would be cut");
+        assert!(!view.hours[2].labelled);
         assert_eq!(busiest.label, "00:00");
         assert_eq!(
             view.summary,

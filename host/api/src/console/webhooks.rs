@@ -358,7 +358,6 @@ struct WebhookPage {
     edit: EditForm,
     /// Failing often enough to be warned about: how often, and when it is suspended.
     warning: Option<FailureWarning>,
-    health: HealthView,
     /// What a test event may be named.
     event_names: Vec<&'static str>,
 }
@@ -445,13 +444,12 @@ async fn endpoint_log_page(
         reference: (!filter.reference.is_empty()).then_some(filter.reference.as_str()),
         before: filter.before,
     };
-    // Independent reads, on connections of their own at once.
+    // Two independent reads, on two connections at once.
     let read = tokio::try_join!(
         endpoints.list(owner(session)),
         endpoints.delivery_log(owner(session), id, &search),
-        endpoints.health(owner(session), id, Utc::now()),
     );
-    let (listed, (deliveries, more), health) = match read {
+    let (listed, (deliveries, more)) = match read {
         Ok(read) => read,
         Err(error) => return refused(session, error),
     };
@@ -499,7 +497,6 @@ async fn endpoint_log_page(
             notice: shown.notice,
             edit,
             warning,
-            health: HealthView::of(&health),
             event_names: EventName::ALL.iter().map(|e| e.as_str()).collect(),
         }
         .render(),
@@ -511,7 +508,7 @@ async fn endpoint_log_page(
     path = "/console/webhooks/{id}",
     operation_id = "consoleWebhook",
     tag = "console",
-    summary = "An endpoint: its status (with a warning once it fails often enough to be suspended soon), its health over the last day (attempts per hour, succeeded and failed, and time to answer, drawn and tabled), its delivery log (event, status, attempts, response, error; 50 a page, newest first), and its forms",
+    summary = "An endpoint: its status (with a warning once it fails often enough to be suspended soon), its delivery log (event, status, attempts, response, error; 50 a page, newest first), and its forms",
     security(()),
     params(
         ("id" = String, Path, description = "The endpoint's id"),
@@ -665,6 +662,66 @@ pub async fn webhook_action(
         }
         Err(error) => refused(&session, error),
     }
+}
+
+#[derive(Template)]
+#[template(path = "console/webhook_health.html")]
+struct HealthPage {
+    session: Option<SessionBar>,
+    endpoint: EndpointFacts,
+    health: HealthView,
+}
+
+#[utoipa::path(
+    get,
+    path = "/console/webhooks/{id}/health",
+    operation_id = "consoleWebhookHealth",
+    tag = "console",
+    summary = "An endpoint's health over the last day: the share of attempts that succeeded, the time to answer (median, 95th percentile), and both hour by hour, drawn as SVG and tabled",
+    security(()),
+    params(("id" = String, Path, description = "The endpoint's id")),
+    responses(
+        (status = 200, description = "The page", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to /console/sign-in"),
+        (status = 404, description = "A page: no such endpoint in the session's environment (another merchant's alike)", content_type = "text/html", body = String),
+        (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn health_page(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer,
+    };
+    let Ok(endpoint_id) = Uuid::parse_str(&id) else {
+        return no_such_endpoint(&session);
+    };
+    let endpoints = state.webhooks.endpoints();
+    // The day's attempts are read each time (tens of milliseconds for an endpoint sent
+    // a hundred thousand a day): a page of its own, not the delivery log's.
+    let read = tokio::try_join!(
+        endpoints.list(owner(&session)),
+        endpoints.health(owner(&session), endpoint_id, Utc::now()),
+    );
+    let (listed, health) = match read {
+        Ok(read) => read,
+        Err(error) => return refused(&session, error),
+    };
+    let Some(endpoint) = listed.iter().find(|e| e.id == endpoint_id) else {
+        return no_such_endpoint(&session);
+    };
+    page(
+        StatusCode::OK,
+        HealthPage {
+            session: Some(SessionBar::from(&session)),
+            endpoint: EndpointFacts::from(endpoint),
+            health: HealthView::of(&health),
+        }
+        .render(),
+    )
 }
 
 /// One delivery as the log shows it: the request as sent, and what its last attempt heard.
