@@ -763,6 +763,67 @@ async fn the_operator_console_can_listen_apart() {
             .starts_with(&format!("http://{ops}/ops/invitations/")),
         "{invitation}"
     );
+
+    // Joined and signed in on the console's own address; its public address is https, so
+    // the cookie is Secure though the service's is not.
+    let url = invitation["invitation_url"].as_str().unwrap();
+    let joined = client
+        .post(url)
+        .form(&[
+            ("name", "Apart"),
+            ("password", PASSWORD),
+            ("password_again", PASSWORD),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(joined.status(), 303);
+    let signed = client
+        .post(format!("http://{ops}/ops/sign-in"))
+        .form(&[("email", "apart@ops.example"), ("password", PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed.status(), 303);
+    let cookie = signed.headers()["set-cookie"].to_str().unwrap();
+    assert!(!cookie.contains("Secure"), "http here: {cookie}");
+    app.stop().await;
+
+    let port = crate::support::process::free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let app = TestApp::spawn_with(move |name| match name {
+        "COURIER_OPS_LISTEN" => Some(listen.clone()),
+        "COURIER_OPS_PUBLIC_URL" => Some("https://ops.internal.example".into()),
+        _ => None,
+    })
+    .await;
+    let invitation = invite_operator(&app, "secure@ops.example", "viewer").await;
+    let url = invitation["invitation_url"].as_str().unwrap();
+    assert!(
+        url.starts_with("https://ops.internal.example/ops/invitations/"),
+        "{url}"
+    );
+    let token = url.rsplit('/').next().unwrap();
+    let joined = client
+        .post(format!("http://127.0.0.1:{port}/ops/invitations/{token}"))
+        .form(&[
+            ("name", "Secure"),
+            ("password", PASSWORD),
+            ("password_again", PASSWORD),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(joined.status(), 303);
+    let signed = client
+        .post(format!("http://127.0.0.1:{port}/ops/sign-in"))
+        .form(&[("email", "secure@ops.example"), ("password", PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed.status(), 303);
+    let cookie = signed.headers()["set-cookie"].to_str().unwrap();
+    assert!(cookie.contains("; Secure"), "{cookie}");
     app.stop().await;
 }
 

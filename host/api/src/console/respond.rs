@@ -549,7 +549,13 @@ pub(super) fn session_cookie(
     lifetime: std::time::Duration,
     token: Option<&str>,
 ) -> HeaderValue {
-    let secure = if state.config.public_url().starts_with("https://") {
+    // The operator console's cookie is sent to its own address, which may be another.
+    let served_at = if path == "/ops" {
+        state.config.ops_public_url()
+    } else {
+        state.config.public_url()
+    };
+    let secure = if served_at.starts_with("https://") {
         "; Secure"
     } else {
         ""
