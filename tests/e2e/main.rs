@@ -27,6 +27,7 @@ mod networks;
 mod openapi;
 mod ops;
 mod ops_console;
+mod passkeys;
 mod payments;
 mod price_books;
 mod provider_events;

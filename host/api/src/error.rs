@@ -243,6 +243,9 @@ pub enum ApiError {
     #[error(transparent)]
     #[code(via)]
     OperatorInvite(#[from] courier_core::operator_accounts::OperatorInviteError),
+    #[error(transparent)]
+    #[code(via)]
+    Passkey(#[from] courier_core::team::PasskeyRefusal),
     #[error(
         "this key has used its budget for this kind of request; retry after {} s",
         courier_core::rate_limit::whole_seconds(*retry_after)

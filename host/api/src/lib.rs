@@ -84,6 +84,7 @@ fn public_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::pages::stylesheet))
         .routes(routes!(console::pages::live_updates))
         .routes(routes!(console::pages::card_form_script))
+        .routes(routes!(console::pages::passkeys_script))
         .routes(routes!(
             console::pages::sign_in_page,
             console::pages::sign_in
@@ -109,6 +110,11 @@ fn public_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::second_factor::start))
         .routes(routes!(console::second_factor::confirm))
         .routes(routes!(console::second_factor::disable))
+        .routes(routes!(console::passkeys::registration_options))
+        .routes(routes!(console::passkeys::add))
+        .routes(routes!(console::passkeys::remove))
+        .routes(routes!(console::passkeys::sign_in_options))
+        .routes(routes!(console::passkeys::sign_in))
         .routes(routes!(console::team::require_second_factor))
         .routes(routes!(console::team::switch))
         .routes(routes!(console::team::account_page))

@@ -41,6 +41,7 @@ pub mod mail;
 pub mod merchants;
 pub mod operator_console;
 pub mod operators;
+pub mod passkeys;
 pub mod people;
 pub mod price_books;
 pub mod provider_events;

@@ -6,6 +6,7 @@ pub mod chaos;
 pub mod eventually;
 pub mod fleet;
 pub mod forwarder;
+pub mod passkey;
 pub mod process;
 pub mod receiver;
 pub mod smtp;

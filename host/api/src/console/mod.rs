@@ -15,6 +15,7 @@ pub(crate) mod keys;
 pub(crate) mod once;
 pub(crate) mod operator;
 pub(crate) mod pages;
+pub(crate) mod passkeys;
 pub(crate) mod passwords;
 mod reauth;
 mod respond;

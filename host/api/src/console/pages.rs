@@ -110,6 +110,22 @@ pub async fn card_form_script() -> Response {
     )
 }
 
+#[utoipa::path(
+    get,
+    path = "/console/passkeys.js",
+    operation_id = "consolePasskeysScript",
+    tag = "console",
+    summary = "Adds and uses passkeys through the browser's `navigator.credentials` on the pages that offer them (the app's codes work without it)",
+    security(()),
+    responses((status = 200, description = "JavaScript", content_type = "text/javascript", body = String))
+)]
+pub async fn passkeys_script() -> Response {
+    asset(
+        "text/javascript; charset=utf-8",
+        include_str!("../../templates/console/passkeys.js"),
+    )
+}
+
 #[derive(Template)]
 #[template(path = "console/sign_in.html")]
 struct SignInPage<'a> {

@@ -30,6 +30,19 @@ fn unavailable(session: Option<&ConsoleSession>, error: &dyn std::fmt::Display) 
 struct CodePage<'a> {
     session: Option<SessionBar>,
     problem: Option<&'a str>,
+    /// The person has a passkey to use instead of a code.
+    passkey: bool,
+}
+
+/// Whether `person` may give their second factor with a passkey here.
+async fn has_passkey(state: &AppState, person: uuid::Uuid) -> bool {
+    state.teams.passkeys().available()
+        && state
+            .teams
+            .passkeys()
+            .of(person)
+            .await
+            .is_ok_and(|kept| !kept.is_empty())
 }
 
 #[utoipa::path(
@@ -46,11 +59,12 @@ struct CodePage<'a> {
 )]
 pub async fn code_page(State(state): State<AppState>, headers: HeaderMap) -> Response {
     match waiting(&state, &headers).await {
-        Ok(Some(_)) => page(
+        Ok(Some(person)) => page(
             StatusCode::OK,
             CodePage {
                 session: None,
                 problem: None,
+                passkey: has_passkey(&state, person).await,
             }
             .render(),
         ),
@@ -109,6 +123,7 @@ pub async fn check_code(State(state): State<AppState>, request: Request) -> Resp
                 CodePage {
                     session: None,
                     problem: Some("That code does not match. Use the newest code your app shows, or one of your recovery codes."),
+                    passkey: has_passkey(&state, person).await,
                 }
                 .render(),
             );
@@ -144,6 +159,18 @@ struct FactorPage<'a> {
     enrolment: Option<(Enrolment, String)>,
     /// Just after enrolling: the recovery codes, shown once.
     recovery_codes: Vec<String>,
+    /// Whether passkeys can be added here (the service is at a host name), and the person's.
+    passkeys_available: bool,
+    passkeys: Vec<PasskeyFacts>,
+    max_passkey_name: usize,
+}
+
+/// A passkey as the page lists it.
+struct PasskeyFacts {
+    id: uuid::Uuid,
+    name: String,
+    added: String,
+    used: String,
 }
 
 async fn render(
@@ -154,8 +181,12 @@ async fn render(
     enrolment: Option<Enrolment>,
     recovery_codes: Vec<String>,
 ) -> Response {
-    let factor = match state.teams.second_factor(session.person.id).await {
-        Ok(factor) => factor,
+    let read = tokio::try_join!(
+        state.teams.second_factor(session.person.id),
+        state.teams.passkeys().of(session.person.id),
+    );
+    let (factor, passkeys) = match read {
+        Ok(read) => read,
         Err(error) => return unavailable(Some(session), &error),
     };
     let enrolment = enrolment.map(|e| {
@@ -173,6 +204,19 @@ async fn render(
             required_by: factor.required_by,
             enrolment,
             recovery_codes,
+            passkeys_available: state.teams.passkeys().available(),
+            passkeys: passkeys
+                .into_iter()
+                .map(|p| PasskeyFacts {
+                    id: p.id,
+                    name: p.name,
+                    added: super::respond::when(p.created_at),
+                    used: p
+                        .last_used_at
+                        .map_or_else(|| "never".to_owned(), super::respond::when),
+                })
+                .collect(),
+            max_passkey_name: courier_core::team::MAX_PASSKEY_NAME_CHARS,
         }
         .render(),
     )

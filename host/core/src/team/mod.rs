@@ -4,6 +4,7 @@
 
 mod config;
 mod error;
+mod passkeys;
 mod passwords;
 pub mod second_factor;
 
@@ -28,6 +29,10 @@ pub use config::TeamConfig;
 pub use error::{
     AcceptRefusal, ChangeRefusal, FactorRefusal, INVALID_EMAIL, ResetRefusal, SignInRefusal,
     TeamError,
+};
+pub use passkeys::{
+    CEREMONY_LIFETIME, Ceremony, MAX_NAME_CHARS as MAX_PASSKEY_NAME_CHARS, PasskeyEntry,
+    PasskeyRefusal, Passkeys,
 };
 pub use second_factor::Enrolment;
 pub use store::SecondFactorRow;
@@ -150,6 +155,7 @@ pub struct Teams {
     outbox: Outbox,
     /// Seals TOTP keys.
     sealer: Sealer,
+    passkeys: Passkeys,
 }
 
 fn hash_token(token: &str) -> Vec<u8> {
@@ -179,12 +185,18 @@ impl Teams {
         key: &SecretKey,
     ) -> Self {
         Self {
+            passkeys: Passkeys::new(pool.clone(), &public_url),
             pool,
             config,
             public_url: public_url.trim_end_matches('/').to_owned(),
             outbox,
             sealer: Sealer::new(key, "totp-secrets"),
         }
+    }
+
+    /// People's passkeys: a faster way to give the second factor.
+    pub fn passkeys(&self) -> &Passkeys {
+        &self.passkeys
     }
 
     /// Whether `person_id` has a second factor (a sign-in then asks for a code).
@@ -792,6 +804,8 @@ impl Teams {
             return Err(FactorRefusal::Required);
         }
         store::disable_totp(&self.pool, person_id).await?;
+        // Passkeys stand for the second factor: with it off they go too.
+        self.passkeys.remove_all(person_id).await?;
         Ok(())
     }
 
