@@ -1,4 +1,5 @@
-//! Passkeys over HTTP, with a software authenticator answering as a browser would: added once
+//! Passkeys over HTTP, with a software authenticator answering as a browser would, and in
+//! Chromium with its virtual authenticator: added once
 //! the second factor is on, then giving it at sign-in instead of a code; each ceremony used
 //! once; another site's answer, a wrong signature and a bad name refused with their codes.
 
@@ -260,5 +261,153 @@ async fn passkeys_need_the_service_at_a_host_name() {
         .await;
     assert_eq!(refused.status, 404, "{}", refused.body);
     assert_eq!(json_of(&refused)["code"], "passkey.unavailable");
+    app.stop().await;
+}
+
+/// Chromium's virtual authenticator (WebDriver's WebAuthn extension): a platform authenticator
+/// with user verification, as a phone's screen lock is.
+#[derive(Debug)]
+struct AddVirtualAuthenticator;
+
+impl fantoccini::wd::WebDriverCompatibleCommand for AddVirtualAuthenticator {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/webauthn/authenticator",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
+        let body = serde_json::json!({
+            "protocol": "ctap2",
+            "transport": "internal",
+            "hasResidentKey": true,
+            "hasUserVerification": true,
+            "isUserVerified": true,
+            "automaticPresenceSimulation": true,
+        });
+        (http::Method::POST, Some(body.to_string()))
+    }
+}
+
+/// In Chromium, through the pages and `passkeys.js`: the second factor turned on, a passkey
+/// added with the browser's own authenticator, then a sign-in whose second factor it gives.
+#[tokio::test]
+async fn a_passkey_is_added_and_used_in_a_browser() {
+    use crate::console_browser::{arrives_at, click, fill, looked_at};
+    use crate::support::browser::Browser;
+    use fantoccini::Locator;
+
+    // The browser's origin is the relying party's: a host name (localhost), this port.
+    let app = TestApp::spawn_with(|name| {
+        (name == "COURIER_PUBLIC_URL").then(|| "http://localhost:{port}".to_owned())
+    })
+    .await;
+    let site = app.base_url.replace("127.0.0.1", "localhost");
+    let merchant = app.create_merchant("Passkey Browser Ltd").await;
+    let email = owner_email(&merchant.merchant_id.to_string());
+    Visitor::new(&app).sign_in(&merchant.test()).await;
+
+    let browser = Browser::start(1280, 900).await;
+    let client = &browser.client;
+    client
+        .issue_cmd(AddVirtualAuthenticator)
+        .await
+        .expect("Chromium's virtual authenticator");
+    client
+        .goto(&format!("{site}/console/sign-in"))
+        .await
+        .unwrap();
+    fill(&browser, "email", &email).await;
+    fill(&browser, "password", PASSWORD).await;
+    click(&browser, "form.sign-in button").await;
+    arrives_at(&browser, "/console/jobs").await;
+
+    // The app's codes first.
+    client
+        .goto(&format!("{site}/console/account/second-factor"))
+        .await
+        .unwrap();
+    click(
+        &browser,
+        "form[action='/console/account/second-factor/start'] button",
+    )
+    .await;
+    browser
+        .wait_until("the app's key", || async {
+            client.source().await.is_ok_and(|s| s.contains("totp-key"))
+        })
+        .await;
+    let key = browser.text("totp-key").await;
+    fill(&browser, "code", &code(&key, 0)).await;
+    click(
+        &browser,
+        "form[action='/console/account/second-factor/confirm'] button",
+    )
+    .await;
+    browser
+        .wait_until("the recovery codes", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("Your recovery codes"))
+        })
+        .await;
+    client
+        .goto(&format!("{site}/console/account/second-factor"))
+        .await
+        .unwrap();
+    browser
+        .wait_until("the passkey form, shown by the script", || async {
+            client
+                .execute(
+                    "return !document.getElementById('passkey-add').hidden",
+                    Vec::new(),
+                )
+                .await
+                .is_ok_and(|shown| shown == serde_json::Value::Bool(true))
+        })
+        .await;
+    looked_at(&browser, "console-passkeys.png").await;
+    let name = client.find(Locator::Id("passkey-name")).await.unwrap();
+    name.clear().await.unwrap();
+    name.send_keys("Work laptop").await.unwrap();
+    click(&browser, "#passkey-add button").await;
+    browser
+        .wait_until("the passkey listed", || async {
+            client
+                .source()
+                .await
+                .is_ok_and(|s| s.contains("<td>Work laptop</td>"))
+        })
+        .await;
+    looked_at(&browser, "console-passkey-added.png").await;
+
+    // Signed out, then in: the password, then the passkey.
+    click(&browser, "form.sign-out button").await;
+    arrives_at(&browser, "/console/sign-in").await;
+    fill(&browser, "email", &email).await;
+    fill(&browser, "password", PASSWORD).await;
+    click(&browser, "form.sign-in button").await;
+    arrives_at(&browser, "/console/sign-in/code").await;
+    browser
+        .wait_until("the passkey button", || async {
+            client
+                .execute(
+                    "return !document.getElementById('passkey-sign-in').hidden",
+                    Vec::new(),
+                )
+                .await
+                .is_ok_and(|shown| shown == serde_json::Value::Bool(true))
+        })
+        .await;
+    looked_at(&browser, "console-sign-in-passkey.png").await;
+    click(&browser, "#passkey-use").await;
+    arrives_at(&browser, "/console/jobs").await;
+    browser.close().await;
     app.stop().await;
 }

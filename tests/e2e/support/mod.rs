@@ -59,20 +59,24 @@ impl TestApp {
         let config = {
             let database_url = database_url.clone();
             let data_dir = data_dir.to_string_lossy().into_owned();
+            // A setting may name the port the service was given: `{port}`.
+            let port = address.port().to_string();
             Config::from_lookup(move |name| {
-                extra(name).or_else(|| match name {
-                    "DATABASE_URL" => Some(database_url.clone()),
-                    "COURIER_DATA_DIR" => Some(data_dir.clone()),
-                    "COURIER_SECRET_KEY" => Some("5e".repeat(32)),
-                    "COURIER_DB_POOL_SIZE" => Some("4".into()),
-                    "COURIER_ADMIN_TOKEN" => Some(ADMIN_TOKEN.into()),
-                    "COURIER_PLUGIN_INSTANCES" => Some("16".into()),
-                    // Test jobs move only as a test moves them, unless it starts the simulator.
-                    "COURIER_SANDBOX_SPEED" => Some("0".into()),
-                    // Stopped at once: no balancer waits for these to drain.
-                    "COURIER_DRAIN_MS" => Some("0".into()),
-                    _ => None,
-                })
+                extra(name)
+                    .map(|value| value.replace("{port}", &port))
+                    .or_else(|| match name {
+                        "DATABASE_URL" => Some(database_url.clone()),
+                        "COURIER_DATA_DIR" => Some(data_dir.clone()),
+                        "COURIER_SECRET_KEY" => Some("5e".repeat(32)),
+                        "COURIER_DB_POOL_SIZE" => Some("4".into()),
+                        "COURIER_ADMIN_TOKEN" => Some(ADMIN_TOKEN.into()),
+                        "COURIER_PLUGIN_INSTANCES" => Some("16".into()),
+                        // Test jobs move only as a test moves them, unless it starts the simulator.
+                        "COURIER_SANDBOX_SPEED" => Some("0".into()),
+                        // Stopped at once: no balancer waits for these to drain.
+                        "COURIER_DRAIN_MS" => Some("0".into()),
+                        _ => None,
+                    })
             })
             .unwrap()
         };
