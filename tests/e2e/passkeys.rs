@@ -1,7 +1,7 @@
 //! Passkeys over HTTP, with a software authenticator answering as a browser would, and in
-//! Chromium with its virtual authenticator: added once
-//! the second factor is on, then giving it at sign-in instead of a code; each ceremony used
-//! once; another site's answer, a wrong signature and a bad name refused with their codes.
+//! Chromium with its virtual authenticator: added once the second factor is on, then giving it
+//! at sign-in instead of a code; each ceremony used once; another site's answer, a wrong
+//! signature and a bad name refused with their codes.
 
 use serde_json::Value;
 
