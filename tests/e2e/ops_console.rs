@@ -1054,14 +1054,16 @@ async fn an_operator_sees_the_couriers_online_and_the_jobs_searching_on_the_mark
         "{}",
         markets.body
     );
-    // A job booked for now opens its search at the next dispatch pass.
-    let mut page = visitor.get("/ops/markets/demo").await;
+    // A job booked for now opens its search at the next dispatch pass. It is a test job: the
+    // board shows those when asked.
+    let board = "/ops/markets/demo?jobs=test";
+    let mut page = visitor.get(board).await;
     for _ in 0..200 {
         if page.body.contains(reference) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-        page = visitor.get("/ops/markets/demo").await;
+        page = visitor.get(board).await;
     }
     assert_eq!(page.status, 200, "{}", page.body);
     let body = &page.body;
@@ -1194,6 +1196,28 @@ async fn operations_moves_jobs_and_couriers_by_hand() {
     let (mut ops, _) = operator_signed_in(&app, "ops@ops.example", "operations").await;
     let board = ops.get("/ops/markets/demo").await;
     assert!(board.body.contains("id=\"by-hand\""), "{}", board.body);
+    // Test jobs are a merchant's trials: hidden unless asked for, and counted.
+    let reference = job["reference"].as_str().unwrap();
+    assert!(!board.body.contains(reference), "live jobs only by default");
+    assert!(
+        board
+            .body
+            .contains("1 of the other kind searching not shown"),
+        "{}",
+        board.body
+    );
+    let tests = ops.get("/ops/markets/demo?jobs=test").await;
+    assert!(tests.body.contains(reference), "{}", tests.body);
+    assert!(
+        tests.body.contains(">By Hand Ltd</span>"),
+        "the merchant by name"
+    );
+    assert!(
+        ops.get("/ops/markets/demo?jobs=all")
+            .await
+            .body
+            .contains(reference)
+    );
     assert!(board.body.contains("Hana Hand"));
     let csrf = csrf_of(&board.body);
     let assigned = ops

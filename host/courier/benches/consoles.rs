@@ -8,7 +8,9 @@
 //! API, then grows the tables: `BENCH_GROWN_JOBS` jobs (default 100,000) copied from a real one,
 //! each with a captured charge, and `BENCH_DELIVERIES` finished deliveries (default 10,000; one
 //! in ten failed) on one endpoint, with their events; and analyses them. Then signs in to both
-//! consoles and, page by page, reads each from one client for `BENCH_SECONDS` (default 5).
+//! consoles as people do (the merchant's owner joins through an invitation; an admin operator
+//! joins, signs in and sets up the second factor) and, page by page, reads each from one client
+//! for `BENCH_SECONDS` (default 5).
 //!
 //! cargo bench -p courier --bench consoles
 
@@ -23,14 +25,11 @@ use serde_json::{Value, json};
 const ADMIN_TOKEN: &str = "bench-operator-token-bench-operator-token";
 
 /// The session cookie a sign-in form set (`name=value`).
-async fn signed_in(url: String, form: &[(&str, &str)]) -> String {
-    // Not following the redirect: the cookie comes with it.
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let response = http.post(url).form(form).send().await.unwrap();
-    assert_eq!(response.status(), 303, "a sign-in");
+/// The password the bench's people are given.
+const PASSWORD: &str = "a long bench password";
+
+/// The cookie a response sets (`name=value`).
+fn cookie_of(response: &reqwest::Response) -> String {
     let cookie = response
         .headers()
         .get(SET_COOKIE)
@@ -42,6 +41,125 @@ async fn signed_in(url: String, form: &[(&str, &str)]) -> String {
         .next()
         .unwrap()
         .to_owned()
+}
+
+/// A client that does not follow redirects: cookies come with them.
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// An invitation's token, made through the operator API at `path` for `body`.
+async fn invitation(bench: &Bench, path: &str, body: Value) -> String {
+    let issued: Value = bench
+        .http
+        .post(format!("{}/admin/v1{path}", bench.base))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let url = issued["invitation_url"].as_str().expect("an invitation");
+    url.rsplit('/').next().unwrap().to_owned()
+}
+
+/// The cookie of the merchant's first owner, joined through an invitation (joining signs in).
+async fn merchant_signed_in(bench: &Bench) -> String {
+    let merchant: String =
+        sqlx::query_scalar("SELECT merchant_id::text FROM api_keys WHERE key = $1")
+            .bind(&bench.key)
+            .fetch_one(&bench.pool)
+            .await
+            .unwrap();
+    let token = invitation(
+        bench,
+        &format!("/merchants/{merchant}/invitations"),
+        json!({"email": "owner@bench.example", "role": "owner"}),
+    )
+    .await;
+    let joined = browser()
+        .post(format!("{}/console/invitations/{token}", bench.base))
+        .form(&[
+            ("name", "Owner"),
+            ("password", PASSWORD),
+            ("password_again", PASSWORD),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(joined.status(), 303, "joined");
+    cookie_of(&joined)
+}
+
+/// The cookie of an admin operator: invited, joined, signed in, second factor set up.
+async fn operator_signed_in(bench: &Bench) -> String {
+    let token = invitation(
+        bench,
+        "/operators/invitations",
+        json!({"email": "ops@bench.example", "role": "admin"}),
+    )
+    .await;
+    let http = browser();
+    let joined = http
+        .post(format!("{}/ops/invitations/{token}", bench.base))
+        .form(&[
+            ("name", "Ops"),
+            ("password", PASSWORD),
+            ("password_again", PASSWORD),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(joined.status(), 303, "joined");
+    let signed = http
+        .post(format!("{}/ops/sign-in", bench.base))
+        .form(&[("email", "ops@bench.example"), ("password", PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed.status(), 303, "signed in");
+    let cookie = cookie_of(&signed);
+    let setup = http
+        .get(format!("{}/ops/second-factor", bench.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let after = |marker: &str| {
+        let at = setup.find(marker).expect(marker) + marker.len();
+        setup[at..].split(['<', '"']).next().unwrap().to_owned()
+    };
+    let (key, csrf) = (
+        after("<code id=\"totp-key\">"),
+        after("name=\"csrf\" value=\""),
+    );
+    let totp = totp_rs::TOTP::new_unchecked(
+        totp_rs::Algorithm::SHA1,
+        6,
+        1,
+        30,
+        totp_rs::Secret::Encoded(key).to_bytes().unwrap(),
+        None,
+        String::new(),
+    );
+    let code = totp.generate_current().unwrap();
+    let on = http
+        .post(format!("{}/ops/second-factor/confirm", bench.base))
+        .header("cookie", &cookie)
+        .form(&[("csrf", csrf.as_str()), ("code", code.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(on.status(), 200, "second factor on");
+    cookie
 }
 
 /// Gives the endpoint `count` finished deliveries (one in ten failed, the rest delivered) of
@@ -192,16 +310,8 @@ fn main() {
         .await
         .unwrap();
 
-        let merchant = signed_in(
-            format!("{}/console/sign-in", bench.base),
-            &[("key", &bench.key), ("secret", &bench.secret)],
-        )
-        .await;
-        let operator = signed_in(
-            format!("{}/ops/sign-in", bench.base),
-            &[("token", ADMIN_TOKEN)],
-        )
-        .await;
+        let merchant = merchant_signed_in(&bench).await;
+        let operator = operator_signed_in(&bench).await;
         let pages = [
             ("jobs, page 1", &merchant, "/console/jobs".to_owned()),
             (
@@ -220,6 +330,11 @@ fn main() {
                 "a delivery",
                 &merchant,
                 format!("/console/webhooks/{endpoint}/deliveries/{delivery}"),
+            ),
+            (
+                "an endpoint's health (the day's attempts)",
+                &merchant,
+                format!("/console/webhooks/{endpoint}/health"),
             ),
             ("cards and charges", &merchant, "/console/cards".to_owned()),
             ("ops: payments", &operator, "/ops/payments".to_owned()),

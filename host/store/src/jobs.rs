@@ -312,6 +312,7 @@ pub struct SearchingJob {
     pub id: Uuid,
     pub reference: String,
     pub merchant_id: Uuid,
+    pub merchant_name: String,
     pub environment: Environment,
     pub vehicle: Vehicle,
     pub pickup: serde_json::Value,
@@ -323,24 +324,45 @@ pub struct SearchingJob {
     pub offered: bool,
 }
 
-/// The jobs searching in `market`, longest searching first, up to `limit`.
+/// The jobs searching in `market` (of `environment` only, when given), longest searching
+/// first, up to `limit`; and how many of the other environment's search there too.
 pub async fn searching_in_market(
     pool: &PgPool,
     market: &str,
+    environment: Option<Environment>,
     limit: i64,
-) -> Result<Vec<SearchingJob>, sqlx::Error> {
-    sqlx::query_as!(
+) -> Result<(Vec<SearchingJob>, i64), sqlx::Error> {
+    let environment = environment.map(Environment::as_str);
+    let jobs = sqlx::query_as!(
         SearchingJob,
-        "SELECT id, reference, merchant_id, environment AS \"environment: Text<Environment>\", \
-           vehicle AS \"vehicle: Text<Vehicle>\", pickup, \
-           coalesce(search_opened_at, search_opens_at, booked_at) AS \"searching_since!\", \
-           pickup_ready_at, EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
+        "SELECT j.id, j.reference, j.merchant_id, m.name AS merchant_name, \
+           j.environment AS \"environment: Text<Environment>\", \
+           j.vehicle AS \"vehicle: Text<Vehicle>\", j.pickup, \
+           coalesce(j.search_opened_at, j.search_opens_at, j.booked_at) AS \"searching_since!\", \
+           j.pickup_ready_at, EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
                    AND o.status = 'open') AS \"offered!\" \
-         FROM jobs j WHERE status = 'searching' AND market_id = $1 \
-         ORDER BY coalesce(search_opened_at, search_opens_at, booked_at), id LIMIT $2",
+         FROM jobs j JOIN merchants m ON m.id = j.merchant_id \
+         WHERE j.status = 'searching' AND j.market_id = $1 \
+           AND ($2::text IS NULL OR j.environment = $2) \
+         ORDER BY coalesce(j.search_opened_at, j.search_opens_at, j.booked_at), j.id LIMIT $3",
         market,
+        environment,
         limit,
     )
     .fetch_all(pool)
-    .await
+    .await?;
+    let others = match environment {
+        None => 0,
+        Some(shown) => {
+            sqlx::query_scalar!(
+                "SELECT count(*) AS \"count!\" FROM jobs \
+             WHERE status = 'searching' AND market_id = $1 AND environment <> $2",
+                market,
+                shown,
+            )
+            .fetch_one(pool)
+            .await?
+        }
+    };
+    Ok((jobs, others))
 }

@@ -45,6 +45,7 @@ pub struct SearchOnBoard {
     pub id: Uuid,
     pub reference: String,
     pub merchant_id: Uuid,
+    pub merchant_name: String,
     pub environment: Environment,
     pub vehicle: Vehicle,
     pub searching_since: DateTime<Utc>,
@@ -72,35 +73,35 @@ pub struct MarketBoard {
     pub more_couriers: bool,
     pub searching: Vec<SearchOnBoard>,
     pub more_searching: bool,
+    /// Jobs of the environment not shown searching in the market too.
+    pub hidden_searching: i64,
 }
 
 impl Tracking {
     /// `market`'s board as it is at `now`.
+    /// The market's board; `environment`: only that environment's jobs (None: both).
     pub async fn board(
         &self,
         market: &Market,
         now: DateTime<Utc>,
+        environment: Option<Environment>,
     ) -> Result<MarketBoard, sqlx::Error> {
-        let (mut couriers, mut searching) = tokio::try_join!(
+        let (mut couriers, (mut searching, hidden_searching)) = tokio::try_join!(
             couriers_store::online_in_market(
                 &self.pool,
                 market.id(),
                 now - POSITION_FRESHNESS,
                 SHOWN + 1
             ),
-            jobs_store::searching_in_market(&self.pool, market.id(), SHOWN + 1),
+            jobs_store::searching_in_market(&self.pool, market.id(), environment, SHOWN + 1),
         )?;
         let more_couriers = couriers.len() as i64 > SHOWN;
         couriers.truncate(SHOWN as usize);
         let more_searching = searching.len() as i64 > SHOWN;
         searching.truncate(SHOWN as usize);
-        Ok(draw_board(
-            market,
-            couriers,
-            searching,
-            more_couriers,
-            more_searching,
-        ))
+        let mut board = draw_board(market, couriers, searching, more_couriers, more_searching);
+        board.hidden_searching = hidden_searching;
+        Ok(board)
     }
 }
 
@@ -185,6 +186,7 @@ fn draw_board(
                 id: j.id,
                 reference: j.reference,
                 merchant_id: j.merchant_id,
+                merchant_name: j.merchant_name,
                 environment: j.environment,
                 vehicle: j.vehicle,
                 searching_since: j.searching_since,
@@ -193,6 +195,7 @@ fn draw_board(
             })
             .collect(),
         more_searching,
+        hidden_searching: 0,
     }
 }
 
@@ -228,6 +231,7 @@ mod tests {
             id: Uuid::new_v4(),
             reference: "order-1".into(),
             merchant_id: Uuid::new_v4(),
+            merchant_name: "Shop".into(),
             environment: Environment::Live,
             vehicle: Vehicle::Car,
             pickup: json!({"latitude": inside.0, "longitude": inside.1}),

@@ -13,9 +13,9 @@ use courier_core::infra::clock::now;
 use courier_core::tracking::board::{
     BoardMap, CourierOnBoard, MarketBoard, NetworkState, SearchOnBoard,
 };
-use courier_domain::JobStatus;
 use courier_domain::dispatch::CourierStatus;
 use courier_domain::operators::OpsPermission;
+use courier_domain::{Environment, JobStatus};
 
 /// How often the open page reads the board again.
 const LIVE_SECONDS: u32 = 5;
@@ -60,6 +60,7 @@ struct SearchMark {
     id: String,
     reference: String,
     merchant: String,
+    merchant_id: String,
     environment: &'static str,
     vehicle: &'static str,
     since: String,
@@ -74,7 +75,8 @@ impl From<SearchOnBoard> for SearchMark {
         SearchMark {
             id: j.id.to_string(),
             reference: j.reference,
-            merchant: j.merchant_id.to_string(),
+            merchant: j.merchant_name,
+            merchant_id: j.merchant_id.to_string(),
             environment: j.environment.as_str(),
             vehicle: j.vehicle.as_str(),
             since: when(j.searching_since),
@@ -133,7 +135,25 @@ struct MarketPage {
     more_couriers: bool,
     searching: Vec<SearchMark>,
     more_searching: bool,
+    /// Which environment's jobs are shown (`live`, `test` or `all`), and how many searching
+    /// jobs of the other are not.
+    jobs: &'static str,
+    hidden_searching: i64,
     by_hand: Option<ByHand>,
+}
+
+/// Which jobs the board shows, from `?jobs=`: live ones unless asked (test jobs are a
+/// merchant's trials, not the fleet's work).
+fn jobs_shown(query: &[(String, String)]) -> (&'static str, Option<Environment>) {
+    match query
+        .iter()
+        .find(|(k, _)| k == "jobs")
+        .map(|(_, v)| v.as_str())
+    {
+        Some("test") => ("test", Some(Environment::Test)),
+        Some("all") => ("all", None),
+        _ => ("live", Some(Environment::Live)),
+    }
 }
 
 /// The map in words: what a screen reader says for it.
@@ -159,7 +179,10 @@ fn describe(name: &str, board: &MarketBoard) -> String {
     tag = "console",
     summary = "A market's board: its area and roads on a map, the couriers online and the jobs searching; for roles that move jobs, the forms that do it by hand",
     security(()),
-    params(("market" = String, Path, description = "The market's id")),
+    params(
+        ("market" = String, Path, description = "The market's id"),
+        ("jobs" = Option<String>, Query, description = "Whose jobs: `live` (the default), `test` or `all`"),
+    ),
     responses(
         (status = 200, description = "The page", content_type = "text/html", body = String),
         (status = 303, description = "Signed out: to /ops/sign-in"),
@@ -185,8 +208,13 @@ pub async fn market_page(
             "There is no market with that id.",
         );
     };
+    let query: Vec<(String, String)> = uri
+        .query()
+        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+        .unwrap_or_default();
+    let (jobs, environment) = jobs_shown(&query);
     let at = now();
-    let board = match state.tracking.board(market, at).await {
+    let board = match state.tracking.board(market, at, environment).await {
         Ok(board) => board,
         Err(error) => {
             tracing::error!(%error, market = market_id, "reading a market's board failed");
@@ -222,10 +250,12 @@ pub async fn market_page(
                 Vec::new()
             }
         };
-        let done = uri
-            .query()
-            .and_then(|q| q.strip_prefix("done="))
-            .and_then(|d| done_words(Some(d)));
+        let done = done_words(
+            query
+                .iter()
+                .find(|(k, _)| k == "done")
+                .map(|(_, v)| v.as_str()),
+        );
         Some(ByHand {
             searching: board
                 .searching
@@ -278,6 +308,8 @@ pub async fn market_page(
             more_couriers: board.more_couriers,
             searching: board.searching.into_iter().map(SearchMark::from).collect(),
             more_searching: board.more_searching,
+            jobs,
+            hidden_searching: board.hidden_searching,
             by_hand,
             name,
         }
