@@ -50,6 +50,20 @@ fn answered<T, E: ErrorCode + std::fmt::Display>(
     }
 }
 
+/// A form of a session whose role moves jobs and couriers.
+async fn mover_form(
+    state: &AppState,
+    request: Request,
+) -> Result<(OperatorSession, Vec<(String, String)>), Response> {
+    permitted_form(
+        state,
+        request,
+        OpsPermission::MoveJobs,
+        "moving jobs and couriers",
+    )
+    .await
+}
+
 /// The id in form field `name`, or None when it is not one.
 fn id_field(fields: &[(String, String)], name: &str) -> Option<Uuid> {
     field(fields, name).and_then(|raw| Uuid::parse_str(raw.trim()).ok())
@@ -87,14 +101,7 @@ pub async fn assign(
     Path(market): Path<String>,
     request: Request,
 ) -> Response {
-    let (session, fields) = match permitted_form(
-        &state,
-        request,
-        OpsPermission::MoveJobs,
-        "moving jobs and couriers",
-    )
-    .await
-    {
+    let (session, fields) = match mover_form(&state, request).await {
         Ok(signed) => signed,
         Err(answer) => return answer,
     };
@@ -132,14 +139,7 @@ pub async fn set_status(
     Path(market): Path<String>,
     request: Request,
 ) -> Response {
-    let (session, fields) = match permitted_form(
-        &state,
-        request,
-        OpsPermission::MoveJobs,
-        "moving jobs and couriers",
-    )
-    .await
-    {
+    let (session, fields) = match mover_form(&state, request).await {
         Ok(signed) => signed,
         Err(answer) => return answer,
     };
@@ -181,14 +181,7 @@ pub async fn courier_action(
     Path((market, action)): Path<(String, String)>,
     request: Request,
 ) -> Response {
-    let (session, fields) = match permitted_form(
-        &state,
-        request,
-        OpsPermission::MoveJobs,
-        "moving jobs and couriers",
-    )
-    .await
-    {
+    let (session, fields) = match mover_form(&state, request).await {
         Ok(signed) => signed,
         Err(answer) => return answer,
     };
