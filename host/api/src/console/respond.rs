@@ -534,27 +534,22 @@ pub(super) fn retry_after(response: &mut Response, wait: std::time::Duration) {
 /// The `Set-Cookie` value of a session (`token`), or of its end (None).
 pub(super) fn cookie(state: &AppState, token: Option<&str>) -> HeaderValue {
     session_cookie(
-        state,
         (COOKIE, "/console"),
+        &state.config.public_url(),
         state.console_sessions.lifetime(),
         token,
     )
 }
 
 /// The `Set-Cookie` value of a console's session cookie (`name`, scoped to `path`) holding
-/// `token` for `lifetime`, or of its end (None); `Secure` when the public URL is https.
+/// `token` for `lifetime`, or of its end (None); `Secure` when the console is `served_at` an
+/// https address.
 pub(super) fn session_cookie(
-    state: &AppState,
     (name, path): (&str, &str),
+    served_at: &str,
     lifetime: std::time::Duration,
     token: Option<&str>,
 ) -> HeaderValue {
-    // The operator console's cookie is sent to its own address, which may be another.
-    let served_at = if path == "/ops" {
-        state.config.ops_public_url()
-    } else {
-        state.config.public_url()
-    };
     let secure = if served_at.starts_with("https://") {
         "; Secure"
     } else {

@@ -219,9 +219,10 @@ fn token_refusal(session: &OperatorSession, token: Option<&str>) -> Option<Respo
 
 /// The `Set-Cookie` value of a session (`token`), or of its end (None).
 fn cookie(state: &AppState, token: Option<&str>) -> HeaderValue {
+    // Sent to the console's own address, which may be another than the service's.
     session_cookie(
-        state,
         (COOKIE, "/ops"),
+        &state.config.ops_public_url(),
         state.operator_sessions.lifetime(),
         token,
     )
