@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::console::{PASSWORD, Page, Visitor, csrf_of, owner_email};
-use crate::second_factor::code;
+use crate::second_factor::{code, key_on};
 use crate::support::passkey::SoftPasskey;
 use crate::support::{MerchantCredentials, TestApp};
 
@@ -14,11 +14,6 @@ const SITE: &str = "https://shop.example";
 
 fn json_of(page: &Page) -> Value {
     serde_json::from_str(&page.body).unwrap_or_else(|_| panic!("JSON: {}", page.body))
-}
-
-fn key_on(page: &Page) -> String {
-    let at = page.body.find("<code id=\"totp-key\">").expect("the key") + 20;
-    page.body[at..].split('<').next().unwrap().to_owned()
 }
 
 #[tokio::test]
@@ -52,6 +47,20 @@ async fn a_passkey_is_added_and_gives_the_second_factor_at_sign_in() {
         )
         .await;
     assert_eq!(on.status, 200, "{}", on.body);
+    // A sign-in of someone with no passkey yet is asked for the code only.
+    let mut early = Visitor::new(&app);
+    early.sign_in_as(&email, PASSWORD).await;
+    assert!(
+        !early
+            .get("/console/sign-in/code")
+            .await
+            .body
+            .contains("passkey-sign-in")
+    );
+    let none = early.post("/console/sign-in/passkey/options", &[]).await;
+    assert_eq!(none.status, 404, "{}", none.body);
+    assert_eq!(json_of(&none)["code"], "passkey.none");
+
     let page = owner.get("/console/account/second-factor").await;
     assert!(page.body.contains("id=\"passkey-add\""), "{}", page.body);
     assert!(page.body.contains("/console/passkeys.js"));

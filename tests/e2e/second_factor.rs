@@ -22,7 +22,8 @@ pub(crate) fn code(key: &str, offset_secs: i64) -> String {
     totp.generate(u64::try_from(now).unwrap())
 }
 
-fn key_on(page: &Page) -> String {
+/// The app's key on a second factor's setup page.
+pub(crate) fn key_on(page: &Page) -> String {
     let at = page.body.find("<code id=\"totp-key\">").expect("the key") + 20;
     page.body[at..].split('<').next().unwrap().to_owned()
 }
