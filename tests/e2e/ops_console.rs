@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::console::{PASSWORD, Page, Visitor, csrf_of};
 use crate::quotes::{Quoting, journey, upload_dearer_book};
-use crate::second_factor::code;
+use crate::second_factor::{code, key_on};
 use crate::support::{Authed, MerchantCredentials, TestApp, status_and_json};
 
 /// The text of the element with `id` on a page.
@@ -89,12 +89,6 @@ pub(crate) async fn operator(app: &TestApp, email: &str, role: &str) {
         )
         .await;
     assert_eq!(joined.status, 303, "{}", joined.body);
-}
-
-/// The key on a second factor's setup page.
-fn key_on(page: &Page) -> String {
-    let at = page.body.find("<code id=\"totp-key\">").expect("the key") + 20;
-    page.body[at..].split('<').next().unwrap().to_owned()
 }
 
 /// A new operator `email` with `role`, signed in: password, then the second factor set up.
@@ -612,7 +606,16 @@ async fn operators_are_invited_and_each_role_does_only_its_own() {
             ],
         )
         .await;
-    assert_eq!(again.status, 410);
+    assert_eq!(
+        again.location.as_deref(),
+        Some("/ops/sign-in?joined=1"),
+        "the same form sent again goes on to sign in"
+    );
+    assert_eq!(
+        joining.get(&path).await.status,
+        410,
+        "the link shows it was used"
+    );
     assert_eq!(
         joining.get("/ops/invitations/no-such-token").await.status,
         404

@@ -9,13 +9,12 @@ use chrono::{DateTime, Utc};
 use rand::distr::{Alphanumeric, SampleString};
 use serde::Serialize;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::mail::{MailKind, Outbox};
-use crate::team::{AcceptRefusal, SignInRefusal, Teams};
+use crate::team::{AcceptRefusal, SignInRefusal, Teams, hash_token};
 use courier_domain::error::{Code, ErrorCode};
 use courier_domain::operators::OperatorRole;
 use courier_domain::team::{Person, email_key};
@@ -66,11 +65,17 @@ pub struct IssuedOperatorInvitation {
     pub mailed: bool,
 }
 
+/// How long after an invitation's use a second use is taken for the same form sent again.
+pub const JUST_USED: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// What an operator invitation's link finds.
 #[derive(Debug)]
 pub enum OperatorInvitationState {
     Unknown,
-    Used,
+    /// Used; `just_now`: within the last [`JUST_USED`] (a form sent twice, a reload).
+    Used {
+        just_now: bool,
+    },
     Expired,
     Open {
         invitation: store::OperatorInvitationRow,
@@ -103,10 +108,6 @@ pub struct OperatorAccounts {
     outbox: Outbox,
     /// Where the operator console is reached (`COURIER_OPS_PUBLIC_URL`), for links.
     console_url: String,
-}
-
-fn hash_token(token: &str) -> Vec<u8> {
-    Sha256::digest(token.as_bytes()).to_vec()
 }
 
 impl OperatorAccounts {
@@ -206,9 +207,13 @@ impl OperatorAccounts {
         else {
             return Ok(OperatorInvitationState::Unknown);
         };
-        Ok(if invitation.accepted_at.is_some() {
-            OperatorInvitationState::Used
-        } else if invitation.expires_at <= crate::infra::clock::now() {
+        let now = crate::infra::clock::now();
+        Ok(if let Some(accepted_at) = invitation.accepted_at {
+            OperatorInvitationState::Used {
+                just_now: now - accepted_at
+                    < chrono::Duration::from_std(JUST_USED).unwrap_or_default(),
+            }
+        } else if invitation.expires_at <= now {
             OperatorInvitationState::Expired
         } else {
             let has_account =
@@ -232,7 +237,7 @@ impl OperatorAccounts {
     ) -> Result<Person, AcceptRefusal> {
         let invitation = match self.invitation(token).await? {
             OperatorInvitationState::Open { invitation, .. } => invitation,
-            OperatorInvitationState::Used => return Err(AcceptRefusal::Used),
+            OperatorInvitationState::Used { .. } => return Err(AcceptRefusal::Used),
             OperatorInvitationState::Expired => return Err(AcceptRefusal::Expired),
             OperatorInvitationState::Unknown => return Err(AcceptRefusal::Unknown),
         };

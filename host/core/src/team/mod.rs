@@ -158,7 +158,8 @@ pub struct Teams {
     passkeys: Passkeys,
 }
 
-fn hash_token(token: &str) -> Vec<u8> {
+/// What is kept of a link's token: its SHA-256.
+pub(crate) fn hash_token(token: &str) -> Vec<u8> {
     Sha256::digest(token.as_bytes()).to_vec()
 }
 

@@ -318,11 +318,14 @@ fn invitation_form(
     )
 }
 
+/// Where joining sends the new operator: to sign in, saying they joined.
+const JOINED: &str = "/ops/sign-in?joined=1";
+
 /// The page of an invitation that cannot be used.
 fn closed(state: &OperatorInvitationState) -> Option<Response> {
     let (status, heading, text) = match state {
         OperatorInvitationState::Open { .. } => return None,
-        OperatorInvitationState::Used => (
+        OperatorInvitationState::Used { .. } => (
             StatusCode::GONE,
             "This invitation was used",
             "It works only once. Sign in with the account it made, or ask an operator with the \
@@ -384,12 +387,12 @@ pub async fn invitation_page(State(state): State<AppState>, Path(token): Path<St
     params(("token" = String, Path, description = "The invitation's token, from its link")),
     request_body(content = String, description = "`name=…&password=…&password_again=…`", content_type = "application/x-www-form-urlencoded"),
     responses(
-        (status = 303, description = "An operator now: to /ops/sign-in"),
+        (status = 303, description = "An operator now (or the same form sent again within two minutes of its use): to /ops/sign-in"),
         (status = 401, description = "A page: the existing account's password is wrong", content_type = "text/html", body = String),
         (status = 403, description = "A page: the form was sent from another site", content_type = "text/html", body = String),
         (status = 404, description = "A page: no such invitation", content_type = "text/html", body = String),
         (status = 409, description = "A page: an account was made at the address a moment ago", content_type = "text/html", body = String),
-        (status = 410, description = "A page: the invitation was used or has expired", content_type = "text/html", body = String),
+        (status = 410, description = "A page: the invitation was used (more than two minutes ago) or has expired", content_type = "text/html", body = String),
         (status = 422, description = "A page: the name or password cannot be used, or the two passwords differ", content_type = "text/html", body = String),
         (status = 429, description = "A page: too many failed attempts from this address (with Retry-After)", content_type = "text/html", body = String),
     )
@@ -407,6 +410,11 @@ pub async fn accept_invitation(
         Ok(found) => found,
         Err(error) => return unavailable(None, &error),
     };
+    if let OperatorInvitationState::Used { just_now: true } = found {
+        // The form sent again (a double click, a reload) right after it made the operator:
+        // on to signing in, as the first answer went.
+        return see_other(JOINED);
+    }
     if let Some(closed) = closed(&found) {
         return closed;
     }
@@ -437,7 +445,7 @@ pub async fn accept_invitation(
     }
     match state.operator_accounts.accept(&token, name, password).await {
         // Joining does not sign in: the sign-in asks for the second factor, set up first.
-        Ok(_) => see_other("/ops/sign-in?joined=1"),
+        Ok(_) => see_other(JOINED),
         Err(refusal) => match form_refusal(&refusal) {
             Some((status, problem)) => {
                 if refusal_spends_budget(&refusal) {
@@ -448,7 +456,8 @@ pub async fn accept_invitation(
                 again(status, &problem)
             }
             None => match refusal {
-                AcceptRefusal::Used => closed(&OperatorInvitationState::Used),
+                // Used by the same form sent twice at once: the other answer made the operator.
+                AcceptRefusal::Used => Some(see_other(JOINED)),
                 AcceptRefusal::Expired | AcceptRefusal::Withdrawn => {
                     closed(&OperatorInvitationState::Expired)
                 }
