@@ -49,6 +49,8 @@ fn main() {
         max_detour: 10,
         commit_within: 1,
         food_wait_weight: 2,
+        scarcity_horizon: 10,
+        late_by: 0,
     };
     println!("| open jobs | couriers | pickups | plan p50 | plan max | routes committed |");
     println!("|---|---|---|---|---|---|");

@@ -58,6 +58,9 @@ fn settings(market: &Market, vehicle: Vehicle, config: &DispatchConfig) -> Plann
         // Told when a courier leaving now would wait no longer than this for the parcel.
         commit_within: config.ready_wait.num_seconds(),
         food_wait_weight: FOOD_WAIT_WEIGHT,
+        scarcity_horizon: SCARCITY_HORIZON_SECONDS,
+        // A search fails at its dispatch deadline: nothing is planned to arrive past it.
+        late_by: 0,
     }
 }
 
@@ -140,6 +143,9 @@ pub(super) fn plan(
 /// A second a parcel waits at its pickup weighs two of click-to-door besides its own, as in
 /// the benchmark's replay (docs/couriers-and-dispatch.md, "The planner").
 const FOOD_WAIT_WEIGHT: i64 = 2;
+
+/// Couriers free within this count in how scarce couriers are, as in the benchmark.
+const SCARCITY_HORIZON_SECONDS: i64 = 600;
 
 /// A courier standing within this of a pickup is at it.
 const AT_PICKUP_METRES: f64 = 150.0;

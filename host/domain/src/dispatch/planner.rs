@@ -3,7 +3,9 @@
 //! in, a plan out, on one clock whose unit is the travel function's (minutes in the
 //! benchmark's replay, seconds live).
 //!
-//! What it optimises, in this order: jobs delivered within their deadline; then click-to-door
+//! What it optimises, in this order: jobs delivered within their deadline; then jobs
+//! delivered late, within [`PlannerSettings::late_by`] past it, rather than not at all; then
+//! click-to-door
 //! (booking to drop-off; of it, what is still to come, since what a job has waited is the same
 //! whoever takes it) and the food's wait at the pickup once ready (weighed by
 //! [`PlannerSettings::food_wait_weight`], from now on for the same reason), with what a job
@@ -12,7 +14,8 @@
 //!
 //! 1. **Bundles.** Jobs at the same pickup whose parcels are ready within
 //!    [`PlannerSettings::bundle_window`] of each other ride together, up to a size that grows
-//!    as couriers grow scarce (open jobs per available courier), never past
+//!    as couriers grow scarce (open jobs per courier free within
+//!    [`PlannerSettings::scarcity_horizon`]), never past
 //!    [`PlannerSettings::max_bundle`], and only while no job's drop-off is delayed by more
 //!    than [`PlannerSettings::max_detour`] against riding alone. Drop-offs go in the order
 //!    that adds least.
@@ -83,6 +86,13 @@ pub struct PlannerSettings {
     /// What a unit of time a parcel waits at its pickup from now on (the food going cold)
     /// weighs, as so many units of click-to-door besides the click-to-door it adds.
     pub food_wait_weight: i64,
+    /// Couriers free within this of now are the ones counted in how scarce couriers are
+    /// (open jobs per courier), which sizes bundles: one busy far longer frees no one soon.
+    pub scarcity_horizon: i64,
+    /// How far past its deadline a job may still be dropped off, as a late delivery that
+    /// counts for less than any on-time one and more than any difference in minutes (0: a job
+    /// that cannot be on time is not planned).
+    pub late_by: i64,
 }
 
 /// A committed route: one pickup, then each job's drop-off in order.
@@ -143,10 +153,25 @@ fn timing<P>(
 }
 
 fn on_time<P>(jobs: &[PlanJob<P>], bundle: &[usize], timing: &Timing) -> bool {
-    bundle
-        .iter()
-        .zip(&timing.dropoffs_at)
-        .all(|(&j, &at)| at <= jobs[j].deadline)
+    late_within(jobs, bundle, timing, 0) == Some(0)
+}
+
+/// How many of `bundle`'s jobs are dropped off after their deadline, or `None` when one is
+/// later than `late_by` past it.
+fn late_within<P>(
+    jobs: &[PlanJob<P>],
+    bundle: &[usize],
+    timing: &Timing,
+    late_by: i64,
+) -> Option<usize> {
+    let mut late = 0;
+    for (&j, &at) in bundle.iter().zip(&timing.dropoffs_at) {
+        if at > jobs[j].deadline + late_by.max(0) {
+            return None;
+        }
+        late += usize::from(at > jobs[j].deadline);
+    }
+    Some(late)
 }
 
 /// Plans `jobs` for `couriers` at `now`: the routes to commit now.
@@ -164,10 +189,12 @@ pub fn plan<P: Eq + Hash>(
     if jobs.is_empty() || available.is_empty() {
         return Vec::new();
     }
-    // Couriers who turned down every job count for nothing in how scarce couriers are.
+    // Couriers who turned down every job, or are busy past the horizon, count for nothing in
+    // how scarce couriers are.
     let willing = available
         .iter()
         .filter(|&&c| couriers[c].refused.len() < jobs.len())
+        .filter(|&&c| couriers[c].free_at <= now + settings.scarcity_horizon)
         .count()
         .max(1);
     let target = jobs
@@ -175,12 +202,14 @@ pub fn plan<P: Eq + Hash>(
         .div_ceil(willing)
         .clamp(1, settings.max_bundle.max(1));
     let bundles = bundles(now, jobs, target, &travel, service, settings);
-    // One job more delivered outweighs any difference in minutes among the pairs.
+    // One job more delivered outweighs any difference in minutes among the pairs; one
+    // delivered late, half as much.
     let span = jobs
         .iter()
         .map(|j| (j.deadline - j.placed_at).max(0))
         .max()
-        .unwrap_or(0);
+        .unwrap_or(0)
+        + settings.late_by.max(0);
     let delivered_weight = 4 * (span + 1) * (1 + settings.food_wait_weight.max(0));
     // Every courier that can serve a bundle in time, scored; each bundle keeps its best few.
     let mut candidates: Vec<Pair> = Vec::new();
@@ -195,9 +224,10 @@ pub fn plan<P: Eq + Hash>(
                 let starts = courier.free_at.max(now);
                 let trip = travel(&courier.at, &jobs[bundle[0]].pickup);
                 let timing = timing(jobs, bundle, starts + trip, service, &travel);
-                if timing.pickup_at > courier.off_at || !on_time(jobs, bundle, &timing) {
+                if timing.pickup_at > courier.off_at {
                     return None;
                 }
+                let late = late_within(jobs, bundle, &timing, settings.late_by)?;
                 // Click-to-door still to come: what a job has waited already is the same
                 // whoever takes it, and counting it would pass over the jobs waiting longest.
                 let to_door: i64 = timing.dropoffs_at.iter().map(|at| at - now).sum();
@@ -207,10 +237,12 @@ pub fn plan<P: Eq + Hash>(
                     .map(|&j| (timing.pickup_at - jobs[j].ready_at.max(now)).max(0))
                     .sum();
                 let count = i64::try_from(bundle.len()).unwrap_or(i64::MAX);
+                let late = i64::try_from(late).unwrap_or(i64::MAX);
                 Some(Pair {
                     courier: c,
                     bundle: column,
                     weight: count * (delivered_weight - courier.job_cost)
+                        - late * (delivered_weight / 2)
                         - to_door
                         - settings.food_wait_weight * food_waits
                         - trip,
@@ -422,6 +454,8 @@ mod tests {
         max_detour: 15,
         commit_within: 1,
         food_wait_weight: 0,
+        scarcity_horizon: 1000,
+        late_by: 0,
     };
 
     fn job(pickup: i64, dropoff: i64, placed_at: i64, ready_at: i64) -> PlanJob<i64> {
@@ -604,6 +638,69 @@ mod tests {
             ..courier(10, 0)
         };
         assert!(plan(0, &jobs, &[alone], travel, &SERVICE, &SETTINGS).is_empty());
+    }
+
+    #[test]
+    fn a_job_that_cannot_be_on_time_is_delivered_late_only_when_allowed_and_after_those_that_can() {
+        let mut late = job(50, 60, 0, 0);
+        late.deadline = 10;
+        let on_time = job(50, 40, 0, 0);
+        let strict = plan(
+            0,
+            &[late.clone()],
+            &[courier(50, 0)],
+            travel,
+            &SERVICE,
+            &SETTINGS,
+        );
+        assert!(strict.is_empty());
+        let lenient = PlannerSettings {
+            late_by: 10,
+            max_bundle: 1,
+            ..SETTINGS
+        };
+        let routes = plan(
+            0,
+            &[late.clone()],
+            &[courier(50, 0)],
+            travel,
+            &SERVICE,
+            &lenient,
+        );
+        assert_eq!(routes.len(), 1);
+        // Dropped off at 16, within 10 past its deadline.
+        assert_eq!(routes[0].dropoffs_at, [16]);
+        // One courier, one of each: the job that can still be on time goes first.
+        let routes = plan(
+            0,
+            &[late.clone(), on_time],
+            &[courier(52, 0)],
+            travel,
+            &SERVICE,
+            &lenient,
+        );
+        assert_eq!(routes[0].jobs, [1]);
+        // Later than allowed: not planned.
+        late.deadline = 5;
+        assert!(plan(0, &[late], &[courier(50, 0)], travel, &SERVICE, &lenient).is_empty());
+    }
+
+    #[test]
+    fn only_couriers_free_soon_make_couriers_plentiful() {
+        // Three jobs at one pickup; three couriers, two busy for long: one courier free soon
+        // for three jobs, so they ride together.
+        let jobs = [job(5, 9, 0, 0), job(5, 8, 0, 1), job(5, 10, 0, 2)];
+        let couriers = [courier(5, 0), courier(500, 400), courier(500, 400)];
+        let horizon = PlannerSettings {
+            scarcity_horizon: 10,
+            ..SETTINGS
+        };
+        let routes = plan(0, &jobs, &couriers, travel, &SERVICE, &horizon);
+        assert_eq!(routes.len(), 1);
+        assert_eq!(routes[0].jobs.len(), 3);
+        // Counting every courier on duty, one job each.
+        let routes = plan(0, &jobs, &couriers, travel, &SERVICE, &SETTINGS);
+        assert!(routes.iter().all(|r| r.jobs.len() == 1), "{routes:?}");
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub struct Solution {
 pub struct Summary {
     pub orders: usize,
     pub delivered: usize,
+    /// Of those delivered, the ones dropped off past the instance's maximum click-to-door.
+    pub delivered_late: usize,
     pub click_to_door_mean: f64,
     pub click_to_door_p90: f64,
     pub ready_to_pickup_mean: f64,
@@ -139,9 +141,11 @@ impl Solution {
             })
             .sum();
         let delivered = self.deliveries.len();
+        let limit = p.max_click_to_door as f64;
         Summary {
             orders: instance.orders.len(),
             delivered,
+            delivered_late: click_to_door.iter().filter(|&&m| m > limit).count(),
             click_to_door_mean: mean(&click_to_door),
             click_to_door_p90: percentile(&click_to_door, 0.9),
             ready_to_pickup_mean: mean(&ready_to_pickup),
