@@ -495,6 +495,32 @@ async fn an_operator_uses_the_operator_console_in_a_browser() {
             .contains("Suspend the courier")
     );
     browser.screenshot_of("by-hand", "ops-by-hand.png").await;
+    // A job searching: its reference on the board opens its page.
+    crate::support::attach_working_card(app, &quoting.credential).await;
+    let job = book(app, &quoting.credential).await;
+    let reference = job["reference"].as_str().unwrap();
+    let board = app.url("/ops/markets/demo?jobs=all");
+    for _ in 0..200 {
+        client.goto(&board).await.unwrap();
+        if client.source().await.is_ok_and(|s| s.contains(reference)) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    client
+        .find(Locator::LinkText(reference))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    arrives_at(
+        &browser,
+        &format!("/ops/jobs/{}", job["id"].as_str().unwrap()),
+    )
+    .await;
+    assert!(browser.text("offers").await.contains("Offers to couriers"));
+    looked_at(&browser, "ops-job.png").await;
     client.goto(&app.url("/ops/markets")).await.unwrap();
     arrives_at(&browser, "/ops/markets").await;
 

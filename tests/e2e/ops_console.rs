@@ -1124,6 +1124,70 @@ async fn an_operator_sees_the_couriers_online_and_the_jobs_searching_on_the_mark
 }
 
 #[tokio::test]
+async fn an_operator_opens_a_job_from_the_board_and_sees_whom_it_was_offered_to() {
+    use crate::fulfilment::{Floor, PICKUP};
+    let floor = Floor::start(&[]).await;
+    let driver = floor.rider("Cara Car", "car", Some(PICKUP)).await;
+    let job = floor.book().await;
+    let offer = floor.offer_for(&driver).await;
+    let job_id = job["id"].as_str().unwrap();
+    let reference = job["reference"].as_str().unwrap();
+
+    let (mut viewer, _) = operator_signed_in(&floor.app, "viewer@ops.example", "viewer").await;
+    // The board links the job, in its table and on its map.
+    let board = viewer.get("/ops/markets/demo?jobs=test").await;
+    let link = format!("<a href=\"/ops/jobs/{job_id}\">");
+    assert!(board.body.contains(&link), "{}", board.body);
+    let page = viewer.get(&format!("/ops/jobs/{job_id}")).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let body = &page.body;
+    assert!(
+        body.contains(&format!("<h1>Job {reference}</h1>")),
+        "{body}"
+    );
+    assert!(
+        body.contains("<dd id=\"job-status\">searching</dd>"),
+        "{body}"
+    );
+    // Offers are operators' alone: to whom, how far, answered or not.
+    let offers = body.split("id=\"offers\"").nth(1).unwrap();
+    let offers = offers.split("</table>").next().unwrap();
+    assert!(offers.contains("Cara Car</span> (car)"), "{offers}");
+    assert!(offers.contains("<td>open</td>"), "{offers}");
+    assert!(offers.contains("this job alone"), "{offers}");
+
+    // Accepted, the page says who is on it and that the offer was taken.
+    let path = format!("/offers/{}/accept", offer["id"].as_str().unwrap());
+    let (status, accepted) = floor.courier_call(&driver, Method::POST, &path, None).await;
+    assert_eq!(status, 200, "{accepted}");
+    let page = viewer.get(&format!("/ops/jobs/{job_id}")).await;
+    assert!(
+        page.body.contains("<dd id=\"job-status\">assigned</dd>"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("<td>accepted</td>"), "{}", page.body);
+    assert!(
+        page.body.contains("<td>Courier assigned</td>"),
+        "{}",
+        page.body
+    );
+
+    // No such job, an id that is not one, and signed out.
+    let unknown = viewer
+        .get(&format!("/ops/jobs/{}", uuid::Uuid::new_v4()))
+        .await;
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+    assert!(unknown.body.contains("No such job"));
+    assert_eq!(viewer.get("/ops/jobs/JOB-1").await.status, 404);
+    let mut stranger = Visitor::new(&floor.app);
+    assert_eq!(
+        stranger.get(&format!("/ops/jobs/{job_id}")).await.status,
+        303
+    );
+}
+
+#[tokio::test]
 async fn an_operator_sees_each_component_s_recent_calls() {
     let quoting = Quoting::start().await;
     let app = &quoting.app;

@@ -224,6 +224,37 @@ pub async fn withdraw_courier_offers(
     Ok(())
 }
 
+/// One offer of a job, with its courier, as operators see it.
+#[derive(Clone, Debug)]
+pub struct JobOffer {
+    pub courier_id: Uuid,
+    pub courier_name: String,
+    pub vehicle: String,
+    pub travel_seconds: i32,
+    pub status: OfferStatus,
+    pub offered_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    pub answered_at: Option<DateTime<Utc>>,
+    /// The other jobs offered with it, as one route.
+    pub others_on_route: i64,
+}
+
+/// Every offer of the job, the first made first.
+pub async fn offers_of_job(pool: &PgPool, job_id: Uuid) -> Result<Vec<JobOffer>, sqlx::Error> {
+    sqlx::query_as!(
+        JobOffer,
+        "SELECT o.courier_id, c.name AS courier_name, c.vehicle, o.travel_seconds, \
+         o.status AS \"status: Text<OfferStatus>\", o.offered_at, o.expires_at, o.answered_at, \
+         (SELECT count(*) FROM courier_offers r WHERE r.route_id = o.route_id AND r.id <> o.id) \
+         AS \"others_on_route!\" \
+         FROM courier_offers o JOIN couriers c ON c.id = o.courier_id \
+         WHERE o.job_id = $1 ORDER BY o.offered_at, o.id",
+        job_id,
+    )
+    .fetch_all(pool)
+    .await
+}
+
 /// The courier's open offers with their jobs, soonest to expire first, each route's
 /// together with its first offer first.
 pub async fn open_offers(

@@ -27,7 +27,7 @@ use courier_domain::team::Permission;
 /// Jobs per page of the list.
 const PAGE_SIZE: i64 = 25;
 
-fn address(stop: &serde_json::Value) -> String {
+pub(super) fn address(stop: &serde_json::Value) -> String {
     stop.get("address")
         .and_then(serde_json::Value::as_str)
         .unwrap_or("")

@@ -23,7 +23,7 @@ use uuid::Uuid;
 
 pub use config::DispatchConfig;
 use courier_domain::dispatch::OfferStatus;
-pub use courier_store::dispatch::OfferRow;
+pub use courier_store::dispatch::{JobOffer, OfferRow};
 use planning::PlannedRoute;
 pub use planning::point;
 

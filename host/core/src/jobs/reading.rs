@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use crate::auth::Merchant;
 use courier_domain::job::proof::ProofKind;
+use courier_store::dispatch::{self as dispatch_store, JobOffer};
 use courier_store::fulfilment::{self as fulfilment_store, ProofFileRow};
 use courier_store::jobs::{self as store, JobRow, ListFilter};
 
@@ -32,6 +33,16 @@ impl JobReader {
     /// The job `id` if it is `merchant`'s, in the merchant's environment.
     pub async fn find(&self, merchant: &Merchant, id: Uuid) -> Result<Option<JobRow>, sqlx::Error> {
         store::find(&self.pool, merchant.merchant_id, merchant.environment, id).await
+    }
+
+    /// Any merchant's job, in either environment: for operators.
+    pub async fn find_any(&self, id: Uuid) -> Result<Option<JobRow>, sqlx::Error> {
+        store::find_any(&self.pool, id).await
+    }
+
+    /// Every offer of the job, the first made first, with its courier: for operators.
+    pub async fn offers_of(&self, job_id: Uuid) -> Result<Vec<JobOffer>, sqlx::Error> {
+        dispatch_store::offers_of_job(&self.pool, job_id).await
     }
 
     /// A page of the filter's jobs, newest first, and how many match (counted up to the

@@ -12,6 +12,7 @@ pub(crate) mod account;
 pub(crate) mod audit;
 pub(crate) mod dispatch;
 mod histogram;
+pub(crate) mod jobs;
 pub(crate) mod market;
 pub(crate) mod pages;
 pub(crate) mod payments;

@@ -1,0 +1,238 @@
+//! A job as operators see it, whoever's it is: what its merchant sees of it (status, stops,
+//! timeline, charge) and what only operators do: the offers made to couriers, and to whom.
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use uuid::Uuid;
+
+use super::super::pages::address;
+use super::super::respond::{money, page, when};
+use super::{OperatorBar, message, signed_in};
+use crate::state::AppState;
+use courier_core::dispatch::JobOffer;
+use courier_core::jobs::JobRow;
+use courier_domain::JobStatus;
+
+struct JobFacts {
+    id: Uuid,
+    reference: String,
+    status: &'static str,
+    market: String,
+    merchant: String,
+    merchant_id: Uuid,
+    environment: &'static str,
+    vehicle: &'static str,
+    price: String,
+    pickup: String,
+    pickup_ready: Option<String>,
+    dropoff: String,
+    /// The courier on the job, by name.
+    courier: Option<String>,
+    cancellation_reason: Option<String>,
+    tracking_url: String,
+}
+
+struct OfferFacts {
+    courier: String,
+    courier_id: Uuid,
+    vehicle: String,
+    trip: String,
+    offered: String,
+    status: &'static str,
+    /// When it was answered, or, while open, when it expires.
+    settled: String,
+    /// The other jobs offered with it, as one route.
+    bundled: i64,
+}
+
+impl From<JobOffer> for OfferFacts {
+    fn from(o: JobOffer) -> Self {
+        let settled = match o.answered_at {
+            Some(at) => when(at),
+            None => format!("expires {}", when(o.expires_at)),
+        };
+        OfferFacts {
+            courier: o.courier_name,
+            courier_id: o.courier_id,
+            vehicle: o.vehicle,
+            trip: minutes(o.travel_seconds),
+            offered: when(o.offered_at),
+            status: o.status.as_str(),
+            settled,
+            bundled: o.others_on_route,
+        }
+    }
+}
+
+/// A trip's length in whole minutes, rounded up: "under a minute" below one.
+fn minutes(seconds: i32) -> String {
+    match seconds {
+        s if s < 60 => "under a minute".to_owned(),
+        s => format!("{} min", (s + 59) / 60),
+    }
+}
+
+struct ChargeFacts {
+    status: &'static str,
+    amount: String,
+    refunded: String,
+    last_error: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "console/ops_job.html")]
+struct JobPage {
+    session: Option<OperatorBar>,
+    job: JobFacts,
+    timeline: Vec<(&'static str, String)>,
+    offers: Vec<OfferFacts>,
+    charge: Option<ChargeFacts>,
+}
+
+fn timeline(job: &JobRow) -> Vec<(&'static str, String)> {
+    let mut timeline = vec![("Booked", when(job.booked_at))];
+    if let Some(at) = job.scheduled_for {
+        timeline.push(("Scheduled for", when(at)));
+    }
+    // As the board counts it: from when the search last opened, else from the booking.
+    let searching = job.status == JobStatus::Searching;
+    if let Some(at) = job
+        .search_opened_at
+        .or(searching.then_some(job.search_opens_at.unwrap_or(job.booked_at)))
+    {
+        timeline.push(("Searching for a courier since", when(at)));
+    }
+    if let Some(at) = job.assigned_at {
+        timeline.push(("Courier assigned", when(at)));
+    }
+    if let Some(at) = job.completed_at {
+        timeline.push(("Finished", when(at)));
+    }
+    timeline
+}
+
+#[utoipa::path(
+    get,
+    path = "/ops/jobs/{id}",
+    operation_id = "opsConsoleJob",
+    tag = "console",
+    summary = "A job, any merchant's: status, stops, timeline, charge, and the offers made to couriers",
+    security(()),
+    params(("id" = String, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "The page", content_type = "text/html", body = String),
+        (status = 303, description = "Signed out: to /ops/sign-in"),
+        (status = 404, description = "A page: no such job", content_type = "text/html", body = String),
+        (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn job_page(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer,
+    };
+    let unavailable = || {
+        message(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some(&session),
+            "Try again shortly",
+            "The console cannot reach its database just now.",
+        )
+    };
+    let found = match Uuid::parse_str(&id) {
+        Ok(id) => state.jobs.find_any(id).await,
+        Err(_) => Ok(None),
+    };
+    let job = match found {
+        Ok(Some(job)) => job,
+        Ok(None) => {
+            return message(
+                StatusCode::NOT_FOUND,
+                Some(&session),
+                "No such job",
+                "There is no job with that id.",
+            );
+        }
+        Err(error) => {
+            tracing::error!(%error, "the operator console's job page failed");
+            return unavailable();
+        }
+    };
+    let (offers, charge, merchant, courier) = tokio::join!(
+        state.jobs.offers_of(job.id),
+        state.payments.charge_of_job(job.id),
+        state.merchants.show(job.merchant_id),
+        async {
+            match job.courier_id {
+                Some(id) => state.couriers.get(id).await.map(Some),
+                None => Ok(None),
+            }
+        },
+    );
+    let offers = match offers {
+        Ok(offers) => offers,
+        Err(error) => {
+            tracing::error!(%error, "reading a job's offers failed");
+            return unavailable();
+        }
+    };
+    // The rest are views of the job, not the job: a failure to read one leaves it out.
+    let charge = charge.ok().flatten().map(|c| ChargeFacts {
+        status: c.status.as_str(),
+        amount: money(&c.currency, c.amount_minor),
+        refunded: if c.refunded_amount_minor > 0 {
+            money(&c.currency, c.refunded_amount_minor)
+        } else {
+            String::new()
+        },
+        last_error: c.last_error,
+    });
+    let merchant = merchant.map_or_else(|_| job.merchant_id.to_string(), |m| m.name);
+    let courier = courier
+        .ok()
+        .flatten()
+        .map(|c| format!("{} ({})", c.name, c.phone));
+    let body = JobPage {
+        session: Some(OperatorBar::from(&session)),
+        timeline: timeline(&job),
+        offers: offers.into_iter().map(OfferFacts::from).collect(),
+        charge,
+        job: JobFacts {
+            id: job.id,
+            reference: job.reference.clone(),
+            status: job.status.as_str(),
+            market: job.market_id.clone(),
+            merchant,
+            merchant_id: job.merchant_id,
+            environment: job.environment.as_str(),
+            vehicle: job.vehicle.as_str(),
+            price: money(&job.currency, job.price_amount_minor),
+            pickup: address(&job.pickup),
+            pickup_ready: job.pickup_ready_at.map(when),
+            dropoff: address(&job.dropoff),
+            courier,
+            cancellation_reason: job.cancellation_reason.clone(),
+            tracking_url: format!("{}/track/{}", state.config.public_url(), job.tracking_token),
+        },
+    };
+    page(StatusCode::OK, body.render())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trips_are_told_in_whole_minutes_rounded_up() {
+        assert_eq!(minutes(0), "under a minute");
+        assert_eq!(minutes(59), "under a minute");
+        assert_eq!(minutes(60), "1 min");
+        assert_eq!(minutes(61), "2 min");
+    }
+}
