@@ -521,6 +521,21 @@ async fn an_operator_uses_the_operator_console_in_a_browser() {
     .await;
     assert!(browser.text("offers").await.contains("Offers to couriers"));
     looked_at(&browser, "ops-job.png").await;
+    client.goto(&board).await.unwrap();
+    client
+        .find(Locator::LinkText("Vera Van"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    arrives_at(
+        &browser,
+        &format!("/ops/couriers/{}", courier["id"].as_str().unwrap()),
+    )
+    .await;
+    assert!(browser.text("courier-shift").await.starts_with("online"));
+    looked_at(&browser, "ops-courier.png").await;
     client.goto(&app.url("/ops/markets")).await.unwrap();
     arrives_at(&browser, "/ops/markets").await;
 

@@ -1124,7 +1124,7 @@ async fn an_operator_sees_the_couriers_online_and_the_jobs_searching_on_the_mark
 }
 
 #[tokio::test]
-async fn an_operator_opens_a_job_from_the_board_and_sees_whom_it_was_offered_to() {
+async fn an_operator_opens_a_job_and_its_courier_from_the_board() {
     use crate::fulfilment::{Floor, PICKUP};
     let floor = Floor::start(&[]).await;
     let driver = floor.rider("Cara Car", "car", Some(PICKUP)).await;
@@ -1152,7 +1152,7 @@ async fn an_operator_opens_a_job_from_the_board_and_sees_whom_it_was_offered_to(
     // Offers are operators' alone: to whom, how far, answered or not.
     let offers = body.split("id=\"offers\"").nth(1).unwrap();
     let offers = offers.split("</table>").next().unwrap();
-    assert!(offers.contains("Cara Car</span> (car)"), "{offers}");
+    assert!(offers.contains("Cara Car</a> (car)"), "{offers}");
     assert!(offers.contains("<td>open</td>"), "{offers}");
     assert!(offers.contains("this job alone"), "{offers}");
 
@@ -1172,6 +1172,50 @@ async fn an_operator_opens_a_job_from_the_board_and_sees_whom_it_was_offered_to(
         "{}",
         page.body
     );
+    // The courier's page, linked from the job's: its shift and its jobs of the day.
+    let courier_path = format!("/ops/couriers/{}", driver.id);
+    assert!(
+        page.body
+            .contains(&format!("<a href=\"{courier_path}\">Cara Car ("))
+    );
+    let courier = viewer.get(&courier_path).await;
+    assert_eq!(courier.status, 200, "{}", courier.body);
+    assert!(
+        courier
+            .body
+            .contains("<dd id=\"courier-status\">active</dd>"),
+        "{}",
+        courier.body
+    );
+    assert!(
+        courier.body.contains("<dd id=\"courier-shift\">online"),
+        "{}",
+        courier.body
+    );
+    let today = courier.body.split("id=\"jobs-today\"").nth(1).unwrap();
+    assert!(
+        today.contains(&format!(">{reference}</a></td><td>assigned</td>")),
+        "{today}"
+    );
+    assert!(today.contains("1, 0 delivered"), "{today}");
+    // A viewer is not offered what it may not do.
+    assert!(
+        !courier.body.contains("Suspend the courier"),
+        "{}",
+        courier.body
+    );
+    let (mut operations, _) = operator_signed_in(&floor.app, "ops@ops.example", "operations").await;
+    let courier = operations.get(&courier_path).await;
+    assert!(
+        courier.body.contains("Suspend the courier"),
+        "{}",
+        courier.body
+    );
+    let unknown = viewer
+        .get(&format!("/ops/couriers/{}", uuid::Uuid::new_v4()))
+        .await;
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+    assert_eq!(viewer.get("/ops/couriers/someone").await.status, 404);
 
     // No such job, an id that is not one, and signed out.
     let unknown = viewer

@@ -178,6 +178,7 @@ fn public_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::operator::pages::markets_page))
         .routes(routes!(console::operator::market::market_page))
         .routes(routes!(console::operator::jobs::job_page))
+        .routes(routes!(console::operator::couriers::courier_page))
         .routes(routes!(console::operator::dispatch::assign))
         .routes(routes!(console::operator::dispatch::set_status))
         .routes(routes!(console::operator::dispatch::courier_action))

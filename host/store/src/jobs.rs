@@ -215,6 +215,26 @@ pub async fn find(
     Ok(job.filter(|j| j.merchant_id == merchant_id && j.environment == environment))
 }
 
+/// The jobs `courier_id` was put on at or after `since`, the latest first (500 at most).
+pub async fn of_courier_since(
+    pool: &PgPool,
+    courier_id: Uuid,
+    since: DateTime<Utc>,
+) -> Result<Vec<JobRow>, sqlx::Error> {
+    sqlx::query_as!(
+        JobRecord,
+        "SELECT * FROM jobs WHERE courier_id = $1 AND assigned_at >= $2 \
+         ORDER BY assigned_at DESC LIMIT 500",
+        courier_id,
+        since,
+    )
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .map(JobRow::try_from)
+    .collect()
+}
+
 /// Any merchant's job, in either environment: for operators.
 pub async fn find_any(pool: &PgPool, id: Uuid) -> Result<Option<JobRow>, sqlx::Error> {
     sqlx::query_as!(JobRecord, "SELECT * FROM jobs WHERE id = $1", id)

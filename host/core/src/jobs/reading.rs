@@ -40,6 +40,15 @@ impl JobReader {
         store::find_any(&self.pool, id).await
     }
 
+    /// The jobs the courier was put on at or after `since`, the latest first: for operators.
+    pub async fn of_courier_since(
+        &self,
+        courier_id: Uuid,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<JobRow>, sqlx::Error> {
+        store::of_courier_since(&self.pool, courier_id, since).await
+    }
+
     /// Every offer of the job, the first made first, with its courier: for operators.
     pub async fn offers_of(&self, job_id: Uuid) -> Result<Vec<JobOffer>, sqlx::Error> {
         dispatch_store::offers_of_job(&self.pool, job_id).await

@@ -28,8 +28,8 @@ struct JobFacts {
     pickup: String,
     pickup_ready: Option<String>,
     dropoff: String,
-    /// The courier on the job, by name.
-    courier: Option<String>,
+    /// The courier on the job: its id, and its name and phone.
+    courier: Option<(Uuid, String)>,
     cancellation_reason: Option<String>,
     tracking_url: String,
 }
@@ -197,7 +197,7 @@ pub async fn job_page(
     let courier = courier
         .ok()
         .flatten()
-        .map(|c| format!("{} ({})", c.name, c.phone));
+        .map(|c| (c.id, format!("{} ({})", c.name, c.phone)));
     let body = JobPage {
         session: Some(OperatorBar::from(&session)),
         timeline: timeline(&job),

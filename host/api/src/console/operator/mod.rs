@@ -10,6 +10,7 @@
 
 pub(crate) mod account;
 pub(crate) mod audit;
+pub(crate) mod couriers;
 pub(crate) mod dispatch;
 mod histogram;
 pub(crate) mod jobs;
