@@ -9,7 +9,7 @@ use chrono::{NaiveDate, TimeZone, Utc};
 use serde::Deserialize;
 
 use super::super::respond::{page, when};
-use super::{OperatorBar, message, signed_in};
+use super::{OperatorBar, message, signed_in, unavailable};
 use crate::state::AppState;
 use courier_core::audit::{self, AuditFilter};
 
@@ -141,12 +141,7 @@ pub async fn audit_page(
         Ok(found) => found,
         Err(error) => {
             tracing::error!(%error, "reading the audit trail for the operator console failed");
-            return message(
-                StatusCode::SERVICE_UNAVAILABLE,
-                Some(&session),
-                "Try again shortly",
-                "The console cannot reach its database just now.",
-            );
+            return unavailable(Some(&session));
         }
     };
     let search: Vec<(&str, String)> = [

@@ -9,7 +9,7 @@ use chrono::{Duration, Utc};
 use uuid::Uuid;
 
 use super::super::respond::{page, when};
-use super::{OperatorBar, message, signed_in};
+use super::{OperatorBar, message, signed_in, unavailable};
 use crate::state::AppState;
 use courier_core::couriers::{CourierError, CourierView};
 use courier_core::jobs::JobRow;
@@ -113,14 +113,6 @@ pub async fn courier_page(
             "There is no courier with that id.",
         )
     };
-    let unavailable = || {
-        message(
-            StatusCode::SERVICE_UNAVAILABLE,
-            Some(&session),
-            "Try again shortly",
-            "The console cannot reach its database just now.",
-        )
-    };
     let Ok(id) = Uuid::parse_str(&id) else {
         return not_found();
     };
@@ -137,14 +129,14 @@ pub async fn courier_page(
         Err(CourierError::NotFound) => return not_found(),
         Err(error) => {
             tracing::error!(%error, "the operator console's courier page failed");
-            return unavailable();
+            return unavailable(Some(&session));
         }
     };
     let jobs = match jobs {
         Ok(jobs) => jobs,
         Err(error) => {
             tracing::error!(%error, "reading a courier's jobs failed");
-            return unavailable();
+            return unavailable(Some(&session));
         }
     };
     // Where it was seen is a view of the courier, not the courier: a failure leaves it out.

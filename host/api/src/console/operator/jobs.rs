@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::super::pages::address;
 use super::super::respond::{money, page, when};
-use super::{OperatorBar, message, signed_in};
+use super::{OperatorBar, message, signed_in, unavailable};
 use crate::state::AppState;
 use courier_core::dispatch::JobOffer;
 use courier_core::jobs::JobRow;
@@ -137,14 +137,6 @@ pub async fn job_page(
         Ok(session) => session,
         Err(answer) => return answer,
     };
-    let unavailable = || {
-        message(
-            StatusCode::SERVICE_UNAVAILABLE,
-            Some(&session),
-            "Try again shortly",
-            "The console cannot reach its database just now.",
-        )
-    };
     let found = match Uuid::parse_str(&id) {
         Ok(id) => state.jobs.find_any(id).await,
         Err(_) => Ok(None),
@@ -161,7 +153,7 @@ pub async fn job_page(
         }
         Err(error) => {
             tracing::error!(%error, "the operator console's job page failed");
-            return unavailable();
+            return unavailable(Some(&session));
         }
     };
     let (offers, charge, merchant, courier) = tokio::join!(
@@ -179,7 +171,7 @@ pub async fn job_page(
         Ok(offers) => offers,
         Err(error) => {
             tracing::error!(%error, "reading a job's offers failed");
-            return unavailable();
+            return unavailable(Some(&session));
         }
     };
     // The rest are views of the job, not the job: a failure to read one leaves it out.

@@ -7,7 +7,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
 use super::super::respond::{page, when};
-use super::{OperatorBar, message, signed_in};
+use super::{OperatorBar, message, signed_in, unavailable};
 use crate::state::AppState;
 use courier_core::infra::clock::now;
 use courier_core::tracking::board::{
@@ -218,12 +218,7 @@ pub async fn market_page(
         Ok(board) => board,
         Err(error) => {
             tracing::error!(%error, market = market_id, "reading a market's board failed");
-            return message(
-                StatusCode::SERVICE_UNAVAILABLE,
-                Some(&session),
-                "Try again shortly",
-                "The console cannot reach its database just now.",
-            );
+            return unavailable(Some(&session));
         }
     };
     let name = market.definition.name.clone();

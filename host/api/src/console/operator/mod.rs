@@ -118,13 +118,18 @@ async fn session(
     };
     state.operator_sessions.find(token).await.map_err(|error| {
         tracing::error!(%error, "looking up an operator console session failed");
-        message(
-            StatusCode::SERVICE_UNAVAILABLE,
-            None,
-            "Try again shortly",
-            "The console cannot reach its database just now.",
-        )
+        unavailable(None)
     })
+}
+
+/// The page for a database that does not answer: nothing was read, try again.
+pub(super) fn unavailable(session: Option<&OperatorSession>) -> Response {
+    message(
+        StatusCode::SERVICE_UNAVAILABLE,
+        session,
+        "Try again shortly",
+        "The console cannot reach its database just now.",
+    )
 }
 
 /// Where a session that still owes its second factor goes.

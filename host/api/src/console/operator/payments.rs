@@ -14,7 +14,7 @@ use axum::response::Response;
 use uuid::Uuid;
 
 use super::super::respond::{field, money, page, see_other, when};
-use super::{OperatorBar, message, permitted_form, signed_in};
+use super::{OperatorBar, message, permitted_form, signed_in, unavailable};
 use crate::error::ApiError;
 use crate::state::AppState;
 use courier_core::auth::operator_sessions::OperatorSession;
@@ -258,12 +258,7 @@ async fn render(
         Ok(found) => found,
         Err(error) => {
             tracing::error!(%error, "reading payments for the operator console failed");
-            return message(
-                StatusCode::SERVICE_UNAVAILABLE,
-                Some(session),
-                "Try again shortly",
-                "The console cannot reach its database just now.",
-            );
+            return unavailable(Some(session));
         }
     };
     page(

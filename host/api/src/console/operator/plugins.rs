@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
 use super::super::respond::page;
-use super::{OperatorBar, message, signed_in};
+use super::{OperatorBar, signed_in, unavailable};
 use crate::state::AppState;
 use courier_core::components::{self, CallRecord, ComponentInUse};
 
@@ -141,12 +141,7 @@ pub async fn plugins_page(State(state): State<AppState>, headers: HeaderMap) -> 
         Ok(books) => books,
         Err(error) => {
             tracing::error!(%error, "listing the price books in use failed");
-            return message(
-                StatusCode::SERVICE_UNAVAILABLE,
-                Some(&session),
-                "Try again shortly",
-                "The console cannot reach its database just now.",
-            );
+            return unavailable(Some(&session));
         }
     };
     let in_use: Vec<ComponentInUse> = books
