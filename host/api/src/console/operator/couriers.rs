@@ -12,6 +12,7 @@ use super::super::respond::{page, when};
 use super::{OperatorBar, message, signed_in, unavailable};
 use crate::state::AppState;
 use courier_core::couriers::{CourierError, CourierView};
+use courier_core::infra::clock::now;
 use courier_core::jobs::JobRow;
 use courier_domain::JobStatus;
 use courier_domain::dispatch::CourierStatus;
@@ -116,7 +117,7 @@ pub async fn courier_page(
     let Ok(id) = Uuid::parse_str(&id) else {
         return not_found();
     };
-    let since = Utc::now() - Duration::hours(TODAY_HOURS);
+    let since = now() - Duration::hours(TODAY_HOURS);
     let (courier, jobs, seen) = tokio::join!(
         state.couriers.get(id),
         state.jobs.of_courier_since(id, since),
