@@ -15,7 +15,7 @@ use crate::support::eventually;
 
 /// Two parcels of one pickup, ready a minute apart: booked while nobody is online, so the
 /// first plan sees both.
-async fn two_parcels(floor: &Floor) -> [Value; 2] {
+pub(crate) async fn two_parcels(floor: &Floor) -> [Value; 2] {
     let ready = |seconds: i64| {
         (Utc::now() + chrono::Duration::seconds(seconds)).to_rfc3339_opts(SecondsFormat::Secs, true)
     };

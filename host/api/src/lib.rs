@@ -179,6 +179,7 @@ fn public_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::operator::market::market_page))
         .routes(routes!(console::operator::jobs::job_page))
         .routes(routes!(console::operator::couriers::courier_page))
+        .routes(routes!(console::operator::couriers::sign_in_code))
         .routes(routes!(console::operator::dispatch::assign))
         .routes(routes!(console::operator::dispatch::set_status))
         .routes(routes!(console::operator::dispatch::courier_action))
@@ -198,6 +199,29 @@ fn public_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::operator::payments::payments_page))
         .routes(routes!(console::operator::payments::refund))
         .routes(routes!(console::operator::plugins::plugins_page))
+        // The couriers' app: pages for couriers' phones, signed in with a credential or an
+        // operator's one-time code.
+        .routes(routes!(console::courier_app::home::shift_page))
+        .routes(routes!(console::courier_app::home::shift_state))
+        .routes(routes!(console::courier_app::home::change_shift))
+        .routes(routes!(console::courier_app::home::report_position))
+        .routes(routes!(
+            console::courier_app::sign_in_page,
+            console::courier_app::sign_in
+        ))
+        .routes(routes!(console::courier_app::sign_out))
+        .routes(routes!(console::courier_app::stylesheet))
+        .routes(routes!(console::courier_app::script))
+        .routes(routes!(console::courier_app::service_worker))
+        .routes(routes!(console::courier_app::manifest))
+        .routes(routes!(console::courier_app::icon))
+        .routes(routes!(console::courier_app::moves::accept))
+        .routes(routes!(console::courier_app::moves::decline))
+        .routes(routes!(console::courier_app::moves::collected))
+        .routes(routes!(console::courier_app::moves::returned))
+        .routes(routes!(console::courier_app::moves::deliver_page))
+        // The form reads its own body, up to the proof files' limit.
+        .routes(routes!(console::courier_app::moves::delivered).layer(DefaultBodyLimit::disable()))
         // The payment provider's notifications: its signature is the credential.
         .routes(routes!(provider_events::receive))
         .routes(routes!(serve_openapi))

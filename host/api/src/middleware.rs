@@ -120,7 +120,19 @@ pub async fn paced_refusal(state: &AppState, client: IpAddr, retry_after: Durati
     response
 }
 
-fn add_rate_limit_headers(response: &mut Response, decision: &Decision) {
+/// Spends one request of the courier's budget; the refusal when it is spent.
+pub(crate) fn courier_budget(state: &AppState, courier_id: uuid::Uuid) -> Decision {
+    let limit = state
+        .config
+        .rate_limits
+        .limits_for(&Default::default())
+        .of(Budget::Courier);
+    state
+        .rate_limiter
+        .check(courier_id, Budget::Courier, limit, Instant::now())
+}
+
+pub(crate) fn add_rate_limit_headers(response: &mut Response, decision: &Decision) {
     // Names made once (a name given as a string is parsed on every insert).
     const LIMIT: HeaderName = HeaderName::from_static("ratelimit-limit");
     const REMAINING: HeaderName = HeaderName::from_static("ratelimit-remaining");

@@ -44,6 +44,8 @@ pub struct AppServices {
     pub tracking: Arc<courier_core::tracking::Tracking>,
     pub texts: Arc<courier_core::texts::CustomerTexts>,
     pub couriers: courier_core::couriers::Couriers,
+    /// The couriers' app's sessions.
+    pub courier_app_sessions: Arc<courier_core::couriers::CourierAppSessions>,
     pub fulfilment: courier_core::jobs::fulfilment::Fulfilment,
     /// Reads a merchant's jobs.
     pub jobs: courier_core::jobs::reading::JobReader,

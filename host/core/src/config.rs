@@ -99,6 +99,12 @@ pub struct Config {
           env = "COURIER_CONSOLE_SESSION_MS", default_value = "28800000",
           value_parser = settings::millis)]
     pub console_session: Duration,
+    /// How long a courier stays signed in to the couriers' app (`/courier/`) from sign-in: a
+    /// shift; it ends sooner at sign-out or when the courier is suspended.
+    #[arg(id = "courier-app-session-ms", long = "courier-app-session-ms",
+          env = "COURIER_APP_SESSION_MS", default_value = "50400000",
+          value_parser = settings::millis)]
+    pub courier_app_session: Duration,
     /// Requests one client address may make to the public routes (`/track/*`, `/healthz`,
     /// `/readyz`, `/metrics`, `/v1/openapi.json`) per window (`COURIER_PUBLIC_REQUEST_WINDOW_MS`);
     /// past them it is answered 429 `rate_limited` with `Retry-After` until the window ends.

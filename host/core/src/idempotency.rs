@@ -1,5 +1,5 @@
 //! `Idempotency-Key`: the caller's key that makes a request safe to send again (a booking, an
-//! operator's refund). The same key with the same request answers the first result.
+//! operator's refund, a courier's move). The same key with the same request answers the first result.
 
 use thiserror::Error;
 
@@ -13,12 +13,12 @@ pub const MISSING_KEY: Code = Code::new(
 pub const INVALID_KEY: Code = Code::new(
     422,
     "request.invalid_idempotency_key",
-    "`Idempotency-Key` empty, longer than 255, or not visible ASCII.",
+    "`Idempotency-Key` empty, longer than 255, or not visible ASCII (bookings, refunds, couriers' moves).",
 );
 pub const KEY_REUSED: Code = Code::new(
     409,
     "idempotency.key_reused",
-    "The `Idempotency-Key` was used with a different body (for a refund: another charge or amount).",
+    "The `Idempotency-Key` was used with a different body (for a refund: another charge or amount; for a courier's move: another move, offer or job).",
 );
 pub const IN_PROGRESS: Code = Code::new(
     409,

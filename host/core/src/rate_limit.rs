@@ -20,7 +20,7 @@ use courier_domain::limits::LimitOverrides;
 pub const RATE_LIMITED: Code = Code::new(
     429,
     "rate_limited",
-    "The merchant has used its budget for this kind of request (see [rate limits](api-behaviour.md#rate-limits)), or the client address its failed sign-ins (merchant or operator API); `Retry-After` says when to try again.",
+    "The merchant has used its budget for this kind of request (see [rate limits](api-behaviour.md#rate-limits)), a courier its budget of requests (`COURIER_RATE_LIMIT_COURIER_PER_MINUTE`), or the client address its failed sign-ins (merchant or operator API); `Retry-After` says when to try again.",
 );
 
 /// The window a per-minute limit is spread over.
@@ -39,6 +39,8 @@ pub enum Budget {
     Bookings,
     /// Everything else under `/v1`.
     Reads,
+    /// Every request of one courier: its API (`/courier/v1`) and its app (`/courier/`).
+    Courier,
 }
 
 impl Budget {
@@ -73,6 +75,11 @@ pub struct Limits {
           env = "COURIER_RATE_LIMIT_READS_PER_MINUTE", default_value = "1200",
           value_parser = settings::positive_u32)]
     pub reads_per_minute: u32,
+    /// Budget of every request of one courier, its API's and its app's together.
+    #[arg(id = "rate-limit-courier-per-minute", long = "rate-limit-courier-per-minute",
+          env = "COURIER_RATE_LIMIT_COURIER_PER_MINUTE", default_value = "600",
+          value_parser = settings::positive_u32)]
+    pub courier_per_minute: u32,
 }
 
 impl Limits {
@@ -81,6 +88,7 @@ impl Limits {
             Budget::Quotes => self.quotes_per_minute,
             Budget::Bookings => self.bookings_per_minute,
             Budget::Reads => self.reads_per_minute,
+            Budget::Courier => self.courier_per_minute,
         }
     }
 }
@@ -124,6 +132,7 @@ impl RateLimitConfig {
                     .reads_per_minute
                     .unwrap_or(self.defaults.reads_per_minute),
             ),
+            courier_per_minute: share(self.defaults.courier_per_minute),
         }
     }
 }
@@ -174,7 +183,7 @@ impl RateLimiter {
         }
     }
 
-    /// Spends one request of `owner`'s `budget` (a merchant's) at `now` (passed in, so tests
+    /// Spends one request of `owner`'s `budget` (a merchant's or a courier's) at `now` (passed in, so tests
     /// drive the clock).
     pub fn check(&self, owner: Uuid, budget: Budget, limit: u32, now: Instant) -> Decision {
         let limit = limit.max(1);
@@ -325,6 +334,7 @@ mod tests {
                 quotes_per_minute: 100,
                 bookings_per_minute: 10,
                 reads_per_minute: 1,
+                courier_per_minute: 600,
             },
             instances: 3,
         };
@@ -338,6 +348,7 @@ mod tests {
                 quotes_per_minute: 34,
                 bookings_per_minute: 10,
                 reads_per_minute: 1,
+                courier_per_minute: 200,
             }
         );
     }

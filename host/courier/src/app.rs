@@ -63,6 +63,7 @@ pub struct Services {
     pub payments: Arc<courier_core::payments::Payments>,
     pub texts: Arc<courier_core::texts::CustomerTexts>,
     pub couriers: courier_core::couriers::Couriers,
+    pub courier_app_sessions: Arc<courier_core::couriers::CourierAppSessions>,
     pub fulfilment: courier_core::jobs::fulfilment::Fulfilment,
     pub merchants: courier_core::merchants::Merchants,
     /// Merchants' teams: invitations, people, sign-in.
@@ -149,10 +150,18 @@ impl Services {
             courier_core::texts::CustomerTexts::new(db.pool.clone(), config.texts.clone())
                 .map_err(StartError::Texts)?,
         );
+        let courier_credentials =
+            courier_core::couriers::CourierCredentials::new(db.pool.clone(), &secret_key);
+        let courier_app_sessions = Arc::new(courier_core::couriers::CourierAppSessions::new(
+            db.pool.clone(),
+            config.courier_app_session,
+            courier_credentials.clone(),
+            &secret_key,
+        ));
         let couriers = courier_core::couriers::Couriers::new(
             db.pool.clone(),
             Arc::clone(&markets),
-            courier_core::couriers::CourierCredentials::new(db.pool.clone(), &secret_key),
+            courier_credentials,
         );
         let fulfilment = courier_core::jobs::fulfilment::Fulfilment::new(
             db.pool.clone(),
@@ -181,6 +190,7 @@ impl Services {
         );
         Ok(Self {
             couriers,
+            courier_app_sessions,
             fulfilment,
             merchants,
             teams,
@@ -347,6 +357,7 @@ pub async fn run(
         tracking,
         texts: Arc::clone(&services.texts),
         couriers: services.couriers.clone(),
+        courier_app_sessions: Arc::clone(&services.courier_app_sessions),
         fulfilment: services.fulfilment.clone(),
         sandbox,
         operators: Arc::new(api::OperatorTokens::new(

@@ -57,10 +57,12 @@ pub enum AuditAction {
     OperatorInvited,
     /// An operator invitation was used (target: the person who joined).
     OperatorJoined,
+    /// An operator gave a courier a one-time sign-in code for the app (target: the courier).
+    CourierSignInCodeIssued,
 }
 
 impl AuditAction {
-    pub const ALL: [AuditAction; 22] = [
+    pub const ALL: [AuditAction; 23] = [
         AuditAction::MerchantCreated,
         AuditAction::KeyCreated,
         AuditAction::KeyRevoked,
@@ -83,6 +85,7 @@ impl AuditAction {
         AuditAction::SecondFactorRule,
         AuditAction::OperatorInvited,
         AuditAction::OperatorJoined,
+        AuditAction::CourierSignInCodeIssued,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -109,6 +112,7 @@ impl AuditAction {
             AuditAction::SecondFactorRule => "team.second_factor_rule",
             AuditAction::OperatorInvited => "operator.invited",
             AuditAction::OperatorJoined => "operator.joined",
+            AuditAction::CourierSignInCodeIssued => "courier.sign_in_code_issued",
         }
     }
 

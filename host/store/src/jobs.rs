@@ -391,3 +391,37 @@ pub async fn searching_in_market(
     };
     Ok((jobs, others))
 }
+
+/// What a courier finished since a moment: jobs delivered and returned, and their length by
+/// road (pickup to drop-off, as quoted).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CourierDay {
+    pub delivered: i64,
+    pub returned: i64,
+    pub distance_metres: i64,
+}
+
+/// [`CourierDay`] of `courier_id` since `since`.
+pub async fn courier_day(
+    pool: &PgPool,
+    courier_id: Uuid,
+    since: DateTime<Utc>,
+) -> Result<CourierDay, sqlx::Error> {
+    let day = sqlx::query!(
+        "SELECT count(*) FILTER (WHERE j.status = 'delivered') AS \"delivered!\", \
+           count(*) FILTER (WHERE j.status = 'returned') AS \"returned!\", \
+           coalesce(sum(q.distance_metres), 0)::bigint AS \"distance_metres!\" \
+         FROM jobs j JOIN quotes q ON q.id = j.quote_id \
+         WHERE j.courier_id = $1 AND j.assigned_at >= $2 \
+           AND j.status IN ('delivered', 'returned') AND j.completed_at >= $2",
+        courier_id,
+        since,
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(CourierDay {
+        delivered: day.delivered,
+        returned: day.returned,
+        distance_metres: day.distance_metres,
+    })
+}

@@ -29,6 +29,8 @@ pub mod cards;
 pub mod charges;
 pub mod cluster;
 pub mod console;
+pub mod courier_actions;
+pub mod courier_sessions;
 pub mod couriers;
 pub mod customer_texts;
 pub mod dispatch;

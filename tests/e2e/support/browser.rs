@@ -210,9 +210,46 @@ impl Browser {
         serde_json::from_value(found).unwrap()
     }
 
+    /// Sends a DevTools command to the page (chromedriver's `goog/cdp/execute`): how a test
+    /// sets what a phone has and a desktop browser does not, such as where it is.
+    pub async fn devtools(&self, command: &str, params: serde_json::Value) -> serde_json::Value {
+        self.client
+            .issue_cmd(DevTools {
+                command: command.to_owned(),
+                params,
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{command}: {e}"))
+    }
+
     /// Ends the WebDriver session (the browser quits); the drop does the rest.
     pub async fn close(self) {
         let _ = self.client.clone().close().await;
+    }
+}
+
+/// A DevTools command through chromedriver.
+#[derive(Debug)]
+struct DevTools {
+    command: String,
+    params: serde_json::Value,
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for DevTools {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/goog/cdp/execute",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
+        let body = json!({"cmd": self.command, "params": self.params});
+        (http::Method::POST, Some(body.to_string()))
     }
 }
 

@@ -11,6 +11,7 @@
 pub(crate) mod card_form;
 pub(crate) mod cards;
 pub(crate) mod catalog;
+pub(crate) mod courier_app;
 pub(crate) mod keys;
 pub(crate) mod once;
 pub(crate) mod operator;

@@ -4,13 +4,13 @@ use askama::Template;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use chrono::NaiveDate;
 use serde::Deserialize;
 use uuid::Uuid;
 
 use super::respond::{
-    SessionBar, cookie, field, for_people, message, money, open_session, page, refused_unless,
+    SessionBar, asset, cookie, field, message, money, open_session, page, refused_unless,
     retry_after, see_other, session, signed_form, signed_form_any, signed_in, signed_out_form,
     token, when,
 };
@@ -65,17 +65,6 @@ pub async fn stylesheet() -> Response {
         "text/css; charset=utf-8",
         include_str!("../../templates/console/console.css"),
     )
-}
-
-/// A file every page shares, cached for five minutes.
-fn asset(content_type: &'static str, body: &'static str) -> Response {
-    let mut response = ([(header::CONTENT_TYPE, content_type)], body).into_response();
-    for_people(&mut response);
-    response.headers_mut().insert(
-        header::CACHE_CONTROL,
-        "public, max-age=300".parse().unwrap(),
-    );
-    response
 }
 
 #[utoipa::path(

@@ -151,6 +151,17 @@ pub(super) fn page(status: StatusCode, html: Result<String, askama::Error>) -> R
     response
 }
 
+/// A file every page shares, cached for five minutes.
+pub(super) fn asset(content_type: &'static str, body: &'static str) -> Response {
+    let mut response = ([(header::CONTENT_TYPE, content_type)], body).into_response();
+    for_people(&mut response);
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=300"),
+    );
+    response
+}
+
 /// Marks a console answer as a page for people, sent as it is (not rewritten as an API
 /// error), with the console's headers.
 pub(super) fn for_people(response: &mut Response) {

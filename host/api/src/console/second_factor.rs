@@ -190,7 +190,7 @@ async fn render(
         Err(error) => return unavailable(Some(session), &error),
     };
     let enrolment = enrolment.map(|e| {
-        let qr = qr_svg(&e.otpauth_url);
+        let qr = qr_svg(&e.otpauth_url, "QR code of the app's key");
         (e, qr)
     });
     page(
@@ -222,8 +222,9 @@ async fn render(
     )
 }
 
-/// The QR code of `url` as an inline SVG (no image to load, so the page's policy holds).
-pub(super) fn qr_svg(url: &str) -> String {
+/// The QR code of `url` as an inline SVG (no image to load, so the page's policy holds),
+/// named `label` (the service's own words) for people who cannot see it.
+pub(super) fn qr_svg(url: &str, label: &str) -> String {
     let Ok(code) = qrcode::QrCode::new(url.as_bytes()) else {
         return String::new();
     };
@@ -237,7 +238,11 @@ pub(super) fn qr_svg(url: &str) -> String {
     match svg.find("<svg") {
         Some(at) => svg[at..].replacen(
             "<svg",
-            "<svg role=\"img\" aria-label=\"QR code of the app's key\"",
+            // The labels are the service's own words; a quote would end the attribute.
+            &format!(
+                "<svg role=\"img\" aria-label=\"{}\"",
+                label.replace('"', "")
+            ),
             1,
         ),
         None => String::new(),

@@ -1,6 +1,7 @@
 //! The courier's jobs under way and their moves: collected, delivered (with proof), returned.
 
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
 use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -90,21 +91,30 @@ pub(super) async fn list_jobs(
     operation_id = "markJobCollected",
     tag = "couriers",
     summary = "The courier has the goods: the job is in transit",
-    params(("id" = Uuid, Path, description = "The job's id")),
+    params(
+        ("id" = Uuid, Path, description = "The job's id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "Optional, 1 to 255 visible characters: sent again with the same key, the move is answered as it stands and not made twice"),
+    ),
     responses(
         (status = 200, description = "The job, in transit", body = CourierJobView),
         (status = 404, description = "job.not_found"),
-        (status = 409, description = "job.invalid_transition"),
+        (status = 409, description = "job.invalid_transition idempotency.key_reused"),
+        (status = 422, description = "request.invalid_idempotency_key"),
     )
 )]
 pub(super) async fn collected(
     State(state): State<AppState>,
     Extension(c): Courier,
     Path(id): Path<String>,
+    headers: HeaderMap,
 ) -> Result<Json<CourierJobView>, ApiError> {
     let job = state
         .fulfilment
-        .collected(c.courier_id, job_id(&id)?)
+        .collected(
+            c.courier_id,
+            job_id(&id)?,
+            super::caller::move_key(&headers)?,
+        )
         .await?;
     Ok(Json(CourierJobView::from(&job)))
 }
@@ -146,25 +156,30 @@ pub(super) struct ProofFileBody {
     operation_id = "markJobDelivered",
     tag = "couriers",
     summary = "Handed over, with proof of delivery",
-    params(("id" = Uuid, Path, description = "The job's id")),
+    params(
+        ("id" = Uuid, Path, description = "The job's id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "Optional, 1 to 255 visible characters: sent again with the same key, the move is answered as it stands and not made twice"),
+    ),
     request_body = DeliveryBody,
     responses(
         (status = 200, description = "The job, delivered", body = CourierJobView),
         (status = 404, description = "job.not_found"),
-        (status = 409, description = "job.invalid_transition"),
-        (status = 422, description = "proof.invalid_outcome proof.recipient_name_required proof.photo_required proof.signature_required proof.file_too_large proof.unsupported_content_type proof.invalid_file request.invalid_body"),
+        (status = 409, description = "job.invalid_transition idempotency.key_reused"),
+        (status = 422, description = "proof.invalid_outcome proof.recipient_name_required proof.photo_required proof.signature_required proof.file_too_large proof.unsupported_content_type proof.invalid_file request.invalid_body request.invalid_idempotency_key"),
     )
 )]
 pub(super) async fn delivered(
     State(state): State<AppState>,
     Extension(c): Courier,
     Path(id): Path<String>,
+    headers: HeaderMap,
     ApiJson(body): ApiJson<DeliveryRequest>,
 ) -> Result<Json<CourierJobView>, ApiError> {
     let max_bytes = state.config.dispatch.proof_max_bytes;
+    let key = super::caller::move_key(&headers)?;
     let job = state
         .fulfilment
-        .delivered(c.courier_id, job_id(&id)?, |job| {
+        .delivered(c.courier_id, job_id(&id)?, key, |job| {
             let requirement = Requirement {
                 photo: job.proof_photo_required,
                 signature: job.proof_signature_required,
@@ -195,24 +210,29 @@ pub(super) struct ReturnBody {
     operation_id = "markJobReturned",
     tag = "couriers",
     summary = "Brought back to the pickup, with the reason",
-    params(("id" = Uuid, Path, description = "The job's id")),
+    params(
+        ("id" = Uuid, Path, description = "The job's id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "Optional, 1 to 255 visible characters: sent again with the same key, the move is answered as it stands and not made twice"),
+    ),
     request_body = ReturnBody,
     responses(
         (status = 200, description = "The job, returned", body = CourierJobView),
         (status = 404, description = "job.not_found"),
-        (status = 409, description = "job.invalid_transition"),
-        (status = 422, description = "job.reason_required"),
+        (status = 409, description = "job.invalid_transition idempotency.key_reused"),
+        (status = 422, description = "job.reason_required request.invalid_idempotency_key"),
     )
 )]
 pub(super) async fn returned(
     State(state): State<AppState>,
     Extension(c): Courier,
     Path(id): Path<String>,
+    headers: HeaderMap,
     ApiJson(body): ApiJson<ReturnBody>,
 ) -> Result<Json<CourierJobView>, ApiError> {
+    let key = super::caller::move_key(&headers)?;
     let job = state
         .fulfilment
-        .returned(c.courier_id, job_id(&id)?, body.reason.as_deref())
+        .returned(c.courier_id, job_id(&id)?, body.reason.as_deref(), key)
         .await?;
     Ok(Json(CourierJobView::from(&job)))
 }

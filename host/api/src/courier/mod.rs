@@ -1,6 +1,9 @@
 //! The courier API under `/courier/v1`, for couriers' apps: `Authorization: Bearer
 //! crk_<key>.<secret>` (the credential issued when an operator creates the courier). A
-//! suspended courier is refused with 403 `courier.suspended`.
+//! suspended courier is refused with 403 `courier.suspended`. Each move of an offer or a job
+//! may carry an `Idempotency-Key`: sent again with it, the move is answered, not made twice.
+//! Each courier has a budget of requests (`COURIER_RATE_LIMIT_COURIER_PER_MINUTE`), its app's
+//! included; past it, 429 `rate_limited` with `Retry-After`.
 
 mod caller;
 mod jobs;
@@ -61,8 +64,18 @@ async fn require_courier(
     }
     match state.couriers.credentials().authenticate(header).await {
         Ok(courier) => {
-            request.extensions_mut().insert(courier);
-            next.run(request).await
+            let decision = crate::middleware::courier_budget(&state, courier.courier_id);
+            let mut response = if decision.allowed {
+                request.extensions_mut().insert(courier);
+                next.run(request).await
+            } else {
+                ApiError::RateLimited {
+                    retry_after: decision.retry_after,
+                }
+                .into_response()
+            };
+            crate::middleware::add_rate_limit_headers(&mut response, &decision);
+            response
         }
         Err(e) => {
             if let CourierAuthError::Credential(

@@ -1,7 +1,7 @@
 //! Offers of jobs: the open ones, accepting and declining.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -13,7 +13,7 @@ use super::caller::Courier;
 use super::jobs::CourierJobView;
 use crate::error::ApiError;
 use crate::state::AppState;
-use courier_core::dispatch::OfferRow;
+use courier_core::couriers::OfferedRoute;
 use courier_core::jobs::JobRow;
 use courier_core::jobs::fulfilment::FulfilmentError;
 
@@ -95,76 +95,28 @@ fn offer_job(job: &JobRow) -> Value {
     })
 }
 
-/// The courier's open offers, one view per route, soonest to expire first. `open` holds each
-/// route's offers together, its first offer first (as the store reads them).
-fn offer_views(open: &[(OfferRow, JobRow)]) -> Vec<OfferView> {
-    let mut views: Vec<OfferView> = Vec::new();
-    let mut routes: Vec<Vec<&(OfferRow, JobRow)>> = Vec::new();
-    for entry in open {
-        match routes.last_mut() {
-            Some(route) if route[0].0.route_id == entry.0.route_id => route.push(entry),
-            _ => routes.push(vec![entry]),
-        }
+/// An offered route as the courier API writes it.
+fn offer_view(route: &OfferedRoute) -> OfferView {
+    let stops = route
+        .stops
+        .iter()
+        .map(|(job, kind)| {
+            let job = &route.jobs[*job];
+            let mut view = place(kind.of(job));
+            view["job_id"] = json!(job.id);
+            view["stop"] = json!(kind.as_str());
+            view
+        })
+        .collect();
+    let jobs: Vec<Value> = route.jobs.iter().map(offer_job).collect();
+    OfferView {
+        id: route.id,
+        expires_at: route.expires_at,
+        travel_seconds: route.travel_seconds,
+        job: jobs[0].clone(),
+        jobs,
+        stops,
     }
-    for route in routes {
-        let (first, _) = route[0];
-        let job_of = |id: Uuid| route.iter().find(|(o, _)| o.job_id == id).map(|(_, j)| j);
-        // The stops as planned (on the route's first offer); without them (an offer made
-        // before routes, or a route whose first job was cancelled), each open job's pickup,
-        // then each drop-off.
-        let planned: Vec<(Uuid, String)> = first
-            .stops
-            .as_ref()
-            .and_then(Value::as_array)
-            .map(|stops| {
-                stops
-                    .iter()
-                    .filter_map(|s| {
-                        Some((
-                            s["job_id"].as_str()?.parse().ok()?,
-                            s["stop"].as_str()?.to_owned(),
-                        ))
-                    })
-                    .collect()
-            })
-            .unwrap_or_else(|| {
-                ["pickup", "dropoff"]
-                    .iter()
-                    .flat_map(|stop| route.iter().map(|(o, _)| (o.job_id, (*stop).to_owned())))
-                    .collect()
-            });
-        let stops: Vec<Value> = planned
-            .iter()
-            .filter_map(|(job_id, stop)| {
-                let job = job_of(*job_id)?;
-                let mut view = place(if stop == "pickup" {
-                    &job.pickup
-                } else {
-                    &job.dropoff
-                });
-                view["job_id"] = json!(job_id);
-                view["stop"] = json!(stop);
-                Some(view)
-            })
-            .collect();
-        let jobs: Vec<Value> = planned
-            .iter()
-            .filter(|(_, stop)| stop == "dropoff")
-            .filter_map(|(job_id, _)| job_of(*job_id).map(offer_job))
-            .collect();
-        let Some(job) = jobs.first().cloned() else {
-            continue;
-        };
-        views.push(OfferView {
-            id: first.route_id,
-            expires_at: first.expires_at,
-            travel_seconds: first.travel_seconds,
-            job,
-            jobs,
-            stops,
-        });
-    }
-    views
 }
 
 #[utoipa::path(
@@ -180,7 +132,7 @@ pub(super) async fn list_offers(
     Extension(c): Courier,
 ) -> Result<Json<Vec<OfferView>>, ApiError> {
     let open = state.couriers.open_offers(c.courier_id).await?;
-    Ok(Json(offer_views(&open)))
+    Ok(Json(open.iter().map(offer_view).collect()))
 }
 
 fn offer_id(raw: &str) -> Result<Uuid, ApiError> {
@@ -194,21 +146,30 @@ fn offer_id(raw: &str) -> Result<Uuid, ApiError> {
     tag = "couriers",
     summary = "Take the offered job, or every job of an offered route",
     description = "Every job of the offer still searching is assigned to the courier (a job the merchant cancelled meanwhile is left out). The answer is the first of them, in drop-off order; `GET /jobs` lists them all.",
-    params(("id" = Uuid, Path, description = "The offer's id")),
+    params(
+        ("id" = Uuid, Path, description = "The offer's id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "Optional, 1 to 255 visible characters: sent again with the same key, the move is answered as it stands and not made twice"),
+    ),
     responses(
         (status = 200, description = "The (first) job, assigned to the courier", body = CourierJobView),
         (status = 404, description = "offer.not_found"),
-        (status = 409, description = "offer.expired offer.not_open"),
+        (status = 409, description = "offer.expired offer.not_open idempotency.key_reused"),
+        (status = 422, description = "request.invalid_idempotency_key"),
     )
 )]
 pub(super) async fn accept_offer(
     State(state): State<AppState>,
     Extension(c): Courier,
     Path(id): Path<String>,
+    headers: HeaderMap,
 ) -> Result<Json<CourierJobView>, ApiError> {
     let jobs = state
         .fulfilment
-        .accept_offer(c.courier_id, offer_id(&id)?)
+        .accept_offer(
+            c.courier_id,
+            offer_id(&id)?,
+            super::caller::move_key(&headers)?,
+        )
         .await?;
     let first = jobs.first().ok_or(FulfilmentError::OfferNotOpen)?;
     Ok(Json(CourierJobView::from(first)))
@@ -220,21 +181,30 @@ pub(super) async fn accept_offer(
     operation_id = "declineOffer",
     tag = "couriers",
     summary = "Turn the offered job (every job of an offered route) down; it goes to another courier",
-    params(("id" = Uuid, Path, description = "The offer's id")),
+    params(
+        ("id" = Uuid, Path, description = "The offer's id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "Optional, 1 to 255 visible characters: sent again with the same key, the move is answered as it stands and not made twice"),
+    ),
     responses(
         (status = 204, description = "Declined"),
         (status = 404, description = "offer.not_found"),
-        (status = 409, description = "offer.expired offer.not_open"),
+        (status = 409, description = "offer.expired offer.not_open idempotency.key_reused"),
+        (status = 422, description = "request.invalid_idempotency_key"),
     )
 )]
 pub(super) async fn decline_offer(
     State(state): State<AppState>,
     Extension(c): Courier,
     Path(id): Path<String>,
+    headers: HeaderMap,
 ) -> Result<StatusCode, ApiError> {
     state
         .fulfilment
-        .decline_offer(c.courier_id, offer_id(&id)?)
+        .decline_offer(
+            c.courier_id,
+            offer_id(&id)?,
+            super::caller::move_key(&headers)?,
+        )
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -81,6 +81,19 @@ impl CourierCredentials {
         header: Option<&[u8]>,
     ) -> Result<CourierIdentity, CourierAuthError> {
         let (key, secret) = parse_bearer(header.ok_or(AuthError::Missing)?)?;
+        self.check(key, secret).await
+    }
+
+    /// Checks a credential as issued (`crk_<key>.<secret>`), typed into the courier app.
+    pub async fn authenticate_token(
+        &self,
+        token: &str,
+    ) -> Result<CourierIdentity, CourierAuthError> {
+        let (key, secret) = parse_token(token)?;
+        self.check(key, secret).await
+    }
+
+    async fn check(&self, key: &str, secret: &str) -> Result<CourierIdentity, CourierAuthError> {
         let stored = store::find_by_key(&self.pool, key)
             .await
             .map_err(|e| {
@@ -114,6 +127,11 @@ fn parse_bearer(header: &[u8]) -> Result<(&str, &str), AuthError> {
     if !scheme.eq_ignore_ascii_case("bearer") {
         return Err(AuthError::Malformed);
     }
+    parse_token(token)
+}
+
+/// `crk_<key>.<secret>` → (key, secret).
+fn parse_token(token: &str) -> Result<(&str, &str), AuthError> {
     let (key, secret) = token.trim().split_once('.').ok_or(AuthError::Malformed)?;
     if !key.starts_with(KEY_PREFIX) || secret.is_empty() {
         return Err(AuthError::Malformed);

@@ -2,7 +2,9 @@
 //! courier API. A courier's identity outside operations is its id (a UUID): its name and
 //! phone number are shown to operators and to the courier only.
 
+mod app_sessions;
 mod credential;
+mod offered;
 
 use std::sync::Arc;
 
@@ -12,7 +14,12 @@ use sqlx::PgPool;
 use thiserror::Error;
 use uuid::Uuid;
 
+pub use app_sessions::{
+    AppCourier, CodeRefusal, CourierAppSession, CourierAppSessions, CourierSignedIn, EndedBecause,
+    IssuedCode, SIGN_IN_CODE_LIFETIME, SessionLookup, SignInRefusal,
+};
 pub use credential::{CourierAuthError, CourierCredentials, CourierIdentity};
+pub use offered::{OfferedRoute, StopKind, offered_routes};
 
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::infra::clock::now;
@@ -172,12 +179,10 @@ impl Couriers {
         &self.credentials
     }
 
-    /// The courier's open, unexpired offers, each with its job.
-    pub async fn open_offers(
-        &self,
-        courier_id: Uuid,
-    ) -> Result<Vec<(offers::OfferRow, courier_store::jobs::JobRow)>, sqlx::Error> {
-        offers::open_offers(&self.pool, courier_id, now()).await
+    /// The courier's open, unexpired offers, one per route, soonest to expire first.
+    pub async fn open_offers(&self, courier_id: Uuid) -> Result<Vec<OfferedRoute>, sqlx::Error> {
+        let open = offers::open_offers(&self.pool, courier_id, now()).await?;
+        Ok(offered_routes(&open))
     }
 
     /// The courier's jobs under way (assigned or in transit), oldest assignment first.
@@ -274,7 +279,8 @@ impl Couriers {
     }
 
     /// Suspends a courier: refused by the courier API from now on, offline, its open offer
-    /// withdrawn. A job already under way stays with it until an operator reassigns it.
+    /// withdrawn, its app sessions ended. A job already under way stays with it until an
+    /// operator reassigns it.
     /// Suspending a suspended courier changes nothing.
     pub async fn suspend(
         &self,
@@ -316,6 +322,8 @@ impl Couriers {
             store::set_status(&mut tx, id, status, suspended.then_some(now), reason).await?;
         if suspended {
             offers::withdraw_courier_offers(&mut tx, id, now).await?;
+            courier_store::courier_sessions::end_all_of_courier(&mut tx, id, "suspended", now)
+                .await?;
         }
         let (before, after) = (CourierView::from(&before), CourierView::from(&after));
         audit::record(

@@ -25,6 +25,7 @@ use courier_domain::dispatch::{CourierStatus, OfferStatus};
 use courier_domain::event::{EventDetails, EventName, JobFacts, NewEvent};
 use courier_domain::job::proof::{Proof, ProofError};
 use courier_domain::job::transitions::{self, Actor, InvalidTransition, Settlement};
+use courier_store::courier_actions;
 use courier_store::couriers as couriers_store;
 use courier_store::dispatch::{self as offers, OfferRow};
 use courier_store::fulfilment::{self as store, ProofFileRow};
@@ -44,6 +45,11 @@ pub const REASON_REQUIRED: Code = Code::new(
     "job.reason_required",
     "An operator's status change or a return without a reason (or one over 500 characters; also a cancellation reason over 500).",
 );
+pub const COURIER_NOT_AVAILABLE: Code = Code::new(
+    422,
+    "courier.not_available",
+    "Reassignment to a suspended courier or one of another market.",
+);
 pub const OFFER_NOT_FOUND: Code =
     Code::new(404, "offer.not_found", "No such offer of this courier.");
 pub const OFFER_EXPIRED: Code = Code::new(409, "offer.expired", "The offer ran out.");
@@ -51,11 +57,6 @@ pub const OFFER_NOT_OPEN: Code = Code::new(
     409,
     "offer.not_open",
     "The offer was already answered or withdrawn, or the job moved on.",
-);
-pub const COURIER_NOT_AVAILABLE: Code = Code::new(
-    422,
-    "courier.not_available",
-    "Reassignment to a suspended courier or one of another market.",
 );
 
 /// `reason` of `job.failed` when nobody took the job in time.
@@ -103,6 +104,12 @@ pub enum FulfilmentError {
     #[code(via)]
     Proof(#[from] ProofError),
     #[error(transparent)]
+    #[code(via)]
+    Key(#[from] crate::idempotency::KeyError),
+    #[error("this Idempotency-Key was used for another move (another action, offer or job)")]
+    #[code(crate::idempotency::KEY_REUSED)]
+    KeyReused,
+    #[error(transparent)]
     #[code(fault)]
     Store(#[from] sqlx::Error),
 }
@@ -114,6 +121,14 @@ struct Move<'a> {
     courier: Option<Uuid>,
     reason: Option<&'a str>,
     proof: Option<&'a Proof>,
+}
+
+/// A courier's move of its own job, as its key records it.
+struct CourierStep<'a> {
+    /// The action its key is recorded for.
+    action: &'static str,
+    to: JobStatus,
+    reason: Option<&'a str>,
 }
 
 /// A move the sandbox simulator makes (see [`Fulfilment::simulated_move`]).
@@ -255,8 +270,12 @@ impl Fulfilment {
         &self,
         courier_id: Uuid,
         offer_id: Uuid,
+        key: Option<&str>,
     ) -> Result<Vec<JobRow>, FulfilmentError> {
         let mut tx = self.begin_move().await?;
+        if made_before(&mut tx, courier_id, key, "accept", offer_id).await? {
+            return accepted_before(&mut tx, courier_id, offer_id).await;
+        }
         // Jobs first (by id, so two moves never wait on each other in a circle), then the
         // offers: the order every job move takes its locks in.
         let mut job_ids = offers::route_jobs(&mut tx, offer_id, courier_id).await?;
@@ -322,8 +341,12 @@ impl Fulfilment {
         &self,
         courier_id: Uuid,
         offer_id: Uuid,
+        key: Option<&str>,
     ) -> Result<(), FulfilmentError> {
         let mut tx = self.begin_move().await?;
+        if made_before(&mut tx, courier_id, key, "decline", offer_id).await? {
+            return Ok(());
+        }
         let route = offers::lock_route(&mut tx, offer_id, courier_id).await?;
         let first = route.first().ok_or(FulfilmentError::OfferNotFound)?;
         let now = now();
@@ -345,9 +368,14 @@ impl Fulfilment {
         &self,
         courier_id: Uuid,
         job_id: Uuid,
+        key: Option<&str>,
     ) -> Result<JobRow, FulfilmentError> {
-        self.courier_move(courier_id, job_id, JobStatus::InTransit, None, None)
-            .await
+        let step = CourierStep {
+            action: "collected",
+            to: JobStatus::InTransit,
+            reason: None,
+        };
+        self.courier_move(courier_id, job_id, step, key).await
     }
 
     /// The courier brought the job back: `returned`, `job.returned` with the reason, capture.
@@ -356,10 +384,14 @@ impl Fulfilment {
         courier_id: Uuid,
         job_id: Uuid,
         reason: Option<&str>,
+        key: Option<&str>,
     ) -> Result<JobRow, FulfilmentError> {
-        let reason = required_reason(reason)?;
-        self.courier_move(courier_id, job_id, JobStatus::Returned, Some(reason), None)
-            .await
+        let step = CourierStep {
+            action: "returned",
+            to: JobStatus::Returned,
+            reason: Some(required_reason(reason)?),
+        };
+        self.courier_move(courier_id, job_id, step, key).await
     }
 
     /// The courier handed the job over with `proof`, which `check` builds from the job's proof
@@ -368,10 +400,15 @@ impl Fulfilment {
         &self,
         courier_id: Uuid,
         job_id: Uuid,
+        key: Option<&str>,
         check: impl FnOnce(&JobRow) -> Result<Proof, ProofError>,
     ) -> Result<JobRow, FulfilmentError> {
         let mut tx = self.begin_move().await?;
+        let repeat = made_before(&mut tx, courier_id, key, "delivered", job_id).await?;
         let job = courier_job(&mut tx, courier_id, job_id).await?;
+        if repeat {
+            return Ok(job);
+        }
         transitions::check(Actor::Courier, job.status, JobStatus::Delivered)?;
         let proof = check(&job)?;
         keep_proof_files(&mut tx, job_id, &proof).await?;
@@ -396,21 +433,24 @@ impl Fulfilment {
         &self,
         courier_id: Uuid,
         job_id: Uuid,
-        to: JobStatus,
-        reason: Option<&str>,
-        proof: Option<&Proof>,
+        step: CourierStep<'_>,
+        key: Option<&str>,
     ) -> Result<JobRow, FulfilmentError> {
         let mut tx = self.begin_move().await?;
+        let repeat = made_before(&mut tx, courier_id, key, step.action, job_id).await?;
         let job = courier_job(&mut tx, courier_id, job_id).await?;
+        if repeat {
+            return Ok(job);
+        }
         let moved = apply(
             &mut tx,
             &job,
             &Move {
                 actor: Actor::Courier,
-                to,
+                to: step.to,
                 courier: None,
-                reason,
-                proof,
+                reason: step.reason,
+                proof: None,
             },
         )
         .await?;
@@ -741,6 +781,56 @@ fn route_order(route: &[OfferRow]) -> Vec<&OfferRow> {
     let mut ordered: Vec<&OfferRow> = route.iter().collect();
     ordered.sort_by_key(|o| dropoffs.iter().position(|j| *j == o.job_id));
     ordered
+}
+
+/// Records the courier's `key` (if it gave one) for `action` on `target` in the move's
+/// transaction: true when a move was already made under it, which the caller answers as it
+/// is now rather than make again; a key first used for another move is refused.
+async fn made_before(
+    conn: &mut PgConnection,
+    courier_id: Uuid,
+    key: Option<&str>,
+    action: &'static str,
+    target_id: Uuid,
+) -> Result<bool, FulfilmentError> {
+    let Some(key) = key else {
+        return Ok(false);
+    };
+    let key = crate::idempotency::check_key(Some(key))?;
+    let action = courier_actions::KeyedAction {
+        action: action.to_owned(),
+        target_id,
+    };
+    match courier_actions::record(conn, courier_id, key, &action, now()).await? {
+        None => Ok(false),
+        Some(first) if first == action => Ok(true),
+        Some(_) => Err(FulfilmentError::KeyReused),
+    }
+}
+
+/// The jobs an accept made before put on the courier (those still on it), in route order.
+async fn accepted_before(
+    conn: &mut PgConnection,
+    courier_id: Uuid,
+    offer_id: Uuid,
+) -> Result<Vec<JobRow>, FulfilmentError> {
+    // Jobs, then offers: the order of every move's locks.
+    let mut job_ids = offers::route_jobs(conn, offer_id, courier_id).await?;
+    job_ids.sort_unstable();
+    let mut held = Vec::with_capacity(job_ids.len());
+    for job_id in job_ids {
+        if let Some(job) = store::lock_job(conn, job_id).await? {
+            held.push(job);
+        }
+    }
+    let route = offers::lock_route(conn, offer_id, courier_id).await?;
+    Ok(route_order(&route)
+        .into_iter()
+        .filter(|offer| offer.status == OfferStatus::Accepted)
+        .filter_map(|offer| held.iter().find(|j| j.id == offer.job_id))
+        .filter(|job| job.courier_id == Some(courier_id))
+        .cloned()
+        .collect())
 }
 
 /// The courier's own job under way, locked; anyone else's is not found.

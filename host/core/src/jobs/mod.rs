@@ -8,7 +8,7 @@ pub mod reading;
 pub mod views;
 
 pub use courier_store::fulfilment::ProofFileRow;
-pub use courier_store::jobs::{JobRow, ListFilter};
+pub use courier_store::jobs::{CourierDay, JobRow, ListFilter};
 
 use std::time::Duration;
 
@@ -24,7 +24,7 @@ pub const IDEMPOTENCY_RETENTION: chrono::Duration = chrono::Duration::hours(24);
 pub const POSITION_FRESHNESS: chrono::Duration = chrono::Duration::minutes(2);
 
 /// Moves pending jobs to searching when their time comes (twenty minutes before
-/// `scheduled_for`) and forgets old idempotency keys. Every instance may run it: each due
+/// `scheduled_for`) and forgets old idempotency keys (merchants' and couriers'). Every instance may run it: each due
 /// job is moved by one statement that skips rows another instance holds.
 pub fn run_scheduler(pool: PgPool, every: Duration, workers: &Workers) {
     workers.run("scheduled job work", every, move || {
@@ -42,5 +42,6 @@ async fn run_due_work(pool: &PgPool, now: DateTime<Utc>) -> Result<(), sqlx::Err
         tracing::info!(jobs = opened, "searches opened for scheduled jobs");
     }
     courier_store::bookings::write::expire_keys(pool, now - IDEMPOTENCY_RETENTION).await?;
+    courier_store::courier_actions::prune(pool, now - IDEMPOTENCY_RETENTION).await?;
     Ok(())
 }

@@ -49,6 +49,15 @@ impl JobReader {
         store::of_courier_since(&self.pool, courier_id, since).await
     }
 
+    /// What the courier finished since `since`, for its app's "today".
+    pub async fn courier_day(
+        &self,
+        courier_id: Uuid,
+        since: DateTime<Utc>,
+    ) -> Result<store::CourierDay, sqlx::Error> {
+        store::courier_day(&self.pool, courier_id, since).await
+    }
+
     /// Every offer of the job, the first made first, with its courier: for operators.
     pub async fn offers_of(&self, job_id: Uuid) -> Result<Vec<JobOffer>, sqlx::Error> {
         dispatch_store::offers_of_job(&self.pool, job_id).await

@@ -8,6 +8,7 @@
 
 pub mod board;
 pub mod map;
+pub mod route_map;
 mod view;
 
 use std::collections::HashMap;

@@ -205,7 +205,7 @@ async fn setup(
         Ok(enrolment) => enrolment,
         Err(error) => return unavailable(Some(session), &error),
     };
-    let qr = qr_svg(&enrolment.otpauth_url);
+    let qr = qr_svg(&enrolment.otpauth_url, "QR code of the app's key");
     page(
         status,
         SetupPage {

@@ -1,17 +1,19 @@
 //! A courier as operators see it: who, where last seen, its shift's state, the jobs it has
-//! had today; for roles that move couriers, suspend or reinstate.
+//! had today; for roles that move couriers, suspend or reinstate, and a one-time code to sign
+//! in to the couriers' app.
 
 use askama::Template;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use chrono::{Duration, Utc};
 use uuid::Uuid;
 
 use super::super::respond::{page, when};
-use super::{OperatorBar, message, signed_in, unavailable};
+use super::super::second_factor::qr_svg;
+use super::{OperatorBar, message, permitted_form, signed_in, unavailable};
 use crate::state::AppState;
-use courier_core::couriers::{CourierError, CourierView};
+use courier_core::couriers::{CodeRefusal, CourierError, CourierView};
 use courier_core::infra::clock::now;
 use courier_core::jobs::JobRow;
 use courier_domain::JobStatus;
@@ -158,6 +160,108 @@ pub async fn courier_page(
         jobs: jobs.iter().map(line).collect(),
         courier: facts(courier, seen),
         may_move: session.may(OpsPermission::MoveJobs),
+    };
+    page(StatusCode::OK, body.render())
+}
+
+#[derive(Template)]
+#[template(path = "console/ops_sign_in_code.html")]
+struct SignInCodePage {
+    session: Option<OperatorBar>,
+    courier_id: Uuid,
+    name: String,
+    code: String,
+    link: String,
+    qr: String,
+    until: String,
+}
+
+#[utoipa::path(
+    post,
+    path = "/ops/couriers/{id}/sign-in-code",
+    operation_id = "opsConsoleCourierSignInCode",
+    tag = "console",
+    summary = "A one-time code for the courier to sign in to the couriers' app (a code, a link and its QR code; 15 minutes; any earlier unused code stops working), recorded in the audit trail without the code",
+    security(()),
+    params(("id" = String, Path, description = "The courier's id")),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "`csrf`"),
+    responses(
+        (status = 200, description = "The page with the code", content_type = "text/html", body = String),
+        (status = 303, description = "Signed out: to /ops/sign-in"),
+        (status = 403, description = "A page: the form has no valid token, or the role may not move couriers", content_type = "text/html", body = String),
+        (status = 404, description = "A page: no such courier", content_type = "text/html", body = String),
+        (status = 409, description = "A page: the courier is suspended", content_type = "text/html", body = String),
+        (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
+    )
+)]
+pub async fn sign_in_code(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    request: Request,
+) -> Response {
+    let (session, _) = match permitted_form(
+        &state,
+        request,
+        OpsPermission::MoveJobs,
+        "giving couriers sign-in codes",
+    )
+    .await
+    {
+        Ok(signed) => signed,
+        Err(answer) => return answer,
+    };
+    let not_found = || {
+        message(
+            StatusCode::NOT_FOUND,
+            Some(&session),
+            "No such courier",
+            "There is no courier with that id.",
+        )
+    };
+    let Ok(id) = Uuid::parse_str(&id) else {
+        return not_found();
+    };
+    let courier = match state.couriers.get(id).await {
+        Ok(courier) => courier,
+        Err(CourierError::NotFound) => return not_found(),
+        Err(error) => {
+            tracing::error!(%error, "reading a courier failed");
+            return unavailable(Some(&session));
+        }
+    };
+    let issued = match state
+        .courier_app_sessions
+        .issue_code(&session.operator.name, id)
+        .await
+    {
+        Ok(issued) => issued,
+        Err(CodeRefusal::Suspended) => {
+            return message(
+                StatusCode::CONFLICT,
+                Some(&session),
+                "The courier is suspended",
+                "A suspended courier cannot sign in to the app. Reinstate it first.",
+            );
+        }
+        Err(CodeRefusal::NotFound) => return not_found(),
+        Err(CodeRefusal::Store(error)) => {
+            tracing::error!(%error, "giving a courier a sign-in code failed");
+            return unavailable(Some(&session));
+        }
+    };
+    let link = format!(
+        "{}/courier/sign-in?code={}",
+        state.config.public_url().trim_end_matches('/'),
+        issued.code
+    );
+    let body = SignInCodePage {
+        session: Some(OperatorBar::from(&session)),
+        courier_id: id,
+        name: courier.name,
+        qr: qr_svg(&link, "QR code of the sign-in link"),
+        code: issued.code,
+        link,
+        until: when(issued.expires_at),
     };
     page(StatusCode::OK, body.render())
 }
