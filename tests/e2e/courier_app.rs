@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::console::{Page, Visitor, csrf_of};
 use crate::fulfilment::{Floor, PICKUP, WAIT};
-use crate::ops_console::operator_signed_in;
+use crate::ops_console::{operator_email, operator_signed_in};
 use crate::routes::two_parcels;
 
 /// A PNG's first bytes: what the proof checks a file's type by.
@@ -47,7 +47,7 @@ fn between<'a>(body: &'a str, start: &str, end: &str) -> &'a str {
 /// A one-time sign-in code for the courier, from an operator's console: the code and the
 /// link's path.
 pub(crate) async fn sign_in_code(floor: &Floor, courier_id: &str) -> (String, String) {
-    let email = format!("ops-{}@ops.example", uuid::Uuid::new_v4().simple());
+    let email = operator_email("ops");
     let (mut ops, _) = operator_signed_in(&floor.app, &email, "operations").await;
     let courier = ops.get(&format!("/ops/couriers/{courier_id}")).await;
     let action = format!("/ops/couriers/{courier_id}/sign-in-code");
@@ -455,7 +455,7 @@ async fn a_suspended_courier_is_signed_out_at_once_and_signing_out_ends_the_sess
         .post("/courier/sign-in", &[("credential", &rider.token)])
         .await;
     assert_eq!(signed_in.status, 303);
-    let email = format!("ops-{}@ops.example", uuid::Uuid::new_v4().simple());
+    let email = operator_email("ops");
     let (mut ops, _) = operator_signed_in(&floor.app, &email, "operations").await;
     let courier = ops.get(&format!("/ops/couriers/{}", rider.id)).await;
     let suspended = ops

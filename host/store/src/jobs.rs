@@ -392,6 +392,49 @@ pub async fn searching_in_market(
     Ok((jobs, others))
 }
 
+/// A job under way (assigned or in transit), for the operator's map.
+#[derive(Clone, Debug)]
+pub struct JobUnderWay {
+    pub id: Uuid,
+    pub reference: String,
+    pub merchant_name: String,
+    pub environment: Environment,
+    pub status: JobStatus,
+    pub courier_id: Option<Uuid>,
+    pub courier_name: Option<String>,
+    pub pickup: serde_json::Value,
+    pub dropoff: serde_json::Value,
+    pub assigned_at: Option<DateTime<Utc>>,
+}
+
+/// The jobs under way in `market` (of `environment` only, when given), the longest under way
+/// first, up to `limit`.
+pub async fn under_way_in_market(
+    pool: &PgPool,
+    market: &str,
+    environment: Option<Environment>,
+    limit: i64,
+) -> Result<Vec<JobUnderWay>, sqlx::Error> {
+    let environment = environment.map(Environment::as_str);
+    sqlx::query_as!(
+        JobUnderWay,
+        "SELECT j.id, j.reference, m.name AS merchant_name, \
+           j.environment AS \"environment: Text<Environment>\", \
+           j.status AS \"status: Text<JobStatus>\", j.courier_id, \
+           c.name AS \"courier_name?\", j.pickup, j.dropoff, j.assigned_at \
+         FROM jobs j JOIN merchants m ON m.id = j.merchant_id \
+         LEFT JOIN couriers c ON c.id = j.courier_id \
+         WHERE j.status IN ('assigned', 'in_transit') AND j.market_id = $1 \
+           AND ($2::text IS NULL OR j.environment = $2) \
+         ORDER BY j.assigned_at, j.id LIMIT $3",
+        market,
+        environment,
+        limit,
+    )
+    .fetch_all(pool)
+    .await
+}
+
 /// What a courier finished since a moment: jobs delivered and returned, and their length by
 /// road (pickup to drop-off, as quoted).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

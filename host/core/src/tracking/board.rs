@@ -1,5 +1,6 @@
 //! A market as operators watch it: its area and roads drawn as one map (the tracking page's
-//! drawing, at the market's scale), the couriers online on it and the jobs searching for one.
+//! drawing, at the market's scale), the couriers online on it, the jobs searching for one, and
+//! the jobs under way with each courier's route through its stops still to make.
 
 use chrono::{DateTime, Utc};
 use courier_geo::LatLon;
@@ -9,9 +10,9 @@ use super::map::{Point, Projection};
 use super::{Tracking, stop_point};
 use crate::jobs::POSITION_FRESHNESS;
 use crate::markets::{Market, RoutingError};
-use courier_domain::{Environment, Vehicle};
+use courier_domain::{Environment, JobStatus, Vehicle};
 use courier_store::couriers::{self as couriers_store, OnlineCourier};
-use courier_store::jobs::{self as jobs_store, SearchingJob};
+use courier_store::jobs::{self as jobs_store, JobUnderWay, SearchingJob};
 
 /// The most couriers and searching jobs one board lists (each list says when it is cut).
 pub const SHOWN: i64 = 500;
@@ -55,6 +56,29 @@ pub struct SearchOnBoard {
     pub at: Option<Point>,
 }
 
+/// A job under way, its stops on the map.
+#[derive(Clone, Debug)]
+pub struct UnderWayOnBoard {
+    pub id: Uuid,
+    pub reference: String,
+    pub merchant_name: String,
+    pub environment: Environment,
+    pub status: JobStatus,
+    pub courier_id: Option<Uuid>,
+    pub courier_name: Option<String>,
+    pub assigned_at: Option<DateTime<Utc>>,
+    /// Its next stop: the pickup until collected, then the drop-off.
+    pub next_stop: Option<Point>,
+}
+
+/// A courier's way through the stops of its jobs under way, from where it was seen: the
+/// pickups not yet collected, then the drop-offs (straight lines between them).
+#[derive(Clone, Debug)]
+pub struct RouteOnBoard {
+    pub courier_id: Uuid,
+    pub path: String,
+}
+
 /// Whether the market's road network can be drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NetworkState {
@@ -75,6 +99,9 @@ pub struct MarketBoard {
     pub more_searching: bool,
     /// Jobs of the environment not shown searching in the market too.
     pub hidden_searching: i64,
+    pub under_way: Vec<UnderWayOnBoard>,
+    pub more_under_way: bool,
+    pub routes: Vec<RouteOnBoard>,
 }
 
 impl Tracking {
@@ -86,7 +113,7 @@ impl Tracking {
         now: DateTime<Utc>,
         environment: Option<Environment>,
     ) -> Result<MarketBoard, sqlx::Error> {
-        let (mut couriers, (mut searching, hidden_searching)) = tokio::try_join!(
+        let (mut couriers, (mut searching, hidden_searching), mut under_way) = tokio::try_join!(
             couriers_store::online_in_market(
                 &self.pool,
                 market.id(),
@@ -94,12 +121,21 @@ impl Tracking {
                 SHOWN + 1
             ),
             jobs_store::searching_in_market(&self.pool, market.id(), environment, SHOWN + 1),
+            jobs_store::under_way_in_market(&self.pool, market.id(), environment, SHOWN + 1),
         )?;
         let more_couriers = couriers.len() as i64 > SHOWN;
         couriers.truncate(SHOWN as usize);
         let more_searching = searching.len() as i64 > SHOWN;
         searching.truncate(SHOWN as usize);
-        let mut board = draw_board(market, couriers, searching, more_couriers, more_searching);
+        let more_under_way = under_way.len() as i64 > SHOWN;
+        under_way.truncate(SHOWN as usize);
+        let mut board = draw_board(
+            market,
+            couriers,
+            searching,
+            under_way,
+            (more_couriers, more_searching, more_under_way),
+        );
         board.hidden_searching = hidden_searching;
         Ok(board)
     }
@@ -110,12 +146,43 @@ fn courier_point(courier: &OnlineCourier) -> Option<LatLon> {
     point.is_valid().then_some(point)
 }
 
+/// Each courier's way through its jobs' stops still to make, from where it was seen.
+fn courier_routes(
+    couriers: &[OnlineCourier],
+    under_way: &[JobUnderWay],
+    projection: &Projection,
+) -> Vec<RouteOnBoard> {
+    couriers
+        .iter()
+        .filter_map(|courier| {
+            let from = courier_point(courier)?;
+            let jobs: Vec<&JobUnderWay> = under_way
+                .iter()
+                .filter(|j| j.courier_id == Some(courier.id))
+                .collect();
+            let pickups = jobs
+                .iter()
+                .filter(|j| j.status == JobStatus::Assigned)
+                .filter_map(|j| stop_point(&j.pickup));
+            let dropoffs = jobs.iter().filter_map(|j| stop_point(&j.dropoff));
+            let stops: Vec<LatLon> = std::iter::once(from)
+                .chain(pickups)
+                .chain(dropoffs)
+                .collect();
+            (stops.len() > 1).then(|| RouteOnBoard {
+                courier_id: courier.id,
+                path: projection.path(&stops),
+            })
+        })
+        .collect()
+}
+
 fn draw_board(
     market: &Market,
     couriers: Vec<OnlineCourier>,
     searching: Vec<SearchingJob>,
-    more_couriers: bool,
-    more_searching: bool,
+    under_way: Vec<JobUnderWay>,
+    (more_couriers, more_searching, more_under_way): (bool, bool, bool),
 ) -> MarketBoard {
     let network = market.network();
     let network_state = match &network {
@@ -164,6 +231,9 @@ fn draw_board(
         }
     });
     let place = |point: Option<LatLon>| projection.zip(point).map(|(p, point)| p.project(point));
+    let routes = projection.map_or_else(Vec::new, |projection| {
+        courier_routes(&couriers, &under_way, &projection)
+    });
     MarketBoard {
         map,
         network: network_state,
@@ -196,6 +266,26 @@ fn draw_board(
             .collect(),
         more_searching,
         hidden_searching: 0,
+        under_way: under_way
+            .into_iter()
+            .map(|j| UnderWayOnBoard {
+                next_stop: place(stop_point(if j.status == JobStatus::Assigned {
+                    &j.pickup
+                } else {
+                    &j.dropoff
+                })),
+                id: j.id,
+                reference: j.reference,
+                merchant_name: j.merchant_name,
+                environment: j.environment,
+                status: j.status,
+                courier_id: j.courier_id,
+                courier_name: j.courier_name,
+                assigned_at: j.assigned_at,
+            })
+            .collect(),
+        more_under_way,
+        routes,
     }
 }
 
@@ -239,12 +329,25 @@ mod tests {
             pickup_ready_at: None,
             offered: false,
         };
+        let seen = courier("seen", Some(inside));
+        let carried = JobUnderWay {
+            id: Uuid::new_v4(),
+            reference: "order-2".into(),
+            merchant_name: "Shop".into(),
+            environment: Environment::Live,
+            status: JobStatus::Assigned,
+            courier_id: Some(seen.id),
+            courier_name: Some("seen".into()),
+            pickup: json!({"latitude": 20.012, "longitude": 50.012}),
+            dropoff: json!({"latitude": 20.015, "longitude": 50.011}),
+            assigned_at: Some(Utc::now()),
+        };
         let board = draw_board(
             &market,
-            vec![courier("seen", Some(inside)), courier("unseen", None)],
+            vec![seen, courier("unseen", None)],
             vec![job],
-            false,
-            false,
+            vec![carried],
+            (false, false, false),
         );
         let map = board.map.expect("a map of the demo city");
         assert!(
@@ -264,5 +367,16 @@ mod tests {
         let height: f64 = map.view_box.rsplit(' ').next().unwrap().parse().unwrap();
         assert!(at.x > 0.0 && at.x < super::super::map::WIDTH && at.y > 0.0 && at.y < height);
         assert_eq!(unseen.at, None);
+        // The job under way waits at its pickup; its courier's route runs from where it is,
+        // through the pickup, to the drop-off: three points, two lines.
+        assert!(board.under_way[0].next_stop.is_some());
+        assert_eq!(board.routes.len(), 1);
+        assert_eq!(board.routes[0].courier_id, board.couriers[0].id);
+        assert_eq!(
+            board.routes[0].path.matches('L').count(),
+            2,
+            "{}",
+            board.routes[0].path
+        );
     }
 }

@@ -1,5 +1,7 @@
-//! A market's board: its area and roads on a map, the couriers online on it (free or on a job)
-//! and the jobs searching for one, following itself while the page is open.
+//! A market's board: its area and roads on a map, the couriers online on it (free or on a job,
+//! with their routes through their stops still to make), the jobs searching for one (coloured
+//! by how much of their dispatch deadline has gone) and the jobs under way, following itself
+//! while the page is open.
 
 use askama::Template;
 use axum::extract::{Path, State};
@@ -11,7 +13,8 @@ use super::{OperatorBar, message, signed_in, unavailable};
 use crate::state::AppState;
 use courier_core::infra::clock::now;
 use courier_core::tracking::board::{
-    BoardMap, CourierOnBoard, MarketBoard, NetworkState, SearchOnBoard,
+    BoardMap, CourierOnBoard, MarketBoard, NetworkState, RouteOnBoard, SearchOnBoard,
+    UnderWayOnBoard,
 };
 use courier_domain::dispatch::CourierStatus;
 use courier_domain::operators::OpsPermission;
@@ -68,11 +71,49 @@ struct SearchMark {
     ready: String,
     offered: bool,
     corner: Option<(String, String)>,
+    /// How much of its dispatch deadline has gone: `fresh` (under half), `waiting` (under
+    /// three quarters) or `late`; and the same in words.
+    wait: &'static str,
+    waited: String,
 }
 
-impl From<SearchOnBoard> for SearchMark {
-    fn from(j: SearchOnBoard) -> Self {
+/// How much of its time a search `since` has used by `now`, as the board colours it: it fails
+/// `deadline` after it is due, when it searched or when its parcel is `ready`, the later.
+fn wait_class(
+    since: chrono::DateTime<chrono::Utc>,
+    ready: Option<chrono::DateTime<chrono::Utc>>,
+    now: chrono::DateTime<chrono::Utc>,
+    deadline: chrono::Duration,
+) -> (&'static str, String) {
+    let due = ready.map_or(since, |ready| ready.max(since));
+    let allowed = due + deadline - since;
+    let waited = (now - since).max(chrono::Duration::zero());
+    let share = waited.num_milliseconds() as f64 / allowed.num_milliseconds().max(1) as f64;
+    let class = if share < 0.5 {
+        "fresh"
+    } else if share < 0.75 {
+        "waiting"
+    } else {
+        "late"
+    };
+    let words = format!(
+        "{} of {} min",
+        waited.num_minutes(),
+        allowed.num_minutes().max(1)
+    );
+    (class, words)
+}
+
+impl SearchMark {
+    fn new(
+        j: SearchOnBoard,
+        now: chrono::DateTime<chrono::Utc>,
+        deadline: chrono::Duration,
+    ) -> Self {
+        let (wait, waited) = wait_class(j.searching_since, j.pickup_ready_at, now, deadline);
         SearchMark {
+            wait,
+            waited,
             id: j.id.to_string(),
             reference: j.reference,
             merchant: j.merchant_name,
@@ -88,6 +129,64 @@ impl From<SearchOnBoard> for SearchMark {
                     format!("{:.1}", at.y - SEARCH_MARK),
                 )
             }),
+        }
+    }
+}
+
+/// A job under way, at its next stop.
+struct UnderWayMark {
+    id: String,
+    reference: String,
+    merchant: String,
+    environment: &'static str,
+    status: &'static str,
+    courier_id: String,
+    courier: String,
+    since: String,
+    /// The diamond's points around its next stop.
+    diamond: Option<String>,
+}
+
+impl From<UnderWayOnBoard> for UnderWayMark {
+    fn from(j: UnderWayOnBoard) -> Self {
+        UnderWayMark {
+            id: j.id.to_string(),
+            reference: j.reference,
+            merchant: j.merchant_name,
+            environment: j.environment.as_str(),
+            status: j.status.as_str(),
+            courier_id: j.courier_id.map(|c| c.to_string()).unwrap_or_default(),
+            courier: j.courier_name.unwrap_or_default(),
+            since: j.assigned_at.map(when).unwrap_or_default(),
+            diamond: j.next_stop.map(|at| {
+                let r = SEARCH_MARK + 1.0;
+                format!(
+                    "{:.1},{:.1} {:.1},{:.1} {:.1},{:.1} {:.1},{:.1}",
+                    at.x,
+                    at.y - r,
+                    at.x + r,
+                    at.y,
+                    at.x,
+                    at.y + r,
+                    at.x - r,
+                    at.y
+                )
+            }),
+        }
+    }
+}
+
+/// A courier's route on the map.
+struct RouteMark {
+    courier_id: String,
+    path: String,
+}
+
+impl From<RouteOnBoard> for RouteMark {
+    fn from(r: RouteOnBoard) -> Self {
+        RouteMark {
+            courier_id: r.courier_id.to_string(),
+            path: r.path,
         }
     }
 }
@@ -135,6 +234,9 @@ struct MarketPage {
     more_couriers: bool,
     searching: Vec<SearchMark>,
     more_searching: bool,
+    under_way: Vec<UnderWayMark>,
+    more_under_way: bool,
+    routes: Vec<RouteMark>,
     /// Which environment's jobs are shown (`live`, `test` or `all`), and how many searching
     /// jobs of the other are not.
     jobs: &'static str,
@@ -165,10 +267,17 @@ fn describe(name: &str, board: &MarketBoard) -> String {
         .filter(|c| c.busy && c.at.is_some())
         .count();
     let searching = board.searching.iter().filter(|j| j.at.is_some()).count();
+    let under_way = board
+        .under_way
+        .iter()
+        .filter(|j| j.next_stop.is_some())
+        .count();
     format!(
         "The area {name} serves and its roads, with {on_map} couriers seen lately \
-         ({busy} on a job) and {searching} jobs searching at their pickups. The tables below \
-         list them."
+         ({busy} on a job, {} with their routes drawn), {searching} jobs searching at their \
+         pickups and {under_way} jobs under way at their next stops. The tables below list \
+         them.",
+        board.routes.len()
     )
 }
 
@@ -177,7 +286,7 @@ fn describe(name: &str, board: &MarketBoard) -> String {
     path = "/ops/markets/{market}",
     operation_id = "opsConsoleMarket",
     tag = "console",
-    summary = "A market's board: its area and roads on a map, the couriers online and the jobs searching; for roles that move jobs, the forms that do it by hand",
+    summary = "A market's board: its area and roads on a map, the couriers online with their routes, the jobs searching (coloured by how much of their deadline has gone) and the jobs under way; for roles that move jobs, the forms that do it by hand",
     security(()),
     params(
         ("market" = String, Path, description = "The market's id"),
@@ -301,8 +410,19 @@ pub async fn market_page(
             description,
             couriers: board.couriers.into_iter().map(CourierMark::from).collect(),
             more_couriers: board.more_couriers,
-            searching: board.searching.into_iter().map(SearchMark::from).collect(),
+            searching: board
+                .searching
+                .into_iter()
+                .map(|j| SearchMark::new(j, at, state.config.dispatch.deadline))
+                .collect(),
             more_searching: board.more_searching,
+            under_way: board
+                .under_way
+                .into_iter()
+                .map(UnderWayMark::from)
+                .collect(),
+            more_under_way: board.more_under_way,
+            routes: board.routes.into_iter().map(RouteMark::from).collect(),
             jobs,
             hidden_searching: board.hidden_searching,
             by_hand,
@@ -310,4 +430,30 @@ pub async fn market_page(
         }
         .render(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{Duration, Utc};
+
+    #[test]
+    fn a_search_is_coloured_by_how_much_of_its_time_has_gone() {
+        let now = Utc::now();
+        let deadline = Duration::minutes(15);
+        let class = |waited: i64, ready: Option<i64>| {
+            let since = now - Duration::minutes(waited);
+            wait_class(
+                since,
+                ready.map(|r| since + Duration::minutes(r)),
+                now,
+                deadline,
+            )
+        };
+        assert_eq!(class(2, None), ("fresh", "2 of 15 min".to_owned()));
+        assert_eq!(class(8, None).0, "waiting");
+        assert_eq!(class(12, None).0, "late");
+        // Ready 15 minutes after it started searching: it has 30 minutes in all.
+        assert_eq!(class(12, Some(15)), ("fresh", "12 of 30 min".to_owned()));
+    }
 }
