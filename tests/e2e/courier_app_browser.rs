@@ -381,9 +381,13 @@ async fn courier_app_on_a_slow_phone() {
     let rider = floor.rider("Sol Slow", "car", None).await;
     let (_, link) = sign_in_code(&floor, &rider.id).await;
     let browser = Browser::start(WIDTH, HEIGHT).await;
-    let mut screens = vec![measure(&browser, &site, &link).await];
-    click(&browser, "form.sign-in button").await;
-    arrives_at(&browser, "/courier/").await;
+    browser
+        .devtools(
+            "Browser.grantPermissions",
+            json!({"origin": site, "permissions": ["geolocation"]}),
+        )
+        .await;
+    phone_at(&browser, PICKUP).await;
     for (command, params) in [
         ("Network.enable", json!({})),
         ("Network.setCacheDisabled", json!({"cacheDisabled": true})),
@@ -397,6 +401,9 @@ async fn courier_app_on_a_slow_phone() {
     ] {
         browser.devtools(command, params).await;
     }
+    let mut screens = vec![measure(&browser, &site, &link).await];
+    click(&browser, "form.sign-in button").await;
+    arrives_at(&browser, "/courier/").await;
     screens.push(measure(&browser, &site, "/courier/").await);
     let [first, _] = two_parcels(&floor).await;
     click(&browser, "#shift-button").await;
