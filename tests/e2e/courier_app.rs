@@ -438,6 +438,20 @@ async fn a_suspended_courier_is_signed_out_at_once_and_signing_out_ends_the_sess
     assert_eq!(home.status, 200);
     let kept = phone.cookie.clone();
 
+    // The courier's forms carry its own token, the same in its next session: a move kept on
+    // the phone while signed out is still its move.
+    let mut again = Visitor::new(&floor.app);
+    assert_eq!(
+        again
+            .post("/courier/sign-in", &[("credential", &rider.token)])
+            .await
+            .status,
+        303
+    );
+    assert_eq!(
+        csrf_of(&again.get("/courier/").await.body),
+        csrf_of(&home.body)
+    );
     // Signing out ends the session, also for a copy of its cookie.
     let out = phone
         .post("/courier/sign-out", &[("csrf", &csrf_of(&home.body))])

@@ -68,6 +68,30 @@ async fn waiting(browser: &Browser, count: &str) {
         .await;
 }
 
+/// Presses the form posting to `action` and waits for the page that answers it (the same
+/// address, a new document), so the next step never finds the page that is going away.
+async fn press_and_wait(browser: &Browser, action: &str) {
+    browser
+        .client
+        .execute("document.body.dataset.pressed = 'yes';", vec![])
+        .await
+        .unwrap();
+    press(browser, action).await;
+    browser
+        .wait_until("the page that answers the form", || async {
+            browser
+                .client
+                .execute(
+                    "return document.readyState === 'complete' && document.body !== null \
+                     && document.body.dataset.pressed === undefined;",
+                    vec![],
+                )
+                .await
+                .is_ok_and(|answer| answer == serde_json::Value::Bool(true))
+        })
+        .await;
+}
+
 /// Clicks the first button of the form posting to `action`.
 async fn press(browser: &Browser, action: &str) {
     click(
@@ -276,8 +300,13 @@ async fn a_courier_works_a_shift_on_a_phone_including_a_dead_zone() {
     assert_eq!(proof["proof"]["hasSignature"], true);
     looked_at(&browser, "courier-today.png").await;
 
-    // A dead zone: the second bundle accepted, then the network goes.
+    // A dead zone: the second bundle accepted, then the network goes. (Booked while the
+    // courier is offline, so the first plan sees both parcels.)
+    click(&browser, "#shift-button").await;
+    shows(&browser, "the shift offline", "#shift-state.offline").await;
     let [third, fourth] = two_parcels(&floor).await;
+    click(&browser, "#shift-button").await;
+    shows(&browser, "the shift online", "#shift-state.online").await;
     accept_offer(&browser, None).await;
     // The route pages are kept on the phone for when the network goes.
     for job in [&third, &fourth] {
@@ -296,9 +325,9 @@ async fn a_courier_works_a_shift_on_a_phone_including_a_dead_zone() {
     shows(&browser, "the route", "li.stop-card.pickup").await;
     network.cut();
     let third_collected = format!("/courier/jobs/{}/collected", third["id"].as_str().unwrap());
-    press(&browser, &third_collected).await;
+    press_and_wait(&browser, &third_collected).await;
     waiting(&browser, "1 action waiting").await;
-    press(
+    press_and_wait(
         &browser,
         &format!("/courier/jobs/{}/collected", fourth["id"].as_str().unwrap()),
     )
@@ -307,7 +336,7 @@ async fn a_courier_works_a_shift_on_a_phone_including_a_dead_zone() {
     looked_at(&browser, "courier-offline-outbox.png").await;
     // The delivery page kept on the phone takes the photo and the signature.
     deliver(&browser, &site, &third, &photo).await;
-    press(
+    press_and_wait(
         &browser,
         &format!("/courier/jobs/{}/delivered", third["id"].as_str().unwrap()),
     )

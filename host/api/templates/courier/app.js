@@ -13,12 +13,13 @@
 
   let waitingToSend = 0;
 
-  function showOutbox(waiting, refused) {
+  function showOutbox(waiting, refused, signedOut) {
     waitingToSend = waiting;
     if (!outboxStatus) return;
     const parts = [];
     if (waiting > 0) {
       parts.push(waiting === 1 ? "1 action waiting to be sent" : waiting + " actions waiting to be sent");
+      if (signedOut) parts.push("sign in again to send them");
     }
     if (refused) parts.push(refused);
     outboxStatus.textContent = parts.join(". ");
@@ -31,7 +32,7 @@
     navigator.serviceWorker.addEventListener("message", (event) => {
       const data = event.data || {};
       if (data.type === "outbox") {
-        showOutbox(data.waiting, data.refused);
+        showOutbox(data.waiting, data.refused, data.signedOut);
         if (data.sent && data.waiting === 0 && document.getElementById("shift")) {
           location.reload();
         }
@@ -43,6 +44,26 @@
     // The network may come back without the browser noticing: while moves wait, try often.
     setInterval(() => { if (waitingToSend > 0) ask("flush"); }, POLL_MS);
     setInterval(() => ask("flush"), 60000);
+  }
+
+  // Signing out while moves wait would strand them: it waits until they are sent. Signed
+  // out, the pages kept on the phone are forgotten.
+  document.querySelectorAll("form[action='/courier/sign-out']").forEach((form) => {
+    form.addEventListener("submit", (event) => {
+      if (waitingToSend > 0) {
+        event.preventDefault();
+        event.stopImmediatePropagation();
+        showOutbox(waitingToSend, "Sign out once they are sent", false);
+        return;
+      }
+      if (navigator.serviceWorker && navigator.serviceWorker.controller) {
+        navigator.serviceWorker.controller.postMessage({ type: "forget" });
+      }
+    });
+  });
+  // Signed in again: what waited goes now.
+  if (document.getElementById("shift") && "serviceWorker" in navigator) {
+    navigator.serviceWorker.ready.then((r) => r.active && r.active.postMessage({ type: "flush" }));
   }
 
   // One tap sends a form once: its button is disabled while it goes.

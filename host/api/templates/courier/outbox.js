@@ -14,6 +14,8 @@ const KEPT_PAGES = /^\/courier\/(|jobs\/[^/]+\/deliver)$/;
 const ASSETS = ["/courier/app.css", "/courier/app.js", "/courier/icon.svg", "/courier/manifest.webmanifest"];
 
 let refused = "";
+// Set when a move came back to the sign-in page: the moves wait for the courier to sign in.
+let signedOut = false;
 
 self.addEventListener("install", (event) => {
   event.waitUntil(caches.open(PAGES).then((cache) => cache.addAll(ASSETS)).then(() => self.skipWaiting()));
@@ -48,7 +50,7 @@ const forget = (id) => transaction("readwrite", (store) => store.delete(id));
 async function tell(sent) {
   const moves = await waiting();
   const clients = await self.clients.matchAll({ includeUncontrolled: true });
-  clients.forEach((client) => client.postMessage({ type: "outbox", waiting: moves.length, refused, sent }));
+  clients.forEach((client) => client.postMessage({ type: "outbox", waiting: moves.length, refused, sent, signedOut }));
 }
 
 let flushing = null;
@@ -66,16 +68,19 @@ function flush() {
           body: move.body,
           headers: { "Content-Type": move.contentType },
           credentials: "same-origin",
-          redirect: "manual",
         });
       } catch (error) {
         break;
       }
       if (response.status >= 500) break;
+      // Sent on to the sign-in page: the session ended. Kept until the courier signs in.
+      const landed = new URL(response.url).pathname;
+      signedOut = landed === "/courier/sign-in";
+      if (signedOut) break;
       await forget(move.id);
       sent = true;
-      // 303 (or an opaque redirect): done. Anything else: the service refused it, and says why.
-      if (response.type !== "opaqueredirect" && response.status !== 303 && response.status !== 0) {
+      // Made: the service sent it on to the shift. Anything else: refused, and it says why.
+      if (!(response.redirected && landed === "/courier/")) {
         refused = "A move sent later was refused: " + (await reason(response));
       }
     }
@@ -154,4 +159,6 @@ self.addEventListener("message", (event) => {
   const type = event.data && event.data.type;
   if (type === "flush") event.waitUntil(flush());
   if (type === "count") event.waitUntil(tell(false));
+  // Signed out: the pages kept (addresses, names, phones) leave the phone; waiting moves stay.
+  if (type === "forget") event.waitUntil(caches.delete(PAGES));
 });

@@ -1,7 +1,9 @@
 //! Sessions of the couriers' app (`/courier/`): opened with the courier's credential or with
 //! a one-time code an operator gave it; carried by a cookie holding an unguessable token
 //! (only its SHA-256 is stored); ended by signing out, by expiry, or at once when the courier
-//! is suspended (the app then says so).
+//! is suspended (the app then says so). A session's CSRF token is the courier's own (a keyed
+//! hash of its id): a move kept on the phone while signed out still carries the right token
+//! once the courier signs in again.
 
 use std::time::Duration;
 
@@ -139,6 +141,7 @@ pub struct CourierAppSessions {
     lifetime: Duration,
     credentials: CourierCredentials,
     code_key: [u8; 32],
+    csrf_key: [u8; 32],
 }
 
 fn token_hash(token: &str) -> Vec<u8> {
@@ -173,6 +176,7 @@ impl CourierAppSessions {
             lifetime,
             credentials,
             code_key: secret_key.derive("courier-sign-in-code"),
+            csrf_key: secret_key.derive("courier-app-csrf"),
         }
     }
 
@@ -182,6 +186,11 @@ impl CourierAppSessions {
 
     fn code_hash(&self, code: &str) -> [u8; 32] {
         hmac_sha256(&self.code_key, code.as_bytes())
+    }
+
+    /// The courier's CSRF token: the same in each of its sessions, unknown to anyone else.
+    fn csrf_token(&self, courier_id: Uuid) -> String {
+        hex::encode(hmac_sha256(&self.csrf_key, courier_id.as_bytes()))
     }
 
     /// Signs in with what the courier typed: its credential (`crk_…`) or an operator's code,
@@ -216,7 +225,7 @@ impl CourierAppSessions {
             &store::NewCourierSession {
                 token_hash: &token_hash(&token),
                 courier_id,
-                csrf_token: &random_token(),
+                csrf_token: &self.csrf_token(courier_id),
                 created_at,
                 expires_at,
             },
