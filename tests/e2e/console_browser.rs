@@ -521,6 +521,10 @@ async fn an_operator_uses_the_operator_console_in_a_browser() {
     .await;
     assert!(browser.text("offers").await.contains("Offers to couriers"));
     looked_at(&browser, "ops-job.png").await;
+    // Ways to steer it: the courier online nearest by road, with its trip.
+    let steer = browser.text("steer").await;
+    assert!(steer.contains("Vera Van (van, "), "{steer}");
+    browser.screenshot_of("steer", "ops-job-steer.png").await;
     client.goto(&board).await.unwrap();
     client
         .find(Locator::LinkText("Vera Van"))

@@ -1280,6 +1280,188 @@ async fn an_operator_opens_a_job_and_its_courier_from_the_board() {
 }
 
 #[tokio::test]
+async fn an_operator_steers_a_job_from_its_page() {
+    use crate::fulfilment::{Floor, PICKUP};
+    let floor = Floor::start(&[]).await;
+    let job = floor.book().await;
+    let job_id = job["id"].as_str().unwrap();
+    let dropoff = (
+        job["dropoff"]["latitude"].as_f64().unwrap(),
+        job["dropoff"]["longitude"].as_f64().unwrap(),
+    );
+    let far = floor.rider("Fay Far", "car", Some(dropoff)).await;
+    let near = floor.rider("Nia Near", "car", Some(PICKUP)).await;
+    let path = format!("/ops/jobs/{job_id}");
+
+    // A viewer sees the job but is not offered ways to steer it.
+    let (mut viewer, _) = operator_signed_in(&floor.app, "viewer@ops.example", "viewer").await;
+    let page = viewer.get(&path).await;
+    assert!(!page.body.contains("id=\"steer\""), "{}", page.body);
+
+    let (mut ops, _) = operator_signed_in(&floor.app, "ops@ops.example", "operations").await;
+    let page = ops.get(&path).await;
+    let steer = page
+        .body
+        .split("id=\"steer\"")
+        .nth(1)
+        .expect("a steer section");
+    // The couriers nearest by road first, each with its trip to the pickup.
+    let at_near = steer
+        .find("Nia Near (car, ")
+        .expect("the near courier suggested");
+    let at_far = steer
+        .find("Fay Far (car, ")
+        .expect("the far courier suggested");
+    assert!(at_near < at_far, "{steer}");
+    assert!(steer.contains("trip to the pickup"), "{steer}");
+    assert!(steer.contains(" by road ("), "{steer}");
+    // A searching job may be cancelled or failed by hand, nothing else.
+    assert!(steer.contains("value=\"cancelled\""), "{steer}");
+    assert!(!steer.contains("value=\"delivered\""), "{steer}");
+    let csrf = csrf_of(&page.body);
+
+    // Given to the far courier by hand, with a reason: back to the job's page, saying so.
+    let given = ops
+        .post(
+            "/ops/markets/demo/assign",
+            &[
+                ("csrf", &csrf),
+                ("job", job_id),
+                ("courier", &far.id),
+                ("reason", "Fay has the cool box"),
+                ("back", "job"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (given.status, given.location.as_deref()),
+        (
+            303,
+            Some(format!("/ops/jobs/{job_id}?done=assigned#steer").as_str())
+        ),
+        "{}",
+        given.body
+    );
+    let page = ops.get(&format!("{path}?done=assigned")).await;
+    assert!(
+        page.body.contains("The courier is on the job."),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("<dd id=\"job-status\">assigned</dd>"));
+    let steer = page.body.split("id=\"steer\"").nth(1).unwrap();
+    assert!(steer.contains("Give the job to another courier"), "{steer}");
+    assert!(
+        !steer.contains("Fay Far (car, "),
+        "not the courier already on it"
+    );
+    assert!(steer.contains("Back to searching"), "{steer}");
+    assert!(
+        page.body
+            .contains(&format!("<a href=\"/ops/couriers/{}\">Fay Far (", far.id)),
+        "{}",
+        page.body
+    );
+
+    // Back to searching: the courier comes off it.
+    let back = ops
+        .post(
+            "/ops/markets/demo/status",
+            &[
+                ("csrf", &csrf),
+                ("job", job_id),
+                ("status", "searching"),
+                ("reason", "the van of Fay broke down"),
+                ("back", "job"),
+            ],
+        )
+        .await;
+    assert_eq!(back.status, 303, "{}", back.body);
+    let seen = floor.job(&job).await;
+    assert_eq!(seen["status"], "searching", "{seen}");
+    let page = ops.get(&path).await;
+    assert!(
+        page.body.contains("<dt>Courier</dt><dd>none yet</dd>"),
+        "{}",
+        page.body
+    );
+
+    // A move the job cannot make is refused in words, with the code, and changes nothing.
+    let refused = ops
+        .post(
+            "/ops/markets/demo/status",
+            &[
+                ("csrf", &csrf),
+                ("job", job_id),
+                ("status", "delivered"),
+                ("reason", "no"),
+                ("back", "job"),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert!(
+        refused.body.contains("job.invalid_transition"),
+        "{}",
+        refused.body
+    );
+    let too_long = "x".repeat(501);
+    let refused = ops
+        .post(
+            "/ops/markets/demo/assign",
+            &[
+                ("csrf", &csrf),
+                ("job", job_id),
+                ("courier", &near.id),
+                ("reason", &too_long),
+                ("back", "job"),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(
+        refused.body.contains("job.reason_required"),
+        "{}",
+        refused.body
+    );
+
+    // Cancelled: the hold is released and the page says nothing more can be done.
+    let cancelled = ops
+        .post(
+            "/ops/markets/demo/status",
+            &[
+                ("csrf", &csrf),
+                ("job", job_id),
+                ("status", "cancelled"),
+                ("reason", "the shop closed early"),
+                ("back", "job"),
+            ],
+        )
+        .await;
+    assert_eq!(cancelled.status, 303, "{}", cancelled.body);
+    floor.charge_once(&job, "voided").await;
+    let page = ops.get(&path).await;
+    assert!(page.body.contains("<dd id=\"job-status\">cancelled</dd>"));
+    assert!(
+        page.body.contains("nothing more can be done to it"),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("id=\"assign\""), "{}", page.body);
+
+    // Each move is in the audit trail with its reason.
+    let audit = ops.get("/ops/audit?operator=ops@ops.example").await;
+    for said in [
+        "Fay has the cool box",
+        "the van of Fay broke down",
+        "the shop closed early",
+    ] {
+        assert!(audit.body.contains(said), "{said}: {}", audit.body);
+    }
+    floor.app.stop().await;
+}
+
+#[tokio::test]
 async fn an_operator_sees_each_component_s_recent_calls() {
     let quoting = Quoting::start().await;
     let app = &quoting.app;

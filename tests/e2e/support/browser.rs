@@ -165,6 +165,14 @@ impl Browser {
     /// Saves a PNG of the element with `id`.
     pub async fn screenshot_of(&self, id: &str, name: &str) -> PathBuf {
         let element = self.client.find(Locator::Id(id)).await.unwrap();
+        // Chromium shoots only the part of an element inside the viewport.
+        self.client
+            .execute(
+                "arguments[0].scrollIntoView({block: 'start'})",
+                vec![serde_json::to_value(&element).unwrap()],
+            )
+            .await
+            .unwrap();
         save_artifact(name, element.screenshot().await.unwrap())
     }
 

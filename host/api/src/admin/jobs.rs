@@ -66,6 +66,9 @@ pub struct ReassignBody {
     /// An active courier of the job's market; anything else than a courier's id is not found.
     #[schema(value_type = Uuid)]
     courier_id: String,
+    /// Why, for the audit trail (at most 500 characters).
+    #[serde(default)]
+    reason: Option<String>,
 }
 
 #[utoipa::path(
@@ -80,10 +83,10 @@ pub struct ReassignBody {
         (status = 200, description = "The job with its new courier (a searching job is assigned)", body = JobDetail),
         (status = 404, description = "job.not_found courier.not_found"),
         (status = 409, description = "job.invalid_transition"),
-        (status = 422, description = "courier.not_available"),
+        (status = 422, description = "courier.not_available job.reason_required"),
     )
 )]
-/// `POST /admin/v1/jobs/{id}/reassign` `{courier_id}`.
+/// `POST /admin/v1/jobs/{id}/reassign` `{courier_id, reason?}`.
 pub async fn reassign(
     State(state): State<AppState>,
     Extension(operator): Extension<Operator>,
@@ -94,7 +97,12 @@ pub async fn reassign(
         Uuid::parse_str(body.courier_id.trim()).map_err(|_| FulfilmentError::CourierNotFound)?;
     let job = state
         .fulfilment
-        .reassign(&operator.name, job_id(&id)?, courier_id)
+        .reassign(
+            &operator.name,
+            job_id(&id)?,
+            courier_id,
+            body.reason.as_deref(),
+        )
         .await?;
     Ok(Json(JobDetail::new(&job, &state.config.public_url())))
 }

@@ -513,7 +513,9 @@ impl Fulfilment {
         operator: &str,
         job_id: Uuid,
         courier_id: Uuid,
+        reason: Option<&str>,
     ) -> Result<JobRow, FulfilmentError> {
+        let reason = optional_reason(reason)?;
         let mut tx = self.begin_move().await?;
         let job = store::lock_job(&mut tx, job_id)
             .await?
@@ -550,7 +552,9 @@ impl Fulfilment {
                 target_id: job_id.to_string(),
                 merchant_id: Some(job.merchant_id),
                 before: Some(json!({"status": job.status, "courier_id": job.courier_id})),
-                after: Some(json!({"status": moved.status, "courier_id": courier_id})),
+                after: Some(
+                    json!({"status": moved.status, "courier_id": courier_id, "reason": reason}),
+                ),
                 occurred_at: now,
             },
         )

@@ -9,6 +9,7 @@
 pub mod board;
 pub mod map;
 pub mod route_map;
+pub mod suggest;
 mod view;
 
 use std::collections::HashMap;

@@ -1,7 +1,8 @@
 //! Moving jobs and couriers by hand from a market's board (the operations role's, and
 //! admins'): putting a courier on a job, setting a job's status with a reason, suspending and
 //! reinstating couriers. Each is the operator API's, with its rules and its audit record under
-//! the operator's address; the answer is the board again (303), saying what was done.
+//! the operator's address; the answer is the board again (303), saying what was done, or the
+//! job's page when the form was sent from there (`back=job`).
 
 use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
@@ -16,15 +17,32 @@ use courier_domain::JobStatus;
 use courier_domain::error::{Answer, ErrorCode};
 use courier_domain::operators::OpsPermission;
 
-/// What moving something by hand answered: done (the board, saying so), or refused.
+/// The page a form's answer goes back to.
+enum Back {
+    Board(String),
+    Job(Uuid),
+}
+
+/// The job's page when the form was sent from there, else the board.
+fn back_to(fields: &[(String, String)], market: &str, job: Option<Uuid>) -> Back {
+    match (field(fields, "back"), job) {
+        (Some("job"), Some(job)) => Back::Job(job),
+        _ => Back::Board(market.to_owned()),
+    }
+}
+
+/// What moving something by hand answered: done (back, saying so), or refused.
 fn answered<T, E: ErrorCode + std::fmt::Display>(
     session: &OperatorSession,
-    market: &str,
+    back: &Back,
     done: &str,
     result: Result<T, E>,
 ) -> Response {
     match result {
-        Ok(_) => see_other(&format!("/ops/markets/{market}?done={done}#by-hand")),
+        Ok(_) => see_other(&match back {
+            Back::Board(market) => format!("/ops/markets/{market}?done={done}#by-hand"),
+            Back::Job(job) => format!("/ops/jobs/{job}?done={done}#steer"),
+        }),
         Err(refusal) => match refusal.answer() {
             Answer::Refused(code) => {
                 let said = code
@@ -83,17 +101,17 @@ fn not_an_id(session: &OperatorSession, what: &str) -> Response {
     path = "/ops/markets/{market}/assign",
     operation_id = "opsConsoleAssign",
     tag = "console",
-    summary = "Puts a courier on a job (searching, assigned or in transit): form fields `csrf`, `job`, `courier` (ids); the operator API's reassignment",
+    summary = "Puts a courier on a job (searching, assigned or in transit): form fields `csrf`, `job`, `courier` (ids), `reason` (optional, kept in the audit trail), `back` (`job`: answer with the job's page); the operator API's reassignment",
     security(()),
     params(("market" = String, Path, description = "The market's id")),
-    request_body(content = String, description = "`csrf=…&job=…&courier=…`", content_type = "application/x-www-form-urlencoded"),
+    request_body(content = String, description = "`csrf=…&job=…&courier=…&reason=…&back=job`", content_type = "application/x-www-form-urlencoded"),
     responses(
-        (status = 303, description = "Done: to the market's board, saying so"),
+        (status = 303, description = "Done: to the market's board (or the job's page), saying so"),
         (status = 400, description = "A page: the job or courier is not an id", content_type = "text/html", body = String),
         (status = 403, description = "A page: the form did not carry the session's token, or the operator's role does not move jobs", content_type = "text/html", body = String),
         (status = 404, description = "A page: no such job or courier", content_type = "text/html", body = String),
         (status = 409, description = "A page: the job cannot take a courier now", content_type = "text/html", body = String),
-        (status = 422, description = "A page: the courier is not available", content_type = "text/html", body = String),
+        (status = 422, description = "A page: the courier is not available, or the reason is too long", content_type = "text/html", body = String),
     )
 )]
 pub async fn assign(
@@ -111,9 +129,15 @@ pub async fn assign(
     };
     let result = state
         .fulfilment
-        .reassign(&session.operator.name, job, courier)
+        .reassign(
+            &session.operator.name,
+            job,
+            courier,
+            field(&fields, "reason"),
+        )
         .await;
-    answered(&session, &market, "assigned", result)
+    let back = back_to(&fields, &market, Some(job));
+    answered(&session, &back, "assigned", result)
 }
 
 #[utoipa::path(
@@ -121,12 +145,12 @@ pub async fn assign(
     path = "/ops/markets/{market}/status",
     operation_id = "opsConsoleSetStatus",
     tag = "console",
-    summary = "Sets a job's status by hand: form fields `csrf`, `job` (its id), `status`, `reason` (required); the operator API's",
+    summary = "Sets a job's status by hand: form fields `csrf`, `job` (its id), `status`, `reason` (required), `back` (`job`: answer with the job's page); the operator API's",
     security(()),
     params(("market" = String, Path, description = "The market's id")),
-    request_body(content = String, description = "`csrf=…&job=…&status=…&reason=…`", content_type = "application/x-www-form-urlencoded"),
+    request_body(content = String, description = "`csrf=…&job=…&status=…&reason=…&back=job`", content_type = "application/x-www-form-urlencoded"),
     responses(
-        (status = 303, description = "Done: to the market's board, saying so"),
+        (status = 303, description = "Done: to the market's board (or the job's page), saying so"),
         (status = 400, description = "A page: the job is not an id, or the status not a job status", content_type = "text/html", body = String),
         (status = 403, description = "A page: the form did not carry the session's token, or the operator's role does not move jobs", content_type = "text/html", body = String),
         (status = 404, description = "A page: no such job", content_type = "text/html", body = String),
@@ -153,7 +177,8 @@ pub async fn set_status(
         .fulfilment
         .set_status_by_hand(&session.operator.name, job, to, field(&fields, "reason"))
         .await;
-    answered(&session, &market, "status_set", result)
+    let back = back_to(&fields, &market, Some(job));
+    answered(&session, &back, "status_set", result)
 }
 
 #[utoipa::path(
@@ -189,17 +214,18 @@ pub async fn courier_action(
         return not_an_id(&session, "a courier");
     };
     let operator = &session.operator.name;
+    let back = back_to(&fields, &market, None);
     match action.as_str() {
         "suspend" => {
             let result = state
                 .couriers
                 .suspend(operator, courier, field(&fields, "reason"))
                 .await;
-            answered(&session, &market, "suspended", result)
+            answered(&session, &back, "suspended", result)
         }
         "reinstate" => {
             let result = state.couriers.reinstate(operator, courier).await;
-            answered(&session, &market, "reinstated", result)
+            answered(&session, &back, "reinstated", result)
         }
         _ => message(
             StatusCode::NOT_FOUND,

@@ -1,5 +1,8 @@
 //! A job as operators see it, whoever's it is: what its merchant sees of it (status, stops,
-//! timeline, charge) and what only operators do: the offers made to couriers, and to whom.
+//! timeline, charge) and what only operators do: the offers made to couriers, and to whom;
+//! and, for roles that move jobs, the ways to steer it: a courier put on it from the couriers
+//! nearest by road, or a move to another status (back to searching, cancelled…), each with a
+//! reason (the forms of [`super::dispatch`]).
 
 use askama::Template;
 use axum::extract::{Path, State};
@@ -9,11 +12,17 @@ use uuid::Uuid;
 
 use super::super::pages::address;
 use super::super::respond::{money, page, when};
+use super::market::done_words;
 use super::{OperatorBar, message, signed_in, unavailable};
 use crate::state::AppState;
 use courier_core::dispatch::JobOffer;
+use courier_core::infra::clock::now;
 use courier_core::jobs::JobRow;
+use courier_core::tracking::suggest::Suggestion;
 use courier_domain::JobStatus;
+use courier_domain::job::transitions::{self, Actor};
+use courier_domain::operators::OpsPermission;
+use courier_domain::tracking::wording;
 
 struct JobFacts {
     id: Uuid,
@@ -81,6 +90,76 @@ struct ChargeFacts {
     last_error: Option<String>,
 }
 
+/// A courier the page suggests putting on the job.
+struct SuggestionFacts {
+    id: Uuid,
+    name: String,
+    vehicle: &'static str,
+    doing: &'static str,
+    /// The trip by road, in words, or that the roads do not join.
+    trip: String,
+}
+
+impl From<Suggestion> for SuggestionFacts {
+    fn from(s: Suggestion) -> Self {
+        SuggestionFacts {
+            id: s.courier_id,
+            name: s.name,
+            vehicle: s.vehicle.as_str(),
+            doing: if s.busy { "on another job" } else { "free" },
+            trip: match (s.trip_seconds, s.trip_metres) {
+                (Some(seconds), Some(metres)) => format!(
+                    "{} by road ({})",
+                    wording::duration(seconds),
+                    wording::distance(metres)
+                ),
+                _ => "no road route from where it is".to_owned(),
+            },
+        }
+    }
+}
+
+/// The ways an operator whose role moves jobs may steer this one.
+struct Steer {
+    market: String,
+    /// Couriers to put on the job (empty when it cannot take one now, or none is near).
+    suggestions: Vec<SuggestionFacts>,
+    /// Whether the job can take a (new) courier now.
+    reassignable: bool,
+    /// Where the courier must go, in words.
+    trip_to: &'static str,
+    /// The statuses the job may be moved to by hand, with what each does.
+    moves: Vec<(&'static str, &'static str)>,
+    /// What the last form did.
+    done: Option<&'static str>,
+}
+
+/// What moving a job from `from` to `to` by hand does, in words.
+fn move_words(from: JobStatus, to: JobStatus) -> &'static str {
+    use JobStatus::*;
+    match (from, to) {
+        (Assigned, Searching) => {
+            "Back to searching: the courier comes off it, another is offered it"
+        }
+        (_, Searching) => "Searching now: offered to couriers at once",
+        (_, Cancelled) => "Cancel: the hold on the card is released",
+        (_, Failed) => "Failed: no courier; the hold on the card is released",
+        (_, InTransit) => "Collected: the courier has the parcel",
+        (_, Delivered) => "Delivered: the charge is captured",
+        (_, Returned) => "Returned to the merchant: the charge is captured",
+        _ => "Set this status",
+    }
+}
+
+/// The statuses an operator may move a job in `from` to, with their words.
+fn moves_from(from: JobStatus) -> Vec<(&'static str, &'static str)> {
+    JobStatus::ALL
+        .into_iter()
+        .filter(|&to| transitions::check(Actor::Operator, from, to).is_ok())
+        .map(|to| (to.as_str(), move_words(from, to)))
+        .collect()
+}
+
 #[derive(Template)]
 #[template(path = "console/ops_job.html")]
 struct JobPage {
@@ -89,6 +168,7 @@ struct JobPage {
     timeline: Vec<(&'static str, String)>,
     offers: Vec<OfferFacts>,
     charge: Option<ChargeFacts>,
+    steer: Option<Steer>,
 }
 
 fn timeline(job: &JobRow) -> Vec<(&'static str, String)> {
@@ -118,9 +198,12 @@ fn timeline(job: &JobRow) -> Vec<(&'static str, String)> {
     path = "/ops/jobs/{id}",
     operation_id = "opsConsoleJob",
     tag = "console",
-    summary = "A job, any merchant's: status, stops, timeline, charge, and the offers made to couriers",
+    summary = "A job, any merchant's: status, stops, timeline, charge, and the offers made to couriers; for roles that move jobs, the couriers nearest by road to put on it and the statuses it may be moved to, each with a reason",
     security(()),
-    params(("id" = String, Path, description = "The job's id")),
+    params(
+        ("id" = String, Path, description = "The job's id"),
+        ("done" = Option<String>, Query, description = "What the last form did (`assigned`, `status_set`), said on the page"),
+    ),
     responses(
         (status = 200, description = "The page", content_type = "text/html", body = String),
         (status = 303, description = "Signed out: to /ops/sign-in"),
@@ -132,6 +215,7 @@ pub async fn job_page(
     State(state): State<AppState>,
     Path(id): Path<String>,
     headers: HeaderMap,
+    uri: axum::http::Uri,
 ) -> Response {
     let session = match signed_in(&state, &headers).await {
         Ok(session) => session,
@@ -190,8 +274,18 @@ pub async fn job_page(
         .ok()
         .flatten()
         .map(|c| (c.id, format!("{} ({})", c.name, c.phone)));
+    let steer = if session.may(OpsPermission::MoveJobs) {
+        let done = uri
+            .query()
+            .and_then(|q| form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "done"))
+            .and_then(|(_, v)| done_words(Some(&v)));
+        Some(steer(&state, &job, done).await)
+    } else {
+        None
+    };
     let body = JobPage {
         session: Some(OperatorBar::from(&session)),
+        steer,
         timeline: timeline(&job),
         offers: offers.into_iter().map(OfferFacts::from).collect(),
         charge,
@@ -216,9 +310,59 @@ pub async fn job_page(
     page(StatusCode::OK, body.render())
 }
 
+/// The ways to steer `job`, with the couriers nearest by road when it can take one.
+async fn steer(state: &AppState, job: &JobRow, done: Option<&'static str>) -> Steer {
+    let reassignable = transitions::can_reassign(job.status);
+    let suggestions = match state.markets.get(&job.market_id) {
+        Some(market) if reassignable => state
+            .tracking
+            .suggestions(market, job, now())
+            .await
+            .unwrap_or_else(|error| {
+                // The forms still work without them: the courier's id can be typed.
+                tracing::error!(%error, "suggesting couriers for a job failed");
+                Vec::new()
+            }),
+        _ => Vec::new(),
+    };
+    Steer {
+        market: job.market_id.clone(),
+        suggestions: suggestions.into_iter().map(SuggestionFacts::from).collect(),
+        reassignable,
+        trip_to: if job.status == JobStatus::InTransit {
+            "to the courier holding the parcel"
+        } else {
+            "to the pickup"
+        },
+        moves: moves_from(job.status),
+        done,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_operator_is_offered_the_moves_the_transition_table_allows() {
+        let to = |from| -> Vec<&str> { moves_from(from).into_iter().map(|(s, _)| s).collect() };
+        assert_eq!(
+            to(JobStatus::Assigned),
+            [
+                "searching",
+                "in_transit",
+                "delivered",
+                "cancelled",
+                "failed"
+            ]
+        );
+        assert_eq!(to(JobStatus::InTransit), ["delivered", "returned"]);
+        assert!(to(JobStatus::Delivered).is_empty());
+        assert_eq!(
+            move_words(JobStatus::Assigned, JobStatus::Searching),
+            "Back to searching: the courier comes off it, another is offered it"
+        );
+    }
 
     #[test]
     fn trips_are_told_in_whole_minutes_rounded_up() {

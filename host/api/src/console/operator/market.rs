@@ -209,7 +209,7 @@ struct ByHand {
 }
 
 /// What `?done=` says was done.
-fn done_words(done: Option<&str>) -> Option<&'static str> {
+pub(super) fn done_words(done: Option<&str>) -> Option<&'static str> {
     Some(match done? {
         "assigned" => "The courier is on the job.",
         "status_set" => "The job's status is set.",
