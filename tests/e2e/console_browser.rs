@@ -448,6 +448,15 @@ async fn an_operator_uses_the_operator_console_in_a_browser() {
         .click()
         .await
         .unwrap();
+    arrives_at(&browser, "/ops/").await;
+    looked_at(&browser, "ops-home.png").await;
+    client
+        .find(Locator::LinkText("Markets"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     arrives_at(&browser, "/ops/markets").await;
     looked_at(&browser, "ops-markets.png").await;
 

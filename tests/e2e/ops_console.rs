@@ -223,7 +223,7 @@ async fn an_operator_compares_activates_and_finds_it_in_the_audit_trail() {
         .await;
     assert_eq!(
         (page.status, page.location.as_deref()),
-        (303, Some("/ops/markets")),
+        (303, Some("/ops/")),
         "{}",
         page.body
     );
@@ -1458,6 +1458,146 @@ async fn an_operator_steers_a_job_from_its_page() {
     ] {
         assert!(audit.body.contains(said), "{said}: {}", audit.body);
     }
+    floor.app.stop().await;
+}
+
+/// The home page of `environment`, read again until it holds `wanted` (or 10 s pass).
+async fn home_holding(visitor: &mut Visitor, environment: &str, wanted: &str) -> Page {
+    let path = format!("/ops/?environment={environment}");
+    for _ in 0..100 {
+        let page = visitor.get(&path).await;
+        assert_eq!(page.status, 200, "{}", page.body);
+        if page.body.contains(wanted) {
+            return page;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the home page never held {wanted}");
+}
+
+/// The rows of the table `id` on `page`.
+fn table<'a>(page: &'a Page, id: &str) -> &'a str {
+    let table = page
+        .body
+        .split(&format!("<table id=\"{id}\">"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no #{id}: {}", page.body));
+    table.split("</table>").next().unwrap()
+}
+
+#[tokio::test]
+async fn an_operator_sees_what_needs_a_person_and_finds_jobs_merchants_and_couriers() {
+    use crate::fulfilment::{Floor, PICKUP};
+    use crate::support::receiver::Reply;
+    let floor = Floor::start(&[
+        ("COURIER_DISPATCH_DEADLINE_SECS", "6"),
+        ("COURIER_WEBHOOK_SUSPEND_AFTER", "1"),
+        ("COURIER_WEBHOOK_RETRY_BASE_MS", "600000"),
+    ])
+    .await;
+    floor.receiver.script("/down", |_| Reply::Status(500));
+    let (status, endpoint) = floor
+        .merchant_call(
+            Method::POST,
+            "/v1/webhooks",
+            Some(serde_json::json!({"url": floor.receiver.url("/down")})),
+        )
+        .await;
+    assert_eq!(status, 201, "{endpoint}");
+    // A courier goes offline holding a job; then a job searches with nobody to take it.
+    let olly = floor.rider("Olly Offline", "car", Some(PICKUP)).await;
+    floor.assigned_job(&olly).await;
+    let (status, body) = floor
+        .courier_call(&olly, Method::POST, "/offline", None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let waiting = floor.book().await;
+    let reference = waiting["reference"].as_str().unwrap();
+
+    let (mut ops, _) = operator_signed_in(&floor.app, "viewer@ops.example", "viewer").await;
+    // In the last quarter of its 6 seconds, the search needs a person.
+    let page = home_holding(&mut ops, "test", reference).await;
+    let searches = table(&page, "near-deadline");
+    assert!(
+        searches.contains(&format!(
+            "<a href=\"/ops/jobs/{}\">{reference}</a>",
+            waiting["id"].as_str().unwrap()
+        )),
+        "{searches}"
+    );
+    assert!(
+        searches.contains(&format!(
+            "<a href=\"/ops/merchants/{}\">Florist Ltd</a>",
+            floor.merchant.merchant_id
+        )),
+        "{searches}"
+    );
+    assert!(!page.body.contains("id=\"all-clear\""));
+    let away = table(&page, "away-with-jobs");
+    assert!(
+        away.contains(&format!(
+            "<a href=\"/ops/couriers/{}\">Olly Offline</a>",
+            olly.id
+        )),
+        "{away}"
+    );
+    assert!(away.contains("<td>offline</td><td>1</td>"), "{away}");
+    // The endpoint failed once and, at a threshold of one, is suspended.
+    let page = home_holding(&mut ops, "test", "id=\"suspended-endpoints\"").await;
+    let endpoints = table(&page, "suspended-endpoints");
+    assert!(
+        endpoints.contains(&floor.receiver.url("/down")),
+        "{endpoints}"
+    );
+    // Live only by default: the merchant's test trials are not the fleet's work.
+    let live = ops.get("/ops/").await;
+    assert!(!live.body.contains(reference), "{}", live.body);
+    assert!(!live.body.contains("id=\"suspended-endpoints\""));
+    assert!(
+        live.body.contains("Olly Offline"),
+        "couriers are in no environment"
+    );
+
+    // Search: a job by its reference however typed, merchants by name, couriers by name or
+    // phone.
+    let typed = reference
+        .trim_start_matches("CR-")
+        .to_lowercase()
+        .replace('-', " ");
+    let found = ops
+        .get(&format!("/ops/search?q={}", typed.replace(' ', "+")))
+        .await;
+    assert_eq!(found.status, 200);
+    assert!(
+        table(&found, "found-jobs").contains(reference),
+        "{}",
+        found.body
+    );
+    let found = ops.get("/ops/search?q=florist").await;
+    assert!(table(&found, "found-merchants").contains(">Florist Ltd</a>"));
+    for typed in ["olly", "123+45+67"] {
+        let found = ops.get(&format!("/ops/search?q={typed}")).await;
+        assert!(
+            table(&found, "found-couriers").contains(">Olly Offline</a>"),
+            "{typed}: {}",
+            found.body
+        );
+    }
+    let none = ops.get("/ops/search?q=nobody+at+all").await;
+    assert!(none.body.contains("id=\"nothing-found\""), "{}", none.body);
+    // The bar's search box is on every page.
+    assert!(live.body.contains("action=\"/ops/search\""));
+
+    // Once the courier is back online, it no longer needs a person.
+    let (status, _) = floor
+        .courier_call(&olly, Method::POST, "/online", None)
+        .await;
+    assert_eq!(status, 200);
+    let page = ops.get("/ops/").await;
+    assert!(!page.body.contains("Olly Offline"), "{}", page.body);
+    let mut stranger = Visitor::new(&floor.app);
+    assert_eq!(stranger.get("/ops/search?q=olly").await.status, 303);
+    assert_eq!(stranger.get("/ops/").await.status, 303);
     floor.app.stop().await;
 }
 

@@ -159,7 +159,8 @@ fn public_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::sandbox::act))
         .routes(routes!(console::once::form_answer))
         // The operator console: pages for people, signed in with an operator token.
-        .routes(routes!(console::operator::pages::start))
+        .routes(routes!(console::operator::desk::home))
+        .routes(routes!(console::operator::desk::search))
         .routes(routes!(
             console::operator::pages::sign_in_page,
             console::operator::pages::sign_in

@@ -49,6 +49,8 @@ pub struct AppServices {
     pub fulfilment: courier_core::jobs::fulfilment::Fulfilment,
     /// Reads a merchant's jobs.
     pub jobs: courier_core::jobs::reading::JobReader,
+    /// What needs an operator now, and the operators' search.
+    pub desk: courier_core::operations::OperationsDesk,
     /// Merchants, their keys and settings, as operators manage them.
     pub merchants: courier_core::merchants::Merchants,
     /// Merchants' teams: the people who sign in to the console.

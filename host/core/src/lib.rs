@@ -37,6 +37,7 @@ pub mod jobs;
 pub mod mail;
 pub mod markets;
 pub mod merchants;
+pub mod operations;
 pub mod operator_accounts;
 pub mod payments;
 pub mod pricing;

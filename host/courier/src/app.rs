@@ -343,6 +343,10 @@ pub async fn run(
         booking,
         readiness: courier_core::infra::db::Readiness::new(services.db.pool.clone()),
         jobs: courier_core::jobs::reading::JobReader::new(services.db.pool.clone()),
+        desk: courier_core::operations::OperationsDesk::new(
+            services.db.pool.clone(),
+            config.dispatch.deadline,
+        ),
         merchants: services.merchants.clone(),
         teams: services.teams.clone(),
         operator_accounts: services.operator_accounts.clone(),

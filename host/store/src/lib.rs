@@ -41,6 +41,7 @@ pub mod fulfilment;
 pub mod jobs;
 pub mod mail;
 pub mod merchants;
+pub mod operations;
 pub mod operator_console;
 pub mod operators;
 pub mod passkeys;

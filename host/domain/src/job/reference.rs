@@ -14,6 +14,19 @@ pub fn new_reference() -> String {
     format!("CR-{first}-{second}")
 }
 
+/// The reference a person typed (any case, with or without `CR`, dashes or spaces), as
+/// stored; None when it cannot be one.
+pub fn typed_reference(typed: &str) -> Option<String> {
+    let letters: String = typed
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '-')
+        .collect::<String>()
+        .to_uppercase();
+    let code = letters.strip_prefix("CR").unwrap_or(&letters);
+    let fits = code.len() == 8 && code.bytes().all(|b| ALPHABET.contains(&b));
+    fits.then(|| format!("CR-{}-{}", &code[..4], &code[4..]))
+}
+
 /// An unguessable token for the public tracking page (256 bits).
 pub fn new_tracking_token() -> String {
     use base64::Engine;
@@ -24,6 +37,29 @@ pub fn new_tracking_token() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_typed_reference_is_read_however_it_was_typed() {
+        for typed in [
+            "CR-7KQ4-93XA",
+            "cr-7kq4-93xa",
+            " 7KQ4 93XA ",
+            "7kq493xa",
+            "CR7KQ493XA",
+        ] {
+            assert_eq!(
+                typed_reference(typed).as_deref(),
+                Some("CR-7KQ4-93XA"),
+                "{typed}"
+            );
+        }
+        // Too short, too long, or a letter no reference has (O).
+        for typed in ["7KQ4-93X", "7KQ4-93XAB", "7KQ4-93XO", "Acme Ltd", ""] {
+            assert_eq!(typed_reference(typed), None, "{typed}");
+        }
+        let made = new_reference();
+        assert_eq!(typed_reference(&made), Some(made));
+    }
 
     #[test]
     fn references_have_the_documented_shape() {

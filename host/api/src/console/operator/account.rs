@@ -39,7 +39,7 @@ async fn owing(
     match session.owes {
         Some(owed) if owed == step => Ok(session),
         Some(owed) => Err(owed_step(owed)),
-        None => Err(see_other("/ops/markets")),
+        None => Err(see_other("/ops/")),
     }
 }
 
@@ -104,7 +104,7 @@ pub async fn check_code(State(state): State<AppState>, request: Request) -> Resp
     match session.owes {
         Some(SecondFactorStep::Code) => {}
         Some(other) => return owed_step(other),
-        None => return see_other("/ops/markets"),
+        None => return see_other("/ops/"),
     }
     let code = field(&fields, "code").unwrap_or("").trim();
     match state
@@ -129,7 +129,7 @@ pub async fn check_code(State(state): State<AppState>, request: Request) -> Resp
         }
         Err(error) => return unavailable(Some(&session), &error),
     }
-    completed(&state, &headers, &session, see_other("/ops/markets")).await
+    completed(&state, &headers, &session, see_other("/ops/")).await
 }
 
 /// Marks the request's session complete and answers `then`, its cookie renewed.
@@ -242,7 +242,7 @@ pub async fn confirm(State(state): State<AppState>, request: Request) -> Respons
     match session.owes {
         Some(SecondFactorStep::Setup) => {}
         Some(other) => return owed_step(other),
-        None => return see_other("/ops/markets"),
+        None => return see_other("/ops/"),
     }
     let code = field(&fields, "code").unwrap_or("").trim();
     let codes = match state.teams.confirm_totp(session.person_id, code).await {

@@ -244,12 +244,15 @@ struct MarketPage {
     by_hand: Option<ByHand>,
 }
 
-/// Which jobs the board shows, from `?jobs=`: live ones unless asked (test jobs are a
-/// merchant's trials, not the fleet's work).
-fn jobs_shown(query: &[(String, String)]) -> (&'static str, Option<Environment>) {
+/// Which environment's jobs a page shows, from `?{name}=`: live ones unless asked (test jobs
+/// are a merchant's trials, not the fleet's work).
+pub(super) fn environment_shown(
+    query: &[(String, String)],
+    name: &str,
+) -> (&'static str, Option<Environment>) {
     match query
         .iter()
-        .find(|(k, _)| k == "jobs")
+        .find(|(k, _)| k == name)
         .map(|(_, v)| v.as_str())
     {
         Some("test") => ("test", Some(Environment::Test)),
@@ -321,7 +324,7 @@ pub async fn market_page(
         .query()
         .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
         .unwrap_or_default();
-    let (jobs, environment) = jobs_shown(&query);
+    let (jobs, environment) = environment_shown(&query, "jobs");
     let at = now();
     let board = match state.tracking.board(market, at, environment).await {
         Ok(board) => board,

@@ -11,6 +11,7 @@
 pub(crate) mod account;
 pub(crate) mod audit;
 pub(crate) mod couriers;
+pub(crate) mod desk;
 pub(crate) mod dispatch;
 mod histogram;
 pub(crate) mod jobs;

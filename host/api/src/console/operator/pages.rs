@@ -14,23 +14,6 @@ use courier_core::auth::AuthError;
 use courier_core::operator_accounts::OperatorSignInRefusal;
 use courier_core::team::SignInRefusal;
 
-#[utoipa::path(
-    get,
-    path = "/ops/",
-    operation_id = "opsConsoleStart",
-    tag = "console",
-    summary = "The operator console: to its markets when signed in, else to sign in",
-    security(()),
-    responses((status = 303, description = "To /ops/markets or /ops/sign-in"))
-)]
-pub async fn start(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    match session(&state, &headers).await {
-        Ok(Some(_)) => see_other("/ops/markets"),
-        Ok(None) => see_other("/ops/sign-in"),
-        Err(page) => page,
-    }
-}
-
 #[derive(Template)]
 #[template(path = "console/ops_sign_in.html")]
 struct SignInPage<'a> {
@@ -59,7 +42,7 @@ pub async fn sign_in_page(
     uri: axum::http::Uri,
 ) -> Response {
     match session(&state, &headers).await {
-        Ok(Some(_)) => see_other("/ops/markets"),
+        Ok(Some(_)) => see_other("/ops/"),
         Ok(None) => page(
             StatusCode::OK,
             SignInPage {
