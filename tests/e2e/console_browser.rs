@@ -534,6 +534,30 @@ async fn an_operator_uses_the_operator_console_in_a_browser() {
     let steer = browser.text("steer").await;
     assert!(steer.contains("Vera Van (van, "), "{steer}");
     browser.screenshot_of("steer", "ops-job-steer.png").await;
+    // Its merchant's page, from the job's.
+    client
+        .find(Locator::LinkText("Quoting Ltd"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    browser
+        .wait_until("the merchant's page", || async {
+            client
+                .current_url()
+                .await
+                .is_ok_and(|u| u.path().starts_with("/ops/merchants/"))
+        })
+        .await;
+    assert!(browser.text("jobs").await.contains("live jobs"));
+    looked_at(&browser, "ops-merchant.png").await;
+    // The header's search finds the job by its reference, typed in lower case.
+    fill(&browser, "bar-search", &reference.to_lowercase()).await;
+    click(&browser, "form.search button").await;
+    arrives_at(&browser, "/ops/search").await;
+    assert!(browser.text("found-jobs").await.contains(reference));
+    looked_at(&browser, "ops-search.png").await;
     client.goto(&board).await.unwrap();
     client
         .find(Locator::LinkText("Vera Van"))

@@ -995,7 +995,7 @@ async fn an_operator_refunds_a_charge_from_the_console() {
         .find(|row| row.contains(&charge))
         .expect("the charge is listed");
     assert!(
-        row.contains("<td>Refunded Ltd</td>") && row.contains("<td>refunded</td>"),
+        row.contains(">Refunded Ltd</a></td>") && row.contains("<td>refunded</td>"),
         "{row}"
     );
     assert!(row.contains("2.50"), "{row}");
@@ -1602,6 +1602,98 @@ async fn an_operator_sees_what_needs_a_person_and_finds_jobs_merchants_and_couri
 }
 
 #[tokio::test]
+async fn an_operator_opens_a_merchant_s_page() {
+    use crate::fulfilment::Floor;
+    // Keys' last use is written every 50 ms.
+    let floor = Floor::start(&[("COURIER_KEY_USAGE_FLUSH_MS", "50")]).await;
+    let job = floor.book().await;
+    let job_id = job["id"].as_str().unwrap();
+    let reference = job["reference"].as_str().unwrap();
+    let merchant_id = floor.merchant.merchant_id;
+    let path = format!("/ops/merchants/{merchant_id}");
+
+    let (mut viewer, _) = operator_signed_in(&floor.app, "viewer@ops.example", "viewer").await;
+    // The job's page links its merchant.
+    let job_page = viewer.get(&format!("/ops/jobs/{job_id}")).await;
+    assert!(
+        job_page
+            .body
+            .contains(&format!("<a href=\"{path}\">Florist Ltd</a> (test)")),
+        "{}",
+        job_page.body
+    );
+    let mut page = viewer.get(&path).await;
+    for _ in 0..100 {
+        let used = |row: &&str| row.contains(&floor.merchant.test_key) && !row.contains(">never<");
+        if table(&page, "keys").split("<tr>").any(|row| used(&row)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        page = viewer.get(&path).await;
+    }
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("<h1>Florist Ltd</h1>"), "{}", page.body);
+    assert!(page.body.contains("<dt>Photo required at delivery</dt>"));
+    // Its keys with their last use: the test key booked just now, the live one never.
+    let keys = table(&page, "keys");
+    let test_key = keys
+        .split("<tr>")
+        .find(|row| row.contains(&floor.merchant.test_key))
+        .unwrap_or_else(|| panic!("the test key: {keys}"));
+    assert!(!test_key.contains("<td>never</td>"), "{test_key}");
+    let live_key = keys
+        .split("<tr>")
+        .find(|row| row.contains(&floor.merchant.live_key))
+        .unwrap_or_else(|| panic!("the live key: {keys}"));
+    assert!(live_key.contains("<td>never</td>"), "{live_key}");
+    assert!(
+        !page.body.contains(&floor.merchant.test_secret),
+        "no secret shown"
+    );
+    // Live jobs by default (none); its test jobs asked for.
+    assert!(table(&page, "jobs").contains("No live job yet."));
+    let tests = viewer.get(&format!("{path}?jobs=test")).await;
+    assert!(
+        table(&tests, "jobs").contains(&format!("<a href=\"/ops/jobs/{job_id}\">{reference}</a>")),
+        "{}",
+        tests.body
+    );
+    // Its charges, and every one of them on the payments page, that merchant's only.
+    let charges = table(&page, "charges");
+    assert!(
+        charges.contains(&format!("/ops/jobs/{job_id}")),
+        "{charges}"
+    );
+    let only = viewer
+        .get(&format!("/ops/payments?merchant={merchant_id}"))
+        .await;
+    assert_eq!(only.status, 200, "{}", only.body);
+    let listed = table(&only, "charge-list");
+    assert!(listed.contains(&format!("/ops/jobs/{job_id}")), "{listed}");
+    assert!(!only.body.contains("Every merchant"), "{}", only.body);
+    assert_eq!(
+        viewer.get("/ops/payments?merchant=florist").await.status,
+        400
+    );
+    // Its endpoint, answering.
+    let endpoints = table(&page, "endpoints");
+    assert!(
+        endpoints.contains(&floor.receiver.url(crate::fulfilment::HOOK)),
+        "{endpoints}"
+    );
+    assert!(endpoints.contains("<td>active</td>"), "{endpoints}");
+    // No such merchant, not an id, and signed out.
+    let unknown = viewer
+        .get(&format!("/ops/merchants/{}", uuid::Uuid::new_v4()))
+        .await;
+    assert_eq!(unknown.status, 404);
+    assert!(unknown.body.contains("No such merchant"));
+    assert_eq!(viewer.get("/ops/merchants/florist").await.status, 404);
+    assert_eq!(Visitor::new(&floor.app).get(&path).await.status, 303);
+    floor.app.stop().await;
+}
+
+#[tokio::test]
 async fn an_operator_sees_each_component_s_recent_calls() {
     let quoting = Quoting::start().await;
     let app = &quoting.app;
@@ -1690,7 +1782,7 @@ async fn operations_moves_jobs_and_couriers_by_hand() {
     let tests = ops.get("/ops/markets/demo?jobs=test").await;
     assert!(tests.body.contains(reference), "{}", tests.body);
     assert!(
-        tests.body.contains(">By Hand Ltd</span>"),
+        tests.body.contains(">By Hand Ltd</a>"),
         "the merchant by name"
     );
     assert!(

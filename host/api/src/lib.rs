@@ -179,6 +179,7 @@ fn public_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::operator::pages::markets_page))
         .routes(routes!(console::operator::market::market_page))
         .routes(routes!(console::operator::jobs::job_page))
+        .routes(routes!(console::operator::merchants::merchant_page))
         .routes(routes!(console::operator::couriers::courier_page))
         .routes(routes!(console::operator::couriers::sign_in_code))
         .routes(routes!(console::operator::dispatch::assign))

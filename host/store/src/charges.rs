@@ -476,6 +476,7 @@ pub struct ListedCharge {
 /// (`raised_at`, `id`), newest first.
 #[derive(Clone, Debug, Default)]
 pub struct ChargeFilter {
+    pub merchant_id: Option<Uuid>,
     pub environment: Option<Environment>,
     pub status: Option<ChargeStatus>,
     pub before: Option<(DateTime<Utc>, Uuid)>,
@@ -498,12 +499,14 @@ pub async fn charges_across(
          WHERE ($1::text IS NULL OR c.environment = $1) \
            AND ($2::text IS NULL OR c.status = $2) \
            AND ($3::timestamptz IS NULL OR (c.raised_at, c.id) < ($3, $4)) \
+           AND ($6::uuid IS NULL OR c.merchant_id = $6) \
          ORDER BY c.raised_at DESC, c.id DESC LIMIT $5",
         filter.environment.map(Environment::as_str),
         filter.status.map(ChargeStatus::as_str),
         before_at,
         before_id,
         limit,
+        filter.merchant_id,
     )
     .fetch_all(pool)
     .await

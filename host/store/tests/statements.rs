@@ -976,7 +976,26 @@ async fn charges_across_merchants_filter_and_page_newest_first() {
         all.iter().all(|c| c.merchant_name == "Store Test Ltd"),
         "{all:?}"
     );
+    let one_merchant = charges::ChargeFilter {
+        merchant_id: Some(written[2].merchant_id),
+        ..Default::default()
+    };
+    let of_one = charges::charges_across(&pool, &one_merchant, 10)
+        .await
+        .unwrap();
+    assert!(
+        of_one
+            .iter()
+            .all(|c| c.merchant_id == written[2].merchant_id)
+            && !of_one.is_empty(),
+        "{of_one:?}"
+    );
+    assert!(
+        of_one.len() < all.len(),
+        "each job is booked by a merchant of its own"
+    );
     let captured_in_test = charges::ChargeFilter {
+        merchant_id: None,
         environment: Some(Environment::Test),
         status: Some(ChargeStatus::Captured),
         before: None,

@@ -16,6 +16,7 @@ pub(crate) mod dispatch;
 mod histogram;
 pub(crate) mod jobs;
 pub(crate) mod market;
+pub(crate) mod merchants;
 pub(crate) mod pages;
 pub(crate) mod payments;
 pub(crate) mod plugins;

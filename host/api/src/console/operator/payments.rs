@@ -65,6 +65,7 @@ struct ChargeLine {
     id: String,
     raised: String,
     merchant: String,
+    merchant_id: Uuid,
     environment: &'static str,
     job: String,
     status: &'static str,
@@ -80,6 +81,7 @@ impl From<ListedCharge> for ChargeLine {
             id: c.id.to_string(),
             raised: when(c.raised_at),
             merchant: c.merchant_name,
+            merchant_id: c.merchant_id,
             environment: c.environment.as_str(),
             job: c.job_id.to_string(),
             status: c.status.as_str(),
@@ -127,6 +129,9 @@ impl From<ListedRefund> for RefundLine {
 /// The charge list's filters as the page's query carries them.
 #[derive(Deserialize, Default, Clone)]
 pub struct ChargesQuery {
+    /// One merchant's charges only (its id).
+    #[serde(default)]
+    merchant: String,
     #[serde(default)]
     environment: String,
     #[serde(default)]
@@ -163,7 +168,12 @@ impl ChargesQuery {
             }
             None => None,
         };
+        let merchant_id = match optional(&self.merchant) {
+            Some(id) => Some(Uuid::parse_str(id).ok()?),
+            None => None,
+        };
         Some(ChargeFilter {
+            merchant_id,
             environment,
             status,
             before,
@@ -174,6 +184,7 @@ impl ChargesQuery {
     fn next(&self, last: &ListedCharge) -> String {
         let mark = format!("{}_{}", last.raised_at.timestamp_micros(), last.id);
         form_urlencoded::Serializer::new(String::new())
+            .append_pair("merchant", &self.merchant)
             .append_pair("environment", &self.environment)
             .append_pair("status", &self.status)
             .append_pair("before", &mark)
@@ -188,6 +199,8 @@ struct PaymentsPage {
     charges: Vec<ChargeLine>,
     /// The next page's query, when there is one.
     older: Option<String>,
+    /// The one merchant whose charges are listed (its id), or empty for all.
+    only_merchant: String,
     environment: String,
     status: String,
     statuses: Vec<&'static str>,
@@ -269,6 +282,7 @@ async fn render(
                 .then(|| charges.last().map(|last| query.next(last)))
                 .flatten(),
             charges: charges.into_iter().map(ChargeLine::from).collect(),
+            only_merchant: query.merchant.clone(),
             environment: query.environment.clone(),
             status: query.status.clone(),
             statuses: ChargeStatus::ALL.iter().map(|s| s.as_str()).collect(),
@@ -317,9 +331,10 @@ async fn render(
     path = "/ops/payments",
     operation_id = "opsConsolePayments",
     tag = "console",
-    summary = "Every merchant's charges (filtered by environment and status, 50 a page, newest first), the newest refunds, open payment mismatches from reconciliation, abandoned bookings' holds whose release is not confirmed, and the refund form",
+    summary = "Every merchant's charges (filtered by merchant, environment and status, 50 a page, newest first), the newest refunds, open payment mismatches from reconciliation, abandoned bookings' holds whose release is not confirmed, and the refund form",
     security(()),
     params(
+        ("merchant" = Option<String>, Query, description = "One merchant's id; empty or absent for all"),
         ("environment" = Option<String>, Query, description = "`test` or `live`; empty or absent for both"),
         ("status" = Option<String>, Query, description = "A charge status; empty or absent for all"),
         ("before" = Option<String>, Query, description = "Where the previous page ended, from its `Older charges` link"),
@@ -329,7 +344,7 @@ async fn render(
     responses(
         (status = 200, description = "The page", content_type = "text/html", body = String),
         (status = 303, description = "Signed out: to /ops/sign-in"),
-        (status = 400, description = "A page: a filter that is not an environment, a status or a page mark", content_type = "text/html", body = String),
+        (status = 400, description = "A page: a filter that is not a merchant's id, an environment, a status or a page mark", content_type = "text/html", body = String),
         (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
     )
 )]
