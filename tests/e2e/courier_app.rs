@@ -112,6 +112,38 @@ async fn a_courier_works_a_bundle_from_the_app_without_javascript() {
         page.body
             .contains("<link rel=\"manifest\" href=\"/courier/manifest.webmanifest\">")
     );
+    // Installable: every icon the manifest names is served, of the type and size it says.
+    let manifest: serde_json::Value = floor
+        .app
+        .request(reqwest::Method::GET, "/courier/manifest.webmanifest")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(manifest["display"], "standalone");
+    for icon in manifest["icons"].as_array().unwrap() {
+        let response = floor
+            .app
+            .request(reqwest::Method::GET, icon["src"].as_str().unwrap())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{icon}");
+        let kind = response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(kind, icon["type"].as_str().unwrap(), "{icon}");
+        let bytes = response.bytes().await.unwrap();
+        if kind == "image/png" {
+            // The PNG header's width and height (IHDR, bytes 16 to 24).
+            let side = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+            let sizes = format!("{}x{}", side(16), side(20));
+            assert_eq!(sizes, icon["sizes"].as_str().unwrap(), "{icon}");
+        }
+    }
     let wrong = phone
         .post("/courier/sign-in", &[("credential", "ABCD-EFGH")])
         .await;

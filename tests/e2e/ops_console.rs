@@ -1142,7 +1142,8 @@ async fn an_operator_sees_the_couriers_online_and_the_jobs_searching_on_the_mark
 #[tokio::test]
 async fn an_operator_opens_a_job_and_its_courier_from_the_board() {
     use crate::fulfilment::{Floor, PICKUP};
-    let floor = Floor::start(&[]).await;
+    // Every position reported goes on the courier's trail.
+    let floor = Floor::start(&[("COURIER_TRACKING_TRAIL_EVERY_MS", "0")]).await;
     let driver = floor.rider("Cara Car", "car", Some(PICKUP)).await;
     let job = floor.book().await;
     let offer = floor.offer_for(&driver).await;
@@ -1226,8 +1227,18 @@ async fn an_operator_opens_a_job_and_its_courier_from_the_board() {
         page.body
             .contains(&format!("<a href=\"{courier_path}\">Cara Car ("))
     );
+    // It moves on: its trail has three points.
+    for step in [0.0005, 0.001] {
+        floor
+            .report_position(&driver, (PICKUP.0 + step, PICKUP.1 + step))
+            .await;
+    }
     let courier = viewer.get(&courier_path).await;
     assert_eq!(courier.status, 200, "{}", courier.body);
+    let trail = courier.body.split("id=\"trail\"").nth(1).unwrap();
+    let trail = trail.split("</section>").next().unwrap();
+    assert!(trail.contains("class=\"map-trail\" d=\"M"), "{trail}");
+    assert!(trail.contains("3 positions from "), "{trail}");
     assert!(
         courier
             .body

@@ -217,6 +217,8 @@ fn public_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::courier_app::service_worker))
         .routes(routes!(console::courier_app::manifest))
         .routes(routes!(console::courier_app::icon))
+        .routes(routes!(console::courier_app::icon_192))
+        .routes(routes!(console::courier_app::icon_512))
         .routes(routes!(console::courier_app::moves::accept))
         .routes(routes!(console::courier_app::moves::decline))
         .routes(routes!(console::courier_app::moves::collected))

@@ -7,7 +7,9 @@
 //! its own, whose threads' CPU is read apart from the client's), books a few jobs through the
 //! API, then grows the tables: `BENCH_GROWN_JOBS` jobs (default 100,000) copied from a real one,
 //! each with a captured charge, and `BENCH_DELIVERIES` finished deliveries (default 10,000; one
-//! in ten failed) on one endpoint, with their events; and analyses them. Then signs in to both
+//! in ten failed) on one endpoint, with their events; and a busy day on the demo market:
+//! `BENCH_COURIERS` couriers online (default 1,000) with a live job under way each and as many
+//! searching; and analyses them. Then signs in to both
 //! consoles as people do (the merchant's owner joins through an invitation; an admin operator
 //! joins, signs in and sets up the second factor) and, page by page, reads each from one client
 //! for `BENCH_SECONDS` (default 5).
@@ -229,16 +231,94 @@ async fn grow_charges(pool: &sqlx::PgPool) -> i64 {
         .unwrap()
 }
 
-/// Reads `path` with `cookie` from one client for `seconds`; (requests, latencies, time).
+/// A busy market's day on the demo market: `couriers` couriers online, seen a minute ago at
+/// points between the real job's stops, and twice as many live jobs: one per courier under
+/// way (half assigned, half collected), and as many searching, for up to 14 minutes, each with
+/// its stops moved a little from the real job's; then analyses. Nothing dispatches meanwhile
+/// (the bench's dispatch interval is an hour).
+async fn grow_fleet(pool: &sqlx::PgPool, couriers: usize) {
+    // A stop of the real job, moved up to about 200 m each way (per row: random() is volatile).
+    let moved = |stop: &str| {
+        format!(
+            "jsonb_set(jsonb_set(j.{stop}, '{{latitude}}', to_jsonb((j.{stop}->>'latitude')::float8 \
+               + (random() - 0.5) * 0.004)), '{{longitude}}', \
+               to_jsonb((j.{stop}->>'longitude')::float8 + (random() - 0.5) * 0.004))"
+        )
+    };
+    let statements = [
+        format!(
+            "CREATE TEMP TABLE fleet AS SELECT gen_random_uuid() AS courier_id, \
+             gen_random_uuid() AS job_id, gen_random_uuid() AS search_id, \
+             gen_random_uuid() AS quote_id, gen_random_uuid() AS search_quote_id, n, random() AS t \
+             FROM generate_series(1, {couriers}) AS n"
+        ),
+        "INSERT INTO couriers (id, name, phone, vehicle, market_id, status, online, \
+           credential_key, secret_hash, created_at, takes_routes) \
+         SELECT courier_id, 'Bench Rider ' || n, '+966 50 ' || lpad(n::text, 7, '0'), 'car', \
+           'demo', 'active', true, 'crk_bench_' || n, '\\x00', now(), true FROM fleet"
+            .into(),
+        "INSERT INTO courier_positions (courier_id, latitude, longitude, seen_at) \
+         SELECT f.courier_id, \
+           (j.pickup->>'latitude')::float8 * (1 - f.t) + (j.dropoff->>'latitude')::float8 * f.t, \
+           (j.pickup->>'longitude')::float8 * (1 - f.t) + (j.dropoff->>'longitude')::float8 * f.t, \
+           now() - interval '1 minute' \
+         FROM fleet f CROSS JOIN (SELECT * FROM jobs ORDER BY booked_at LIMIT 1) AS j"
+            .into(),
+        "INSERT INTO quotes SELECT (jsonb_populate_record(NULL::quotes, to_jsonb(q) \
+           || jsonb_build_object('id', f.quote_id))).* \
+         FROM (SELECT q.* FROM quotes q JOIN jobs j ON j.quote_id = q.id \
+               ORDER BY j.booked_at LIMIT 1) AS q \
+         CROSS JOIN (SELECT quote_id FROM fleet UNION ALL SELECT search_quote_id FROM fleet) AS f"
+            .into(),
+        format!(
+            "INSERT INTO jobs SELECT (jsonb_populate_record(NULL::jobs, to_jsonb(j) \
+               || jsonb_build_object('id', f.job_id, 'quote_id', f.quote_id, \
+                  'reference', j.reference || '-W' || f.n, \
+                  'tracking_token', j.tracking_token || '-w' || f.n, 'environment', 'live', \
+                  'status', CASE WHEN f.n % 2 = 0 THEN 'assigned' ELSE 'in_transit' END, \
+                  'courier_id', f.courier_id, 'booked_at', now() - interval '20 minutes', \
+                  'assigned_at', now() - interval '10 minutes', 'completed_at', NULL, \
+                  'pickup', {}, 'dropoff', {}))).* \
+             FROM (SELECT * FROM jobs ORDER BY booked_at LIMIT 1) AS j CROSS JOIN fleet f",
+            moved("pickup"),
+            moved("dropoff")
+        ),
+        format!(
+            "INSERT INTO jobs SELECT (jsonb_populate_record(NULL::jobs, to_jsonb(j) \
+               || jsonb_build_object('id', f.search_id, 'quote_id', f.search_quote_id, \
+                  'reference', j.reference || '-S' || f.n, \
+                  'tracking_token', j.tracking_token || '-s' || f.n, 'environment', 'live', \
+                  'status', 'searching', 'courier_id', NULL, 'assigned_at', NULL, \
+                  'completed_at', NULL, 'booked_at', now() - make_interval(secs => f.t * 840), \
+                  'search_opened_at', now() - make_interval(secs => f.t * 840), \
+                  'pickup', {}, 'dropoff', {}))).* \
+             FROM (SELECT * FROM jobs ORDER BY booked_at LIMIT 1) AS j CROSS JOIN fleet f",
+            moved("pickup"),
+            moved("dropoff")
+        ),
+        "DROP TABLE fleet".into(),
+        "ANALYZE couriers".into(),
+        "ANALYZE courier_positions".into(),
+        "ANALYZE jobs".into(),
+    ];
+    let mut conn = pool.acquire().await.unwrap();
+    for statement in statements {
+        sqlx::query(&statement).execute(&mut *conn).await.unwrap();
+    }
+}
+
+/// Reads `path` with `cookie` from one client for `seconds`; (requests, latencies, time,
+/// the last answer's size in bytes).
 async fn read_page(
     bench: &Bench,
     cookie: &str,
     path: &str,
     seconds: u64,
-) -> (usize, Latencies, Duration) {
+) -> (usize, Latencies, Duration, usize) {
     let url = format!("{}{path}", bench.base);
     let started = Instant::now();
     let mut latencies = Vec::new();
+    let mut size = 0;
     while started.elapsed() < Duration::from_secs(seconds) {
         let at = Instant::now();
         let response = bench
@@ -249,16 +329,22 @@ async fn read_page(
             .await
             .unwrap();
         assert_eq!(response.status(), 200, "{path}");
-        response.bytes().await.unwrap();
+        size = response.bytes().await.unwrap().len();
         latencies.push(at.elapsed());
     }
-    (latencies.len(), Latencies(latencies), started.elapsed())
+    (
+        latencies.len(),
+        Latencies(latencies),
+        started.elapsed(),
+        size,
+    )
 }
 
 fn main() {
     let seconds: u64 = env_or("BENCH_SECONDS", 5);
     let grown: usize = env_or("BENCH_GROWN_JOBS", 100_000);
     let deliveries: usize = env_or("BENCH_DELIVERIES", 10_000);
+    let fleet: usize = env_or("BENCH_COURIERS", 1_000);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -270,6 +356,8 @@ fn main() {
             // One client reads every page: budgets it never reaches.
             "COURIER_PUBLIC_REQUEST_LIMIT" => Some("100000000".into()),
             "COURIER_WEBHOOK_ALLOW_PRIVATE" => Some("true".into()),
+            // The grown fleet's board is read as grown: nothing dispatched meanwhile.
+            "COURIER_DISPATCH_INTERVAL_MS" => Some("3600000".into()),
             _ => None,
         })
         .await;
@@ -301,6 +389,14 @@ fn main() {
         let had = bench.grow_jobs(grown).await;
         let charges = grow_charges(&bench.pool).await;
         grow_deliveries(&bench.pool, &endpoint, deliveries).await;
+        grow_fleet(&bench.pool, fleet).await;
+        let (searching, merchant_id): (String, String) = sqlx::query_as(
+            "SELECT id::text, merchant_id::text FROM jobs WHERE status = 'searching' \
+             ORDER BY search_opened_at LIMIT 1",
+        )
+        .fetch_one(&bench.pool)
+        .await
+        .unwrap();
         let delivery: String = sqlx::query_scalar(
             "SELECT id::text FROM webhook_deliveries WHERE endpoint_id = $1::uuid \
              ORDER BY created_at DESC LIMIT 1 OFFSET 25",
@@ -339,30 +435,44 @@ fn main() {
             ("cards and charges", &merchant, "/console/cards".to_owned()),
             ("ops: payments", &operator, "/ops/payments".to_owned()),
             ("ops: market board (map)", &operator, "/ops/markets/demo".to_owned()),
+            ("ops: needs a person", &operator, "/ops/".to_owned()),
+            (
+                "ops: a job searching, with couriers suggested by road",
+                &operator,
+                format!("/ops/jobs/{searching}"),
+            ),
+            ("ops: a merchant", &operator, format!("/ops/merchants/{merchant_id}")),
+            ("ops: search (a courier's name)", &operator, "/ops/search?q=rider+77".to_owned()),
             ("ops: audit trail", &operator, "/ops/audit".to_owned()),
         ];
         println!(
-            "{} jobs, {charges} charges, {deliveries} deliveries on one endpoint; {seconds} s a page, 1 client",
-            had + grown
+            "{} jobs, {charges} charges, {deliveries} deliveries on one endpoint; \
+             {fleet} couriers online on the demo market with {fleet} live jobs under way and \
+             {fleet} searching; {seconds} s a page, 1 client",
+            had + grown + 2 * fleet
         );
-        println!("| page | path | p50 | p99 | CPU per page: service + PostgreSQL |");
-        println!("|---|---|---|---|---|");
+        println!("| page | path | p50 | p99 | CPU per page: service + PostgreSQL | size |");
+        println!("|---|---|---|---|---|---|");
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         for (name, cookie, path) in pages {
             bench.statements_reset().await;
             let before = bench.cpu();
-            let (requests, mut latencies, _) = read_page(&bench, cookie, &path, seconds).await;
+            let (requests, mut latencies, _, size) =
+                read_page(&bench, cookie, &path, seconds).await;
             tokio::time::sleep(Duration::from_secs(1)).await;
             let (service, postgres) = before.per_request(&bench.cpu(), requests);
             let shown = path
                 .replace(&endpoint, "{endpoint}")
                 .replace(&delivery, "{delivery}")
-                .replace(&jobs[0], "{job}");
+                .replace(&jobs[0], "{job}")
+                .replace(&searching, "{job}")
+                .replace(&merchant_id, "{merchant}");
             println!(
-                "| {name} | `{shown}` | {:.2} ms | {:.2} ms | {:.0} µs = {service:.0} + {postgres:.0} |",
+                "| {name} | `{shown}` | {:.2} ms | {:.2} ms | {:.0} µs = {service:.0} + {postgres:.0} | {:.1} KB |",
                 ms(latencies.percentile(0.5)),
                 ms(latencies.percentile(0.99)),
                 service + postgres,
+                size as f64 / 1024.0,
             );
             bench.statements_report(name, requests).await;
         }

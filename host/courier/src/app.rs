@@ -162,6 +162,7 @@ impl Services {
             db.pool.clone(),
             Arc::clone(&markets),
             courier_credentials,
+            config.tracking.trail_every,
         );
         let fulfilment = courier_core::jobs::fulfilment::Fulfilment::new(
             db.pool.clone(),

@@ -128,26 +128,76 @@ pub async fn set_online(
     .await
 }
 
-/// Keeps the courier's latest position.
+/// Keeps the courier's latest position, and adds it to its trail unless the trail has a point
+/// less than `trail_every` older.
 pub async fn report_position(
     pool: &PgPool,
     id: Uuid,
     latitude: f64,
     longitude: f64,
     seen_at: DateTime<Utc>,
+    trail_every: chrono::Duration,
 ) -> Result<(), sqlx::Error> {
+    // One statement: one round trip on a path every courier's phone takes every few seconds.
     sqlx::query!(
-        "INSERT INTO courier_positions (courier_id, latitude, longitude, seen_at) \
-         VALUES ($1, $2, $3, $4) ON CONFLICT (courier_id) DO UPDATE \
-         SET latitude = $2, longitude = $3, seen_at = $4",
+        "WITH latest AS ( \
+           INSERT INTO courier_positions (courier_id, latitude, longitude, seen_at) \
+           VALUES ($1, $2, $3, $4) ON CONFLICT (courier_id) DO UPDATE \
+           SET latitude = $2, longitude = $3, seen_at = $4) \
+         INSERT INTO courier_trail_points (courier_id, seen_at, latitude, longitude) \
+         SELECT $1, $4, $2, $3 WHERE NOT EXISTS ( \
+           SELECT 1 FROM courier_trail_points WHERE courier_id = $1 \
+             AND seen_at > $4::timestamptz - make_interval(secs => $5)) \
+         ON CONFLICT DO NOTHING",
         id,
         latitude,
         longitude,
         seen_at,
+        trail_every.as_seconds_f64(),
     )
     .execute(pool)
     .await?;
     Ok(())
+}
+
+/// A point of a courier's trail.
+#[derive(Clone, Debug)]
+pub struct TrailPoint {
+    pub seen_at: DateTime<Utc>,
+    pub latitude: f64,
+    pub longitude: f64,
+}
+
+/// The courier's trail since `since`, oldest first, its latest `limit` points.
+pub async fn trail_since(
+    pool: &PgPool,
+    id: Uuid,
+    since: DateTime<Utc>,
+    limit: i64,
+) -> Result<Vec<TrailPoint>, sqlx::Error> {
+    let mut points = sqlx::query_as!(
+        TrailPoint,
+        "SELECT seen_at, latitude, longitude FROM courier_trail_points \
+         WHERE courier_id = $1 AND seen_at >= $2 ORDER BY seen_at DESC LIMIT $3",
+        id,
+        since,
+        limit,
+    )
+    .fetch_all(pool)
+    .await?;
+    points.reverse();
+    Ok(points)
+}
+
+/// Deletes trail points seen before `before`; how many.
+pub async fn prune_trails(pool: &PgPool, before: DateTime<Utc>) -> Result<u64, sqlx::Error> {
+    let done = sqlx::query!(
+        "DELETE FROM courier_trail_points WHERE seen_at < $1",
+        before
+    )
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected())
 }
 
 /// A courier who could be offered jobs: its vehicle and last known position.

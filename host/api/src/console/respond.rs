@@ -152,7 +152,7 @@ pub(super) fn page(status: StatusCode, html: Result<String, askama::Error>) -> R
 }
 
 /// A file every page shares, cached for five minutes.
-pub(super) fn asset(content_type: &'static str, body: &'static str) -> Response {
+pub(super) fn asset(content_type: &'static str, body: impl IntoResponse) -> Response {
     let mut response = ([(header::CONTENT_TYPE, content_type)], body).into_response();
     for_people(&mut response);
     response.headers_mut().insert(

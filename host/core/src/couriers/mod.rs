@@ -18,6 +18,7 @@ pub use app_sessions::{
     AppCourier, CodeRefusal, CourierAppSession, CourierAppSessions, CourierSignedIn, EndedBecause,
     IssuedCode, SIGN_IN_CODE_LIFETIME, SessionLookup, SignInRefusal,
 };
+pub use courier_store::couriers::TrailPoint;
 pub use credential::{CourierAuthError, CourierCredentials, CourierIdentity};
 pub use offered::{OfferedRoute, StopKind, offered_routes};
 
@@ -65,6 +66,10 @@ pub const COURIER_NOT_FOUND: Code = Code::new(
 );
 
 const MAX_NAME_CHARS: usize = 200;
+/// Trail points are kept this long.
+pub const TRAIL_RETENTION: chrono::Duration = chrono::Duration::days(7);
+/// Trail points a page shows at most (a day at one every 15 s is 5,760).
+const TRAIL_SHOWN: i64 = 6_000;
 const MAX_REASON_CHARS: usize = 500;
 
 #[derive(Debug, Error, ErrorCode)]
@@ -164,14 +169,22 @@ pub struct Couriers {
     pool: PgPool,
     markets: Arc<Markets>,
     credentials: CourierCredentials,
+    /// `COURIER_TRACKING_TRAIL_EVERY_MS`.
+    trail_every: chrono::Duration,
 }
 
 impl Couriers {
-    pub fn new(pool: PgPool, markets: Arc<Markets>, credentials: CourierCredentials) -> Self {
+    pub fn new(
+        pool: PgPool,
+        markets: Arc<Markets>,
+        credentials: CourierCredentials,
+        trail_every: chrono::Duration,
+    ) -> Self {
         Self {
             pool,
             markets,
             credentials,
+            trail_every,
         }
     }
 
@@ -365,7 +378,8 @@ impl Couriers {
         Ok(CourierView::from(&row))
     }
 
-    /// Keeps where the courier is now.
+    /// Keeps where the courier is now, and on its trail (a point per
+    /// `COURIER_TRACKING_TRAIL_EVERY_MS` at most).
     pub async fn report_position(
         &self,
         id: Uuid,
@@ -373,7 +387,25 @@ impl Couriers {
         longitude: f64,
     ) -> Result<DateTime<Utc>, CourierError> {
         let seen_at = now();
-        store::report_position(&self.pool, id, latitude, longitude, seen_at).await?;
+        store::report_position(
+            &self.pool,
+            id,
+            latitude,
+            longitude,
+            seen_at,
+            self.trail_every,
+        )
+        .await?;
         Ok(seen_at)
+    }
+
+    /// Where the courier has been since `since`, oldest first: its latest [`TRAIL_SHOWN`]
+    /// points.
+    pub async fn trail_since(
+        &self,
+        id: Uuid,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<TrailPoint>, sqlx::Error> {
+        store::trail_since(&self.pool, id, since, TRAIL_SHOWN).await
     }
 }

@@ -43,5 +43,6 @@ async fn run_due_work(pool: &PgPool, now: DateTime<Utc>) -> Result<(), sqlx::Err
     }
     courier_store::bookings::write::expire_keys(pool, now - IDEMPOTENCY_RETENTION).await?;
     courier_store::courier_actions::prune(pool, now - IDEMPOTENCY_RETENTION).await?;
+    courier_store::couriers::prune_trails(pool, now - crate::couriers::TRAIL_RETENTION).await?;
     Ok(())
 }

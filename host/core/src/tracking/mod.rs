@@ -53,6 +53,12 @@ pub struct TrackingConfig {
     #[arg(id = "tracking-poll-ms", long = "tracking-poll-ms", env = "COURIER_TRACKING_POLL_MS",
           default_value = "5000", value_parser = poll_interval)]
     pub poll_interval: std::time::Duration,
+    /// A courier's trail (the operators' courier page) keeps a point at most this often,
+    /// however often its phone reports (15000).
+    #[arg(id = "tracking-trail-every-ms", long = "tracking-trail-every-ms",
+          env = "COURIER_TRACKING_TRAIL_EVERY_MS", default_value = "15000",
+          value_parser = trail_every)]
+    pub trail_every: chrono::Duration,
 }
 
 impl Default for TrackingConfig {
@@ -65,6 +71,10 @@ fn ttl(raw: &str) -> Result<chrono::Duration, String> {
     crate::infra::settings::whole(raw)
         .map(|secs| chrono::Duration::seconds(secs as i64))
         .map_err(|_| format!("{raw:?} must not be negative"))
+}
+
+fn trail_every(raw: &str) -> Result<chrono::Duration, String> {
+    crate::infra::settings::whole(raw).map(|ms| chrono::Duration::milliseconds(ms as i64))
 }
 
 fn poll_interval(raw: &str) -> Result<std::time::Duration, String> {

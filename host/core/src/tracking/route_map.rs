@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::map::{Point, Projection};
 use super::{Tracking, stop_point};
+use crate::markets::Market;
 use courier_domain::Vehicle;
 
 /// Fewer street points than a tracking page: an offer and a route share one phone screen and
@@ -29,7 +30,59 @@ pub struct RouteMap {
     pub to_first_stop_seconds: Option<u32>,
 }
 
+/// The streets `projection` shows of `market`'s network, as one SVG path.
+fn streets_in_view(market: Option<&Market>, projection: &Projection) -> String {
+    let visible = projection.visible();
+    let streets = market
+        .and_then(|m| m.network().ok())
+        .map_or_else(Vec::new, |network| {
+            network.streets_in(
+                visible.south_west,
+                visible.north_east,
+                visible.street_tolerance_metres(),
+                MAX_ROUTE_STREET_POINTS,
+            )
+        });
+    streets
+        .iter()
+        .map(|street| projection.path(street))
+        .filter(|d| d.contains('L'))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Where a courier has been, drawn over the streets around.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrailMap {
+    pub view_box: String,
+    pub streets: String,
+    pub trail: String,
+    /// The latest point.
+    pub last: Point,
+    /// The trail's length in a straight line from point to point.
+    pub distance_metres: u32,
+}
+
 impl Tracking {
+    /// `trail` (oldest first) in `market_id`'s drawing; None without a point.
+    pub fn trail_map(&self, market_id: &str, trail: &[LatLon]) -> Option<TrailMap> {
+        let last = *trail.last()?;
+        let market = self.markets.get(market_id);
+        let projection = Projection::fit(trail);
+        let distance_metres = trail
+            .windows(2)
+            .map(|pair| pair[0].distance_metres(pair[1]))
+            .sum::<f64>()
+            .round() as u32;
+        Some(TrailMap {
+            view_box: projection.view_box(),
+            streets: streets_in_view(market.map(|m| m.as_ref()), &projection),
+            trail: projection.path(trail),
+            last: projection.project(last),
+            distance_metres,
+        })
+    }
+
     /// The route through `stops` (each a stop as jobs keep them: `latitude`, `longitude`) in
     /// `market_id` for `vehicle`, from `courier` when it is known.
     pub fn route_map(
@@ -78,27 +131,9 @@ impl Tracking {
         all.extend(points.iter().copied());
         all.extend(courier);
         let projection = Projection::fit(&all);
-        let visible = projection.visible();
-        let streets =
-            market
-                .as_ref()
-                .and_then(|m| m.network().ok())
-                .map_or_else(Vec::new, |network| {
-                    network.streets_in(
-                        visible.south_west,
-                        visible.north_east,
-                        visible.street_tolerance_metres(),
-                        MAX_ROUTE_STREET_POINTS,
-                    )
-                });
         RouteMap {
             view_box: projection.view_box(),
-            streets: streets
-                .iter()
-                .map(|street| projection.path(street))
-                .filter(|d| d.contains('L'))
-                .collect::<Vec<_>>()
-                .join(" "),
+            streets: streets_in_view(market.map(|m| m.as_ref()), &projection),
             route: projection.path(&shape),
             stops: points.iter().map(|p| projection.project(*p)).collect(),
             courier: courier.map(|c| projection.project(c)),

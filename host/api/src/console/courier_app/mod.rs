@@ -376,6 +376,38 @@ pub async fn icon() -> Response {
     )
 }
 
+#[utoipa::path(
+    get,
+    path = "/courier/icon-192.png",
+    operation_id = "courierAppIcon192",
+    tag = "courier app",
+    summary = "The couriers' app's icon, 192 pixels square (for installers that take no SVG)",
+    security(()),
+    responses((status = 200, description = "PNG", content_type = "image/png", body = Vec<u8>))
+)]
+pub async fn icon_192() -> Response {
+    asset(
+        "image/png",
+        &include_bytes!("../../../templates/courier/icon-192.png")[..],
+    )
+}
+
+#[utoipa::path(
+    get,
+    path = "/courier/icon-512.png",
+    operation_id = "courierAppIcon512",
+    tag = "courier app",
+    summary = "The couriers' app's icon, 512 pixels square (for installers that take no SVG)",
+    security(()),
+    responses((status = 200, description = "PNG", content_type = "image/png", body = Vec<u8>))
+)]
+pub async fn icon_512() -> Response {
+    asset(
+        "image/png",
+        &include_bytes!("../../../templates/courier/icon-512.png")[..],
+    )
+}
+
 /// The page for a courier past its budget of requests.
 fn too_many_requests(wait: std::time::Duration) -> Response {
     let mut response = message(

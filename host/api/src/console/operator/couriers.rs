@@ -19,6 +19,8 @@ use courier_core::jobs::JobRow;
 use courier_domain::JobStatus;
 use courier_domain::dispatch::CourierStatus;
 use courier_domain::operators::OpsPermission;
+use courier_domain::tracking::wording;
+use courier_geo::LatLon;
 
 /// How far back "today" reaches: the last 24 hours, whatever the market's time zone.
 const TODAY_HOURS: i64 = 24;
@@ -47,11 +49,21 @@ struct JobLine {
     finished: String,
 }
 
+/// The courier's trail of the last 24 hours on the market's streets.
+struct TrailFacts {
+    view_box: String,
+    streets: String,
+    path: String,
+    last: courier_core::tracking::map::Point,
+    description: String,
+}
+
 #[derive(Template)]
 #[template(path = "console/ops_courier.html")]
 struct CourierPage {
     session: Option<OperatorBar>,
     courier: CourierFacts,
+    trail: Option<TrailFacts>,
     jobs: Vec<JobLine>,
     delivered: usize,
     may_move: bool,
@@ -89,7 +101,7 @@ fn line(job: &JobRow) -> JobLine {
     path = "/ops/couriers/{id}",
     operation_id = "opsConsoleCourier",
     tag = "console",
-    summary = "A courier: who, its state, where it was last seen, its jobs of the last 24 hours; for roles that move couriers, suspend or reinstate",
+    summary = "A courier: who, its state, where it was last seen and where it has been in the last 24 hours (on the market's streets), its jobs of the last 24 hours; for roles that move couriers, suspend or reinstate",
     security(()),
     params(("id" = String, Path, description = "The courier's id")),
     responses(
@@ -120,9 +132,10 @@ pub async fn courier_page(
         return not_found();
     };
     let since = now() - Duration::hours(TODAY_HOURS);
-    let (courier, jobs, seen) = tokio::join!(
+    let (courier, jobs, trail, seen) = tokio::join!(
         state.couriers.get(id),
         state.jobs.of_courier_since(id, since),
+        state.couriers.trail_since(id, since),
         state
             .jobs
             .courier_position(id, chrono::DateTime::<Utc>::UNIX_EPOCH),
@@ -151,8 +164,32 @@ pub async fn courier_page(
             at.longitude
         )
     });
+    // The trail too: a failure to read it leaves it out.
+    let trail = trail.ok().and_then(|points| {
+        let first = points.first().map(|p| p.seen_at)?;
+        let path: Vec<LatLon> = points
+            .iter()
+            .map(|p| LatLon::new(p.latitude, p.longitude))
+            .collect();
+        let map = state.tracking.trail_map(&courier.market, &path)?;
+        let description = format!(
+            "{} positions from {} to {}, {} in straight lines between them; the dark dot is the latest.",
+            points.len(),
+            when(first),
+            when(points.last()?.seen_at),
+            wording::distance(map.distance_metres),
+        );
+        Some(TrailFacts {
+            view_box: map.view_box,
+            streets: map.streets,
+            path: map.trail,
+            last: map.last,
+            description,
+        })
+    });
     let body = CourierPage {
         session: Some(OperatorBar::from(&session)),
+        trail,
         delivered: jobs
             .iter()
             .filter(|j| j.status == JobStatus::Delivered)
