@@ -1866,12 +1866,15 @@ async fn a_capture_asked_for_while_the_hold_was_pending_is_made_even_when_its_fo
         1,
         "asked once: the capture's own retry waits for the provider's confirmation"
     );
+    // Then it awaits the provider's confirmation, or, on a slow machine, a retry has already
+    // asked the provider how it stands and found it captured.
     let charge = payments.charge_of_job(job_id).await.unwrap().unwrap();
     assert!(
-        charge
-            .last_error
-            .as_deref()
-            .is_some_and(|e| e.starts_with("awaiting the provider's confirmation")),
+        charge.status == ChargeStatus::Captured
+            || charge
+                .last_error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("awaiting the provider's confirmation")),
         "{charge:?}"
     );
 }

@@ -282,6 +282,36 @@ pub struct OnlineCourier {
     pub busy: bool,
 }
 
+/// The active couriers online in `market` seen since `fresh_since`, nearest `(latitude,
+/// longitude)` in a straight line first, up to `limit`.
+pub async fn nearest_online(
+    pool: &PgPool,
+    market: &str,
+    (latitude, longitude): (f64, f64),
+    fresh_since: DateTime<Utc>,
+    limit: i64,
+) -> Result<Vec<OnlineCourier>, sqlx::Error> {
+    // Degrees of longitude shrink with latitude: scaled, the order is the distance's.
+    sqlx::query_as!(
+        OnlineCourier,
+        "SELECT c.id, c.name, c.vehicle AS \"vehicle: Text<Vehicle>\", \
+           p.latitude AS \"latitude?\", p.longitude AS \"longitude?\", p.seen_at AS \"seen_at?\", \
+           EXISTS (SELECT 1 FROM jobs j WHERE j.courier_id = c.id \
+                   AND j.status IN ('assigned', 'in_transit')) AS \"busy!\" \
+         FROM couriers c JOIN courier_positions p ON p.courier_id = c.id \
+         WHERE c.market_id = $1 AND c.online AND c.status = 'active' AND p.seen_at >= $2 \
+         ORDER BY (p.latitude - $3) ^ 2 + ((p.longitude - $4) * cos(radians($3))) ^ 2, c.id \
+         LIMIT $5",
+        market,
+        fresh_since,
+        latitude,
+        longitude,
+        limit,
+    )
+    .fetch_all(pool)
+    .await
+}
+
 /// The active couriers online in `market`, by name, up to `limit`.
 pub async fn online_in_market(
     pool: &PgPool,

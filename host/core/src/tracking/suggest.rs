@@ -1,5 +1,6 @@
 //! Couriers an operator might put on a job by hand: those online in its market with a fresh
-//! position, nearest by road first, each with its trip to where the job needs a courier (the
+//! position, the nearest in a straight line read nearest first and routed, nearest by road
+//! first, each with its trip to where the job needs a courier (the
 //! pickup; for a parcel already collected, the courier now holding it).
 
 use chrono::{DateTime, Utc};
@@ -12,12 +13,11 @@ use crate::jobs::POSITION_FRESHNESS;
 use crate::markets::Market;
 use courier_domain::{JobStatus, Vehicle};
 use courier_store::couriers::{self as couriers_store, OnlineCourier};
+use courier_store::jobs as jobs_store;
 use courier_store::jobs::JobRow;
 
-/// Couriers read from the market: the nearest in a straight line are routed.
-const READ: i64 = 500;
-/// Couriers routed by road, nearest in a straight line first.
-const ROUTED: usize = 20;
+/// Couriers routed by road: the nearest in a straight line.
+const ROUTED: i64 = 20;
 /// Suggestions shown.
 pub const SUGGESTED: usize = 8;
 
@@ -34,16 +34,6 @@ pub struct Suggestion {
     pub trip_metres: Option<u32>,
 }
 
-/// Where a job needs its (new) courier: the pickup until collected, then the courier holding
-/// the parcel, where last seen.
-fn meeting_point(job: &JobRow, holder: Option<&OnlineCourier>) -> Option<LatLon> {
-    if job.status == JobStatus::InTransit {
-        let holder = holder?;
-        return Some(LatLon::new(holder.latitude?, holder.longitude?));
-    }
-    point(&job.pickup)
-}
-
 impl Tracking {
     /// Up to [`SUGGESTED`] couriers for `job` (not the one on it), by trip by road, those the
     /// roads do not join last.
@@ -53,22 +43,35 @@ impl Tracking {
         job: &JobRow,
         now: DateTime<Utc>,
     ) -> Result<Vec<Suggestion>, sqlx::Error> {
-        let online = couriers_store::online_in_market(
-            &self.pool,
-            market.id(),
-            now - POSITION_FRESHNESS,
-            READ,
-        )
-        .await?;
-        let holder = online.iter().find(|c| Some(c.id) == job.courier_id);
-        let Some(target) = meeting_point(job, holder) else {
+        let fresh_since = now - POSITION_FRESHNESS;
+        // Where the job needs its courier: the pickup until collected, then the courier
+        // holding the parcel, where last seen.
+        let target = match (job.status, job.courier_id) {
+            (JobStatus::InTransit, Some(holder)) => {
+                jobs_store::courier_position(&self.pool, holder, fresh_since)
+                    .await?
+                    .map(|(lat, lon, _)| LatLon::new(lat, lon))
+            }
+            (JobStatus::InTransit, None) => None,
+            _ => point(&job.pickup),
+        };
+        let Some(target) = target else {
             return Ok(Vec::new());
         };
-        Ok(rank(market, target, job.courier_id, &online))
+        // One more than routed: the courier on the job may be among them.
+        let nearest = couriers_store::nearest_online(
+            &self.pool,
+            market.id(),
+            (target.lat, target.lon),
+            fresh_since,
+            ROUTED + 1,
+        )
+        .await?;
+        Ok(rank(market, target, job.courier_id, &nearest))
     }
 }
 
-/// `couriers` other than `current` with a position, the [`ROUTED`] nearest in a straight line
+/// `couriers` (nearest first) other than `current` with a position, the [`ROUTED`] nearest
 /// routed to `target`, nearest by road first.
 fn rank(
     market: &Market,
@@ -76,19 +79,15 @@ fn rank(
     current: Option<Uuid>,
     couriers: &[OnlineCourier],
 ) -> Vec<Suggestion> {
-    let mut placed: Vec<(f64, &OnlineCourier, LatLon)> = couriers
+    let mut suggestions: Vec<Suggestion> = couriers
         .iter()
         .filter(|c| Some(c.id) != current)
         .filter_map(|c| {
             let at = LatLon::new(c.latitude?, c.longitude?);
-            at.is_valid().then(|| (at.distance_metres(target), c, at))
+            at.is_valid().then_some((c, at))
         })
-        .collect();
-    placed.sort_by(|a, b| a.0.total_cmp(&b.0));
-    placed.truncate(ROUTED);
-    let mut suggestions: Vec<Suggestion> = placed
-        .into_iter()
-        .map(|(_, c, at)| {
+        .take(ROUTED as usize)
+        .map(|(c, at)| {
             let route = market.route(c.vehicle, at, target).ok();
             Suggestion {
                 courier_id: c.id,
