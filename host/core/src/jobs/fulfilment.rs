@@ -528,6 +528,11 @@ impl Fulfilment {
             }
             .into());
         }
+        // The courier already on it (a form sent twice, a request repeated): nothing moves,
+        // and the merchant is not told again.
+        if job.courier_id == Some(courier_id) {
+            return Ok(job);
+        }
         let courier = couriers_store::lock(&mut tx, courier_id)
             .await?
             .ok_or(FulfilmentError::CourierNotFound)?;
