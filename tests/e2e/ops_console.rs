@@ -1049,7 +1049,8 @@ async fn an_operator_refunds_a_charge_from_the_console() {
 #[tokio::test]
 async fn an_operator_sees_the_couriers_online_and_the_jobs_searching_on_the_market_map() {
     use crate::fulfilment::{Floor, PICKUP};
-    let floor = Floor::start(&[]).await;
+    // The tables beside the map list one of each kind unless asked for all.
+    let floor = Floor::start(&[("COURIER_TRACKING_BOARD_ROWS", "1")]).await;
     // A van free at the pickup, a bicycle online without a position, a car offline. The car
     // job booked next finds no car, so it keeps searching.
     let van = floor.rider("Vera Van", "van", Some(PICKUP)).await;
@@ -1096,18 +1097,34 @@ async fn an_operator_sees_the_couriers_online_and_the_jobs_searching_on_the_mark
         "{body}"
     );
     assert!(
-        body.contains(&format!("<title>{reference}: searching since")),
+        body.contains(&format!("<title>{reference}: searching, 0 of ")),
         "{body}"
     );
-    // The tables: both couriers online, never the offline one; the job, not offered.
-    let couriers = body.split("id=\"couriers\"").nth(1).unwrap();
-    let couriers = couriers.split("</table>").next().unwrap();
+    // The tables: one courier by name (the other is on the map), never the offline one; the
+    // job, not offered; and all of them when asked.
+    let table = |body: &str, id: &str| {
+        let table = body.split(&format!("id=\"{id}\"")).nth(1).unwrap();
+        table.split("</table>").next().unwrap().to_owned()
+    };
+    let couriers = table(body, "couriers");
     assert!(
-        couriers.contains("Vera Van") && couriers.contains("Bo Bicycle"),
+        couriers.contains("Bo Bicycle") && !couriers.contains("Vera Van"),
         "{couriers}"
     );
     assert!(couriers.contains("not lately"), "{couriers}");
     assert!(!body.contains("Otto Offline"), "{body}");
+    assert!(
+        body.contains("The tables list the first 1 couriers by name")
+            && body.contains("href=\"/ops/markets/demo?jobs=test&amp;list=all\""),
+        "{body}"
+    );
+    let all = visitor.get("/ops/markets/demo?jobs=test&list=all").await;
+    let couriers = table(&all.body, "couriers");
+    assert!(
+        couriers.contains("Bo Bicycle") && couriers.contains("Vera Van"),
+        "{couriers}"
+    );
+    assert!(!all.body.contains("id=\"listed\""), "{}", all.body);
     let searching = body.split("id=\"searching\"").nth(1).unwrap();
     let searching = searching.split("</table>").next().unwrap();
     assert!(searching.contains(reference), "{searching}");

@@ -12,7 +12,8 @@
 //! searching; and analyses them. Then signs in to both
 //! consoles as people do (the merchant's owner joins through an invitation; an admin operator
 //! joins, signs in and sets up the second factor) and, page by page, reads each from one client
-//! for `BENCH_SECONDS` (default 5).
+//! for `BENCH_SECONDS` (default 5); `BENCH_PAGES=board,needs` reads only the pages whose
+//! name holds one of these.
 //!
 //! cargo bench -p courier --bench consoles
 
@@ -454,7 +455,14 @@ fn main() {
         println!("| page | path | p50 | p99 | CPU per page: service + PostgreSQL | size |");
         println!("|---|---|---|---|---|---|");
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        // `BENCH_PAGES=board,home`: only the pages whose name holds one of these.
+        let only: Vec<String> = std::env::var("BENCH_PAGES")
+            .map(|v| v.split(',').map(str::to_owned).collect())
+            .unwrap_or_default();
         for (name, cookie, path) in pages {
+            if !only.is_empty() && !only.iter().any(|o| name.contains(o.as_str())) {
+                continue;
+            }
             bench.statements_reset().await;
             let before = bench.cpu();
             let (requests, mut latencies, _, size) =

@@ -320,18 +320,29 @@ impl Runtime {
             let ends = std::time::Instant::now() + deadline + ANSWER_GRACE;
             store.set_epoch_deadline(every.min(ticks));
             // A call resumed late on a busy machine (its request timed out at the deadline,
-            // and its task waited for a thread) meets its stale epoch deadline at once: the
-            // first look past the end lets it run on, without yielding, for one more period
-            // to give its answer; a call still computing at the next look is stopped.
-            let mut warned = false;
+            // and its task waited for a thread) meets its stale epoch deadline at once. Past
+            // the end it runs on without yielding, so this thread's CPU clock measures it: it
+            // is stopped once it has burnt `ANSWER_GRACE` of CPU since the end (a thread
+            // descheduled for a while does not count against it), or at twice its deadline
+            // of wall time whatever it did.
+            let hard_end = ends + deadline;
+            let mut cpu_at_end: Option<Duration> = None;
             store.epoch_deadline_callback(move |_| {
-                if std::time::Instant::now() < ends {
-                    Ok(UpdateDeadline::Yield(every))
-                } else if warned {
-                    Ok(UpdateDeadline::Interrupt)
-                } else {
-                    warned = true;
-                    Ok(UpdateDeadline::Continue(every))
+                let now = std::time::Instant::now();
+                if now < ends {
+                    return Ok(UpdateDeadline::Yield(every));
+                }
+                let cpu = thread_cpu_time();
+                match cpu_at_end {
+                    _ if now >= hard_end => Ok(UpdateDeadline::Interrupt),
+                    Some(since) if cpu.saturating_sub(since) >= ANSWER_GRACE => {
+                        Ok(UpdateDeadline::Interrupt)
+                    }
+                    Some(_) => Ok(UpdateDeadline::Continue(every)),
+                    None => {
+                        cpu_at_end = Some(cpu);
+                        Ok(UpdateDeadline::Continue(every))
+                    }
                 }
             });
         } else {

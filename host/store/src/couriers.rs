@@ -88,6 +88,31 @@ pub async fn list(pool: &PgPool, market: Option<&str>) -> Result<Vec<CourierRow>
     .await
 }
 
+/// A courier by name, for a form's list.
+#[derive(Clone, Debug)]
+pub struct CourierNamed {
+    pub id: Uuid,
+    pub name: String,
+    pub vehicle: Vehicle,
+}
+
+/// The suspended couriers of `market`, by name, up to `limit`.
+pub async fn suspended_in_market(
+    pool: &PgPool,
+    market: &str,
+    limit: i64,
+) -> Result<Vec<CourierNamed>, sqlx::Error> {
+    sqlx::query_as!(
+        CourierNamed,
+        "SELECT id, name, vehicle AS \"vehicle: Text<Vehicle>\" FROM couriers \
+         WHERE market_id = $1 AND status = 'suspended' ORDER BY name, id LIMIT $2",
+        market,
+        limit,
+    )
+    .fetch_all(pool)
+    .await
+}
+
 /// Suspends (with a reason, and offline) or reinstates a courier.
 pub async fn set_status(
     conn: &mut PgConnection,

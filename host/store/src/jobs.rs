@@ -340,7 +340,9 @@ pub struct SearchingJob {
     pub merchant_name: String,
     pub environment: Environment,
     pub vehicle: Vehicle,
-    pub pickup: serde_json::Value,
+    /// Where its pickup is (the stop's coordinates only: the map needs no more of it).
+    pub pickup_latitude: Option<f64>,
+    pub pickup_longitude: Option<f64>,
     /// When it last entered `searching`.
     pub searching_since: DateTime<Utc>,
     /// When its parcel will be ready, if the merchant said.
@@ -362,7 +364,9 @@ pub async fn searching_in_market(
         SearchingJob,
         "SELECT j.id, j.reference, j.merchant_id, m.name AS merchant_name, \
            j.environment AS \"environment: Text<Environment>\", \
-           j.vehicle AS \"vehicle: Text<Vehicle>\", j.pickup, \
+           j.vehicle AS \"vehicle: Text<Vehicle>\", \
+           (j.pickup->>'latitude')::float8 AS pickup_latitude, \
+           (j.pickup->>'longitude')::float8 AS pickup_longitude, \
            coalesce(j.search_opened_at, j.search_opens_at, j.booked_at) AS \"searching_since!\", \
            j.pickup_ready_at, EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
                    AND o.status = 'open') AS \"offered!\" \
@@ -402,8 +406,11 @@ pub struct JobUnderWay {
     pub status: JobStatus,
     pub courier_id: Option<Uuid>,
     pub courier_name: Option<String>,
-    pub pickup: serde_json::Value,
-    pub dropoff: serde_json::Value,
+    /// Where its stops are (their coordinates only: the map needs no more of them).
+    pub pickup_latitude: Option<f64>,
+    pub pickup_longitude: Option<f64>,
+    pub dropoff_latitude: Option<f64>,
+    pub dropoff_longitude: Option<f64>,
     pub assigned_at: Option<DateTime<Utc>>,
 }
 
@@ -421,7 +428,11 @@ pub async fn under_way_in_market(
         "SELECT j.id, j.reference, m.name AS merchant_name, \
            j.environment AS \"environment: Text<Environment>\", \
            j.status AS \"status: Text<JobStatus>\", j.courier_id, \
-           c.name AS \"courier_name?\", j.pickup, j.dropoff, j.assigned_at \
+           c.name AS \"courier_name?\", \
+           (j.pickup->>'latitude')::float8 AS pickup_latitude, \
+           (j.pickup->>'longitude')::float8 AS pickup_longitude, \
+           (j.dropoff->>'latitude')::float8 AS dropoff_latitude, \
+           (j.dropoff->>'longitude')::float8 AS dropoff_longitude, j.assigned_at \
          FROM jobs j JOIN merchants m ON m.id = j.merchant_id \
          LEFT JOIN couriers c ON c.id = j.courier_id \
          WHERE j.status IN ('assigned', 'in_transit') AND j.market_id = $1 \

@@ -18,7 +18,7 @@ pub use app_sessions::{
     AppCourier, CodeRefusal, CourierAppSession, CourierAppSessions, CourierSignedIn, EndedBecause,
     IssuedCode, SIGN_IN_CODE_LIFETIME, SessionLookup, SignInRefusal,
 };
-pub use courier_store::couriers::TrailPoint;
+pub use courier_store::couriers::{CourierNamed, TrailPoint};
 pub use credential::{CourierAuthError, CourierCredentials, CourierIdentity};
 pub use offered::{OfferedRoute, StopKind, offered_routes};
 
@@ -289,6 +289,15 @@ impl Couriers {
             .iter()
             .map(CourierView::from)
             .collect())
+    }
+
+    /// The suspended couriers of `market`, by name, up to `limit`.
+    pub async fn suspended_in_market(
+        &self,
+        market: &str,
+        limit: i64,
+    ) -> Result<Vec<CourierNamed>, CourierError> {
+        Ok(store::suspended_in_market(&self.pool, market, limit).await?)
     }
 
     /// Suspends a courier: refused by the courier API from now on, offline, its open offer

@@ -6,16 +6,17 @@ use chrono::{DateTime, Utc};
 use courier_geo::LatLon;
 use uuid::Uuid;
 
+use super::Tracking;
 use super::map::{Point, Projection};
-use super::{Tracking, stop_point};
 use crate::jobs::POSITION_FRESHNESS;
 use crate::markets::{Market, RoutingError};
 use courier_domain::{Environment, JobStatus, Vehicle};
 use courier_store::couriers::{self as couriers_store, OnlineCourier};
 use courier_store::jobs::{self as jobs_store, JobUnderWay, SearchingJob};
 
-/// The most couriers and searching jobs one board lists (each list says when it is cut).
-pub const SHOWN: i64 = 500;
+/// The most couriers, searching jobs and jobs under way one board draws, each (the page says
+/// when it is cut): every one of a busy city's, a bound on what one page carries.
+pub const SHOWN: i64 = 5_000;
 /// A whole market's roads: more than a journey's map carries, still a page drawn at once.
 pub const MAX_MARKET_STREET_POINTS: usize = 12_000;
 
@@ -141,9 +142,22 @@ impl Tracking {
     }
 }
 
-fn courier_point(courier: &OnlineCourier) -> Option<LatLon> {
-    let point = LatLon::new(courier.latitude?, courier.longitude?);
+/// A valid point from coordinates a row may lack.
+fn point(latitude: Option<f64>, longitude: Option<f64>) -> Option<LatLon> {
+    let point = LatLon::new(latitude?, longitude?);
     point.is_valid().then_some(point)
+}
+
+fn courier_point(courier: &OnlineCourier) -> Option<LatLon> {
+    point(courier.latitude, courier.longitude)
+}
+
+fn pickup_point(job: &JobUnderWay) -> Option<LatLon> {
+    point(job.pickup_latitude, job.pickup_longitude)
+}
+
+fn dropoff_point(job: &JobUnderWay) -> Option<LatLon> {
+    point(job.dropoff_latitude, job.dropoff_longitude)
 }
 
 /// Each courier's way through its jobs' stops still to make, from where it was seen.
@@ -152,19 +166,23 @@ fn courier_routes(
     under_way: &[JobUnderWay],
     projection: &Projection,
 ) -> Vec<RouteOnBoard> {
+    let mut jobs_of: std::collections::HashMap<Uuid, Vec<&JobUnderWay>> =
+        std::collections::HashMap::new();
+    for job in under_way {
+        if let Some(courier) = job.courier_id {
+            jobs_of.entry(courier).or_default().push(job);
+        }
+    }
     couriers
         .iter()
         .filter_map(|courier| {
             let from = courier_point(courier)?;
-            let jobs: Vec<&JobUnderWay> = under_way
-                .iter()
-                .filter(|j| j.courier_id == Some(courier.id))
-                .collect();
+            let jobs = jobs_of.get(&courier.id)?;
             let pickups = jobs
                 .iter()
                 .filter(|j| j.status == JobStatus::Assigned)
-                .filter_map(|j| stop_point(&j.pickup));
-            let dropoffs = jobs.iter().filter_map(|j| stop_point(&j.dropoff));
+                .filter_map(|j| pickup_point(j));
+            let dropoffs = jobs.iter().filter_map(|j| dropoff_point(j));
             let stops: Vec<LatLon> = std::iter::once(from)
                 .chain(pickups)
                 .chain(dropoffs)
@@ -252,7 +270,7 @@ fn draw_board(
         searching: searching
             .into_iter()
             .map(|j| SearchOnBoard {
-                at: place(stop_point(&j.pickup)),
+                at: place(point(j.pickup_latitude, j.pickup_longitude)),
                 id: j.id,
                 reference: j.reference,
                 merchant_id: j.merchant_id,
@@ -269,11 +287,11 @@ fn draw_board(
         under_way: under_way
             .into_iter()
             .map(|j| UnderWayOnBoard {
-                next_stop: place(stop_point(if j.status == JobStatus::Assigned {
-                    &j.pickup
+                next_stop: place(if j.status == JobStatus::Assigned {
+                    pickup_point(&j)
                 } else {
-                    &j.dropoff
-                })),
+                    dropoff_point(&j)
+                }),
                 id: j.id,
                 reference: j.reference,
                 merchant_name: j.merchant_name,
@@ -293,7 +311,6 @@ fn draw_board(
 mod tests {
     use super::*;
     use crate::markets::Markets;
-    use serde_json::json;
 
     fn demo() -> std::sync::Arc<Market> {
         let markets = Markets::from_file(None).expect("the demo market");
@@ -324,7 +341,8 @@ mod tests {
             merchant_name: "Shop".into(),
             environment: Environment::Live,
             vehicle: Vehicle::Car,
-            pickup: json!({"latitude": inside.0, "longitude": inside.1}),
+            pickup_latitude: Some(inside.0),
+            pickup_longitude: Some(inside.1),
             searching_since: Utc::now(),
             pickup_ready_at: None,
             offered: false,
@@ -338,8 +356,10 @@ mod tests {
             status: JobStatus::Assigned,
             courier_id: Some(seen.id),
             courier_name: Some("seen".into()),
-            pickup: json!({"latitude": 20.012, "longitude": 50.012}),
-            dropoff: json!({"latitude": 20.015, "longitude": 50.011}),
+            pickup_latitude: Some(20.012),
+            pickup_longitude: Some(50.012),
+            dropoff_latitude: Some(20.015),
+            dropoff_longitude: Some(50.011),
             assigned_at: Some(Utc::now()),
         };
         let board = draw_board(

@@ -59,6 +59,12 @@ pub struct TrackingConfig {
           env = "COURIER_TRACKING_TRAIL_EVERY_MS", default_value = "15000",
           value_parser = trail_every)]
     pub trail_every: chrono::Duration,
+    /// How many of each kind (couriers, jobs searching, jobs under way) the tables beside a
+    /// market board's map list unless asked for all (100); the map draws every one.
+    #[arg(id = "tracking-board-rows", long = "tracking-board-rows",
+          env = "COURIER_TRACKING_BOARD_ROWS", default_value = "100",
+          value_parser = crate::infra::settings::positive_u32)]
+    pub board_rows: u32,
 }
 
 impl Default for TrackingConfig {

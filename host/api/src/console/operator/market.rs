@@ -13,10 +13,9 @@ use super::{OperatorBar, message, signed_in, unavailable};
 use crate::state::AppState;
 use courier_core::infra::clock::now;
 use courier_core::tracking::board::{
-    BoardMap, CourierOnBoard, MarketBoard, NetworkState, RouteOnBoard, SearchOnBoard,
+    BoardMap, CourierOnBoard, MarketBoard, NetworkState, RouteOnBoard, SHOWN, SearchOnBoard,
     UnderWayOnBoard,
 };
-use courier_domain::dispatch::CourierStatus;
 use courier_domain::operators::OpsPermission;
 use courier_domain::{Environment, JobStatus};
 
@@ -30,36 +29,66 @@ fn to_the_second(at: chrono::DateTime<chrono::Utc>) -> String {
     at.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
+/// A courier on the map.
 struct CourierMark {
+    id: String,
+    busy: bool,
+    title: String,
+    centre: (String, String),
+}
+
+/// A courier in the table.
+struct CourierRow {
     id: String,
     name: String,
     vehicle: &'static str,
-    busy: bool,
     doing: &'static str,
     seen: String,
-    centre: Option<(String, String)>,
 }
 
-impl From<CourierOnBoard> for CourierMark {
+fn doing(busy: bool) -> &'static str {
+    if busy { "on a job" } else { "free" }
+}
+
+impl CourierMark {
+    fn new(c: &CourierOnBoard) -> Option<Self> {
+        let at = c.at?;
+        Some(CourierMark {
+            id: c.id.to_string(),
+            busy: c.busy,
+            title: format!("{} ({}, {})", c.name, c.vehicle.as_str(), doing(c.busy)),
+            centre: (format!("{:.1}", at.x), format!("{:.1}", at.y)),
+        })
+    }
+}
+
+impl From<CourierOnBoard> for CourierRow {
     fn from(c: CourierOnBoard) -> Self {
-        CourierMark {
+        CourierRow {
             id: c.id.to_string(),
             name: c.name,
             vehicle: c.vehicle.as_str(),
-            busy: c.busy,
-            doing: if c.busy { "on a job" } else { "free" },
+            doing: doing(c.busy),
             seen: c.seen_at.map_or_else(
                 || "not lately (no position on the map)".to_owned(),
                 to_the_second,
             ),
-            centre: c
-                .at
-                .map(|at| (format!("{:.1}", at.x), format!("{:.1}", at.y))),
         }
     }
 }
 
+/// A search on the map, at its pickup.
 struct SearchMark {
+    id: String,
+    title: String,
+    /// How much of its dispatch deadline has gone: `fresh` (under half), `waiting` (under
+    /// three quarters) or `late`.
+    wait: &'static str,
+    corner: (String, String),
+}
+
+/// A search in the table.
+struct SearchRow {
     id: String,
     reference: String,
     merchant: String,
@@ -70,9 +99,6 @@ struct SearchMark {
     /// When the parcel will be ready, or empty.
     ready: String,
     offered: bool,
-    corner: Option<(String, String)>,
-    /// How much of its dispatch deadline has gone: `fresh` (under half), `waiting` (under
-    /// three quarters) or `late`; and the same in words.
     wait: &'static str,
     waited: String,
 }
@@ -106,12 +132,32 @@ fn wait_class(
 
 impl SearchMark {
     fn new(
+        j: &SearchOnBoard,
+        now: chrono::DateTime<chrono::Utc>,
+        deadline: chrono::Duration,
+    ) -> Option<Self> {
+        let at = j.at?;
+        let (wait, waited) = wait_class(j.searching_since, j.pickup_ready_at, now, deadline);
+        Some(SearchMark {
+            id: j.id.to_string(),
+            title: format!("{}: searching, {waited} of its deadline", j.reference),
+            wait,
+            corner: (
+                format!("{:.1}", at.x - SEARCH_MARK),
+                format!("{:.1}", at.y - SEARCH_MARK),
+            ),
+        })
+    }
+}
+
+impl SearchRow {
+    fn new(
         j: SearchOnBoard,
         now: chrono::DateTime<chrono::Utc>,
         deadline: chrono::Duration,
     ) -> Self {
         let (wait, waited) = wait_class(j.searching_since, j.pickup_ready_at, now, deadline);
-        SearchMark {
+        SearchRow {
             wait,
             waited,
             id: j.id.to_string(),
@@ -123,18 +169,47 @@ impl SearchMark {
             since: when(j.searching_since),
             ready: j.pickup_ready_at.map(when).unwrap_or_default(),
             offered: j.offered,
-            corner: j.at.map(|at| {
-                (
-                    format!("{:.1}", at.x - SEARCH_MARK),
-                    format!("{:.1}", at.y - SEARCH_MARK),
-                )
-            }),
         }
     }
 }
 
-/// A job under way, at its next stop.
+/// A job under way on the map, at its next stop.
 struct UnderWayMark {
+    id: String,
+    title: String,
+    /// The diamond's points around its next stop.
+    diamond: String,
+}
+
+impl UnderWayMark {
+    fn new(j: &UnderWayOnBoard) -> Option<Self> {
+        let at = j.next_stop?;
+        let r = SEARCH_MARK + 1.0;
+        Some(UnderWayMark {
+            id: j.id.to_string(),
+            title: format!(
+                "{}: {}, {}",
+                j.reference,
+                j.status.as_str(),
+                j.courier_name.as_deref().unwrap_or_default()
+            ),
+            diamond: format!(
+                "{:.1},{:.1} {:.1},{:.1} {:.1},{:.1} {:.1},{:.1}",
+                at.x,
+                at.y - r,
+                at.x + r,
+                at.y,
+                at.x,
+                at.y + r,
+                at.x - r,
+                at.y
+            ),
+        })
+    }
+}
+
+/// A job under way in the table.
+struct UnderWayRow {
     id: String,
     reference: String,
     merchant: String,
@@ -143,13 +218,11 @@ struct UnderWayMark {
     courier_id: String,
     courier: String,
     since: String,
-    /// The diamond's points around its next stop.
-    diamond: Option<String>,
 }
 
-impl From<UnderWayOnBoard> for UnderWayMark {
+impl From<UnderWayOnBoard> for UnderWayRow {
     fn from(j: UnderWayOnBoard) -> Self {
-        UnderWayMark {
+        UnderWayRow {
             id: j.id.to_string(),
             reference: j.reference,
             merchant: j.merchant_name,
@@ -158,20 +231,6 @@ impl From<UnderWayOnBoard> for UnderWayMark {
             courier_id: j.courier_id.map(|c| c.to_string()).unwrap_or_default(),
             courier: j.courier_name.unwrap_or_default(),
             since: j.assigned_at.map(when).unwrap_or_default(),
-            diamond: j.next_stop.map(|at| {
-                let r = SEARCH_MARK + 1.0;
-                format!(
-                    "{:.1},{:.1} {:.1},{:.1} {:.1},{:.1} {:.1},{:.1}",
-                    at.x,
-                    at.y - r,
-                    at.x + r,
-                    at.y,
-                    at.x,
-                    at.y + r,
-                    at.x - r,
-                    at.y
-                )
-            }),
         }
     }
 }
@@ -230,18 +289,33 @@ struct MarketPage {
     network: String,
     map: Option<BoardMap>,
     description: String,
-    couriers: Vec<CourierMark>,
-    more_couriers: bool,
-    searching: Vec<SearchMark>,
-    more_searching: bool,
-    under_way: Vec<UnderWayMark>,
-    more_under_way: bool,
+    courier_marks: Vec<CourierMark>,
+    search_marks: Vec<SearchMark>,
+    under_way_marks: Vec<UnderWayMark>,
     routes: Vec<RouteMark>,
+    /// Each kind's count (on the map, up to the board's bound), whether there were more, and
+    /// the rows listed.
+    counts: Counts,
+    couriers: Vec<CourierRow>,
+    searching: Vec<SearchRow>,
+    under_way: Vec<UnderWayRow>,
+    /// Whether the tables list every row (`?list=all`).
+    listing_all: bool,
     /// Which environment's jobs are shown (`live`, `test` or `all`), and how many searching
     /// jobs of the other are not.
     jobs: &'static str,
     hidden_searching: i64,
     by_hand: Option<ByHand>,
+}
+
+/// How many of each kind the board holds, and whether it was cut at its bound.
+struct Counts {
+    couriers: usize,
+    more_couriers: bool,
+    searching: usize,
+    more_searching: bool,
+    under_way: usize,
+    more_under_way: bool,
 }
 
 /// Which environment's jobs a page shows, from `?{name}=`: live ones unless asked (test jobs
@@ -294,6 +368,7 @@ fn describe(name: &str, board: &MarketBoard) -> String {
     params(
         ("market" = String, Path, description = "The market's id"),
         ("jobs" = Option<String>, Query, description = "Whose jobs: `live` (the default), `test` or `all`"),
+        ("list" = Option<String>, Query, description = "`all`: the tables list every courier and job on the map, not the first 100 of each"),
     ),
     responses(
         (status = 200, description = "The page", content_type = "text/html", body = String),
@@ -342,18 +417,26 @@ pub async fn market_page(
         NetworkState::Failed => "The road network failed to load (see the log).".to_owned(),
     };
     let description = describe(&name, &board);
+    let listing_all = query.iter().any(|(k, v)| k == "list" && v == "all");
+    // The tables list the first couriers by name, the longest searching, the longest under
+    // way (`COURIER_TRACKING_BOARD_ROWS` of each) unless asked for all; the map draws them all.
+    let rows = state.config.tracking.board_rows as usize;
+    let listed = if listing_all { usize::MAX } else { rows };
     let by_hand = if session.may(OpsPermission::MoveJobs) {
-        let suspended = match state.couriers.list(Some(&market_id)).await {
+        let suspended = match state
+            .couriers
+            .suspended_in_market(&market_id, listed.min(SHOWN as usize) as i64)
+            .await
+        {
             Ok(couriers) => couriers
                 .into_iter()
-                .filter(|c| c.status == CourierStatus::Suspended)
                 .map(|c| Choice {
                     id: c.id.to_string(),
                     label: format!("{} ({})", c.name, c.vehicle.as_str()),
                 })
                 .collect(),
             Err(error) => {
-                tracing::error!(%error, "listing a market's couriers failed");
+                tracing::error!(%error, "listing a market's suspended couriers failed");
                 Vec::new()
             }
         };
@@ -363,10 +446,16 @@ pub async fn market_page(
                 .find(|(k, _)| k == "done")
                 .map(|(_, v)| v.as_str()),
         );
+        let courier_choice = |c: &CourierOnBoard| Choice {
+            id: c.id.to_string(),
+            label: format!("{} ({})", c.name, c.vehicle.as_str()),
+        };
+        // The forms offer what the tables list; any other job is steered from its own page.
         Some(ByHand {
             searching: board
                 .searching
                 .iter()
+                .take(listed)
                 .map(|j| Choice {
                     id: j.id.to_string(),
                     label: format!(
@@ -381,18 +470,14 @@ pub async fn market_page(
                 .couriers
                 .iter()
                 .filter(|c| !c.busy)
-                .map(|c| Choice {
-                    id: c.id.to_string(),
-                    label: format!("{} ({})", c.name, c.vehicle.as_str()),
-                })
+                .take(listed)
+                .map(courier_choice)
                 .collect(),
             online: board
                 .couriers
                 .iter()
-                .map(|c| Choice {
-                    id: c.id.to_string(),
-                    label: format!("{} ({})", c.name, c.vehicle.as_str()),
-                })
+                .take(listed)
+                .map(courier_choice)
                 .collect(),
             suspended,
             statuses: JobStatus::ALL.iter().map(|s| s.as_str()).collect(),
@@ -400,6 +485,15 @@ pub async fn market_page(
         })
     } else {
         None
+    };
+    let deadline = state.config.dispatch.deadline;
+    let counts = Counts {
+        couriers: board.couriers.len(),
+        more_couriers: board.more_couriers,
+        searching: board.searching.len(),
+        more_searching: board.more_searching,
+        under_way: board.under_way.len(),
+        more_under_way: board.more_under_way,
     };
     page(
         StatusCode::OK,
@@ -411,21 +505,38 @@ pub async fn market_page(
             network,
             map: board.map,
             description,
-            couriers: board.couriers.into_iter().map(CourierMark::from).collect(),
-            more_couriers: board.more_couriers,
+            courier_marks: board.couriers.iter().filter_map(CourierMark::new).collect(),
+            search_marks: board
+                .searching
+                .iter()
+                .filter_map(|j| SearchMark::new(j, at, deadline))
+                .collect(),
+            under_way_marks: board
+                .under_way
+                .iter()
+                .filter_map(UnderWayMark::new)
+                .collect(),
+            routes: board.routes.into_iter().map(RouteMark::from).collect(),
+            counts,
+            couriers: board
+                .couriers
+                .into_iter()
+                .take(listed)
+                .map(CourierRow::from)
+                .collect(),
             searching: board
                 .searching
                 .into_iter()
-                .map(|j| SearchMark::new(j, at, state.config.dispatch.deadline))
+                .take(listed)
+                .map(|j| SearchRow::new(j, at, deadline))
                 .collect(),
-            more_searching: board.more_searching,
             under_way: board
                 .under_way
                 .into_iter()
-                .map(UnderWayMark::from)
+                .take(listed)
+                .map(UnderWayRow::from)
                 .collect(),
-            more_under_way: board.more_under_way,
-            routes: board.routes.into_iter().map(RouteMark::from).collect(),
+            listing_all,
             jobs,
             hidden_searching: board.hidden_searching,
             by_hand,
