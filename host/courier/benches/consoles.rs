@@ -13,7 +13,7 @@
 //! consoles as people do (the merchant's owner joins through an invitation; an admin operator
 //! joins, signs in and sets up the second factor) and, page by page, reads each from one client
 //! for `BENCH_SECONDS` (default 5); `BENCH_PAGES=board,needs` reads only the pages whose
-//! name holds one of these.
+//! name holds one of these; `BENCH_SAVE_PAGES=DIR` keeps each page's last answer there.
 //!
 //! cargo bench -p courier --bench consoles
 
@@ -330,8 +330,16 @@ async fn read_page(
             .await
             .unwrap();
         assert_eq!(response.status(), 200, "{path}");
-        size = response.bytes().await.unwrap().len();
+        let body = response.bytes().await.unwrap();
         latencies.push(at.elapsed());
+        size = body.len();
+        if let Ok(dir) = std::env::var("BENCH_SAVE_PAGES") {
+            let name: String = path
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .collect();
+            std::fs::write(format!("{dir}/{name}.html"), &body).unwrap();
+        }
     }
     (
         latencies.len(),

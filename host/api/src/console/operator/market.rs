@@ -21,8 +21,6 @@ use courier_domain::{Environment, JobStatus};
 
 /// How often the open page reads the board again.
 const LIVE_SECONDS: u32 = 5;
-/// A search marker's half side, in view-box units.
-const SEARCH_MARK: f64 = 9.0;
 
 /// A moment to the second: couriers move by the second, the console's other pages by the minute.
 fn to_the_second(at: chrono::DateTime<chrono::Utc>) -> String {
@@ -57,7 +55,7 @@ impl CourierMark {
             id: c.id.to_string(),
             busy: c.busy,
             title: format!("{} ({}, {})", c.name, c.vehicle.as_str(), doing(c.busy)),
-            centre: (format!("{:.1}", at.x), format!("{:.1}", at.y)),
+            centre: (format!("{:.0}", at.x), format!("{:.0}", at.y)),
         })
     }
 }
@@ -84,7 +82,8 @@ struct SearchMark {
     /// How much of its dispatch deadline has gone: `fresh` (under half), `waiting` (under
     /// three quarters) or `late`.
     wait: &'static str,
-    corner: (String, String),
+    /// Its pickup, in whole view-box units (the marks are 18 wide).
+    at: (String, String),
 }
 
 /// A search in the table.
@@ -142,10 +141,7 @@ impl SearchMark {
             id: j.id.to_string(),
             title: format!("{}: searching, {waited} of its deadline", j.reference),
             wait,
-            corner: (
-                format!("{:.1}", at.x - SEARCH_MARK),
-                format!("{:.1}", at.y - SEARCH_MARK),
-            ),
+            at: (format!("{:.0}", at.x), format!("{:.0}", at.y)),
         })
     }
 }
@@ -177,14 +173,13 @@ impl SearchRow {
 struct UnderWayMark {
     id: String,
     title: String,
-    /// The diamond's points around its next stop.
-    diamond: String,
+    /// Its next stop, in whole view-box units.
+    at: (String, String),
 }
 
 impl UnderWayMark {
     fn new(j: &UnderWayOnBoard) -> Option<Self> {
         let at = j.next_stop?;
-        let r = SEARCH_MARK + 1.0;
         Some(UnderWayMark {
             id: j.id.to_string(),
             title: format!(
@@ -193,17 +188,7 @@ impl UnderWayMark {
                 j.status.as_str(),
                 j.courier_name.as_deref().unwrap_or_default()
             ),
-            diamond: format!(
-                "{:.1},{:.1} {:.1},{:.1} {:.1},{:.1} {:.1},{:.1}",
-                at.x,
-                at.y - r,
-                at.x + r,
-                at.y,
-                at.x,
-                at.y + r,
-                at.x - r,
-                at.y
-            ),
+            at: (format!("{:.0}", at.x), format!("{:.0}", at.y)),
         })
     }
 }
