@@ -1,5 +1,7 @@
 //! The couriers' app in headless Chromium on a phone (360 × 740, touch), its position set as
-//! a phone's would be: signed in with an operator's code, online, a bundle of two offered
+//! a phone's would be, moving along road routes of a real market (Liechtenstein, from the
+//! shared OpenStreetMap extracts): signed in with an operator's code, online, driven to the
+//! pickup, a bundle of two offered
 //! without reloading, accepted, collected, one delivered with a photo and a signature drawn
 //! on the screen, the other returned; then a second bundle with the network cut after
 //! accepting (a forwarder in front of the service stands for the phone's network): every
@@ -14,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::console_browser::{arrives_at, click, looked_at};
 use crate::courier_app::{PHOTO, sign_in_code};
-use crate::fulfilment::{Floor, PICKUP};
+use crate::fulfilment::{Floor, PICKUP, Place};
 use crate::routes::two_parcels;
 use crate::support::browser::{Browser, artifacts_dir};
 use crate::support::forwarder::Forwarder;
@@ -30,6 +32,81 @@ async fn phone_at(browser: &Browser, (latitude, longitude): (f64, f64)) {
             json!({"latitude": latitude, "longitude": longitude, "accuracy": 10}),
         )
         .await;
+}
+
+/// A journey in Liechtenstein: a pickup in Vaduz, a drop-off in Schaan, and where the courier
+/// starts, south of Vaduz.
+const VADUZ_PICKUP: (f64, f64) = (47.1410, 9.5215);
+const SCHAAN_DROPOFF: (f64, f64) = (47.1660, 9.5100);
+const TRIESEN_START: (f64, f64) = (47.1200, 9.5270);
+
+/// The points a phone moving along `market`'s car route from `from` to `to` reports: the
+/// route's bends 150 m or more apart, and its end (each far enough from the last for the app
+/// to send it at once).
+fn along_the_road(
+    markets_file: &std::path::Path,
+    from: (f64, f64),
+    to: (f64, f64),
+) -> Vec<(f64, f64)> {
+    use courier_geo::LatLon;
+    let markets = courier_core::markets::Markets::from_file(Some(markets_file)).unwrap();
+    markets.load_networks(None);
+    let market = markets.get("liechtenstein").unwrap();
+    let route = market
+        .route(
+            courier_domain::Vehicle::Car,
+            LatLon::new(from.0, from.1),
+            LatLon::new(to.0, to.1),
+        )
+        .unwrap();
+    assert!(route.distance_metres > 1000, "{} m", route.distance_metres);
+    let mut points: Vec<LatLon> = Vec::new();
+    let mut last = route.shape[0];
+    for &bend in &route.shape[1..] {
+        if metres(last, bend) >= 150.0 {
+            points.push(bend);
+            last = bend;
+        }
+    }
+    let end = *route.shape.last().unwrap();
+    if points.last().is_some_and(|&p| metres(p, end) < 100.0) {
+        points.pop();
+    }
+    points.push(end);
+    points.iter().map(|p| (p.lat, p.lon)).collect()
+}
+
+fn metres(a: courier_geo::LatLon, b: courier_geo::LatLon) -> f64 {
+    let rad = std::f64::consts::PI / 180.0;
+    let x = (b.lon - a.lon) * rad * ((a.lat + b.lat) / 2.0 * rad).cos();
+    let y = (b.lat - a.lat) * rad;
+    (x * x + y * y).sqrt() * 6_371_000.0
+}
+
+/// Moves the phone through `points`, each waited for until the service has it as the
+/// courier's position (the app sends a move of 50 m at once).
+async fn drive(browser: &Browser, floor: &Floor, courier_id: &str, points: &[(f64, f64)]) {
+    let pool = floor.app.pool().await;
+    for &point in points {
+        phone_at(browser, point).await;
+        crate::support::eventually(
+            "the phone's position at the service",
+            Duration::from_secs(10),
+            Duration::from_millis(50),
+            || async {
+                let (latitude, longitude): (f64, f64) = sqlx::query_as(
+                    "SELECT latitude, longitude FROM courier_positions WHERE courier_id = $1::uuid",
+                )
+                .bind(courier_id)
+                .fetch_optional(&pool)
+                .await
+                .unwrap()?;
+                ((latitude - point.0).abs() < 1e-6 && (longitude - point.1).abs() < 1e-6)
+                    .then_some(())
+            },
+        )
+        .await;
+    }
 }
 
 /// Waits until the page has an element `css` finds.
@@ -215,7 +292,28 @@ async fn merchant_sees(floor: &Floor, job: &Value, status: &str) {
 
 #[tokio::test]
 async fn a_courier_works_a_shift_on_a_phone_including_a_dead_zone() {
-    let floor = Floor::start(&[("COURIER_OFFER_TIMEOUT_MS", "60000")]).await;
+    let Some(markets) = crate::support::liechtenstein_market_file() else {
+        return;
+    };
+    let place = Place {
+        market: "liechtenstein".into(),
+        city: "Vaduz".into(),
+        pickup: VADUZ_PICKUP,
+        dropoff: SCHAAN_DROPOFF,
+    };
+    let floor = Floor::start_at(
+        place,
+        &[
+            ("COURIER_OFFER_TIMEOUT_MS", "60000"),
+            ("COURIER_MARKETS_FILE", markets.to_str().unwrap()),
+            // Every position the phone sends is on the courier's trail.
+            ("COURIER_TRACKING_TRAIL_EVERY_MS", "0"),
+        ],
+    )
+    .await;
+    // The phone moves along the market's own roads: to the pickup, then to the drop-off.
+    let to_pickup = along_the_road(&markets, TRIESEN_START, VADUZ_PICKUP);
+    let to_dropoff = along_the_road(&markets, VADUZ_PICKUP, SCHAAN_DROPOFF);
     let settings = format!("/merchants/{}/settings", floor.merchant.merchant_id);
     let (status, _) = floor
         .admin_call(
@@ -249,7 +347,7 @@ async fn a_courier_works_a_shift_on_a_phone_including_a_dead_zone() {
             json!({"origin": site, "permissions": ["geolocation"]}),
         )
         .await;
-    phone_at(&browser, (PICKUP.0 + 0.004, PICKUP.1 + 0.004)).await;
+    phone_at(&browser, TRIESEN_START).await;
 
     // Signed in from the operator's link: the code is filled in.
     browser.client.goto(&format!("{site}{link}")).await.unwrap();
@@ -269,14 +367,27 @@ async fn a_courier_works_a_shift_on_a_phone_including_a_dead_zone() {
                 .is_some_and(|t| t.contains("shared"))
         })
         .await;
-    phone_at(&browser, PICKUP).await;
+    drive(&browser, &floor, &rider.id, &to_pickup).await;
     accept_offer(&browser, Some("courier-offer.png")).await;
     looked_at(&browser, "courier-route.png").await;
 
-    // Collected, both; the first delivered with a photo and a signature; the second returned.
+    // Collected, both, then driven to the drop-offs; the first delivered with a photo and a
+    // signature; the second returned.
     for job in [&first, &second] {
         collect(&browser, job).await;
     }
+    drive(&browser, &floor, &rider.id, &to_dropoff).await;
+    // Every point of both drives is on the courier's trail.
+    let trail: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM courier_trail_points WHERE courier_id = $1::uuid")
+            .bind(&rider.id)
+            .fetch_one(&floor.app.pool().await)
+            .await
+            .unwrap();
+    assert!(
+        trail as usize >= to_pickup.len() + to_dropoff.len(),
+        "{trail} points on the trail"
+    );
     shows(
         &browser,
         "the drop-offs to deliver",
@@ -307,6 +418,7 @@ async fn a_courier_works_a_shift_on_a_phone_including_a_dead_zone() {
     let [third, fourth] = two_parcels(&floor).await;
     click(&browser, "#shift-button").await;
     shows(&browser, "the shift online", "#shift-state.online").await;
+    phone_at(&browser, VADUZ_PICKUP).await;
     accept_offer(&browser, None).await;
     // The route pages are kept on the phone for when the network goes.
     for job in [&third, &fourth] {

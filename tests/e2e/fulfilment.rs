@@ -34,6 +34,46 @@ pub struct Floor {
     pub merchant: NewMerchant,
     pub credential: Credential,
     pub receiver: Receiver,
+    pub place: Place,
+}
+
+/// Where a floor's couriers work and its jobs are booked: a market and a journey in it.
+#[derive(Clone, Debug)]
+pub struct Place {
+    pub market: String,
+    pub city: String,
+    pub pickup: (f64, f64),
+    pub dropoff: (f64, f64),
+}
+
+impl Place {
+    /// The demo city's journey, on the service's default market.
+    pub fn demo() -> Self {
+        let journey = journey(None);
+        let at = |stop: &Value| {
+            (
+                stop["latitude"].as_f64().unwrap(),
+                stop["longitude"].as_f64().unwrap(),
+            )
+        };
+        Place {
+            market: "demo".into(),
+            city: "Demo City".into(),
+            pickup: at(&journey["pickup"]),
+            dropoff: at(&journey["dropoff"]),
+        }
+    }
+
+    fn journey(&self, vehicle: Option<&str>) -> Value {
+        let mut body = json!({
+            "pickup": {"latitude": self.pickup.0, "longitude": self.pickup.1},
+            "dropoff": {"latitude": self.dropoff.0, "longitude": self.dropoff.1},
+        });
+        if let Some(vehicle) = vehicle {
+            body["vehicle"] = json!(vehicle);
+        }
+        body
+    }
 }
 
 /// A courier and its credential.
@@ -45,6 +85,12 @@ pub struct Rider {
 
 impl Floor {
     pub async fn start(settings: &[(&str, &str)]) -> Self {
+        Self::start_at(Place::demo(), settings).await
+    }
+
+    /// A floor whose couriers and jobs are at `place` (its market in the service's markets,
+    /// `COURIER_MARKETS_FILE` among `settings` for another than the default's).
+    pub async fn start_at(place: Place, settings: &[(&str, &str)]) -> Self {
         let receiver = Receiver::start().await;
         let mut env: HashMap<String, String> = HashMap::from([
             (
@@ -69,6 +115,7 @@ impl Floor {
             merchant,
             credential,
             receiver,
+            place,
         };
         let (status, body) = floor
             .merchant_call(
@@ -158,11 +205,11 @@ impl Floor {
         quoted: Value,
         fields: Value,
     ) -> (u16, Value) {
-        let asked = merge(journey(Some("car")), quoted);
-        // The demo city's network loads in the background.
+        let asked = merge(self.place.journey(Some("car")), quoted);
+        // The market's network loads in the background.
         let (status, quote) = eventually(
             "quotes to become available",
-            Duration::from_secs(10),
+            Duration::from_secs(60),
             Duration::from_millis(25),
             || async {
                 let quote = self
@@ -177,12 +224,12 @@ impl Floor {
             json!({
                 "latitude": point["latitude"],
                 "longitude": point["longitude"],
-                "address": format!("{name}'s door, Demo City"),
+                "address": format!("{name}'s door, {}", self.place.city),
                 "contact_name": name,
                 "contact_phone": "+966 11 463 5555",
             })
         };
-        let route = journey(None);
+        let route = self.place.journey(None);
         let body = merge(
             json!({
                 "quote_id": quote["id"],
@@ -208,7 +255,7 @@ impl Floor {
             .admin_call(
                 Method::POST,
                 "/couriers",
-                Some(json!({"name": name, "phone": COURIER_PHONE, "vehicle": vehicle, "market": "demo"})),
+                Some(json!({"name": name, "phone": COURIER_PHONE, "vehicle": vehicle, "market": self.place.market})),
             )
             .await;
         assert_eq!(status, 201, "{created}");

@@ -1195,6 +1195,11 @@ async fn an_operator_opens_a_job_and_its_courier_from_the_board() {
     assert!(offers.contains("Cara Car</a> (car)"), "{offers}");
     assert!(offers.contains("<td>open</td>"), "{offers}");
     assert!(offers.contains("this job alone"), "{offers}");
+    // Why: the planner's round that chose it, kept with the offer.
+    assert!(
+        offers.contains("Planned over 1 open job and 1 free courier of its vehicle at once"),
+        "{offers}"
+    );
 
     // Accepted, the page says who is on it and that the offer was taken.
     let path = format!("/offers/{}/accept", offer["id"].as_str().unwrap());

@@ -256,6 +256,20 @@ async fn a_courier_waiting_at_the_pickup_is_given_the_next_parcel_of_it() {
         .courier_call(&waiting, Method::GET, "/jobs", None)
         .await;
     assert_eq!(under_way.as_array().unwrap().len(), 2, "{under_way}");
+    // Operators read why: it stood at the pickup. The first was planned over the round.
+    let reasons: Vec<Value> = sqlx::query_scalar(
+        "SELECT reason FROM courier_offers WHERE job_id = ANY($1::uuid[]) ORDER BY offered_at",
+    )
+    .bind(vec![
+        first["id"].as_str().unwrap().to_owned(),
+        second["id"].as_str().unwrap().to_owned(),
+    ])
+    .fetch_all(&floor.app.pool().await)
+    .await
+    .unwrap();
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert_eq!(reasons[0]["kind"], "planned", "{reasons:?}");
+    assert_eq!(reasons[1], json!({"kind": "at_pickup"}));
 
     // On its way, it is given nothing more: the next parcel goes to the other courier.
     for job in [&first, &second] {

@@ -26,6 +26,8 @@ pub struct OfferRow {
     /// On a route's first offer: its stops in order, `[{"job_id", "stop": "pickup" |
     /// "dropoff"}]`; none on the others and on offers made one job at a time.
     pub stops: Option<serde_json::Value>,
+    /// Why it was made (`courier_domain::dispatch::OfferReason`), when the planner said.
+    pub reason: Option<serde_json::Value>,
 }
 
 /// Inserts an open offer; false when the job already has one, the courier already has an
@@ -33,7 +35,7 @@ pub struct OfferRow {
 pub async fn insert_offer(conn: &mut PgConnection, offer: &OfferRow) -> Result<bool, sqlx::Error> {
     let inserted = sqlx::query!(
         "INSERT INTO courier_offers (id, job_id, courier_id, travel_seconds, status, offered_at, \
-         expires_at, route_id, stops) VALUES ($1, $2, $3, $4, 'open', $5, $6, $7, $8) \
+         expires_at, route_id, stops, reason) VALUES ($1, $2, $3, $4, 'open', $5, $6, $7, $8, $9) \
          ON CONFLICT DO NOTHING",
         offer.id,
         offer.job_id,
@@ -43,6 +45,7 @@ pub async fn insert_offer(conn: &mut PgConnection, offer: &OfferRow) -> Result<b
         offer.expires_at,
         offer.route_id,
         offer.stops,
+        offer.reason,
     )
     .execute(conn)
     .await?;
@@ -150,7 +153,7 @@ pub async fn lock_route(
 ) -> Result<Vec<OfferRow>, sqlx::Error> {
     sqlx::query_as!(
         OfferRow,
-        "SELECT id, job_id, courier_id, travel_seconds, status AS \"status: Text<OfferStatus>\", offered_at, expires_at, answered_at, route_id, stops FROM courier_offers WHERE route_id = $1 AND courier_id = $2 ORDER BY id <> route_id, id FOR UPDATE",
+        "SELECT id, job_id, courier_id, travel_seconds, status AS \"status: Text<OfferStatus>\", offered_at, expires_at, answered_at, route_id, stops, reason FROM courier_offers WHERE route_id = $1 AND courier_id = $2 ORDER BY id <> route_id, id FOR UPDATE",
         route_id,
         courier_id,
     )
@@ -237,6 +240,8 @@ pub struct JobOffer {
     pub answered_at: Option<DateTime<Utc>>,
     /// The other jobs offered with it, as one route.
     pub others_on_route: i64,
+    /// Why the planner made it (`courier_domain::dispatch::OfferReason`), when kept.
+    pub reason: Option<serde_json::Value>,
 }
 
 /// Every offer of the job, the first made first.
@@ -246,7 +251,7 @@ pub async fn offers_of_job(pool: &PgPool, job_id: Uuid) -> Result<Vec<JobOffer>,
         "SELECT o.courier_id, c.name AS courier_name, c.vehicle, o.travel_seconds, \
          o.status AS \"status: Text<OfferStatus>\", o.offered_at, o.expires_at, o.answered_at, \
          (SELECT count(*) FROM courier_offers r WHERE r.route_id = o.route_id AND r.id <> o.id) \
-         AS \"others_on_route!\" \
+         AS \"others_on_route!\", o.reason \
          FROM courier_offers o JOIN couriers c ON c.id = o.courier_id \
          WHERE o.job_id = $1 ORDER BY o.offered_at, o.id",
         job_id,
@@ -264,7 +269,7 @@ pub async fn open_offers(
 ) -> Result<Vec<(OfferRow, JobRow)>, sqlx::Error> {
     let offers: Vec<OfferRow> = sqlx::query_as!(
         OfferRow,
-        "SELECT id, job_id, courier_id, travel_seconds, status AS \"status: Text<OfferStatus>\", offered_at, expires_at, answered_at, route_id, stops FROM courier_offers WHERE courier_id = $1 AND status = 'open' \
+        "SELECT id, job_id, courier_id, travel_seconds, status AS \"status: Text<OfferStatus>\", offered_at, expires_at, answered_at, route_id, stops, reason FROM courier_offers WHERE courier_id = $1 AND status = 'open' \
          AND expires_at > $2 ORDER BY expires_at, route_id, id <> route_id, id",
         courier_id,
         now,

@@ -1480,6 +1480,7 @@ async fn dispatch_reads_the_unoffered_searches_and_claims_each_once() {
         answered_at: None,
         route_id: Uuid::nil(),
         stops: None,
+        reason: None,
     };
     let offer = dispatch::OfferRow {
         route_id: offer.id,

@@ -301,6 +301,40 @@ extern "C" fn remove_scratch() {
     }
 }
 
+/// A markets file with one market on the shared OpenStreetMap extract of Liechtenstein
+/// (`liechtenstein`, cars only, in CHF); None, and the caller skips, without the extracts.
+pub fn liechtenstein_market_file() -> Option<std::path::PathBuf> {
+    let extract = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/data/osm/liechtenstein.osm.pbf"
+    );
+    if !std::path::Path::new(extract).is_file() {
+        eprintln!("skipping: the shared OpenStreetMap extract is not at {extract}");
+        return None;
+    }
+    let path = scratch_path("markets").with_extension("toml");
+    let settings = concat!(env!("CARGO_MANIFEST_DIR"), "/markets/settings/chf.json");
+    std::fs::write(
+        &path,
+        format!(
+            r#"
+[[market]]
+id = "liechtenstein"
+name = "Liechtenstein"
+currency = "CHF"
+timezone = "Europe/Vaduz"
+country = "LI"
+osm = "{extract}"
+price_book = "standard-price-book"
+vehicles = ["car"]
+price_book_settings_file = "{settings}"
+"#
+        ),
+    )
+    .unwrap();
+    Some(path)
+}
+
 /// A markets file with one market on Demo City that offers only cars, in EUR, with a coverage
 /// polygon reaching kilometres past its roads (so a covered point can have no road near it).
 pub fn car_only_market_file() -> std::path::PathBuf {

@@ -223,6 +223,10 @@ impl Dispatcher {
                 answered_at: None,
                 route_id,
                 stops: first.then(|| stops.clone()),
+                reason: route
+                    .reasons
+                    .get(position)
+                    .and_then(|reason| serde_json::to_value(reason).ok()),
             };
             if !store::insert_offer(&mut savepoint, &offer).await? {
                 savepoint.rollback().await?;

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use courier_domain::Vehicle;
+use courier_domain::dispatch::OfferReason;
 use courier_domain::dispatch::planner::{
     self, PlanCourier, PlanJob, PlannerSettings, ServiceTimes,
 };
@@ -45,6 +46,8 @@ pub(super) struct PlannedRoute {
     pub jobs: Vec<Uuid>,
     /// The courier's trip to the pickup.
     pub travel_seconds: i64,
+    /// Why each job of it is offered, in the order of `jobs`.
+    pub reasons: Vec<OfferReason>,
 }
 
 /// What the planner is told for `vehicle` in `market`: the market's bundle limits for it
@@ -285,6 +288,7 @@ impl Fleet<'_> {
             courier_id: courier.id,
             jobs: vec![open[joined].0.id],
             travel_seconds: 0,
+            reasons: vec![OfferReason::AtPickup],
         })
     }
 
@@ -325,6 +329,7 @@ impl Fleet<'_> {
             &SERVICE,
             &settings,
         );
+        let moment = |at: i64| DateTime::from_timestamp(at, 0).unwrap_or(self.now);
         routes
             .into_iter()
             .map(|route| PlannedRoute {
@@ -334,6 +339,17 @@ impl Fleet<'_> {
                     &plan_jobs[route.jobs[0]].pickup,
                 ),
                 jobs: route.jobs.iter().map(|&j| planned[j].0.id).collect(),
+                reasons: route
+                    .dropoffs_at
+                    .iter()
+                    .map(|&dropoff_at| OfferReason::Planned {
+                        couriers_free: couriers.len(),
+                        jobs_open: plan_jobs.len(),
+                        departs_at: moment(route.departs_at),
+                        pickup_at: moment(route.pickup_at),
+                        dropoff_at: moment(dropoff_at),
+                    })
+                    .collect(),
             })
             .collect()
     }

@@ -20,6 +20,7 @@ use courier_core::infra::clock::now;
 use courier_core::jobs::JobRow;
 use courier_core::tracking::suggest::Suggestion;
 use courier_domain::JobStatus;
+use courier_domain::dispatch::OfferReason;
 use courier_domain::job::transitions::{self, Actor};
 use courier_domain::operators::OpsPermission;
 use courier_domain::tracking::wording;
@@ -54,6 +55,41 @@ struct OfferFacts {
     settled: String,
     /// The other jobs offered with it, as one route.
     bundled: i64,
+    /// Why the planner made it, in words; empty when not kept.
+    why: String,
+}
+
+/// Why an offer was made, in words: the planner's reason kept with it.
+fn why_offered(reason: Option<serde_json::Value>) -> String {
+    let Some(reason) = reason.and_then(|r| serde_json::from_value::<OfferReason>(r).ok()) else {
+        return String::new();
+    };
+    let clock = |at: chrono::DateTime<chrono::Utc>| at.format("%H:%M:%S").to_string();
+    match reason {
+        OfferReason::AtPickup => {
+            "The courier was at this pickup collecting other parcels: no trip is cheaper."
+                .to_owned()
+        }
+        OfferReason::Planned {
+            couriers_free,
+            jobs_open,
+            departs_at,
+            pickup_at,
+            dropoff_at,
+        } => format!(
+            "Planned over {jobs_open} open {} and {couriers_free} free {} of its vehicle at once: \
+             to leave at {}, collect at {} and drop off at {} (UTC).",
+            if jobs_open == 1 { "job" } else { "jobs" },
+            if couriers_free == 1 {
+                "courier"
+            } else {
+                "couriers"
+            },
+            clock(departs_at),
+            clock(pickup_at),
+            clock(dropoff_at),
+        ),
+    }
 }
 
 impl From<JobOffer> for OfferFacts {
@@ -71,6 +107,7 @@ impl From<JobOffer> for OfferFacts {
             status: o.status.as_str(),
             settled,
             bundled: o.others_on_route,
+            why: why_offered(o.reason),
         }
     }
 }
