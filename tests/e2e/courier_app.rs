@@ -264,6 +264,27 @@ async fn a_courier_works_a_bundle_from_the_app_without_javascript() {
         offer.contains("<svg viewBox=") && offer.contains("class=\"route\""),
         "{offer}"
     );
+    // The demo market pays its couriers 2.50 a job and 0.60 a km of each job's road
+    // distance as quoted: the offer says what both earn.
+    let pool = floor.app.pool().await;
+    let ids = vec![
+        first["id"].as_str().unwrap().to_owned(),
+        second["id"].as_str().unwrap().to_owned(),
+    ];
+    let metres: i64 = sqlx::query_scalar(
+        "SELECT sum(q.distance_metres)::bigint FROM jobs j JOIN quotes q ON q.id = j.quote_id \
+         WHERE j.id = ANY($1::uuid[])",
+    )
+    .bind(&ids)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let earns = 2 * 250 + (60 * metres + 500) / 1000;
+    let pay = format!("{}.{:02} USD", earns / 100, earns % 100);
+    assert!(
+        offer.contains(&format!("You earn <strong>{pay}</strong>")),
+        "{pay}: {offer}"
+    );
     let offer_id = between(offer, "id=\"offer-", "\"").to_owned();
     let accept = format!("/courier/offers/{offer_id}/accept");
 
@@ -446,6 +467,13 @@ async fn a_courier_works_a_bundle_from_the_app_without_javascript() {
     );
     assert!(
         home.body.contains("<dd id=\"today-returned\">1</dd>"),
+        "{}",
+        home.body
+    );
+    // Both finished, both earned: the same as offered.
+    assert!(
+        home.body
+            .contains(&format!("<dd id=\"today-earned\">{pay}</dd>")),
         "{}",
         home.body
     );

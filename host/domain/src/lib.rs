@@ -36,6 +36,7 @@ mod money;
 mod names;
 pub mod numeric;
 pub mod operators;
+pub mod pay;
 pub mod quote;
 pub mod sandbox;
 mod schema;

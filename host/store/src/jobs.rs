@@ -446,6 +446,21 @@ pub async fn under_way_in_market(
     .await
 }
 
+/// The road distance, pickup to drop-off, each of `ids` was quoted for.
+pub async fn quoted_metres(pool: &PgPool, ids: &[Uuid]) -> Result<Vec<(Uuid, i64)>, sqlx::Error> {
+    let rows = sqlx::query!(
+        "SELECT j.id, q.distance_metres::bigint AS \"distance_metres!\" \
+         FROM jobs j JOIN quotes q ON q.id = j.quote_id WHERE j.id = ANY($1)",
+        ids,
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.id, r.distance_metres))
+        .collect())
+}
+
 /// What a courier finished since a moment: jobs delivered and returned, and their length by
 /// road (pickup to drop-off, as quoted).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -302,7 +302,8 @@ extern "C" fn remove_scratch() {
 }
 
 /// A markets file with one market on the shared OpenStreetMap extract of Liechtenstein
-/// (`liechtenstein`, cars only, in CHF); None, and the caller skips, without the extracts.
+/// (`liechtenstein`, cars only, in CHF, couriers paid 4 a job and 0.90 a km); None, and the
+/// caller skips, without the extracts.
 pub fn liechtenstein_market_file() -> Option<std::path::PathBuf> {
     let extract = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -328,6 +329,10 @@ osm = "{extract}"
 price_book = "standard-price-book"
 vehicles = ["car"]
 price_book_settings_file = "{settings}"
+
+[market.courier_pay]
+per_job_minor = 400
+per_km_minor = 90
 "#
         ),
     )

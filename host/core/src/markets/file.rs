@@ -7,6 +7,7 @@ use courier_geo::{Polygon, Vehicle};
 use serde::Deserialize;
 
 use courier_domain::Currency;
+use courier_domain::pay::CourierPay;
 use thiserror::Error;
 
 /// Where a market's road network comes from.
@@ -54,6 +55,18 @@ struct RawMarket {
     bundles: Option<RawBundles>,
     #[serde(default)]
     bundles_by_vehicle: Option<std::collections::BTreeMap<String, RawBundles>>,
+    #[serde(default)]
+    courier_pay: Option<RawCourierPay>,
+}
+
+/// `[market.courier_pay]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCourierPay {
+    #[serde(default)]
+    per_job_minor: u32,
+    #[serde(default)]
+    per_km_minor: u32,
 }
 
 /// `[market.bundles]` and `[market.bundles_by_vehicle.<vehicle>]`.
@@ -124,6 +137,8 @@ pub struct MarketDefinition {
     pub bundles: BundleLimits,
     /// Bundles for one vehicle, where the market says, over `bundles`.
     pub bundles_by_vehicle: Vec<(Vehicle, BundleLimits)>,
+    /// What its couriers earn, where the market says.
+    pub courier_pay: Option<CourierPay>,
 }
 
 impl MarketDefinition {
@@ -268,7 +283,12 @@ fn definition(raw: RawMarket, base_dir: &Path) -> Result<MarketDefinition, Marke
         }
         bundles_by_vehicle.push((vehicle, bundle_limits(raw_limits).map_err(&invalid)?));
     }
+    let courier_pay = raw.courier_pay.map(|pay| CourierPay {
+        per_job_minor: i64::from(pay.per_job_minor),
+        per_km_minor: i64::from(pay.per_km_minor),
+    });
     Ok(MarketDefinition {
+        courier_pay,
         bundles,
         bundles_by_vehicle,
         id: raw.id,
@@ -317,6 +337,28 @@ mod tests {
         assert_eq!(market.price_book_settings["tax_rate_bp"], 1500);
         assert_eq!(market.timezone, chrono_tz::Asia::Riyadh);
         assert_eq!(market.text_countries, vec!["SA".to_owned()]);
+        assert_eq!(market.courier_pay, None, "no pay unless the market says");
+    }
+
+    #[test]
+    fn a_market_may_say_what_couriers_earn() {
+        let text = MINIMAL.replace(
+            "country = \"SA\"",
+            "country = \"SA\"\n[market.courier_pay]\nper_job_minor = 300",
+        );
+        let markets = parse(&text, Path::new(".")).unwrap();
+        assert_eq!(
+            markets[0].courier_pay,
+            Some(CourierPay {
+                per_job_minor: 300,
+                per_km_minor: 0
+            })
+        );
+        let unknown = MINIMAL.replace(
+            "country = \"SA\"",
+            "country = \"SA\"\n[market.courier_pay]\nper_hour_minor = 300",
+        );
+        assert!(parse(&unknown, Path::new(".")).is_err());
     }
 
     #[test]

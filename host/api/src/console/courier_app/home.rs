@@ -23,6 +23,7 @@ use courier_core::jobs::{CourierDay, JobRow};
 use courier_core::tracking::map::Point;
 use courier_core::tracking::route_map::RouteMap;
 use courier_domain::JobStatus;
+use courier_domain::pay::CourierPay;
 
 /// How far back "today" reaches: the last 24 hours, as on the operators' courier page.
 const TODAY_HOURS: i64 = 24;
@@ -116,6 +117,8 @@ pub(super) struct OfferCard {
     pub route: String,
     /// When the parcels will be ready, where the merchants said.
     pub ready: Vec<String>,
+    /// What the courier earns for it, where the market says.
+    pub earns: Option<String>,
     pub accept_action: Uuid,
     pub decline_action: Uuid,
 }
@@ -146,6 +149,28 @@ pub(super) struct Today {
     pub delivered: i64,
     pub returned: i64,
     pub distance: String,
+    /// What the jobs finished earned, where the market says what couriers earn.
+    pub earned: Option<String>,
+}
+
+/// What a market pays its couriers, and in which currency.
+struct Pay {
+    pay: CourierPay,
+    currency: courier_domain::Currency,
+}
+
+impl Pay {
+    fn of(state: &AppState, market: &str) -> Option<Self> {
+        let definition = &state.markets.get(market)?.definition;
+        Some(Pay {
+            pay: definition.courier_pay?,
+            currency: definition.currency,
+        })
+    }
+
+    fn earned(&self, jobs: i64, metres: i64) -> String {
+        self.currency.format(self.pay.earned(jobs, metres))
+    }
 }
 
 #[derive(Template)]
@@ -176,6 +201,7 @@ fn offer_card(
     offer: &OfferedRoute,
     courier: Option<LatLon>,
     now: DateTime<Utc>,
+    earns: Option<String>,
 ) -> OfferCard {
     let kinds: Vec<StopKind> = offer.stops.iter().map(|(_, kind)| *kind).collect();
     let places: Vec<&Value> = offer
@@ -225,6 +251,7 @@ fn offer_card(
                     .map(|at| format!("{} ready at {}", j.reference, clock(at)))
             })
             .collect(),
+        earns,
         accept_action: Uuid::new_v4(),
         decline_action: Uuid::new_v4(),
     }
@@ -316,12 +343,15 @@ struct Shift {
     jobs: Vec<JobRow>,
     day: CourierDay,
     position: Option<LatLon>,
+    /// Each offered job's road distance as quoted (read only where the market pays).
+    offered_metres: std::collections::HashMap<Uuid, i64>,
 }
 
 async fn read_shift(
     state: &AppState,
     courier_id: Uuid,
     now: DateTime<Utc>,
+    paid: bool,
 ) -> Result<Shift, sqlx::Error> {
     let (offers, jobs, day, position) = tokio::try_join!(
         state.couriers.open_offers(courier_id),
@@ -333,11 +363,21 @@ async fn read_shift(
             .jobs
             .courier_position(courier_id, now - Duration::minutes(POSITION_FRESH_MINUTES)),
     )?;
+    let offered: Vec<Uuid> = offers
+        .iter()
+        .flat_map(|o| o.jobs.iter().map(|j| j.id))
+        .collect();
+    let offered_metres = if paid && !offered.is_empty() {
+        state.jobs.quoted_metres(&offered).await?
+    } else {
+        Default::default()
+    };
     Ok(Shift {
         offers,
         jobs,
         day,
         position: position.map(|p| LatLon::new(p.latitude, p.longitude)),
+        offered_metres,
     })
 }
 
@@ -361,7 +401,8 @@ pub async fn shift_page(State(state): State<AppState>, headers: HeaderMap) -> Re
         Err(answer) => return answer,
     };
     let now = now();
-    let shift = match read_shift(&state, session.courier.id, now).await {
+    let pay = Pay::of(&state, &session.courier.market);
+    let shift = match read_shift(&state, session.courier.id, now, pay.is_some()).await {
         Ok(shift) => shift,
         Err(error) => {
             tracing::error!(%error, "reading a courier's shift failed");
@@ -371,7 +412,17 @@ pub async fn shift_page(State(state): State<AppState>, headers: HeaderMap) -> Re
     let offers = shift
         .offers
         .iter()
-        .map(|offer| offer_card(&state, &session, offer, shift.position, now))
+        .map(|offer| {
+            let earns = pay.as_ref().map(|pay| {
+                let metres = offer
+                    .jobs
+                    .iter()
+                    .filter_map(|j| shift.offered_metres.get(&j.id))
+                    .sum();
+                pay.earned(offer.jobs.len() as i64, metres)
+            });
+            offer_card(&state, &session, offer, shift.position, now, earns)
+        })
         .collect();
     let under_way = stops_under_way(&shift.jobs);
     let route_map = (!under_way.is_empty()).then(|| {
@@ -407,6 +458,12 @@ pub async fn shift_page(State(state): State<AppState>, headers: HeaderMap) -> Re
             delivered: shift.day.delivered,
             returned: shift.day.returned,
             distance: format!("{:.1} km", shift.day.distance_metres as f64 / 1000.0),
+            earned: pay.as_ref().map(|pay| {
+                pay.earned(
+                    shift.day.delivered + shift.day.returned,
+                    shift.day.distance_metres,
+                )
+            }),
         },
     };
     app_page(StatusCode::OK, body.render())
