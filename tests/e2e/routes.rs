@@ -90,6 +90,25 @@ async fn a_route_of_two_jobs_is_offered_declined_taken_and_delivered() {
         offer["stops"][0]["contact_name"].is_null(),
         "offers carry no contacts"
     );
+    // What both earn the courier: the demo market pays 2.50 a job and 0.60 a km of each
+    // job's road distance as quoted.
+    let metres: i64 = sqlx::query_scalar(
+        "SELECT sum(q.distance_metres)::bigint FROM jobs j JOIN quotes q ON q.id = j.quote_id \
+         WHERE j.id = ANY($1::uuid[])",
+    )
+    .bind(
+        jobs.iter()
+            .map(|j| j["id"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>(),
+    )
+    .fetch_one(&floor.app.pool().await)
+    .await
+    .unwrap();
+    assert_eq!(
+        offer["earnings"],
+        json!({"amount_minor": 2 * 250 + (60 * metres + 500) / 1000, "currency": "USD"}),
+        "{offer}"
+    );
 
     // Declined: the whole route goes to the next courier that takes routes.
     let decline = format!("/offers/{}/decline", offer["id"].as_str().unwrap());

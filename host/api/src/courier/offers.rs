@@ -13,7 +13,7 @@ use super::caller::Courier;
 use super::jobs::CourierJobView;
 use crate::error::ApiError;
 use crate::state::AppState;
-use courier_core::couriers::OfferedRoute;
+use courier_core::couriers::{Earnings, OfferedRoute};
 use courier_core::jobs::JobRow;
 use courier_core::jobs::fulfilment::FulfilmentError;
 
@@ -36,6 +36,18 @@ pub(super) struct OfferView {
     /// The stops in the order to make them: the pickups, then each drop-off.
     #[schema(value_type = Vec<OfferStop>)]
     stops: Vec<Value>,
+    /// What the courier earns for it, where its market says what couriers earn (so much a
+    /// job and a kilometre of each job's road distance as quoted); null where it does not.
+    earnings: Option<OfferEarnings>,
+}
+
+/// An amount a courier earns.
+#[derive(Serialize, ToSchema)]
+pub(super) struct OfferEarnings {
+    /// In the currency's minor units.
+    amount_minor: i64,
+    /// ISO 4217.
+    currency: String,
 }
 
 /// The job an offer is for, as [`offer_job`] writes it.
@@ -96,7 +108,7 @@ fn offer_job(job: &JobRow) -> Value {
 }
 
 /// An offered route as the courier API writes it.
-fn offer_view(route: &OfferedRoute) -> OfferView {
+fn offer_view(route: &OfferedRoute, earnings: Option<Earnings>) -> OfferView {
     let stops = route
         .stops
         .iter()
@@ -116,6 +128,10 @@ fn offer_view(route: &OfferedRoute) -> OfferView {
         job: jobs[0].clone(),
         jobs,
         stops,
+        earnings: earnings.map(|e| OfferEarnings {
+            amount_minor: e.amount_minor,
+            currency: e.currency.code(),
+        }),
     }
 }
 
@@ -132,7 +148,13 @@ pub(super) async fn list_offers(
     Extension(c): Courier,
 ) -> Result<Json<Vec<OfferView>>, ApiError> {
     let open = state.couriers.open_offers(c.courier_id).await?;
-    Ok(Json(open.iter().map(offer_view).collect()))
+    let earns = state.couriers.offers_earn(&c.market_id, &open).await?;
+    Ok(Json(
+        open.iter()
+            .zip(earns)
+            .map(|(route, earns)| offer_view(route, earns))
+            .collect(),
+    ))
 }
 
 fn offer_id(raw: &str) -> Result<Uuid, ApiError> {

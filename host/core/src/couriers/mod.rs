@@ -5,6 +5,7 @@
 mod app_sessions;
 mod credential;
 mod offered;
+mod pay;
 
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ pub use app_sessions::{
 pub use courier_store::couriers::{CourierNamed, TrailPoint};
 pub use credential::{CourierAuthError, CourierCredentials, CourierIdentity};
 pub use offered::{OfferedRoute, StopKind, offered_routes};
+pub use pay::Earnings;
 
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::infra::clock::now;

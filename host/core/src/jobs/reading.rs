@@ -58,18 +58,6 @@ impl JobReader {
         store::courier_day(&self.pool, courier_id, since).await
     }
 
-    /// The road distance, pickup to drop-off, each of `ids` was quoted for: what couriers
-    /// are paid by the kilometre for.
-    pub async fn quoted_metres(
-        &self,
-        ids: &[Uuid],
-    ) -> Result<std::collections::HashMap<Uuid, i64>, sqlx::Error> {
-        Ok(store::quoted_metres(&self.pool, ids)
-            .await?
-            .into_iter()
-            .collect())
-    }
-
     /// Every offer of the job, the first made first, with its courier: for operators.
     pub async fn offers_of(&self, job_id: Uuid) -> Result<Vec<JobOffer>, sqlx::Error> {
         dispatch_store::offers_of_job(&self.pool, job_id).await

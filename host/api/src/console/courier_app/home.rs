@@ -17,13 +17,12 @@ use uuid::Uuid;
 use super::super::respond::{field, see_other};
 use super::{app_page, message, signed_form, signed_in, unavailable};
 use crate::state::AppState;
-use courier_core::couriers::{CourierAppSession, OfferedRoute, StopKind};
+use courier_core::couriers::{CourierAppSession, Earnings, OfferedRoute, StopKind};
 use courier_core::infra::clock::now;
 use courier_core::jobs::{CourierDay, JobRow};
 use courier_core::tracking::map::Point;
 use courier_core::tracking::route_map::RouteMap;
 use courier_domain::JobStatus;
-use courier_domain::pay::CourierPay;
 
 /// How far back "today" reaches: the last 24 hours, as on the operators' courier page.
 const TODAY_HOURS: i64 = 24;
@@ -151,26 +150,6 @@ pub(super) struct Today {
     pub distance: String,
     /// What the jobs finished earned, where the market says what couriers earn.
     pub earned: Option<String>,
-}
-
-/// What a market pays its couriers, and in which currency.
-struct Pay {
-    pay: CourierPay,
-    currency: courier_domain::Currency,
-}
-
-impl Pay {
-    fn of(state: &AppState, market: &str) -> Option<Self> {
-        let definition = &state.markets.get(market)?.definition;
-        Some(Pay {
-            pay: definition.courier_pay?,
-            currency: definition.currency,
-        })
-    }
-
-    fn earned(&self, jobs: i64, metres: i64) -> String {
-        self.currency.format(self.pay.earned(jobs, metres))
-    }
 }
 
 #[derive(Template)]
@@ -343,15 +322,15 @@ struct Shift {
     jobs: Vec<JobRow>,
     day: CourierDay,
     position: Option<LatLon>,
-    /// Each offered job's road distance as quoted (read only where the market pays).
-    offered_metres: std::collections::HashMap<Uuid, i64>,
+    /// What each offer earns, where the market says.
+    offers_earn: Vec<Option<Earnings>>,
 }
 
 async fn read_shift(
     state: &AppState,
     courier_id: Uuid,
+    market: &str,
     now: DateTime<Utc>,
-    paid: bool,
 ) -> Result<Shift, sqlx::Error> {
     let (offers, jobs, day, position) = tokio::try_join!(
         state.couriers.open_offers(courier_id),
@@ -363,21 +342,13 @@ async fn read_shift(
             .jobs
             .courier_position(courier_id, now - Duration::minutes(POSITION_FRESH_MINUTES)),
     )?;
-    let offered: Vec<Uuid> = offers
-        .iter()
-        .flat_map(|o| o.jobs.iter().map(|j| j.id))
-        .collect();
-    let offered_metres = if paid && !offered.is_empty() {
-        state.jobs.quoted_metres(&offered).await?
-    } else {
-        Default::default()
-    };
+    let offers_earn = state.couriers.offers_earn(market, &offers).await?;
     Ok(Shift {
         offers,
         jobs,
         day,
         position: position.map(|p| LatLon::new(p.latitude, p.longitude)),
-        offered_metres,
+        offers_earn,
     })
 }
 
@@ -401,8 +372,8 @@ pub async fn shift_page(State(state): State<AppState>, headers: HeaderMap) -> Re
         Err(answer) => return answer,
     };
     let now = now();
-    let pay = Pay::of(&state, &session.courier.market);
-    let shift = match read_shift(&state, session.courier.id, now, pay.is_some()).await {
+    let market = &session.courier.market;
+    let shift = match read_shift(&state, session.courier.id, market, now).await {
         Ok(shift) => shift,
         Err(error) => {
             tracing::error!(%error, "reading a courier's shift failed");
@@ -412,15 +383,9 @@ pub async fn shift_page(State(state): State<AppState>, headers: HeaderMap) -> Re
     let offers = shift
         .offers
         .iter()
-        .map(|offer| {
-            let earns = pay.as_ref().map(|pay| {
-                let metres = offer
-                    .jobs
-                    .iter()
-                    .filter_map(|j| shift.offered_metres.get(&j.id))
-                    .sum();
-                pay.earned(offer.jobs.len() as i64, metres)
-            });
+        .zip(&shift.offers_earn)
+        .map(|(offer, earns)| {
+            let earns = earns.map(|e| e.formatted());
             offer_card(&state, &session, offer, shift.position, now, earns)
         })
         .collect();
@@ -458,12 +423,14 @@ pub async fn shift_page(State(state): State<AppState>, headers: HeaderMap) -> Re
             delivered: shift.day.delivered,
             returned: shift.day.returned,
             distance: format!("{:.1} km", shift.day.distance_metres as f64 / 1000.0),
-            earned: pay.as_ref().map(|pay| {
-                pay.earned(
+            earned: state
+                .couriers
+                .earned(
+                    market,
                     shift.day.delivered + shift.day.returned,
                     shift.day.distance_metres,
                 )
-            }),
+                .map(|e| e.formatted()),
         },
     };
     app_page(StatusCode::OK, body.render())
