@@ -27,9 +27,10 @@ pub use pay::Earnings;
 use crate::audit::{self, AuditAction, AuditRecord};
 use crate::infra::clock::now;
 use crate::markets::Markets;
-use courier_domain::Vehicle;
 use courier_domain::booking::normalise_phone;
 use courier_domain::dispatch::CourierStatus;
+use courier_domain::pay::CourierPay;
+use courier_domain::{Currency, Vehicle};
 use courier_store::couriers::{self as store, CourierRow};
 use courier_store::dispatch as offers;
 
@@ -418,5 +419,51 @@ impl Couriers {
         since: DateTime<Utc>,
     ) -> Result<Vec<TrailPoint>, sqlx::Error> {
         store::trail_since(&self.pool, id, since, TRAIL_SHOWN).await
+    }
+}
+
+/// What couriers earn where their market says (`courier_pay` in the markets file).
+impl Couriers {
+    fn pay_of(&self, market: &str) -> Option<(CourierPay, Currency)> {
+        let definition = &self.markets.get(market)?.definition;
+        Some((definition.courier_pay?, definition.currency))
+    }
+
+    /// What `jobs` jobs of `metres` of road distance earn a courier of `market`; None where
+    /// the market does not say what its couriers earn.
+    pub fn earned(&self, market: &str, jobs: i64, metres: i64) -> Option<Earnings> {
+        let (pay, currency) = self.pay_of(market)?;
+        Some(Earnings {
+            amount_minor: pay.earned(jobs, metres),
+            currency,
+        })
+    }
+
+    /// What each of `offers` earns a courier of `market` (its jobs and their road distance as
+    /// quoted), in order; all None where the market does not say what its couriers earn.
+    pub async fn offers_earn(
+        &self,
+        market: &str,
+        offers: &[OfferedRoute],
+    ) -> Result<Vec<Option<Earnings>>, sqlx::Error> {
+        if self.pay_of(market).is_none() || offers.is_empty() {
+            return Ok(vec![None; offers.len()]);
+        }
+        let ids: Vec<Uuid> = offers
+            .iter()
+            .flat_map(|o| o.jobs.iter().map(|j| j.id))
+            .collect();
+        let metres: std::collections::HashMap<Uuid, i64> =
+            courier_store::jobs::quoted_metres(&self.pool, &ids)
+                .await?
+                .into_iter()
+                .collect();
+        Ok(offers
+            .iter()
+            .map(|offer| {
+                let distance = offer.jobs.iter().filter_map(|j| metres.get(&j.id)).sum();
+                self.earned(market, offer.jobs.len() as i64, distance)
+            })
+            .collect())
     }
 }
