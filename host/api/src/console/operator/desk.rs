@@ -156,16 +156,25 @@ pub async fn home(
     };
     let in_environment = |name: &str| environment.is_none_or(|e| e.as_str() == name);
     let mut booking_lines = Vec::new();
+    // Each merchant read once, however many of its bookings are unfinished.
+    let mut names: std::collections::HashMap<uuid::Uuid, String> = Default::default();
     for b in bookings {
         if b.created_at > at - BOOKING_UNFINISHED_FOR || !in_environment(b.environment) {
             continue;
         }
         // Its merchant by name; a failure to read it leaves the id.
-        let merchant = state
-            .merchants
-            .show(b.merchant_id)
-            .await
-            .map_or_else(|_| b.merchant_id.to_string(), |m| m.name);
+        let merchant = match names.get(&b.merchant_id) {
+            Some(name) => name.clone(),
+            None => {
+                let name = state
+                    .merchants
+                    .show(b.merchant_id)
+                    .await
+                    .map_or_else(|_| b.merchant_id.to_string(), |m| m.name);
+                names.insert(b.merchant_id, name.clone());
+                name
+            }
+        };
         booking_lines.push(BookingLine {
             merchant_id: b.merchant_id.to_string(),
             merchant,
