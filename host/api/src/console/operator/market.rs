@@ -338,7 +338,7 @@ fn describe(name: &str, board: &MarketBoard) -> String {
         "The area {name} serves and its roads, with {on_map} couriers seen lately \
          ({busy} on a job, {} with their routes drawn), {searching} jobs searching at their \
          pickups and {under_way} jobs under way at their next stops. The tables below list \
-         them.",
+         them, or the first of each kind when there are many.",
         board.routes.len()
     )
 }
