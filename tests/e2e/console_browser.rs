@@ -391,7 +391,12 @@ async fn a_merchant_uses_the_console_in_a_browser() {
 
 #[tokio::test]
 async fn an_operator_uses_the_operator_console_in_a_browser() {
-    let quoting = crate::quotes::Quoting::start().await;
+    // Past one mark the board draws groups: the courier alone is drawn, with a job beside it
+    // the two are a group each.
+    let quoting = crate::quotes::Quoting::start_with(|name| {
+        (name == "COURIER_TRACKING_BOARD_MARKS").then(|| "1".to_owned())
+    })
+    .await;
     let app = &quoting.app;
     for vehicle in ["car", "van", "car"] {
         let (status, _) = quoting.quote(&crate::quotes::journey(Some(vehicle))).await;
@@ -516,6 +521,55 @@ async fn an_operator_uses_the_operator_console_in_a_browser() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+    // Two marks: drawn as groups, each opening a closer map, where they are drawn one by one.
+    assert!(
+        client
+            .find(Locator::Css("#market-map .map-group"))
+            .await
+            .is_ok()
+    );
+    assert!(
+        client
+            .find(Locator::Css("#market-map .map-courier"))
+            .await
+            .is_err()
+    );
+    looked_at(&browser, "ops-market-groups.png").await;
+    browser
+        .screenshot_of("market-map", "ops-market-groups-map.png")
+        .await;
+    client
+        .find(Locator::Css("#market-map a"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    browser
+        .wait_until("the closer map", || async {
+            client
+                .current_url()
+                .await
+                .is_ok_and(|u| u.query().is_some_and(|q| q.contains("area=")))
+        })
+        .await;
+    assert!(
+        client
+            .find(Locator::Css("#market-map .map-courier"))
+            .await
+            .is_ok()
+    );
+    assert!(
+        browser
+            .text("part-shown")
+            .await
+            .contains("The whole market")
+    );
+    looked_at(&browser, "ops-market-closer.png").await;
+    browser
+        .screenshot_of("market-map", "ops-market-closer-map.png")
+        .await;
+    client.goto(&board).await.unwrap();
     client
         .find(Locator::LinkText(reference))
         .await

@@ -1157,6 +1157,123 @@ async fn an_operator_sees_the_couriers_online_and_the_jobs_searching_on_the_mark
 }
 
 #[tokio::test]
+async fn a_busy_board_draws_groups_by_area_that_open_closer_maps() {
+    use crate::fulfilment::{Floor, PICKUP};
+    // Past two marks the map draws groups.
+    let floor = Floor::start(&[("COURIER_TRACKING_BOARD_MARKS", "2")]).await;
+    let far = (20.014, 50.011);
+    let near = floor.rider("Nell Near", "bicycle", Some(PICKUP)).await;
+    let away = floor.rider("Abe Away", "bicycle", Some(far)).await;
+    let job = floor.book().await;
+    let reference = job["reference"].as_str().unwrap();
+    let mut visitor = signed_in(&floor.app).await;
+    let board = "/ops/markets/demo?jobs=test";
+    let mut page = visitor.get(board).await;
+    for _ in 0..200 {
+        if page.body.contains(reference) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        page = visitor.get(board).await;
+    }
+    let body = &page.body;
+    // Three marks: a group for each courier (far apart) and one for the search, no single
+    // marks; the tables still list every one.
+    assert_eq!(body.matches("class=\"map-courier").count(), 0, "{body}");
+    assert_eq!(
+        body.matches("class=\"map-group couriers\"").count(),
+        2,
+        "{body}"
+    );
+    assert_eq!(
+        body.matches("class=\"map-group search wait-fresh\"")
+            .count(),
+        1,
+        "{body}"
+    );
+    assert!(
+        body.contains("<title>1 courier online here, 0 on a job: open a closer map</title>"),
+        "{body}"
+    );
+    assert!(
+        body.contains("Couriers online: 2. Jobs searching: 1. Jobs under way: 0.")
+            && body.contains("drawn in 3 groups by area"),
+        "{body}"
+    );
+    let couriers = body.split("<table id=\"couriers\">").nth(1).unwrap();
+    let couriers = couriers.split("</table>").next().unwrap();
+    assert!(
+        couriers.contains(&near.name) && couriers.contains(&away.name),
+        "{couriers}"
+    );
+    // Each group opens its cell; the far courier's holds it alone.
+    let areas: Vec<[f64; 4]> = body
+        .split("?jobs=test&amp;area=")
+        .skip(1)
+        .map(|rest| {
+            let area = rest.split('"').next().unwrap();
+            let n: Vec<f64> = area.split(',').map(|n| n.parse().unwrap()).collect();
+            [n[0], n[1], n[2], n[3]]
+        })
+        .collect();
+    assert_eq!(areas.len(), 3, "{body}");
+    let holding = |point: (f64, f64)| {
+        *areas
+            .iter()
+            .find(|a| (a[0]..=a[2]).contains(&point.0) && (a[1]..=a[3]).contains(&point.1))
+            .expect("a group's cell holds the point")
+    };
+    let cell = holding(far);
+    let closer = format!(
+        "/ops/markets/demo?jobs=test&area={},{},{},{}",
+        cell[0], cell[1], cell[2], cell[3]
+    );
+    let page = visitor.get(&closer).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let body = &page.body;
+    assert_eq!(body.matches("class=\"map-courier\"").count(), 1, "{body}");
+    assert!(!body.contains("class=\"map-group"), "{body}");
+    assert!(
+        body.contains(&format!("<title>{} (bicycle, free)</title>", away.name)),
+        "{body}"
+    );
+    let couriers = body.split("<table id=\"couriers\">").nth(1).unwrap();
+    let couriers = couriers.split("</table>").next().unwrap();
+    assert!(
+        couriers.contains(&away.name) && !couriers.contains(&near.name),
+        "{couriers}"
+    );
+    assert!(body.contains("No job is searching."), "{body}");
+    assert!(
+        body.contains("id=\"part-shown\"")
+            && body.contains("href=\"/ops/markets/demo?jobs=test\">The whole market</a>"),
+        "{body}"
+    );
+    // The courier and the search at the pickup: two marks, drawn one by one.
+    let cell = holding(PICKUP);
+    let page = visitor
+        .get(&format!(
+            "/ops/markets/demo?jobs=test&area={},{},{},{}",
+            cell[0], cell[1], cell[2], cell[3]
+        ))
+        .await;
+    assert_eq!(page.body.matches("class=\"map-courier\"").count(), 1);
+    assert_eq!(page.body.matches("class=\"map-search wait-").count(), 1);
+
+    // Not an area: refused with a page that says what one is.
+    for bad in [
+        "nonsense",
+        "1,2,3",
+        "20.01,50.0,20.0,50.01",
+        "20.0,50.0,91,50.01",
+    ] {
+        let page = visitor.get(&format!("/ops/markets/demo?area={bad}")).await;
+        assert_eq!(page.status, 400, "{bad}: {}", page.body);
+        assert!(page.body.contains("Not an area"), "{}", page.body);
+    }
+}
+
+#[tokio::test]
 async fn an_operator_opens_a_job_and_its_courier_from_the_board() {
     use crate::fulfilment::{Floor, PICKUP};
     // Every position reported goes on the courier's trail.

@@ -232,18 +232,19 @@ async fn grow_charges(pool: &sqlx::PgPool) -> i64 {
         .unwrap()
 }
 
-/// A busy market's day on the demo market: `couriers` couriers online, seen a minute ago at
-/// points between the real job's stops, and twice as many live jobs: one per courier under
-/// way (half assigned, half collected), and as many searching, for up to 14 minutes, each with
-/// its stops moved a little from the real job's; then analyses. Nothing dispatches meanwhile
-/// (the bench's dispatch interval is an hour).
+/// A busy market's day on the demo market: `couriers` couriers online, seen a minute ago
+/// across the city, and twice as many live jobs: one per courier under way (half assigned,
+/// half collected), and as many searching, for up to 14 minutes, each with its stops moved
+/// across the city from the real job's; then analyses. Nothing dispatches meanwhile (the
+/// bench's dispatch interval is an hour).
 async fn grow_fleet(pool: &sqlx::PgPool, couriers: usize) {
-    // A stop of the real job, moved up to about 200 m each way (per row: random() is volatile).
+    // A stop of the real job, moved up to about 900 m each way, over most of the demo city
+    // (per row: random() is volatile).
     let moved = |stop: &str| {
         format!(
             "jsonb_set(jsonb_set(j.{stop}, '{{latitude}}', to_jsonb((j.{stop}->>'latitude')::float8 \
-               + (random() - 0.5) * 0.004)), '{{longitude}}', \
-               to_jsonb((j.{stop}->>'longitude')::float8 + (random() - 0.5) * 0.004))"
+               + (random() - 0.5) * 0.016)), '{{longitude}}', \
+               to_jsonb((j.{stop}->>'longitude')::float8 + (random() - 0.5) * 0.016))"
         )
     };
     let statements = [
@@ -260,8 +261,8 @@ async fn grow_fleet(pool: &sqlx::PgPool, couriers: usize) {
             .into(),
         "INSERT INTO courier_positions (courier_id, latitude, longitude, seen_at) \
          SELECT f.courier_id, \
-           (j.pickup->>'latitude')::float8 * (1 - f.t) + (j.dropoff->>'latitude')::float8 * f.t, \
-           (j.pickup->>'longitude')::float8 * (1 - f.t) + (j.dropoff->>'longitude')::float8 * f.t, \
+           (j.pickup->>'latitude')::float8 + (random() - 0.5) * 0.016, \
+           (j.pickup->>'longitude')::float8 + (random() - 0.5) * 0.016, \
            now() - interval '1 minute' \
          FROM fleet f CROSS JOIN (SELECT * FROM jobs ORDER BY booked_at LIMIT 1) AS j"
             .into(),
@@ -310,6 +311,35 @@ async fn grow_fleet(pool: &sqlx::PgPool, couriers: usize) {
 
 /// Reads `path` with `cookie` from one client for `seconds`; (requests, latencies, time,
 /// the last answer's size in bytes).
+/// The board's closer map of its busiest group's part (the whole market's board when it
+/// draws no groups).
+async fn busiest_part(bench: &Bench, cookie: &str) -> String {
+    let board = bench
+        .http
+        .get(format!("{}/ops/markets/demo", bench.base))
+        .header(COOKIE, cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    // Each group: `…&amp;area=S,W,N,E"><title>N …`.
+    board
+        .split("&amp;area=")
+        .skip(1)
+        .filter_map(|rest| {
+            let (area, after) = rest.split_once("\"><title>")?;
+            let count: u64 = after.split(' ').next()?.parse().ok()?;
+            Some((count, area.to_owned()))
+        })
+        .max()
+        .map_or_else(
+            || "/ops/markets/demo".to_owned(),
+            |(_, area)| format!("/ops/markets/demo?area={area}"),
+        )
+}
+
 async fn read_page(
     bench: &Bench,
     cookie: &str,
@@ -367,6 +397,8 @@ fn main() {
             "COURIER_WEBHOOK_ALLOW_PRIVATE" => Some("true".into()),
             // The grown fleet's board is read as grown: nothing dispatched meanwhile.
             "COURIER_DISPATCH_INTERVAL_MS" => Some("3600000".into()),
+            // `BENCH_BOARD_MARKS=5000`: the board draws every mark one by one.
+            "COURIER_TRACKING_BOARD_MARKS" => std::env::var("BENCH_BOARD_MARKS").ok(),
             _ => None,
         })
         .await;
@@ -417,6 +449,12 @@ fn main() {
 
         let merchant = merchant_signed_in(&bench).await;
         let operator = operator_signed_in(&bench).await;
+        let closer = busiest_part(&bench, &operator).await;
+        // `BENCH_HOLD_SECONDS=N`: the grown database stays up this long, for `EXPLAIN`.
+        if let Ok(hold) = std::env::var("BENCH_HOLD_SECONDS") {
+            println!("database: {}", bench.cluster.url("bench"));
+            tokio::time::sleep(Duration::from_secs(hold.parse().unwrap())).await;
+        }
         let pages = [
             ("jobs, page 1", &merchant, "/console/jobs".to_owned()),
             (
@@ -444,6 +482,7 @@ fn main() {
             ("cards and charges", &merchant, "/console/cards".to_owned()),
             ("ops: payments", &operator, "/ops/payments".to_owned()),
             ("ops: market board (map)", &operator, "/ops/markets/demo".to_owned()),
+            ("ops: market board, its busiest part closer", &operator, closer),
             ("ops: needs a person", &operator, "/ops/".to_owned()),
             (
                 "ops: a job searching, with couriers suggested by road",

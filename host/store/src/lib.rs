@@ -24,6 +24,7 @@
 
 pub mod abandoned_holds;
 pub mod audit;
+pub mod board;
 pub mod bookings;
 pub mod cards;
 pub mod charges;

@@ -3,14 +3,15 @@
 //! the jobs under way with each courier's route through its stops still to make.
 
 use chrono::{DateTime, Utc};
-use courier_geo::LatLon;
+use courier_geo::{LatLon, Polygon};
 use uuid::Uuid;
 
 use super::Tracking;
-use super::map::{Point, Projection};
+use super::map::{Point, Projection, WIDTH};
 use crate::jobs::POSITION_FRESHNESS;
 use crate::markets::{Market, RoutingError};
 use courier_domain::{Environment, JobStatus, Vehicle};
+use courier_store::board::{self as board_store, Bounds, Cell, Grid};
 use courier_store::couriers::{self as couriers_store, OnlineCourier};
 use courier_store::jobs::{self as jobs_store, JobUnderWay, SearchingJob};
 
@@ -93,53 +94,312 @@ pub struct MarketBoard {
     /// Nothing to draw on while the network loads and no coverage is configured.
     pub map: Option<BoardMap>,
     pub network: NetworkState,
+    /// The part of the market shown, when not the whole of it.
+    pub area: Option<Area>,
+    /// How many of each kind there are (in the part shown).
+    pub totals: Totals,
+    /// When there are too many to draw one by one: the map draws these groups instead, and
+    /// the rows below are only the first of each kind, for the tables.
+    pub groups: Option<Vec<Group>>,
     pub couriers: Vec<CourierOnBoard>,
-    /// Whether more couriers are online than listed.
-    pub more_couriers: bool,
     pub searching: Vec<SearchOnBoard>,
-    pub more_searching: bool,
     /// Jobs of the environment not shown searching in the market too.
     pub hidden_searching: i64,
     pub under_way: Vec<UnderWayOnBoard>,
-    pub more_under_way: bool,
+    /// Drawn one by one, whether more of some kind were there than [`SHOWN`].
+    pub cut: bool,
     pub routes: Vec<RouteOnBoard>,
 }
 
+/// How many couriers are online, jobs searching and jobs under way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub couriers: i64,
+    pub searching: i64,
+    pub under_way: i64,
+}
+
+/// What a group of the map stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupKind {
+    Couriers,
+    Searching,
+    UnderWay,
+}
+
+/// Several couriers or jobs of one kind in one cell of the map, drawn as one mark at their
+/// middle that opens a closer map of the cell.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Group {
+    pub kind: GroupKind,
+    pub count: i64,
+    /// Couriers on a job, of a group of couriers.
+    pub busy: i64,
+    /// Of a group of searches, the largest share of its dispatch time one has used.
+    pub worst_share: Option<f64>,
+    pub at: Point,
+    /// The cell, for its closer map.
+    pub cell: Area,
+}
+
+/// A part of a market's map, in degrees: `south,west,north,east` in its links.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Area {
+    pub south_west: LatLon,
+    pub north_east: LatLon,
+}
+
+/// Why an asked-for area is not one.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error(
+    "an area is four numbers, south,west,north,east in degrees, south below north and west of east"
+)]
+pub struct NotAnArea;
+
+impl std::str::FromStr for Area {
+    type Err = NotAnArea;
+
+    fn from_str(text: &str) -> Result<Self, NotAnArea> {
+        let numbers: Vec<f64> = text
+            .split(',')
+            .map(|n| n.trim().parse::<f64>().map_err(|_| NotAnArea))
+            .collect::<Result<_, _>>()?;
+        let [south, west, north, east] = numbers[..] else {
+            return Err(NotAnArea);
+        };
+        let (south_west, north_east) = (LatLon::new(south, west), LatLon::new(north, east));
+        if !south_west.is_valid() || !north_east.is_valid() || south >= north || west >= east {
+            return Err(NotAnArea);
+        }
+        Ok(Area {
+            south_west,
+            north_east,
+        })
+    }
+}
+
+impl std::fmt::Display for Area {
+    /// To the metre, as the links carry it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:.5},{:.5},{:.5},{:.5}",
+            self.south_west.lat, self.south_west.lon, self.north_east.lat, self.north_east.lon
+        )
+    }
+}
+
+impl Area {
+    fn bounds(&self) -> Bounds {
+        Bounds {
+            south: self.south_west.lat,
+            west: self.south_west.lon,
+            north: self.north_east.lat,
+            east: self.north_east.lon,
+        }
+    }
+}
+
+/// What a board shows: whose jobs, which part of the market, and how many rows each table
+/// lists when the map draws groups.
+#[derive(Clone, Copy, Debug)]
+pub struct BoardAsk {
+    pub environment: Option<Environment>,
+    pub area: Option<Area>,
+    pub listed: usize,
+    /// A search's dispatch time, for colouring groups of searches.
+    pub deadline: chrono::Duration,
+}
+
+/// The map is cut into this many columns of square cells (as many rows as fit) when it
+/// draws groups: a mark a cell and kind, at most a few hundred on a page.
+const GROUP_COLUMNS: i32 = 8;
+/// A map narrower than this (metres) draws every mark, however many: closer it cannot go.
+const SMALLEST_GROUPED_WIDTH_METRES: f64 = 1_000.0;
+
 impl Tracking {
-    /// `market`'s board as it is at `now`.
-    /// The market's board; `environment`: only that environment's jobs (None: both).
+    /// `market`'s board as it is at `now`: the part `ask` names of it, its couriers and jobs
+    /// each drawn when there are at most `COURIER_TRACKING_BOARD_MARKS` of them in view, else
+    /// drawn in groups by area.
     pub async fn board(
         &self,
         market: &Market,
         now: DateTime<Utc>,
-        environment: Option<Environment>,
+        ask: BoardAsk,
     ) -> Result<MarketBoard, sqlx::Error> {
+        let projection = match (ask.area, market_area(market)) {
+            (Some(area), _) => Some(Projection::fit(&[area.south_west, area.north_east])),
+            (None, Some(market_area)) => Some(Projection::fit(market_area.vertices())),
+            (None, None) => None,
+        };
+        let fresh_since = now - POSITION_FRESHNESS;
+        let visible = projection.map(|p| p.visible());
+        // Zoomed in, only what the map shows; else the whole market.
+        let within = ask.area.and(visible).map(|v| Area {
+            south_west: v.south_west,
+            north_east: v.north_east,
+        });
+        let grid = visible.zip(projection).map(|(visible, projection)| {
+            let side = WIDTH / f64::from(GROUP_COLUMNS);
+            let (_, height) = projection.size();
+            Grid {
+                bounds: Area {
+                    south_west: visible.south_west,
+                    north_east: visible.north_east,
+                }
+                .bounds(),
+                columns: GROUP_COLUMNS,
+                rows: (height / side).ceil() as i32,
+                only_inside: within.is_some(),
+            }
+        });
+        let (cells, totals) = match &grid {
+            Some(grid) => {
+                let cells = tokio::try_join!(
+                    board_store::couriers_online(&self.pool, market.id(), fresh_since, grid),
+                    board_store::jobs_searching(
+                        &self.pool,
+                        market.id(),
+                        ask.environment,
+                        grid,
+                        now,
+                        ask.deadline
+                    ),
+                    board_store::jobs_under_way(&self.pool, market.id(), ask.environment, grid),
+                )?;
+                let sum = |cells: &[Cell]| cells.iter().map(|c| c.count).sum::<i64>();
+                let totals = Totals {
+                    couriers: sum(&cells.0),
+                    searching: sum(&cells.1),
+                    under_way: sum(&cells.2),
+                };
+                (Some(cells), totals)
+            }
+            None => (None, Totals::default()),
+        };
+        let in_view = |cells: &[Cell]| {
+            grid.as_ref().map_or(0, |grid| {
+                cells
+                    .iter()
+                    .filter(|c| grid_cell(grid, c).is_some())
+                    .map(|c| c.count)
+                    .sum::<i64>()
+            })
+        };
+        let marks = cells
+            .as_ref()
+            .map_or(0, |c| in_view(&c.0) + in_view(&c.1) + in_view(&c.2));
+        let closest =
+            visible.is_some_and(|v| v.metres_per_unit * WIDTH <= SMALLEST_GROUPED_WIDTH_METRES);
+        let grouped = marks > i64::from(self.config.board_marks) && !closest;
+        let limit = if grouped {
+            ask.listed.min(SHOWN as usize) as i64
+        } else {
+            SHOWN + 1
+        };
+        let within_bounds = within.map(|a| a.bounds());
         let (mut couriers, (mut searching, hidden_searching), mut under_way) = tokio::try_join!(
             couriers_store::online_in_market(
                 &self.pool,
                 market.id(),
-                now - POSITION_FRESHNESS,
-                SHOWN + 1
+                fresh_since,
+                within_bounds,
+                limit
             ),
-            jobs_store::searching_in_market(&self.pool, market.id(), environment, SHOWN + 1),
-            jobs_store::under_way_in_market(&self.pool, market.id(), environment, SHOWN + 1),
+            jobs_store::searching_in_market(
+                &self.pool,
+                market.id(),
+                ask.environment,
+                within_bounds,
+                limit
+            ),
+            jobs_store::under_way_in_market(
+                &self.pool,
+                market.id(),
+                ask.environment,
+                within_bounds,
+                limit
+            ),
         )?;
-        let more_couriers = couriers.len() as i64 > SHOWN;
-        couriers.truncate(SHOWN as usize);
-        let more_searching = searching.len() as i64 > SHOWN;
-        searching.truncate(SHOWN as usize);
-        let more_under_way = under_way.len() as i64 > SHOWN;
-        under_way.truncate(SHOWN as usize);
-        let mut board = draw_board(
-            market,
-            couriers,
-            searching,
-            under_way,
-            (more_couriers, more_searching, more_under_way),
-        );
+        let mut cut = false;
+        if !grouped {
+            cut = [couriers.len(), searching.len(), under_way.len()]
+                .iter()
+                .any(|&n| n as i64 > SHOWN);
+            couriers.truncate(SHOWN as usize);
+            searching.truncate(SHOWN as usize);
+            under_way.truncate(SHOWN as usize);
+        }
+        let mut board = draw_board(market, projection, couriers, searching, under_way);
+        board.area = ask.area;
+        board.totals = totals;
+        board.cut = cut;
         board.hidden_searching = hidden_searching;
+        if grouped {
+            // Routes at this scale would be a tangle; the closer maps draw them.
+            board.routes.clear();
+            let (grid, projection, cells) = (
+                grid.expect("grouped"),
+                projection.expect("grouped"),
+                cells.expect("grouped"),
+            );
+            let kinds = [
+                (GroupKind::Couriers, cells.0),
+                (GroupKind::Searching, cells.1),
+                (GroupKind::UnderWay, cells.2),
+            ];
+            board.groups = Some(
+                kinds
+                    .into_iter()
+                    .flat_map(|(kind, cells)| {
+                        cells
+                            .into_iter()
+                            .filter_map(move |c| group(&grid, &projection, kind, c))
+                    })
+                    .collect(),
+            );
+        }
         Ok(board)
     }
+}
+
+/// The market's area: its configured coverage, else the area of its road network.
+fn market_area(market: &Market) -> Option<&Polygon> {
+    market
+        .definition
+        .coverage
+        .as_ref()
+        .or_else(|| market.network().ok().map(|n| n.network_area()))
+}
+
+/// The cell's corners, for what lies inside the grid.
+fn grid_cell(grid: &Grid, cell: &Cell) -> Option<Area> {
+    let (column, row) = (cell.column?, cell.row?);
+    if !(1..=grid.columns).contains(&column) || !(1..=grid.rows).contains(&row) {
+        return None;
+    }
+    let b = grid.bounds;
+    let width = (b.east - b.west) / f64::from(grid.columns);
+    let height = (b.north - b.south) / f64::from(grid.rows);
+    let west = b.west + width * f64::from(column - 1);
+    let south = b.south + height * f64::from(row - 1);
+    Some(Area {
+        south_west: LatLon::new(south, west),
+        north_east: LatLon::new(south + height, west + width),
+    })
+}
+
+fn group(grid: &Grid, projection: &Projection, kind: GroupKind, cell: Cell) -> Option<Group> {
+    let area = grid_cell(grid, &cell)?;
+    let middle = point(cell.latitude, cell.longitude)?;
+    Some(Group {
+        kind,
+        count: cell.count,
+        busy: cell.busy,
+        worst_share: cell.worst_share,
+        at: projection.project(middle),
+        cell: area,
+    })
 }
 
 /// A valid point from coordinates a row may lack.
@@ -197,10 +457,10 @@ fn courier_routes(
 
 fn draw_board(
     market: &Market,
+    projection: Option<Projection>,
     couriers: Vec<OnlineCourier>,
     searching: Vec<SearchingJob>,
     under_way: Vec<JobUnderWay>,
-    (more_couriers, more_searching, more_under_way): (bool, bool, bool),
 ) -> MarketBoard {
     let network = market.network();
     let network_state = match &network {
@@ -214,13 +474,8 @@ fn draw_board(
         Err(RoutingError::NotReady) => NetworkState::Loading,
         Err(_) => NetworkState::Failed,
     };
-    let area = market
-        .definition
-        .coverage
-        .as_ref()
-        .or_else(|| network.as_ref().ok().map(|n| n.network_area()));
-    let projection = area.map(|area| Projection::fit(area.vertices()));
-    let map = area.zip(projection).map(|(area, projection)| {
+    let area = market_area(market);
+    let map = projection.map(|projection| {
         let visible = projection.visible();
         let streets = network.as_ref().map_or_else(
             |_| Vec::new(),
@@ -233,7 +488,7 @@ fn draw_board(
                 )
             },
         );
-        let mut outline = projection.path(area.vertices());
+        let mut outline = area.map_or_else(String::new, |area| projection.path(area.vertices()));
         if !outline.is_empty() {
             outline.push_str(" Z");
         }
@@ -266,7 +521,6 @@ fn draw_board(
                 seen_at: c.seen_at,
             })
             .collect(),
-        more_couriers,
         searching: searching
             .into_iter()
             .map(|j| SearchOnBoard {
@@ -282,7 +536,6 @@ fn draw_board(
                 offered: j.offered,
             })
             .collect(),
-        more_searching,
         hidden_searching: 0,
         under_way: under_way
             .into_iter()
@@ -302,8 +555,11 @@ fn draw_board(
                 assigned_at: j.assigned_at,
             })
             .collect(),
-        more_under_way,
         routes,
+        area: None,
+        totals: Totals::default(),
+        groups: None,
+        cut: false,
     }
 }
 
@@ -328,6 +584,64 @@ mod tests {
             seen_at: at.map(|_| Utc::now()),
             busy: false,
         }
+    }
+
+    #[test]
+    fn an_area_is_four_numbers_south_west_north_east() {
+        let area: Area = "20.001,50.002,20.0035,50.004".parse().unwrap();
+        assert_eq!(area.south_west, LatLon::new(20.001, 50.002));
+        assert_eq!(area.north_east, LatLon::new(20.0035, 50.004));
+        assert_eq!(area.to_string(), "20.00100,50.00200,20.00350,50.00400");
+        assert_eq!(area.to_string().parse::<Area>(), Ok(area));
+        for bad in [
+            "",
+            "20,50,21",
+            "20,50,21,51,1",
+            "a,50,21,51",
+            "21,50,20,51",
+            "20,51,21,50",
+            "20,50,20,51",
+            "-91,50,21,51",
+            "20,50,21,181",
+            "NaN,50,21,51",
+        ] {
+            assert_eq!(bad.parse::<Area>(), Err(NotAnArea), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_grid_s_cells_tile_its_bounds_and_nothing_outside_them() {
+        let grid = Grid {
+            bounds: Bounds {
+                south: 20.0,
+                west: 50.0,
+                north: 20.02,
+                east: 50.04,
+            },
+            columns: 4,
+            rows: 2,
+            only_inside: false,
+        };
+        let cell = |column, row| Cell {
+            column,
+            row,
+            count: 1,
+            latitude: None,
+            longitude: None,
+            busy: 0,
+            worst_share: None,
+        };
+        let first = grid_cell(&grid, &cell(Some(1), Some(1))).unwrap();
+        assert_eq!(first.south_west, LatLon::new(20.0, 50.0));
+        assert!((first.north_east.lat - 20.01).abs() < 1e-9);
+        assert!((first.north_east.lon - 50.01).abs() < 1e-9);
+        let last = grid_cell(&grid, &cell(Some(4), Some(2))).unwrap();
+        assert!((last.north_east.lat - 20.02).abs() < 1e-9);
+        assert!((last.north_east.lon - 50.04).abs() < 1e-9);
+        // West of the grid, north of it, and without a position: in no cell.
+        assert_eq!(grid_cell(&grid, &cell(Some(0), Some(1))), None);
+        assert_eq!(grid_cell(&grid, &cell(Some(1), Some(3))), None);
+        assert_eq!(grid_cell(&grid, &cell(None, None)), None);
     }
 
     #[test]
@@ -362,12 +676,13 @@ mod tests {
             dropoff_longitude: Some(50.011),
             assigned_at: Some(Utc::now()),
         };
+        let area = market_area(&market).expect("the demo's roads");
         let board = draw_board(
             &market,
+            Some(Projection::fit(area.vertices())),
             vec![seen, courier("unseen", None)],
             vec![job],
             vec![carried],
-            (false, false, false),
         );
         let map = board.map.expect("a map of the demo city");
         assert!(

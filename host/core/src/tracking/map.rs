@@ -100,6 +100,11 @@ impl Projection {
         }
     }
 
+    /// The view box's width and height.
+    pub fn size(&self) -> (f64, f64) {
+        (WIDTH, self.height)
+    }
+
     pub fn view_box(&self) -> String {
         format!("0 0 {WIDTH} {}", self.height)
     }

@@ -65,6 +65,13 @@ pub struct TrackingConfig {
           env = "COURIER_TRACKING_BOARD_ROWS", default_value = "100",
           value_parser = crate::infra::settings::positive_u32)]
     pub board_rows: u32,
+    /// A market board's map draws each courier and job while it would draw at most this many
+    /// marks in all (300); more, and it draws them grouped by area, each group opening a
+    /// closer map of its part of the market.
+    #[arg(id = "tracking-board-marks", long = "tracking-board-marks",
+          env = "COURIER_TRACKING_BOARD_MARKS", default_value = "300",
+          value_parser = crate::infra::settings::positive_u32)]
+    pub board_marks: u32,
 }
 
 impl Default for TrackingConfig {

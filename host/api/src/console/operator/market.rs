@@ -11,10 +11,11 @@ use axum::response::Response;
 use super::super::respond::{page, when};
 use super::{OperatorBar, message, signed_in, unavailable};
 use crate::state::AppState;
+use courier_core::auth::operator_sessions::OperatorSession;
 use courier_core::infra::clock::now;
 use courier_core::tracking::board::{
-    BoardMap, CourierOnBoard, MarketBoard, NetworkState, RouteOnBoard, SHOWN, SearchOnBoard,
-    UnderWayOnBoard,
+    Area, BoardAsk, BoardMap, CourierOnBoard, Group, GroupKind, MarketBoard, NetworkState,
+    RouteOnBoard, SHOWN, SearchOnBoard, Totals, UnderWayOnBoard,
 };
 use courier_domain::operators::OpsPermission;
 use courier_domain::{Environment, JobStatus};
@@ -114,19 +115,24 @@ fn wait_class(
     let allowed = due + deadline - since;
     let waited = (now - since).max(chrono::Duration::zero());
     let share = waited.num_milliseconds() as f64 / allowed.num_milliseconds().max(1) as f64;
-    let class = if share < 0.5 {
-        "fresh"
-    } else if share < 0.75 {
-        "waiting"
-    } else {
-        "late"
-    };
     let words = format!(
         "{} of {} min",
         waited.num_minutes(),
         allowed.num_minutes().max(1)
     );
-    (class, words)
+    (wait_of(share), words)
+}
+
+/// The colour of a search that has used `share` of its time: `fresh` (under half), `waiting`
+/// (under three quarters) or `late`.
+fn wait_of(share: f64) -> &'static str {
+    if share < 0.5 {
+        "fresh"
+    } else if share < 0.75 {
+        "waiting"
+    } else {
+        "late"
+    }
 }
 
 impl SearchMark {
@@ -220,6 +226,73 @@ impl From<UnderWayOnBoard> for UnderWayRow {
     }
 }
 
+/// A group of couriers or jobs on the map, opening a closer map of its cell.
+struct GroupMark {
+    /// `couriers`, `search wait-…` or `under-way`.
+    class: String,
+    shape: &'static str,
+    title: String,
+    count: i64,
+    area: String,
+    at: (String, String),
+}
+
+impl GroupMark {
+    fn new(g: &Group) -> Self {
+        let n = g.count;
+        // A cell's kinds side by side, not on top of one another: couriers to the left of
+        // their middle, searches to the right, jobs under way below (the marks are 36 wide).
+        let (dx, dy) = match g.kind {
+            GroupKind::Couriers => (-20.0, 0.0),
+            GroupKind::Searching => (20.0, 0.0),
+            GroupKind::UnderWay => (0.0, 34.0),
+        };
+        let (class, shape, title) = match g.kind {
+            GroupKind::Couriers => (
+                "couriers".to_owned(),
+                "#group-couriers-mark",
+                format!(
+                    "{n} {} online here, {} on a job: open a closer map",
+                    if n == 1 { "courier" } else { "couriers" },
+                    g.busy
+                ),
+            ),
+            GroupKind::Searching => {
+                let wait = wait_of(g.worst_share.unwrap_or(0.0));
+                (
+                    format!("search wait-{wait}"),
+                    "#search-mark",
+                    format!(
+                        "{n} {} searching here, the longest {}: open a closer map",
+                        if n == 1 { "job" } else { "jobs" },
+                        match wait {
+                            "fresh" => "under half its deadline gone",
+                            "waiting" => "over half its deadline gone",
+                            _ => "over three quarters of its deadline gone",
+                        }
+                    ),
+                )
+            }
+            GroupKind::UnderWay => (
+                "under-way".to_owned(),
+                "#under-way-mark",
+                format!(
+                    "{n} {} under way here: open a closer map",
+                    if n == 1 { "job" } else { "jobs" }
+                ),
+            ),
+        };
+        GroupMark {
+            class,
+            shape,
+            title,
+            count: n,
+            area: g.cell.to_string(),
+            at: (format!("{:.0}", g.at.x + dx), format!("{:.0}", g.at.y + dy)),
+        }
+    }
+}
+
 /// A courier's route on the map.
 struct RouteMark {
     courier_id: String,
@@ -278,9 +351,16 @@ struct MarketPage {
     search_marks: Vec<SearchMark>,
     under_way_marks: Vec<UnderWayMark>,
     routes: Vec<RouteMark>,
-    /// Each kind's count (on the map, up to the board's bound), whether there were more, and
-    /// the rows listed.
-    counts: Counts,
+    /// Drawn in groups by area: each group's mark (empty when drawn one by one).
+    group_marks: Vec<GroupMark>,
+    grouped: bool,
+    /// The part of the market shown (`south,west,north,east`), empty for the whole of it.
+    area: String,
+    /// How many of each kind there are in the part shown.
+    totals: Totals,
+    /// Drawn one by one, whether some kind had more than the board draws.
+    cut: bool,
+    shown: i64,
     couriers: Vec<CourierRow>,
     searching: Vec<SearchRow>,
     under_way: Vec<UnderWayRow>,
@@ -291,16 +371,6 @@ struct MarketPage {
     jobs: &'static str,
     hidden_searching: i64,
     by_hand: Option<ByHand>,
-}
-
-/// How many of each kind the board holds, and whether it was cut at its bound.
-struct Counts {
-    couriers: usize,
-    more_couriers: bool,
-    searching: usize,
-    more_searching: bool,
-    under_way: usize,
-    more_under_way: bool,
 }
 
 /// Which environment's jobs a page shows, from `?{name}=`: live ones unless asked (test jobs
@@ -322,6 +392,23 @@ pub(super) fn environment_shown(
 
 /// The map in words: what a screen reader says for it.
 fn describe(name: &str, board: &MarketBoard) -> String {
+    let part = if board.area.is_some() {
+        format!("Part of the area {name} serves")
+    } else {
+        format!("The area {name} serves")
+    };
+    if let Some(groups) = &board.groups {
+        let t = board.totals;
+        return format!(
+            "{part} and its roads, with {} couriers online, {} jobs searching and {} jobs \
+             under way: too many to draw one by one, so drawn in {} groups by area, each \
+             opening a closer map of its part. The tables below list the first of each kind.",
+            t.couriers,
+            t.searching,
+            t.under_way,
+            groups.len()
+        );
+    }
     let on_map = board.couriers.iter().filter(|c| c.at.is_some()).count();
     let busy = board
         .couriers
@@ -335,11 +422,21 @@ fn describe(name: &str, board: &MarketBoard) -> String {
         .filter(|j| j.next_stop.is_some())
         .count();
     format!(
-        "The area {name} serves and its roads, with {on_map} couriers seen lately \
+        "{part} and its roads, with {on_map} couriers seen lately \
          ({busy} on a job, {} with their routes drawn), {searching} jobs searching at their \
          pickups and {under_way} jobs under way at their next stops. The tables below list \
          them, or the first of each kind when there are many.",
         board.routes.len()
+    )
+}
+
+fn not_an_area(session: &OperatorSession) -> Response {
+    message(
+        StatusCode::BAD_REQUEST,
+        Some(session),
+        "Not an area",
+        "A part of the market is four numbers, south,west,north,east in degrees, as the \
+         board's own links give it.",
     )
 }
 
@@ -353,11 +450,13 @@ fn describe(name: &str, board: &MarketBoard) -> String {
     params(
         ("market" = String, Path, description = "The market's id"),
         ("jobs" = Option<String>, Query, description = "Whose jobs: `live` (the default), `test` or `all`"),
-        ("list" = Option<String>, Query, description = "`all`: the tables list every courier and job on the map, not the first 100 of each"),
+        ("list" = Option<String>, Query, description = "`all`: the tables list every courier and job in view, not the first 100 of each"),
+        ("area" = Option<String>, Query, description = "A part of the market, `south,west,north,east` in degrees (the links of the map's groups): the map shows it closer, the tables list what is in it"),
     ),
     responses(
         (status = 200, description = "The page", content_type = "text/html", body = String),
         (status = 303, description = "Signed out: to /ops/sign-in"),
+        (status = 400, description = "A page: `area` is not one", content_type = "text/html", body = String),
         (status = 404, description = "A page: no such market", content_type = "text/html", body = String),
         (status = 503, description = "A page: the database is unavailable", content_type = "text/html", body = String),
     )
@@ -385,8 +484,27 @@ pub async fn market_page(
         .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
         .unwrap_or_default();
     let (jobs, environment) = environment_shown(&query, "jobs");
+    let area = match query.iter().find(|(k, _)| k == "area") {
+        None => None,
+        Some((_, raw)) => match raw.parse::<Area>() {
+            Ok(area) => Some(area),
+            Err(_) => return not_an_area(&session),
+        },
+    };
+    let listing_all = query.iter().any(|(k, v)| k == "list" && v == "all");
+    // The tables list the first couriers by name, the longest searching, the longest under
+    // way (`COURIER_TRACKING_BOARD_ROWS` of each) unless asked for all.
+    let rows = state.config.tracking.board_rows as usize;
+    let listed = if listing_all { usize::MAX } else { rows };
     let at = now();
-    let board = match state.tracking.board(market, at, environment).await {
+    let deadline = state.config.dispatch.deadline;
+    let ask = BoardAsk {
+        environment,
+        area,
+        listed,
+        deadline,
+    };
+    let board = match state.tracking.board(market, at, ask).await {
         Ok(board) => board,
         Err(error) => {
             tracing::error!(%error, market = market_id, "reading a market's board failed");
@@ -402,11 +520,6 @@ pub async fn market_page(
         NetworkState::Failed => "The road network failed to load (see the log).".to_owned(),
     };
     let description = describe(&name, &board);
-    let listing_all = query.iter().any(|(k, v)| k == "list" && v == "all");
-    // The tables list the first couriers by name, the longest searching, the longest under
-    // way (`COURIER_TRACKING_BOARD_ROWS` of each) unless asked for all; the map draws them all.
-    let rows = state.config.tracking.board_rows as usize;
-    let listed = if listing_all { usize::MAX } else { rows };
     let by_hand = if session.may(OpsPermission::MoveJobs) {
         let suspended = match state
             .couriers
@@ -471,15 +584,8 @@ pub async fn market_page(
     } else {
         None
     };
-    let deadline = state.config.dispatch.deadline;
-    let counts = Counts {
-        couriers: board.couriers.len(),
-        more_couriers: board.more_couriers,
-        searching: board.searching.len(),
-        more_searching: board.more_searching,
-        under_way: board.under_way.len(),
-        more_under_way: board.more_under_way,
-    };
+    // Grouped, the rows are only the tables' first few: the map draws the groups instead.
+    let one_by_one = board.groups.is_none();
     page(
         StatusCode::OK,
         MarketPage {
@@ -490,19 +596,31 @@ pub async fn market_page(
             network,
             map: board.map,
             description,
-            courier_marks: board.couriers.iter().filter_map(CourierMark::new).collect(),
+            courier_marks: board
+                .couriers
+                .iter()
+                .filter(|_| one_by_one)
+                .filter_map(CourierMark::new)
+                .collect(),
             search_marks: board
                 .searching
                 .iter()
+                .filter(|_| one_by_one)
                 .filter_map(|j| SearchMark::new(j, at, deadline))
                 .collect(),
             under_way_marks: board
                 .under_way
                 .iter()
+                .filter(|_| one_by_one)
                 .filter_map(UnderWayMark::new)
                 .collect(),
             routes: board.routes.into_iter().map(RouteMark::from).collect(),
-            counts,
+            group_marks: board.groups.iter().flatten().map(GroupMark::new).collect(),
+            grouped: board.groups.is_some(),
+            area: board.area.map(|a| a.to_string()).unwrap_or_default(),
+            totals: board.totals,
+            cut: board.cut,
+            shown: SHOWN,
             couriers: board
                 .couriers
                 .into_iter()
