@@ -398,7 +398,9 @@ fn main() {
             // The grown fleet's board is read as grown: nothing dispatched meanwhile.
             "COURIER_DISPATCH_INTERVAL_MS" => Some("3600000".into()),
             // `BENCH_BOARD_MARKS=5000`: the board draws every mark one by one.
-            "COURIER_TRACKING_BOARD_MARKS" => std::env::var("BENCH_BOARD_MARKS").ok(),
+            "COURIER_TRACKING_BOARD_MARKS" => std::env::var("BENCH_BOARD_MARKS")
+                .ok()
+                .filter(|m| !m.is_empty()),
             _ => None,
         })
         .await;

@@ -1,9 +1,10 @@
-//! A market's board counted by area: how many couriers online, jobs searching and jobs under
-//! way fall in each cell of a grid laid over the map, where their middle is, and how pressed
-//! each cell is. A busy city is drawn from these counts, not from a row per mark.
+//! A market's board, read narrow: where each courier online, job searching and job under way
+//! is, and what colours it, one short row each (no stop documents, merchants or names of
+//! jobs); the service groups them by area and reads the few it lists in full by id.
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
+use uuid::Uuid;
 
 use courier_domain::Environment;
 
@@ -16,148 +17,139 @@ pub struct Bounds {
     pub east: f64,
 }
 
-/// A grid over `bounds`: `columns` west to east, `rows` south to north.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Grid {
-    pub bounds: Bounds,
-    pub columns: i32,
-    pub rows: i32,
-    /// Whether only what lies inside `bounds` is counted (a part of the market); otherwise
-    /// the whole market is, and what lies outside the grid falls in no cell of it.
-    pub only_inside: bool,
+/// The environments whose jobs are read: one, or both when None (an array, so that one
+/// plan serves every read).
+fn environments(environment: Option<Environment>) -> Vec<String> {
+    match environment {
+        Some(one) => vec![one.as_str().to_owned()],
+        None => vec![
+            Environment::Live.as_str().to_owned(),
+            Environment::Test.as_str().to_owned(),
+        ],
+    }
 }
 
-/// What one cell holds of one kind. `column` runs 1..=columns and `row` 1..=rows inside the
-/// grid (0 or one past the last outside it); both are None for what has no position.
+/// A courier online, where it was seen lately (if it was).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Cell {
-    pub column: Option<i32>,
-    pub row: Option<i32>,
-    pub count: i64,
-    /// The middle of what it holds.
+pub struct CourierSpot {
+    pub id: Uuid,
+    pub name: String,
     pub latitude: Option<f64>,
     pub longitude: Option<f64>,
-    /// Couriers: how many are on a job. Jobs: 0.
-    pub busy: i64,
-    /// Jobs searching: the largest share of its dispatch time any of them has used. Else None.
-    pub worst_share: Option<f64>,
+    /// Whether it has a job under way.
+    pub busy: bool,
 }
 
-/// The couriers online in `market` seen since `fresh_since`, by cell; those not seen lately
-/// fall in no cell (counted only over the whole market).
+/// The active couriers online in `market` (only those seen since `fresh_since` `within` an
+/// area, when given), with where they were seen since `fresh_since`.
 pub async fn couriers_online(
     pool: &PgPool,
     market: &str,
     fresh_since: DateTime<Utc>,
-    grid: &Grid,
-) -> Result<Vec<Cell>, sqlx::Error> {
-    let b = grid.bounds;
+    within: Option<Bounds>,
+) -> Result<Vec<CourierSpot>, sqlx::Error> {
     sqlx::query_as!(
-        Cell,
-        "SELECT width_bucket(p.longitude, $3, $5, $6) AS column, \
-           width_bucket(p.latitude, $2, $4, $7) AS row, count(*) AS \"count!\", \
-           avg(p.latitude) AS latitude, avg(p.longitude) AS longitude, \
-           count(*) FILTER (WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.courier_id = c.id \
-             AND j.status IN ('assigned', 'in_transit'))) AS \"busy!\", \
-           NULL::float8 AS worst_share \
+        CourierSpot,
+        // Whether each is busy from one pass over the jobs under way (hashed), not a probe
+        // a courier.
+        "SELECT c.id, c.name, p.latitude AS \"latitude?\", p.longitude AS \"longitude?\", \
+           coalesce(c.id IN (SELECT j.courier_id FROM jobs j \
+             WHERE j.status IN ('assigned', 'in_transit') AND j.courier_id IS NOT NULL), \
+             false) AS \"busy!\" \
          FROM couriers c \
-         LEFT JOIN courier_positions p ON p.courier_id = c.id AND p.seen_at >= $9 \
+         LEFT JOIN courier_positions p ON p.courier_id = c.id AND p.seen_at >= $2 \
          WHERE c.market_id = $1 AND c.online AND c.status = 'active' \
-           AND (NOT $8 OR (p.latitude BETWEEN $2 AND $4 AND p.longitude BETWEEN $3 AND $5)) \
-         GROUP BY 1, 2",
+           AND ($3::float8 IS NULL OR (p.latitude BETWEEN $3 AND $5 \
+             AND p.longitude BETWEEN $4 AND $6))",
         market,
-        b.south,
-        b.west,
-        b.north,
-        b.east,
-        grid.columns,
-        grid.rows,
-        grid.only_inside,
         fresh_since,
+        within.map(|b| b.south),
+        within.map(|b| b.west),
+        within.map(|b| b.north),
+        within.map(|b| b.east),
     )
     .fetch_all(pool)
     .await
 }
 
-/// The jobs searching in `market` (of `environment` only, when given), by cell of their
-/// pickup, each cell with the largest share of its dispatch time (`deadline` after it is due:
-/// when it started searching or when its parcel is ready, the later) one of them has used.
+/// A job searching, at its pickup.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchSpot {
+    pub id: Uuid,
+    pub latitude: Option<f64>,
+    pub longitude: Option<f64>,
+    /// Since when it searches (its search opened, else due to open, else booked).
+    pub since: DateTime<Utc>,
+    pub pickup_ready_at: Option<DateTime<Utc>>,
+}
+
+/// The jobs searching in `market` (of `environment` only, when given; with their pickup
+/// `within` an area, when given).
 pub async fn jobs_searching(
     pool: &PgPool,
     market: &str,
     environment: Option<Environment>,
-    grid: &Grid,
-    now: DateTime<Utc>,
-    deadline: chrono::Duration,
-) -> Result<Vec<Cell>, sqlx::Error> {
-    let b = grid.bounds;
-    let deadline_seconds = deadline.num_milliseconds() as f64 / 1000.0;
+    within: Option<Bounds>,
+) -> Result<Vec<SearchSpot>, sqlx::Error> {
     sqlx::query_as!(
-        Cell,
-        // Each row's coordinates are read from its stop once (`OFFSET 0` keeps the planner
-        // from reading them again for each use); the shares are in floating point seconds.
-        "SELECT width_bucket(s.longitude, $3, $5, $6) AS column, \
-           width_bucket(s.latitude, $2, $4, $7) AS row, count(*) AS \"count!\", \
-           avg(s.latitude) AS latitude, avg(s.longitude) AS longitude, 0::bigint AS \"busy!\", \
-           max(greatest(date_part('epoch', $10 - s.since), 0) \
-             / greatest(date_part('epoch', s.due - s.since) + $11, 0.001)) AS worst_share \
-         FROM (SELECT (j.pickup->>'latitude')::float8 AS latitude, \
+        SearchSpot,
+        // Each stop's coordinates read once (`OFFSET 0` keeps the planner from reading them
+        // again for the area's test).
+        "SELECT s.id AS \"id!\", s.latitude, s.longitude, s.since AS \"since!\", \
+           s.pickup_ready_at \
+         FROM (SELECT j.id, (j.pickup->>'latitude')::float8 AS latitude, \
                  (j.pickup->>'longitude')::float8 AS longitude, \
                  coalesce(j.search_opened_at, j.search_opens_at, j.booked_at) AS since, \
-                 greatest(j.pickup_ready_at, \
-                   coalesce(j.search_opened_at, j.search_opens_at, j.booked_at)) AS due \
+                 j.pickup_ready_at \
                FROM jobs j WHERE j.status = 'searching' AND j.market_id = $1 \
-                 AND ($9::text IS NULL OR j.environment = $9) OFFSET 0) s \
-         WHERE NOT $8 OR (s.latitude BETWEEN $2 AND $4 AND s.longitude BETWEEN $3 AND $5) \
-         GROUP BY 1, 2",
+                 AND j.environment = ANY($2) OFFSET 0) s \
+         WHERE $3::float8 IS NULL \
+           OR (s.latitude BETWEEN $3 AND $5 AND s.longitude BETWEEN $4 AND $6)",
         market,
-        b.south,
-        b.west,
-        b.north,
-        b.east,
-        grid.columns,
-        grid.rows,
-        grid.only_inside,
-        environment.map(Environment::as_str),
-        now,
-        deadline_seconds,
+        &environments(environment),
+        within.map(|b| b.south),
+        within.map(|b| b.west),
+        within.map(|b| b.north),
+        within.map(|b| b.east),
     )
     .fetch_all(pool)
     .await
 }
 
-/// The jobs under way in `market` (of `environment` only, when given), by cell of their next
-/// stop: the pickup until collected, then the drop-off.
+/// A job under way, at its next stop: the pickup until collected, then the drop-off.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UnderWaySpot {
+    pub id: Uuid,
+    pub latitude: Option<f64>,
+    pub longitude: Option<f64>,
+    pub assigned_at: Option<DateTime<Utc>>,
+}
+
+/// The jobs under way in `market` (of `environment` only, when given; with their next stop
+/// `within` an area, when given).
 pub async fn jobs_under_way(
     pool: &PgPool,
     market: &str,
     environment: Option<Environment>,
-    grid: &Grid,
-) -> Result<Vec<Cell>, sqlx::Error> {
-    let b = grid.bounds;
+    within: Option<Bounds>,
+) -> Result<Vec<UnderWaySpot>, sqlx::Error> {
     sqlx::query_as!(
-        Cell,
-        "SELECT width_bucket(s.longitude, $3, $5, $6) AS column, \
-           width_bucket(s.latitude, $2, $4, $7) AS row, count(*) AS \"count!\", \
-           avg(s.latitude) AS latitude, avg(s.longitude) AS longitude, 0::bigint AS \"busy!\", \
-           NULL::float8 AS worst_share \
-         FROM (SELECT (n.stop->>'latitude')::float8 AS latitude, \
-                 (n.stop->>'longitude')::float8 AS longitude \
+        UnderWaySpot,
+        "SELECT s.id AS \"id!\", s.latitude, s.longitude, s.assigned_at \
+         FROM (SELECT j.id, (n.stop->>'latitude')::float8 AS latitude, \
+                 (n.stop->>'longitude')::float8 AS longitude, j.assigned_at \
                FROM jobs j, LATERAL (SELECT CASE WHEN j.status = 'assigned' THEN j.pickup \
                  ELSE j.dropoff END AS stop) n \
                WHERE j.status IN ('assigned', 'in_transit') AND j.market_id = $1 \
-                 AND ($9::text IS NULL OR j.environment = $9) OFFSET 0) s \
-         WHERE NOT $8 OR (s.latitude BETWEEN $2 AND $4 AND s.longitude BETWEEN $3 AND $5) \
-         GROUP BY 1, 2",
+                 AND j.environment = ANY($2) OFFSET 0) s \
+         WHERE $3::float8 IS NULL \
+           OR (s.latitude BETWEEN $3 AND $5 AND s.longitude BETWEEN $4 AND $6)",
         market,
-        b.south,
-        b.west,
-        b.north,
-        b.east,
-        grid.columns,
-        grid.rows,
-        grid.only_inside,
-        environment.map(Environment::as_str),
+        &environments(environment),
+        within.map(|b| b.south),
+        within.map(|b| b.west),
+        within.map(|b| b.north),
+        within.map(|b| b.east),
     )
     .fetch_all(pool)
     .await

@@ -7,7 +7,6 @@ use uuid::Uuid;
 use courier_domain::Vehicle;
 use courier_domain::dispatch::CourierStatus;
 
-use crate::board::Bounds;
 use crate::text_columns::Text;
 
 /// A courier as stored (the credential's secret only as its keyed hash).
@@ -338,37 +337,25 @@ pub async fn nearest_online(
     .await
 }
 
-/// The active couriers online in `market` (only those seen lately `within` an area, when
-/// given), by name, up to `limit`.
-pub async fn online_in_market(
+/// The couriers of `ids` (those a board lists), with where each was seen since `fresh_since`
+/// and whether it has a job under way, by name.
+pub async fn on_board(
     pool: &PgPool,
-    market: &str,
+    ids: &[Uuid],
     fresh_since: DateTime<Utc>,
-    within: Option<Bounds>,
-    limit: i64,
 ) -> Result<Vec<OnlineCourier>, sqlx::Error> {
     sqlx::query_as!(
         OnlineCourier,
-        // The first `limit` chosen before whether each is on a job is read.
-        "SELECT c.id AS \"id!\", c.name AS \"name!\", c.vehicle AS \"vehicle!: Text<Vehicle>\", \
+        "SELECT c.id, c.name, c.vehicle AS \"vehicle: Text<Vehicle>\", \
            p.latitude AS \"latitude?\", p.longitude AS \"longitude?\", p.seen_at AS \"seen_at?\", \
            EXISTS (SELECT 1 FROM jobs j WHERE j.courier_id = c.id \
                    AND j.status IN ('assigned', 'in_transit')) AS \"busy!\" \
-         FROM (SELECT c.id, c.name, c.vehicle FROM couriers c \
-               WHERE c.market_id = $1 AND c.online AND c.status = 'active' \
-                 AND ($4::float8 IS NULL OR EXISTS (SELECT 1 FROM courier_positions p \
-                   WHERE p.courier_id = c.id AND p.seen_at >= $2 \
-                     AND p.latitude BETWEEN $4 AND $6 AND p.longitude BETWEEN $5 AND $7)) \
-               ORDER BY c.name, c.id LIMIT $3) c \
+         FROM couriers c \
          LEFT JOIN courier_positions p ON p.courier_id = c.id AND p.seen_at >= $2 \
+         WHERE c.id = ANY($1) \
          ORDER BY c.name, c.id",
-        market,
+        ids,
         fresh_since,
-        limit,
-        within.map(|b| b.south),
-        within.map(|b| b.west),
-        within.map(|b| b.north),
-        within.map(|b| b.east),
     )
     .fetch_all(pool)
     .await

@@ -4,7 +4,6 @@ use uuid::Uuid;
 
 use courier_domain::{Environment, JobStatus, Vehicle};
 
-use crate::board::Bounds;
 use crate::text_columns::{Text, column};
 
 /// A job as stored (and, as JSON, as a booking between its phases keeps it).
@@ -352,65 +351,48 @@ pub struct SearchingJob {
     pub offered: bool,
 }
 
-/// The jobs searching in `market` (of `environment` only, when given; with their pickup
-/// `within` an area, when given), longest searching first, up to `limit`; and how many of the
-/// other environment's search in the market too.
-pub async fn searching_in_market(
+/// The jobs of `ids` (the searching ones a board lists), the longest searching first.
+pub async fn searching_on_board(
     pool: &PgPool,
-    market: &str,
-    environment: Option<Environment>,
-    within: Option<Bounds>,
-    limit: i64,
-) -> Result<(Vec<SearchingJob>, i64), sqlx::Error> {
-    let environment = environment.map(Environment::as_str);
-    let jobs = sqlx::query_as!(
+    ids: &[Uuid],
+) -> Result<Vec<SearchingJob>, sqlx::Error> {
+    sqlx::query_as!(
         SearchingJob,
-        // The first `limit` chosen before their stops and merchants are read.
-        "SELECT j.id AS \"id!\", j.reference AS \"reference!\", \
-           j.merchant_id AS \"merchant_id!\", m.name AS merchant_name, \
-           j.environment AS \"environment!: Text<Environment>\", \
-           j.vehicle AS \"vehicle!: Text<Vehicle>\", \
+        "SELECT j.id, j.reference, j.merchant_id, m.name AS merchant_name, \
+           j.environment AS \"environment: Text<Environment>\", \
+           j.vehicle AS \"vehicle: Text<Vehicle>\", \
            (j.pickup->>'latitude')::float8 AS pickup_latitude, \
            (j.pickup->>'longitude')::float8 AS pickup_longitude, \
-           j.since AS \"searching_since!\", j.pickup_ready_at, \
-           EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
-             AND o.status = 'open') AS \"offered!\" \
-         FROM (SELECT j.id, j.reference, j.merchant_id, j.environment, j.vehicle, j.pickup, \
-                 coalesce(j.search_opened_at, j.search_opens_at, j.booked_at) AS since, \
-                 j.pickup_ready_at \
-               FROM jobs j \
-               WHERE j.status = 'searching' AND j.market_id = $1 \
-                 AND ($2::text IS NULL OR j.environment = $2) \
-                 AND ($4::float8 IS NULL OR ((j.pickup->>'latitude')::float8 BETWEEN $4 AND $6 \
-                   AND (j.pickup->>'longitude')::float8 BETWEEN $5 AND $7)) \
-               ORDER BY coalesce(j.search_opened_at, j.search_opens_at, j.booked_at), j.id \
-               LIMIT $3) j \
-         JOIN merchants m ON m.id = j.merchant_id \
-         ORDER BY j.since, j.id",
-        market,
-        environment,
-        limit,
-        within.map(|b| b.south),
-        within.map(|b| b.west),
-        within.map(|b| b.north),
-        within.map(|b| b.east),
+           coalesce(j.search_opened_at, j.search_opens_at, j.booked_at) AS \"searching_since!\", \
+           j.pickup_ready_at, EXISTS (SELECT 1 FROM courier_offers o WHERE o.job_id = j.id \
+                   AND o.status = 'open') AS \"offered!\" \
+         FROM jobs j JOIN merchants m ON m.id = j.merchant_id \
+         WHERE j.id = ANY($1) \
+         ORDER BY coalesce(j.search_opened_at, j.search_opens_at, j.booked_at), j.id",
+        ids,
     )
     .fetch_all(pool)
-    .await?;
-    let others = match environment {
-        None => 0,
-        Some(shown) => {
-            sqlx::query_scalar!(
-                "SELECT count(*) AS \"count!\" FROM jobs \
-             WHERE status = 'searching' AND market_id = $1 AND environment <> $2",
-                market,
-                shown,
-            )
-            .fetch_one(pool)
-            .await?
-        }
+    .await
+}
+
+/// How many jobs of the other environment than `shown` search in `market` (none when both
+/// are shown).
+pub async fn searching_elsewhere(
+    pool: &PgPool,
+    market: &str,
+    shown: Option<Environment>,
+) -> Result<i64, sqlx::Error> {
+    let Some(shown) = shown else {
+        return Ok(0);
     };
-    Ok((jobs, others))
+    sqlx::query_scalar!(
+        "SELECT count(*) AS \"count!\" FROM jobs \
+         WHERE status = 'searching' AND market_id = $1 AND environment <> $2",
+        market,
+        shown.as_str(),
+    )
+    .fetch_one(pool)
+    .await
 }
 
 /// A job under way (assigned or in transit), for the operator's map.
@@ -431,47 +413,26 @@ pub struct JobUnderWay {
     pub assigned_at: Option<DateTime<Utc>>,
 }
 
-/// The jobs under way in `market` (of `environment` only, when given; with their next stop
-/// `within` an area, when given), the longest under way first, up to `limit`.
-pub async fn under_way_in_market(
+/// The jobs of `ids` (the ones under way a board lists), the longest under way first.
+pub async fn under_way_on_board(
     pool: &PgPool,
-    market: &str,
-    environment: Option<Environment>,
-    within: Option<Bounds>,
-    limit: i64,
+    ids: &[Uuid],
 ) -> Result<Vec<JobUnderWay>, sqlx::Error> {
-    let environment = environment.map(Environment::as_str);
     sqlx::query_as!(
         JobUnderWay,
-        // The first `limit` chosen before their stops, merchants and couriers are read.
-        "SELECT j.id AS \"id!\", j.reference AS \"reference!\", m.name AS merchant_name, \
-           j.environment AS \"environment!: Text<Environment>\", \
-           j.status AS \"status!: Text<JobStatus>\", j.courier_id, \
+        "SELECT j.id, j.reference, m.name AS merchant_name, \
+           j.environment AS \"environment: Text<Environment>\", \
+           j.status AS \"status: Text<JobStatus>\", j.courier_id, \
            c.name AS \"courier_name?\", \
            (j.pickup->>'latitude')::float8 AS pickup_latitude, \
            (j.pickup->>'longitude')::float8 AS pickup_longitude, \
            (j.dropoff->>'latitude')::float8 AS dropoff_latitude, \
            (j.dropoff->>'longitude')::float8 AS dropoff_longitude, j.assigned_at \
-         FROM (SELECT j.id, j.reference, j.merchant_id, j.environment, j.status, \
-                 j.courier_id, j.pickup, j.dropoff, j.assigned_at \
-               FROM jobs j \
-               WHERE j.status IN ('assigned', 'in_transit') AND j.market_id = $1 \
-                 AND ($2::text IS NULL OR j.environment = $2) \
-                 AND ($4::float8 IS NULL OR EXISTS (SELECT 1 FROM (SELECT CASE \
-                   WHEN j.status = 'assigned' THEN j.pickup ELSE j.dropoff END AS stop) n \
-                   WHERE (n.stop->>'latitude')::float8 BETWEEN $4 AND $6 \
-                     AND (n.stop->>'longitude')::float8 BETWEEN $5 AND $7)) \
-               ORDER BY j.assigned_at, j.id LIMIT $3) j \
-         JOIN merchants m ON m.id = j.merchant_id \
+         FROM jobs j JOIN merchants m ON m.id = j.merchant_id \
          LEFT JOIN couriers c ON c.id = j.courier_id \
+         WHERE j.id = ANY($1) \
          ORDER BY j.assigned_at, j.id",
-        market,
-        environment,
-        limit,
-        within.map(|b| b.south),
-        within.map(|b| b.west),
-        within.map(|b| b.north),
-        within.map(|b| b.east),
+        ids,
     )
     .fetch_all(pool)
     .await

@@ -11,7 +11,7 @@ use super::map::{Point, Projection, WIDTH};
 use crate::jobs::POSITION_FRESHNESS;
 use crate::markets::{Market, RoutingError};
 use courier_domain::{Environment, JobStatus, Vehicle};
-use courier_store::board::{self as board_store, Bounds, Cell, Grid};
+use courier_store::board::{self as board_store, Bounds, CourierSpot, SearchSpot, UnderWaySpot};
 use courier_store::couriers::{self as couriers_store, OnlineCourier};
 use courier_store::jobs::{self as jobs_store, JobUnderWay, SearchingJob};
 
@@ -213,9 +213,23 @@ pub struct BoardAsk {
 
 /// The map is cut into this many columns of square cells (as many rows as fit) when it
 /// draws groups: a mark a cell and kind, at most a few hundred on a page.
-const GROUP_COLUMNS: i32 = 8;
+const GROUP_COLUMNS: usize = 8;
 /// A map narrower than this (metres) draws every mark, however many: closer it cannot go.
 const SMALLEST_GROUPED_WIDTH_METRES: f64 = 1_000.0;
+
+/// How much of its time a search has used at `now`: it fails `deadline` after it is due,
+/// when it started searching (`since`) or when its parcel is `ready`, the later.
+pub fn search_share(
+    since: DateTime<Utc>,
+    ready: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+    deadline: chrono::Duration,
+) -> f64 {
+    let due = ready.map_or(since, |ready| ready.max(since));
+    let allowed = due + deadline - since;
+    let waited = (now - since).max(chrono::Duration::zero());
+    waited.num_milliseconds() as f64 / allowed.num_milliseconds().max(1) as f64
+}
 
 impl Tracking {
     /// `market`'s board as it is at `now`: the part `ask` names of it, its couriers and jobs
@@ -235,130 +249,70 @@ impl Tracking {
         let fresh_since = now - POSITION_FRESHNESS;
         let visible = projection.map(|p| p.visible());
         // Zoomed in, only what the map shows; else the whole market.
-        let within = ask.area.and(visible).map(|v| Area {
-            south_west: v.south_west,
-            north_east: v.north_east,
-        });
-        let grid = visible.zip(projection).map(|(visible, projection)| {
-            let side = WIDTH / f64::from(GROUP_COLUMNS);
-            let (_, height) = projection.size();
-            Grid {
-                bounds: Area {
-                    south_west: visible.south_west,
-                    north_east: visible.north_east,
-                }
-                .bounds(),
-                columns: GROUP_COLUMNS,
-                rows: (height / side).ceil() as i32,
-                only_inside: within.is_some(),
+        let within = ask.area.and(visible).map(|v| {
+            Area {
+                south_west: v.south_west,
+                north_east: v.north_east,
             }
+            .bounds()
         });
-        let (cells, totals) = match &grid {
-            Some(grid) => {
-                let cells = tokio::try_join!(
-                    board_store::couriers_online(&self.pool, market.id(), fresh_since, grid),
-                    board_store::jobs_searching(
-                        &self.pool,
-                        market.id(),
-                        ask.environment,
-                        grid,
-                        now,
-                        ask.deadline
-                    ),
-                    board_store::jobs_under_way(&self.pool, market.id(), ask.environment, grid),
-                )?;
-                let sum = |cells: &[Cell]| cells.iter().map(|c| c.count).sum::<i64>();
-                let totals = Totals {
-                    couriers: sum(&cells.0),
-                    searching: sum(&cells.1),
-                    under_way: sum(&cells.2),
-                };
-                (Some(cells), totals)
-            }
-            None => (None, Totals::default()),
+        let (mut couriers, mut searching, mut under_way, hidden_searching) = tokio::try_join!(
+            board_store::couriers_online(&self.pool, market.id(), fresh_since, within),
+            board_store::jobs_searching(&self.pool, market.id(), ask.environment, within),
+            board_store::jobs_under_way(&self.pool, market.id(), ask.environment, within),
+            jobs_store::searching_elsewhere(&self.pool, market.id(), ask.environment),
+        )?;
+        // In the tables' order: couriers by name, the longest searching, the longest under way.
+        couriers.sort_by(|a, b| (&a.name, a.id).cmp(&(&b.name, b.id)));
+        searching.sort_by_key(|s| (s.since, s.id));
+        under_way.sort_by_key(|j| (j.assigned_at, j.id));
+        let totals = Totals {
+            couriers: couriers.len() as i64,
+            searching: searching.len() as i64,
+            under_way: under_way.len() as i64,
         };
-        let in_view = |cells: &[Cell]| {
-            grid.as_ref().map_or(0, |grid| {
-                cells
-                    .iter()
-                    .filter(|c| grid_cell(grid, c).is_some())
-                    .map(|c| c.count)
-                    .sum::<i64>()
-            })
+        let grid = projection.map(|p| CellGrid::over(&p));
+        let spots = Spots {
+            couriers: &couriers,
+            searching: &searching,
+            under_way: &under_way,
         };
-        let marks = cells
-            .as_ref()
-            .map_or(0, |c| in_view(&c.0) + in_view(&c.1) + in_view(&c.2));
+        let in_view = grid.as_ref().map_or(0, |grid| spots.in_view(grid));
         let closest =
             visible.is_some_and(|v| v.metres_per_unit * WIDTH <= SMALLEST_GROUPED_WIDTH_METRES);
-        let grouped = marks > i64::from(self.config.board_marks) && !closest;
-        let limit = if grouped {
-            ask.listed.min(SHOWN as usize) as i64
+        let grouped = in_view > self.config.board_marks as usize && !closest;
+        let take = if grouped {
+            ask.listed.min(SHOWN as usize)
         } else {
-            SHOWN + 1
+            SHOWN as usize
         };
-        let within_bounds = within.map(|a| a.bounds());
-        let (mut couriers, (mut searching, hidden_searching), mut under_way) = tokio::try_join!(
-            couriers_store::online_in_market(
-                &self.pool,
-                market.id(),
-                fresh_since,
-                within_bounds,
-                limit
-            ),
-            jobs_store::searching_in_market(
-                &self.pool,
-                market.id(),
-                ask.environment,
-                within_bounds,
-                limit
-            ),
-            jobs_store::under_way_in_market(
-                &self.pool,
-                market.id(),
-                ask.environment,
-                within_bounds,
-                limit
-            ),
-        )?;
-        let mut cut = false;
-        if !grouped {
-            cut = [couriers.len(), searching.len(), under_way.len()]
+        let cut = !grouped
+            && [totals.couriers, totals.searching, totals.under_way]
                 .iter()
-                .any(|&n| n as i64 > SHOWN);
-            couriers.truncate(SHOWN as usize);
-            searching.truncate(SHOWN as usize);
-            under_way.truncate(SHOWN as usize);
-        }
+                .any(|&n| n > SHOWN);
+        let groups = grid
+            .as_ref()
+            .zip(projection.as_ref())
+            .filter(|_| grouped)
+            .map(|(grid, projection)| spots.groups(grid, projection, now, ask.deadline));
+        let courier_ids: Vec<Uuid> = couriers.iter().take(take).map(|c| c.id).collect();
+        let search_ids: Vec<Uuid> = searching.iter().take(take).map(|s| s.id).collect();
+        let under_way_ids: Vec<Uuid> = under_way.iter().take(take).map(|j| j.id).collect();
+        let (couriers, searching, under_way) = tokio::try_join!(
+            couriers_store::on_board(&self.pool, &courier_ids, fresh_since),
+            jobs_store::searching_on_board(&self.pool, &search_ids),
+            jobs_store::under_way_on_board(&self.pool, &under_way_ids),
+        )?;
         let mut board = draw_board(market, projection, couriers, searching, under_way);
+        if grouped {
+            // Routes at this scale would be a tangle; the closer maps draw them.
+            board.routes.clear();
+        }
         board.area = ask.area;
         board.totals = totals;
         board.cut = cut;
         board.hidden_searching = hidden_searching;
-        if grouped {
-            // Routes at this scale would be a tangle; the closer maps draw them.
-            board.routes.clear();
-            let (grid, projection, cells) = (
-                grid.expect("grouped"),
-                projection.expect("grouped"),
-                cells.expect("grouped"),
-            );
-            let kinds = [
-                (GroupKind::Couriers, cells.0),
-                (GroupKind::Searching, cells.1),
-                (GroupKind::UnderWay, cells.2),
-            ];
-            board.groups = Some(
-                kinds
-                    .into_iter()
-                    .flat_map(|(kind, cells)| {
-                        cells
-                            .into_iter()
-                            .filter_map(move |c| group(&grid, &projection, kind, c))
-                    })
-                    .collect(),
-            );
-        }
+        board.groups = groups;
         Ok(board)
     }
 }
@@ -372,34 +326,154 @@ fn market_area(market: &Market) -> Option<&Polygon> {
         .or_else(|| market.network().ok().map(|n| n.network_area()))
 }
 
-/// The cell's corners, for what lies inside the grid.
-fn grid_cell(grid: &Grid, cell: &Cell) -> Option<Area> {
-    let (column, row) = (cell.column?, cell.row?);
-    if !(1..=grid.columns).contains(&column) || !(1..=grid.rows).contains(&row) {
-        return None;
-    }
-    let b = grid.bounds;
-    let width = (b.east - b.west) / f64::from(grid.columns);
-    let height = (b.north - b.south) / f64::from(grid.rows);
-    let west = b.west + width * f64::from(column - 1);
-    let south = b.south + height * f64::from(row - 1);
-    Some(Area {
-        south_west: LatLon::new(south, west),
-        north_east: LatLon::new(south + height, west + width),
-    })
+/// Square cells over what a map shows, `GROUP_COLUMNS` across.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct CellGrid {
+    shown: Area,
+    columns: usize,
+    rows: usize,
 }
 
-fn group(grid: &Grid, projection: &Projection, kind: GroupKind, cell: Cell) -> Option<Group> {
-    let area = grid_cell(grid, &cell)?;
-    let middle = point(cell.latitude, cell.longitude)?;
-    Some(Group {
-        kind,
-        count: cell.count,
-        busy: cell.busy,
-        worst_share: cell.worst_share,
-        at: projection.project(middle),
-        cell: area,
-    })
+impl CellGrid {
+    fn over(projection: &Projection) -> Self {
+        let visible = projection.visible();
+        let (width, height) = projection.size();
+        let side = width / GROUP_COLUMNS as f64;
+        CellGrid {
+            shown: Area {
+                south_west: visible.south_west,
+                north_east: visible.north_east,
+            },
+            columns: GROUP_COLUMNS,
+            rows: ((height / side).ceil() as usize).max(1),
+        }
+    }
+
+    fn cell_size(&self) -> (f64, f64) {
+        (
+            (self.shown.north_east.lat - self.shown.south_west.lat) / self.rows as f64,
+            (self.shown.north_east.lon - self.shown.south_west.lon) / self.columns as f64,
+        )
+    }
+
+    /// The cell (column, row from the south-west) `point` falls in, if the map shows it.
+    fn cell_of(&self, point: LatLon) -> Option<(usize, usize)> {
+        let (height, width) = self.cell_size();
+        let column = ((point.lon - self.shown.south_west.lon) / width).floor();
+        let row = ((point.lat - self.shown.south_west.lat) / height).floor();
+        let inside =
+            (0.0..self.columns as f64).contains(&column) && (0.0..self.rows as f64).contains(&row);
+        inside.then_some((column as usize, row as usize))
+    }
+
+    fn cell(&self, (column, row): (usize, usize)) -> Area {
+        let (height, width) = self.cell_size();
+        let south = self.shown.south_west.lat + height * row as f64;
+        let west = self.shown.south_west.lon + width * column as f64;
+        Area {
+            south_west: LatLon::new(south, west),
+            north_east: LatLon::new(south + height, west + width),
+        }
+    }
+}
+
+/// Where everything on a board is, as read.
+struct Spots<'a> {
+    couriers: &'a [CourierSpot],
+    searching: &'a [SearchSpot],
+    under_way: &'a [UnderWaySpot],
+}
+
+/// A group's tally as its members are counted.
+#[derive(Default)]
+struct Tally {
+    count: i64,
+    latitude: f64,
+    longitude: f64,
+    busy: i64,
+    worst_share: Option<f64>,
+}
+
+impl Spots<'_> {
+    /// Every spot with a position, its kind, whether busy, and its search's share.
+    fn each(
+        &self,
+        now: DateTime<Utc>,
+        deadline: chrono::Duration,
+    ) -> impl Iterator<Item = (GroupKind, LatLon, bool, Option<f64>)> + '_ {
+        let couriers = self.couriers.iter().filter_map(|c| {
+            Some((
+                GroupKind::Couriers,
+                point(c.latitude, c.longitude)?,
+                c.busy,
+                None,
+            ))
+        });
+        let searching = self.searching.iter().filter_map(move |s| {
+            Some((
+                GroupKind::Searching,
+                point(s.latitude, s.longitude)?,
+                false,
+                Some(search_share(s.since, s.pickup_ready_at, now, deadline)),
+            ))
+        });
+        let under_way = self.under_way.iter().filter_map(|j| {
+            Some((
+                GroupKind::UnderWay,
+                point(j.latitude, j.longitude)?,
+                false,
+                None,
+            ))
+        });
+        couriers.chain(searching).chain(under_way)
+    }
+
+    /// How many marks the map would draw one by one.
+    fn in_view(&self, grid: &CellGrid) -> usize {
+        // Shares do not count here: any moment and deadline will do.
+        self.each(DateTime::<Utc>::UNIX_EPOCH, chrono::Duration::zero())
+            .filter(|(_, at, _, _)| grid.cell_of(*at).is_some())
+            .count()
+    }
+
+    /// A group for each kind in each cell, at the middle of its members.
+    fn groups(
+        &self,
+        grid: &CellGrid,
+        projection: &Projection,
+        now: DateTime<Utc>,
+        deadline: chrono::Duration,
+    ) -> Vec<Group> {
+        let mut tallies: std::collections::BTreeMap<(u8, usize, usize), (GroupKind, Tally)> =
+            std::collections::BTreeMap::new();
+        for (kind, at, busy, share) in self.each(now, deadline) {
+            let Some((column, row)) = grid.cell_of(at) else {
+                continue;
+            };
+            let (_, tally) = tallies
+                .entry((kind as u8, row, column))
+                .or_insert_with(|| (kind, Tally::default()));
+            tally.count += 1;
+            tally.latitude += at.lat;
+            tally.longitude += at.lon;
+            tally.busy += i64::from(busy);
+            tally.worst_share = share.map(|s| tally.worst_share.map_or(s, |w| w.max(s)));
+        }
+        tallies
+            .into_iter()
+            .map(|((_, row, column), (kind, tally))| {
+                let n = tally.count as f64;
+                Group {
+                    kind,
+                    count: tally.count,
+                    busy: tally.busy,
+                    worst_share: tally.worst_share,
+                    at: projection.project(LatLon::new(tally.latitude / n, tally.longitude / n)),
+                    cell: grid.cell((column, row)),
+                }
+            })
+            .collect()
+    }
 }
 
 /// A valid point from coordinates a row may lack.
@@ -610,38 +684,114 @@ mod tests {
     }
 
     #[test]
-    fn a_grid_s_cells_tile_its_bounds_and_nothing_outside_them() {
-        let grid = Grid {
-            bounds: Bounds {
-                south: 20.0,
-                west: 50.0,
-                north: 20.02,
-                east: 50.04,
-            },
-            columns: 4,
-            rows: 2,
-            only_inside: false,
+    fn a_grid_s_cells_tile_what_the_map_shows_and_nothing_outside_it() {
+        let projection = Projection::fit(&[LatLon::new(20.0, 50.0), LatLon::new(20.02, 50.02)]);
+        let grid = CellGrid::over(&projection);
+        assert_eq!(grid.columns, GROUP_COLUMNS);
+        let (south_west, north_east) = (grid.shown.south_west, grid.shown.north_east);
+        let first = grid.cell((0, 0));
+        assert_eq!(first.south_west, south_west);
+        let last = grid.cell((grid.columns - 1, grid.rows - 1));
+        assert!((last.north_east.lat - north_east.lat).abs() < 1e-9);
+        assert!((last.north_east.lon - north_east.lon).abs() < 1e-9);
+        // A point in a cell is in that cell; beyond the map, in none.
+        let middle = LatLon::new(
+            (first.south_west.lat + first.north_east.lat) / 2.0,
+            (first.south_west.lon + first.north_east.lon) / 2.0,
+        );
+        assert_eq!(grid.cell_of(middle), Some((0, 0)));
+        assert_eq!(
+            grid.cell_of(LatLon::new(20.01, 50.01))
+                .map(|c| grid.cell(c).south_west.lat <= 20.01),
+            Some(true)
+        );
+        assert_eq!(
+            grid.cell_of(LatLon::new(south_west.lat - 0.001, 50.01)),
+            None
+        );
+        assert_eq!(
+            grid.cell_of(LatLon::new(20.01, north_east.lon + 0.001)),
+            None
+        );
+    }
+
+    #[test]
+    fn groups_count_each_kind_in_each_cell_and_colour_searches_by_the_most_pressed() {
+        let projection = Projection::fit(&[LatLon::new(20.0, 50.0), LatLon::new(20.02, 50.02)]);
+        let grid = CellGrid::over(&projection);
+        let now = Utc::now();
+        let deadline = chrono::Duration::minutes(10);
+        let courier = |lat, busy| CourierSpot {
+            id: Uuid::new_v4(),
+            name: "c".into(),
+            latitude: Some(lat),
+            longitude: Some(50.001),
+            busy,
         };
-        let cell = |column, row| Cell {
-            column,
-            row,
-            count: 1,
+        let search = |lat, minutes| SearchSpot {
+            id: Uuid::new_v4(),
+            latitude: Some(lat),
+            longitude: Some(50.001),
+            since: now - chrono::Duration::minutes(minutes),
+            pickup_ready_at: None,
+        };
+        let couriers = [
+            courier(20.001, true),
+            courier(20.0012, false),
+            courier(20.019, false),
+        ];
+        let searching = [search(20.001, 2), search(20.0011, 8)];
+        let unseen = CourierSpot {
             latitude: None,
             longitude: None,
-            busy: 0,
-            worst_share: None,
+            ..courier(0.0, false)
         };
-        let first = grid_cell(&grid, &cell(Some(1), Some(1))).unwrap();
-        assert_eq!(first.south_west, LatLon::new(20.0, 50.0));
-        assert!((first.north_east.lat - 20.01).abs() < 1e-9);
-        assert!((first.north_east.lon - 50.01).abs() < 1e-9);
-        let last = grid_cell(&grid, &cell(Some(4), Some(2))).unwrap();
-        assert!((last.north_east.lat - 20.02).abs() < 1e-9);
-        assert!((last.north_east.lon - 50.04).abs() < 1e-9);
-        // West of the grid, north of it, and without a position: in no cell.
-        assert_eq!(grid_cell(&grid, &cell(Some(0), Some(1))), None);
-        assert_eq!(grid_cell(&grid, &cell(Some(1), Some(3))), None);
-        assert_eq!(grid_cell(&grid, &cell(None, None)), None);
+        let with_unseen = [couriers[0].clone(), unseen];
+        let spots = Spots {
+            couriers: &couriers,
+            searching: &searching,
+            under_way: &[],
+        };
+        assert_eq!(spots.in_view(&grid), 5);
+        let groups = spots.groups(&grid, &projection, now, deadline);
+        let couriers_near: Vec<&Group> = groups
+            .iter()
+            .filter(|g| g.kind == GroupKind::Couriers && g.count == 2)
+            .collect();
+        assert_eq!(couriers_near.len(), 1, "{groups:?}");
+        assert_eq!(couriers_near[0].busy, 1);
+        assert!(couriers_near[0].cell.south_west.lat <= 20.001);
+        let searches: Vec<&Group> = groups
+            .iter()
+            .filter(|g| g.kind == GroupKind::Searching)
+            .collect();
+        assert_eq!(searches.len(), 1);
+        assert_eq!(searches[0].count, 2);
+        assert!((searches[0].worst_share.unwrap() - 0.8).abs() < 1e-6);
+        assert_eq!(groups.len(), 3, "the far courier has a group of its own");
+        // A courier never seen is counted nowhere on the map.
+        let spots = Spots {
+            couriers: &with_unseen,
+            searching: &[],
+            under_way: &[],
+        };
+        assert_eq!(spots.in_view(&grid), 1);
+    }
+
+    #[test]
+    fn a_search_s_share_runs_from_when_it_is_due() {
+        let now = Utc::now();
+        let deadline = chrono::Duration::minutes(15);
+        let since = now - chrono::Duration::minutes(12);
+        assert!((search_share(since, None, now, deadline) - 0.8).abs() < 1e-9);
+        // Ready 15 minutes after it started searching: it has 30 minutes in all.
+        let ready = Some(since + chrono::Duration::minutes(15));
+        assert!((search_share(since, ready, now, deadline) - 0.4).abs() < 1e-9);
+        // Not yet searching: nothing used.
+        assert_eq!(
+            search_share(now + chrono::Duration::minutes(1), None, now, deadline),
+            0.0
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use courier_core::auth::operator_sessions::OperatorSession;
 use courier_core::infra::clock::now;
 use courier_core::tracking::board::{
     Area, BoardAsk, BoardMap, CourierOnBoard, Group, GroupKind, MarketBoard, NetworkState,
-    RouteOnBoard, SHOWN, SearchOnBoard, Totals, UnderWayOnBoard,
+    RouteOnBoard, SHOWN, SearchOnBoard, Totals, UnderWayOnBoard, search_share,
 };
 use courier_domain::operators::OpsPermission;
 use courier_domain::{Environment, JobStatus};
@@ -114,7 +114,7 @@ fn wait_class(
     let due = ready.map_or(since, |ready| ready.max(since));
     let allowed = due + deadline - since;
     let waited = (now - since).max(chrono::Duration::zero());
-    let share = waited.num_milliseconds() as f64 / allowed.num_milliseconds().max(1) as f64;
+    let share = search_share(since, ready, now, deadline);
     let words = format!(
         "{} of {} min",
         waited.num_minutes(),
