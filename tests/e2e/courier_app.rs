@@ -478,6 +478,16 @@ async fn a_courier_works_a_bundle_from_the_app_without_javascript() {
         home.body
     );
     assert!(home.body.contains("No job under way."));
+    // The operators see the same day on the courier's page.
+    let mut ops = crate::ops_console::signed_in(&floor.app).await;
+    let page = ops.get(&format!("/ops/couriers/{}", rider.id)).await;
+    let day = page.body.split("id=\"courier-day\"").nth(1).unwrap();
+    let day = day.split("</dl>").next().unwrap();
+    assert!(day.contains("1 delivered, 1 returned"), "{day}");
+    assert!(
+        day.contains(&format!("<dd id=\"courier-earned\">{pay}</dd>")),
+        "{day}"
+    );
 }
 
 #[tokio::test]

@@ -1046,6 +1046,20 @@ async fn an_operator_refunds_a_charge_from_the_console() {
     app.stop().await;
 }
 
+/// The board at `board` once the job `reference` searches on it (a job booked for now opens
+/// its search at the next dispatch pass).
+async fn board_once_searching(visitor: &mut Visitor, board: &str, reference: &str) -> Page {
+    let mut page = visitor.get(board).await;
+    for _ in 0..200 {
+        if page.body.contains(reference) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        page = visitor.get(board).await;
+    }
+    page
+}
+
 #[tokio::test]
 async fn an_operator_sees_the_couriers_online_and_the_jobs_searching_on_the_market_map() {
     use crate::fulfilment::{Floor, PICKUP};
@@ -1073,14 +1087,7 @@ async fn an_operator_sees_the_couriers_online_and_the_jobs_searching_on_the_mark
     // A job booked for now opens its search at the next dispatch pass. It is a test job: the
     // board shows those when asked.
     let board = "/ops/markets/demo?jobs=test";
-    let mut page = visitor.get(board).await;
-    for _ in 0..200 {
-        if page.body.contains(reference) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        page = visitor.get(board).await;
-    }
+    let page = board_once_searching(&mut visitor, board, reference).await;
     assert_eq!(page.status, 200, "{}", page.body);
     let body = &page.body;
     // The map: the area, its roads, one courier on it (the bicycle was never seen), the job.
@@ -1168,14 +1175,7 @@ async fn a_busy_board_draws_groups_by_area_that_open_closer_maps() {
     let reference = job["reference"].as_str().unwrap();
     let mut visitor = signed_in(&floor.app).await;
     let board = "/ops/markets/demo?jobs=test";
-    let mut page = visitor.get(board).await;
-    for _ in 0..200 {
-        if page.body.contains(reference) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        page = visitor.get(board).await;
-    }
+    let page = board_once_searching(&mut visitor, board, reference).await;
     let body = &page.body;
     // Three marks: a group for each courier (far apart) and one for the search, no single
     // marks; the tables still list every one.

@@ -66,7 +66,17 @@ struct CourierPage {
     trail: Option<TrailFacts>,
     jobs: Vec<JobLine>,
     delivered: usize,
+    /// Its day: jobs finished, their road distance, what they earned where the market says.
+    day: Option<DayFacts>,
     may_move: bool,
+}
+
+/// What a courier finished in the last 24 hours, as its app's Today shows it.
+struct DayFacts {
+    delivered: i64,
+    returned: i64,
+    distance: String,
+    earned: Option<String>,
 }
 
 fn facts(c: CourierView, seen: Option<String>) -> CourierFacts {
@@ -132,13 +142,14 @@ pub async fn courier_page(
         return not_found();
     };
     let since = now() - Duration::hours(TODAY_HOURS);
-    let (courier, jobs, trail, seen) = tokio::join!(
+    let (courier, jobs, trail, seen, day) = tokio::join!(
         state.couriers.get(id),
         state.jobs.of_courier_since(id, since),
         state.couriers.trail_since(id, since),
         state
             .jobs
             .courier_position(id, chrono::DateTime::<Utc>::UNIX_EPOCH),
+        state.jobs.courier_day(id, since),
     );
     let courier = match courier {
         Ok(courier) => courier,
@@ -187,9 +198,24 @@ pub async fn courier_page(
             description,
         })
     });
+    // Its day too: a failure to read it leaves it out.
+    let day = day.ok().map(|day| DayFacts {
+        delivered: day.delivered,
+        returned: day.returned,
+        distance: format!("{:.1} km", day.distance_metres as f64 / 1000.0),
+        earned: state
+            .couriers
+            .earned(
+                &courier.market,
+                day.delivered + day.returned,
+                day.distance_metres,
+            )
+            .map(|e| e.formatted()),
+    });
     let body = CourierPage {
         session: Some(OperatorBar::from(&session)),
         trail,
+        day,
         delivered: jobs
             .iter()
             .filter(|j| j.status == JobStatus::Delivered)
