@@ -1260,6 +1260,20 @@ async fn a_busy_board_draws_groups_by_area_that_open_closer_maps() {
     assert_eq!(page.body.matches("class=\"map-courier\"").count(), 1);
     assert_eq!(page.body.matches("class=\"map-search wait-").count(), 1);
 
+    // Past what the board reads (one of each there), its counts say so.
+    assert!(!page.body.contains("those counts are at least"));
+    let floor_read = crate::fulfilment::Floor::start(&[("COURIER_TRACKING_BOARD_READ", "1")]).await;
+    floor_read.rider("Ann One", "bicycle", Some(PICKUP)).await;
+    floor_read.rider("Bob Two", "bicycle", Some(far)).await;
+    let mut reader = signed_in(&floor_read.app).await;
+    let page = reader.get("/ops/markets/demo").await;
+    assert!(
+        page.body.contains("Couriers online: 1.")
+            && page.body.contains("those counts are at least"),
+        "{}",
+        page.body
+    );
+
     // Not an area: refused with a page that says what one is.
     for bad in [
         "nonsense",

@@ -41,12 +41,14 @@ pub struct CourierSpot {
 }
 
 /// The active couriers online in `market` (only those seen since `fresh_since` `within` an
-/// area, when given), with where they were seen since `fresh_since`.
+/// area, when given), with where they were seen since `fresh_since`; `limit` of them at most,
+/// any.
 pub async fn couriers_online(
     pool: &PgPool,
     market: &str,
     fresh_since: DateTime<Utc>,
     within: Option<Bounds>,
+    limit: i64,
 ) -> Result<Vec<CourierSpot>, sqlx::Error> {
     sqlx::query_as!(
         CourierSpot,
@@ -60,13 +62,15 @@ pub async fn couriers_online(
          LEFT JOIN courier_positions p ON p.courier_id = c.id AND p.seen_at >= $2 \
          WHERE c.market_id = $1 AND c.online AND c.status = 'active' \
            AND ($3::float8 IS NULL OR (p.latitude BETWEEN $3 AND $5 \
-             AND p.longitude BETWEEN $4 AND $6))",
+             AND p.longitude BETWEEN $4 AND $6)) \
+         LIMIT $7",
         market,
         fresh_since,
         within.map(|b| b.south),
         within.map(|b| b.west),
         within.map(|b| b.north),
         within.map(|b| b.east),
+        limit,
     )
     .fetch_all(pool)
     .await
@@ -84,12 +88,13 @@ pub struct SearchSpot {
 }
 
 /// The jobs searching in `market` (of `environment` only, when given; with their pickup
-/// `within` an area, when given).
+/// `within` an area, when given); `limit` of them at most, any.
 pub async fn jobs_searching(
     pool: &PgPool,
     market: &str,
     environment: Option<Environment>,
     within: Option<Bounds>,
+    limit: i64,
 ) -> Result<Vec<SearchSpot>, sqlx::Error> {
     sqlx::query_as!(
         SearchSpot,
@@ -104,13 +109,15 @@ pub async fn jobs_searching(
                FROM jobs j WHERE j.status = 'searching' AND j.market_id = $1 \
                  AND j.environment = ANY($2) OFFSET 0) s \
          WHERE $3::float8 IS NULL \
-           OR (s.latitude BETWEEN $3 AND $5 AND s.longitude BETWEEN $4 AND $6)",
+           OR (s.latitude BETWEEN $3 AND $5 AND s.longitude BETWEEN $4 AND $6) \
+         LIMIT $7",
         market,
         &environments(environment),
         within.map(|b| b.south),
         within.map(|b| b.west),
         within.map(|b| b.north),
         within.map(|b| b.east),
+        limit,
     )
     .fetch_all(pool)
     .await
@@ -126,12 +133,13 @@ pub struct UnderWaySpot {
 }
 
 /// The jobs under way in `market` (of `environment` only, when given; with their next stop
-/// `within` an area, when given).
+/// `within` an area, when given); `limit` of them at most, any.
 pub async fn jobs_under_way(
     pool: &PgPool,
     market: &str,
     environment: Option<Environment>,
     within: Option<Bounds>,
+    limit: i64,
 ) -> Result<Vec<UnderWaySpot>, sqlx::Error> {
     sqlx::query_as!(
         UnderWaySpot,
@@ -143,13 +151,15 @@ pub async fn jobs_under_way(
                WHERE j.status IN ('assigned', 'in_transit') AND j.market_id = $1 \
                  AND j.environment = ANY($2) OFFSET 0) s \
          WHERE $3::float8 IS NULL \
-           OR (s.latitude BETWEEN $3 AND $5 AND s.longitude BETWEEN $4 AND $6)",
+           OR (s.latitude BETWEEN $3 AND $5 AND s.longitude BETWEEN $4 AND $6) \
+         LIMIT $7",
         market,
         &environments(environment),
         within.map(|b| b.south),
         within.map(|b| b.west),
         within.map(|b| b.north),
         within.map(|b| b.east),
+        limit,
     )
     .fetch_all(pool)
     .await

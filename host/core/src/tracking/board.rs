@@ -117,6 +117,9 @@ pub struct Totals {
     pub couriers: i64,
     pub searching: i64,
     pub under_way: i64,
+    /// Whether some kind had more than the board reads (`COURIER_TRACKING_BOARD_READ`): its
+    /// count is "at least", and the map shows the ones read.
+    pub at_least: bool,
 }
 
 /// What a group of the map stands for.
@@ -256,12 +259,20 @@ impl Tracking {
             }
             .bounds()
         });
+        // A backlog of tens of thousands is not read whole on every read.
+        let read = i64::from(self.config.board_read);
         let (mut couriers, mut searching, mut under_way, hidden_searching) = tokio::try_join!(
-            board_store::couriers_online(&self.pool, market.id(), fresh_since, within),
-            board_store::jobs_searching(&self.pool, market.id(), ask.environment, within),
-            board_store::jobs_under_way(&self.pool, market.id(), ask.environment, within),
+            board_store::couriers_online(&self.pool, market.id(), fresh_since, within, read + 1),
+            board_store::jobs_searching(&self.pool, market.id(), ask.environment, within, read + 1),
+            board_store::jobs_under_way(&self.pool, market.id(), ask.environment, within, read + 1),
             jobs_store::searching_elsewhere(&self.pool, market.id(), ask.environment),
         )?;
+        let at_least = [couriers.len(), searching.len(), under_way.len()]
+            .iter()
+            .any(|&n| n as i64 > read);
+        couriers.truncate(read as usize);
+        searching.truncate(read as usize);
+        under_way.truncate(read as usize);
         // In the tables' order: couriers by name, the longest searching, the longest under way.
         couriers.sort_by(|a, b| (&a.name, a.id).cmp(&(&b.name, b.id)));
         searching.sort_by_key(|s| (s.since, s.id));
@@ -270,6 +281,7 @@ impl Tracking {
             couriers: couriers.len() as i64,
             searching: searching.len() as i64,
             under_way: under_way.len() as i64,
+            at_least,
         };
         let grid = projection.map(|p| CellGrid::over(&p));
         let spots = Spots {

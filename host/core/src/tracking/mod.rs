@@ -72,6 +72,12 @@ pub struct TrackingConfig {
           env = "COURIER_TRACKING_BOARD_MARKS", default_value = "300",
           value_parser = crate::infra::settings::positive_u32)]
     pub board_marks: u32,
+    /// The most of each kind (couriers online, jobs searching, jobs under way) a market board
+    /// reads (50000): past it the board says "at least" and draws those read.
+    #[arg(id = "tracking-board-read", long = "tracking-board-read",
+          env = "COURIER_TRACKING_BOARD_READ", default_value = "50000",
+          value_parser = crate::infra::settings::positive_u32)]
+    pub board_read: u32,
 }
 
 impl Default for TrackingConfig {
