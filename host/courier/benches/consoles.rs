@@ -309,8 +309,6 @@ async fn grow_fleet(pool: &sqlx::PgPool, couriers: usize) {
     }
 }
 
-/// Reads `path` with `cookie` from one client for `seconds`; (requests, latencies, time,
-/// the last answer's size in bytes).
 /// The board's closer map of its busiest group's part (the whole market's board when it
 /// draws no groups).
 async fn busiest_part(bench: &Bench, cookie: &str) -> String {
@@ -340,6 +338,8 @@ async fn busiest_part(bench: &Bench, cookie: &str) -> String {
         )
 }
 
+/// Reads `path` with `cookie` from one client for `seconds`; (requests, latencies, time,
+/// the last answer's size in bytes).
 async fn read_page(
     bench: &Bench,
     cookie: &str,

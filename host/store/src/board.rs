@@ -20,13 +20,10 @@ pub struct Bounds {
 /// The environments whose jobs are read: one, or both when None (an array, so that one
 /// plan serves every read).
 fn environments(environment: Option<Environment>) -> Vec<String> {
-    match environment {
-        Some(one) => vec![one.as_str().to_owned()],
-        None => vec![
-            Environment::Live.as_str().to_owned(),
-            Environment::Test.as_str().to_owned(),
-        ],
-    }
+    let shown = environment
+        .as_ref()
+        .map_or(&Environment::ALL[..], std::slice::from_ref);
+    shown.iter().map(|e| e.as_str().to_owned()).collect()
 }
 
 /// A courier online, where it was seen lately (if it was).
